@@ -1,0 +1,319 @@
+package schemas
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Resource names the object an event is about: the cluster it targets (or
+// comes from) and the object inside that cluster. Generation increases by one
+// with every change the hub accepts for the object; readers drop an event whose
+// generation is not newer than the one they already applied.
+//
+// It is embedded in most payloads, so its fields appear at the top level of the
+// JSON data.
+type Resource struct {
+	Cluster    string `json:"cluster"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+}
+
+// Sealed is a secret encrypted to one cluster's public sealing key (an X25519
+// key, NaCl anonymous sealed box). Only the holder of the matching private key
+// can open it.
+type Sealed struct {
+	// KeyID is the id of the sealing key the secret was encrypted to.
+	KeyID string `json:"keyId"`
+	// Ciphertext is the sealed box, standard base64.
+	Ciphertext string `json:"ciphertext"`
+}
+
+// ApplicationUpserted is the data of io.argosy.config.application.upserted.v1:
+// the desired state of one Argo CD Application on one cluster.
+type ApplicationUpserted struct {
+	Resource
+	Project     string            `json:"project"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Spec is the Argo CD ApplicationSpec (argoproj.io/v1alpha1) as JSON.
+	Spec json.RawMessage `json:"spec"`
+}
+
+// ApplicationDeleted is the data of io.argosy.config.application.deleted.v1.
+type ApplicationDeleted struct {
+	Resource
+	// Cascade deletes the application's resources too (Argo CD's
+	// resources-finalizer); without it only the Application goes.
+	Cascade bool `json:"cascade,omitempty"`
+}
+
+// AppProjectUpserted is the data of io.argosy.config.appproject.upserted.v1.
+type AppProjectUpserted struct {
+	Resource
+	Labels map[string]string `json:"labels,omitempty"`
+	// Spec is the Argo CD AppProjectSpec as JSON.
+	Spec json.RawMessage `json:"spec"`
+}
+
+// AppProjectDeleted is the data of io.argosy.config.appproject.deleted.v1.
+type AppProjectDeleted struct {
+	Resource
+}
+
+// RepositoryUpserted is the data of io.argosy.config.repository.upserted.v1:
+// a repository Argo CD may pull from, with credentials sealed to the target
+// cluster.
+type RepositoryUpserted struct {
+	Resource
+	URL     string `json:"url"`
+	Type    string `json:"type"`
+	Project string `json:"project,omitempty"`
+	// Credentials, when set, is a sealed JSON object of Argo CD repository
+	// secret fields (username, password, sshPrivateKey, ...).
+	Credentials *Sealed `json:"credentials,omitempty"`
+}
+
+// RepositoryDeleted is the data of io.argosy.config.repository.deleted.v1.
+type RepositoryDeleted struct {
+	Resource
+	URL string `json:"url"`
+}
+
+// ClusterRegistered is the data of io.argosy.config.cluster.registered.v1.
+type ClusterRegistered struct {
+	Resource
+	Labels map[string]string `json:"labels,omitempty"`
+	// Partition pins the cluster to one config partition. Unset means the
+	// partition is murmur2(cluster) mod the partition count.
+	Partition *int32 `json:"partition,omitempty"`
+	// SigningKeyID and SealingKeyID name the cluster's keys, registered on the
+	// trust topic.
+	SigningKeyID string `json:"signingKeyId,omitempty"`
+	SealingKeyID string `json:"sealingKeyId,omitempty"`
+}
+
+// ClusterDeregistered is the data of io.argosy.config.cluster.deregistered.v1.
+type ClusterDeregistered struct {
+	Resource
+	Reason string `json:"reason,omitempty"`
+}
+
+// Operation kinds of OperationRequested.
+const (
+	OperationSync      = "sync"
+	OperationRefresh   = "refresh"
+	OperationRollback  = "rollback"
+	OperationTerminate = "terminate"
+)
+
+// OperationRequested is the data of io.argosy.config.operation.requested.v1:
+// a one-off action on an Application.
+type OperationRequested struct {
+	Resource
+	RequestID   string `json:"requestId"`
+	Operation   string `json:"operation"`
+	RequestedBy string `json:"requestedBy,omitempty"`
+	// Revision is the revision to sync to (sync only).
+	Revision string `json:"revision,omitempty"`
+	Prune    bool   `json:"prune,omitempty"`
+	DryRun   bool   `json:"dryRun,omitempty"`
+	// HistoryID is the Argo CD history entry to roll back to (rollback only).
+	HistoryID int64 `json:"historyId,omitempty"`
+	// RefreshType is "normal" or "hard" (refresh only).
+	RefreshType string `json:"refreshType,omitempty"`
+}
+
+// Heartbeat is the data of io.argosy.status.heartbeat.v1.
+type Heartbeat struct {
+	Cluster       string `json:"cluster"`
+	AgentVersion  string `json:"agentVersion"`
+	ArgoCDVersion string `json:"argocdVersion,omitempty"`
+	// Mode is "managed" (the hub owns desired state) or "autonomous".
+	Mode string `json:"mode"`
+	// ConfigOffset is the next config offset the agent will read.
+	ConfigOffset int64 `json:"configOffset"`
+	Applications int   `json:"applications"`
+	// Seq increases by one with every heartbeat since the agent started.
+	Seq int64 `json:"seq"`
+}
+
+// SyncStatus is Argo CD's sync status of an Application.
+type SyncStatus struct {
+	Status   string `json:"status"`
+	Revision string `json:"revision,omitempty"`
+}
+
+// HealthStatus is Argo CD's health of an Application.
+type HealthStatus struct {
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+}
+
+// OperationState is the state of the last Argo CD operation.
+type OperationState struct {
+	Phase      string     `json:"phase"`
+	Message    string     `json:"message,omitempty"`
+	StartedAt  time.Time  `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+}
+
+// ApplicationStatusChanged is the data of
+// io.argosy.status.application.changed.v1: a compact delta of an
+// Application's status. Only fields that changed since the previous delta with
+// the same cluster, namespace and name are set, unless Full is true.
+type ApplicationStatusChanged struct {
+	Resource
+	// Seq orders deltas of one application; a gap means a delta was lost and
+	// the reader should wait for the next full status.
+	Seq       int64           `json:"seq"`
+	Full      bool            `json:"full,omitempty"`
+	Deleted   bool            `json:"deleted,omitempty"`
+	Sync      *SyncStatus     `json:"sync,omitempty"`
+	Health    *HealthStatus   `json:"health,omitempty"`
+	Operation *OperationState `json:"operation,omitempty"`
+}
+
+// Rejection codes of ConfigRejected.
+const (
+	RejectInvalid     = "invalid"
+	RejectStale       = "stale"
+	RejectUnverified  = "unverified"
+	RejectApplyFailed = "apply_failed"
+	RejectConflict    = "conflict"
+)
+
+// ConfigApplied is the data of io.argosy.status.config.applied.v1: the agent
+// applied one config event.
+type ConfigApplied struct {
+	Resource
+	// EventID and Offset name the config event being acknowledged.
+	EventID string `json:"eventId"`
+	Offset  int64  `json:"offset"`
+}
+
+// ConfigRejected is the data of io.argosy.status.config.rejected.v1: the agent
+// refused or failed to apply one config event.
+type ConfigRejected struct {
+	Resource
+	EventID string `json:"eventId"`
+	Offset  int64  `json:"offset"`
+	Code    string `json:"code"`
+	Reason  string `json:"reason"`
+}
+
+// DeploymentRecorded is the data of io.argosy.status.deployment.recorded.v1: one
+// finished Argo CD sync of an Application, for deployment history and reports.
+type DeploymentRecorded struct {
+	Resource
+	DeploymentID     string    `json:"deploymentId"`
+	Revision         string    `json:"revision"`
+	PreviousRevision string    `json:"previousRevision,omitempty"`
+	Phase            string    `json:"phase"`
+	Initiator        string    `json:"initiator,omitempty"`
+	StartedAt        time.Time `json:"startedAt"`
+	FinishedAt       time.Time `json:"finishedAt"`
+	Images           []string  `json:"images,omitempty"`
+}
+
+// AuditRecorded is the data of io.argosy.hub.audit.recorded.v1: one call to the
+// hub's API, allowed or not.
+type AuditRecorded struct {
+	RequestID  string `json:"requestId"`
+	Actor      string `json:"actor"`
+	Action     string `json:"action"`
+	Method     string `json:"method"`
+	Path       string `json:"path"`
+	Cluster    string `json:"cluster,omitempty"`
+	Target     string `json:"target,omitempty"`
+	Outcome    string `json:"outcome"`
+	StatusCode int    `json:"statusCode"`
+	RemoteAddr string `json:"remoteAddr,omitempty"`
+	// EventIDs are the ids of the events the call appended.
+	EventIDs []string `json:"eventIds,omitempty"`
+}
+
+// Key roles and purposes used by the trust events.
+const (
+	RoleHub        = "hub"
+	RoleCluster    = "cluster"
+	PurposeSigning = "signing"
+	PurposeSealing = "sealing"
+)
+
+// KeyRegistered is the data of io.argosy.trust.key.registered.v1.
+type KeyRegistered struct {
+	KeyID string `json:"keyId"`
+	// Owner is the cluster name, or the hub's name for hub keys.
+	Owner   string `json:"owner"`
+	Role    string `json:"role"`
+	Purpose string `json:"purpose"`
+	// Algorithm is "ed25519" for signing keys and "x25519" for sealing keys.
+	Algorithm string `json:"algorithm"`
+	// PublicKey is the raw public key, standard base64.
+	PublicKey string `json:"publicKey"`
+}
+
+// KeyRotated is the data of io.argosy.trust.key.rotated.v1: Next replaces
+// KeyID. KeyID stops being valid at the rotation's log time.
+type KeyRotated struct {
+	KeyID string        `json:"keyId"`
+	Next  KeyRegistered `json:"next"`
+}
+
+// KeyRevoked is the data of io.argosy.trust.key.revoked.v1. The key stays
+// known; events appended after the revocation's log time are rejected.
+type KeyRevoked struct {
+	KeyID  string `json:"keyId"`
+	Reason string `json:"reason"`
+}
+
+// ApplicationPublished is the data of io.argosy.trust.application.published.v1:
+// an Application owned by the spoke (autonomous mode), published to the hub.
+type ApplicationPublished struct {
+	Resource
+	Project string            `json:"project"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Spec    json.RawMessage   `json:"spec"`
+}
+
+// DriftReverted is the data of io.argosy.trust.drift.reverted.v1: the agent
+// found an object changed outside Argosy and put the desired state back.
+type DriftReverted struct {
+	Resource
+	Kind string `json:"kind"`
+	// Fields are the JSON paths that differed.
+	Fields []string `json:"fields,omitempty"`
+	// ConfigOffset is the config event whose state was restored.
+	ConfigOffset int64 `json:"configOffset"`
+}
+
+// Resync reasons.
+const (
+	ResyncDataLoss    = "data_loss"
+	ResyncOutOfRange  = "offset_out_of_range"
+	ResyncNewAgent    = "new_agent"
+	ResyncOperatorReq = "operator"
+)
+
+// ResyncRequested is the data of io.argosy.trust.resync.requested.v1: the agent
+// lost part of the config log (retention, truncation, a restore) and asks the
+// hub to re-append the cluster's desired state.
+type ResyncRequested struct {
+	Cluster string `json:"cluster"`
+	Reason  string `json:"reason"`
+	// LastOffset is the last config offset the agent applied, -1 for none.
+	LastOffset int64 `json:"lastOffset"`
+	// FirstAvailable is the earliest config offset the broker still has.
+	FirstAvailable int64 `json:"firstAvailable"`
+}
+
+// ClusterName returns the cluster the payload is about; readers check that it
+// matches the event's signed subject.
+func (r Resource) ClusterName() string { return r.Cluster }
+
+// ClusterName returns the cluster the heartbeat comes from.
+func (h Heartbeat) ClusterName() string { return h.Cluster }
+
+// ClusterName returns the cluster asking for a resync.
+func (r ResyncRequested) ClusterName() string { return r.Cluster }
