@@ -1,0 +1,168 @@
+package events
+
+import (
+	"slices"
+
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// Family groups event types by who writes them and what they mean.
+type Family string
+
+// Families of the catalogue.
+const (
+	// FamilyConfig is desired state, written by the hub for one cluster.
+	FamilyConfig Family = "config"
+	// FamilyStatus is observed state, written by a cluster's agent.
+	FamilyStatus Family = "status"
+	// FamilyHub is the hub's own record of what it was asked to do.
+	FamilyHub Family = "hub"
+	// FamilyTrust is keys and the events that change who owns what.
+	FamilyTrust Family = "trust"
+)
+
+// Topic is the role of a topic; Topics maps roles to topic names.
+type Topic string
+
+// Topic roles. See docs/design.md for partitioning, retention and compaction.
+const (
+	TopicConfig      Topic = "config"
+	TopicStatus      Topic = "status"
+	TopicDeployments Topic = "deployments"
+	TopicAudit       Topic = "audit"
+	TopicTrust       Topic = "trust"
+	TopicDeadLetter  Topic = "deadletter"
+)
+
+// Event types. Each is versioned: a change that is not backward compatible
+// gets a new type (…v2) and both are read side by side until v1 is retired.
+const (
+	TypeApplicationUpserted  = "io.argosy.config.application.upserted.v1"
+	TypeApplicationDeleted   = "io.argosy.config.application.deleted.v1"
+	TypeAppProjectUpserted   = "io.argosy.config.appproject.upserted.v1"
+	TypeAppProjectDeleted    = "io.argosy.config.appproject.deleted.v1"
+	TypeRepositoryUpserted   = "io.argosy.config.repository.upserted.v1"
+	TypeRepositoryDeleted    = "io.argosy.config.repository.deleted.v1"
+	TypeClusterRegistered    = "io.argosy.config.cluster.registered.v1"
+	TypeClusterDeregistered  = "io.argosy.config.cluster.deregistered.v1"
+	TypeOperationRequested   = "io.argosy.config.operation.requested.v1"
+	TypeHeartbeat            = "io.argosy.status.heartbeat.v1"
+	TypeApplicationStatus    = "io.argosy.status.application.changed.v1"
+	TypeConfigApplied        = "io.argosy.status.config.applied.v1"
+	TypeConfigRejected       = "io.argosy.status.config.rejected.v1"
+	TypeDeploymentRecorded   = "io.argosy.status.deployment.recorded.v1"
+	TypeAuditRecorded        = "io.argosy.hub.audit.recorded.v1"
+	TypeKeyRegistered        = "io.argosy.trust.key.registered.v1"
+	TypeKeyRotated           = "io.argosy.trust.key.rotated.v1"
+	TypeKeyRevoked           = "io.argosy.trust.key.revoked.v1"
+	TypeApplicationPublished = "io.argosy.trust.application.published.v1"
+	TypeDriftReverted        = "io.argosy.trust.drift.reverted.v1"
+	TypeResyncRequested      = "io.argosy.trust.resync.requested.v1"
+)
+
+// Spec describes one event type of the catalogue.
+type Spec struct {
+	Type   string
+	Family Family
+	// Topic is where events of this type are appended.
+	Topic Topic
+	// Signer is the role whose key must sign the event: schemas.RoleHub, or
+	// schemas.RoleCluster for events a cluster's agent writes about itself.
+	Signer string
+	// Kind is the subject's resource kind ("" for cluster-wide events).
+	Kind string
+	// Doc is one line for humans.
+	Doc string
+	// newData returns a pointer to a zero payload.
+	newData func() any
+}
+
+// NewData returns a pointer to a zero value of the type's payload.
+func (s Spec) NewData() any { return s.newData() }
+
+// SchemaURL is the event's dataschema attribute.
+func (s Spec) SchemaURL() string { return schemas.URL(s.Type) }
+
+func entry[T any](typ string, fam Family, topic Topic, signer, kind, doc string) Spec {
+	return Spec{Type: typ, Family: fam, Topic: topic, Signer: signer, Kind: kind, Doc: doc,
+		newData: func() any { return new(T) }}
+}
+
+const (
+	hub     = schemas.RoleHub
+	cluster = schemas.RoleCluster
+)
+
+var catalogue = []Spec{
+	entry[schemas.ApplicationUpserted](TypeApplicationUpserted, FamilyConfig, TopicConfig, hub, "applications",
+		"The desired state of an Argo CD Application on one cluster."),
+	entry[schemas.ApplicationDeleted](TypeApplicationDeleted, FamilyConfig, TopicConfig, hub, "applications",
+		"An Application is no longer wanted on the cluster."),
+	entry[schemas.AppProjectUpserted](TypeAppProjectUpserted, FamilyConfig, TopicConfig, hub, "appprojects",
+		"The desired state of an Argo CD AppProject on one cluster."),
+	entry[schemas.AppProjectDeleted](TypeAppProjectDeleted, FamilyConfig, TopicConfig, hub, "appprojects",
+		"An AppProject is no longer wanted on the cluster."),
+	entry[schemas.RepositoryUpserted](TypeRepositoryUpserted, FamilyConfig, TopicConfig, hub, "repositories",
+		"A repository and its credentials, sealed to the cluster."),
+	entry[schemas.RepositoryDeleted](TypeRepositoryDeleted, FamilyConfig, TopicConfig, hub, "repositories",
+		"A repository is no longer wanted on the cluster."),
+	entry[schemas.ClusterRegistered](TypeClusterRegistered, FamilyConfig, TopicConfig, hub, "",
+		"A cluster joined the fleet."),
+	entry[schemas.ClusterDeregistered](TypeClusterDeregistered, FamilyConfig, TopicConfig, hub, "",
+		"A cluster left the fleet."),
+	entry[schemas.OperationRequested](TypeOperationRequested, FamilyConfig, TopicConfig, hub, "applications",
+		"Sync, refresh, roll back or terminate an Application."),
+	entry[schemas.Heartbeat](TypeHeartbeat, FamilyStatus, TopicStatus, cluster, "",
+		"The agent is alive, and how far it has read."),
+	entry[schemas.ApplicationStatusChanged](TypeApplicationStatus, FamilyStatus, TopicStatus, cluster, "applications",
+		"A compact delta of an Application's sync, health and operation status."),
+	entry[schemas.ConfigApplied](TypeConfigApplied, FamilyStatus, TopicStatus, cluster, "*",
+		"The agent applied a config event."),
+	entry[schemas.ConfigRejected](TypeConfigRejected, FamilyStatus, TopicStatus, cluster, "*",
+		"The agent refused or failed to apply a config event, and why."),
+	entry[schemas.DeploymentRecorded](TypeDeploymentRecorded, FamilyStatus, TopicDeployments, cluster, "applications",
+		"One finished sync of an Application, for deployment history."),
+	entry[schemas.AuditRecorded](TypeAuditRecorded, FamilyHub, TopicAudit, hub, "",
+		"One call to the hub's API."),
+	entry[schemas.KeyRegistered](TypeKeyRegistered, FamilyTrust, TopicTrust, hub, "",
+		"A public key became known."),
+	entry[schemas.KeyRotated](TypeKeyRotated, FamilyTrust, TopicTrust, hub, "",
+		"A key was replaced by a new one."),
+	entry[schemas.KeyRevoked](TypeKeyRevoked, FamilyTrust, TopicTrust, hub, "",
+		"A key stopped being valid."),
+	entry[schemas.ApplicationPublished](TypeApplicationPublished, FamilyTrust, TopicStatus, cluster, "applications",
+		"An Application owned by the cluster (autonomous mode), published to the hub."),
+	entry[schemas.DriftReverted](TypeDriftReverted, FamilyTrust, TopicStatus, cluster, "*",
+		"The agent put back desired state that was changed outside Argosy."),
+	entry[schemas.ResyncRequested](TypeResyncRequested, FamilyTrust, TopicStatus, cluster, "",
+		"The agent lost part of the config log and asks for its desired state again."),
+}
+
+var byType = func() map[string]Spec {
+	m := make(map[string]Spec, len(catalogue))
+	for _, s := range catalogue {
+		m[s.Type] = s
+	}
+	return m
+}()
+
+// Lookup returns the spec of an event type.
+func Lookup(eventType string) (Spec, bool) {
+	s, ok := byType[eventType]
+	return s, ok
+}
+
+// Catalogue returns every event type, sorted by type.
+func Catalogue() []Spec {
+	out := slices.Clone(catalogue)
+	slices.SortFunc(out, func(a, b Spec) int {
+		switch {
+		case a.Type < b.Type:
+			return -1
+		case a.Type > b.Type:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

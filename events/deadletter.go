@@ -1,0 +1,69 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Headers a dead-letter record carries besides the original's own.
+const (
+	HeaderDLQReason    = "argosy_dlq_reason"
+	HeaderDLQError     = "argosy_dlq_error"
+	HeaderDLQTopic     = "argosy_dlq_topic"
+	HeaderDLQPartition = "argosy_dlq_partition"
+	HeaderDLQOffset    = "argosy_dlq_offset"
+	HeaderDLQTime      = "argosy_dlq_time"
+	// HeaderDLQDropped says the original value was too large to keep and
+	// gives its size in bytes; the original stays in its own topic.
+	HeaderDLQDropped = "argosy_dlq_dropped_bytes"
+)
+
+// DeadLetter writes records that cannot be processed to the dead-letter topic,
+// with the reason and where they came from.
+type DeadLetter struct {
+	client *kgo.Client
+	topic  string
+}
+
+// NewDeadLetter returns a dead-letter writer to topic.
+func NewDeadLetter(client *kgo.Client, topic string) *DeadLetter {
+	return &DeadLetter{client: client, topic: topic}
+}
+
+// Send appends rec to the dead-letter topic and returns once it is durable.
+// The original key, value and headers are kept, plus the reason code
+// (Reason(cause)), the error text, and the original topic, partition, offset
+// and log time.
+func (d *DeadLetter) Send(ctx context.Context, rec *kgo.Record, cause error) error {
+	out := &kgo.Record{
+		Topic:   d.topic,
+		Key:     rec.Key,
+		Value:   rec.Value,
+		Headers: make([]kgo.RecordHeader, 0, len(rec.Headers)+7),
+	}
+	out.Headers = append(out.Headers, rec.Headers...)
+	if RecordSize(rec) > MaxEventBytes {
+		out.Value = nil
+		out.Headers = append(out.Headers[:0], kgo.RecordHeader{Key: HeaderDLQDropped, Value: []byte(strconv.Itoa(RecordSize(rec)))})
+	}
+	errText := cause.Error()
+	if len(errText) > 4096 {
+		errText = errText[:4096]
+	}
+	out.Headers = append(out.Headers,
+		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(Reason(cause))},
+		kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(errText)},
+		kgo.RecordHeader{Key: HeaderDLQTopic, Value: []byte(rec.Topic)},
+		kgo.RecordHeader{Key: HeaderDLQPartition, Value: []byte(strconv.FormatInt(int64(rec.Partition), 10))},
+		kgo.RecordHeader{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+		kgo.RecordHeader{Key: HeaderDLQTime, Value: []byte(rec.Timestamp.UTC().Format(time.RFC3339Nano))},
+	)
+	if err := d.client.ProduceSync(ctx, out).FirstErr(); err != nil {
+		return fmt.Errorf("dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+	}
+	return nil
+}

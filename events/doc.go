@@ -1,0 +1,21 @@
+// Package events owns Argosy's event catalogue and its wire format:
+// CloudEvents 1.0 carried on Kafka records by the CloudEvents Kafka protocol
+// binding (binary content mode on write; binary or structured on read),
+// signed with Ed25519 in a DSSE envelope as the CloudEvents verifiability
+// extension describes, validated against the JSON Schemas in package schemas.
+//
+// The pieces, from the wire up:
+//   - NewMessage and WriteRecord bind a kgo.Record to sdk-go's binding
+//     interfaces; partitionkey maps to the record key.
+//   - Signer signs, Verifier checks signatures against a key registry
+//     (Registry) that is itself built from trust events.
+//   - Decoder turns a record into a verified, schema-checked, typed Decoded
+//     event, or a *DecodeError naming the reason.
+//   - Producer appends events durably (idempotent, acks=all) to the topic
+//     the catalogue names, on the partition Partitioner chooses.
+//   - Reader consumes assigned partitions, hands each decoded event to a
+//     handler, dead-letters poison records (DeadLetter) and commits offsets
+//     only after the handler returned.
+//
+// See docs/design.md for the topic plan and delivery guarantees.
+package events

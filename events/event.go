@@ -1,0 +1,36 @@
+package events
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+)
+
+// New builds an unsigned event of a catalogued type. key is the partition key
+// (the cluster for config, status and deployment events); data is the payload
+// and is encoded as JSON. The time is the current time to the second, which is
+// the precision the signature covers.
+func New(source, eventType string, subject, key string, data any) (*event.Event, error) {
+	sp, ok := Lookup(eventType)
+	if !ok {
+		return nil, fmt.Errorf("new event: %w: %q", ErrUnknownType, eventType)
+	}
+	e := event.New()
+	e.SetID(uuid.NewString())
+	e.SetSource(source)
+	e.SetType(eventType)
+	if subject != "" {
+		e.SetSubject(subject)
+	}
+	e.SetTime(time.Now().UTC().Truncate(time.Second))
+	e.SetDataSchema(sp.SchemaURL())
+	if key != "" {
+		e.SetExtension(ExtPartitionKey, key)
+	}
+	if err := e.SetData(event.ApplicationJSON, data); err != nil {
+		return nil, fmt.Errorf("new event %s: encode data: %w", eventType, err)
+	}
+	return &e, nil
+}

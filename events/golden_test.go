@@ -1,0 +1,177 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/events/internal/golden"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+const goldenDir = "testdata/golden"
+
+// goldenRegistry trusts the public keys committed beside the samples.
+func goldenRegistry(t testing.TB) *events.Registry {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(goldenDir, "keys.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kf golden.KeyFile
+	if err := json.Unmarshal(b, &kf); err != nil {
+		t.Fatal(err)
+	}
+	var keys []events.Key
+	for _, k := range kf.Keys {
+		keys = append(keys, events.Key{ID: k.ID, Owner: k.Owner, Role: k.Role, Purpose: schemas.PurposeSigning,
+			Algorithm: "ed25519", Public: k.PublicKey})
+	}
+	return events.NewRegistry(keys...)
+}
+
+func goldenDecoder(t testing.TB, opts ...events.DecoderOption) *events.Decoder {
+	t.Helper()
+	d, err := events.NewDecoder(events.NewVerifier(goldenRegistry(t)), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// goldenFiles returns every sample path, binary and structured.
+func goldenFiles(t testing.TB) []string {
+	t.Helper()
+	var files []string
+	for _, pat := range []string{"io.argosy.*.json", "structured/io.argosy.*.json"} {
+		m, err := filepath.Glob(filepath.Join(goldenDir, pat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	return files
+}
+
+// TestGoldenSamplesDecode decodes every committed sample with today's code:
+// wire samples must decode forever.
+func TestGoldenSamplesDecode(t *testing.T) {
+	dec := goldenDecoder(t, events.WithTarget(golden.ClusterName))
+	seen := map[string]bool{}
+	for _, path := range goldenFiles(t) {
+		t.Run(strings.TrimPrefix(path, goldenDir+"/"), func(t *testing.T) {
+			s, err := golden.Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := dec.Decode(context.Background(), s.Record())
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			typ := strings.TrimSuffix(filepath.Base(path), ".json")
+			if d.Spec.Type != typ {
+				t.Errorf("type %q, file says %q", d.Spec.Type, typ)
+			}
+			seen[typ] = true
+			if d.Topic != s.Topic || d.Offset != s.Offset || !d.LogTime.Equal(s.Timestamp) {
+				t.Errorf("position %s@%d %v, want %s@%d %v", d.Topic, d.Offset, d.LogTime, s.Topic, s.Offset, s.Timestamp)
+			}
+			if got, want := d.Event.Extensions()[events.ExtPartitionKey], s.Key; got != want {
+				t.Errorf("partitionkey %v, want key %q", got, want)
+			}
+			if d.TraceParent == "" {
+				t.Error("trace context lost")
+			}
+			// The typed payload encodes back to the same data.
+			again, err := json.Marshal(d.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(normJSON(t, d.Event.Data()), normJSON(t, again)); diff != "" {
+				t.Errorf("payload round trip (-wire +typed):\n%s", diff)
+			}
+		})
+	}
+	for _, sp := range events.Catalogue() {
+		if !seen[sp.Type] {
+			t.Errorf("no golden sample for %s: run go run ./events/internal/golden/gen", sp.Type)
+		}
+	}
+}
+
+func normJSON(t testing.TB, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return v
+}
+
+// TestGoldenSamplesMatchSchemas validates every sample's data against its
+// published JSON Schema, independently of Decode.
+func TestGoldenSamplesMatchSchemas(t *testing.T) {
+	for _, path := range goldenFiles(t) {
+		s, err := golden.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := events.ParseRecord(context.Background(), s.Record())
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if err := events.ValidateData(e.Type(), e.Data()); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+}
+
+// TestAsyncAPICoversCatalogue checks that the AsyncAPI document has a
+// message named after every event type of the catalogue, on the channel of
+// the type's topic, and lists every dead-letter reason code.
+func TestAsyncAPICoversCatalogue(t *testing.T) {
+	var doc struct {
+		Channels map[string]struct {
+			Address  string                       `json:"address"`
+			Messages map[string]map[string]string `json:"messages"`
+		} `json:"channels"`
+		Components struct {
+			Messages map[string]struct {
+				Name string `json:"name"`
+			} `json:"messages"`
+		} `json:"components"`
+	}
+	if err := yaml.Unmarshal(schemas.AsyncAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	channelOf := map[string]string{} // message name -> topic
+	for _, ch := range doc.Channels {
+		for _, ref := range ch.Messages {
+			id := strings.TrimPrefix(ref["$ref"], "#/components/messages/")
+			channelOf[doc.Components.Messages[id].Name] = ch.Address
+		}
+	}
+	topics := events.DefaultTopics("")
+	for _, sp := range events.Catalogue() {
+		got, ok := channelOf[sp.Type]
+		if !ok {
+			t.Errorf("asyncapi.yaml has no message named %s on any channel", sp.Type)
+			continue
+		}
+		if got != topics[sp.Topic] {
+			t.Errorf("%s is on channel %s, catalogue says %s", sp.Type, got, topics[sp.Topic])
+		}
+	}
+	for _, reason := range append(events.Reasons(), "handler") {
+		if !strings.Contains(string(schemas.AsyncAPI), reason) {
+			t.Errorf("asyncapi.yaml does not document dead-letter reason %q", reason)
+		}
+	}
+}

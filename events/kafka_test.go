@@ -1,0 +1,455 @@
+//go:build integration
+
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/go-cmp/cmp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/events/internal/golden"
+	"github.com/argosyproj/argosy/internal/kafkatest"
+)
+
+func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
+
+// rig is one test's topics, keys and clients on the real broker.
+type rig struct {
+	t      *testing.T
+	topics events.Topics
+	f      *fixture
+	prod   *events.Producer
+	client *kgo.Client
+}
+
+func newRig(t *testing.T, configPartitions int32, pins map[string]int32) *rig {
+	t.Helper()
+	topics := events.DefaultTopics(kafkatest.Prefix(t))
+	adm := kadm.NewClient(kafkatest.Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := events.EnsureTopics(ctx, adm, topics, events.TopicPlan(configPartitions, 2), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var names []string
+		for _, n := range topics {
+			names = append(names, n)
+		}
+		if _, err := adm.DeleteTopics(ctx, names...); err != nil {
+			t.Logf("delete topics: %v", err)
+		}
+	})
+	f := newFixture(t)
+	client := kafkatest.Client(t, events.ProducerOpts(pins)...)
+	return &rig{t: t, topics: topics, f: f, client: client, prod: events.NewProducer(client, f.hub, topics)}
+}
+
+func (r *rig) decoder(opts ...events.DecoderOption) *events.Decoder {
+	d, err := events.NewDecoder(events.NewVerifier(r.f.reg), opts...)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return d
+}
+
+// read runs a Reader until it has handled n events or a minute passed, and
+// returns what it handled.
+func (r *rig) read(cfg events.ReaderConfig, dec *events.Decoder, n int) []*events.Decoded {
+	r.t.Helper()
+	cl := kafkatest.Client(r.t, events.ReaderOpts()...)
+	rd, err := events.NewReader(cl, dec, events.NewDeadLetter(cl, r.topics[events.TopicDeadLetter]),
+		slog.New(slog.DiscardHandler), cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		got []*events.Decoded
+	)
+	err = rd.Run(ctx, func(_ context.Context, d *events.Decoded) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, d)
+		if len(got) == n {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil {
+		r.t.Fatalf("reader: %v", err)
+	}
+	if len(got) < n {
+		r.t.Fatalf("read %d events, want %d", len(got), n)
+	}
+	return got
+}
+
+// sampleEvents returns one fresh event per catalogue type, built from the
+// golden samples' data, with signers that may sign each.
+func (r *rig) sampleEvents(cluster string) []*event.Event {
+	r.t.Helper()
+	var out []*event.Event
+	for _, sp := range events.Catalogue() {
+		s, err := golden.Read("testdata/golden/" + sp.Type + ".json")
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		orig, err := events.ParseRecord(context.Background(), s.Record())
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		var data map[string]any
+		if err := json.Unmarshal(orig.Data(), &data); err != nil {
+			r.t.Fatal(err)
+		}
+		if _, ok := data["cluster"]; ok {
+			data["cluster"] = cluster
+		}
+		subj := orig.Subject()
+		if p, err := events.ParseSubject(subj); err == nil {
+			p.Cluster = cluster
+			subj = p.String()
+		}
+		e, err := events.New("//argosy.dev/test", sp.Type, subj, cluster, data)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (r *rig) signerFor(sp events.Spec, cluster string) *events.Signer {
+	if sp.Signer == "hub" {
+		return r.f.hub
+	}
+	if cluster == "cluster-b" {
+		return r.f.clusterB
+	}
+	return r.f.clusterA
+}
+
+// publish signs each event with the key that may sign it and appends it.
+func (r *rig) publish(cluster string, es ...*event.Event) []*kgo.Record {
+	r.t.Helper()
+	var recs []*kgo.Record
+	for _, e := range es {
+		sp, _ := events.Lookup(e.Type())
+		p := events.NewProducer(r.client, r.signerFor(sp, cluster), r.topics)
+		got, err := p.Publish(context.Background(), e)
+		if err != nil {
+			r.t.Fatalf("publish %s: %v", e.Type(), err)
+		}
+		recs = append(recs, got...)
+	}
+	return recs
+}
+
+// TestRoundTripEveryType appends one event of every type and reads each back
+// from its topic with key, headers and data intact.
+func TestRoundTripEveryType(t *testing.T) {
+	r := newRig(t, 4, nil)
+	sent := r.publish("cluster-a", r.sampleEvents("cluster-a")...)
+	byTopic := map[string][]*kgo.Record{}
+	for _, rec := range sent {
+		if rec.Offset < 0 || rec.Timestamp.IsZero() {
+			t.Fatalf("record not durable: offset %d time %v", rec.Offset, rec.Timestamp)
+		}
+		byTopic[rec.Topic] = append(byTopic[rec.Topic], rec)
+	}
+	for topic, want := range byTopic {
+		got := r.read(events.ReaderConfig{Topic: topic, Group: topic + ".test"}, r.decoder(events.WithTarget("cluster-a")), len(want))
+		gotByID := map[string]*events.Decoded{}
+		for _, d := range got {
+			gotByID[d.Event.ID()] = d
+		}
+		for _, w := range want {
+			e, err := events.ParseRecord(context.Background(), w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, ok := gotByID[e.ID()]
+			if !ok {
+				t.Errorf("%s: event %s (%s) not read back", topic, e.ID(), e.Type())
+				continue
+			}
+			if d.Partition != w.Partition || d.Offset != w.Offset {
+				t.Errorf("%s: at %d@%d, produced at %d@%d", e.Type(), d.Partition, d.Offset, w.Partition, w.Offset)
+			}
+			if got := d.Event.Extensions()[events.ExtPartitionKey]; got != "cluster-a" {
+				t.Errorf("%s: partitionkey %v", e.Type(), got)
+			}
+			if diff := cmp.Diff(normJSON(t, e.Data()), normJSON(t, d.Event.Data())); diff != "" {
+				t.Errorf("%s: data (-sent +read):\n%s", e.Type(), diff)
+			}
+			if d.LogTime.Before(w.Timestamp.Truncate(time.Millisecond)) {
+				t.Errorf("%s: log time %v is before the producer's %v", e.Type(), d.LogTime, w.Timestamp)
+			}
+		}
+	}
+	// Keys and headers as the broker stored them.
+	raw := consumeRaw(t, r.topics[events.TopicConfig], -1, countTopic(sent, r.topics[events.TopicConfig]))
+	for _, rec := range raw {
+		if rec.Attrs.TimestampType() != 1 {
+			t.Errorf("record %d: timestamp type %d, want 1 (LogAppendTime)", rec.Offset, rec.Attrs.TimestampType())
+		}
+		if string(rec.Key) != "cluster-a" {
+			t.Errorf("config record key %q", rec.Key)
+		}
+		hs := map[string]string{}
+		for _, h := range rec.Headers {
+			hs[h.Key] = string(h.Value)
+		}
+		for _, h := range []string{"ce_specversion", "ce_id", "ce_source", "ce_type", "ce_subject", "ce_time",
+			"ce_dataschema", "ce_partitionkey", "ce_dssematerial", "ce_signedextattrs", "content-type"} {
+			if hs[h] == "" {
+				t.Errorf("record %d lacks header %s", rec.Offset, h)
+			}
+		}
+	}
+}
+
+func countTopic(recs []*kgo.Record, topic string) int {
+	n := 0
+	for _, r := range recs {
+		if r.Topic == topic {
+			n++
+		}
+	}
+	return n
+}
+
+// consumeRaw reads n records of topic (partition p, or all when p < 0) from
+// the start with a plain client.
+func consumeRaw(t *testing.T, topic string, p int32, n int) []*kgo.Record {
+	t.Helper()
+	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
+	if p >= 0 {
+		opts = []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}})}
+	}
+	cl := kafkatest.Client(t, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		f := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records from %s: %v", len(out), n, topic, ctx.Err())
+		}
+		out = append(out, f.Records()...)
+	}
+	return out
+}
+
+// TestDirectAssignmentReadsOnePartition checks that a reader assigned one
+// config partition sees exactly the events of the clusters on it, and that
+// the partition a pin or murmur2 names is where the producer put them.
+func TestDirectAssignmentReadsOnePartition(t *testing.T) {
+	const parts = 4
+	pins := map[string]int32{"cluster-pinned": 3}
+	r := newRig(t, parts, pins)
+	pt := events.NewPartitioner(pins)
+	clusters := []string{"cluster-a", "cluster-b", "cluster-c", "cluster-d", "cluster-e", "cluster-pinned"}
+	want := map[int32]int{}
+	for i, c := range clusters {
+		for g := range 3 {
+			e := appUpsert(t, c)
+			setGeneration(t, e, int64(g+1))
+			recs := r.publish(c, e)
+			if p := pt.PartitionOf(c, parts); recs[0].Partition != p {
+				t.Fatalf("%s landed on %d, PartitionOf says %d", c, recs[0].Partition, p)
+			}
+			want[recs[0].Partition]++
+		}
+		_ = i
+	}
+	if pt.PartitionOf("cluster-pinned", parts) != 3 {
+		t.Fatal("pin ignored")
+	}
+	for p := range int32(parts) {
+		if want[p] == 0 {
+			continue
+		}
+		got := r.read(events.ReaderConfig{Topic: r.topics[events.TopicConfig], Partitions: []int32{p},
+			Group: fmt.Sprintf("%s.p%d", r.topics[events.TopicConfig], p)}, r.decoder(), want[p])
+		for _, d := range got {
+			if d.Partition != p {
+				t.Errorf("reader of partition %d got a record of partition %d", p, d.Partition)
+			}
+			if pt.PartitionOf(d.Subject.Cluster, parts) != p {
+				t.Errorf("partition %d holds cluster %s", p, d.Subject.Cluster)
+			}
+		}
+		// Nothing more arrives on that partition.
+		if len(got) != want[p] {
+			t.Errorf("partition %d: read %d, want %d", p, len(got), want[p])
+		}
+	}
+}
+
+func setGeneration(t *testing.T, e *event.Event, g int64) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Data(), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["generation"] = g
+	if err := e.SetData(event.ApplicationJSON, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCommittedOffsetsResume checks that a second reader of the same group
+// starts after what the first one handled.
+func TestCommittedOffsetsResume(t *testing.T) {
+	r := newRig(t, 1, nil)
+	topic := r.topics[events.TopicConfig]
+	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".resume"}
+	var first []*event.Event
+	for g := range 5 {
+		e := appUpsert(t, "cluster-a")
+		setGeneration(t, e, int64(g+1))
+		first = append(first, e)
+	}
+	r.publish("cluster-a", first...)
+	got := r.read(cfg, r.decoder(), 5)
+	if got[4].Offset != 4 {
+		t.Fatalf("first pass ended at offset %d", got[4].Offset)
+	}
+	var second []*event.Event
+	for g := range 3 {
+		e := appUpsert(t, "cluster-a")
+		setGeneration(t, e, int64(g+6))
+		second = append(second, e)
+	}
+	r.publish("cluster-a", second...)
+	got = r.read(cfg, r.decoder(), 3)
+	for i, d := range got {
+		if d.Offset != int64(5+i) {
+			t.Errorf("second pass read offset %d, want %d", d.Offset, 5+i)
+		}
+		if d.Event.ID() != second[i].ID() {
+			t.Errorf("second pass read %s, want %s", d.Event.ID(), second[i].ID())
+		}
+	}
+}
+
+// TestDeadLettering feeds poison records between good ones and checks that
+// the reader handles the good ones, dead-letters each bad one with its reason
+// and origin, and does not stall.
+func TestDeadLettering(t *testing.T) {
+	r := newRig(t, 1, nil)
+	topic := r.topics[events.TopicConfig]
+	raw := func(rec *kgo.Record) {
+		rec.Topic, rec.Partition = topic, 0
+		if err := r.client.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.publish("cluster-a", appUpsert(t, "cluster-a"))
+	raw(&kgo.Record{Key: []byte("cluster-a"), Value: []byte("not an event")})
+	unsigned, err := events.EventRecord(context.Background(), appUpsert(t, "cluster-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw(unsigned)
+	forB := record(t, sign(t, r.f.hub, appUpsert(t, "cluster-b")))
+	forB.Key = []byte("cluster-a")
+	raw(forB)
+	r.publish("cluster-a", appUpsert(t, "cluster-a"))
+
+	got := r.read(events.ReaderConfig{Topic: topic, Group: topic + ".dlq"}, r.decoder(events.WithTarget("cluster-a")), 2)
+	if got[0].Offset != 0 || got[1].Offset != 4 {
+		t.Errorf("handled offsets %d and %d, want 0 and 4", got[0].Offset, got[1].Offset)
+	}
+	dl := consumeRaw(t, r.topics[events.TopicDeadLetter], -1, 3)
+	want := map[int64]string{1: "malformed", 2: "unsigned", 3: "wrong_target"}
+	for _, rec := range dl {
+		hs := map[string]string{}
+		for _, h := range rec.Headers {
+			hs[h.Key] = string(h.Value)
+		}
+		off, err := strconv.ParseInt(hs[events.HeaderDLQOffset], 10, 64)
+		if err != nil {
+			t.Fatalf("offset header: %v", err)
+		}
+		if hs[events.HeaderDLQReason] != want[off] || hs[events.HeaderDLQTopic] != topic || hs[events.HeaderDLQPartition] != "0" {
+			t.Errorf("dead letter of offset %d: reason %q topic %q partition %q, want %q from %s/0",
+				off, hs[events.HeaderDLQReason], hs[events.HeaderDLQTopic], hs[events.HeaderDLQPartition], want[off], topic)
+		}
+		if hs[events.HeaderDLQError] == "" || hs[events.HeaderDLQTime] == "" {
+			t.Errorf("dead letter of offset %d lacks error or time: %v", off, hs)
+		}
+		delete(want, off)
+	}
+	if len(want) != 0 {
+		t.Errorf("not dead-lettered: %v", want)
+	}
+}
+
+// TestHandlerErrors checks the handler contract: a poison error dead-letters
+// and moves on, a plain error is retried, a fatal error stops without commit.
+func TestHandlerErrors(t *testing.T) {
+	r := newRig(t, 1, nil)
+	topic := r.topics[events.TopicConfig]
+	r.publish("cluster-a", appUpsert(t, "cluster-a"), appUpsert(t, "cluster-a"), appUpsert(t, "cluster-a"))
+	cl := kafkatest.Client(t, events.ReaderOpts()...)
+	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".h", MaxBackoff: 50 * time.Millisecond}
+	rd, err := events.NewReader(cl, r.decoder(), events.NewDeadLetter(cl, r.topics[events.TopicDeadLetter]),
+		slog.New(slog.DiscardHandler), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	attempts := map[int64]int{}
+	boom := errors.New("boom")
+	err = rd.Run(ctx, func(_ context.Context, d *events.Decoded) error {
+		attempts[d.Offset]++
+		switch {
+		case d.Offset == 0:
+			return events.Poison(errors.New("refused"))
+		case d.Offset == 1 && attempts[1] < 3:
+			return errors.New("transient")
+		case d.Offset == 2:
+			return events.Fatal(boom)
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run = %v, want the fatal error", err)
+	}
+	if attempts[0] != 1 || attempts[1] != 3 || attempts[2] != 1 {
+		t.Errorf("attempts %v, want 0:1 1:3 2:1", attempts)
+	}
+	dl := consumeRaw(t, r.topics[events.TopicDeadLetter], -1, 1)
+	for _, h := range dl[0].Headers {
+		if h.Key == events.HeaderDLQReason && string(h.Value) != "handler" {
+			t.Errorf("reason %q, want handler", h.Value)
+		}
+	}
+	// What finished before the fatal error was committed; the failed
+	// record was not, so a new reader starts with it.
+	got := r.read(cfg, r.decoder(), 1)
+	if got[0].Offset != 2 {
+		t.Errorf("after a fatal error the group resumed at %d, want 2", got[0].Offset)
+	}
+}

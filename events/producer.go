@@ -1,0 +1,94 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ProducerOpts are the client options every Argosy producer uses: acks from
+// all in-sync replicas and idempotent writes (franz-go's defaults, set here so
+// that nobody turns them off by accident), and the Kafka-compatible
+// partitioner with pins.
+func ProducerOpts(pins map[string]int32) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(NewPartitioner(pins)),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+	}
+}
+
+// Producer signs events and appends them to the topics the catalogue names.
+type Producer struct {
+	client *kgo.Client
+	signer *Signer
+	topics Topics
+}
+
+// NewProducer returns a producer. client should be built with ProducerOpts.
+func NewProducer(client *kgo.Client, signer *Signer, topics Topics) *Producer {
+	return &Producer{client: client, signer: signer, topics: topics}
+}
+
+// Publish adds the trace context of ctx, signs and appends the events, and
+// returns once every one is durable (acknowledged by all in-sync replicas) or
+// one failed. The returned records carry partition and offset; their
+// Timestamp is the producer's clock, while readers see the broker's log
+// append time (Decoded.LogTime).
+func (p *Producer) Publish(ctx context.Context, es ...*event.Event) ([]*kgo.Record, error) {
+	ctx, span := tracer().Start(ctx, "events.publish", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.Int("argosy.events", len(es))))
+	defer span.End()
+	recs := make([]*kgo.Record, len(es))
+	for i, e := range es {
+		r, err := p.encode(ctx, e)
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+			return nil, err
+		}
+		recs[i] = r
+	}
+	if err := p.client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return nil, fmt.Errorf("produce: %w", err)
+	}
+	return recs, nil
+}
+
+func (p *Producer) encode(ctx context.Context, e *event.Event) (*kgo.Record, error) {
+	sp, ok := Lookup(e.Type())
+	if !ok {
+		return nil, fmt.Errorf("publish: %w: %q", ErrUnknownType, e.Type())
+	}
+	topic, ok := p.topics[sp.Topic]
+	if !ok {
+		return nil, fmt.Errorf("publish %s: no %s topic configured", e.Type(), sp.Topic)
+	}
+	if _, ok := e.Extensions()[ExtPartitionKey]; !ok {
+		return nil, fmt.Errorf("publish %s: %w", e.Type(), errNoKey)
+	}
+	if err := ValidateData(e.Type(), e.Data()); err != nil {
+		return nil, fmt.Errorf("publish %s: %w", e.Type(), err)
+	}
+	InjectTrace(ctx, e)
+	if err := p.signer.Sign(ctx, e); err != nil {
+		return nil, err
+	}
+	r, err := EventRecord(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	if n := RecordSize(r); n > MaxEventBytes {
+		return nil, fmt.Errorf("publish %s: %w", e.Type(), reject(ErrOversized, fmt.Errorf("%d bytes, limit %d", n, MaxEventBytes)))
+	}
+	r.Topic = topic
+	return r, nil
+}
+
+var errNoKey = errors.New("event has no partitionkey")

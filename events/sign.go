@@ -1,0 +1,170 @@
+package events
+
+import (
+	"context"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+)
+
+// Extension attributes of the CloudEvents verifiability extension.
+const (
+	ExtDSSEMaterial   = "dssematerial"
+	ExtSignedExtAttrs = "signedextattrs"
+	// PayloadTypeDSSE is the DSSE payload type of the verification material.
+	PayloadTypeDSSE = "https://cloudevents.io/verifiability/dsse/v0.1"
+)
+
+// signedExtensions are the extension attributes Argosy signs, in order.
+// Trace context (traceparent, tracestate) is left unsigned on purpose: it is
+// telemetry, and intermediaries may rewrite it.
+var signedExtensions = []string{ExtPartitionKey}
+
+// KeyID returns the id of a public key: the hex SHA-256 of the raw key,
+// truncated to 16 bytes.
+func KeyID(pub []byte) string {
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:16])
+}
+
+// Signer signs events with one Ed25519 key.
+type Signer struct {
+	key ed25519.PrivateKey
+	id  string
+	env *dsse.EnvelopeSigner
+}
+
+// NewSigner returns a signer for key.
+func NewSigner(key ed25519.PrivateKey) (*Signer, error) {
+	if len(key) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("ed25519 private key: want %d bytes, got %d", ed25519.PrivateKeySize, len(key))
+	}
+	s := &Signer{key: key, id: KeyID(key.Public().(ed25519.PublicKey))}
+	env, err := dsse.NewEnvelopeSigner(dsseKey{s})
+	if err != nil {
+		return nil, fmt.Errorf("dsse signer: %w", err)
+	}
+	s.env = env
+	return s, nil
+}
+
+// KeyID returns the id of the signer's key.
+func (s *Signer) KeyID() string { return s.id }
+
+// Public returns the signer's public key.
+func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
+
+// Sign sets signedextattrs and dssematerial on e. Sign it last: any later
+// change to a signed attribute or the data breaks the signature.
+func (s *Signer) Sign(ctx context.Context, e *event.Event) error {
+	var signed []string
+	for _, name := range signedExtensions {
+		if _, ok := e.Extensions()[name]; ok {
+			signed = append(signed, name)
+		}
+	}
+	if len(signed) > 0 {
+		e.SetExtension(ExtSignedExtAttrs, strings.Join(signed, ","))
+	} else {
+		e.SetExtension(ExtSignedExtAttrs, nil)
+	}
+	material, err := verificationMaterial(e, signed)
+	if err != nil {
+		return err
+	}
+	env, err := s.env.SignPayload(ctx, PayloadTypeDSSE, material)
+	if err != nil {
+		return fmt.Errorf("sign event %s: %w", e.ID(), err)
+	}
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return fmt.Errorf("encode dsse envelope: %w", err)
+	}
+	e.SetExtension(ExtDSSEMaterial, base64.StdEncoding.EncodeToString(raw))
+	return nil
+}
+
+// dsseKey adapts Signer to dsse.Signer.
+type dsseKey struct{ s *Signer }
+
+func (k dsseKey) Sign(_ context.Context, data []byte) ([]byte, error) {
+	return ed25519.Sign(k.s.key, data), nil
+}
+func (k dsseKey) KeyID() (string, error) { return k.s.id, nil }
+func (k dsseKey) Public() crypto.PublicKey {
+	return k.s.key.Public()
+}
+
+// verificationMaterial computes the verifiability extension's
+// VERIFICATION_MATERIAL: the SHA-256 of the concatenated SHA-256 digests of
+// id, source, specversion, type, datacontenttype, dataschema, subject, time
+// (RFC 3339, UTC, whole seconds), data, and each signed extension's name and
+// value.
+func verificationMaterial(e *event.Event, signedExt []string) ([]byte, error) {
+	h := sha256.New()
+	add := func(s string) {
+		d := sha256.Sum256([]byte(s))
+		h.Write(d[:])
+	}
+	add(e.ID())
+	add(e.Source())
+	add(e.SpecVersion())
+	add(e.Type())
+	add(e.DataContentType())
+	add(e.DataSchema())
+	add(e.Subject())
+	if t := e.Time(); !t.IsZero() {
+		add(t.UTC().Format(time.RFC3339))
+	} else {
+		add("")
+	}
+	d := sha256.Sum256(e.Data())
+	h.Write(d[:])
+	for _, name := range signedExt {
+		v, ok := e.Extensions()[name]
+		if !ok {
+			return nil, fmt.Errorf("signed extension %q is not set", name)
+		}
+		s, err := types.Format(v)
+		if err != nil {
+			return nil, fmt.Errorf("signed extension %q: %w", name, err)
+		}
+		add(name)
+		add(s)
+	}
+	return h.Sum(nil), nil
+}
+
+// parseSignedExtAttrs checks the signedextattrs list against the
+// verifiability extension's rules.
+func parseSignedExtAttrs(v string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	names := strings.Split(v, ",")
+	for i, n := range names {
+		switch n {
+		case "", "id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject", "time",
+			ExtDSSEMaterial, ExtSignedExtAttrs:
+			return nil, fmt.Errorf("signedextattrs: %q may not be listed", n)
+		}
+		if slices.Contains(names[:i], n) {
+			return nil, fmt.Errorf("signedextattrs: %q repeated", n)
+		}
+	}
+	return names, nil
+}
+
+var errNoMaterial = errors.New("no dssematerial")

@@ -1,0 +1,123 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Topics maps topic roles to topic names.
+type Topics map[Topic]string
+
+// DefaultTopics returns the standard topic names, each prefixed with prefix
+// ("" for none).
+func DefaultTopics(prefix string) Topics {
+	return Topics{
+		TopicConfig:      prefix + "argosy.config",
+		TopicStatus:      prefix + "argosy.status",
+		TopicDeployments: prefix + "argosy.deployments",
+		TopicAudit:       prefix + "argosy.audit",
+		TopicTrust:       prefix + "argosy.trust",
+		TopicDeadLetter:  prefix + "argosy.deadletter",
+	}
+}
+
+// TopicSpec is how one topic is created. docs/design.md says why.
+type TopicSpec struct {
+	Partitions int32
+	Configs    map[string]string
+}
+
+// TopicPlan returns the creation spec of every topic role. configPartitions
+// and statusPartitions size the per-cluster topics.
+func TopicPlan(configPartitions, statusPartitions int32) map[Topic]TopicSpec {
+	const (
+		forever  = "-1"
+		week     = "604800000"
+		month    = "2592000000"
+		maxBytes = "1048576"
+	)
+	base := func(retention string) map[string]string {
+		return map[string]string{
+			"cleanup.policy":                 "delete",
+			"retention.ms":                   retention,
+			"retention.bytes":                "-1",
+			"message.timestamp.type":         "LogAppendTime",
+			"max.message.bytes":              maxBytes,
+			"min.insync.replicas":            "1",
+			"unclean.leader.election.enable": "false",
+		}
+	}
+	return map[Topic]TopicSpec{
+		TopicConfig:      {Partitions: configPartitions, Configs: base(forever)},
+		TopicStatus:      {Partitions: statusPartitions, Configs: base(week)},
+		TopicDeployments: {Partitions: statusPartitions, Configs: base(forever)},
+		TopicAudit:       {Partitions: 1, Configs: base(forever)},
+		TopicTrust:       {Partitions: 1, Configs: base(forever)},
+		TopicDeadLetter:  {Partitions: 1, Configs: base(month)},
+	}
+}
+
+// EnsureTopics creates the topics of plan that do not exist yet, with
+// replication factor rf (-1 for the broker default) and minISR as
+// min.insync.replicas. Existing topics are left alone.
+func EnsureTopics(ctx context.Context, adm *kadm.Client, topics Topics, plan map[Topic]TopicSpec, rf int16, minISR int) error {
+	var errs []error
+	for role, spec := range plan {
+		name, ok := topics[role]
+		if !ok {
+			continue
+		}
+		cfg := make(map[string]*string, len(spec.Configs))
+		for k, v := range spec.Configs {
+			cfg[k] = kadm.StringPtr(v)
+		}
+		cfg["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(minISR))
+		_, err := adm.CreateTopic(ctx, spec.Partitions, rf, cfg, name)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("create topic %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Partitioner chooses partitions the way Apache Kafka's Java client does:
+// murmur2 of the record key, high bit masked, modulo the partition count. Any
+// Kafka client that uses that default computes the same partition for a
+// cluster name. Pins override it for named keys: a pinned cluster always
+// lands on its pinned partition (while the topic has that many).
+type Partitioner struct {
+	pins  map[string]int32
+	kafka kgo.TopicPartitioner
+}
+
+// NewPartitioner returns a partitioner with optional pins from key (cluster
+// name) to partition.
+func NewPartitioner(pins map[string]int32) *Partitioner {
+	return &Partitioner{pins: pins, kafka: kgo.StickyKeyPartitioner(nil).ForTopic("")}
+}
+
+// PartitionOf returns the partition of key among n partitions.
+func (p *Partitioner) PartitionOf(key string, n int32) int32 {
+	if pin, ok := p.pins[key]; ok && pin >= 0 && pin < n {
+		return pin
+	}
+	return int32(p.kafka.Partition(&kgo.Record{Key: []byte(key)}, int(n)))
+}
+
+// ForTopic implements kgo.Partitioner.
+func (p *Partitioner) ForTopic(string) kgo.TopicPartitioner { return p }
+
+// RequiresConsistency implements kgo.TopicPartitioner: a key always maps to
+// the same partition, even while that partition is unavailable.
+func (p *Partitioner) RequiresConsistency(*kgo.Record) bool { return true }
+
+// Partition implements kgo.TopicPartitioner.
+func (p *Partitioner) Partition(r *kgo.Record, n int) int {
+	return int(p.PartitionOf(string(r.Key), int32(n)))
+}

@@ -1,0 +1,285 @@
+// Package kafkatest runs a real Apache Kafka broker for tests: one combined
+// broker and controller KRaft node on 127.0.0.1, started from Apache Kafka's
+// jars, which Maven resolves from Maven Central into the user's cache on first
+// use.
+//
+// A test package starts it once from TestMain with Main, then gives each test
+// its own topics with NewTopics. When KAFKA_BOOTSTRAP is set, tests use that
+// broker instead and nothing is started.
+package kafkatest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/internal/toolcache"
+)
+
+// Version is the Apache Kafka version the tests run against. It must equal
+// kafka.version in pom.xml.
+const Version = "4.3.1"
+
+//go:embed pom.xml
+var pom []byte
+
+const log4jConfig = `status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+logger.kafka.name = kafka
+logger.kafka.level = warn
+logger.apache.name = org.apache.kafka
+logger.apache.level = warn
+logger.server.name = kafka.server.KafkaRaftServer
+logger.server.level = info
+`
+
+// Broker is a running single-node Kafka.
+type Broker struct {
+	// Addr is the bootstrap address, host:port.
+	Addr string
+	// Dir holds the broker's configuration, data and log.
+	Dir string
+
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// Jars resolves Kafka's runtime jars into the cache, once, and returns the
+// directory that holds them.
+func Jars(ctx context.Context) (string, error) {
+	return toolcache.MavenJars(ctx, "kafka-"+Version, pom)
+}
+
+// Start formats and starts a broker in a new temporary directory and waits
+// until it answers. The caller must Stop it.
+func Start(ctx context.Context) (*Broker, error) {
+	lib, err := Jars(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("resolve kafka %s jars: %w", Version, err)
+	}
+	dir, err := os.MkdirTemp("", "argosy-kafka-*")
+	if err != nil {
+		return nil, fmt.Errorf("kafka dir: %w", err)
+	}
+	// Free ports can be taken between probing and binding; try again then.
+	var lastErr error
+	for range 3 {
+		b, err := start(ctx, lib, dir)
+		if err == nil {
+			return b, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(lastErr, os.RemoveAll(dir))
+}
+
+func start(ctx context.Context, lib, dir string) (*Broker, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.RemoveAll(data); err != nil {
+		return nil, fmt.Errorf("clean kafka data: %w", err)
+	}
+	props := filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(props, serverProperties(ports[0], ports[1], data), 0o600); err != nil {
+		return nil, fmt.Errorf("write server.properties: %w", err)
+	}
+	logCfg := filepath.Join(dir, "log4j2.properties")
+	if err := os.WriteFile(logCfg, []byte(log4jConfig), 0o600); err != nil {
+		return nil, fmt.Errorf("write log4j2.properties: %w", err)
+	}
+	java := func(ctx context.Context, args ...string) *exec.Cmd {
+		base := []string{"-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+			"-Dlog4j2.configurationFile=" + logCfg, "-cp", filepath.Join(lib, "*")}
+		cmd := exec.CommandContext(ctx, "java", append(base, args...)...)
+		cmd.Dir = dir
+		// The JVM dies with the test binary even if the binary is killed.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		return cmd
+	}
+	format := java(ctx, "kafka.tools.StorageTool", "format", "--ignore-formatted",
+		"--cluster-id", clusterID(), "--config", props)
+	if out, err := format.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("kafka storage format: %w\n%s", err, tail(out, 2000))
+	}
+	logPath := filepath.Join(dir, "broker.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("broker log: %w", err)
+	}
+	// The broker runs until Stop, not until ctx ends: ctx bounds the start.
+	cmd := java(context.WithoutCancel(ctx), "kafka.Kafka", props)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, errors.Join(fmt.Errorf("start kafka: %w", err), logFile.Close())
+	}
+	b := &Broker{Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), Dir: dir, cmd: cmd, done: make(chan error, 1)}
+	go func() { b.done <- errors.Join(cmd.Wait(), logFile.Close()) }()
+	if err := b.waitReady(ctx); err != nil {
+		stopErr := b.kill()
+		log, _ := os.ReadFile(logPath) // best effort: the error below says what failed
+		return nil, errors.Join(fmt.Errorf("kafka did not become ready: %w\nbroker log tail:\n%s", err, tail(log, 4000)), stopErr)
+	}
+	return b, nil
+}
+
+func serverProperties(port, ctrlPort int, data string) []byte {
+	var buf bytes.Buffer
+	for _, kv := range [][2]string{
+		{"process.roles", "broker,controller"},
+		{"node.id", "1"},
+		{"controller.quorum.voters", fmt.Sprintf("1@127.0.0.1:%d", ctrlPort)},
+		{"listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrlPort)},
+		{"advertised.listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port)},
+		{"controller.listener.names", "CONTROLLER"},
+		{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"},
+		{"log.dirs", data},
+		{"num.partitions", "1"},
+		{"auto.create.topics.enable", "false"},
+		{"offsets.topic.replication.factor", "1"},
+		{"offsets.topic.num.partitions", "4"},
+		{"transaction.state.log.replication.factor", "1"},
+		{"transaction.state.log.min.isr", "1"},
+		{"transaction.state.log.num.partitions", "4"},
+		{"share.coordinator.state.topic.replication.factor", "1"},
+		{"share.coordinator.state.topic.min.isr", "1"},
+		{"group.initial.rebalance.delay.ms", "0"},
+		{"num.network.threads", "2"},
+		{"num.io.threads", "4"},
+	} {
+		fmt.Fprintf(&buf, "%s=%s\n", kv[0], kv[1])
+	}
+	return buf.Bytes()
+}
+
+func (b *Broker) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		// Ready means the broker serves metadata and the controller has
+		// elected itself, which topic creation needs.
+		reqCtx, reqCancel := context.WithTimeout(ctx, 2*time.Second)
+		brokers, err := adm.ListBrokers(reqCtx)
+		var ctrl int32 = -1
+		if err == nil {
+			var m kadm.Metadata
+			m, err = adm.Metadata(reqCtx)
+			ctrl = m.Controller
+		}
+		reqCancel()
+		if err == nil && len(brokers) > 0 && ctrl >= 0 {
+			return nil
+		}
+		select {
+		case exitErr := <-b.done:
+			b.done <- exitErr
+			return fmt.Errorf("broker exited: %w", exitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop ends the broker (SIGTERM, then SIGKILL after 20 s) and removes its
+// directory.
+func (b *Broker) Stop() error {
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stop kafka: %w", err)
+	}
+	select {
+	case err := <-b.done:
+		if err := signalled(err); err != nil {
+			return fmt.Errorf("kafka exit: %w", err)
+		}
+	case <-time.After(20 * time.Second):
+		if err := b.kill(); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(b.Dir)
+}
+
+func (b *Broker) kill() error {
+	if err := b.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill kafka: %w", err)
+	}
+	return signalled(<-b.done)
+}
+
+// signalled drops the exit error of a broker that ended because it was sent
+// a signal, which is how it is stopped: killed, or exited 143 (128+SIGTERM)
+// from the JVM's shutdown hook.
+func signalled(err error) error {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && (!exit.Exited() || exit.ExitCode() == 128+int(syscall.SIGTERM)) {
+		return nil
+	}
+	return err
+}
+
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// clusterID returns a random Kafka cluster id: 16 bytes, URL-safe base64
+// without padding, as kafka-storage random-uuid prints.
+func clusterID() string {
+	var id [16]byte
+	rand.Read(id[:]) // never fails since Go 1.24
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,122 @@
+package kafkatest
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// EnvBootstrap names the variable that points tests at an existing broker.
+const EnvBootstrap = "KAFKA_BOOTSTRAP"
+
+var (
+	mu        sync.Mutex
+	bootstrap string
+)
+
+// Main is TestMain for packages that need Kafka: it starts a broker (unless
+// KAFKA_BOOTSTRAP is set), runs the tests and stops the broker. If the broker
+// cannot start, every test fails: Main prints why and exits non-zero.
+//
+//	func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
+func Main(m *testing.M) int {
+	if addr := os.Getenv(EnvBootstrap); addr != "" {
+		setBootstrap(addr)
+		return m.Run()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	started := time.Now()
+	b, err := Start(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: kafkatest: cannot start Apache Kafka %s: %v\n", Version, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "kafkatest: Apache Kafka %s ready on %s in %s\n", Version, b.Addr, time.Since(started).Round(time.Millisecond))
+	setBootstrap(b.Addr)
+	code := m.Run()
+	if err := b.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "kafkatest: stop broker: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func setBootstrap(addr string) {
+	mu.Lock()
+	defer mu.Unlock()
+	bootstrap = addr
+}
+
+// Bootstrap returns the broker address. It fails the test if Main did not run.
+func Bootstrap(t testing.TB) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if bootstrap == "" {
+		t.Fatal("kafkatest: no broker; call kafkatest.Main from TestMain")
+	}
+	return bootstrap
+}
+
+// Client returns a client of the test broker, closed when the test ends.
+func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(Bootstrap(t), ",")...)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kafka client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Prefix returns a name prefix unique to this test run and test, for topics
+// and groups.
+func Prefix(t testing.TB) string {
+	var b [4]byte
+	rand.Read(b[:]) // never fails since Go 1.24
+	name := strings.NewReplacer("/", ".", " ", "_", "#", "_").Replace(t.Name())
+	return fmt.Sprintf("t.%s.%x.", name, b)
+}
+
+// CreateTopic creates a topic with the given partitions and configs, deleted
+// when the test ends.
+func CreateTopic(t testing.TB, name string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	adm := kadm.NewClient(Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, partitions, 1, configs, name); err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := adm.DeleteTopic(ctx, name); err != nil {
+			t.Logf("delete topic %s: %v", name, err)
+		}
+	})
+}
+
+// JavaCommand returns a java command whose classpath is Kafka's jars, for
+// running Kafka's own tools (or a single-file Java program) against the test
+// broker.
+func JavaCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	lib, err := Jars(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return exec.CommandContext(ctx, "java", append([]string{"-Xmx256m", "-cp", filepath.Join(lib, "*")}, args...)...), nil
+}
