@@ -1,0 +1,69 @@
+# Argosy's build. `make test` runs every test, starting the real servers it
+# needs (an Apache Kafka broker from Maven Central's jars) by itself; tools and
+# jars are cached under $(CACHE), never in the repository.
+
+GO        ?= go
+SHELL     := bash
+CACHE     ?= $(or $(ARGOSY_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/argosy)
+BIN       := $(CACHE)/bin
+export ARGOSY_CACHE := $(CACHE)
+
+GOLANGCI_LINT_VERSION := v2.15.0
+BENCHSTAT_VERSION     := v0.0.0-20260908200009-22c9c6c9d4da
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/argosyproj/argosy/internal/version.Version=$(VERSION)
+
+# Tests that need real servers carry this build tag.
+INTEGRATION := -tags integration
+FUZZTIME    ?= 60s
+BENCHCOUNT  ?= 1
+
+.PHONY: all build test test-unit test-integration fuzz bench lint generate verify tools clean
+
+all: build
+
+build: ## Build bin/argosy.
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
+
+test: ## Run every test: unit, integration (real Kafka), schema and golden checks.
+	$(GO) test -race -count=1 $(INTEGRATION) ./...
+
+test-unit: ## Run the tests that need no server.
+	$(GO) test -race -count=1 ./...
+
+test-integration: ## Run the packages whose tests use real servers.
+	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/...
+
+fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
+	  done; \
+	done
+
+bench: ## Run the micro-benchmarks and the Kafka throughput benchmarks.
+	$(GO) test $(INTEGRATION) -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./... | tee bench.txt
+	@echo "compare runs with: $(BIN)/benchstat old.txt bench.txt"
+
+lint: $(BIN)/golangci-lint ## Run golangci-lint (config: .golangci.yml).
+	$(BIN)/golangci-lint run $(INTEGRATION) ./...
+
+generate: ## Write golden wire samples for event types that have none.
+	$(GO) run ./events/internal/golden/gen -dir events/testdata/golden
+
+verify: generate ## Fail if go.mod, go.sum or generated files are stale.
+	$(GO) mod tidy
+	@git diff --exit-code -- go.mod go.sum events/testdata || { echo "stale: commit the changes above"; exit 1; }
+	@test -z "$$(git status --porcelain -- events/testdata)" || { git status --porcelain -- events/testdata; echo "new generated files: commit them"; exit 1; }
+
+tools: $(BIN)/golangci-lint $(BIN)/benchstat
+
+$(BIN)/golangci-lint:
+	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+$(BIN)/benchstat:
+	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+
+clean:
+	rm -rf bin bench.txt

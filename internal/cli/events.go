@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/argosyproj/argosy/events"
+)
+
+// NewCmdEvents returns `argosy events`, the event catalogue's commands.
+func NewCmdEvents(io IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "Inspect Argosy's event catalogue",
+	}
+	cmd.AddCommand(NewCmdEventsTypes(io, nil))
+	return cmd
+}
+
+// EventsTypesOptions are the flags of `argosy events types`.
+type EventsTypesOptions struct {
+	IO     IOStreams
+	Output string
+	Family string
+}
+
+// eventTypeView is one row of `argosy events types`.
+type eventTypeView struct {
+	Type   string `json:"type"`
+	Family string `json:"family"`
+	Topic  string `json:"topic"`
+	Signer string `json:"signer"`
+	Schema string `json:"schema"`
+	Doc    string `json:"description"`
+}
+
+// NewCmdEventsTypes returns `argosy events types`.
+func NewCmdEventsTypes(io IOStreams, runF func(context.Context, *EventsTypesOptions) error) *cobra.Command {
+	opts := &EventsTypesOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "types",
+		Short: "List every event type, its topic and who signs it",
+		Example: `  argosy events types
+  argosy events types --family status
+  argosy events types -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkOutput(opts.Output); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return eventsTypesRun(c.Context(), opts)
+		},
+	}
+	addOutputFlag(cmd, &opts.Output)
+	cmd.Flags().StringVar(&opts.Family, "family", "", "only this family: config|status|hub|trust")
+	return cmd
+}
+
+func eventsTypesRun(_ context.Context, opts *EventsTypesOptions) error {
+	var views []eventTypeView
+	var rows [][]string
+	for _, s := range events.Catalogue() {
+		if opts.Family != "" && !strings.EqualFold(opts.Family, string(s.Family)) {
+			continue
+		}
+		v := eventTypeView{Type: s.Type, Family: string(s.Family), Topic: string(s.Topic), Signer: s.Signer,
+			Schema: s.SchemaURL(), Doc: s.Doc}
+		views = append(views, v)
+		rows = append(rows, []string{v.Type, v.Family, v.Topic, v.Signer, v.Doc})
+	}
+	return printOut(opts.IO.Out, opts.Output, views, []string{"TYPE", "FAMILY", "TOPIC", "SIGNER", "DESCRIPTION"}, rows)
+}

@@ -1,0 +1,139 @@
+// Package telemetry configures OpenTelemetry and Prometheus for Argosy's
+// binaries. Only cmd uses it: libraries use the OpenTelemetry API alone and
+// inherit whatever this package installs.
+//
+// Traces are exported as the standard OTEL_* variables say (OTLP by default
+// once an OTLP endpoint is set; nothing is exported when no exporter or
+// endpoint is configured, though trace context still propagates). Metrics,
+// OpenTelemetry's and franz-go's, are served in the Prometheus format on
+// /metrics.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kotel"
+	"github.com/twmb/franz-go/plugin/kprom"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+)
+
+// Telemetry is the process's tracer and meter providers and its Prometheus
+// registry.
+type Telemetry struct {
+	Registry *prometheus.Registry
+	tracer   *sdktrace.TracerProvider
+	meter    *sdkmetric.MeterProvider
+}
+
+// Setup installs global OpenTelemetry providers and the W3C trace context
+// propagator for service, and returns them for shutdown.
+func Setup(ctx context.Context, service, version string) (*Telemetry, error) {
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
+		semconv.ServiceName(service), semconv.ServiceVersion(version)))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry resource: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	promExp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if tracesConfigured() {
+		exp, err := autoexport.NewSpanExporter(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("span exporter: %w", err)
+		}
+		topts = append(topts, sdktrace.WithBatcher(exp))
+	}
+	t := &Telemetry{
+		Registry: reg,
+		tracer:   sdktrace.NewTracerProvider(topts...),
+		meter:    sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(promExp)),
+	}
+	otel.SetTracerProvider(t.tracer)
+	otel.SetMeterProvider(t.meter)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	return t, nil
+}
+
+// tracesConfigured reports whether the OTEL_* environment asks for trace
+// export.
+func tracesConfigured() bool {
+	for _, v := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		if os.Getenv(v) != "" {
+			return os.Getenv("OTEL_TRACES_EXPORTER") != "none"
+		}
+	}
+	return false
+}
+
+// KafkaOpts returns franz-go hooks that trace produce and consume calls
+// (kotel) and export client metrics labelled with client (kprom).
+func (t *Telemetry) KafkaOpts(client string) []kgo.Opt {
+	tracer := kotel.NewTracer(kotel.TracerProvider(t.tracer),
+		kotel.TracerPropagator(propagation.TraceContext{}))
+	k := kotel.NewKotel(kotel.WithTracer(tracer))
+	m := kprom.NewMetrics("argosy_kafka", kprom.Registry(t.Registry),
+		kprom.WithStaticLabel(prometheus.Labels{"client": client}))
+	return []kgo.Opt{kgo.WithHooks(append(k.Hooks(), m)...)}
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (t *Telemetry) Handler() http.Handler {
+	return promhttp.HandlerFor(t.Registry, promhttp.HandlerOpts{Registry: t.Registry})
+}
+
+// Shutdown flushes and stops the providers.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	return errors.Join(t.tracer.Shutdown(ctx), t.meter.Shutdown(ctx))
+}
+
+// Serve serves /metrics (and /healthz) on addr until ctx ends, then shuts the
+// server down gracefully.
+func Serve(ctx context.Context, addr string, metrics http.Handler) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listen: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("metrics server: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("metrics shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("metrics server: %w", err)
+	}
+	return nil
+}
