@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Headers a dead-letter record carries besides the original's own.
@@ -64,6 +66,9 @@ func (d *DeadLetter) Send(ctx context.Context, rec *kgo.Record, cause error) err
 	)
 	if err := d.client.ProduceSync(ctx, out).FirstErr(); err != nil {
 		return fmt.Errorf("dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+	}
+	if c := meters().deadLettered; c != nil {
+		c.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", Reason(cause))))
 	}
 	return nil
 }

@@ -150,11 +150,16 @@ func (r *rig) signerFor(sp events.Spec, cluster string) *events.Signer {
 // publish signs each event with the key that may sign it and appends it.
 func (r *rig) publish(cluster string, es ...*event.Event) []*kgo.Record {
 	r.t.Helper()
+	return r.publishCtx(context.Background(), cluster, es...)
+}
+
+func (r *rig) publishCtx(ctx context.Context, cluster string, es ...*event.Event) []*kgo.Record {
+	r.t.Helper()
 	var recs []*kgo.Record
 	for _, e := range es {
 		sp, _ := events.Lookup(e.Type())
 		p := events.NewProducer(r.client, r.signerFor(sp, cluster), r.topics)
-		got, err := p.Publish(context.Background(), e)
+		got, err := p.Publish(ctx, e)
 		if err != nil {
 			r.t.Fatalf("publish %s: %v", e.Type(), err)
 		}

@@ -58,6 +58,9 @@ func (p *Producer) Publish(ctx context.Context, es ...*event.Event) ([]*kgo.Reco
 		span.SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("produce: %w", err)
 	}
+	for _, e := range es {
+		countType(ctx, meters().published, e.Type())
+	}
 	return recs, nil
 }
 

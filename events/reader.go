@@ -212,6 +212,9 @@ func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 	defer span.End()
 	return r.retry(ctx, func(ctx context.Context) error {
 		err := h(ctx, d)
+		if err == nil {
+			countType(ctx, meters().processed, d.Spec.Type)
+		}
 		if err == nil || IsFatal(err) || !IsPoison(err) {
 			return err
 		}
@@ -231,6 +234,9 @@ func (r *Reader) retry(ctx context.Context, f func(context.Context) error) error
 			return err
 		}
 		r.log.WarnContext(ctx, "retrying", "in", wait, "err", err)
+		if c := meters().retries; c != nil {
+			c.Add(ctx, 1)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
