@@ -116,8 +116,8 @@ func (c *checker) schema(path string, b, n any, bLoc, nLoc string) {
 		c.report(path, "nested deeper than %d levels; not checked", maxDepth)
 		return
 	}
-	bm, bLoc, okB := c.resolve(path, c.baseDoc, asMap(b), bLoc)
-	nm, nLoc, okN := c.resolve(path, c.curDoc, asMap(n), nLoc)
+	bm, bLoc, okB := c.resolve(c.baseDoc, asMap(b), bLoc)
+	nm, nLoc, okN := c.resolve(c.curDoc, asMap(n), nLoc)
 	if !okB || !okN {
 		c.unresolved(path, bm, nm)
 		return
