@@ -175,3 +175,18 @@ func TestAsyncAPICoversCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// TestDesignDocCoversCatalogue keeps docs/design.md's catalogue table true.
+func TestDesignDocCoversCatalogue(t *testing.T) {
+	doc, err := os.ReadFile("../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topics := events.DefaultTopics("")
+	for _, sp := range events.Catalogue() {
+		row := "| `" + sp.Type + "` | " + string(sp.Topic) + " | " + sp.Signer + " |"
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/design.md has no catalogue row starting %q (topic %s)", row, topics[sp.Topic])
+		}
+	}
+}

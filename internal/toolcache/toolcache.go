@@ -78,30 +78,45 @@ func npmPackage(ctx context.Context, root, name, version string, pack packFunc) 
 	}
 	spec := name + "@" + version
 	entry := filepath.Join(root, "npm", filepath.FromSlash(spec))
-	pkg := filepath.Join(entry, "package")
-	if isDir(pkg) {
-		return pkg, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(entry), 0o755); err != nil {
-		return "", fmt.Errorf("npm package %s: %w", spec, err)
-	}
-	unlock, err := lockFile(ctx, entry+".lock")
+	err = ensure(ctx, entry, "package", func(ctx context.Context, scratch, out string) error {
+		tarball, err := pack(ctx, spec, scratch)
+		if err != nil {
+			return err
+		}
+		if err := extract(tarball, out); err != nil {
+			return fmt.Errorf("extracting %s: %w", filepath.Base(tarball), err)
+		}
+		if !isDir(filepath.Join(out, "package")) {
+			return errors.New("tarball has no package/ directory")
+		}
+		return nil
+	})
 	if err != nil {
 		return "", fmt.Errorf("npm package %s: %w", spec, err)
 	}
-	defer func() { err = errors.Join(err, unlock()) }()
-	if isDir(pkg) { // another process filled it while we waited
-		return pkg, nil
-	}
-	if err := fill(ctx, entry, spec, pack); err != nil {
-		return "", fmt.Errorf("npm package %s: %w", spec, err)
-	}
-	return pkg, nil
+	return filepath.Join(entry, "package"), nil
 }
 
-// fill fetches and extracts spec into a temporary directory beside entry, then
-// renames it to entry. The caller holds the entry's lock.
-func fill(ctx context.Context, entry, spec string, pack packFunc) (err error) {
+// ensure makes the cache entry entry exist, with sub inside it, at most once
+// per machine. If entry/sub is missing it takes the entry's file lock, checks
+// again (another process may have filled it meanwhile), and runs build, which
+// must create out (and out/sub) using scratch for anything else. out then
+// becomes entry in one rename, so no reader ever sees a half-built entry.
+func ensure(ctx context.Context, entry, sub string, build func(ctx context.Context, scratch, out string) error) (err error) {
+	if isDir(filepath.Join(entry, sub)) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(entry), 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockFile(ctx, entry+".lock")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, unlock()) }()
+	if isDir(filepath.Join(entry, sub)) {
+		return nil
+	}
 	tmp, err := os.MkdirTemp(filepath.Dir(entry), ".tmp-"+filepath.Base(entry)+"-")
 	if err != nil {
 		return fmt.Errorf("temporary directory: %w", err)
@@ -111,27 +126,19 @@ func fill(ctx context.Context, entry, spec string, pack packFunc) (err error) {
 			err = errors.Join(err, fmt.Errorf("removing temporary directory: %w", rmErr))
 		}
 	}()
-	dl := filepath.Join(tmp, "download")
-	tree := filepath.Join(tmp, "tree")
-	if err := os.Mkdir(dl, 0o755); err != nil {
+	scratch, out := filepath.Join(tmp, "scratch"), filepath.Join(tmp, "out")
+	if err := os.Mkdir(scratch, 0o755); err != nil {
 		return fmt.Errorf("temporary directory: %w", err)
 	}
-	tarball, err := pack(ctx, spec, dl)
-	if err != nil {
+	if err := build(ctx, scratch, out); err != nil {
 		return err
 	}
-	if err := extract(tarball, tree); err != nil {
-		return fmt.Errorf("extracting %s: %w", filepath.Base(tarball), err)
-	}
-	if !isDir(filepath.Join(tree, "package")) {
-		return errors.New("tarball has no package/ directory")
-	}
-	// A leftover entry without package/ (made by hand, or by an older
-	// layout) would block the rename.
+	// A leftover entry without sub (made by hand, or by an older layout)
+	// would block the rename.
 	if err := os.RemoveAll(entry); err != nil {
 		return fmt.Errorf("removing stale entry: %w", err)
 	}
-	if err := os.Rename(tree, entry); err != nil {
+	if err := os.Rename(out, entry); err != nil {
 		return fmt.Errorf("publishing entry: %w", err)
 	}
 	return nil
