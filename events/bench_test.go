@@ -31,7 +31,7 @@ func BenchmarkEncodeSign(b *testing.B) {
 func BenchmarkVerifyDecode(b *testing.B) {
 	f := newFixture(b)
 	rec := record(b, sign(b, f.hub, appUpsert(b, "cluster-a")))
-	dec, err := events.NewDecoder(events.NewVerifier(f.reg), events.WithTarget("cluster-a"))
+	dec, err := events.NewDecoder(events.NewVerifier(f.reg), events.WithTarget("cluster-a"), events.AcceptCreateTime())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,16 +19,24 @@ import (
 // event always fits with batch overhead.
 const MaxEventBytes = 512 << 10
 
+// Default staleness bounds: an event may reach the log at most MaxAge after
+// its signed time (an agent catching up after Kafka was away) and at most
+// MaxSkew before it (clock skew).
+const (
+	DefaultMaxAge  = 7 * 24 * time.Hour
+	DefaultMaxSkew = 5 * time.Minute
+)
+
 // Decoded is an event that passed every check: a CloudEvent of a known type,
-// signed by a key that may sign it, targeting the reader, whose data matches
-// its schema.
+// on its own topic, signed by a key that may sign it, targeting the reader,
+// appended in time, whose data matches its schema.
 type Decoded struct {
 	// Event holds only verified attributes, extensions and data.
 	Event *event.Event
 	Spec  Spec
 	// Data is a pointer to the typed payload, e.g. *schemas.Heartbeat.
 	Data any
-	// Subject is the parsed subject of config and status events.
+	// Subject is the parsed subject of events about one cluster.
 	Subject Subject
 	// Signer is the key that verified the event.
 	Signer Key
@@ -44,25 +52,52 @@ type Decoded struct {
 
 // Decoder turns records into Decoded events.
 type Decoder struct {
-	verifier *Verifier
-	target   string
-	maxBytes int
+	verifier   *Verifier
+	target     string
+	roles      map[string]Topic
+	maxBytes   int
+	maxAge     time.Duration
+	maxSkew    time.Duration
+	createTime bool
 }
 
 // DecoderOption configures a Decoder.
 type DecoderOption func(*Decoder)
 
-// WithTarget makes the decoder reject config events whose signed subject
-// names a cluster other than cluster: an agent reading its own partition must
-// not accept another cluster's events, whatever the record key says.
+// WithTarget makes the decoder reject events about a cluster other than
+// cluster: an agent reading its own partition must not accept another
+// cluster's events, whatever the record key says.
 func WithTarget(cluster string) DecoderOption { return func(d *Decoder) { d.target = cluster } }
+
+// WithTopics makes the decoder reject an event read from one of topics whose
+// type belongs on another topic (ErrWrongTopic).
+func WithTopics(topics Topics) DecoderOption {
+	return func(d *Decoder) {
+		d.roles = make(map[string]Topic, len(topics))
+		for role, name := range topics {
+			d.roles[name] = role
+		}
+	}
+}
 
 // WithMaxBytes overrides MaxEventBytes.
 func WithMaxBytes(n int) DecoderOption { return func(d *Decoder) { d.maxBytes = n } }
 
+// WithStaleness overrides DefaultMaxAge and DefaultMaxSkew.
+func WithStaleness(maxAge, maxSkew time.Duration) DecoderOption {
+	return func(d *Decoder) { d.maxAge, d.maxSkew = maxAge, maxSkew }
+}
+
+// AcceptCreateTime lets the decoder take records whose timestamp the producer
+// chose, such as records built in memory. Records read from Argosy's topics
+// carry the broker's LogAppendTime, and without this option anything else is
+// refused: key validity is judged at the record's time, so a writer must not
+// choose it.
+func AcceptCreateTime() DecoderOption { return func(d *Decoder) { d.createTime = true } }
+
 // NewDecoder returns a decoder that verifies signatures with v.
 func NewDecoder(v *Verifier, opts ...DecoderOption) (*Decoder, error) {
-	d := &Decoder{verifier: v, maxBytes: MaxEventBytes}
+	d := &Decoder{verifier: v, maxBytes: MaxEventBytes, maxAge: DefaultMaxAge, maxSkew: DefaultMaxSkew}
 	for _, o := range opts {
 		o(d)
 	}
@@ -81,10 +116,23 @@ func RecordSize(r *kgo.Record) int {
 	return n
 }
 
-// Decode checks and decodes one record. Every failure is a *DecodeError.
+// checkSize refuses a record over limit bytes.
+func checkSize(r *kgo.Record, limit int) error {
+	if n := RecordSize(r); n > limit {
+		return reject(ErrOversized, fmt.Errorf("%d bytes, limit %d", n, limit))
+	}
+	return nil
+}
+
+// Decode checks and decodes one record. A record that can never be accepted
+// fails with a *DecodeError; ErrKeysBehind (retry later) is the one other
+// error.
 func (d *Decoder) Decode(ctx context.Context, r *kgo.Record) (*Decoded, error) {
-	if n := RecordSize(r); n > d.maxBytes {
-		return nil, reject(ErrOversized, fmt.Errorf("%d bytes, limit %d", n, d.maxBytes))
+	if err := checkSize(r, d.maxBytes); err != nil {
+		return nil, err
+	}
+	if !d.createTime && r.Attrs.TimestampType() != 1 {
+		return nil, reject(ErrTimestamp, errors.New("record timestamp is not the broker's LogAppendTime"))
 	}
 	e, err := ParseRecord(ctx, r)
 	if err != nil {
@@ -94,17 +142,13 @@ func (d *Decoder) Decode(ctx context.Context, r *kgo.Record) (*Decoded, error) {
 	if !ok {
 		return nil, reject(ErrUnknownType, fmt.Errorf("%q", e.Type()))
 	}
-	if err := checkContent(e, sp); err != nil {
+	out := &Decoded{Spec: sp, LogTime: r.Timestamp, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		TraceParent: stringExt(e, extTraceParent), TraceState: stringExt(e, extTraceState)}
+	if err := d.checkEnvelope(e, out); err != nil {
 		return nil, err
 	}
-	verified, key, err := d.verifier.Verify(e, r.Timestamp)
+	out.Event, out.Signer, err = d.verifier.Verify(e, r.Timestamp, func(k Key) error { return authorize(sp, out.Subject, k) })
 	if err != nil {
-		return nil, err
-	}
-	out := &Decoded{Event: verified, Spec: sp, Signer: key, LogTime: r.Timestamp,
-		TraceParent: stringExt(e, extTraceParent), TraceState: stringExt(e, extTraceState),
-		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-	if err := d.authorize(out); err != nil {
 		return nil, err
 	}
 	if err := ValidateData(sp.Type, e.Data()); err != nil {
@@ -120,8 +164,8 @@ func (d *Decoder) Decode(ctx context.Context, r *kgo.Record) (*Decoded, error) {
 	return out, nil
 }
 
-// ParseRecord reads a record as a CloudEvent, binary or structured, without
-// verifying it. Failures are *DecodeError with kind ErrMalformed.
+// ParseRecord reads a record as a CloudEvent 1.0, binary or structured,
+// without verifying it. Failures are *DecodeError with kind ErrMalformed.
 func ParseRecord(ctx context.Context, r *kgo.Record) (*event.Event, error) {
 	m := NewMessage(r)
 	if m.ReadEncoding() == binding.EncodingUnknown {
@@ -134,38 +178,69 @@ func ParseRecord(ctx context.Context, r *kgo.Record) (*event.Event, error) {
 	if err := e.Validate(); err != nil {
 		return nil, reject(ErrMalformed, err)
 	}
+	if v := e.SpecVersion(); v != event.CloudEventsVersionV1 {
+		return nil, reject(ErrMalformed, fmt.Errorf("specversion %q, want %q", v, event.CloudEventsVersionV1))
+	}
 	return e, nil
 }
 
-func checkContent(e *event.Event, sp Spec) error {
+// checkEnvelope checks what can be checked before the signature: content
+// type, schema, topic, subject, target and time. The subject it parses is
+// trusted only once a signature over it verifies.
+func (d *Decoder) checkEnvelope(e *event.Event, out *Decoded) error {
+	sp := out.Spec
 	if ct := e.DataContentType(); ct != event.ApplicationJSON {
 		return reject(ErrMalformed, fmt.Errorf("datacontenttype %q, want %q", ct, event.ApplicationJSON))
 	}
 	if s := e.DataSchema(); s != "" && s != sp.SchemaURL() {
 		return reject(ErrSchema, fmt.Errorf("dataschema %q, want %q", s, sp.SchemaURL()))
 	}
+	if role, ok := d.roles[out.Topic]; ok && role != sp.Topic {
+		return reject(ErrWrongTopic, fmt.Errorf("%s belongs on the %s topic, read from %s (%s)", sp.Type, sp.Topic, out.Topic, role))
+	}
+	subj, err := ParseSubject(e.Subject())
+	switch {
+	case err == nil:
+		out.Subject = subj
+	case sp.Family == FamilyConfig || sp.Signer == schemas.RoleCluster:
+		return reject(ErrMalformed, err)
+	}
+	if d.target != "" && out.Subject.Cluster != "" && out.Subject.Cluster != d.target {
+		return reject(ErrWrongTarget, fmt.Errorf("event for cluster %q read by %q", out.Subject.Cluster, d.target))
+	}
+	if d.target != "" && sp.Topic == TopicConfig && out.Subject.Cluster == "" {
+		return reject(ErrWrongTarget, errors.New("config event names no cluster"))
+	}
+	return d.checkTime(e.Time(), out.LogTime)
+}
+
+// checkTime refuses an event appended long after it was signed (a replay of
+// an old event) or well before (a writer's clock far ahead).
+func (d *Decoder) checkTime(signed, logged time.Time) error {
+	switch {
+	case signed.IsZero():
+		return reject(ErrMalformed, errors.New("event has no time"))
+	case logged.Sub(signed) > d.maxAge:
+		return reject(ErrStale, fmt.Errorf("signed %s, appended %s: older than %s", signed.Format(time.RFC3339), logged.Format(time.RFC3339), d.maxAge))
+	case signed.Sub(logged) > d.maxSkew:
+		return reject(ErrStale, fmt.Errorf("signed %s, appended %s: more than %s in the future", signed.Format(time.RFC3339), logged.Format(time.RFC3339), d.maxSkew))
+	}
 	return nil
 }
 
-// authorize checks that the signing key may sign this event and, for events
-// about one cluster, that the event targets this reader.
-func (d *Decoder) authorize(out *Decoded) error {
-	sp, key := out.Spec, out.Signer
-	if sp.Family == FamilyConfig || sp.Signer == schemas.RoleCluster {
-		subj, err := ParseSubject(out.Event.Subject())
-		if err != nil {
-			return reject(ErrMalformed, err)
-		}
-		out.Subject = subj
-	}
+// authorize reports whether key may sign an event of type sp about subj:
+//   - trust key events only with a trust anchor;
+//   - other hub events with a hub key;
+//   - cluster events with a key of the cluster the subject names.
+func authorize(sp Spec, subj Subject, key Key) error {
 	if key.Role != sp.Signer {
 		return reject(ErrNotAuthorized, fmt.Errorf("%s key %q may not sign %s", key.Role, key.ID, sp.Type))
 	}
-	if sp.Signer == schemas.RoleCluster && key.Owner != out.Subject.Cluster {
-		return reject(ErrNotAuthorized, fmt.Errorf("key of cluster %q may not sign for cluster %q", key.Owner, out.Subject.Cluster))
+	if sp.Topic == TopicTrust && !key.Anchor {
+		return reject(ErrNotAuthorized, fmt.Errorf("key %q is not a trust anchor and may not sign %s", key.ID, sp.Type))
 	}
-	if d.target != "" && sp.Topic == TopicConfig && out.Subject.Cluster != d.target {
-		return reject(ErrWrongTarget, fmt.Errorf("event for cluster %q read by %q", out.Subject.Cluster, d.target))
+	if sp.Signer == schemas.RoleCluster && key.Owner != subj.Cluster {
+		return reject(ErrNotAuthorized, fmt.Errorf("key of cluster %q may not sign for cluster %q", key.Owner, subj.Cluster))
 	}
 	return nil
 }

@@ -20,11 +20,21 @@ var (
 	ErrDuplicateSignature = errors.New("duplicate_signature")
 	ErrNotAuthorized      = errors.New("not_authorized")
 	ErrWrongTarget        = errors.New("wrong_target")
+	ErrWrongTopic         = errors.New("wrong_topic")
+	ErrTimestamp          = errors.New("timestamp")
+	ErrStale              = errors.New("stale")
 )
+
+// ErrKeysBehind means the key registry has not yet seen the trust events up
+// to a record's log time, so the record cannot be judged yet. It is not a
+// DecodeError: the reader retries the record instead of dead-lettering it,
+// so a live reader and a rebuild from the log decide alike.
+var ErrKeysBehind = errors.New("key registry is behind the record")
 
 var reasons = []error{
 	ErrMalformed, ErrOversized, ErrUnknownType, ErrSchema, ErrUnsigned, ErrBadSignature,
 	ErrUnknownKey, ErrRevokedKey, ErrNoSignatures, ErrDuplicateSignature, ErrNotAuthorized, ErrWrongTarget,
+	ErrWrongTopic, ErrTimestamp, ErrStale,
 }
 
 // Reasons returns every decode reason code.

@@ -39,7 +39,7 @@ func goldenRegistry(t testing.TB) *events.Registry {
 
 func goldenDecoder(t testing.TB, opts ...events.DecoderOption) *events.Decoder {
 	t.Helper()
-	d, err := events.NewDecoder(events.NewVerifier(goldenRegistry(t)), opts...)
+	d, err := events.NewDecoder(events.NewVerifier(goldenRegistry(t)), append([]events.DecoderOption{events.AcceptCreateTime()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

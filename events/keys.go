@@ -25,6 +25,9 @@ type Key struct {
 	Until     time.Time
 	// Reason is why the key stopped being valid.
 	Reason string
+	// Anchor marks a key configured out of band rather than registered in
+	// the log. Only anchors may sign trust events.
+	Anchor bool
 }
 
 // ValidAt reports whether the key may sign an event appended at t.
@@ -37,23 +40,37 @@ func (k Key) ValidAt(t time.Time) bool {
 type Registry struct {
 	mu   sync.RWMutex
 	keys map[string]Key
+	// following registries judge only events up to through (see Covers).
+	following bool
+	through   time.Time
 }
 
-// NewRegistry returns a registry that trusts anchors from the beginning of
-// time. Anchors are the hub's signing keys, configured out of band; they sign
-// the trust events that register every other key.
+// NewRegistry returns a fixed registry that trusts anchors from the beginning
+// of time and covers every log time. Anchors are the hub's signing keys,
+// configured out of band; only they sign trust events.
 func NewRegistry(anchors ...Key) *Registry {
 	r := &Registry{keys: make(map[string]Key, len(anchors))}
 	for _, k := range anchors {
+		k.Anchor = true
 		r.keys[k.ID] = k
 	}
+	return r
+}
+
+// NewFollowingRegistry returns a registry fed by a reader of the trust topic.
+// It covers log times only as far as the trust events it has applied (and
+// Advance) show, so events appended later are not judged against keys that
+// may still change: the verifier answers ErrKeysBehind for them.
+func NewFollowingRegistry(anchors ...Key) *Registry {
+	r := NewRegistry(anchors...)
+	r.following = true
 	return r
 }
 
 // HubAnchor returns an anchor Key for a hub signing key.
 func HubAnchor(owner string, pub ed25519.PublicKey) Key {
 	return Key{ID: KeyID(pub), Owner: owner, Role: schemas.RoleHub, Purpose: schemas.PurposeSigning,
-		Algorithm: "ed25519", Public: pub}
+		Algorithm: "ed25519", Public: pub, Anchor: true}
 }
 
 // Key returns the key with the given id.
@@ -62,6 +79,24 @@ func (r *Registry) Key(id string) (Key, bool) {
 	defer r.mu.RUnlock()
 	k, ok := r.keys[id]
 	return k, ok
+}
+
+// Covers implements KeySource.
+func (r *Registry) Covers(t time.Time) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return !r.following || !t.After(r.through)
+}
+
+// Advance records that every trust event with a log time up to t has been
+// applied. The trust topic's reader calls it when it has read to the end of
+// the partition, with a time no later than the broker's clock at that read.
+func (r *Registry) Advance(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.After(r.through) {
+		r.through = t
+	}
 }
 
 // Keys returns every known key, valid or not.
@@ -77,28 +112,76 @@ func (r *Registry) Keys() []Key {
 
 // Apply folds one verified trust event into the registry. It is idempotent:
 // applying the same event twice changes nothing. Events of other types are
-// ignored.
+// ignored. An event that cannot apply (a rotation of an unknown key, a key id
+// that does not match its key) changes nothing and is a Poison error.
 func (r *Registry) Apply(d *Decoded) error {
 	at := d.LogTime
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var err error
 	switch p := d.Data.(type) {
 	case *schemas.KeyRegistered:
-		k, err := keyFrom(*p, at)
-		if err != nil {
-			return Poison(err)
-		}
-		return r.add(k)
+		err = r.register(*p, at)
 	case *schemas.KeyRotated:
-		next, err := keyFrom(p.Next, at)
-		if err != nil {
-			return Poison(err)
-		}
-		r.end(p.KeyID, at, "rotated to "+next.ID)
-		return r.add(next)
+		err = r.rotate(*p, at)
 	case *schemas.KeyRevoked:
-		if !r.end(p.KeyID, at, p.Reason) {
-			return Poison(fmt.Errorf("revoke key %s: %w", p.KeyID, ErrUnknownKey))
-		}
+		err = r.revoke(p.KeyID, at, p.Reason)
 	}
+	if err != nil {
+		return Poison(err)
+	}
+	// Trust events before this one's log time are all applied (the topic
+	// has one partition); events at the same millisecond may follow.
+	if before := at.Add(-time.Millisecond); r.following && before.After(r.through) {
+		r.through = before
+	}
+	return nil
+}
+
+func (r *Registry) register(p schemas.KeyRegistered, at time.Time) error {
+	k, err := keyFrom(p, at)
+	if err != nil {
+		return err
+	}
+	if old, ok := r.keys[k.ID]; ok {
+		if old.Owner != k.Owner || old.Role != k.Role || old.Purpose != k.Purpose {
+			return fmt.Errorf("key %s is already registered to %s %s", k.ID, old.Role, old.Owner)
+		}
+		return nil // registered again: the first registration stands
+	}
+	r.keys[k.ID] = k
+	return nil
+}
+
+// rotate ends the old key and starts the new one at at. The new key must
+// have the old one's owner, role and purpose.
+func (r *Registry) rotate(p schemas.KeyRotated, at time.Time) error {
+	old, ok := r.keys[p.KeyID]
+	if !ok {
+		return fmt.Errorf("rotate key %s: %w", p.KeyID, ErrUnknownKey)
+	}
+	next, err := keyFrom(p.Next, at)
+	if err != nil {
+		return fmt.Errorf("rotate key %s: %w", p.KeyID, err)
+	}
+	if next.Owner != old.Owner || next.Role != old.Role || next.Purpose != old.Purpose {
+		return fmt.Errorf("rotate key %s (%s %s %s) to a key for %s %s %s", old.ID, old.Role, old.Owner, old.Purpose,
+			next.Role, next.Owner, next.Purpose)
+	}
+	if cur, ok := r.keys[next.ID]; ok && (cur.Owner != next.Owner || cur.Role != next.Role || cur.Purpose != next.Purpose) {
+		return fmt.Errorf("rotate key %s: key %s is already registered to %s %s", old.ID, next.ID, cur.Role, cur.Owner)
+	} else if !ok {
+		r.keys[next.ID] = next
+	}
+	r.end(old.ID, at, "rotated to "+next.ID)
+	return nil
+}
+
+func (r *Registry) revoke(id string, at time.Time, reason string) error {
+	if _, ok := r.keys[id]; !ok {
+		return fmt.Errorf("revoke key %s: %w", id, ErrUnknownKey)
+	}
+	r.end(id, at, reason)
 	return nil
 }
 
@@ -117,30 +200,12 @@ func keyFrom(p schemas.KeyRegistered, at time.Time) (Key, error) {
 		Public: pub, Since: at}, nil
 }
 
-func (r *Registry) add(k Key) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if old, ok := r.keys[k.ID]; ok {
-		if old.Owner != k.Owner || old.Role != k.Role || old.Purpose != k.Purpose {
-			return Poison(fmt.Errorf("key %s is already registered to %s/%s", k.ID, old.Role, old.Owner))
-		}
-		return nil // registered again: the first registration stands
-	}
-	r.keys[k.ID] = k
-	return nil
-}
-
-// end sets a key's Until to at unless it already ended earlier.
-func (r *Registry) end(id string, at time.Time, reason string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k, ok := r.keys[id]
-	if !ok {
-		return false
-	}
+// end sets a key's Until to at unless it already ended earlier. The caller
+// holds r.mu.
+func (r *Registry) end(id string, at time.Time, reason string) {
+	k := r.keys[id]
 	if k.Until.IsZero() || at.Before(k.Until) {
 		k.Until, k.Reason = at, reason
 		r.keys[id] = k
 	}
-	return true
 }

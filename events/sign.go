@@ -118,17 +118,8 @@ func verificationMaterial(e *event.Event, signedExt []string) ([]byte, error) {
 		d := sha256.Sum256([]byte(s))
 		h.Write(d[:])
 	}
-	add(e.ID())
-	add(e.Source())
-	add(e.SpecVersion())
-	add(e.Type())
-	add(e.DataContentType())
-	add(e.DataSchema())
-	add(e.Subject())
-	if t := e.Time(); !t.IsZero() {
-		add(t.UTC().Format(time.RFC3339))
-	} else {
-		add("")
+	for _, a := range contextAttrs {
+		add(a.get(e))
 	}
 	d := sha256.Sum256(e.Data())
 	h.Write(d[:])
@@ -147,6 +138,29 @@ func verificationMaterial(e *event.Event, signedExt []string) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
+type contextAttr struct {
+	name string
+	get  func(*event.Event) string
+}
+
+// contextAttrs are the context attributes the signature covers, in the order
+// the verifiability extension hashes them, with their string forms.
+var contextAttrs = []contextAttr{
+	{"id", func(e *event.Event) string { return e.ID() }},
+	{"source", func(e *event.Event) string { return e.Source() }},
+	{"specversion", func(e *event.Event) string { return e.SpecVersion() }},
+	{"type", func(e *event.Event) string { return e.Type() }},
+	{"datacontenttype", func(e *event.Event) string { return e.DataContentType() }},
+	{"dataschema", func(e *event.Event) string { return e.DataSchema() }},
+	{"subject", func(e *event.Event) string { return e.Subject() }},
+	{"time", func(e *event.Event) string {
+		if t := e.Time(); !t.IsZero() {
+			return t.UTC().Format(time.RFC3339)
+		}
+		return ""
+	}},
+}
+
 // parseSignedExtAttrs checks the signedextattrs list against the
 // verifiability extension's rules.
 func parseSignedExtAttrs(v string) ([]string, error) {
@@ -155,9 +169,8 @@ func parseSignedExtAttrs(v string) ([]string, error) {
 	}
 	names := strings.Split(v, ",")
 	for i, n := range names {
-		switch n {
-		case "", "id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject", "time",
-			ExtDSSEMaterial, ExtSignedExtAttrs:
+		if n == "" || n == ExtDSSEMaterial || n == ExtSignedExtAttrs ||
+			slices.ContainsFunc(contextAttrs, func(a contextAttr) bool { return a.name == n }) {
 			return nil, fmt.Errorf("signedextattrs: %q may not be listed", n)
 		}
 		if slices.Contains(names[:i], n) {

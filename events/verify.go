@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -18,6 +19,9 @@ import (
 // KeySource finds public keys by id. *Registry is one.
 type KeySource interface {
 	Key(id string) (Key, bool)
+	// Covers reports whether the source has applied every trust event up
+	// to log time t, so that a key it does not know at t is truly unknown.
+	Covers(t time.Time) bool
 }
 
 // Verifier checks an event's DSSE signature against the keys of a KeySource
@@ -34,8 +38,12 @@ func NewVerifier(keys KeySource) *Verifier { return &Verifier{keys: keys} }
 // signed extensions. It also returns the key that verified it.
 //
 // The envelope must carry at least one signature and no two from the same
-// key; one valid signature from a known key that was valid at at suffices.
-func (v *Verifier) Verify(e *event.Event, at time.Time) (*event.Event, Key, error) {
+// key; one valid signature suffices, from a known key that was valid at at
+// and that accept (nil: any key) allows to sign e.
+func (v *Verifier) Verify(e *event.Event, at time.Time, accept func(Key) error) (*event.Event, Key, error) {
+	if accept == nil {
+		accept = func(Key) error { return nil }
+	}
 	env, err := envelopeOf(e)
 	if err != nil {
 		return nil, Key{}, err
@@ -55,7 +63,7 @@ func (v *Verifier) Verify(e *event.Event, at time.Time) (*event.Event, Key, erro
 	if !bytes.Equal(payload, material) {
 		return nil, Key{}, reject(ErrBadSignature, errors.New("event does not match its verification material"))
 	}
-	key, err := v.checkSignatures(env, payload, at)
+	key, err := v.checkSignatures(env, payload, at, accept)
 	if err != nil {
 		return nil, Key{}, err
 	}
@@ -91,12 +99,18 @@ func envelopeOf(e *event.Event) (*dsse.Envelope, error) {
 	return &env, nil
 }
 
-// checkSignatures returns the first key whose signature verifies. If none
-// does, the error names the most telling failure: a bad signature over an
-// unknown key over a key that was not valid at at.
-func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.Time) (Key, error) {
+// checkSignatures returns the first key whose signature verifies, that was
+// valid at at, and that accept allows. If none does, the error names the
+// most telling failure, in this order: a bad signature, a key that may not
+// sign this event, an unknown key, a key not valid at at.
+func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.Time, accept func(Key) error) (Key, error) {
+	if !v.keys.Covers(at) {
+		// A trust event the registry has not read may yet register, rotate
+		// or revoke a key as of at: judging now could differ from a rebuild.
+		return Key{}, fmt.Errorf("%w: event at %s", ErrKeysBehind, at.Format(time.RFC3339Nano))
+	}
 	pae := dsse.PAE(env.PayloadType, payload)
-	var bad, revoked, unknown error
+	var bad, refused, unknown, revoked error
 	for _, s := range env.Signatures {
 		k, ok := v.keys.Key(s.KeyID)
 		if !ok || k.Purpose != schemas.PurposeSigning || k.Algorithm != "ed25519" || len(k.Public) != ed25519.PublicKeySize {
@@ -113,11 +127,17 @@ func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.T
 				k.Since.Format(time.RFC3339), k.Until.Format(time.RFC3339), k.Reason, at.Format(time.RFC3339Nano))
 			continue
 		}
+		if err := accept(k); err != nil {
+			refused = err
+			continue
+		}
 		return k, nil
 	}
 	switch {
 	case bad != nil:
 		return Key{}, reject(ErrBadSignature, bad)
+	case refused != nil:
+		return Key{}, refused
 	case unknown != nil:
 		return Key{}, reject(ErrUnknownKey, unknown)
 	default:
@@ -125,28 +145,17 @@ func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.T
 	}
 }
 
-// verifiedCopy returns e without unsigned extensions.
+// verifiedCopy returns e without unsigned extensions, and with its time cut
+// to the whole seconds the signature covers.
 func verifiedCopy(e *event.Event, signed []string) *event.Event {
-	out := event.New(e.SpecVersion())
-	out.SetID(e.ID())
-	out.SetSource(e.Source())
-	out.SetType(e.Type())
-	if s := e.Subject(); s != "" {
-		out.SetSubject(s)
+	out := e.Clone()
+	for name := range e.Extensions() {
+		if !slices.Contains(signed, name) {
+			out.SetExtension(name, nil)
+		}
 	}
 	if t := e.Time(); !t.IsZero() {
-		out.SetTime(t)
-	}
-	if s := e.DataSchema(); s != "" {
-		out.SetDataSchema(s)
-	}
-	if ct := e.DataContentType(); ct != "" {
-		out.SetDataContentType(ct)
-	}
-	out.DataEncoded = e.DataEncoded
-	out.DataBase64 = e.DataBase64
-	for _, name := range signed {
-		out.SetExtension(name, e.Extensions()[name])
+		out.SetTime(t.UTC().Truncate(time.Second))
 	}
 	return &out
 }

@@ -120,66 +120,104 @@ func TestDecodeRejects(t *testing.T) {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: key, Value: []byte(value)})
 		return r
 	}
+	// A hub key registered through the log, not an anchor.
+	logged := newSigner(t)
+	sp, _ := events.Lookup(events.TypeKeyRegistered)
+	if err := f.reg.Apply(&events.Decoded{Spec: sp, LogTime: time.Now().Add(-time.Hour), Data: &schemas.KeyRegistered{
+		KeyID: logged.KeyID(), Owner: "hub-2", Role: schemas.RoleHub, Purpose: schemas.PurposeSigning, Algorithm: "ed25519",
+		PublicKey: base64.StdEncoding.EncodeToString(logged.Public())}}); err != nil {
+		t.Fatal(err)
+	}
+	topics := events.DefaultTopics("")
 	tests := []struct {
 		name   string
 		target string
+		opts   []events.DecoderOption
 		rec    func() *kgo.Record
 		want   error
 	}{
-		{"not a cloudevent", "", func() *kgo.Record { return &kgo.Record{Value: []byte(`{"hello":"world"}`)} }, events.ErrMalformed},
-		{"missing id", "", func() *kgo.Record {
+		{"producer-chosen timestamp", "", []events.DecoderOption{}, func() *kgo.Record {
+			return record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
+		}, events.ErrTimestamp},
+		{"status on the config topic", "", []events.DecoderOption{events.AcceptCreateTime(), events.WithTopics(topics)}, func() *kgo.Record {
+			r := record(t, sign(t, f.clusterA, heartbeat(t, "cluster-a")))
+			r.Topic = topics[events.TopicConfig]
+			return r
+		}, events.ErrWrongTopic},
+		{"appended a year after signing", "", nil, func() *kgo.Record {
+			r := record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
+			r.Timestamp = time.Now().Add(365 * 24 * time.Hour)
+			return r
+		}, events.ErrStale},
+		{"signed an hour in the future", "", nil, func() *kgo.Record {
+			r := record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
+			r.Timestamp = time.Now().Add(-time.Hour)
+			return r
+		}, events.ErrStale},
+		{"specversion 0.3", "", nil, func() *kgo.Record {
+			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_specversion", "0.3")
+		}, events.ErrMalformed},
+		{"trust event signed by a logged hub key", "", nil, func() *kgo.Record {
+			e, err := events.New("//argosy.dev/hub", events.TypeKeyRevoked, "keys/x", "hub", schemas.KeyRevoked{KeyID: f.hub.KeyID(), Reason: "takeover"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return record(t, sign(t, logged, e))
+		}, events.ErrNotAuthorized},
+		{"not a cloudevent", "", nil, func() *kgo.Record { return &kgo.Record{Value: []byte(`{"hello":"world"}`)} }, events.ErrMalformed},
+		{"missing id", "", nil, func() *kgo.Record {
 			r := record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
 			return header(r, "ce_id", "")
 		}, events.ErrMalformed},
-		{"unknown type", "", func() *kgo.Record {
+		{"unknown type", "", nil, func() *kgo.Record {
 			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_type", "io.argosy.config.nope.v1")
 		}, events.ErrUnknownType},
-		{"oversized", "", func() *kgo.Record {
+		{"oversized", "", nil, func() *kgo.Record {
 			r := record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
 			r.Value = []byte(`{"pad":"` + strings.Repeat("x", events.MaxEventBytes) + `"}`)
 			return r
 		}, events.ErrOversized},
-		{"wrong dataschema", "", func() *kgo.Record {
+		{"wrong dataschema", "", nil, func() *kgo.Record {
 			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_dataschema", schemas.URL(events.TypeHeartbeat))
 		}, events.ErrSchema},
-		{"unsigned", "", func() *kgo.Record { return record(t, appUpsert(t, "cluster-a")) }, events.ErrUnsigned},
-		{"data changed after signing", "", func() *kgo.Record {
+		{"unsigned", "", nil, func() *kgo.Record { return record(t, appUpsert(t, "cluster-a")) }, events.ErrUnsigned},
+		{"data changed after signing", "", nil, func() *kgo.Record {
 			r := record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
 			r.Value = []byte(strings.Replace(string(r.Value), `"generation":1`, `"generation":2`, 1))
 			return r
 		}, events.ErrBadSignature},
-		{"subject changed after signing", "", func() *kgo.Record {
+		{"subject changed after signing", "", nil, func() *kgo.Record {
 			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_subject", "clusters/cluster-b/applications/argocd/guestbook")
 		}, events.ErrBadSignature},
-		{"signature forged", "", func() *kgo.Record {
+		{"signature forged", "", nil, func() *kgo.Record {
 			e := envelope(t, sign(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
 				env.Signatures[0].Sig = base64.StdEncoding.EncodeToString(make([]byte, ed25519.SignatureSize))
 			})
 			return record(t, e)
 		}, events.ErrBadSignature},
-		{"dssematerial not base64", "", func() *kgo.Record {
+		{"dssematerial not base64", "", nil, func() *kgo.Record {
 			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_dssematerial", "%%%")
 		}, events.ErrBadSignature},
-		{"unknown key", "", func() *kgo.Record { return record(t, sign(t, f.stranger, appUpsert(t, "cluster-a"))) }, events.ErrUnknownKey},
-		{"zero signatures", "", func() *kgo.Record {
+		{"unknown key", "", nil, func() *kgo.Record { return record(t, sign(t, f.stranger, appUpsert(t, "cluster-a"))) }, events.ErrUnknownKey},
+		{"zero signatures", "", nil, func() *kgo.Record {
 			return record(t, envelope(t, sign(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) { env.Signatures = nil }))
 		}, events.ErrNoSignatures},
-		{"two signatures from one key", "", func() *kgo.Record {
+		{"two signatures from one key", "", nil, func() *kgo.Record {
 			return record(t, envelope(t, sign(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
 				env.Signatures = append(env.Signatures, env.Signatures[0])
 			}))
 		}, events.ErrDuplicateSignature},
-		{"cluster key signs config", "", func() *kgo.Record { return record(t, sign(t, f.clusterA, appUpsert(t, "cluster-a"))) }, events.ErrNotAuthorized},
-		{"cluster signs for another cluster", "", func() *kgo.Record { return record(t, sign(t, f.clusterB, heartbeat(t, "cluster-a"))) }, events.ErrNotAuthorized},
-		{"hub signs status", "", func() *kgo.Record { return record(t, sign(t, f.hub, heartbeat(t, "cluster-a"))) }, events.ErrNotAuthorized},
-		{"config for another cluster", "cluster-b", func() *kgo.Record {
+		{"cluster key signs config", "", nil, func() *kgo.Record { return record(t, sign(t, f.clusterA, appUpsert(t, "cluster-a"))) }, events.ErrNotAuthorized},
+		{"cluster signs for another cluster", "", nil, func() *kgo.Record { return record(t, sign(t, f.clusterB, heartbeat(t, "cluster-a"))) }, events.ErrNotAuthorized},
+		{"hub signs status", "", nil, func() *kgo.Record { return record(t, sign(t, f.hub, heartbeat(t, "cluster-a"))) }, events.ErrNotAuthorized},
+		{"config for another cluster", "cluster-b", nil, func() *kgo.Record {
 			// Re-keyed onto cluster-b's partition: the key is not signed,
 			// the subject is.
 			r := record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
 			r.Key = []byte("cluster-b")
 			return r
 		}, events.ErrWrongTarget},
-		{"schema violation", "", func() *kgo.Record {
+		{"schema violation", "", nil, func() *kgo.Record {
 			e := appUpsert(t, "cluster-a")
 			if err := e.SetData(event.ApplicationJSON, map[string]any{"cluster": "cluster-a", "name": "x", "generation": -1}); err != nil {
 				t.Fatal(err)
@@ -189,7 +227,10 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var opts []events.DecoderOption
+			opts := tc.opts
+			if opts == nil {
+				opts = []events.DecoderOption{events.AcceptCreateTime()}
+			}
 			if tc.target != "" {
 				opts = append(opts, events.WithTarget(tc.target))
 			}
@@ -214,25 +255,58 @@ func TestDecodeRejects(t *testing.T) {
 
 func TestDecodeAccepts(t *testing.T) {
 	f := newFixture(t)
-	dec, err := events.NewDecoder(events.NewVerifier(f.reg), events.WithTarget("cluster-a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, rec := range map[string]*kgo.Record{
-		"config for me":        record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))),
-		"status of cluster b":  record(t, sign(t, f.clusterB, heartbeat(t, "cluster-b"))),
-		"unsigned extra field": record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))),
-	} {
-		t.Run(name, func(t *testing.T) {
-			if name == "unsigned extra field" {
-				rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "ce_injected", Value: []byte("x")})
+	tests := []struct {
+		name   string
+		target string
+		rec    func() *kgo.Record
+	}{
+		{"config for me", "cluster-a", func() *kgo.Record { return record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))) }},
+		{"the hub reads cluster b's status", "", func() *kgo.Record { return record(t, sign(t, f.clusterB, heartbeat(t, "cluster-b"))) }},
+		{"unsigned extension dropped", "cluster-a", func() *kgo.Record {
+			r := record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: "ce_injected", Value: []byte("x")})
+			return r
+		}},
+		{"a stray signature before the hub's", "cluster-a", func() *kgo.Record {
+			// cluster-b's valid signature comes first; it may not sign
+			// config, and must not hide the hub's signature after it.
+			e := sign(t, f.hub, appUpsert(t, "cluster-a"))
+			c := e.Clone()
+			if err := f.clusterB.Sign(context.Background(), &c); err != nil {
+				t.Fatal(err)
 			}
-			d, err := dec.Decode(context.Background(), rec)
+			return record(t, envelope(t, e, func(env *dsse.Envelope) {
+				raw, err := base64.StdEncoding.DecodeString(c.Extensions()[events.ExtDSSEMaterial].(string))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ce dsse.Envelope
+				if err := json.Unmarshal(raw, &ce); err != nil {
+					t.Fatal(err)
+				}
+				env.Signatures = append(ce.Signatures, env.Signatures...)
+			}))
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []events.DecoderOption{events.AcceptCreateTime()}
+			if tc.target != "" {
+				opts = append(opts, events.WithTarget(tc.target))
+			}
+			dec, err := events.NewDecoder(events.NewVerifier(f.reg), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := dec.Decode(context.Background(), tc.rec())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := d.Event.Extensions()["injected"]; ok {
 				t.Error("an unsigned extension survived verification")
+			}
+			if !d.Event.Time().Equal(d.Event.Time().Truncate(time.Second)) {
+				t.Error("sub-second time survived verification")
 			}
 		})
 	}
@@ -262,7 +336,7 @@ func TestRegistryReplay(t *testing.T) {
 	}
 	trust(events.TypeKeyRotated, &schemas.KeyRotated{KeyID: f.clusterA.KeyID(), Next: reg(next)}, t0.Add(time.Hour))
 	trust(events.TypeKeyRevoked, &schemas.KeyRevoked{KeyID: next.KeyID(), Reason: "lost"}, t0.Add(2*time.Hour))
-	dec, err := events.NewDecoder(events.NewVerifier(f.reg))
+	dec, err := events.NewDecoder(events.NewVerifier(f.reg), events.AcceptCreateTime(), events.WithStaleness(24*365*time.Hour, 24*365*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,5 +408,79 @@ func TestSubject(t *testing.T) {
 		if _, err := events.ParseSubject(s); err == nil {
 			t.Errorf("ParseSubject(%q) accepted", s)
 		}
+	}
+}
+
+func TestRegistryRefusesBadTrustEvents(t *testing.T) {
+	f := newFixture(t)
+	next := newSigner(t)
+	reg := func(s *events.Signer, owner, role string) schemas.KeyRegistered {
+		return schemas.KeyRegistered{KeyID: s.KeyID(), Owner: owner, Role: role, Purpose: schemas.PurposeSigning,
+			Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(s.Public())}
+	}
+	badID := reg(next, "cluster-a", schemas.RoleCluster)
+	badID.KeyID = f.hub.KeyID()
+	tests := []struct {
+		name string
+		typ  string
+		data any
+	}{
+		{"rotate an unknown key", events.TypeKeyRotated, &schemas.KeyRotated{KeyID: "nope", Next: reg(next, "cluster-a", schemas.RoleCluster)}},
+		{"rotate a cluster key into a hub key", events.TypeKeyRotated, &schemas.KeyRotated{KeyID: f.clusterA.KeyID(), Next: reg(next, "hub", schemas.RoleHub)}},
+		{"rotate to another cluster's key", events.TypeKeyRotated, &schemas.KeyRotated{KeyID: f.clusterA.KeyID(), Next: reg(next, "cluster-b", schemas.RoleCluster)}},
+		{"key id that is not the key's", events.TypeKeyRegistered, &badID},
+		{"revoke an unknown key", events.TypeKeyRevoked, &schemas.KeyRevoked{KeyID: "nope"}},
+		{"re-register a key to another owner", events.TypeKeyRegistered, func() *schemas.KeyRegistered {
+			r := reg(f.clusterA, "cluster-b", schemas.RoleCluster)
+			return &r
+		}()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.reg.Keys()
+			sp, _ := events.Lookup(tc.typ)
+			err := f.reg.Apply(&events.Decoded{Spec: sp, Data: tc.data, LogTime: time.Now()})
+			if !events.IsPoison(err) {
+				t.Fatalf("Apply = %v, want a poison error", err)
+			}
+			if len(f.reg.Keys()) != len(before) {
+				t.Error("a refused event changed the registry")
+			}
+			if k, _ := f.reg.Key(f.clusterA.KeyID()); !k.Until.IsZero() {
+				t.Error("a refused rotation ended the old key")
+			}
+		})
+	}
+}
+
+// TestFollowingRegistryWaits checks that a registry fed by the trust topic
+// does not judge events from beyond what it has read: it answers
+// ErrKeysBehind (retry), never a rejection or an acceptance that a rebuild
+// could contradict.
+func TestFollowingRegistryWaits(t *testing.T) {
+	hub := newSigner(t)
+	cl := newSigner(t)
+	r := events.NewFollowingRegistry(events.HubAnchor("hub", hub.Public()))
+	dec, err := events.NewDecoder(events.NewVerifier(r), events.AcceptCreateTime())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, sign(t, cl, heartbeat(t, "cluster-a")))
+	_, err = dec.Decode(context.Background(), rec)
+	if !errors.Is(err, events.ErrKeysBehind) || events.IsPoison(err) {
+		t.Fatalf("behind: %v, want ErrKeysBehind and not poison", err)
+	}
+	r.Advance(rec.Timestamp)
+	if _, err := dec.Decode(context.Background(), rec); !errors.Is(err, events.ErrUnknownKey) {
+		t.Fatalf("caught up, key never registered: %v, want ErrUnknownKey", err)
+	}
+	sp, _ := events.Lookup(events.TypeKeyRegistered)
+	if err := r.Apply(&events.Decoded{Spec: sp, LogTime: rec.Timestamp.Add(-time.Minute), Data: &schemas.KeyRegistered{
+		KeyID: cl.KeyID(), Owner: "cluster-a", Role: schemas.RoleCluster, Purpose: schemas.PurposeSigning, Algorithm: "ed25519",
+		PublicKey: base64.StdEncoding.EncodeToString(cl.Public())}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dec.Decode(context.Background(), rec); err != nil {
+		t.Fatalf("registered before the event: %v", err)
 	}
 }
