@@ -11,27 +11,29 @@ export ARGOSY_CACHE := $(CACHE)
 GOLANGCI_LINT_VERSION := v2.15.0
 BENCHSTAT_VERSION     := v0.0.0-20260908200009-22c9c6c9d4da
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X github.com/argosyproj/argosy/internal/version.Version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS   := -X github.com/argosyproj/argosy/internal/version.Version=$(VERSION) \
+             -X github.com/argosyproj/argosy/internal/version.Commit=$(COMMIT)
 
 # Tests that need real servers carry this build tag.
 INTEGRATION := -tags integration
 FUZZTIME    ?= 60s
 BENCHCOUNT  ?= 1
 
-.PHONY: all build test test-unit test-integration fuzz bench lint generate verify tools clean
+.PHONY: all build test test-unit test-integration fuzz bench lint generate verify tools test-tools clean
 
 all: build
 
 build: ## Build bin/argosy.
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
 
-test: ## Run every test: unit, integration (real Kafka), schema and golden checks.
+test: test-tools ## Run every test: unit, integration (real Kafka), schema and golden checks.
 	$(GO) test -race -count=1 $(INTEGRATION) ./...
 
-test-unit: ## Run the tests that need no server.
+test-unit: test-tools ## Run the tests that need no server.
 	$(GO) test -race -count=1 ./...
 
-test-integration: ## Run the packages whose tests use real servers.
+test-integration: test-tools ## Run the packages whose tests use real servers.
 	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/...
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
@@ -42,12 +44,12 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 	  done; \
 	done
 
-bench: ## Run the micro-benchmarks and the Kafka throughput benchmarks.
+bench: test-tools ## Run the micro-benchmarks and the Kafka throughput benchmarks.
 	$(GO) test $(INTEGRATION) -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./... | tee bench.txt
 	@echo "compare runs with: $(BIN)/benchstat old.txt bench.txt"
 
 lint: $(BIN)/golangci-lint ## Run golangci-lint (config: .golangci.yml).
-	$(BIN)/golangci-lint run $(INTEGRATION) ./...
+	$(BIN)/golangci-lint run ./...
 
 generate: ## Write golden wire samples for event types that have none.
 	$(GO) run ./events/internal/golden/gen -dir events/testdata/golden
@@ -58,6 +60,18 @@ verify: generate ## Fail if go.mod, go.sum or generated files are stale.
 	@test -z "$$(git status --porcelain -- events/testdata)" || { git status --porcelain -- events/testdata; echo "new generated files: commit them"; exit 1; }
 
 tools: $(BIN)/golangci-lint $(BIN)/benchstat
+
+# The tests run java and mvn (the Kafka broker under test) and npm (the
+# AsyncAPI specification schema ships in an npm package). Missing ones are
+# installed with apt-get on Debian as root; elsewhere this says what to install.
+TEST_TOOLS := java:openjdk-17-jre-headless mvn:maven npm:npm
+test-tools: ## Install java, mvn and npm if they are missing (Debian, as root).
+	@missing=; for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing tools, please install:$$missing (Java 17+, Maven, npm)"; exit 1; fi; \
+	fi
 
 $(BIN)/golangci-lint:
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -89,7 +89,10 @@ func newEvent(b *testing.B, cluster string, gen int64) *event.Event {
 func BenchmarkProduce(b *testing.B) {
 	s := newSetup(b, 8)
 	cl := kafkatest.Client(b, events.ProducerOpts(nil)...)
-	p := events.NewProducer(cl, s.signer, s.topics)
+	p, err := events.NewProducer(cl, s.signer, s.topics)
+	if err != nil {
+		b.Fatal(err)
+	}
 	const batch = 100
 	es := make([]*event.Event, batch)
 	for i := range es {
@@ -118,7 +121,10 @@ func BenchmarkConsume(b *testing.B) {
 	s := newSetup(b, 8)
 	const total = 20000
 	cl := kafkatest.Client(b, events.ProducerOpts(nil)...)
-	p := events.NewProducer(cl, s.signer, s.topics)
+	p, err := events.NewProducer(cl, s.signer, s.topics)
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	for i := 0; i < total; i += 500 {
 		var es []*event.Event

@@ -48,7 +48,7 @@ func (d *DeadLetter) Send(ctx context.Context, rec *kgo.Record, cause error) err
 		Headers: make([]kgo.RecordHeader, 0, len(rec.Headers)+7),
 	}
 	out.Headers = append(out.Headers, rec.Headers...)
-	if RecordSize(rec) > MaxEventBytes {
+	if checkSize(rec, MaxEventBytes) != nil {
 		out.Value = nil
 		out.Headers = append(out.Headers[:0], kgo.RecordHeader{Key: HeaderDLQDropped, Value: []byte(strconv.Itoa(RecordSize(rec)))})
 	}

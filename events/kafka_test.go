@@ -57,11 +57,15 @@ func newRig(t *testing.T, configPartitions int32, pins map[string]int32) *rig {
 	})
 	f := newFixture(t)
 	client := kafkatest.Client(t, events.ProducerOpts(pins)...)
-	return &rig{t: t, topics: topics, f: f, client: client, prod: events.NewProducer(client, f.hub, topics)}
+	prod, err := events.NewProducer(client, f.hub, topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, topics: topics, f: f, client: client, prod: prod}
 }
 
 func (r *rig) decoder(opts ...events.DecoderOption) *events.Decoder {
-	d, err := events.NewDecoder(events.NewVerifier(r.f.reg), opts...)
+	d, err := events.NewDecoder(events.NewVerifier(r.f.reg), append([]events.DecoderOption{events.WithTopics(r.topics)}, opts...)...)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -72,19 +76,14 @@ func (r *rig) decoder(opts ...events.DecoderOption) *events.Decoder {
 // returns what it handled.
 func (r *rig) read(cfg events.ReaderConfig, dec *events.Decoder, n int) []*events.Decoded {
 	r.t.Helper()
-	cl := kafkatest.Client(r.t, events.ReaderOpts()...)
-	rd, err := events.NewReader(cl, dec, events.NewDeadLetter(cl, r.topics[events.TopicDeadLetter]),
-		slog.New(slog.DiscardHandler), cfg)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	rd := newReader(r.t, r, dec, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var (
 		mu  sync.Mutex
 		got []*events.Decoded
 	)
-	err = rd.Run(ctx, func(_ context.Context, d *events.Decoded) error {
+	err := rd.Run(ctx, func(_ context.Context, d *events.Decoded) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, d)
@@ -158,7 +157,10 @@ func (r *rig) publishCtx(ctx context.Context, cluster string, es ...*event.Event
 	var recs []*kgo.Record
 	for _, e := range es {
 		sp, _ := events.Lookup(e.Type())
-		p := events.NewProducer(r.client, r.signerFor(sp, cluster), r.topics)
+		p, err := events.NewProducer(r.client, r.signerFor(sp, cluster), r.topics)
+		if err != nil {
+			r.t.Fatal(err)
+		}
 		got, err := p.Publish(ctx, e)
 		if err != nil {
 			r.t.Fatalf("publish %s: %v", e.Type(), err)
@@ -211,7 +213,7 @@ func TestRoundTripEveryType(t *testing.T) {
 		}
 	}
 	// Keys and headers as the broker stored them.
-	raw := consumeRaw(t, r.topics[events.TopicConfig], -1, countTopic(sent, r.topics[events.TopicConfig]))
+	raw := consumeRaw(t, r.topics[events.TopicConfig], countTopic(sent, r.topics[events.TopicConfig]))
 	for _, rec := range raw {
 		if rec.Attrs.TimestampType() != 1 {
 			t.Errorf("record %d: timestamp type %d, want 1 (LogAppendTime)", rec.Offset, rec.Attrs.TimestampType())
@@ -242,15 +244,10 @@ func countTopic(recs []*kgo.Record, topic string) int {
 	return n
 }
 
-// consumeRaw reads n records of topic (partition p, or all when p < 0) from
-// the start with a plain client.
-func consumeRaw(t *testing.T, topic string, p int32, n int) []*kgo.Record {
+// consumeRaw reads n records of topic from the start with a plain client.
+func consumeRaw(t *testing.T, topic string, n int) []*kgo.Record {
 	t.Helper()
-	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
-	if p >= 0 {
-		opts = []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}})}
-	}
-	cl := kafkatest.Client(t, opts...)
+	cl := kafkatest.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []*kgo.Record
@@ -385,7 +382,7 @@ func TestDeadLettering(t *testing.T) {
 	if got[0].Offset != 0 || got[1].Offset != 4 {
 		t.Errorf("handled offsets %d and %d, want 0 and 4", got[0].Offset, got[1].Offset)
 	}
-	dl := consumeRaw(t, r.topics[events.TopicDeadLetter], -1, 3)
+	dl := consumeRaw(t, r.topics[events.TopicDeadLetter], 3)
 	want := map[int64]string{1: "malformed", 2: "unsigned", 3: "wrong_target"}
 	for _, rec := range dl {
 		hs := map[string]string{}
@@ -445,7 +442,7 @@ func TestHandlerErrors(t *testing.T) {
 	if attempts[0] != 1 || attempts[1] != 3 || attempts[2] != 1 {
 		t.Errorf("attempts %v, want 0:1 1:3 2:1", attempts)
 	}
-	dl := consumeRaw(t, r.topics[events.TopicDeadLetter], -1, 1)
+	dl := consumeRaw(t, r.topics[events.TopicDeadLetter], 1)
 	for _, h := range dl[0].Headers {
 		if h.Key == events.HeaderDLQReason && string(h.Value) != "handler" {
 			t.Errorf("reason %q, want handler", h.Value)

@@ -13,9 +13,9 @@ import (
 )
 
 // ProducerOpts are the client options every Argosy producer uses: acks from
-// all in-sync replicas and idempotent writes (franz-go's defaults, set here so
-// that nobody turns them off by accident), and the Kafka-compatible
-// partitioner with pins.
+// all in-sync replicas, and the Kafka-compatible partitioner with pins.
+// Writes are idempotent (franz-go's default); NewProducer refuses a client
+// that turned that off or asks for fewer acks.
 func ProducerOpts(pins map[string]int32) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -31,9 +31,20 @@ type Producer struct {
 	topics Topics
 }
 
-// NewProducer returns a producer. client should be built with ProducerOpts.
-func NewProducer(client *kgo.Client, signer *Signer, topics Topics) *Producer {
-	return &Producer{client: client, signer: signer, topics: topics}
+// NewProducer returns a producer. client should be built with ProducerOpts;
+// a client with idempotent writes disabled or acks other than all in-sync
+// replicas is refused, since Publish promises durability.
+func NewProducer(client *kgo.Client, signer *Signer, topics Topics) (*Producer, error) {
+	if off, _ := client.OptValue(kgo.DisableIdempotentWrite).(bool); off {
+		return nil, errors.New("producer: idempotent writes are disabled")
+	}
+	if acks, ok := client.OptValue(kgo.RequiredAcks).(kgo.Acks); !ok || acks != kgo.AllISRAcks() {
+		return nil, errors.New("producer: client must require acks from all in-sync replicas")
+	}
+	if signer == nil {
+		return nil, errors.New("producer: a signer is required")
+	}
+	return &Producer{client: client, signer: signer, topics: topics}, nil
 }
 
 // Publish adds the trace context of ctx, signs and appends the events, and
@@ -87,8 +98,8 @@ func (p *Producer) encode(ctx context.Context, e *event.Event) (*kgo.Record, err
 	if err != nil {
 		return nil, err
 	}
-	if n := RecordSize(r); n > MaxEventBytes {
-		return nil, fmt.Errorf("publish %s: %w", e.Type(), reject(ErrOversized, fmt.Errorf("%d bytes, limit %d", n, MaxEventBytes)))
+	if err := checkSize(r, MaxEventBytes); err != nil {
+		return nil, fmt.Errorf("publish %s: %w", e.Type(), err)
 	}
 	r.Topic = topic
 	return r, nil

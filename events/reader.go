@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -21,9 +22,12 @@ import (
 // records since the last commit are delivered again. Its error decides what
 // happens to the record:
 //   - nil: done; the offset is committed after the rest of the batch.
-//   - Poison(err): dead-lettered with the error, then done.
-//   - Fatal(err): Run stops and returns err; nothing is committed.
-//   - any other error: retried with backoff until it succeeds or ctx ends.
+//   - Poison(err): dead-lettered with the error, then done. A handler that
+//     panics is treated the same way.
+//   - Fatal(err): Run stops and returns err. Records finished before it are
+//     committed; this one is not.
+//   - any other error: retried with backoff until it succeeds or ctx ends;
+//     only this partition waits.
 type Handler func(ctx context.Context, d *Decoded) error
 
 // ReaderConfig configures a Reader.
@@ -42,14 +46,20 @@ type ReaderConfig struct {
 	// is not for this reader (another cluster sharing the partition) and is
 	// passed over without decoding.
 	Skip func(*kgo.Record) bool
+	// OnDataLoss, if set, is called when the broker no longer has the
+	// records the reader was about to read (retention, truncation, an
+	// unclean election). Reading goes on from where the client reset to; an
+	// agent uses this to ask for a resync.
+	OnDataLoss func(ctx context.Context, loss *kgo.ErrDataLoss)
 	// MaxBackoff caps the wait between retries of a failing handler.
 	MaxBackoff time.Duration
 }
 
 // Reader consumes partitions by direct assignment, decodes each record, runs
 // a handler, dead-letters poison records and commits offsets after the
-// handler's effect is done. Partitions are processed concurrently, each in
-// order by one goroutine.
+// handler's effect is done. Each partition has its own worker, which handles
+// the partition's records in order and commits them; a partition whose
+// handler keeps failing holds up only itself.
 type Reader struct {
 	client *kgo.Client
 	adm    *kadm.Client
@@ -60,16 +70,23 @@ type Reader struct {
 }
 
 // NewReader returns a reader. client must not be in a consumer group: the
-// reader adds its partitions to it directly. It should use ReaderOpts.
+// reader adds its partitions to it directly. It should use ReaderOpts. A nil
+// log discards.
 func NewReader(client *kgo.Client, dec *Decoder, dlq *DeadLetter, log *slog.Logger, cfg ReaderConfig) (*Reader, error) {
 	if cfg.Topic == "" || cfg.Group == "" {
 		return nil, errors.New("reader: topic and group are required")
+	}
+	if client == nil || dec == nil || dlq == nil {
+		return nil, errors.New("reader: client, decoder and dead-letter writer are required")
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 30 * time.Second
 	}
 	if cfg.Start == (kgo.Offset{}) {
 		cfg.Start = kgo.NewOffset().AtStart()
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &Reader{client: client, adm: kadm.NewClient(client), dec: dec, dlq: dlq, cfg: cfg, log: log}, nil
 }
@@ -83,125 +100,193 @@ func ReaderOpts() []kgo.Opt {
 
 // Run reads until ctx ends (then it returns nil) or a fatal error.
 func (r *Reader) Run(ctx context.Context, h Handler) error {
-	start, err := r.startOffsets(ctx)
+	start, lost, err := r.startOffsets(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
+	for _, loss := range lost {
+		r.fetchError(ctx, loss.Topic, loss.Partition, loss)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	workers := make(map[int32]chan []*kgo.Record, len(start))
+	for p := range start {
+		ch := make(chan []*kgo.Record, 1)
+		workers[p] = ch
+		g.Go(func() error { return r.work(gctx, ch, h) })
+	}
 	r.client.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: start})
-	defer r.client.RemoveConsumePartitions(map[string][]int32{r.cfg.Topic: mapKeys(start)})
+	defer r.client.RemoveConsumePartitions(map[string][]int32{r.cfg.Topic: slices.Collect(maps.Keys(start))})
+	g.Go(func() error { return r.poll(gctx, workers) })
+	err = g.Wait()
+	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		return nil
+	}
+	return err
+}
+
+// poll fetches and hands each partition's records to its worker. A worker
+// still busy with its last batch has its partition paused, and the records
+// wait here until it is free, so that other partitions keep flowing.
+func (r *Reader) poll(ctx context.Context, workers map[int32]chan []*kgo.Record) error {
+	defer func() {
+		for _, ch := range workers {
+			close(ch)
+		}
+	}()
+	pending := map[int32][]*kgo.Record{}
 	for {
-		fetches := r.client.PollFetches(ctx)
+		for p, recs := range pending {
+			select {
+			case workers[p] <- recs:
+				delete(pending, p)
+				r.client.ResumeFetchPartitions(map[string][]int32{r.cfg.Topic: {p}})
+			default:
+			}
+		}
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if len(pending) > 0 {
+			pollCtx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+		}
+		fetches := r.client.PollFetches(pollCtx)
+		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
 		if fetches.IsClientClosed() {
 			return errors.New("reader: kafka client closed")
 		}
-		fetches.EachError(func(t string, p int32, err error) {
-			r.log.WarnContext(ctx, "fetch failed", "topic", t, "partition", p, "err", err)
+		fetches.EachError(func(t string, p int32, err error) { r.fetchError(ctx, t, p, err) })
+		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
+			p := ftp.Partition
+			if len(ftp.Records) == 0 {
+				return
+			}
+			if _, waiting := pending[p]; !waiting {
+				select {
+				case workers[p] <- ftp.Records:
+					return
+				default:
+				}
+				r.client.PauseFetchPartitions(map[string][]int32{r.cfg.Topic: {p}})
+			}
+			pending[p] = append(pending[p], ftp.Records...)
 		})
-		done, err := r.process(ctx, fetches, h)
-		// Commit what was fully handled, even when stopping: a graceful
-		// stop or a fatal error must not redo finished work.
-		commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		cerr := r.commit(commitCtx, done)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			return errors.Join(err, cerr)
-		case cerr != nil:
-			return cerr
-		case ctx.Err() != nil:
-			return nil
+	}
+}
+
+func (r *Reader) fetchError(ctx context.Context, topic string, p int32, err error) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return // the poll's own timeout
+	}
+	var loss *kgo.ErrDataLoss
+	if errors.As(err, &loss) {
+		r.log.ErrorContext(ctx, "data loss", "topic", topic, "partition", p, "consumed_to", loss.ConsumedTo, "reset_to", loss.ResetTo)
+		if r.cfg.OnDataLoss != nil {
+			r.cfg.OnDataLoss(ctx, loss)
+		}
+		return
+	}
+	r.log.WarnContext(ctx, "fetch failed", "topic", topic, "partition", p, "err", err)
+}
+
+// work handles one partition's batches in order, committing each batch's
+// finished records, even when stopping.
+func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handler) error {
+	for recs := range batches {
+		var done *kgo.Record
+		var err error
+		for _, rec := range recs {
+			if err = r.handle(ctx, rec, h); err != nil {
+				break
+			}
+			done = rec
+		}
+		if done != nil {
+			commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			cerr := r.commit(commitCtx, done)
+			cancel()
+			if cerr != nil {
+				return errors.Join(err, cerr)
+			}
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
-func mapKeys(m map[int32]kgo.Offset) []int32 {
-	out := make([]int32, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, error) {
+// startOffsets returns where each partition starts: its committed offset, or
+// cfg.Start. A committed offset below the partition's first offset means
+// records were deleted unread; those partitions start at their first offset
+// and are returned as data loss.
+func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo.ErrDataLoss, error) {
 	parts := slices.Clone(r.cfg.Partitions)
 	if len(parts) == 0 {
 		td, err := r.adm.ListTopics(ctx, r.cfg.Topic)
 		if err != nil {
-			return nil, fmt.Errorf("reader: list topic %s: %w", r.cfg.Topic, err)
+			return nil, nil, fmt.Errorf("reader: list topic %s: %w", r.cfg.Topic, err)
 		}
 		t, ok := td[r.cfg.Topic]
 		if !ok || t.Err != nil {
-			return nil, fmt.Errorf("reader: topic %s: %w", r.cfg.Topic, errors.Join(t.Err, errors.New("not found")))
+			return nil, nil, fmt.Errorf("reader: topic %s: %w", r.cfg.Topic, errors.Join(t.Err, errors.New("not found")))
 		}
 		parts = t.Partitions.Numbers()
 	}
+	first, err := r.adm.ListStartOffsets(ctx, r.cfg.Topic)
+	if err == nil {
+		err = first.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reader: start offsets of %s: %w", r.cfg.Topic, err)
+	}
 	// The group coordinator may not be up yet on a fresh cluster.
 	var committed kadm.OffsetResponses
-	err := r.retry(ctx, func(ctx context.Context) error {
+	err = r.retry(ctx, func(ctx context.Context) error {
 		var err error
 		committed, err = r.adm.FetchOffsets(ctx, r.cfg.Group)
-		if err != nil && !kerr.IsRetriable(err) {
-			return Fatal(err)
-		}
-		return err
+		return classify(err)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reader: fetch offsets of group %s: %w", r.cfg.Group, err)
+		return nil, nil, fmt.Errorf("reader: fetch offsets of group %s: %w", r.cfg.Group, err)
 	}
 	out := make(map[int32]kgo.Offset, len(parts))
+	var lost []*kgo.ErrDataLoss
 	for _, p := range parts {
 		out[p] = r.cfg.Start
-		if o, ok := committed.Lookup(r.cfg.Topic, p); ok && o.Err == nil && o.At >= 0 {
-			out[p] = kgo.NewOffset().At(o.At).WithEpoch(o.LeaderEpoch)
+		o, ok := committed.Lookup(r.cfg.Topic, p)
+		if !ok || o.Err != nil || o.At < 0 {
+			continue
+		}
+		out[p] = kgo.NewOffset().At(o.At).WithEpoch(o.LeaderEpoch)
+		if f, ok := first.Lookup(r.cfg.Topic, p); ok && o.At < f.Offset {
+			out[p] = kgo.NewOffset().At(f.Offset)
+			lost = append(lost, &kgo.ErrDataLoss{Topic: r.cfg.Topic, Partition: p, ConsumedTo: o.At,
+				ConsumedToEpoch: o.LeaderEpoch, ResetTo: f.Offset, ResetToEpoch: -1})
 		}
 	}
-	return out, nil
+	return out, lost, nil
 }
 
-// process runs every partition of the fetch in its own goroutine and returns
-// the offsets to commit.
-func (r *Reader) process(ctx context.Context, fetches kgo.Fetches, h Handler) (kadm.Offsets, error) {
-	g, gctx := errgroup.WithContext(ctx)
-	var parts []kgo.FetchTopicPartition
-	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-		if len(p.Records) > 0 {
-			parts = append(parts, p)
-		}
-	})
-	next := make([]kadm.Offset, len(parts))
-	for i, p := range parts {
-		g.Go(func() error {
-			for _, rec := range p.Records {
-				if err := r.handle(gctx, rec, h); err != nil {
-					return err
-				}
-				next[i] = kadm.Offset{Topic: rec.Topic, Partition: rec.Partition, At: rec.Offset + 1, LeaderEpoch: rec.LeaderEpoch}
-			}
-			return nil
-		})
-	}
-	err := g.Wait()
-	offs := make(kadm.Offsets)
-	for _, o := range next {
-		if o.Topic != "" {
-			offs.Add(o)
-		}
-	}
-	return offs, err
-}
-
+// handle decodes and handles one record, dead-lettering it if it is poison.
 func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 	if r.cfg.Skip != nil && r.cfg.Skip(rec) {
 		return nil
 	}
-	d, err := r.dec.Decode(ctx, rec)
+	var d *Decoded
+	err := r.retry(ctx, func(ctx context.Context) error { // retries ErrKeysBehind
+		var err error
+		d, err = r.dec.Decode(ctx, rec)
+		return err
+	})
 	if err != nil {
-		r.log.WarnContext(ctx, "dead-lettering record", "topic", rec.Topic, "partition", rec.Partition,
-			"offset", rec.Offset, "reason", Reason(err), "err", err)
-		return r.retry(ctx, func(ctx context.Context) error { return r.dlq.Send(ctx, rec, err) })
+		if IsPoison(err) {
+			return r.deadLetter(ctx, rec, err)
+		}
+		return err
 	}
 	ctx, span := tracer().Start(ContextWithTrace(ctx, d), "events.process "+d.Spec.Type,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
@@ -210,28 +295,56 @@ func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 			attribute.Int64("messaging.kafka.offset", rec.Offset),
 			attribute.String("cloudevents.event_id", d.Event.ID())))
 	defer span.End()
-	return r.retry(ctx, func(ctx context.Context) error {
-		err := h(ctx, d)
-		if err == nil {
-			countType(ctx, meters().processed, d.Spec.Type)
-		}
-		if err == nil || IsFatal(err) || !IsPoison(err) {
-			return err
-		}
+	err = r.retry(ctx, func(ctx context.Context) error { return call(ctx, h, d) })
+	switch {
+	case err == nil:
+		countType(ctx, meters().processed, d.Spec.Type)
+		return nil
+	case IsPoison(err):
 		span.SetStatus(codes.Error, err.Error())
-		r.log.WarnContext(ctx, "handler refused event; dead-lettering", "type", d.Spec.Type, "id", d.Event.ID(), "err", err)
-		return r.dlq.Send(ctx, rec, err)
-	})
+		return r.deadLetter(ctx, rec, err)
+	}
+	span.SetStatus(codes.Error, err.Error())
+	return err
 }
 
-// retry runs f until it succeeds, fails fatally or ctx ends, backing off
-// between attempts.
+// call runs the handler, turning a panic into a poison error.
+func call(ctx context.Context, h Handler, d *Decoded) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = Poison(fmt.Errorf("handler panicked: %v", p))
+		}
+	}()
+	return h(ctx, d)
+}
+
+func (r *Reader) deadLetter(ctx context.Context, rec *kgo.Record, cause error) error {
+	r.log.WarnContext(ctx, "dead-lettering record", "topic", rec.Topic, "partition", rec.Partition,
+		"offset", rec.Offset, "reason", Reason(cause), "err", cause)
+	return r.retry(ctx, func(ctx context.Context) error { return classify(r.dlq.Send(ctx, rec, cause)) })
+}
+
+// classify marks Kafka errors that retrying cannot fix (authorization, an
+// invalid request) as fatal.
+func classify(err error) error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) && !ke.Retriable {
+		return Fatal(err)
+	}
+	return err
+}
+
+// retry runs f until it succeeds, fails fatally or with poison, or ctx ends,
+// backing off between attempts.
 func (r *Reader) retry(ctx context.Context, f func(context.Context) error) error {
 	wait := 100 * time.Millisecond
 	for {
 		err := f(ctx)
-		if err == nil || IsFatal(err) {
+		if err == nil || IsFatal(err) || IsPoison(err) {
 			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		r.log.WarnContext(ctx, "retrying", "in", wait, "err", err)
 		if c := meters().retries; c != nil {
@@ -248,17 +361,17 @@ func (r *Reader) retry(ctx context.Context, f func(context.Context) error) error
 	}
 }
 
-func (r *Reader) commit(ctx context.Context, offs kadm.Offsets) error {
-	if len(offs) == 0 {
-		return nil
-	}
+// commit stores the offset after rec for rec's partition.
+func (r *Reader) commit(ctx context.Context, rec *kgo.Record) error {
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: rec.Topic, Partition: rec.Partition, At: rec.Offset + 1, LeaderEpoch: rec.LeaderEpoch})
 	return r.retry(ctx, func(ctx context.Context) error {
 		resp, err := r.adm.CommitOffsets(ctx, r.cfg.Group, offs)
-		if err != nil {
-			return fmt.Errorf("commit offsets: %w", err)
+		if err == nil {
+			err = resp.Error()
 		}
-		if err := resp.Error(); err != nil {
-			return fmt.Errorf("commit offsets: %w", err)
+		if err != nil {
+			return classify(fmt.Errorf("commit offsets: %w", err))
 		}
 		return nil
 	})

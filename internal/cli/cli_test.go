@@ -31,6 +31,7 @@ func TestEventsTypesFlags(t *testing.T) {
 		{args: []string{"--output=yaml", "--family", "status"}, want: EventsTypesOptions{Output: "yaml", Family: "status"}},
 		{args: []string{"-o", "xml"}, wantErr: true},
 		{args: []string{"extra"}, wantErr: true},
+		{args: []string{"--family", "nope"}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

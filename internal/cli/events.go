@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -50,6 +52,9 @@ func NewCmdEventsTypes(io IOStreams, runF func(context.Context, *EventsTypesOpti
 			if err := checkOutput(opts.Output); err != nil {
 				return err
 			}
+			if opts.Family != "" && !slices.Contains(families(), opts.Family) {
+				return &FlagError{Err: fmt.Errorf("unknown family %q: want one of %s", opts.Family, strings.Join(families(), ", "))}
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -57,15 +62,22 @@ func NewCmdEventsTypes(io IOStreams, runF func(context.Context, *EventsTypesOpti
 		},
 	}
 	addOutputFlag(cmd, &opts.Output)
-	cmd.Flags().StringVar(&opts.Family, "family", "", "only this family: config|status|hub|trust")
+	cmd.Flags().StringVar(&opts.Family, "family", "", "only this family: "+strings.Join(families(), "|"))
+	if err := cmd.RegisterFlagCompletionFunc("family", cobra.FixedCompletions(families(), cobra.ShellCompDirectiveNoFileComp)); err != nil {
+		cmd.PreRunE = func(*cobra.Command, []string) error { return fmt.Errorf("family flag completion: %w", err) }
+	}
 	return cmd
+}
+
+func families() []string {
+	return []string{string(events.FamilyConfig), string(events.FamilyStatus), string(events.FamilyHub), string(events.FamilyTrust)}
 }
 
 func eventsTypesRun(_ context.Context, opts *EventsTypesOptions) error {
 	var views []eventTypeView
 	var rows [][]string
 	for _, s := range events.Catalogue() {
-		if opts.Family != "" && !strings.EqualFold(opts.Family, string(s.Family)) {
+		if opts.Family != "" && opts.Family != string(s.Family) {
 			continue
 		}
 		v := eventTypeView{Type: s.Type, Family: string(s.Family), Topic: string(s.Topic), Signer: s.Signer,

@@ -33,6 +33,7 @@ func Main() int {
 		fmt.Fprintln(io.Err, "Error:", err)
 		var fe *FlagError
 		if errors.As(err, &fe) {
+			fmt.Fprintln(io.Err, "Run 'argosy <command> --help' for usage.")
 			return 2
 		}
 		return 1
@@ -40,7 +41,8 @@ func Main() int {
 	return 0
 }
 
-// FlagError is a usage error: the command prints its usage with it.
+// FlagError is a usage error: a bad flag or argument. Main exits 2 and
+// points at --help.
 type FlagError struct{ Err error }
 
 func (e *FlagError) Error() string { return e.Err.Error() }

@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -124,7 +123,7 @@ func start(ctx context.Context, lib, dir string) (*Broker, error) {
 	format := java(ctx, "kafka.tools.StorageTool", "format", "--ignore-formatted",
 		"--cluster-id", clusterID(), "--config", props)
 	if out, err := format.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("kafka storage format: %w\n%s", err, tail(out, 2000))
+		return nil, fmt.Errorf("kafka storage format: %w\n%s", err, toolcache.LastLines(string(out), 20))
 	}
 	logPath := filepath.Join(dir, "broker.log")
 	logFile, err := os.Create(logPath)
@@ -141,8 +140,8 @@ func start(ctx context.Context, lib, dir string) (*Broker, error) {
 	go func() { b.done <- errors.Join(cmd.Wait(), logFile.Close()) }()
 	if err := b.waitReady(ctx); err != nil {
 		stopErr := b.kill()
-		log, _ := os.ReadFile(logPath) // best effort: the error below says what failed
-		return nil, errors.Join(fmt.Errorf("kafka did not become ready: %w\nbroker log tail:\n%s", err, tail(log, 4000)), stopErr)
+		log, readErr := os.ReadFile(logPath)
+		return nil, errors.Join(fmt.Errorf("kafka did not become ready: %w\nbroker log tail:\n%s", err, toolcache.LastLines(string(log), 40)), stopErr, readErr)
 	}
 	return b, nil
 }
@@ -275,11 +274,4 @@ func clusterID() string {
 	var id [16]byte
 	rand.Read(id[:]) // never fails since Go 1.24
 	return base64.RawURLEncoding.EncodeToString(id[:])
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strings.TrimSpace(string(b))
 }

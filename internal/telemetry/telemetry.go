@@ -51,7 +51,11 @@ func Setup(ctx context.Context, service, version string) (*Telemetry, error) {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register collector: %w", err)
+		}
+	}
 	promExp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
@@ -87,10 +91,15 @@ func tracesConfigured() bool {
 }
 
 // KafkaOpts returns franz-go hooks that trace produce and consume calls
-// (kotel) and export client metrics labelled with client (kprom).
+// (kotel) and export client metrics labelled with client (kprom). client must
+// be unique among the process's Kafka clients: kprom registers its metrics
+// once per label.
+//
+// kotel's propagator is empty on purpose: trace context travels in the
+// event's ce_traceparent, not in a second, bare traceparent header.
 func (t *Telemetry) KafkaOpts(client string) []kgo.Opt {
 	tracer := kotel.NewTracer(kotel.TracerProvider(t.tracer),
-		kotel.TracerPropagator(propagation.TraceContext{}))
+		kotel.TracerPropagator(propagation.NewCompositeTextMapPropagator()))
 	k := kotel.NewKotel(kotel.WithTracer(tracer))
 	m := kprom.NewMetrics("argosy_kafka", kprom.Registry(t.Registry),
 		kprom.WithStaticLabel(prometheus.Labels{"client": client}))

@@ -42,21 +42,33 @@ func resolveMaven(ctx context.Context, out string, pom []byte) error {
 	if err := os.WriteFile(filepath.Join(out, "pom.xml"), pom, 0o644); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "mvn", "-B", "-q", "-f", filepath.Join(out, "pom.xml"),
-		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(out, "lib"))
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("mvn dependency:copy-dependencies: %w: %s", err, lastLines(log.String(), 20))
+	// -C: fail on a checksum mismatch rather than warn.
+	log, err := run(exec.CommandContext(ctx, "mvn", "-B", "-q", "-C", "-f", filepath.Join(out, "pom.xml"),
+		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(out, "lib")))
+	if err != nil {
+		return err
 	}
 	jars, err := filepath.Glob(filepath.Join(out, "lib", "*.jar"))
 	if err != nil || len(jars) == 0 {
-		return fmt.Errorf("mvn resolved no jars: %w", errors.Join(err, errors.New(lastLines(log.String(), 20))))
+		return fmt.Errorf("mvn resolved no jars: %w", errors.Join(err, errors.New(LastLines(log, 20))))
 	}
 	return nil
 }
 
-func lastLines(s string, n int) string {
+// run runs cmd and returns its combined output; a failure quotes the
+// output's last lines.
+func run(cmd *exec.Cmd) (string, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args[:min(2, len(cmd.Args))], " "), err, LastLines(out.String(), 20))
+	}
+	return out.String(), nil
+}
+
+// LastLines returns the last n lines of s, for error messages that quote a
+// tool's output.
+func LastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

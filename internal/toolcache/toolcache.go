@@ -10,7 +10,6 @@
 package toolcache
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -148,13 +147,9 @@ func ensure(ctx context.Context, entry, sub string, build func(ctx context.Conte
 func npmPack(ctx context.Context, spec, dir string) (string, error) {
 	cmd := exec.CommandContext(ctx, "npm", "pack", spec, "--silent", "--pack-destination", dir)
 	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return "", fmt.Errorf("npm pack %s: %w: %s", spec, err, msg)
-		}
-		return "", fmt.Errorf("npm pack %s: %w", spec, err)
+	out, err := run(cmd)
+	if err != nil {
+		return "", err
 	}
 	tarballs, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
 	if err != nil {
@@ -162,7 +157,7 @@ func npmPack(ctx context.Context, spec, dir string) (string, error) {
 	}
 	if len(tarballs) != 1 {
 		return "", fmt.Errorf("npm pack %s: want one tarball in %s, found %d (stdout: %q)",
-			spec, dir, len(tarballs), strings.TrimSpace(stdout.String()))
+			spec, dir, len(tarballs), strings.TrimSpace(out))
 	}
 	return tarballs[0], nil
 }
