@@ -271,17 +271,14 @@ func TestDirectAssignmentReadsOnePartition(t *testing.T) {
 	pt := events.NewPartitioner(pins)
 	clusters := []string{"cluster-a", "cluster-b", "cluster-c", "cluster-d", "cluster-e", "cluster-pinned"}
 	want := map[int32]int{}
-	for i, c := range clusters {
-		for g := range 3 {
-			e := appUpsert(t, c)
-			setGeneration(t, e, int64(g+1))
+	for _, c := range clusters {
+		for _, e := range generations(t, c, 1, 3) {
 			recs := r.publish(c, e)
 			if p := pt.PartitionOf(c, parts); recs[0].Partition != p {
 				t.Fatalf("%s landed on %d, PartitionOf says %d", c, recs[0].Partition, p)
 			}
 			want[recs[0].Partition]++
 		}
-		_ = i
 	}
 	if pt.PartitionOf("cluster-pinned", parts) != 3 {
 		t.Fatal("pin ignored")
@@ -307,6 +304,18 @@ func TestDirectAssignmentReadsOnePartition(t *testing.T) {
 	}
 }
 
+// generations returns n upserts of one application with generations from,
+// from+1, …
+func generations(t *testing.T, cluster string, from int64, n int) []*event.Event {
+	t.Helper()
+	out := make([]*event.Event, n)
+	for i := range out {
+		out[i] = appUpsert(t, cluster)
+		setGeneration(t, out[i], from+int64(i))
+	}
+	return out
+}
+
 func setGeneration(t *testing.T, e *event.Event, g int64) {
 	t.Helper()
 	var m map[string]any
@@ -325,23 +334,13 @@ func TestCommittedOffsetsResume(t *testing.T) {
 	r := newRig(t, 1, nil)
 	topic := r.topics[events.TopicConfig]
 	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".resume"}
-	var first []*event.Event
-	for g := range 5 {
-		e := appUpsert(t, "cluster-a")
-		setGeneration(t, e, int64(g+1))
-		first = append(first, e)
-	}
+	first := generations(t, "cluster-a", 1, 5)
 	r.publish("cluster-a", first...)
 	got := r.read(cfg, r.decoder(), 5)
 	if got[4].Offset != 4 {
 		t.Fatalf("first pass ended at offset %d", got[4].Offset)
 	}
-	var second []*event.Event
-	for g := range 3 {
-		e := appUpsert(t, "cluster-a")
-		setGeneration(t, e, int64(g+6))
-		second = append(second, e)
-	}
+	second := generations(t, "cluster-a", 6, 3)
 	r.publish("cluster-a", second...)
 	got = r.read(cfg, r.decoder(), 3)
 	for i, d := range got {
