@@ -69,8 +69,6 @@ type Spec struct {
 	// Signer is the role whose key must sign the event: schemas.RoleHub, or
 	// schemas.RoleCluster for events a cluster's agent writes about itself.
 	Signer string
-	// Kind is the subject's resource kind ("" for cluster-wide events).
-	Kind string
 	// Doc is one line for humans.
 	Doc string
 	// newData returns a pointer to a zero payload.
@@ -83,8 +81,8 @@ func (s Spec) NewData() any { return s.newData() }
 // SchemaURL is the event's dataschema attribute.
 func (s Spec) SchemaURL() string { return schemas.URL(s.Type) }
 
-func entry[T any](typ string, fam Family, topic Topic, signer, kind, doc string) Spec {
-	return Spec{Type: typ, Family: fam, Topic: topic, Signer: signer, Kind: kind, Doc: doc,
+func entry[T any](typ string, fam Family, topic Topic, signer, doc string) Spec {
+	return Spec{Type: typ, Family: fam, Topic: topic, Signer: signer, Doc: doc,
 		newData: func() any { return new(T) }}
 }
 
@@ -94,47 +92,47 @@ const (
 )
 
 var catalogue = []Spec{
-	entry[schemas.ApplicationUpserted](TypeApplicationUpserted, FamilyConfig, TopicConfig, hub, "applications",
+	entry[schemas.ApplicationUpserted](TypeApplicationUpserted, FamilyConfig, TopicConfig, hub,
 		"The desired state of an Argo CD Application on one cluster."),
-	entry[schemas.ApplicationDeleted](TypeApplicationDeleted, FamilyConfig, TopicConfig, hub, "applications",
+	entry[schemas.ApplicationDeleted](TypeApplicationDeleted, FamilyConfig, TopicConfig, hub,
 		"An Application is no longer wanted on the cluster."),
-	entry[schemas.AppProjectUpserted](TypeAppProjectUpserted, FamilyConfig, TopicConfig, hub, "appprojects",
+	entry[schemas.AppProjectUpserted](TypeAppProjectUpserted, FamilyConfig, TopicConfig, hub,
 		"The desired state of an Argo CD AppProject on one cluster."),
-	entry[schemas.AppProjectDeleted](TypeAppProjectDeleted, FamilyConfig, TopicConfig, hub, "appprojects",
+	entry[schemas.AppProjectDeleted](TypeAppProjectDeleted, FamilyConfig, TopicConfig, hub,
 		"An AppProject is no longer wanted on the cluster."),
-	entry[schemas.RepositoryUpserted](TypeRepositoryUpserted, FamilyConfig, TopicConfig, hub, "repositories",
+	entry[schemas.RepositoryUpserted](TypeRepositoryUpserted, FamilyConfig, TopicConfig, hub,
 		"A repository and its credentials, sealed to the cluster."),
-	entry[schemas.RepositoryDeleted](TypeRepositoryDeleted, FamilyConfig, TopicConfig, hub, "repositories",
+	entry[schemas.RepositoryDeleted](TypeRepositoryDeleted, FamilyConfig, TopicConfig, hub,
 		"A repository is no longer wanted on the cluster."),
-	entry[schemas.ClusterRegistered](TypeClusterRegistered, FamilyConfig, TopicConfig, hub, "",
+	entry[schemas.ClusterRegistered](TypeClusterRegistered, FamilyConfig, TopicConfig, hub,
 		"A cluster joined the fleet."),
-	entry[schemas.ClusterDeregistered](TypeClusterDeregistered, FamilyConfig, TopicConfig, hub, "",
+	entry[schemas.ClusterDeregistered](TypeClusterDeregistered, FamilyConfig, TopicConfig, hub,
 		"A cluster left the fleet."),
-	entry[schemas.OperationRequested](TypeOperationRequested, FamilyConfig, TopicConfig, hub, "applications",
+	entry[schemas.OperationRequested](TypeOperationRequested, FamilyConfig, TopicConfig, hub,
 		"Sync, refresh, roll back or terminate an Application."),
-	entry[schemas.Heartbeat](TypeHeartbeat, FamilyStatus, TopicStatus, cluster, "",
+	entry[schemas.Heartbeat](TypeHeartbeat, FamilyStatus, TopicStatus, cluster,
 		"The agent is alive, and how far it has read."),
-	entry[schemas.ApplicationStatusChanged](TypeApplicationStatus, FamilyStatus, TopicStatus, cluster, "applications",
+	entry[schemas.ApplicationStatusChanged](TypeApplicationStatus, FamilyStatus, TopicStatus, cluster,
 		"A compact delta of an Application's sync, health and operation status."),
-	entry[schemas.ConfigApplied](TypeConfigApplied, FamilyStatus, TopicStatus, cluster, "*",
+	entry[schemas.ConfigApplied](TypeConfigApplied, FamilyStatus, TopicStatus, cluster,
 		"The agent applied a config event."),
-	entry[schemas.ConfigRejected](TypeConfigRejected, FamilyStatus, TopicStatus, cluster, "*",
+	entry[schemas.ConfigRejected](TypeConfigRejected, FamilyStatus, TopicStatus, cluster,
 		"The agent refused or failed to apply a config event, and why."),
-	entry[schemas.DeploymentRecorded](TypeDeploymentRecorded, FamilyStatus, TopicDeployments, cluster, "applications",
+	entry[schemas.DeploymentRecorded](TypeDeploymentRecorded, FamilyStatus, TopicDeployments, cluster,
 		"One finished sync of an Application, for deployment history."),
-	entry[schemas.AuditRecorded](TypeAuditRecorded, FamilyHub, TopicAudit, hub, "",
+	entry[schemas.AuditRecorded](TypeAuditRecorded, FamilyHub, TopicAudit, hub,
 		"One call to the hub's API."),
-	entry[schemas.KeyRegistered](TypeKeyRegistered, FamilyTrust, TopicTrust, hub, "",
+	entry[schemas.KeyRegistered](TypeKeyRegistered, FamilyTrust, TopicTrust, hub,
 		"A public key became known."),
-	entry[schemas.KeyRotated](TypeKeyRotated, FamilyTrust, TopicTrust, hub, "",
+	entry[schemas.KeyRotated](TypeKeyRotated, FamilyTrust, TopicTrust, hub,
 		"A key was replaced by a new one."),
-	entry[schemas.KeyRevoked](TypeKeyRevoked, FamilyTrust, TopicTrust, hub, "",
+	entry[schemas.KeyRevoked](TypeKeyRevoked, FamilyTrust, TopicTrust, hub,
 		"A key stopped being valid."),
-	entry[schemas.ApplicationPublished](TypeApplicationPublished, FamilyTrust, TopicStatus, cluster, "applications",
+	entry[schemas.ApplicationPublished](TypeApplicationPublished, FamilyTrust, TopicStatus, cluster,
 		"An Application owned by the cluster (autonomous mode), published to the hub."),
-	entry[schemas.DriftReverted](TypeDriftReverted, FamilyTrust, TopicStatus, cluster, "*",
+	entry[schemas.DriftReverted](TypeDriftReverted, FamilyTrust, TopicStatus, cluster,
 		"The agent put back desired state that was changed outside Argosy."),
-	entry[schemas.ResyncRequested](TypeResyncRequested, FamilyTrust, TopicStatus, cluster, "",
+	entry[schemas.ResyncRequested](TypeResyncRequested, FamilyTrust, TopicStatus, cluster,
 		"The agent lost part of the config log and asks for its desired state again."),
 }
 

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -44,17 +46,7 @@ func newRig(t *testing.T, configPartitions int32, pins map[string]int32) *rig {
 	if err := events.EnsureTopics(ctx, adm, topics, events.TopicPlan(configPartitions, 2), 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var names []string
-		for _, n := range topics {
-			names = append(names, n)
-		}
-		if _, err := adm.DeleteTopics(ctx, names...); err != nil {
-			t.Logf("delete topics: %v", err)
-		}
-	})
+	kafkatest.DeleteAtEnd(t, slices.Collect(maps.Values(topics))...)
 	f := newFixture(t)
 	client := kafkatest.Client(t, events.ProducerOpts(pins)...)
 	prod, err := events.NewProducer(client, f.hub, topics)

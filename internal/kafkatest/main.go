@@ -91,21 +91,15 @@ func Prefix(t testing.TB) string {
 	return fmt.Sprintf("t.%s.%x.", name, b)
 }
 
-// CreateTopic creates a topic with the given partitions and configs, deleted
-// when the test ends.
-func CreateTopic(t testing.TB, name string, partitions int32, configs map[string]*string) {
+// DeleteAtEnd deletes topics when the test ends.
+func DeleteAtEnd(t testing.TB, topics ...string) {
 	t.Helper()
 	adm := kadm.NewClient(Client(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := adm.CreateTopic(ctx, partitions, 1, configs, name); err != nil {
-		t.Fatalf("create topic %s: %v", name, err)
-	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := adm.DeleteTopic(ctx, name); err != nil {
-			t.Logf("delete topic %s: %v", name, err)
+		if _, err := adm.DeleteTopics(ctx, topics...); err != nil {
+			t.Logf("delete topics %v: %v", topics, err)
 		}
 	})
 }
