@@ -16,16 +16,15 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/argosyproj/argosy/internal/testproc"
 	"github.com/argosyproj/argosy/internal/toolcache"
 )
 
@@ -58,8 +57,7 @@ type Broker struct {
 	// Dir holds the broker's configuration, data and log.
 	Dir string
 
-	cmd  *exec.Cmd
-	done chan error
+	proc *testproc.Proc
 }
 
 // Jars resolves Kafka's runtime jars into the cache, once, and returns the
@@ -95,7 +93,7 @@ func Start(ctx context.Context) (*Broker, error) {
 }
 
 func start(ctx context.Context, lib, dir string) (*Broker, error) {
-	ports, err := freePorts(2)
+	ports, err := testproc.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -111,37 +109,23 @@ func start(ctx context.Context, lib, dir string) (*Broker, error) {
 	if err := os.WriteFile(logCfg, []byte(log4jConfig), 0o600); err != nil {
 		return nil, fmt.Errorf("write log4j2.properties: %w", err)
 	}
-	java := func(ctx context.Context, args ...string) *exec.Cmd {
-		base := []string{"-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-			"-Dlog4j2.configurationFile=" + logCfg, "-cp", filepath.Join(lib, "*")}
-		cmd := exec.CommandContext(ctx, "java", append(base, args...)...)
-		cmd.Dir = dir
-		// The JVM dies with the test binary even if the binary is killed.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		return cmd
+	jvm := []string{"-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+		"-Dlog4j2.configurationFile=" + logCfg, "-cp", filepath.Join(lib, "*")}
+	format := exec.CommandContext(ctx, "java", append(jvm, "kafka.tools.StorageTool", "format", "--ignore-formatted",
+		"--cluster-id", clusterID(), "--config", props)...)
+	format.Dir = dir
+	if _, err := toolcache.Run(format); err != nil {
+		return nil, fmt.Errorf("kafka storage format: %w", err)
 	}
-	format := java(ctx, "kafka.tools.StorageTool", "format", "--ignore-formatted",
-		"--cluster-id", clusterID(), "--config", props)
-	if out, err := format.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("kafka storage format: %w\n%s", err, toolcache.LastLines(string(out), 20))
-	}
-	logPath := filepath.Join(dir, "broker.log")
-	logFile, err := os.Create(logPath)
+	p, err := testproc.Start(dir, "broker", "java", append(jvm, "kafka.Kafka", props), nil)
 	if err != nil {
-		return nil, fmt.Errorf("broker log: %w", err)
+		return nil, err
 	}
-	// The broker runs until Stop, not until ctx ends: ctx bounds the start.
-	cmd := java(context.WithoutCancel(ctx), "kafka.Kafka", props)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, errors.Join(fmt.Errorf("start kafka: %w", err), logFile.Close())
-	}
-	b := &Broker{Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), Dir: dir, cmd: cmd, done: make(chan error, 1)}
-	go func() { b.done <- errors.Join(cmd.Wait(), logFile.Close()) }()
-	if err := b.waitReady(ctx); err != nil {
-		stopErr := b.kill()
-		log, readErr := os.ReadFile(logPath)
-		return nil, errors.Join(fmt.Errorf("kafka did not become ready: %w\nbroker log tail:\n%s", err, toolcache.LastLines(string(log), 40)), stopErr, readErr)
+	b := &Broker{Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), Dir: dir, proc: p}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := p.WaitFor(ctx, b.ready); err != nil {
+		return nil, errors.Join(fmt.Errorf("kafka did not become ready: %w", err), p.Stop(0))
 	}
 	return b, nil
 }
@@ -175,97 +159,30 @@ func serverProperties(port, ctrlPort int, data string) []byte {
 	return buf.Bytes()
 }
 
-func (b *Broker) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+// ready reports whether the broker serves metadata and its controller has
+// elected itself, which topic creation needs.
+func (b *Broker) ready(ctx context.Context) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
-		return fmt.Errorf("client: %w", err)
+		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		// Ready means the broker serves metadata and the controller has
-		// elected itself, which topic creation needs.
-		reqCtx, reqCancel := context.WithTimeout(ctx, 2*time.Second)
-		brokers, err := adm.ListBrokers(reqCtx)
-		var ctrl int32 = -1
-		if err == nil {
-			var m kadm.Metadata
-			m, err = adm.Metadata(reqCtx)
-			ctrl = m.Controller
-		}
-		reqCancel()
-		if err == nil && len(brokers) > 0 && ctrl >= 0 {
-			return nil
-		}
-		select {
-		case exitErr := <-b.done:
-			b.done <- exitErr
-			return fmt.Errorf("broker exited: %w", exitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		case <-tick.C:
-		}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	m, err := kadm.NewClient(cl).Metadata(ctx)
+	if err != nil {
+		return err
 	}
+	if len(m.Brokers) == 0 || m.Controller < 0 {
+		return errors.New("no broker or no controller yet")
+	}
+	return nil
 }
 
 // Stop ends the broker (SIGTERM, then SIGKILL after 20 s) and removes its
 // directory.
 func (b *Broker) Stop() error {
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("stop kafka: %w", err)
-	}
-	select {
-	case err := <-b.done:
-		if err := signalled(err); err != nil {
-			return fmt.Errorf("kafka exit: %w", err)
-		}
-	case <-time.After(20 * time.Second):
-		if err := b.kill(); err != nil {
-			return err
-		}
-	}
-	return os.RemoveAll(b.Dir)
-}
-
-func (b *Broker) kill() error {
-	if err := b.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("kill kafka: %w", err)
-	}
-	return signalled(<-b.done)
-}
-
-// signalled drops the exit error of a broker that ended because it was sent
-// a signal, which is how it is stopped: killed, or exited 143 (128+SIGTERM)
-// from the JVM's shutdown hook.
-func signalled(err error) error {
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && (!exit.Exited() || exit.ExitCode() == 128+int(syscall.SIGTERM)) {
-		return nil
-	}
-	return err
-}
-
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
+	return errors.Join(b.proc.Stop(20*time.Second), os.RemoveAll(b.Dir))
 }
 
 // clusterID returns a random Kafka cluster id: 16 bytes, URL-safe base64

@@ -25,7 +25,7 @@ func MavenJars(ctx context.Context, name string, pom []byte) (string, error) {
 	}
 	sum := sha256.Sum256(pom)
 	entry := filepath.Join(root, "maven", name+"-"+hex.EncodeToString(sum[:6]))
-	if err := ensure(ctx, entry, "lib", func(ctx context.Context, _, out string) error {
+	if err := Ensure(ctx, entry, "lib", func(ctx context.Context, _, out string) error {
 		return resolveMaven(ctx, out, pom)
 	}); err != nil {
 		return "", fmt.Errorf("maven %s: %w", name, err)
@@ -43,7 +43,7 @@ func resolveMaven(ctx context.Context, out string, pom []byte) error {
 		return err
 	}
 	// -C: fail on a checksum mismatch rather than warn.
-	log, err := run(exec.CommandContext(ctx, "mvn", "-B", "-q", "-C", "-f", filepath.Join(out, "pom.xml"),
+	log, err := Run(exec.CommandContext(ctx, "mvn", "-B", "-q", "-C", "-f", filepath.Join(out, "pom.xml"),
 		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(out, "lib")))
 	if err != nil {
 		return err
@@ -55,9 +55,9 @@ func resolveMaven(ctx context.Context, out string, pom []byte) error {
 	return nil
 }
 
-// run runs cmd and returns its combined output; a failure quotes the
+// Run runs cmd and returns its combined output; a failure quotes the
 // output's last lines.
-func run(cmd *exec.Cmd) (string, error) {
+func Run(cmd *exec.Cmd) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

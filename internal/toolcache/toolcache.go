@@ -77,7 +77,7 @@ func npmPackage(ctx context.Context, root, name, version string, pack packFunc) 
 	}
 	spec := name + "@" + version
 	entry := filepath.Join(root, "npm", filepath.FromSlash(spec))
-	err = ensure(ctx, entry, "package", func(ctx context.Context, scratch, out string) error {
+	err = Ensure(ctx, entry, "package", func(ctx context.Context, scratch, out string) error {
 		tarball, err := pack(ctx, spec, scratch)
 		if err != nil {
 			return err
@@ -96,12 +96,12 @@ func npmPackage(ctx context.Context, root, name, version string, pack packFunc) 
 	return filepath.Join(entry, "package"), nil
 }
 
-// ensure makes the cache entry entry exist, with sub inside it, at most once
+// Ensure makes the cache entry entry exist, with sub inside it, at most once
 // per machine. If entry/sub is missing it takes the entry's file lock, checks
 // again (another process may have filled it meanwhile), and runs build, which
 // must create out (and out/sub) using scratch for anything else. out then
 // becomes entry in one rename, so no reader ever sees a half-built entry.
-func ensure(ctx context.Context, entry, sub string, build func(ctx context.Context, scratch, out string) error) (err error) {
+func Ensure(ctx context.Context, entry, sub string, build func(ctx context.Context, scratch, out string) error) (err error) {
 	if isDir(filepath.Join(entry, sub)) {
 		return nil
 	}
@@ -147,7 +147,7 @@ func ensure(ctx context.Context, entry, sub string, build func(ctx context.Conte
 func npmPack(ctx context.Context, spec, dir string) (string, error) {
 	cmd := exec.CommandContext(ctx, "npm", "pack", spec, "--silent", "--pack-destination", dir)
 	cmd.Dir = dir
-	out, err := run(cmd)
+	out, err := Run(cmd)
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,156 @@
+// Package testproc runs the server processes that integration tests start
+// (brokers, etcd, apiservers): each in a process group of its own, logging to
+// a file, stopped gently and then firmly, and killed with the test binary
+// even when the binary is killed.
+package testproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// Proc is one server process. It runs in a process group of its own, and is
+// killed with the test binary: the goroutine that starts it holds its OS
+// thread for the process's life, so the parent-death signal (which Linux
+// ties to the forking thread) fires only when the test binary dies.
+type Proc struct {
+	Name string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+// Start starts bin with args and env, logging to dir/name.log.
+func Start(dir, name, bin string, args, env []string) (*Proc, error) {
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &Proc{Name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the process
+		if err := cmd.Start(); err != nil {
+			started <- err
+			p.done <- errors.Join(err, f.Close())
+			return
+		}
+		started <- nil
+		p.done <- errors.Join(cmd.Wait(), f.Close())
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// Exited returns the process's exit error if it has ended.
+func (p *Proc) Exited() (error, bool) {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err, true
+	default:
+		return nil, false
+	}
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL after grace, and
+// waits for the process to end. An exit caused by those signals is not an
+// error.
+func (p *Proc) Stop(grace time.Duration) error {
+	if _, ok := p.Exited(); ok {
+		return nil
+	}
+	if err := signalGroup(p.Pid(), syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return nil
+	case <-time.After(grace):
+	}
+	if err := signalGroup(p.Pid(), syscall.SIGKILL); err != nil {
+		return err
+	}
+	err := <-p.done
+	p.done <- err
+	return nil
+}
+
+func signalGroup(pgid int, sig syscall.Signal) error {
+	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal process group %d: %w", pgid, err)
+	}
+	return nil
+}
+
+// LogTail returns the end of the process's log, for error messages.
+func (p *Proc) LogTail() string {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// WaitFor polls ready until it returns nil, the process exits or ctx ends.
+func (p *Proc) WaitFor(ctx context.Context, ready func(context.Context) error) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		if last = ready(ctx); last == nil {
+			return nil
+		}
+		if err, ok := p.Exited(); ok {
+			return fmt.Errorf("%s exited (%w) before it was ready; log:\n%s", p.Name, err, p.LogTail())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %w (last: %w); log:\n%s", p.Name, ctx.Err(), last, p.LogTail())
+		case <-tick.C:
+		}
+	}
+}
+
+// FreePorts returns n free TCP ports on 127.0.0.1.
+func FreePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// Pid returns the process id (also its process group id).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
