@@ -7,6 +7,9 @@ SHELL     := bash
 CACHE     ?= $(or $(ARGOSY_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/argosy)
 BIN       := $(CACHE)/bin
 export ARGOSY_CACHE := $(CACHE)
+# Strimzi's CRDs are not ours to commit; use the copy beside the repository.
+STRIMZI_CRDS := $(abspath ../shared/crds/strimzi-1.2.0)
+export ARGOSY_STRIMZI_CRDS ?= $(if $(wildcard $(STRIMZI_CRDS)),$(STRIMZI_CRDS))
 
 GOLANGCI_LINT_VERSION := v2.15.0
 BENCHSTAT_VERSION     := v0.0.0-20260908200009-22c9c6c9d4da
@@ -20,21 +23,24 @@ INTEGRATION := -tags integration
 FUZZTIME    ?= 60s
 BENCHCOUNT  ?= 1
 
-.PHONY: all build test test-unit test-integration fuzz bench lint generate verify tools test-tools clean
+.PHONY: all build test test-unit test-integration fuzz bench lint generate verify tools test-tools kube-tools clean
 
 all: build
 
 build: ## Build bin/argosy.
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
 
-test: test-tools ## Run every test: unit, integration (real Kafka), schema and golden checks.
+test: test-tools kube-tools ## Run every test: unit, integration (real Kafka, Kubernetes, Argo CD), schema and golden checks.
 	$(GO) test -race -count=1 $(INTEGRATION) ./...
 
 test-unit: test-tools ## Run the tests that need no server.
 	$(GO) test -race -count=1 ./...
 
-test-integration: test-tools ## Run the packages whose tests use real servers.
-	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/...
+test-integration: test-tools kube-tools ## Run the packages whose tests use real servers.
+	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/... ./internal/kubetest/...
+
+kube-tools: test-tools ## Build and cache etcd, kube-apiserver, kubectl, kube-controller-manager and Argo CD.
+	$(GO) run ./internal/kubetest/build >/dev/null
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 	@set -e; for pkg in $$($(GO) list ./...); do \
@@ -61,10 +67,11 @@ verify: generate ## Fail if go.mod, go.sum or generated files are stale.
 
 tools: $(BIN)/golangci-lint $(BIN)/benchstat
 
-# The tests run java and mvn (the Kafka broker under test) and npm (the
-# AsyncAPI specification schema ships in an npm package). Missing ones are
+# The tests run java and mvn (the Kafka broker under test), npm (the
+# AsyncAPI specification schema ships in an npm package), and git and
+# redis-server (Argo CD under test). Missing ones are
 # installed with apt-get on Debian as root; elsewhere this says what to install.
-TEST_TOOLS := java:openjdk-17-jre-headless mvn:maven npm:npm
+TEST_TOOLS := java:openjdk-17-jre-headless mvn:maven npm:npm git:git redis-server:redis-server
 test-tools: ## Install java, mvn and npm if they are missing (Debian, as root).
 	@missing=; for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
 	if [ -n "$$missing" ]; then \
