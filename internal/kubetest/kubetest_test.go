@@ -30,22 +30,18 @@ import (
 const childEnv = "KUBETEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		err := child()
+	if dir := os.Getenv(childEnv); dir != "" {
+		err := child(dir)
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(1)
 	}
 	os.Exit(kubetest.Main(m))
 }
 
-// child is the test binary run as a helper process: it starts etcd, prints
-// its pid and waits to be killed.
-func child() error {
+// child is the test binary run as a helper process: it starts etcd in dir,
+// prints its pid and waits to be killed.
+func child(dir string) error {
 	b, err := kubetest.Build(context.Background(), os.Stderr)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "kubetest-child-*")
 	if err != nil {
 		return err
 	}
@@ -68,7 +64,7 @@ func child() error {
 // checks that the server does not outlive it.
 func TestChildrenDieWithTheTest(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
