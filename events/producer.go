@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
 )
 
 // ProducerOpts are the client options every Argosy producer uses: acks from
@@ -56,14 +58,21 @@ func (p *Producer) Publish(ctx context.Context, es ...*event.Event) ([]*kgo.Reco
 	ctx, span := tracer().Start(ctx, "events.publish", trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.Int("argosy.events", len(es))))
 	defer span.End()
+	// Signing and schema validation are CPU-bound: encode a batch on every
+	// core.
 	recs := make([]*kgo.Record, len(es))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, e := range es {
-		r, err := p.encode(ctx, e)
-		if err != nil {
-			span.SetStatus(codes.Error, err.Error())
-			return nil, err
-		}
-		recs[i] = r
+		g.Go(func() error {
+			r, err := p.encode(gctx, e)
+			recs[i] = r
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return nil, err
 	}
 	if err := p.client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		span.SetStatus(codes.Error, err.Error())

@@ -42,7 +42,7 @@ func Main(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: kafkatest: cannot start Apache Kafka %s: %v\n", Version, err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "kafkatest: Apache Kafka %s ready on %s in %s\n", Version, b.Addr, time.Since(started).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "Apache Kafka %s ready on %s in %s (kafkatest)\n", Version, b.Addr, time.Since(started).Round(time.Millisecond))
 	setBootstrap(b.Addr)
 	code := m.Run()
 	if err := b.Stop(); err != nil {

@@ -36,7 +36,7 @@ func Main(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: kubetest: cannot start Kubernetes %s: %v\n", KubernetesVersion, err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "kubetest: Kubernetes %s ready at %s in %s\n", KubernetesVersion, e.URL, time.Since(started).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "Kubernetes %s ready at %s in %s (kubetest)\n", KubernetesVersion, e.URL, time.Since(started).Round(time.Millisecond))
 	mu.Lock()
 	current = e
 	mu.Unlock()
