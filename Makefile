@@ -1,6 +1,8 @@
 # Argosy's build. `make test` runs every test, starting the real servers it
-# needs (an Apache Kafka broker from Maven Central's jars) by itself; tools and
-# jars are cached under $(CACHE), never in the repository.
+# needs by itself: an Apache Kafka broker from Maven Central's jars, and
+# etcd, kube-apiserver and Argo CD built from their Go modules (make
+# kube-tools). Tools and jars are cached under $(CACHE), never in the
+# repository.
 
 GO        ?= go
 SHELL     := bash

@@ -33,10 +33,6 @@ var (
 	crdGVR         = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
-type argoCD struct {
-	repoServer string
-}
-
 // InstallArgoCDCRDs applies Argo CD's CRDs (server-side: the ApplicationSet
 // CRD is too large for client-side apply) and waits until they are served.
 func (e *Env) InstallArgoCDCRDs(ctx context.Context) error {
@@ -111,10 +107,12 @@ func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) er
 }
 
 // StartArgoCD installs Argo CD's CRDs and configuration and starts redis,
-// the repo-server and the application-controller. It is idempotent: a second
-// call does nothing.
+// the repo-server and the application-controller. Once it has succeeded,
+// further calls do nothing.
 func (e *Env) StartArgoCD(ctx context.Context) error {
-	if e.argo != nil {
+	e.argoMu.Lock()
+	defer e.argoMu.Unlock()
+	if e.argo {
 		return nil
 	}
 	if err := e.InstallArgoCDCRDs(ctx); err != nil {
@@ -131,49 +129,66 @@ func (e *Env) StartArgoCD(ctx context.Context) error {
 	if err := e.startRedis(ctx, ports[0]); err != nil {
 		return err
 	}
+	env, err := e.argoEnv()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	err = e.startArgoProc(ctx, "argocd-repo-server", e.Bin.RepoServer, env, []string{
+		"--port", strconv.Itoa(ports[1]), "--address", "127.0.0.1",
+		"--metrics-port", strconv.Itoa(ports[2]), "--metrics-address", "127.0.0.1",
+		"--redis", redis, "--disable-tls", "--revision-cache-expiration", "1s", "--loglevel", "warn",
+	}, func(ctx context.Context) error { return dial(ctx, repo) })
+	if err != nil {
+		return err
+	}
+	// The controller's metrics listen on all interfaces: v2.14 has no flag
+	// to change that.
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3])
+	err = e.startArgoProc(ctx, "argocd-application-controller", e.Bin.ApplicationController, env, []string{
+		"--redis", redis, "--repo-server", repo, "--repo-server-plaintext",
+		"--metrics-port", strconv.Itoa(ports[3]), "--app-resync", "10", "--app-resync-jitter", "0",
+		"--self-heal-timeout-seconds", "1", "--self-heal-backoff-timeout-seconds", "0",
+		"--status-processors", "4", "--operation-processors", "2", "--loglevel", "warn",
+	}, func(ctx context.Context) error { return httpOK(ctx, http.DefaultClient, metrics, "") })
+	if err != nil {
+		return err
+	}
+	e.argo = true
+	return nil
+}
+
+func (e *Env) startArgoProc(ctx context.Context, name, bin string, env, args []string, ready func(context.Context) error) error {
+	p, err := testproc.Start(e.Dir, name, bin, args, env)
+	if err != nil {
+		return err
+	}
+	e.addProc(p)
+	return p.WaitFor(ctx, ready)
+}
+
+// argoEnv is the environment of Argo CD's processes: the test apiserver as
+// its in-cluster API, and every path it writes to inside e.Dir.
+func (e *Env) argoEnv() ([]string, error) {
 	data := filepath.Join(e.Dir, "argocd")
+	for _, d := range []string{"tls", "ssh", "gpg", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(data, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
 	// Argo CD finds its namespace in its kubeconfig's context.
 	kubeconfig := filepath.Join(e.Dir, "argocd.kubeconfig")
 	if err := writeKubeconfig(kubeconfig, e.URL, adminToken, ArgoNamespace); err != nil {
-		return err
+		return nil, err
 	}
-	env := []string{"ARGOCD_GPG_ENABLED=false", "ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG=" + kubeconfig,
+	return []string{"ARGOCD_GPG_ENABLED=false", "ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG=" + kubeconfig,
 		"ARGOCD_TLS_DATA_PATH=" + filepath.Join(data, "tls"), "ARGOCD_SSH_DATA_PATH=" + filepath.Join(data, "ssh"),
-		"ARGOCD_GNUPGHOME=" + filepath.Join(data, "gpg"), "HOME=" + data}
-	for _, d := range []string{"tls", "ssh", "gpg"} {
-		if err := os.MkdirAll(filepath.Join(data, d), 0o700); err != nil {
-			return err
-		}
-	}
-	rs, err := testproc.Start(e.Dir, "argocd-repo-server", e.Bin.RepoServer, []string{
-		"--port", strconv.Itoa(ports[1]), "--address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[2]),
-		"--redis", redis, "--disable-tls", "--revision-cache-expiration", "1s", "--loglevel", "warn",
-	}, env)
-	if err != nil {
-		return err
-	}
-	e.procs = append(e.procs, rs)
-	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if err := rs.WaitFor(waitCtx, func(ctx context.Context) error { return dial(ctx, repo) }); err != nil {
-		return err
-	}
-	ac, err := testproc.Start(e.Dir, "argocd-application-controller", e.Bin.ApplicationController, []string{
-		"--redis", redis, "--repo-server", repo, "--repo-server-plaintext",
-		"--metrics-port", strconv.Itoa(ports[3]), "--app-resync", "10", "--app-resync-jitter", "0",
-		"--self-heal-timeout-seconds", "1", "--status-processors", "4", "--operation-processors", "2",
-		"--loglevel", "warn",
-	}, env)
-	if err != nil {
-		return err
-	}
-	e.procs = append(e.procs, ac)
-	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3])
-	if err := ac.WaitFor(waitCtx, func(ctx context.Context) error { return httpOK(ctx, http.DefaultClient, metrics, "") }); err != nil {
-		return err
-	}
-	e.argo = &argoCD{repoServer: repo}
-	return nil
+		"ARGOCD_GNUPGHOME=" + filepath.Join(data, "gpg"), "HOME=" + data,
+		// The repo-server's clones and its git credential socket default to
+		// fixed paths in /tmp, which two environments would share.
+		"TMPDIR=" + filepath.Join(data, "tmp"), "ARGOCD_ASK_PASS_SOCK=" + filepath.Join(data, "askpass.sock"),
+	}, nil
 }
 
 func (e *Env) startRedis(ctx context.Context, port int) error {
@@ -183,7 +198,7 @@ func (e *Env) startRedis(ctx context.Context, port int) error {
 	if err != nil {
 		return fmt.Errorf("%w (install Debian's redis-server: make kube-tools does)", err)
 	}
-	e.procs = append(e.procs, p)
+	e.addProc(p)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return p.WaitFor(ctx, func(ctx context.Context) error { return dial(ctx, fmt.Sprintf("127.0.0.1:%d", port)) })
@@ -216,7 +231,7 @@ func (e *Env) argoConfig(ctx context.Context) error {
 		{dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}),
 			object("v1", "Namespace", "", ArgoNamespace, nil)},
 		{core("configmaps"), object("v1", "ConfigMap", ArgoNamespace, "argocd-cm",
-			map[string]any{"data": map[string]any{"timeout.reconciliation": "10s"}})},
+			nil)},
 		{core("configmaps"), object("v1", "ConfigMap", ArgoNamespace, "argocd-rbac-cm", nil)},
 		{core("configmaps"), object("v1", "ConfigMap", ArgoNamespace, "argocd-cmd-params-cm", nil)},
 		{core("secrets"), object("v1", "Secret", ArgoNamespace, "argocd-secret",

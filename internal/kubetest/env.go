@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -39,20 +41,34 @@ type Env struct {
 	// Kubeconfig is a kubeconfig file for Admin.
 	Kubeconfig string
 
+	mu    sync.Mutex // guards procs
 	procs []*testproc.Proc
-	argo  *argoCD
+
+	argoMu sync.Mutex // held while Argo CD starts
+	argo   bool       // Argo CD is running
 }
 
 const adminToken = "argosy-kubetest-admin" //nolint:gosec // a test credential on 127.0.0.1
 
-// Start builds what is missing and starts etcd, kube-apiserver and
-// kube-controller-manager in a new temporary directory. The caller must Stop
-// the Env.
-func Start(ctx context.Context, progress io.Writer) (e *Env, err error) {
-	bin, err := Build(ctx, progress)
-	if err != nil {
-		return nil, err
+// Start starts etcd, kube-apiserver and kube-controller-manager from the
+// built binaries (see Build and Locate) in a new temporary directory. A port
+// taken between choosing and binding it makes it try again, up to three
+// times. The caller must Stop the Env.
+func Start(ctx context.Context, bin Binaries) (*Env, error) {
+	var err error
+	for range 3 {
+		var e *Env
+		if e, err = start(ctx, bin); err == nil {
+			return e, nil
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
 	}
+	return nil, err
+}
+
+func start(ctx context.Context, bin Binaries) (e *Env, err error) {
 	dir, err := os.MkdirTemp("", "argosy-kube-*")
 	if err != nil {
 		return nil, err
@@ -70,10 +86,17 @@ func Start(ctx context.Context, progress io.Writer) (e *Env, err error) {
 	if err := e.startAPIServer(ctx, etcdURL); err != nil {
 		return nil, err
 	}
-	if err := e.startControllerManager(); err != nil {
+	if err := e.startControllerManager(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// addProc records a started process for Stop.
+func (e *Env) addProc(p *testproc.Proc) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.procs = append(e.procs, p)
 }
 
 func (e *Env) startEtcd(ctx context.Context) (string, error) {
@@ -93,7 +116,7 @@ func (e *Env) startEtcd(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	e.procs = append(e.procs, p)
+	e.addProc(p)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	return client, p.WaitFor(ctx, func(ctx context.Context) error { return httpOK(ctx, http.DefaultClient, client+"/health", "") })
@@ -129,51 +152,55 @@ func (e *Env) startAPIServer(ctx context.Context, etcdURL string) error {
 	if err != nil {
 		return err
 	}
-	e.procs = append(e.procs, p)
+	e.addProc(p)
 	e.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
 	e.Admin = &rest.Config{Host: e.URL, BearerToken: adminToken, QPS: 200, Burst: 400,
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test apiserver's self-signed certificate, on 127.0.0.1
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := p.WaitFor(ctx, func(ctx context.Context) error { return httpOK(ctx, insecure, e.URL+"/readyz", adminToken) }); err != nil {
+	if err := p.WaitFor(ctx, func(ctx context.Context) error { return httpOK(ctx, insecureClient, e.URL+"/readyz", adminToken) }); err != nil {
 		return err
 	}
 	e.Kubeconfig = filepath.Join(e.Dir, "admin.kubeconfig")
 	return writeKubeconfig(e.Kubeconfig, e.URL, adminToken, "")
 }
 
-func (e *Env) startControllerManager() error {
+func (e *Env) startControllerManager(ctx context.Context) error {
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		return err
+	}
 	p, err := testproc.Start(e.Dir, "kube-controller-manager", e.Bin.ControllerManager, []string{
-		"--kubeconfig", e.Kubeconfig,
+		"--kubeconfig", e.Kubeconfig, "--authentication-kubeconfig", e.Kubeconfig, "--authorization-kubeconfig", e.Kubeconfig,
 		"--controllers", "garbagecollector,namespace",
-		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0",
+		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[0]),
+		"--cert-dir", filepath.Join(e.Dir, "kcm-pki"),
 		"--v", "0",
 	}, nil)
 	if err != nil {
 		return err
 	}
-	e.procs = append(e.procs, p)
-	return nil
+	e.addProc(p)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	healthz := fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0])
+	return p.WaitFor(ctx, func(ctx context.Context) error { return httpOK(ctx, insecureClient, healthz, "") })
 }
+
+// insecureClient talks to the test servers' self-signed certificates on
+// 127.0.0.1.
+var insecureClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // test servers on 127.0.0.1
 
 // Stop ends every process, newest first, and removes the directory.
 func (e *Env) Stop() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var errs []error
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		errs = append(errs, e.procs[i].Stop(10*time.Second))
 	}
 	e.procs = nil
 	return errors.Join(append(errs, os.RemoveAll(e.Dir))...)
-}
-
-// Pids returns the process ids of the running servers.
-func (e *Env) Pids() []int {
-	out := make([]int, len(e.procs))
-	for i, p := range e.procs {
-		out[i] = p.Pid()
-	}
-	return out
 }
 
 func httpOK(ctx context.Context, c *http.Client, url, token string) error {

@@ -21,6 +21,9 @@ type Repo struct {
 // NewRepo creates an empty repository for the test, on branch main.
 func NewRepo(t testing.TB) *Repo {
 	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatalf("git is not installed (%v): install it (make test-tools does)", err)
+	}
 	dir := t.TempDir()
 	r := &Repo{Dir: dir, URL: "file://" + dir}
 	r.git(t, "init", "-q", "-b", "main")

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 // child is the test binary run as a helper process: it starts etcd in dir,
 // prints its pid and waits to be killed.
 func child(dir string) error {
-	b, err := kubetest.Build(context.Background(), os.Stderr)
+	b, err := kubetest.Locate()
 	if err != nil {
 		return err
 	}
@@ -49,11 +50,17 @@ func child(dir string) error {
 	if err != nil {
 		return err
 	}
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	p, err := testproc.Start(dir, "etcd", b.Etcd, []string{"--data-dir", dir + "/etcd",
-		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
-		"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", ports[1])}, nil)
 	if err != nil {
+		return err
+	}
+	// Only a running etcd proves anything when the helper is killed.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitFor(ctx, func(ctx context.Context) error { return get(ctx, client+"/health") }); err != nil {
 		return err
 	}
 	fmt.Printf("pid %d\n", p.Pid())
@@ -65,6 +72,7 @@ func child(dir string) error {
 func TestChildrenDieWithTheTest(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), childEnv+"="+t.TempDir())
+	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +88,8 @@ func TestChildrenDieWithTheTest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper printed %q", line)
 	}
-	if err := syscall.Kill(pid, 0); err != nil {
-		t.Fatalf("etcd (pid %d) is not running under the helper: %v", pid, err)
+	if !alive(pid) {
+		t.Fatalf("etcd (pid %d) is not running under the helper", pid)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -90,7 +98,7 @@ func TestChildrenDieWithTheTest(t *testing.T) {
 		t.Fatal("helper exited cleanly after SIGKILL")
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
+	for alive(pid) {
 		if time.Now().After(deadline) {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Logf("kill leftover etcd: %v", err)
@@ -99,6 +107,34 @@ func TestChildrenDieWithTheTest(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// alive reports whether pid is a live process: it exists and is not a
+// zombie waiting to be reaped.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name: "pid (comm) S ...".
+	_, rest, ok := strings.Cut(string(stat), ") ")
+	return ok && !strings.HasPrefix(rest, "Z")
+}
+
+func get(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
 }
 
 // TestServiceAccountConfig checks that a test can act as a ServiceAccount
@@ -204,11 +240,16 @@ func TestArgoCD(t *testing.T) {
 		t.Logf("failed sync: %s", str(a, "status", "operationState", "message"))
 	})
 	t.Run("rollback to the first revision", func(t *testing.T) {
+		before := len(history(waitApp(t, apps, name, func(*unstructured.Unstructured) bool { return true })))
 		sync(t, apps, name, rev1)
-		waitApp(t, apps, name, func(a *unstructured.Unstructured) bool {
+		a := waitApp(t, apps, name, func(a *unstructured.Unstructured) bool {
 			return str(a, "status", "operationState", "phase") == "Succeeded" &&
 				str(a, "status", "operationState", "syncResult", "revision") == rev1
 		})
+		h := history(a)
+		if len(h) != before+1 || str(&unstructured.Unstructured{Object: h[len(h)-1].(map[string]any)}, "revision") != rev1 {
+			t.Errorf("history after rollback %v, want a new entry for %s", h, rev1)
+		}
 		if v := value(); v != "one" {
 			t.Errorf("configmap value after rollback %q, want one", v)
 		}
@@ -255,7 +296,10 @@ func waitApp(t *testing.T, apps dynamic.ResourceInterface, name string, ok func(
 		}
 		select {
 		case <-ctx.Done():
-			status, _, _ := unstructured.NestedMap(last.Object, "status")
+			var status map[string]any
+			if last != nil {
+				status, _, _ = unstructured.NestedMap(last.Object, "status")
+			}
 			t.Fatalf("application %s never reached the wanted state: %v; status: %v", name, errors.Join(ctx.Err(), err), status)
 		case <-time.After(250 * time.Millisecond):
 		}

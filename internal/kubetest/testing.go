@@ -21,16 +21,22 @@ var (
 	current *Env
 )
 
-// Main is TestMain for packages that need Kubernetes: it builds what is
-// missing, starts the environment once, runs the tests and stops it. If the
-// environment cannot start, the package fails with the reason; nothing is
-// skipped.
+// Main is TestMain for packages that need Kubernetes: it starts the
+// environment once, runs the tests and stops it. The binaries must have been
+// built (make kube-tools, which make test runs first): a cold build takes
+// longer than go test's default timeout. If the environment cannot start, the
+// package fails with the reason and what to do; nothing is skipped.
 //
 //	func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
 func Main(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	bin, err := Locate()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: kubetest: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	started := time.Now()
-	e, err := Start(ctx, os.Stderr)
+	e, err := Start(ctx, bin)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: kubetest: cannot start Kubernetes %s: %v\n", KubernetesVersion, err)
@@ -76,7 +82,7 @@ func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	cs := Clientset(t, e.Admin)
 	name := "t-" + randomSuffix(8)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
@@ -94,7 +100,7 @@ func (e *Env) Namespace(t testing.TB) string {
 func (e *Env) ServiceAccount(t testing.TB, ns, name string, rules []rbacv1.PolicyRule) *rest.Config {
 	t.Helper()
 	cs := Clientset(t, e.Admin)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create service account: %v", err)
 	}

@@ -35,6 +35,29 @@ type Binaries struct {
 	ArgoCDCRDs string
 }
 
+// recipeVersion changes whenever the way the tools are built changes (the
+// packages, the flags), so that a changed recipe builds afresh.
+const recipeVersion = "1"
+
+// tool is one cache entry: what to build and the binaries it yields.
+type tool struct {
+	name  string
+	build func(ctx context.Context, out string) error
+	bins  []string
+}
+
+var tools = []tool{
+	{"kubernetes-" + KubernetesVersion, buildKubernetes, []string{"kube-apiserver", "kube-controller-manager", "kubectl"}},
+	{"etcd-" + EtcdVersion, buildEtcd, []string{"etcd"}},
+	{"argocd-" + ArgoCDVersion, buildArgoCD, []string{"argocd", "argocd-application-controller", "argocd-repo-server"}},
+}
+
+// entryDir is where a tool is cached: its name, the recipe version and the
+// Go toolchain that built it.
+func entryDir(root string, t tool) string {
+	return filepath.Join(root, "kube", fmt.Sprintf("%s-r%s-%s", t.name, recipeVersion, runtime.Version()))
+}
+
 // Build builds whatever is not cached yet and returns the binaries. progress
 // receives one line per tool that has to be built (minutes each, cold).
 func Build(ctx context.Context, progress io.Writer) (Binaries, error) {
@@ -42,38 +65,43 @@ func Build(ctx context.Context, progress io.Writer) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	var b Binaries
-	kube := filepath.Join(root, "kube", "kubernetes-"+KubernetesVersion)
-	etcd := filepath.Join(root, "kube", "etcd-"+EtcdVersion)
-	argo := filepath.Join(root, "kube", "argocd-"+ArgoCDVersion)
-	steps := []struct {
-		entry string
-		build func(ctx context.Context, out string) error
-	}{
-		{kube, buildKubernetes},
-		{etcd, buildEtcd},
-		{argo, buildArgoCD},
-	}
-	for _, s := range steps {
-		err := toolcache.Ensure(ctx, s.entry, "bin", func(ctx context.Context, _, out string) error {
-			fmt.Fprintf(progress, "kubetest: building %s (once per machine; minutes on a cold cache)\n", filepath.Base(s.entry))
+	for _, t := range tools {
+		err := toolcache.Ensure(ctx, entryDir(root, t), "bin", func(ctx context.Context, _, out string) error {
+			fmt.Fprintf(progress, "kubetest: building %s (once per machine; minutes on a cold cache)\n", t.name)
 			if err := os.MkdirAll(filepath.Join(out, "bin"), 0o755); err != nil {
 				return err
 			}
-			return s.build(ctx, out)
+			return t.build(ctx, out)
 		})
 		if err != nil {
-			return Binaries{}, fmt.Errorf("build %s: %w", filepath.Base(s.entry), err)
+			return Binaries{}, fmt.Errorf("build %s: %w", t.name, err)
 		}
 	}
-	b.APIServer = filepath.Join(kube, "bin", "kube-apiserver")
-	b.ControllerManager = filepath.Join(kube, "bin", "kube-controller-manager")
-	b.Kubectl = filepath.Join(kube, "bin", "kubectl")
-	b.Etcd = filepath.Join(etcd, "bin", "etcd")
-	b.ArgoCD = filepath.Join(argo, "bin", "argocd")
-	b.ApplicationController = filepath.Join(argo, "bin", "argocd-application-controller")
-	b.RepoServer = filepath.Join(argo, "bin", "argocd-repo-server")
-	b.ArgoCDCRDs = filepath.Join(argo, "crds")
+	return Locate()
+}
+
+// Locate returns the cached binaries, or an error that says to build them
+// (make kube-tools) when any is missing.
+func Locate() (Binaries, error) {
+	root, err := toolcache.Root()
+	if err != nil {
+		return Binaries{}, err
+	}
+	bin := func(t tool, name string) string { return filepath.Join(entryDir(root, t), "bin", name) }
+	kube, etcd, argo := tools[0], tools[1], tools[2]
+	b := Binaries{
+		APIServer: bin(kube, "kube-apiserver"), ControllerManager: bin(kube, "kube-controller-manager"), Kubectl: bin(kube, "kubectl"),
+		Etcd:   bin(etcd, "etcd"),
+		ArgoCD: bin(argo, "argocd"), ApplicationController: bin(argo, "argocd-application-controller"), RepoServer: bin(argo, "argocd-repo-server"),
+		ArgoCDCRDs: filepath.Join(entryDir(root, argo), "crds"),
+	}
+	for _, t := range tools {
+		for _, name := range t.bins {
+			if _, err := os.Stat(bin(t, name)); err != nil {
+				return Binaries{}, fmt.Errorf("%s is not built (%w): run `make kube-tools` (about 11 minutes on a cold machine)", name, err)
+			}
+		}
+	}
 	return b, nil
 }
 
@@ -92,8 +120,7 @@ func goBuild(ctx context.Context, dir, mod, version string, replaces []string, l
 		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags,
 			"-o", filepath.Join(dir, "bin", filepath.Base(pkg)), pkg)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0",
-			fmt.Sprintf("GOMAXPROCS=%d", runtime.NumCPU()))
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0")
 		if _, err := toolcache.Run(cmd); err != nil {
 			return err
 		}
@@ -104,7 +131,9 @@ func goBuild(ctx context.Context, dir, mod, version string, replaces []string, l
 // moduleFile returns the path of mod@version's go.mod and its directory in
 // the module cache, downloading it if needed.
 func moduleFile(ctx context.Context, mod, version string) (gomod, dir string, err error) {
-	out, err := toolcache.Run(exec.CommandContext(ctx, "go", "mod", "download", "-json", mod+"@"+version))
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mod+"@"+version)
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	out, err := toolcache.Run(cmd)
 	if err != nil {
 		return "", "", err
 	}

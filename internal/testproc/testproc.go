@@ -58,14 +58,14 @@ func Start(dir, name, bin string, args, env []string) (*Proc, error) {
 	return p, nil
 }
 
-// Exited returns the process's exit error if it has ended.
-func (p *Proc) Exited() (error, bool) {
+// Exited reports whether the process has ended, and its exit error.
+func (p *Proc) Exited() (bool, error) {
 	select {
 	case err := <-p.done:
 		p.done <- err
-		return err, true
+		return true, err
 	default:
-		return nil, false
+		return false, nil
 	}
 }
 
@@ -73,7 +73,7 @@ func (p *Proc) Exited() (error, bool) {
 // waits for the process to end. An exit caused by those signals is not an
 // error.
 func (p *Proc) Stop(grace time.Duration) error {
-	if _, ok := p.Exited(); ok {
+	if ok, _ := p.Exited(); ok {
 		return nil
 	}
 	if err := signalGroup(p.Pid(), syscall.SIGTERM); err != nil {
@@ -121,7 +121,7 @@ func (p *Proc) WaitFor(ctx context.Context, ready func(context.Context) error) e
 		if last = ready(ctx); last == nil {
 			return nil
 		}
-		if err, ok := p.Exited(); ok {
+		if ok, err := p.Exited(); ok {
 			return fmt.Errorf("%s exited (%w) before it was ready; log:\n%s", p.Name, err, p.LogTail())
 		}
 		select {

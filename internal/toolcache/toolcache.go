@@ -116,6 +116,16 @@ func Ensure(ctx context.Context, entry, sub string, build func(ctx context.Conte
 	if isDir(filepath.Join(entry, sub)) {
 		return nil
 	}
+	// Builds that were killed leave their temporary directories behind.
+	stale, err := filepath.Glob(filepath.Join(filepath.Dir(entry), ".tmp-"+filepath.Base(entry)+"-*"))
+	if err != nil {
+		return err
+	}
+	for _, dir := range stale {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing a stale temporary directory: %w", err)
+		}
+	}
 	tmp, err := os.MkdirTemp(filepath.Dir(entry), ".tmp-"+filepath.Base(entry)+"-")
 	if err != nil {
 		return fmt.Errorf("temporary directory: %w", err)
