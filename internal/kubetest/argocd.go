@@ -300,5 +300,8 @@ func (e *Env) InstallStrimziCRDs(ctx context.Context) error {
 	if dir == "" {
 		return fmt.Errorf("%s is not set: point it at a directory with Strimzi 1.2.0's CRD manifests (packaging/install/cluster-operator/*-Crd-*.yaml)", EnvStrimziCRDs)
 	}
-	return e.ApplyCRDs(ctx, dir)
+	if err := e.ApplyCRDs(ctx, dir); err != nil {
+		return fmt.Errorf("%s=%s: %w (point it at Strimzi 1.2.0's CRD manifests)", EnvStrimziCRDs, dir, err)
+	}
+	return nil
 }
