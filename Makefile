@@ -29,8 +29,9 @@ BENCHCOUNT  ?= 1
 
 all: build
 
-build: ## Build bin/argosy.
+build: ## Build bin/argosy and bin/argosy-spoke.
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-spoke ./cmd/argosy-spoke
 
 test: test-tools kube-tools ## Run every test: unit, integration (real Kafka, Kubernetes, Argo CD), schema and golden checks.
 	$(GO) test -race -count=1 $(INTEGRATION) ./...

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/crypto/curve25519"
 	"golang.org/x/crypto/nacl/box"
 
 	"github.com/argosyproj/argosy/schemas"
@@ -58,4 +59,20 @@ func Open(s schemas.Sealed, k SealingKey) ([]byte, error) {
 		return nil, ErrSealed
 	}
 	return pt, nil
+}
+
+// SealingKeyFromPrivate rebuilds a sealing key pair from its 32-byte private
+// half.
+func SealingKeyFromPrivate(priv []byte) (SealingKey, error) {
+	if len(priv) != 32 {
+		return SealingKey{}, fmt.Errorf("sealing key: %d bytes, want 32", len(priv))
+	}
+	pub, err := curve25519.X25519(priv, curve25519.Basepoint)
+	if err != nil {
+		return SealingKey{}, fmt.Errorf("sealing key: %w", err)
+	}
+	k := SealingKey{Public: new([32]byte), Private: new([32]byte)}
+	copy(k.Public[:], pub)
+	copy(k.Private[:], priv)
+	return k, nil
 }

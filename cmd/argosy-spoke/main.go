@@ -1,0 +1,11 @@
+// Command argosy-spoke is Argosy's agent for one workload cluster. It never
+// links github.com/argoproj/argo-cd/v2 (see spoke/deps_test.go).
+package main
+
+import (
+	"os"
+
+	"github.com/argosyproj/argosy/spoke/cli"
+)
+
+func main() { os.Exit(cli.Main()) }
