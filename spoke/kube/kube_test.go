@@ -1,0 +1,218 @@
+//go:build integration
+
+package kube_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/spoke"
+	"github.com/argosyproj/argosy/spoke/kube"
+)
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+type fixture struct {
+	argo *kube.ArgoCD
+	apps dynamic.ResourceInterface
+	ns   string
+	repo *kubetest.Repo
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	e := kubetest.Current(t)
+	if err := e.StartArgoCD(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{argo: kube.New(dyn), apps: dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace),
+		ns: e.Namespace(t), repo: kubetest.NewRepo(t)}
+}
+
+func (f *fixture) app(name, path string, gen int64) *spoke.Object {
+	spec, _ := json.Marshal(map[string]any{
+		"project":     "default",
+		"source":      map[string]any{"repoURL": f.repo.URL, "path": path, "targetRevision": "main"},
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": f.ns},
+	})
+	return &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name},
+		Spec: spec, Generation: gen, Labels: map[string]string{"team": "web"}}
+}
+
+func configMap(name, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  value: %q\n", name, value)
+}
+
+// TestApplyOperateDelete drives a real Argo CD through the spoke's
+// interface: apply, sync, update, roll back, and a cascading delete.
+func TestApplyOperateDelete(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	rev1 := f.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": configMap("demo", "one")})
+	name := "demo-" + f.ns
+	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
+	if err := f.argo.Apply(ctx, f.app(name, "app", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync, RequestedBy: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	a := f.wait(t, name, func(a *unstructured.Unstructured) bool {
+		return str(a, "status", "sync", "status") == "Synced" && str(a, "status", "operationState", "phase") == "Succeeded"
+	})
+	if a.GetAnnotations()[kube.AnnotationGeneration] != "1" || a.GetLabels()["team"] != "web" || a.GetLabels()[kube.LabelManaged] != "true" {
+		t.Errorf("metadata %v %v", a.GetLabels(), a.GetAnnotations())
+	}
+	if by := str(a, "status", "operationState", "operation", "initiatedBy", "username"); by != "alice" {
+		t.Errorf("initiated by %q, want alice", by)
+	}
+
+	rev2 := f.repo.Commit(t, "v2", map[string]string{"app/cm.yaml": configMap("demo", "two")})
+	if err := f.argo.Apply(ctx, f.app(name, "app", 2)); err != nil { // re-apply: an update
+		t.Fatal(err)
+	}
+	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRefresh, RefreshType: "hard"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, name, func(a *unstructured.Unstructured) bool {
+		return str(a, "status", "sync", "revision") == rev2 && str(a, "status", "operationState", "phase") == "Succeeded" &&
+			a.GetAnnotations()[kube.AnnotationGeneration] == "2"
+	})
+
+	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, name, func(a *unstructured.Unstructured) bool {
+		return str(a, "status", "operationState", "phase") == "Succeeded" &&
+			str(a, "status", "operationState", "syncResult", "revision") == rev1
+	})
+	cms := kubetest.Clientset(t, kubetest.Current(t).Admin).CoreV1().ConfigMaps(f.ns)
+	if cm, err := cms.Get(ctx, "demo", metav1.GetOptions{}); err != nil || cm.Data["value"] != "one" {
+		t.Errorf("after rollback: %v %v, want value one", cm.Data, err)
+	}
+
+	if err := f.argo.Delete(ctx, ref, true); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, func() error { _, err := f.apps.Get(ctx, name, metav1.GetOptions{}); return err })
+	waitGone(t, func() error { _, err := cms.Get(ctx, "demo", metav1.GetOptions{}); return err })
+	if err := f.argo.Delete(ctx, ref, true); err != nil {
+		t.Errorf("deleting twice: %v", err)
+	}
+}
+
+// TestTerminate stops a sync that cannot finish: a sync hook Job never
+// completes without a kubelet.
+func TestTerminate(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	f.repo.Commit(t, "hook", map[string]string{"app/hook.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: hook\n  annotations:\n    argocd.argoproj.io/hook: Sync\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox\n"})
+	name := "hook-" + f.ns
+	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
+	if err := f.argo.Apply(ctx, f.app(name, "app", 1)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.argo.Delete(context.Background(), ref, false); err != nil {
+			t.Log(err)
+		}
+	})
+	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, name, func(a *unstructured.Unstructured) bool {
+		return str(a, "status", "operationState", "phase") == "Running"
+	})
+	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationTerminate}); err != nil {
+		t.Fatal(err)
+	}
+	a := f.wait(t, name, func(a *unstructured.Unstructured) bool {
+		p := str(a, "status", "operationState", "phase")
+		return p == "Failed" || p == "Error"
+	})
+	t.Logf("terminated: %s", str(a, "status", "operationState", "message"))
+}
+
+// TestRepositorySecret applies a repository as Argo CD expects it: a Secret
+// labelled as a repository.
+func TestRepositorySecret(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	obj := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindRepository, Namespace: kubetest.ArgoNamespace, Name: "repo-" + f.ns},
+		Generation: 1, Data: map[string]string{"url": "https://git.example.com/x.git", "type": "git", "password": "s3cret"}}
+	if err := f.argo.Apply(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	s, err := kubetest.Clientset(t, kubetest.Current(t).Admin).CoreV1().Secrets(kubetest.ArgoNamespace).Get(ctx, obj.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Labels["argocd.argoproj.io/secret-type"] != "repository" || string(s.Data["password"]) != "s3cret" || string(s.Data["url"]) != obj.Data["url"] {
+		t.Errorf("secret labels %v data %v", s.Labels, s.Data)
+	}
+	if err := f.argo.Delete(ctx, obj.Ref, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func str(a *unstructured.Unstructured, path ...string) string {
+	s, _, _ := unstructured.NestedString(a.Object, path...)
+	return s
+}
+
+func (f *fixture) wait(t *testing.T, name string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var last *unstructured.Unstructured
+	for {
+		if a, err := f.apps.Get(ctx, name, metav1.GetOptions{}); err == nil {
+			last = a
+			if ok(a) {
+				return a
+			}
+		}
+		select {
+		case <-ctx.Done():
+			var status any
+			if last != nil {
+				status = last.Object["status"]
+			}
+			t.Fatalf("application %s never reached the wanted state; status: %v", name, status)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func waitGone(t *testing.T, get func() error) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := get()
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still there after 2 minutes (last error %v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
