@@ -7,7 +7,16 @@
 // import github.com/argoproj/argo-cd/v2; TestSpokeBinaryDoesNotLinkArgoCD and
 // depguard hold that line.
 //
-// What is here so far: the spoke's keys (GenerateKeys, WriteKeys, LoadKeys)
-// and the argosy-spoke binary with keygen. Consuming and applying arrive
-// with the rest of the spoke issue.
+// What is here so far:
+//   - the spoke's keys (GenerateKeys, WriteKeys, LoadKeys) and argosy-spoke
+//     keygen;
+//   - ArgoCD, the small interface to the local Argo CD, implemented on the
+//     Kubernetes API by spoke/kube;
+//   - Applier, the handler of the config reader: it applies each event once
+//     and in generation order, records what it applied in a ConfigMap
+//     (kube.State), and acknowledges every event as applied or rejected.
+//
+// Still to come with the spoke issue: the run command that wires these to
+// Kafka, status deltas, deployment records, heartbeats, autonomy and
+// bootstrap.
 package spoke

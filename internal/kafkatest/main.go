@@ -16,6 +16,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// Runner runs tests: a *testing.M, or another helper's Main wrapped around
+// one, so that one TestMain can start several servers.
+type Runner interface{ Run() int }
+
+// RunFunc adapts a function to Runner.
+type RunFunc func() int
+
+// Run implements Runner.
+func (f RunFunc) Run() int { return f() }
+
 // EnvBootstrap names the variable that points tests at an existing broker.
 const EnvBootstrap = "KAFKA_BOOTSTRAP"
 
@@ -29,7 +39,7 @@ var (
 // cannot start, every test fails: Main prints why and exits non-zero.
 //
 //	func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
-func Main(m *testing.M) int {
+func Main(m Runner) int {
 	if addr := os.Getenv(EnvBootstrap); addr != "" {
 		setBootstrap(addr)
 		return m.Run()

@@ -16,6 +16,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// Runner runs tests: a *testing.M, or another helper's Main wrapped around
+// one.
+type Runner interface{ Run() int }
+
 var (
 	mu      sync.Mutex
 	current *Env
@@ -28,7 +32,7 @@ var (
 // package fails with the reason and what to do; nothing is skipped.
 //
 //	func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
-func Main(m *testing.M) int {
+func Main(m Runner) int {
 	bin, err := Locate()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: kubetest: %v\n", err)

@@ -78,7 +78,11 @@ func (a *ArgoCD) Apply(ctx context.Context, obj *spoke.Object) error {
 	force := true
 	_, err = ri.Patch(ctx, obj.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if err != nil {
-		return fmt.Errorf("apply %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
+		err = fmt.Errorf("apply %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			return &spoke.PermanentError{Err: err} // the object itself is wrong
+		}
+		return err
 	}
 	return nil
 }
@@ -99,7 +103,7 @@ func unstructuredOf(obj *spoke.Object) (*unstructured.Unstructured, error) {
 		u["apiVersion"], u["kind"] = "argoproj.io/v1alpha1", obj.Kind
 		var spec map[string]any
 		if err := json.Unmarshal(obj.Spec, &spec); err != nil {
-			return nil, fmt.Errorf("%s %s/%s: spec: %w", obj.Kind, obj.Namespace, obj.Name, err)
+			return nil, &spoke.PermanentError{Err: fmt.Errorf("%s %s/%s: spec: %w", obj.Kind, obj.Namespace, obj.Name, err)}
 		}
 		u["spec"] = spec
 	case spoke.KindRepository:

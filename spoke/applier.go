@@ -1,0 +1,230 @@
+package spoke
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// Applied is what the spoke records, durably, for every object it applied:
+// the hub's generation and the config event that carried it.
+type Applied struct {
+	Generation int64  `json:"generation"`
+	EventID    string `json:"eventId"`
+	Partition  int32  `json:"partition"`
+	Offset     int64  `json:"offset"`
+	Deleted    bool   `json:"deleted,omitempty"`
+}
+
+// StateStore keeps Applied records where they survive a restart of the
+// spoke. Put returns once the record is durable.
+type StateStore interface {
+	Get(ctx context.Context, key string) (Applied, bool, error)
+	Put(ctx context.Context, key string, a Applied) error
+}
+
+// Publisher appends signed events durably; *events.Producer is one.
+type Publisher interface {
+	Publish(ctx context.Context, es ...*event.Event) ([]*kgo.Record, error)
+}
+
+// Applier applies config events to the local Argo CD and acknowledges each:
+// it is the events.Handler of the spoke's config reader.
+//
+// Order and idempotency: every object carries the hub's generation, and the
+// applier records the generation and the event (id, partition, offset) it
+// applied. A redelivery of that same event is acknowledged again and changes
+// nothing. An event whose generation is not newer, or whose id was applied
+// from another position (a replay), is rejected. The record is written after
+// the change and before the acknowledgement, and the reader commits the
+// offset only after the handler returns, so a crash at any point neither
+// loses a change nor applies one twice out of order.
+type Applier struct {
+	Cluster string
+	// Source is the CloudEvents source of the acknowledgements.
+	Source  string
+	ArgoCD  ArgoCD
+	State   StateStore
+	Publish Publisher
+	// Sealing opens repository credentials sealed to this cluster.
+	Sealing events.SealingKey
+	Log     *slog.Logger
+}
+
+// change is one config event turned into what to do.
+type change struct {
+	key  string
+	res  schemas.Resource
+	kind string // for the subject of the acknowledgement
+	do   func(ctx context.Context) error
+	// delete marks a change that removes the object.
+	delete bool
+}
+
+// Handle implements events.Handler.
+func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
+	c, err := a.change(d)
+	if err != nil {
+		return a.reject(ctx, d, schemas.Resource{Cluster: a.Cluster}, "", schemas.RejectInvalid, err)
+	}
+	if c == nil { // nothing to apply (cluster registration): acknowledge
+		return a.ack(ctx, d, schemas.Resource{Cluster: a.Cluster, Name: a.Cluster}, "")
+	}
+	prev, seen, err := a.State.Get(ctx, c.key)
+	if err != nil {
+		return err // retry: the state is not readable now
+	}
+	if seen && prev.EventID == d.Event.ID() {
+		if prev.Partition == d.Partition && prev.Offset == d.Offset {
+			return a.ack(ctx, d, c.res, c.kind) // a redelivery: already applied
+		}
+		return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
+			fmt.Errorf("event %s was applied from %d@%d; this copy at %d@%d is a replay", d.Event.ID(), prev.Partition, prev.Offset, d.Partition, d.Offset))
+	}
+	if seen && c.res.Generation <= prev.Generation && d.Spec.Type != events.TypeOperationRequested {
+		return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
+			fmt.Errorf("generation %d is not newer than applied generation %d", c.res.Generation, prev.Generation))
+	}
+	if err := c.do(ctx); err != nil {
+		if isPermanent(err) {
+			return a.reject(ctx, d, c.res, c.kind, schemas.RejectApplyFailed, err)
+		}
+		return err // retry
+	}
+	rec := Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition, Offset: d.Offset, Deleted: c.delete}
+	if err := a.State.Put(ctx, c.key, rec); err != nil {
+		return err
+	}
+	return a.ack(ctx, d, c.res, c.kind)
+}
+
+// PermanentError marks an apply failure that retrying cannot fix (the API
+// server refused the object).
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+func isPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// change maps a config event to its state key and its effect.
+func (a *Applier) change(d *events.Decoded) (*change, error) {
+	key := func(kind string, r schemas.Resource) string { return kind + "." + r.Namespace + "." + r.Name }
+	switch p := d.Data.(type) {
+	case *schemas.ApplicationUpserted:
+		obj := &Object{Ref: Ref{KindApplication, p.Namespace, p.Name}, Labels: p.Labels, Annotations: p.Annotations, Spec: p.Spec, Generation: p.Generation}
+		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: "applications",
+			do: func(ctx context.Context) error { return a.ArgoCD.Apply(ctx, obj) }}, nil
+	case *schemas.ApplicationDeleted:
+		ref := Ref{KindApplication, p.Namespace, p.Name}
+		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: "applications", delete: true,
+			do: func(ctx context.Context) error { return a.ArgoCD.Delete(ctx, ref, p.Cascade) }}, nil
+	case *schemas.AppProjectUpserted:
+		obj := &Object{Ref: Ref{KindAppProject, p.Namespace, p.Name}, Labels: p.Labels, Spec: p.Spec, Generation: p.Generation}
+		return &change{key: key(KindAppProject, p.Resource), res: p.Resource, kind: "appprojects",
+			do: func(ctx context.Context) error { return a.ArgoCD.Apply(ctx, obj) }}, nil
+	case *schemas.AppProjectDeleted:
+		ref := Ref{KindAppProject, p.Namespace, p.Name}
+		return &change{key: key(KindAppProject, p.Resource), res: p.Resource, kind: "appprojects", delete: true,
+			do: func(ctx context.Context) error { return a.ArgoCD.Delete(ctx, ref, false) }}, nil
+	case *schemas.RepositoryUpserted:
+		obj, err := a.repository(p)
+		if err != nil {
+			return nil, err
+		}
+		return &change{key: key(KindRepository, p.Resource), res: p.Resource, kind: "repositories",
+			do: func(ctx context.Context) error { return a.ArgoCD.Apply(ctx, obj) }}, nil
+	case *schemas.RepositoryDeleted:
+		ref := Ref{KindRepository, p.Namespace, p.Name}
+		return &change{key: key(KindRepository, p.Resource), res: p.Resource, kind: "repositories", delete: true,
+			do: func(ctx context.Context) error { return a.ArgoCD.Delete(ctx, ref, false) }}, nil
+	case *schemas.OperationRequested:
+		ref := Ref{KindApplication, p.Namespace, p.Name}
+		op := Operation{Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
+			DryRun: p.DryRun, HistoryID: p.HistoryID, RefreshType: p.RefreshType}
+		return &change{key: "Operation." + p.RequestID, res: p.Resource, kind: "applications",
+			do: func(ctx context.Context) error { return a.ArgoCD.Operate(ctx, ref, op) }}, nil
+	case *schemas.ClusterRegistered, *schemas.ClusterDeregistered:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("the spoke does not apply %s", d.Spec.Type)
+}
+
+// repository opens the sealed credentials: they are decrypted here, in the
+// cluster they were sealed to, and nowhere else.
+func (a *Applier) repository(p *schemas.RepositoryUpserted) (*Object, error) {
+	data := map[string]string{"url": p.URL, "type": p.Type}
+	if p.Project != "" {
+		data["project"] = p.Project
+	}
+	if p.Credentials != nil {
+		plain, err := events.Open(*p.Credentials, a.Sealing)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s credentials: %w", p.Name, err)
+		}
+		var creds map[string]string
+		if err := json.Unmarshal(plain, &creds); err != nil {
+			return nil, fmt.Errorf("repository %s credentials are not a JSON object of strings: %w", p.Name, err)
+		}
+		for k, v := range creds {
+			data[k] = v
+		}
+	}
+	return &Object{Ref: Ref{KindRepository, p.Namespace, p.Name}, Data: data, Generation: p.Generation}, nil
+}
+
+func (a *Applier) subject(res schemas.Resource, kind string) string {
+	if kind == "" {
+		return events.Subject{Cluster: a.Cluster}.String()
+	}
+	return events.Subject{Cluster: a.Cluster, Kind: kind, Namespace: res.Namespace, Name: res.Name}.String()
+}
+
+// named fills in the acknowledgement's resource when the event named none.
+func (a *Applier) named(res schemas.Resource) schemas.Resource {
+	res.Cluster = a.Cluster
+	if res.Name == "" {
+		res.Name = a.Cluster
+	}
+	return res
+}
+
+func (a *Applier) ack(ctx context.Context, d *events.Decoded, res schemas.Resource, kind string) error {
+	res = a.named(res)
+	e, err := events.New(a.Source, events.TypeConfigApplied, a.subject(res, kind), a.Cluster,
+		schemas.ConfigApplied{Resource: res, EventID: d.Event.ID(), Offset: d.Offset})
+	if err != nil {
+		return events.Fatal(err)
+	}
+	_, err = a.Publish.Publish(events.ContextWithTrace(ctx, d), e)
+	return err // retried by the reader until the acknowledgement is durable
+}
+
+// reject acknowledges d as rejected and returns a poison error, so that the
+// reader dead-letters it and moves on.
+func (a *Applier) reject(ctx context.Context, d *events.Decoded, res schemas.Resource, kind, code string, cause error) error {
+	res = a.named(res)
+	if a.Log != nil {
+		a.Log.WarnContext(ctx, "config event rejected", "id", d.Event.ID(), "type", d.Spec.Type, "code", code, "err", cause)
+	}
+	e, err := events.New(a.Source, events.TypeConfigRejected, a.subject(res, kind), a.Cluster,
+		schemas.ConfigRejected{Resource: res, EventID: d.Event.ID(), Offset: d.Offset, Code: code, Reason: cause.Error()})
+	if err != nil {
+		return events.Fatal(err)
+	}
+	if _, err := a.Publish.Publish(events.ContextWithTrace(ctx, d), e); err != nil {
+		return err
+	}
+	return events.Poison(fmt.Errorf("%s: %w", code, cause))
+}

@@ -1,0 +1,275 @@
+//go:build integration
+
+package spoke_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/kafkatest"
+	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/spoke"
+	"github.com/argosyproj/argosy/spoke/kube"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(kafkatest.Main(kafkatest.RunFunc(func() int { return kubetest.Main(m) })))
+}
+
+const partitions = 4
+
+// world is a hub that appends signed config events and one spoke that
+// applies them to a real Argo CD and acknowledges them on the real broker.
+type world struct {
+	t       *testing.T
+	cluster string
+	topics  events.Topics
+	hub     *events.Producer
+	reg     *events.Registry
+	dyn     dynamic.Interface
+	applier *spoke.Applier
+	repo    *kubetest.Repo
+	ns      string
+}
+
+func signer(t *testing.T) *events.Signer {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := events.NewSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newWorld(t *testing.T) *world {
+	e := kubetest.Current(t)
+	if err := e.StartArgoCD(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, cluster: "spoke-" + e.Namespace(t), topics: events.DefaultTopics(kafkatest.Prefix(t)), repo: kubetest.NewRepo(t)}
+	w.ns = w.cluster[len("spoke-"):]
+	adm := kadm.NewClient(kafkatest.Client(t))
+	if err := events.EnsureTopics(t.Context(), adm, w.topics, events.TopicPlan(partitions, 2), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	hubKey := signer(t)
+	keys, err := spoke.GenerateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterKey := events.Key{ID: events.KeyID(keys.Signing.Public().(ed25519.PublicKey)), Owner: w.cluster, Role: schemas.RoleCluster,
+		Purpose: schemas.PurposeSigning, Algorithm: "ed25519", Public: keys.Signing.Public().(ed25519.PublicKey)}
+	w.reg = events.NewRegistry(events.HubAnchor("hub", hubKey.Public()), clusterKey)
+	client := kafkatest.Client(t, events.ProducerOpts(nil)...)
+	if w.hub, err = events.NewProducer(client, hubKey, w.topics); err != nil {
+		t.Fatal(err)
+	}
+	spokeSigner, err := events.NewSigner(keys.Signing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spokeProducer, err := events.NewProducer(client, spokeSigner, w.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.dyn, err = dynamic.NewForConfig(e.Admin); err != nil {
+		t.Fatal(err)
+	}
+	w.applier = &spoke.Applier{Cluster: w.cluster, Source: "//argosy.dev/spoke/" + w.cluster, ArgoCD: kube.New(w.dyn),
+		State: kube.NewState(w.dyn, kubetest.ArgoNamespace, "argosy-spoke-"+w.cluster), Publish: spokeProducer,
+		Sealing: keys.Sealing, Log: slog.New(slog.DiscardHandler)}
+	return w
+}
+
+// run reads the spoke's config partition with group until ctx ends.
+func (w *world) run(ctx context.Context, group string) <-chan error {
+	cl := kafkatest.Client(w.t, events.ReaderOpts()...)
+	dec, err := events.NewDecoder(events.NewVerifier(w.reg), events.WithTarget(w.cluster), events.WithTopics(w.topics))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	p := events.NewPartitioner(nil).PartitionOf(w.cluster, partitions)
+	rd, err := events.NewReader(cl, dec, events.NewDeadLetter(cl, w.topics[events.TopicDeadLetter]), slog.New(slog.DiscardHandler),
+		events.ReaderConfig{Topic: w.topics[events.TopicConfig], Partitions: []int32{p}, Group: group,
+			Skip: func(r *kgo.Record) bool { return string(r.Key) != w.cluster }})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- rd.Run(ctx, w.applier.Handle) }()
+	return done
+}
+
+func (w *world) app(gen int64) *event.Event {
+	spec, _ := json.Marshal(map[string]any{"project": "default",
+		"source":      map[string]any{"repoURL": w.repo.URL, "path": "app", "targetRevision": "main"},
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": w.ns}})
+	res := schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: "guestbook-" + w.ns, Generation: gen}
+	return w.event(events.TypeApplicationUpserted, res, schemas.ApplicationUpserted{Resource: res, Project: "default", Spec: spec})
+}
+
+func (w *world) event(typ string, res schemas.Resource, data any) *event.Event {
+	subj := events.Subject{Cluster: w.cluster, Kind: "applications", Namespace: res.Namespace, Name: res.Name}
+	e, err := events.New("//argosy.dev/hub/test", typ, subj.String(), w.cluster, data)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return e
+}
+
+func (w *world) publish(p *events.Producer, es ...*event.Event) []*kgo.Record {
+	recs, err := p.Publish(w.t.Context(), es...)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return recs
+}
+
+// acks reads the spoke's acknowledgements from the status topic until want,
+// given the last acknowledgement of each event and how many there were,
+// returns true.
+func (w *world) acks(want func(last map[string]string, n int) bool) map[string]string {
+	w.t.Helper()
+	cl := kafkatest.Client(w.t, kgo.ConsumeTopics(w.topics[events.TopicStatus]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	dec, err := events.NewDecoder(events.NewVerifier(w.reg))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	got := map[string]string{} // event id -> "applied" or the rejection code
+	ctx, cancel := context.WithTimeout(w.t.Context(), 2*time.Minute)
+	defer cancel()
+	n := 0
+	for !want(got, n) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			w.t.Fatalf("acknowledgements so far %v", got)
+		}
+		for _, r := range fs.Records() {
+			d, err := dec.Decode(ctx, r)
+			if err != nil {
+				w.t.Fatalf("an acknowledgement does not decode: %v", err)
+			}
+			switch p := d.Data.(type) {
+			case *schemas.ConfigApplied:
+				got[p.EventID] = "applied"
+				n++
+			case *schemas.ConfigRejected:
+				got[p.EventID] = p.Code
+				n++
+			}
+		}
+	}
+	return got
+}
+
+// TestSpokeAppliesAndAcknowledges appends config events for one cluster and
+// checks what the spoke does with each: applies and acknowledges good ones,
+// rejects replays and stale generations, drops forged ones, and applies
+// nothing twice when every event is delivered again.
+func TestSpokeAppliesAndAcknowledges(t *testing.T) {
+	w := newWorld(t)
+	w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := w.run(ctx, "spoke."+w.cluster)
+
+	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	name := "guestbook-" + w.ns
+	res := schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 1}
+	up1 := w.app(1)
+	sync := w.event(events.TypeOperationRequested, res, schemas.OperationRequested{Resource: res, RequestID: "r1", Operation: schemas.OperationSync})
+	recs := w.publish(w.hub, up1, sync)
+	up2 := w.app(2)
+	w.publish(w.hub, up2)
+
+	// A replay: the same signed event appended again.
+	replay := &kgo.Record{Topic: recs[0].Topic, Partition: recs[0].Partition, Key: recs[0].Key, Value: recs[0].Value, Headers: recs[0].Headers}
+	if err := kafkatest.Client(t, events.ProducerOpts(nil)...).ProduceSync(t.Context(), replay).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	stale := w.app(1) // a new event with an old generation
+	forged := w.app(9)
+	w.publish(w.hub, stale)
+	if p, err := events.NewProducer(kafkatest.Client(t, events.ProducerOpts(nil)...), signer(t), w.topics); err != nil {
+		t.Fatal(err)
+	} else {
+		w.publish(p, forged)
+	}
+	del := w.event(events.TypeApplicationDeleted, schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 3},
+		schemas.ApplicationDeleted{Resource: schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 3}, Cascade: true})
+	w.publish(w.hub, del)
+
+	got := w.acks(func(m map[string]string, _ int) bool { return len(m) >= 5 && m[del.ID()] != "" })
+	// up1 is acknowledged twice: applied, then its replay rejected.
+	want := map[string]string{up1.ID(): schemas.RejectStale, sync.ID(): "applied", up2.ID(): "applied",
+		stale.ID(): schemas.RejectStale, del.ID(): "applied"}
+	for id, code := range want {
+		if got[id] != code {
+			t.Errorf("event %s: %q, want %q", id, got[id], code)
+		}
+	}
+	if _, ok := got[forged.ID()]; ok {
+		t.Errorf("a forged event was acknowledged: %v", got[forged.ID()])
+	}
+	waitGone(t, func() error { _, err := apps.Get(ctx, name, metav1.GetOptions{}); return err })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// Everything delivered again, as after a lost checkpoint: nothing is
+	// applied twice, and the deleted Application does not come back.
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	done = w.run(ctx, "spoke-again."+w.cluster)
+	// First pass: six acknowledgements (the forged event gets none); the
+	// second pass acknowledges all six again.
+	again := w.acks(func(_ map[string]string, n int) bool { return n >= 12 })
+	cancel()
+	for _, id := range []string{up1.ID(), up2.ID(), stale.ID()} {
+		if again[id] != schemas.RejectStale {
+			t.Errorf("redelivered %s: %q, want stale", id, again[id])
+		}
+	}
+	if again[del.ID()] != "applied" || again[sync.ID()] != "applied" {
+		t.Errorf("redelivered delete and sync: %q %q, want applied (no-op)", again[del.ID()], again[sync.ID()])
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apps.Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after redelivery the deleted Application is back: %v", err)
+	}
+	st, ok, err := w.applier.State.Get(t.Context(), "Application."+kubetest.ArgoNamespace+"."+name)
+	if err != nil || !ok || st.Generation != 3 || !st.Deleted || st.EventID != del.ID() {
+		t.Errorf("state %+v %v %v, want generation 3 deleted by %s", st, ok, err, del.ID())
+	}
+}
+
+func waitGone(t *testing.T, get func() error) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !apierrors.IsNotFound(get()) {
+		if time.Now().After(deadline) {
+			t.Fatal("still there after 2 minutes")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
