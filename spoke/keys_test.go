@@ -1,59 +1,28 @@
 package spoke_test
 
 import (
-	"bytes"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/cli"
 )
 
-func TestKeygenWritesLoadableKeys(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "keys")
-	var out bytes.Buffer
-	cmd := cli.NewRoot(&out, &out)
-	cmd.SetArgs([]string{"keygen", "--cluster", "prod-eu-1", "--dir", dir})
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out.String())
-	}
-	k, err := spoke.LoadKeys(dir)
+func TestKeysRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	k, err := spoke.GenerateKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{spoke.SigningKeyFile, spoke.SealingKeyFile} {
-		st, err := os.Stat(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Mode().Perm() != 0o600 {
-			t.Errorf("%s has mode %v, want 0600", name, st.Mode().Perm())
-		}
+	if err := spoke.WriteKeys(dir, "c1", k); err != nil {
+		t.Fatal(err)
 	}
-	// The loaded sealing key opens what is sealed to the published key.
-	pub := k.Public("prod-eu-1")
-	if pub[1].KeyID != k.Sealing.ID() || pub[0].Owner != "prod-eu-1" {
-		t.Errorf("public keys %+v", pub)
-	}
-	sealed, err := events.Seal(k.Sealing.Public, []byte("token"))
+	got, err := spoke.LoadKeys(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := events.Open(sealed, k.Sealing); err != nil || string(got) != "token" {
-		t.Errorf("open with loaded key: %q, %v", got, err)
+	if !got.Signing.Equal(k.Signing) || *got.Sealing.Public != *k.Sealing.Public || *got.Sealing.Private != *k.Sealing.Private {
+		t.Error("loaded keys differ from written ones")
 	}
-	// A second keygen never overwrites.
-	cmd = cli.NewRoot(&out, &out)
-	cmd.SetArgs([]string{"keygen", "--cluster", "prod-eu-1", "--dir", dir})
-	if err := cmd.Execute(); !errors.Is(err, fs.ErrExist) {
-		t.Errorf("second keygen: %v, want an 'exists' error", err)
-	}
-	again, err := spoke.LoadKeys(dir)
-	if err != nil || !again.Signing.Equal(k.Signing) {
-		t.Errorf("keys changed after a refused keygen: %v", err)
+	if err := spoke.WriteKeys(dir, "c1", k); err == nil {
+		t.Error("WriteKeys overwrote existing keys")
 	}
 }

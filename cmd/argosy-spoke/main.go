@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/argosyproj/argosy/spoke/cli"
+	"github.com/argosyproj/argosy/cmd/argosy-spoke/internal/cli"
 )
 
 func main() { os.Exit(cli.Main()) }

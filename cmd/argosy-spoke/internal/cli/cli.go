@@ -1,6 +1,6 @@
-// Package cli is the argosy-spoke command tree. Like everything the spoke
-// binary links, it must not import github.com/argoproj/argo-cd/v2: the agent
-// in each cluster stays small.
+// Package cli is the argosy-spoke command tree and the spoke's composition
+// root. Like everything the spoke binary links, it must not import
+// github.com/argoproj/argo-cd/v2: the agent in each cluster stays small.
 package cli
 
 import (
@@ -46,7 +46,7 @@ CD, and publishes status, acknowledgements and deployment records.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newCmdVersion(out), NewCmdKeygen(out, nil))
+	root.AddCommand(newCmdVersion(out), NewCmdKeygen(out, nil), NewCmdRun(nil))
 	return root
 }
 

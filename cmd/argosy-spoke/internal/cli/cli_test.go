@@ -1,0 +1,59 @@
+package cli_test
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/argosyproj/argosy/cmd/argosy-spoke/internal/cli"
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/spoke"
+)
+
+func TestKeygenWritesLoadableKeys(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	var out bytes.Buffer
+	cmd := cli.NewRoot(&out, &out)
+	cmd.SetArgs([]string{"keygen", "--cluster", "prod-eu-1", "--dir", dir})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("keygen: %v\n%s", err, out.String())
+	}
+	k, err := spoke.LoadKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{spoke.SigningKeyFile, spoke.SealingKeyFile} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", name, st.Mode().Perm())
+		}
+	}
+	// The loaded sealing key opens what is sealed to the published key.
+	pub := k.Public("prod-eu-1")
+	if pub[1].KeyID != k.Sealing.ID() || pub[0].Owner != "prod-eu-1" {
+		t.Errorf("public keys %+v", pub)
+	}
+	sealed, err := events.Seal(k.Sealing.Public, []byte("token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := events.Open(sealed, k.Sealing); err != nil || string(got) != "token" {
+		t.Errorf("open with loaded key: %q, %v", got, err)
+	}
+	// A second keygen never overwrites.
+	cmd = cli.NewRoot(&out, &out)
+	cmd.SetArgs([]string{"keygen", "--cluster", "prod-eu-1", "--dir", dir})
+	if err := cmd.Execute(); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("second keygen: %v, want an 'exists' error", err)
+	}
+	again, err := spoke.LoadKeys(dir)
+	if err != nil || !again.Signing.Equal(k.Signing) {
+		t.Errorf("keys changed after a refused keygen: %v", err)
+	}
+}

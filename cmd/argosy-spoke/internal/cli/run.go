@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/telemetry"
+	"github.com/argosyproj/argosy/internal/version"
+	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/spoke"
+	"github.com/argosyproj/argosy/spoke/kube"
+)
+
+// RunOptions are the flags of `argosy-spoke run`. Every flag falls back to an
+// environment variable, named in its help.
+type RunOptions struct {
+	Cluster       string
+	Brokers       string
+	TopicPrefix   string
+	Partition     int
+	Kubeconfig    string
+	ArgoNamespace string
+	KeysDir       string
+	HubKeyFile    string
+	MetricsAddr   string
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// BindFlags binds the options to fs with environment fallbacks.
+func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Cluster, "cluster", env("ARGOSY_CLUSTER", ""), "this cluster's name (env ARGOSY_CLUSTER)")
+	fs.StringVar(&o.Brokers, "kafka-brokers", env("ARGOSY_KAFKA_BROKERS", ""), "Kafka bootstrap servers, comma-separated (env ARGOSY_KAFKA_BROKERS)")
+	fs.StringVar(&o.TopicPrefix, "topic-prefix", env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
+	part, err := strconv.Atoi(env("ARGOSY_PARTITION", "-1"))
+	if err != nil {
+		part = -2 // Validate reports it
+	}
+	fs.IntVar(&o.Partition, "partition", part, "config partition pinned for this cluster; -1 computes it from the cluster name (env ARGOSY_PARTITION)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig; empty means in-cluster config (env KUBECONFIG)")
+	fs.StringVar(&o.ArgoNamespace, "argocd-namespace", env("ARGOSY_ARGOCD_NAMESPACE", "argocd"), "namespace of the local Argo CD (env ARGOSY_ARGOCD_NAMESPACE)")
+	fs.StringVar(&o.KeysDir, "keys-dir", env("ARGOSY_KEYS_DIR", ""), "directory of this cluster's keys, from keygen (env ARGOSY_KEYS_DIR)")
+	fs.StringVar(&o.HubKeyFile, "hub-key", env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64 (env ARGOSY_HUB_KEY)")
+	fs.StringVar(&o.MetricsAddr, "metrics-address", env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
+}
+
+// Validate reports missing or malformed options, all at once.
+func (o *RunOptions) Validate() error {
+	var errs []error
+	for _, f := range []struct{ flag, value string }{
+		{"--cluster", o.Cluster}, {"--kafka-brokers", o.Brokers}, {"--keys-dir", o.KeysDir}, {"--hub-key", o.HubKeyFile},
+	} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("%s is required", f.flag))
+		}
+	}
+	if o.Partition < -1 {
+		errs = append(errs, errors.New("--partition must be -1 or a partition number"))
+	}
+	return errors.Join(errs...)
+}
+
+// NewCmdRun returns `argosy-spoke run`.
+func NewCmdRun(runF func(context.Context, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Apply this cluster's desired state from Kafka to the local Argo CD",
+		Example: `  argosy-spoke run --cluster prod-eu-1 --kafka-brokers kafka:9092 \
+    --keys-dir /etc/argosy/keys --hub-key /etc/argosy/hub.pub`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return run(c.Context(), opts)
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	return cmd
+}
+
+// run wires the spoke together and runs it until ctx ends.
+func run(ctx context.Context, o *RunOptions) error {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("cluster", o.Cluster)
+	tel, err := telemetry.Setup(ctx, "argosy-spoke", version.Get().Version)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
+		}
+	}()
+	keys, err := spoke.LoadKeys(o.KeysDir)
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	hub, err := readHubKey(o.HubKeyFile)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamicClient(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	topics := events.DefaultTopics(o.TopicPrefix)
+	seeds := kgo.SeedBrokers(strings.Split(o.Brokers, ",")...)
+	prodClient, err := kgo.NewClient(append(append(events.ProducerOpts(nil), seeds), tel.KafkaOpts("producer")...)...)
+	if err != nil {
+		return err
+	}
+	defer prodClient.Close()
+	readClient, err := kgo.NewClient(append(append(events.ReaderOpts(), seeds), tel.KafkaOpts("reader")...)...)
+	if err != nil {
+		return err
+	}
+	defer readClient.Close()
+	signer, err := events.NewSigner(keys.Signing)
+	if err != nil {
+		return err
+	}
+	producer, err := events.NewProducer(prodClient, signer, topics)
+	if err != nil {
+		return err
+	}
+	reader, err := newReader(ctx, o, readClient, topics, hub, log, resync(o.Cluster, producer, log))
+	if err != nil {
+		return err
+	}
+	applier := &spoke.Applier{Cluster: o.Cluster, Source: "//argosy.dev/spoke/" + o.Cluster, ArgoCD: kube.New(dyn),
+		State: kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state"), Publish: producer, Sealing: keys.Sealing, Log: log}
+	log.InfoContext(ctx, "argosy-spoke started", "version", version.Get().Version)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return reader.Run(gctx, applier.Handle) })
+	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
+	return g.Wait()
+}
+
+// resync returns the data-loss alarm: config records were deleted before the
+// spoke applied them, so it asks the hub to append the cluster's desired
+// state again.
+func resync(cluster string, p *events.Producer, log *slog.Logger) func(context.Context, *kgo.ErrDataLoss) {
+	return func(ctx context.Context, l *kgo.ErrDataLoss) {
+		log.ErrorContext(ctx, "config records lost before they were applied; asking for a resync", "from", l.ConsumedTo, "to", l.ResetTo)
+		e, err := events.New("//argosy.dev/spoke/"+cluster, events.TypeResyncRequested, events.Subject{Cluster: cluster}.String(), cluster,
+			schemas.ResyncRequested{Cluster: cluster, Reason: schemas.ResyncDataLoss, LastOffset: l.ConsumedTo - 1, FirstAvailable: l.ResetTo})
+		if err == nil {
+			_, err = p.Publish(ctx, e)
+		}
+		if err != nil {
+			log.ErrorContext(ctx, "resync request not sent", "err", err)
+		}
+	}
+}
+
+func newReader(ctx context.Context, o *RunOptions, cl *kgo.Client, topics events.Topics, hub ed25519.PublicKey, log *slog.Logger,
+	onLoss func(context.Context, *kgo.ErrDataLoss)) (*events.Reader, error) {
+	part := int32(o.Partition)
+	if part < 0 {
+		td, err := kadm.NewClient(cl).ListTopics(ctx, topics[events.TopicConfig])
+		if err != nil {
+			return nil, fmt.Errorf("config topic: %w", err)
+		}
+		t, ok := td[topics[events.TopicConfig]]
+		if !ok || t.Err != nil || len(t.Partitions) == 0 {
+			return nil, fmt.Errorf("config topic %s: %w", topics[events.TopicConfig], errors.Join(t.Err, errors.New("not found")))
+		}
+		part = events.NewPartitioner(nil).PartitionOf(o.Cluster, int32(len(t.Partitions)))
+	}
+	dec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(events.HubAnchor("hub", hub))),
+		events.WithTarget(o.Cluster), events.WithTopics(topics))
+	if err != nil {
+		return nil, err
+	}
+	return events.NewReader(cl, dec, events.NewDeadLetter(cl, topics[events.TopicDeadLetter]), log, events.ReaderConfig{
+		Topic: topics[events.TopicConfig], Partitions: []int32{part}, Group: "argosy-spoke." + o.Cluster,
+		Skip:       func(r *kgo.Record) bool { return string(r.Key) != o.Cluster },
+		OnDataLoss: onLoss,
+	})
+}
+
+func readHubKey(path string) (ed25519.PublicKey, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("hub key: %w", err)
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(raw)))
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("hub key %s: want a base64 Ed25519 public key: %w", path, errors.Join(err, errors.New("wrong size")))
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+func dynamicClient(kubeconfig string) (dynamic.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	return dynamic.NewForConfig(cfg)
+}
