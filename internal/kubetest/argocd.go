@@ -18,7 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/argosyproj/argosy/internal/testproc"
 )
@@ -304,4 +307,37 @@ func (e *Env) InstallStrimziCRDs(ctx context.Context) error {
 		return fmt.Errorf("%s=%s: %w (point it at Strimzi 1.2.0's CRD manifests)", EnvStrimziCRDs, dir, err)
 	}
 	return nil
+}
+
+// ApplyFile server-side applies every object of a multi-document YAML file
+// as the administrator, and returns them.
+func (e *Env) ApplyFile(ctx context.Context, path string) ([]*unstructured.Unstructured, error) {
+	dyn, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(e.Admin)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	objs, err := readYAMLDocs(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, gvk, err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if ns := o.GetNamespace(); ns != "" {
+			ri = dyn.Resource(m.Resource).Namespace(ns)
+		}
+		if err := apply(ctx, ri, o); err != nil {
+			return nil, fmt.Errorf("%s: apply %s %s: %w", path, gvk.Kind, o.GetName(), err)
+		}
+	}
+	return objs, nil
 }

@@ -118,8 +118,15 @@ func (e *Env) ServiceAccount(t testing.TB, ns, name string, rules []rbacv1.Polic
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create role binding: %v", err)
 	}
+	return e.TokenConfig(t, ns, name)
+}
+
+// TokenConfig returns a rest.Config that authenticates as the existing
+// ServiceAccount ns/name.
+func (e *Env) TokenConfig(t testing.TB, ns, name string) *rest.Config {
+	t.Helper()
 	expiry := int64(3600)
-	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authv1.TokenRequest{
+	tok, err := Clientset(t, e.Admin).CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authv1.TokenRequest{
 		Spec: authv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("token for service account %s/%s: %v", ns, name, err)

@@ -1,0 +1,147 @@
+//go:build integration
+
+package kube_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/spoke"
+	"github.com/argosyproj/argosy/spoke/kube"
+)
+
+const rbacFile = "../../deploy/rbac/spoke.yaml"
+
+// TestSpokeRBAC installs the spoke's RBAC from deploy/, runs everything the
+// spoke does as that ServiceAccount against a real Argo CD, and checks with
+// SelfSubjectAccessReview that the allowed verbs equal the declared ones.
+func TestSpokeRBAC(t *testing.T) {
+	e := kubetest.Current(t)
+	ctx := t.Context()
+	if err := e.StartArgoCD(ctx); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := e.ApplyFile(ctx, rbacFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.TokenConfig(t, kubetest.ArgoNamespace, "argosy-spoke")
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("the spoke works with it", func(t *testing.T) {
+		f := newFixture(t)
+		f.argo = kube.New(dyn) // act as the spoke's ServiceAccount
+		f.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": configMap("demo", "one")})
+		name := "rbac-" + f.ns
+		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
+		if err := f.argo.Apply(ctx, f.app(name, "app", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.argo.Apply(ctx, f.app(name, "app", 2)); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []spoke.Operation{{Kind: schemas.OperationRefresh}, {Kind: schemas.OperationSync}} {
+			if err := f.argo.Operate(ctx, ref, op); err != nil {
+				t.Fatalf("%s: %v", op.Kind, err)
+			}
+		}
+		f.wait(t, name, func(a *unstructured.Unstructured) bool { return str(a, "status", "operationState", "phase") == "Succeeded" })
+		if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
+			t.Fatal(err)
+		}
+		proj := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindAppProject, Namespace: kubetest.ArgoNamespace, Name: "p-" + f.ns},
+			Spec: []byte(`{"sourceRepos":["*"]}`), Generation: 1}
+		repo := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindRepository, Namespace: kubetest.ArgoNamespace, Name: "r-" + f.ns},
+			Data: map[string]string{"url": "https://git.example.com/r.git"}, Generation: 1}
+		for _, o := range []*spoke.Object{proj, repo} {
+			if err := f.argo.Apply(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.argo.Delete(ctx, o.Ref, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		state := kube.NewState(dyn, kubetest.ArgoNamespace, "argosy-spoke-rbac-"+f.ns)
+		for gen := range int64(2) {
+			if err := state.Put(ctx, "k", spoke.Applied{Generation: gen + 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a, ok, err := state.Get(ctx, "k"); err != nil || !ok || a.Generation != 2 {
+			t.Fatalf("state: %+v %v %v", a, ok, err)
+		}
+		if err := f.argo.Delete(ctx, ref, true); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("it is granted exactly what it declares", func(t *testing.T) {
+		declared := map[string]bool{}
+		for _, o := range objs {
+			if o.GetKind() != "Role" {
+				continue
+			}
+			var role rbacv1.Role
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range role.Rules {
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						for _, v := range r.Verbs {
+							declared[fmt.Sprintf("%s/%s/%s", g, res, v)] = true
+						}
+					}
+				}
+			}
+		}
+		verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+		resources := []struct{ group, resource string }{
+			{"argoproj.io", "applications"}, {"argoproj.io", "appprojects"}, {"argoproj.io", "applicationsets"},
+			{"", "secrets"}, {"", "configmaps"}, {"", "pods"}, {"", "serviceaccounts"}, {"apps", "deployments"},
+			{"rbac.authorization.k8s.io", "roles"}, {"rbac.authorization.k8s.io", "rolebindings"},
+		}
+		reviews := kubetest.Clientset(t, cfg).AuthorizationV1().SelfSubjectAccessReviews()
+		var allowed []string
+		for _, r := range resources {
+			for _, v := range verbs {
+				for _, ns := range []string{kubetest.ArgoNamespace, "default"} {
+					rev, err := reviews.Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+						ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: v, Group: r.group, Resource: r.resource}}}, metav1.CreateOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					key := fmt.Sprintf("%s/%s/%s", r.group, r.resource, v)
+					switch {
+					case rev.Status.Allowed && ns != kubetest.ArgoNamespace:
+						t.Errorf("allowed %s in namespace %s", key, ns)
+					case rev.Status.Allowed:
+						allowed = append(allowed, key)
+					}
+				}
+			}
+		}
+		var want []string
+		for k := range declared {
+			want = append(want, k)
+		}
+		slices.Sort(allowed)
+		slices.Sort(want)
+		if !slices.Equal(allowed, want) {
+			t.Errorf("allowed %v\ndeclared %v", allowed, want)
+		}
+	})
+}
