@@ -44,10 +44,10 @@ func newFixture(t *testing.T) *fixture {
 		ns: e.Namespace(t), repo: kubetest.NewRepo(t)}
 }
 
-func (f *fixture) app(name, path string, gen int64) *spoke.Object {
+func (f *fixture) app(name string, gen int64) *spoke.Object {
 	spec, _ := json.Marshal(map[string]any{
 		"project":     "default",
-		"source":      map[string]any{"repoURL": f.repo.URL, "path": path, "targetRevision": "main"},
+		"source":      map[string]any{"repoURL": f.repo.URL, "path": "app", "targetRevision": "main"},
 		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": f.ns},
 	})
 	return &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name},
@@ -66,7 +66,7 @@ func TestApplyOperateDelete(t *testing.T) {
 	rev1 := f.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": configMap("demo", "one")})
 	name := "demo-" + f.ns
 	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
-	if err := f.argo.Apply(ctx, f.app(name, "app", 1)); err != nil {
+	if err := f.argo.Apply(ctx, f.app(name, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync, RequestedBy: "alice"}); err != nil {
@@ -83,7 +83,7 @@ func TestApplyOperateDelete(t *testing.T) {
 	}
 
 	rev2 := f.repo.Commit(t, "v2", map[string]string{"app/cm.yaml": configMap("demo", "two")})
-	if err := f.argo.Apply(ctx, f.app(name, "app", 2)); err != nil { // re-apply: an update
+	if err := f.argo.Apply(ctx, f.app(name, 2)); err != nil { // re-apply: an update
 		t.Fatal(err)
 	}
 	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRefresh, RefreshType: "hard"}); err != nil {
@@ -127,7 +127,7 @@ func TestTerminate(t *testing.T) {
 	f.repo.Commit(t, "hook", map[string]string{"app/hook.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: hook\n  annotations:\n    argocd.argoproj.io/hook: Sync\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox\n"})
 	name := "hook-" + f.ns
 	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
-	if err := f.argo.Apply(ctx, f.app(name, "app", 1)); err != nil {
+	if err := f.argo.Apply(ctx, f.app(name, 1)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -42,15 +42,16 @@ func TestSpokeRBAC(t *testing.T) {
 	}
 
 	t.Run("the spoke works with it", func(t *testing.T) {
+		ctx := t.Context()
 		f := newFixture(t)
 		f.argo = kube.New(dyn) // act as the spoke's ServiceAccount
 		f.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": configMap("demo", "one")})
 		name := "rbac-" + f.ns
 		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
-		if err := f.argo.Apply(ctx, f.app(name, "app", 1)); err != nil {
+		if err := f.argo.Apply(ctx, f.app(name, 1)); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.argo.Apply(ctx, f.app(name, "app", 2)); err != nil {
+		if err := f.argo.Apply(ctx, f.app(name, 2)); err != nil {
 			t.Fatal(err)
 		}
 		for _, op := range []spoke.Operation{{Kind: schemas.OperationRefresh}, {Kind: schemas.OperationSync}} {
@@ -58,7 +59,9 @@ func TestSpokeRBAC(t *testing.T) {
 				t.Fatalf("%s: %v", op.Kind, err)
 			}
 		}
-		f.wait(t, name, func(a *unstructured.Unstructured) bool { return str(a, "status", "operationState", "phase") == "Succeeded" })
+		f.wait(t, name, func(a *unstructured.Unstructured) bool {
+			return str(a, "status", "operationState", "phase") == "Succeeded"
+		})
 		if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
 			t.Fatal(err)
 		}
@@ -89,6 +92,7 @@ func TestSpokeRBAC(t *testing.T) {
 	})
 
 	t.Run("it is granted exactly what it declares", func(t *testing.T) {
+		ctx := t.Context()
 		declared := map[string]bool{}
 		for _, o := range objs {
 			if o.GetKind() != "Role" {
