@@ -100,7 +100,10 @@ func samples() map[string]sample {
 				Sync:   &schemas.SyncStatus{Status: "Synced", Revision: "9f2c1e7"},
 				Health: &schemas.HealthStatus{Status: "Degraded", Message: "Deployment guestbook exceeded its progress deadline"},
 				Operation: &schemas.OperationState{Phase: "Succeeded", Message: "successfully synced (all tasks run)",
-					StartedAt: t0, FinishedAt: ptr(t1)}},
+					StartedAt: t0, FinishedAt: ptr(t1)},
+				Conditions: []schemas.Condition{{Type: "SyncError", Message: "one or more objects failed to apply"}},
+				Resources: &schemas.ResourceSummary{Total: 3, ByKind: map[string]int{"ConfigMap": 2, "Deployment": 1},
+					ByHealth: map[string]int{"Healthy": 2, "Degraded": 1}}},
 			minimal: schemas.ApplicationStatusChanged{Resource: minResource, Seq: 0},
 		},
 		"io.argosy.status.config.applied.v1": {

@@ -172,6 +172,22 @@ type ApplicationStatusChanged struct {
 	Sync      *SyncStatus     `json:"sync,omitempty"`
 	Health    *HealthStatus   `json:"health,omitempty"`
 	Operation *OperationState `json:"operation,omitempty"`
+	// Conditions and Resources are sent in full whenever they change.
+	Conditions []Condition      `json:"conditions,omitempty"`
+	Resources  *ResourceSummary `json:"resources,omitempty"`
+}
+
+// Condition is one Argo CD Application condition.
+type Condition struct {
+	Type    string `json:"type"`
+	Message string `json:"message,omitempty"`
+}
+
+// ResourceSummary is a compact summary of an Application's resource tree.
+type ResourceSummary struct {
+	Total    int            `json:"total"`
+	ByKind   map[string]int `json:"byKind,omitempty"`
+	ByHealth map[string]int `json:"byHealth,omitempty"`
 }
 
 // Rejection codes of ConfigRejected.
