@@ -156,8 +156,10 @@ func run(ctx context.Context, o *RunOptions) error {
 	applier := &spoke.Applier{Cluster: o.Cluster, Source: "//argosy.dev/spoke/" + o.Cluster, ArgoCD: kube.New(dyn),
 		State: kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state"), Publish: producer, Sealing: keys.Sealing, Log: log}
 	log.InfoContext(ctx, "argosy-spoke started", "version", version.Get().Version)
+	reporter := &spoke.Reporter{Cluster: o.Cluster, Source: applier.Source, Publish: producer, Log: log}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return reader.Run(gctx, applier.Handle) })
+	g.Go(func() error { return reporter.Run(gctx, kube.NewWatcher(dyn, o.ArgoNamespace)) })
 	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
 	return g.Wait()
 }
