@@ -92,7 +92,9 @@ func samples() map[string]sample {
 		},
 		"io.argosy.status.heartbeat.v1": {
 			full: schemas.Heartbeat{Cluster: "prod-eu-1", AgentVersion: "0.4.1", ArgoCDVersion: "v2.14.21",
-				Mode: "managed", ConfigOffset: 1_204, Applications: 37, Seq: 9_001},
+				Mode: "managed", ConfigOffset: 1_204, Applications: 37, Seq: 9_001,
+				ApplicationsBySync: map[string]int{"Synced": 35, "OutOfSync": 2}, ApplicationsByHealth: map[string]int{"Healthy": 36, "Degraded": 1},
+				ConfigLag: 3},
 			minimal: schemas.Heartbeat{Cluster: "edge-7", AgentVersion: "0.4.1", Mode: "autonomous"},
 		},
 		"io.argosy.status.application.changed.v1": {

@@ -135,7 +135,12 @@ type Heartbeat struct {
 	ConfigOffset int64 `json:"configOffset"`
 	Applications int   `json:"applications"`
 	// Seq increases by one with every heartbeat since the agent started.
-	Seq int64 `json:"seq"`
+	Seq                  int64          `json:"seq"`
+	ApplicationsBySync   map[string]int `json:"applicationsBySync,omitempty"`
+	ApplicationsByHealth map[string]int `json:"applicationsByHealth,omitempty"`
+	// ConfigLag is how many config records of the partition are not yet
+	// applied.
+	ConfigLag int64 `json:"configLag,omitempty"`
 }
 
 // SyncStatus is Argo CD's sync status of an Application.

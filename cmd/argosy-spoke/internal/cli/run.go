@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -40,6 +41,7 @@ type RunOptions struct {
 	KeysDir       string
 	HubKeyFile    string
 	MetricsAddr   string
+	Heartbeat     time.Duration
 }
 
 func env(name, def string) string {
@@ -63,6 +65,11 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ArgoNamespace, "argocd-namespace", env("ARGOSY_ARGOCD_NAMESPACE", "argocd"), "namespace of the local Argo CD (env ARGOSY_ARGOCD_NAMESPACE)")
 	fs.StringVar(&o.KeysDir, "keys-dir", env("ARGOSY_KEYS_DIR", ""), "directory of this cluster's keys, from keygen (env ARGOSY_KEYS_DIR)")
 	fs.StringVar(&o.HubKeyFile, "hub-key", env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64 (env ARGOSY_HUB_KEY)")
+	hb, err := time.ParseDuration(env("ARGOSY_HEARTBEAT_INTERVAL", "30s"))
+	if err != nil {
+		hb = 0 // Validate reports it
+	}
+	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", hb, "time between heartbeats (env ARGOSY_HEARTBEAT_INTERVAL)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
 
@@ -75,6 +82,9 @@ func (o *RunOptions) Validate() error {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("%s is required", f.flag))
 		}
+	}
+	if o.Heartbeat <= 0 {
+		errs = append(errs, errors.New("--heartbeat-interval must be a positive duration"))
 	}
 	if o.Partition < -1 {
 		errs = append(errs, errors.New("--partition must be -1 or a partition number"))
@@ -149,7 +159,11 @@ func run(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	reader, err := newReader(ctx, o, readClient, topics, hub, log, resync(o.Cluster, producer, log))
+	part, err := configPartition(ctx, o, readClient, topics)
+	if err != nil {
+		return err
+	}
+	reader, err := newReader(o, readClient, topics, part, hub, log, resync(o.Cluster, producer, log))
 	if err != nil {
 		return err
 	}
@@ -157,7 +171,11 @@ func run(ctx context.Context, o *RunOptions) error {
 		State: kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state"), Publish: producer, Sealing: keys.Sealing, Log: log}
 	log.InfoContext(ctx, "argosy-spoke started", "version", version.Get().Version)
 	reporter := &spoke.Reporter{Cluster: o.Cluster, Source: applier.Source, Publish: producer, Log: log}
+	heart := &spoke.Heartbeater{Cluster: o.Cluster, Source: applier.Source, AgentVersion: version.Get().Version, Mode: "managed",
+		Interval: o.Heartbeat, Publish: producer, Counts: reporter.Counts, Log: log,
+		Progress: progress(kadm.NewClient(readClient), group(o.Cluster), topics[events.TopicConfig], part)}
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return heart.Run(gctx) })
 	g.Go(func() error { return reader.Run(gctx, applier.Handle) })
 	g.Go(func() error { return reporter.Run(gctx, kube.NewWatcher(dyn, o.ArgoNamespace)) })
 	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
@@ -181,27 +199,59 @@ func resync(cluster string, p *events.Producer, log *slog.Logger) func(context.C
 	}
 }
 
-func newReader(ctx context.Context, o *RunOptions, cl *kgo.Client, topics events.Topics, hub ed25519.PublicKey, log *slog.Logger,
-	onLoss func(context.Context, *kgo.ErrDataLoss)) (*events.Reader, error) {
-	part := int32(o.Partition)
-	if part < 0 {
-		td, err := kadm.NewClient(cl).ListTopics(ctx, topics[events.TopicConfig])
-		if err != nil {
-			return nil, fmt.Errorf("config topic: %w", err)
-		}
-		t, ok := td[topics[events.TopicConfig]]
-		if !ok || t.Err != nil || len(t.Partitions) == 0 {
-			return nil, fmt.Errorf("config topic %s: %w", topics[events.TopicConfig], errors.Join(t.Err, errors.New("not found")))
-		}
-		part = events.NewPartitioner(nil).PartitionOf(o.Cluster, int32(len(t.Partitions)))
+// group is where the spoke commits its config offsets.
+func group(cluster string) string { return "argosy-spoke." + cluster }
+
+// configPartition is --partition, or the cluster's partition by the
+// Kafka-compatible partitioner.
+func configPartition(ctx context.Context, o *RunOptions, cl *kgo.Client, topics events.Topics) (int32, error) {
+	if o.Partition >= 0 {
+		return int32(o.Partition), nil
 	}
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topics[events.TopicConfig])
+	if err != nil {
+		return 0, fmt.Errorf("config topic: %w", err)
+	}
+	t, ok := td[topics[events.TopicConfig]]
+	if !ok || t.Err != nil || len(t.Partitions) == 0 {
+		return 0, fmt.Errorf("config topic %s: %w", topics[events.TopicConfig], errors.Join(t.Err, errors.New("not found")))
+	}
+	return events.NewPartitioner(nil).PartitionOf(o.Cluster, int32(len(t.Partitions))), nil
+}
+
+// progress reports the spoke's committed config offset and the records
+// after it.
+func progress(adm *kadm.Client, group, topic string, part int32) func(context.Context) (int64, int64, error) {
+	return func(ctx context.Context) (int64, int64, error) {
+		committed, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return 0, 0, err
+		}
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return 0, 0, err
+		}
+		end, ok := ends.Lookup(topic, part)
+		if !ok || end.Err != nil {
+			return 0, 0, errors.New("no end offset")
+		}
+		var next int64
+		if c, ok := committed.Lookup(topic, part); ok && c.Err == nil && c.At >= 0 {
+			next = c.At
+		}
+		return next, max(0, end.Offset-next), nil
+	}
+}
+
+func newReader(o *RunOptions, cl *kgo.Client, topics events.Topics, part int32, hub ed25519.PublicKey, log *slog.Logger,
+	onLoss func(context.Context, *kgo.ErrDataLoss)) (*events.Reader, error) {
 	dec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(events.HubAnchor("hub", hub))),
 		events.WithTarget(o.Cluster), events.WithTopics(topics))
 	if err != nil {
 		return nil, err
 	}
 	return events.NewReader(cl, dec, events.NewDeadLetter(cl, topics[events.TopicDeadLetter]), log, events.ReaderConfig{
-		Topic: topics[events.TopicConfig], Partitions: []int32{part}, Group: "argosy-spoke." + o.Cluster,
+		Topic: topics[events.TopicConfig], Partitions: []int32{part}, Group: group(o.Cluster),
 		Skip:       func(r *kgo.Record) bool { return string(r.Key) != o.Cluster },
 		OnDataLoss: onLoss,
 	})

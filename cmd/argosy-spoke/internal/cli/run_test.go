@@ -107,7 +107,7 @@ func TestSpokeProcessSurvivesSIGKILL(t *testing.T) {
 		p, err := testproc.Start(dir, "argosy-spoke", bin, []string{"run",
 			"--cluster", cluster, "--kafka-brokers", kafkatest.Bootstrap(t), "--topic-prefix", prefix,
 			"--kubeconfig", e.Kubeconfig, "--keys-dir", filepath.Join(dir, "keys"), "--hub-key", filepath.Join(dir, "hub.pub"),
-			"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0])}, nil)
+			"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", "1s"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,9 +156,10 @@ func TestSpokeProcessSurvivesSIGKILL(t *testing.T) {
 	}
 	cl := kafkatest.Client(t, kgo.ConsumeTopics(topics[events.TopicStatus]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	acks := map[string][]string{}
+	var beat *schemas.Heartbeat
 	pollCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for len(acks[up1.ID()]) == 0 || len(acks[up2.ID()]) == 0 {
+	for len(acks[up1.ID()]) == 0 || len(acks[up2.ID()]) == 0 || beat == nil || beat.Applications == 0 {
 		fs := cl.PollFetches(pollCtx)
 		if pollCtx.Err() != nil {
 			t.Fatalf("acknowledgements %v", acks)
@@ -173,11 +174,16 @@ func TestSpokeProcessSurvivesSIGKILL(t *testing.T) {
 				acks[a.EventID] = append(acks[a.EventID], "applied")
 			case *schemas.ConfigRejected:
 				acks[a.EventID] = append(acks[a.EventID], a.Code)
+			case *schemas.Heartbeat:
+				beat = a
 			}
 		}
 	}
 	if err := p.Stop(10 * time.Second); err != nil { // graceful: SIGTERM
 		t.Fatal(err)
+	}
+	if beat.Mode != "managed" || beat.ConfigOffset < 1 || beat.Cluster != cluster {
+		t.Errorf("heartbeat %+v", beat)
 	}
 	for _, id := range []string{up1.ID(), up2.ID()} {
 		for _, a := range acks[id] {
