@@ -4,8 +4,6 @@ package bench
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -45,11 +43,7 @@ type setup struct {
 
 func newSetup(b *testing.B, partitions int32) *setup {
 	b.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	signer, err := events.NewSigner(priv)
+	signer, err := events.GenerateSigner()
 	if err != nil {
 		b.Fatal(err)
 	}

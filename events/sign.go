@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -58,6 +59,15 @@ func NewSigner(key ed25519.PrivateKey) (*Signer, error) {
 	}
 	s.env = env
 	return s, nil
+}
+
+// GenerateSigner returns a signer for a new random key.
+func GenerateSigner() (*Signer, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate signing key: %w", err)
+	}
+	return NewSigner(priv)
 }
 
 // KeyID returns the id of the signer's key.

@@ -3,7 +3,6 @@ package events_test
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,11 +26,7 @@ type fixture struct {
 
 func newSigner(t testing.TB) *events.Signer {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := events.NewSigner(priv)
+	s, err := events.GenerateSigner()
 	if err != nil {
 		t.Fatal(err)
 	}

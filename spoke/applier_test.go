@@ -5,7 +5,6 @@ package spoke_test
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -48,11 +47,7 @@ type world struct {
 }
 
 func signer(t *testing.T) *events.Signer {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := events.NewSigner(priv)
+	s, err := events.GenerateSigner()
 	if err != nil {
 		t.Fatal(err)
 	}
