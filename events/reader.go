@@ -51,6 +51,10 @@ type ReaderConfig struct {
 	// unclean election). Reading goes on from where the client reset to; an
 	// agent uses this to ask for a resync.
 	OnDataLoss func(ctx context.Context, loss *kgo.ErrDataLoss)
+	// OnRefused, if set, is told about every record that fails decoding,
+	// before it is dead-lettered: a spoke acknowledges such records as
+	// rejected. An error from it is retried like a handler error.
+	OnRefused func(ctx context.Context, rec *kgo.Record, reason error) error
 	// MaxBackoff caps the wait between retries of a failing handler.
 	MaxBackoff time.Duration
 }
@@ -283,10 +287,16 @@ func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 		return err
 	})
 	if err != nil {
-		if IsPoison(err) {
-			return r.deadLetter(ctx, rec, err)
+		if !IsPoison(err) {
+			return err
 		}
-		return err
+		if r.cfg.OnRefused != nil {
+			cause := err
+			if err := r.retry(ctx, func(ctx context.Context) error { return r.cfg.OnRefused(ctx, rec, cause) }); err != nil && !IsPoison(err) {
+				return err
+			}
+		}
+		return r.deadLetter(ctx, rec, err)
 	}
 	ctx, span := tracer().Start(ContextWithTrace(ctx, d), "events.process "+d.Spec.Type,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(

@@ -211,6 +211,30 @@ func (a *Applier) ack(ctx context.Context, d *events.Decoded, res schemas.Resour
 	return err // retried by the reader until the acknowledgement is durable
 }
 
+// Refused acknowledges a record of this cluster's partition that failed
+// verification or decoding as rejected (code unverified), naming what the
+// unverified record claims to be. It is the config reader's OnRefused.
+func (a *Applier) Refused(ctx context.Context, rec *kgo.Record, reason error) error {
+	id := "unknown"
+	res := schemas.Resource{Cluster: a.Cluster}
+	kind := ""
+	if e, err := events.ParseRecord(ctx, rec); err == nil {
+		id = e.ID()
+		if subj, err := events.ParseSubject(e.Subject()); err == nil && subj.Kind != "" {
+			res.Namespace, res.Name, kind = subj.Namespace, subj.Name, subj.Kind
+		}
+	}
+	res = a.named(res)
+	e, err := events.New(a.Source, events.TypeConfigRejected, a.subject(res, kind), a.Cluster,
+		schemas.ConfigRejected{Resource: res, EventID: id, Offset: rec.Offset, Code: schemas.RejectUnverified,
+			Reason: events.Reason(reason) + ": " + reason.Error()})
+	if err != nil {
+		return events.Fatal(err)
+	}
+	_, err = a.Publish.Publish(ctx, e)
+	return err
+}
+
 // reject acknowledges d as rejected and returns a poison error, so that the
 // reader dead-letters it and moves on.
 func (a *Applier) reject(ctx context.Context, d *events.Decoded, res schemas.Resource, kind, code string, cause error) error {

@@ -163,12 +163,12 @@ func run(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	reader, err := newReader(o, readClient, topics, part, hub, log, resync(o.Cluster, producer, log))
+	applier := &spoke.Applier{Cluster: o.Cluster, Source: "//argosy.dev/spoke/" + o.Cluster, ArgoCD: kube.New(dyn),
+		State: kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state"), Publish: producer, Sealing: keys.Sealing, Log: log}
+	reader, err := newReader(o, readClient, topics, part, hub, log, resync(o.Cluster, producer, log), applier.Refused)
 	if err != nil {
 		return err
 	}
-	applier := &spoke.Applier{Cluster: o.Cluster, Source: "//argosy.dev/spoke/" + o.Cluster, ArgoCD: kube.New(dyn),
-		State: kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state"), Publish: producer, Sealing: keys.Sealing, Log: log}
 	log.InfoContext(ctx, "argosy-spoke started", "version", version.Get().Version)
 	reporter := &spoke.Reporter{Cluster: o.Cluster, Source: applier.Source, Publish: producer, Log: log}
 	heart := &spoke.Heartbeater{Cluster: o.Cluster, Source: applier.Source, AgentVersion: version.Get().Version, Mode: "managed",
@@ -244,7 +244,7 @@ func progress(adm *kadm.Client, group, topic string, part int32) func(context.Co
 }
 
 func newReader(o *RunOptions, cl *kgo.Client, topics events.Topics, part int32, hub ed25519.PublicKey, log *slog.Logger,
-	onLoss func(context.Context, *kgo.ErrDataLoss)) (*events.Reader, error) {
+	onLoss func(context.Context, *kgo.ErrDataLoss), onRefused func(context.Context, *kgo.Record, error) error) (*events.Reader, error) {
 	dec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(events.HubAnchor("hub", hub))),
 		events.WithTarget(o.Cluster), events.WithTopics(topics))
 	if err != nil {
@@ -254,6 +254,7 @@ func newReader(o *RunOptions, cl *kgo.Client, topics events.Topics, part int32, 
 		Topic: topics[events.TopicConfig], Partitions: []int32{part}, Group: group(o.Cluster),
 		Skip:       func(r *kgo.Record) bool { return string(r.Key) != o.Cluster },
 		OnDataLoss: onLoss,
+		OnRefused:  onRefused,
 	})
 }
 
