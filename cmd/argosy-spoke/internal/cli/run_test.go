@@ -157,7 +157,7 @@ func TestSpokeProcessSurvivesSIGKILL(t *testing.T) {
 	cl := kafkatest.Client(t, kgo.ConsumeTopics(topics[events.TopicStatus]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	acks := map[string][]string{}
 	var beat *schemas.Heartbeat
-	pollCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	pollCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for len(acks[up1.ID()]) == 0 || len(acks[up2.ID()]) == 0 || beat == nil || beat.Applications == 0 {
 		fs := cl.PollFetches(pollCtx)
