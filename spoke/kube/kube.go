@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -188,9 +189,7 @@ func (a *ArgoCD) Operate(ctx context.Context, ref spoke.Ref, op spoke.Operation)
 		sync["prune"], sync["dryRun"] = op.Prune, op.DryRun
 		patch = operation(op, sync)
 	case schemas.OperationTerminate:
-		// What `argocd app terminate-op` does: mark the running operation
-		// terminating; the controller stops it.
-		patch = map[string]any{"status": map[string]any{"operationState": map[string]any{"phase": "Terminating"}}}
+		return a.terminate(ctx, ri, ref)
 	default:
 		return fmt.Errorf("unknown operation %q", op.Kind)
 	}
@@ -202,6 +201,37 @@ func (a *ArgoCD) Operate(ctx context.Context, ref spoke.Ref, op spoke.Operation)
 		return fmt.Errorf("%s %s/%s: %w", op.Kind, ref.Namespace, ref.Name, err)
 	}
 	return nil
+}
+
+// terminate does what `argocd app terminate-op` does: mark the running
+// operation Terminating, with an update that fails on a concurrent write, so
+// that the controller's own status writes cannot silently undo it. It
+// returns once the operation is no longer Running, or errs (to be retried)
+// after 30 s.
+func (a *ArgoCD) terminate(ctx context.Context, ri dynamic.ResourceInterface, ref spoke.Ref) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		u, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("terminate %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		if phase != "Running" {
+			return nil // nothing running, or already terminating or finished
+		}
+		if err := unstructured.SetNestedField(u.Object, "Terminating", "status", "operationState", "phase"); err != nil {
+			return err
+		}
+		if _, err := ri.Update(ctx, u, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("terminate %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("terminate %s/%s: the operation is still running", ref.Namespace, ref.Name)
 }
 
 func operation(op spoke.Operation, sync map[string]any) map[string]any {

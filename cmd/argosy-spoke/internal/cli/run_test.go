@@ -35,116 +35,147 @@ func TestMain(m *testing.M) {
 	os.Exit(kafkatest.Main(kafkatest.RunFunc(func() int { return kubetest.Main(m) })))
 }
 
-// TestSpokeProcessSurvivesSIGKILL runs the real argosy-spoke binary against
-// the real broker and Argo CD, kills it with SIGKILL, changes the desired
-// state while it is down, and checks that the restarted spoke applies the
-// change exactly once.
-func TestSpokeProcessSurvivesSIGKILL(t *testing.T) {
+// spokeRig is a hub's producer, a built argosy-spoke binary, its keys and
+// topics, and a real Argo CD to apply to.
+type spokeRig struct {
+	t       testing.TB
+	e       *kubetest.Env
+	dir     string
+	bin     string
+	ns      string
+	cluster string
+	prefix  string
+	topics  events.Topics
+	keys    spoke.Keys
+	hubPub  ed25519.PublicKey
+	prod    *events.Producer
+	repo    *kubetest.Repo
+	apps    dynamic.ResourceInterface
+}
+
+func newSpokeRig(t testing.TB) *spokeRig {
 	e := kubetest.Current(t)
 	ctx := t.Context()
 	if err := e.StartArgoCD(ctx); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "argosy-spoke")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/argosyproj/argosy/cmd/argosy-spoke").CombinedOutput(); err != nil {
+	r := &spokeRig{t: t, e: e, dir: t.TempDir(), ns: e.Namespace(t), prefix: kafkatest.Prefix(t)}
+	r.cluster, r.topics, r.bin = "spoke-"+r.ns, events.DefaultTopics(r.prefix), filepath.Join(r.dir, "argosy-spoke")
+	if out, err := exec.Command("go", "build", "-o", r.bin, "github.com/argosyproj/argosy/cmd/argosy-spoke").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	ns := e.Namespace(t)
-	cluster := "spoke-" + ns
-	prefix := kafkatest.Prefix(t)
-	topics := events.DefaultTopics(prefix)
-	if err := events.EnsureTopics(ctx, kadm.NewClient(kafkatest.Client(t)), topics, events.TopicPlan(4, 2), 1, 1); err != nil {
+	if err := events.EnsureTopics(ctx, kadm.NewClient(kafkatest.Client(t)), r.topics, events.TopicPlan(4, 2), 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := spoke.GenerateKeys()
-	if err != nil {
+	var err error
+	if r.keys, err = spoke.GenerateKeys(); err != nil {
 		t.Fatal(err)
 	}
-	if err := spoke.WriteKeys(filepath.Join(dir, "keys"), cluster, keys); err != nil {
+	if err := spoke.WriteKeys(filepath.Join(r.dir, "keys"), r.cluster, r.keys); err != nil {
 		t.Fatal(err)
 	}
 	_, hubPriv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hubPub := hubPriv.Public().(ed25519.PublicKey)
-	if err := os.WriteFile(filepath.Join(dir, "hub.pub"), []byte(base64.StdEncoding.EncodeToString(hubPub)), 0o644); err != nil {
+	r.hubPub = hubPriv.Public().(ed25519.PublicKey)
+	if err := os.WriteFile(filepath.Join(r.dir, "hub.pub"), []byte(base64.StdEncoding.EncodeToString(r.hubPub)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	hub, err := events.NewSigner(hubPriv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prod, err := events.NewProducer(kafkatest.Client(t, events.ProducerOpts(nil)...), hub, topics)
-	if err != nil {
+	if r.prod, err = events.NewProducer(kafkatest.Client(t, events.ProducerOpts(nil)...), hub, r.topics); err != nil {
 		t.Fatal(err)
 	}
-	repo := kubetest.NewRepo(t)
-	repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
-	name := "guestbook-" + ns
-	upsert := func(gen int64) *event.Event {
-		spec, _ := json.Marshal(map[string]any{"project": "default",
-			"source":      map[string]any{"repoURL": repo.URL, "path": "app", "targetRevision": "main"},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns}})
-		res := schemas.Resource{Cluster: cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: gen}
-		ev, err := events.New("//argosy.dev/hub/test", events.TypeApplicationUpserted,
-			events.Subject{Cluster: cluster, Kind: "applications", Namespace: kubetest.ArgoNamespace, Name: name}.String(), cluster,
-			schemas.ApplicationUpserted{Resource: res, Project: "default", Spec: spec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := prod.Publish(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-		return ev
-	}
-	start := func() *testproc.Proc {
-		ports, err := testproc.FreePorts(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := testproc.Start(dir, "argosy-spoke", bin, []string{"run",
-			"--cluster", cluster, "--kafka-brokers", kafkatest.Bootstrap(t), "--topic-prefix", prefix,
-			"--kubeconfig", e.Kubeconfig, "--keys-dir", filepath.Join(dir, "keys"), "--hub-key", filepath.Join(dir, "hub.pub"),
-			"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", "1s"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	r.repo = kubetest.NewRepo(t)
+	r.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
 	dyn, err := dynamic.NewForConfig(e.Admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	apps := dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
-	waitGeneration := func(p *testproc.Proc, want string) {
-		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			a, err := apps.Get(ctx, name, metav1.GetOptions{})
-			if err == nil && a.GetAnnotations()[kube.AnnotationGeneration] == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("generation %s never applied; spoke log:\n%s", want, p.LogTail())
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
+	r.apps = dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	return r
+}
 
-	up1 := upsert(1)
-	p := start()
-	waitGeneration(p, "1")
+// upserts publishes generation gen of the named Applications.
+func (r *spokeRig) upserts(gen int64, names ...string) []*event.Event {
+	spec, err := json.Marshal(map[string]any{"project": "default",
+		"source":      map[string]any{"repoURL": r.repo.URL, "path": "app", "targetRevision": "main"},
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": r.ns}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var es []*event.Event
+	for _, name := range names {
+		res := schemas.Resource{Cluster: r.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: gen}
+		ev, err := events.New("//argosy.dev/hub/test", events.TypeApplicationUpserted,
+			events.Subject{Cluster: r.cluster, Kind: "applications", Namespace: kubetest.ArgoNamespace, Name: name}.String(), r.cluster,
+			schemas.ApplicationUpserted{Resource: res, Project: "default", Spec: spec})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		es = append(es, ev)
+	}
+	if _, err := r.prod.Publish(r.t.Context(), es...); err != nil {
+		r.t.Fatal(err)
+	}
+	return es
+}
+
+func (r *spokeRig) start() *testproc.Proc {
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p, err := testproc.Start(r.dir, "argosy-spoke", r.bin, []string{"run",
+		"--cluster", r.cluster, "--kafka-brokers", kafkatest.Bootstrap(r.t), "--topic-prefix", r.prefix,
+		"--kubeconfig", r.e.Kubeconfig, "--keys-dir", filepath.Join(r.dir, "keys"), "--hub-key", filepath.Join(r.dir, "hub.pub"),
+		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", "1s"}, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
+// waitGeneration waits until the Application name carries generation want.
+func (r *spokeRig) waitGeneration(p *testproc.Proc, name, want string) {
+	r.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		a, err := r.apps.Get(r.t.Context(), name, metav1.GetOptions{})
+		if err == nil && a.GetAnnotations()[kube.AnnotationGeneration] == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("generation %s of %s never applied; spoke log:\n%s", want, name, p.LogTail())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestSpokeProcessSurvivesSIGKILL runs the real argosy-spoke binary against
+// the real broker and Argo CD, kills it with SIGKILL, changes the desired
+// state while it is down, and checks that the restarted spoke applies the
+// change exactly once.
+func TestSpokeProcessSurvivesSIGKILL(t *testing.T) {
+	r := newSpokeRig(t)
+	ctx := t.Context()
+	cluster, topics, keys, hubPub := r.cluster, r.topics, r.keys, r.hubPub
+	name := "guestbook-" + r.ns
+	up1 := r.upserts(1, name)[0]
+	p := r.start()
+	r.waitGeneration(p, name, "1")
 	if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Stop(0); err != nil {
 		t.Fatal(err)
 	}
-	up2 := upsert(2) // while the spoke is down
-	p = start()
-	waitGeneration(p, "2")
+	up2 := r.upserts(2, name)[0] // while the spoke is down
+	p = r.start()
+	r.waitGeneration(p, name, "2")
 
 	// Acknowledgements: each upsert applied, none rejected. (The apply
 	// comes before the acknowledgement, so wait for it before stopping.)

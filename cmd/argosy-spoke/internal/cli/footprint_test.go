@@ -1,0 +1,83 @@
+//go:build integration
+
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkSpokeFootprint runs the real binary with 100 Applications and
+// reports its resident memory and its CPU use once idle (make bench; the
+// numbers are measurements, never test verdicts). One iteration is the whole
+// measurement, so run it with -benchtime 1x.
+func BenchmarkSpokeFootprint(b *testing.B) {
+	for b.Loop() {
+		rss, millicores := footprint(b)
+		b.ReportMetric(float64(rss), "KiB-RSS")
+		b.ReportMetric(millicores, "idle-millicores")
+	}
+}
+
+func footprint(t testing.TB) (rss int, millicores float64) {
+	r := newSpokeRig(t)
+	names := make([]string, 100)
+	for i := range names {
+		names[i] = fmt.Sprintf("fp-%03d-%s", i, r.ns)
+	}
+	r.upserts(1, names...)
+	p := r.start()
+	defer func() {
+		if err := p.Stop(10 * time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, n := range names {
+		r.waitGeneration(p, n, "1")
+	}
+	time.Sleep(5 * time.Second) // let the status deltas settle
+	cpu0 := cpuTicks(t, p.Pid())
+	const idle = 20 * time.Second
+	time.Sleep(idle)
+	cpu1 := cpuTicks(t, p.Pid())
+	millicores = float64(cpu1-cpu0) / 100 / idle.Seconds() * 1000 // USER_HZ is 100 on Linux
+	return rssKiB(t, p.Pid()), millicores
+}
+
+func rssKiB(t testing.TB, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// cpuTicks is the process's user plus system time, in clock ticks.
+func cpuTicks(t testing.TB, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest) // f[0] is the state; utime and stime are fields 14 and 15 of stat
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("parse /proc/%d/stat: %v %v", pid, err1, err2)
+	}
+	return ut + st
+}
