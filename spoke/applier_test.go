@@ -223,7 +223,7 @@ func TestSpokeAppliesAndAcknowledges(t *testing.T) {
 	if got[forged.ID()] != schemas.RejectUnverified {
 		t.Errorf("forged event acknowledged %q, want %q", got[forged.ID()], schemas.RejectUnverified)
 	}
-	waitGone(t, func() error { _, err := apps.Get(ctx, name, metav1.GetOptions{}); return err })
+	kubetest.WaitGone(t, func() error { _, err := apps.Get(ctx, name, metav1.GetOptions{}); return err })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -254,16 +254,5 @@ func TestSpokeAppliesAndAcknowledges(t *testing.T) {
 	st, ok, err := w.applier.State.Get(t.Context(), "Application."+kubetest.ArgoNamespace+"."+name)
 	if err != nil || !ok || st.Generation != 3 || !st.Deleted || st.EventID != del.ID() {
 		t.Errorf("state %+v %v %v, want generation 3 deleted by %s", st, ok, err, del.ID())
-	}
-}
-
-func waitGone(t *testing.T, get func() error) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !apierrors.IsNotFound(get()) {
-		if time.Now().After(deadline) {
-			t.Fatal("still there after 2 minutes")
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }

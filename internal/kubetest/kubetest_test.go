@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -208,7 +207,7 @@ func TestArgoCD(t *testing.T) {
 
 	t.Run("sync to Synced and Healthy", func(t *testing.T) {
 		sync(t, apps, name, "")
-		waitApp(t, apps, name, func(a *unstructured.Unstructured) bool {
+		kubetest.WaitApplication(t, apps, name, func(a *unstructured.Unstructured) bool {
 			return str(a, "status", "sync", "status") == "Synced" && str(a, "status", "health", "status") == "Healthy" &&
 				str(a, "status", "sync", "revision") == rev1
 		})
@@ -219,7 +218,7 @@ func TestArgoCD(t *testing.T) {
 	t.Run("a new commit is a new revision and history entry", func(t *testing.T) {
 		rev2 := repo.Commit(t, "v2", map[string]string{"app/demo.yaml": configMap("demo", "two")})
 		sync(t, apps, name, "")
-		a := waitApp(t, apps, name, func(a *unstructured.Unstructured) bool {
+		a := kubetest.WaitApplication(t, apps, name, func(a *unstructured.Unstructured) bool {
 			return str(a, "status", "sync", "revision") == rev2 && str(a, "status", "operationState", "phase") == "Succeeded" &&
 				len(history(a)) >= 2
 		})
@@ -233,16 +232,16 @@ func TestArgoCD(t *testing.T) {
 	t.Run("an invalid manifest fails the sync", func(t *testing.T) {
 		rev3 := repo.Commit(t, "broken", map[string]string{"app/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  value: [1, 2]\n"})
 		sync(t, apps, name, "")
-		a := waitApp(t, apps, name, func(a *unstructured.Unstructured) bool {
+		a := kubetest.WaitApplication(t, apps, name, func(a *unstructured.Unstructured) bool {
 			p := str(a, "status", "operationState", "phase")
 			return (p == "Failed" || p == "Error") && str(a, "status", "operationState", "syncResult", "revision") == rev3
 		})
 		t.Logf("failed sync: %s", str(a, "status", "operationState", "message"))
 	})
 	t.Run("rollback to the first revision", func(t *testing.T) {
-		before := len(history(waitApp(t, apps, name, func(*unstructured.Unstructured) bool { return true })))
+		before := len(history(kubetest.WaitApplication(t, apps, name, func(*unstructured.Unstructured) bool { return true })))
 		sync(t, apps, name, rev1)
-		a := waitApp(t, apps, name, func(a *unstructured.Unstructured) bool {
+		a := kubetest.WaitApplication(t, apps, name, func(a *unstructured.Unstructured) bool {
 			return str(a, "status", "operationState", "phase") == "Succeeded" &&
 				str(a, "status", "operationState", "syncResult", "revision") == rev1
 		})
@@ -277,32 +276,6 @@ func sync(t *testing.T, apps dynamic.ResourceInterface, name, revision string) {
 	}
 	if _, err := apps.Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitApp polls the Application until ok holds, for up to three minutes.
-func waitApp(t *testing.T, apps dynamic.ResourceInterface, name string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var last *unstructured.Unstructured
-	for {
-		a, err := apps.Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			last = a
-			if ok(a) {
-				return a
-			}
-		}
-		select {
-		case <-ctx.Done():
-			var status map[string]any
-			if last != nil {
-				status, _, _ = unstructured.NestedMap(last.Object, "status")
-			}
-			t.Fatalf("application %s never reached the wanted state: %v; status: %v", name, errors.Join(ctx.Err(), err), status)
-		case <-time.After(250 * time.Millisecond):
-		}
 	}
 }
 

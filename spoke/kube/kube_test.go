@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -72,7 +70,7 @@ func TestApplyOperateDelete(t *testing.T) {
 	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync, RequestedBy: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	a := f.wait(t, name, func(a *unstructured.Unstructured) bool {
+	a := kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 		return str(a, "status", "sync", "status") == "Synced" && str(a, "status", "operationState", "phase") == "Succeeded"
 	})
 	if a.GetAnnotations()[kube.AnnotationGeneration] != "1" || a.GetLabels()["team"] != "web" || a.GetLabels()[kube.LabelManaged] != "true" {
@@ -92,7 +90,7 @@ func TestApplyOperateDelete(t *testing.T) {
 	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync}); err != nil {
 		t.Fatal(err)
 	}
-	f.wait(t, name, func(a *unstructured.Unstructured) bool {
+	kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 		return str(a, "status", "sync", "revision") == rev2 && str(a, "status", "operationState", "phase") == "Succeeded" &&
 			a.GetAnnotations()[kube.AnnotationGeneration] == "2"
 	})
@@ -100,7 +98,7 @@ func TestApplyOperateDelete(t *testing.T) {
 	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
 		t.Fatal(err)
 	}
-	f.wait(t, name, func(a *unstructured.Unstructured) bool {
+	kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 		return str(a, "status", "operationState", "phase") == "Succeeded" &&
 			str(a, "status", "operationState", "syncResult", "revision") == rev1
 	})
@@ -112,8 +110,8 @@ func TestApplyOperateDelete(t *testing.T) {
 	if err := f.argo.Delete(ctx, ref, true); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, func() error { _, err := f.apps.Get(ctx, name, metav1.GetOptions{}); return err })
-	waitGone(t, func() error { _, err := cms.Get(ctx, "demo", metav1.GetOptions{}); return err })
+	kubetest.WaitGone(t, func() error { _, err := f.apps.Get(ctx, name, metav1.GetOptions{}); return err })
+	kubetest.WaitGone(t, func() error { _, err := cms.Get(ctx, "demo", metav1.GetOptions{}); return err })
 	if err := f.argo.Delete(ctx, ref, true); err != nil {
 		t.Errorf("deleting twice: %v", err)
 	}
@@ -138,13 +136,13 @@ func TestTerminate(t *testing.T) {
 	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync}); err != nil {
 		t.Fatal(err)
 	}
-	f.wait(t, name, func(a *unstructured.Unstructured) bool {
+	kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 		return str(a, "status", "operationState", "phase") == "Running"
 	})
 	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationTerminate}); err != nil {
 		t.Fatal(err)
 	}
-	a := f.wait(t, name, func(a *unstructured.Unstructured) bool {
+	a := kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 		p := str(a, "status", "operationState", "phase")
 		return p == "Failed" || p == "Error"
 	})
@@ -176,43 +174,4 @@ func TestRepositorySecret(t *testing.T) {
 func str(a *unstructured.Unstructured, path ...string) string {
 	s, _, _ := unstructured.NestedString(a.Object, path...)
 	return s
-}
-
-func (f *fixture) wait(t *testing.T, name string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	var last *unstructured.Unstructured
-	for {
-		if a, err := f.apps.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			last = a
-			if ok(a) {
-				return a
-			}
-		}
-		select {
-		case <-ctx.Done():
-			var status any
-			if last != nil {
-				status = last.Object["status"]
-			}
-			t.Fatalf("application %s never reached the wanted state; status: %v", name, status)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func waitGone(t *testing.T, get func() error) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		err := get()
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still there after 2 minutes (last error %v)", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

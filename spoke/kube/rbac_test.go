@@ -59,7 +59,7 @@ func TestSpokeRBAC(t *testing.T) {
 				t.Fatalf("%s: %v", op.Kind, err)
 			}
 		}
-		f.wait(t, name, func(a *unstructured.Unstructured) bool {
+		kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 			return str(a, "status", "operationState", "phase") == "Succeeded"
 		})
 		if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
