@@ -51,6 +51,7 @@ const (
 	TypeConfigApplied        = "io.argosy.status.config.applied.v1"
 	TypeConfigRejected       = "io.argosy.status.config.rejected.v1"
 	TypeDeploymentRecorded   = "io.argosy.status.deployment.recorded.v1"
+	TypeDeploymentGap        = "io.argosy.status.deployment.gap.v1"
 	TypeAuditRecorded        = "io.argosy.hub.audit.recorded.v1"
 	TypeKeyRegistered        = "io.argosy.trust.key.registered.v1"
 	TypeKeyRotated           = "io.argosy.trust.key.rotated.v1"
@@ -120,6 +121,8 @@ var catalogue = []Spec{
 		"The agent refused or failed to apply a config event, and why."),
 	entry[schemas.DeploymentRecorded](TypeDeploymentRecorded, FamilyStatus, TopicDeployments, cluster,
 		"One finished sync of an Application, for deployment history."),
+	entry[schemas.DeploymentGap](TypeDeploymentGap, FamilyStatus, TopicDeployments, cluster,
+		"Deployments of an Application that the agent may have missed, named instead of lost silently."),
 	entry[schemas.AuditRecorded](TypeAuditRecorded, FamilyHub, TopicAudit, hub,
 		"One call to the hub's API."),
 	entry[schemas.KeyRegistered](TypeKeyRegistered, FamilyTrust, TopicTrust, hub,

@@ -120,9 +120,16 @@ func samples() map[string]sample {
 		"io.argosy.status.deployment.recorded.v1": {
 			full: schemas.DeploymentRecorded{Resource: resource, DeploymentID: "dep-311", Revision: "9f2c1e7",
 				PreviousRevision: "41b0d9a", Phase: "Succeeded", Initiator: "automated", StartedAt: t0, FinishedAt: t1,
-				Images: []string{"ghcr.example.com/payments/guestbook:1.8.2"}},
+				Images: []string{"ghcr.example.com/payments/guestbook:1.8.2"}, Project: "payments", Labels: labels,
+				AppUID: "5b8f0c2e-2f43-4f0e-9d54-0c9a3c1b7e21", HistoryID: ptr[int64](11)},
 			minimal: schemas.DeploymentRecorded{Resource: minResource, DeploymentID: "dep-1", Revision: "41b0d9a",
 				Phase: "Failed", StartedAt: t0, FinishedAt: t1},
+		},
+		"io.argosy.status.deployment.gap.v1": {
+			full: schemas.DeploymentGap{Resource: resource, AppUID: "5b8f0c2e-2f43-4f0e-9d54-0c9a3c1b7e21",
+				Reason: schemas.GapHistoryTrimmed, FromHistoryID: 12, ToHistoryID: ptr[int64](14), LastRecorded: ptr[int64](11),
+				Detail: "history ids 12 to 14 left Argo CD's history before they were recorded"},
+			minimal: schemas.DeploymentGap{Resource: minResource, Reason: schemas.GapDeletedUnobserved, FromHistoryID: 3},
 		},
 		"io.argosy.hub.audit.recorded.v1": {
 			full: schemas.AuditRecorded{RequestID: "req-01HQ3", Actor: "alice@example.com", Action: "applications.sync",

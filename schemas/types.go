@@ -227,6 +227,9 @@ type ConfigRejected struct {
 // finished Argo CD sync of an Application, for deployment history and reports.
 type DeploymentRecorded struct {
 	Resource
+	// DeploymentID is unique per deployment and stable across redeliveries:
+	// the Application's uid and its history id (or, for a sync that failed
+	// and so has no history entry, the operation's start time).
 	DeploymentID     string    `json:"deploymentId"`
 	Revision         string    `json:"revision"`
 	PreviousRevision string    `json:"previousRevision,omitempty"`
@@ -235,6 +238,48 @@ type DeploymentRecorded struct {
 	StartedAt        time.Time `json:"startedAt"`
 	FinishedAt       time.Time `json:"finishedAt"`
 	Images           []string  `json:"images,omitempty"`
+	// Project is the Application's AppProject, for reports by project.
+	Project string `json:"project,omitempty"`
+	// Labels are the Application's labels, for reports by label.
+	Labels map[string]string `json:"labels,omitempty"`
+	// AppUID is the uid of the Application object; history ids start again
+	// when an Application is deleted and created anew.
+	AppUID string `json:"appUid,omitempty"`
+	// HistoryID is the id of the Application's status.history entry; absent
+	// for failed syncs, which Argo CD keeps no history entry for.
+	HistoryID *int64 `json:"historyId,omitempty"`
+}
+
+// Deployment gap reasons.
+const (
+	// GapHistoryTrimmed: entries left Argo CD's history (revisionHistoryLimit)
+	// before the agent recorded them, for example during a long outage.
+	GapHistoryTrimmed = "history_trimmed"
+	// GapNotObserved: the agent first saw the Application after some of its
+	// history was already gone (the agent was installed later, or its state
+	// was lost).
+	GapNotObserved = "not_observed"
+	// GapDeletedUnobserved: the Application was deleted while the agent was
+	// away, so whatever it deployed after the last record is unknown.
+	GapDeletedUnobserved = "deleted_unobserved"
+)
+
+// DeploymentGap is the data of io.argosy.status.deployment.gap.v1: the agent
+// cannot prove that it recorded every deployment of an Application, and says
+// which history ids may be missing instead of staying silent.
+type DeploymentGap struct {
+	Resource
+	AppUID string `json:"appUid,omitempty"`
+	Reason string `json:"reason"`
+	// FromHistoryID is the first history id that may be missing.
+	FromHistoryID int64 `json:"fromHistoryId"`
+	// ToHistoryID is the last one; absent when it is unknown (the
+	// Application is gone).
+	ToHistoryID *int64 `json:"toHistoryId,omitempty"`
+	// LastRecorded is the last history id the agent did record, absent for
+	// none.
+	LastRecorded *int64 `json:"lastRecorded,omitempty"`
+	Detail       string `json:"detail,omitempty"`
 }
 
 // AuditRecorded is the data of io.argosy.hub.audit.recorded.v1: one call to the

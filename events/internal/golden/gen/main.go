@@ -171,6 +171,9 @@ func samples(clusterPub []byte) []sample {
 		{events.TypeDeploymentRecorded, app("applications").String(), schemas.DeploymentRecorded{Resource: res(7), DeploymentID: "guestbook-12",
 			Revision: "a1b2c3d", PreviousRevision: "9f8e7d6", Phase: "Succeeded", Initiator: "automated",
 			StartedAt: finished.Add(-time.Minute), FinishedAt: finished, Images: []string{"registry.example.com/guestbook:v1.2.3"}}},
+		{events.TypeDeploymentGap, app("applications").String(), schemas.DeploymentGap{Resource: res(7), AppUID: "00000000-0000-4000-8000-00000000000a",
+			Reason: schemas.GapHistoryTrimmed, FromHistoryID: 3, ToHistoryID: ptr(int64(5)), LastRecorded: ptr(int64(2)),
+			Detail: "history ids 3 to 5 left Argo CD's history before they were recorded"}},
 		{events.TypeAuditRecorded, cluster, schemas.AuditRecorded{RequestID: "req-1", Actor: "alice@example.com", Action: "applications.sync",
 			Method: "POST", Path: "/api/v1/clusters/golden-cluster/applications/argocd/guestbook/sync", Cluster: golden.ClusterName,
 			Target: "argocd/guestbook", Outcome: "allowed", StatusCode: 202, RemoteAddr: "127.0.0.1:50000", EventIDs: []string{"00000000-0000-4000-8000-000000000009"}}},
@@ -188,3 +191,5 @@ func keyReg(pub []byte) schemas.KeyRegistered {
 	return schemas.KeyRegistered{KeyID: events.KeyID(pub), Owner: golden.ClusterName, Role: schemas.RoleCluster,
 		Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(pub)}
 }
+
+func ptr[T any](v T) *T { return &v }
