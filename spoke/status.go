@@ -27,13 +27,48 @@ type AppStatus struct {
 	Operation  *schemas.OperationState
 	Conditions []schemas.Condition
 	Resources  *schemas.ResourceSummary
+
+	// For deployment records.
+	UID     string
+	Project string
+	Labels  map[string]string
+	History []HistoryEntry
+	// LastSync is the result of the last sync or rollback operation.
+	LastSync *SyncResult
+
+	// ListDone marks the end of the Applications that existed when the
+	// source started: every one of them has been delivered. No other field
+	// is set.
+	ListDone bool
 }
 
 // StatusSource watches the local Applications and calls changed with the
 // status of each one that was added, changed or deleted, until ctx ends.
-// spoke/kube's Watcher is the real one.
+// Once the Applications that existed at the start have all been delivered,
+// it calls changed with ListDone set. spoke/kube's Watcher is the real one.
 type StatusSource interface {
 	Run(ctx context.Context, changed func(AppStatus)) error
+}
+
+// Tee returns a StatusSource that runs src and passes every status to each
+// of also before the caller's own callback, so that several consumers share
+// one watch.
+func Tee(src StatusSource, also ...func(AppStatus)) StatusSource {
+	return teeSource{src: src, also: also}
+}
+
+type teeSource struct {
+	src  StatusSource
+	also []func(AppStatus)
+}
+
+func (t teeSource) Run(ctx context.Context, changed func(AppStatus)) error {
+	return t.src.Run(ctx, func(s AppStatus) {
+		for _, f := range t.also {
+			f(s)
+		}
+		changed(s)
+	})
 }
 
 // Reporter publishes compact status deltas of the local Applications: only
@@ -97,6 +132,9 @@ func (r *Reporter) Run(ctx context.Context, src StatusSource) error {
 }
 
 func (r *Reporter) observe(s AppStatus) {
+	if s.ListDone {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pending[appKey{s.Namespace, s.Name}] = s

@@ -43,22 +43,30 @@ func (w *Watcher) Run(ctx context.Context, changed func(spoke.AppStatus)) error 
 			changed(s)
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { on(obj, false) },
 		UpdateFunc: func(_, obj any) { on(obj, false) },
 		DeleteFunc: func(obj any) { on(obj, true) },
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("watch applications: %w", err)
 	}
 	f.Start(ctx.Done())
+	defer f.Shutdown()
+	// The registration has synced once the handler has been given every
+	// Application of the initial list.
+	if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		changed(spoke.AppStatus{ListDone: true})
+	}
 	<-ctx.Done()
-	f.Shutdown()
 	return nil
 }
 
 // StatusOf reads the spoke's view of an Application's status.
 func StatusOf(u *unstructured.Unstructured) spoke.AppStatus {
-	s := spoke.AppStatus{Namespace: u.GetNamespace(), Name: u.GetName()}
+	s := spoke.AppStatus{Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Labels: u.GetLabels()}
+	s.Project, _, _ = unstructured.NestedString(u.Object, "spec", "project")
+	s.History, s.LastSync = deployments(u)
 	if g, err := strconv.ParseInt(u.GetAnnotations()[AnnotationGeneration], 10, 64); err == nil {
 		s.Generation = g // absent on Applications the hub did not write
 	}
@@ -108,4 +116,79 @@ func StatusOf(u *unstructured.Unstructured) spoke.AppStatus {
 		s.Resources = sum
 	}
 	return s
+}
+
+// deployments reads status.history and, when the last operation was a sync
+// (or a rollback, which is one), its result.
+func deployments(u *unstructured.Unstructured) ([]spoke.HistoryEntry, *spoke.SyncResult) {
+	var out []spoke.HistoryEntry
+	hist, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
+	for _, h := range hist {
+		m, ok := h.(map[string]any)
+		if !ok {
+			continue
+		}
+		id, ok, _ := unstructured.NestedInt64(m, "id")
+		if !ok {
+			continue
+		}
+		e := spoke.HistoryEntry{ID: id, Revision: revision(m), Initiator: initiator(m)}
+		e.StartedAt = timeAt(m, "deployStartedAt")
+		e.FinishedAt = timeAt(m, "deployedAt")
+		if e.StartedAt.IsZero() {
+			e.StartedAt = e.FinishedAt
+		}
+		out = append(out, e)
+	}
+	op, ok, _ := unstructured.NestedMap(u.Object, "status", "operationState")
+	if !ok {
+		return out, nil
+	}
+	if _, isSync, _ := unstructured.NestedMap(op, "operation", "sync"); !isSync {
+		return out, nil
+	}
+	phase, _, _ := unstructured.NestedString(op, "phase")
+	res := &spoke.SyncResult{Phase: phase, StartedAt: timeAt(op, "startedAt"), FinishedAt: timeAt(op, "finishedAt")}
+	if r, ok, _ := unstructured.NestedMap(op, "syncResult"); ok {
+		res.Revision = revision(r)
+	}
+	if res.Revision == "" {
+		res.Revision, _, _ = unstructured.NestedString(op, "operation", "sync", "revision")
+	}
+	if o, ok, _ := unstructured.NestedMap(op, "operation"); ok {
+		res.Initiator = initiator(o)
+	}
+	return out, res
+}
+
+// revision is revision, or the first of revisions for a multi-source
+// Application.
+func revision(m map[string]any) string {
+	if r, _, _ := unstructured.NestedString(m, "revision"); r != "" {
+		return r
+	}
+	if rs, _, _ := unstructured.NestedStringSlice(m, "revisions"); len(rs) > 0 {
+		return rs[0]
+	}
+	return ""
+}
+
+// initiator is initiatedBy's username, or "automated" for the controller.
+func initiator(m map[string]any) string {
+	if u, _, _ := unstructured.NestedString(m, "initiatedBy", "username"); u != "" {
+		return u
+	}
+	if a, _, _ := unstructured.NestedBool(m, "initiatedBy", "automated"); a {
+		return "automated"
+	}
+	return ""
+}
+
+func timeAt(m map[string]any, field string) time.Time {
+	s, _, _ := unstructured.NestedString(m, field)
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }

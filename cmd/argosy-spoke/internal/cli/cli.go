@@ -40,7 +40,8 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 		Short: "Argosy's agent: applies one cluster's desired state to its Argo CD and reports back",
 		Long: `argosy-spoke runs in each workload cluster. It reads its own cluster's
 partition of Argosy's config topic, applies what it reads to the local Argo
-CD, and publishes acknowledgements, status deltas and heartbeats.`,
+CD, and publishes acknowledgements, status deltas, deployment records and
+heartbeats.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

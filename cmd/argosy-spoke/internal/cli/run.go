@@ -163,21 +163,26 @@ func run(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	state := kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state")
 	applier := &spoke.Applier{Cluster: o.Cluster, Source: "//argosy.dev/spoke/" + o.Cluster, ArgoCD: kube.New(dyn),
-		State: kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state"), Publish: producer, Sealing: keys.Sealing, Log: log}
+		State: state, Publish: producer, Sealing: keys.Sealing, Log: log}
 	reader, err := newReader(o, readClient, topics, part, hub, log, resync(o.Cluster, producer, log), applier.Refused)
 	if err != nil {
 		return err
 	}
 	log.InfoContext(ctx, "argosy-spoke started", "version", version.Get().Version)
 	reporter := &spoke.Reporter{Cluster: o.Cluster, Source: applier.Source, Publish: producer, Log: log}
+	recorder := &spoke.Recorder{Cluster: o.Cluster, Source: applier.Source, Publish: producer, Marks: state, Log: log}
 	heart := &spoke.Heartbeater{Cluster: o.Cluster, Source: applier.Source, AgentVersion: version.Get().Version, Mode: "managed",
 		Interval: o.Heartbeat, Publish: producer, Counts: reporter.Counts, Log: log,
 		Progress: progress(kadm.NewClient(readClient), group(o.Cluster), topics[events.TopicConfig], part)}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return heart.Run(gctx) })
 	g.Go(func() error { return reader.Run(gctx, applier.Handle) })
-	g.Go(func() error { return reporter.Run(gctx, kube.NewWatcher(dyn, o.ArgoNamespace)) })
+	g.Go(func() error { return recorder.Run(gctx) })
+	g.Go(func() error {
+		return reporter.Run(gctx, spoke.Tee(kube.NewWatcher(dyn, o.ArgoNamespace), recorder.Observe))
+	})
 	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
 	return g.Wait()
 }
