@@ -94,7 +94,11 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 			fmt.Errorf("generation %d is not newer than applied generation %d", c.res.Generation, prev.Generation))
 	}
 	if err := c.do(ctx); err != nil {
-		if isPermanent(err) {
+		var conflict *ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			return a.reject(ctx, d, c.res, c.kind, schemas.RejectConflict, err)
+		case isPermanent(err):
 			return a.reject(ctx, d, c.res, c.kind, schemas.RejectApplyFailed, err)
 		}
 		return err // retry
@@ -112,6 +116,13 @@ type PermanentError struct{ Err error }
 
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
+
+// ConflictError marks a change refused because the object belongs to
+// someone else: in autonomous mode, an Application created in the cluster.
+type ConflictError struct{ Err error }
+
+func (e *ConflictError) Error() string { return e.Err.Error() }
+func (e *ConflictError) Unwrap() error { return e.Err }
 
 func isPermanent(err error) bool {
 	var p *PermanentError

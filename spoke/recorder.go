@@ -85,7 +85,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return r.stop(ctx, c)
 		case <-t.C:
 		}
 		if c == nil {
@@ -100,6 +100,20 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.warn(ctx, "record deployments; will retry", err)
 		}
 	}
+}
+
+// stop saves the marks of records already published, so that a graceful
+// stop does not publish them again on the next start.
+func (r *Recorder) stop(ctx context.Context, c *markCache) error {
+	if c == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := c.save(ctx, r.Marks); err != nil {
+		r.warn(ctx, "deployment marks not saved at stop; their records will be published again", err)
+	}
+	return nil
 }
 
 // markCache is the Run loop's copy of the marks, and the changes not yet

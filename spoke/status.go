@@ -36,6 +36,13 @@ type AppStatus struct {
 	// LastSync is the result of the last sync or rollback operation.
 	LastSync *SyncResult
 
+	// Drift lists the spec fields of an Argosy-managed Application that
+	// differ from its desired spec: a local edit.
+	Drift []string
+	// Local is set for an Application created in the cluster rather than by
+	// Argosy, with what autonomous mode publishes of it.
+	Local *LocalApp
+
 	// ListDone marks the end of the Applications that existed when the
 	// source started: every one of them has been delivered. No other field
 	// is set.

@@ -29,9 +29,13 @@ const FieldManager = "argosy-spoke"
 const (
 	LabelManaged         = "argosy.dev/managed"
 	AnnotationGeneration = "argosy.dev/generation"
-	labelSecretType      = "argocd.argoproj.io/secret-type"
-	annotationRefresh    = "argocd.argoproj.io/refresh"
-	resourcesFinalizer   = "resources-finalizer.argocd.argoproj.io"
+	// AnnotationDesiredSpec holds the spec the hub wants, as canonical
+	// JSON, so that the spoke can tell a local edit from desired state and
+	// restore it, even while Kafka is unreachable.
+	AnnotationDesiredSpec = "argosy.dev/desired-spec"
+	labelSecretType       = "argocd.argoproj.io/secret-type"
+	annotationRefresh     = "argocd.argoproj.io/refresh"
+	resourcesFinalizer    = "resources-finalizer.argocd.argoproj.io"
 )
 
 var (
@@ -42,13 +46,32 @@ var (
 
 // ArgoCD is the spoke's Argo CD on a Kubernetes API.
 type ArgoCD struct {
-	dyn dynamic.Interface
+	dyn       dynamic.Interface
+	keepLocal bool
 }
 
-var _ spoke.ArgoCD = (*ArgoCD)(nil)
+var (
+	_ spoke.ArgoCD   = (*ArgoCD)(nil)
+	_ spoke.Reverter = (*ArgoCD)(nil)
+)
+
+// Option configures an ArgoCD.
+type Option func(*ArgoCD)
+
+// KeepLocal makes Apply and Delete refuse, with a spoke.ConflictError, to
+// take over or delete an object that exists without the argosy.dev/managed
+// label: in autonomous mode, Applications created in the cluster belong to
+// the cluster, and the hub never overwrites them.
+func KeepLocal() Option { return func(a *ArgoCD) { a.keepLocal = true } }
 
 // New returns an ArgoCD that acts through dyn.
-func New(dyn dynamic.Interface) *ArgoCD { return &ArgoCD{dyn: dyn} }
+func New(dyn dynamic.Interface, opts ...Option) *ArgoCD {
+	a := &ArgoCD{dyn: dyn}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
 
 func (a *ArgoCD) resource(kind, ns string) (dynamic.ResourceInterface, error) {
 	switch kind {
@@ -76,14 +99,43 @@ func (a *ArgoCD) Apply(ctx context.Context, obj *spoke.Object) error {
 	if err != nil {
 		return err
 	}
+	if err := a.checkOwner(ctx, ri, obj.Ref); err != nil {
+		return err
+	}
 	force := true
-	_, err = ri.Patch(ctx, obj.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	got, err := ri.Patch(ctx, obj.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if err != nil {
 		err = fmt.Errorf("apply %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 			return &spoke.PermanentError{Err: err} // the object itself is wrong
 		}
 		return err
+	}
+	if _, ok := u.Object["spec"]; ok {
+		// Server-side apply keeps spec fields that another manager set (a
+		// local kubectl edit); the desired spec is the whole spec.
+		if _, err := a.restoreLatest(ctx, ri, got); err != nil {
+			return fmt.Errorf("apply %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
+		}
+	}
+	return nil
+}
+
+// checkOwner refuses, under KeepLocal, to touch an existing object that
+// Argosy does not manage.
+func (a *ArgoCD) checkOwner(ctx context.Context, ri dynamic.ResourceInterface, ref spoke.Ref) error {
+	if !a.keepLocal {
+		return nil
+	}
+	cur, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+	case cur.GetLabels()[LabelManaged] != "true":
+		return &spoke.ConflictError{Err: fmt.Errorf("%s %s/%s was created in the cluster and belongs to it (autonomous mode)",
+			ref.Kind, ref.Namespace, ref.Name)}
 	}
 	return nil
 }
@@ -103,9 +155,15 @@ func unstructuredOf(obj *spoke.Object) (*unstructured.Unstructured, error) {
 	case spoke.KindApplication, spoke.KindAppProject:
 		u["apiVersion"], u["kind"] = "argoproj.io/v1alpha1", obj.Kind
 		var spec map[string]any
-		if err := json.Unmarshal(obj.Spec, &spec); err != nil {
-			return nil, &spoke.PermanentError{Err: fmt.Errorf("%s %s/%s: spec: %w", obj.Kind, obj.Namespace, obj.Name, err)}
+		if err := json.Unmarshal(obj.Spec, &spec); err != nil || spec == nil {
+			return nil, &spoke.PermanentError{Err: fmt.Errorf("%s %s/%s: spec is not a JSON object: %w", obj.Kind, obj.Namespace, obj.Name,
+				errors.Join(err, errors.New("null")))}
 		}
+		desired, err := json.Marshal(spec) // canonical: sorted keys
+		if err != nil {
+			return nil, err
+		}
+		annotations[AnnotationDesiredSpec] = string(desired)
 		u["spec"] = spec
 	case spoke.KindRepository:
 		u["apiVersion"], u["kind"] = "v1", "Secret"
@@ -123,6 +181,9 @@ func unstructuredOf(obj *spoke.Object) (*unstructured.Unstructured, error) {
 func (a *ArgoCD) Delete(ctx context.Context, ref spoke.Ref, cascade bool) error {
 	ri, err := a.resource(ref.Kind, ref.Namespace)
 	if err != nil {
+		return err
+	}
+	if err := a.checkOwner(ctx, ri, ref); err != nil {
 		return err
 	}
 	if ref.Kind == spoke.KindApplication {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/argosyproj/argosy/internal/kubetest"
 	"github.com/argosyproj/argosy/schemas"
@@ -65,6 +66,28 @@ func TestSpokeRBAC(t *testing.T) {
 		if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
 			t.Fatal(err)
 		}
+		// A local edit (as an administrator), which the spoke reverts. Argo
+		// CD writes the Application too, so both retry on conflicts.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			edited, err := f.apps.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedField(edited.Object, "HEAD", "spec", "source", "targetRevision"); err != nil {
+				return err
+			}
+			_, err = f.apps.Update(ctx, edited, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var fields []string
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
+			fields, err = f.argo.Revert(ctx, ref)
+			return err
+		}); err != nil || len(fields) != 1 {
+			t.Fatalf("revert: fields %v, %v", fields, err)
+		}
 		proj := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindAppProject, Namespace: kubetest.ArgoNamespace, Name: "p-" + f.ns},
 			Spec: []byte(`{"sourceRepos":["*"]}`), Generation: 1}
 		repo := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindRepository, Namespace: kubetest.ArgoNamespace, Name: "r-" + f.ns},
@@ -85,6 +108,16 @@ func TestSpokeRBAC(t *testing.T) {
 		}
 		if a, ok, err := state.Get(ctx, "k"); err != nil || !ok || a.Generation != 2 {
 			t.Fatalf("state: %+v %v %v", a, ok, err)
+		}
+		if err := state.SaveMarks(ctx, map[string]spoke.DeployMark{"argocd/x": {UID: "u", LastHistoryID: 3}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := state.Marks(ctx); err != nil || m["argocd/x"].LastHistoryID != 3 {
+			t.Fatalf("marks: %+v %v", m, err)
+		}
+		local := kube.New(dyn, kube.KeepLocal()) // autonomous mode reads before it writes
+		if err := local.Apply(ctx, f.app(name, 3)); err != nil {
+			t.Fatal(err)
 		}
 		if err := f.argo.Delete(ctx, ref, true); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -67,6 +68,10 @@ func StatusOf(u *unstructured.Unstructured) spoke.AppStatus {
 	s := spoke.AppStatus{Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Labels: u.GetLabels()}
 	s.Project, _, _ = unstructured.NestedString(u.Object, "spec", "project")
 	s.History, s.LastSync = deployments(u)
+	s.Drift = Drift(u)
+	if u.GetLabels()[LabelManaged] != "true" {
+		s.Local = localApp(u, s.Project)
+	}
 	if g, err := strconv.ParseInt(u.GetAnnotations()[AnnotationGeneration], 10, 64); err == nil {
 		s.Generation = g // absent on Applications the hub did not write
 	}
@@ -191,4 +196,14 @@ func timeAt(m map[string]any, field string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// localApp is what autonomous mode publishes of an Application created in
+// the cluster.
+func localApp(u *unstructured.Unstructured, project string) *spoke.LocalApp {
+	spec, err := json.Marshal(u.Object["spec"])
+	if err != nil {
+		return nil
+	}
+	return &spoke.LocalApp{Generation: u.GetGeneration(), Project: project, Labels: u.GetLabels(), Spec: spec}
 }
