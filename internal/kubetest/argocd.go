@@ -186,6 +186,11 @@ func (e *Env) argoEnv() ([]string, error) {
 		return nil, err
 	}
 	return []string{"ARGOCD_GPG_ENABLED=false", "ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG=" + kubeconfig,
+		// The repo-server's git asks for a repository's password through
+		// GIT_ASKPASS=argocd, looked up on PATH (its image has it in
+		// /usr/local/bin). Without it, private HTTP repositories fail to
+		// fetch with "cannot run argocd".
+		"PATH=" + filepath.Dir(e.Bin.ArgoCD) + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"ARGOCD_TLS_DATA_PATH=" + filepath.Join(data, "tls"), "ARGOCD_SSH_DATA_PATH=" + filepath.Join(data, "ssh"),
 		"ARGOCD_GNUPGHOME=" + filepath.Join(data, "gpg"), "HOME=" + data,
 		// The repo-server's clones and its git credential socket default to
