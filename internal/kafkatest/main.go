@@ -55,7 +55,7 @@ func Main(m Runner) int {
 	fmt.Fprintf(os.Stderr, "Apache Kafka %s ready on %s in %s (kafkatest)\n", Version, b.Addr, time.Since(started).Round(time.Millisecond))
 	setBootstrap(b.Addr)
 	code := m.Run()
-	if err := b.Stop(); err != nil {
+	if err := b.Close(); err != nil {
 		fmt.Fprintf(os.Stderr, "kafkatest: stop broker: %v\n", err)
 		if code == 0 {
 			code = 1
