@@ -1,15 +1,17 @@
-// Package kafkatest runs a real Apache Kafka broker for tests: one combined
-// broker and controller KRaft node on 127.0.0.1, started from Apache Kafka's
+// Package kafkatest runs real Apache Kafka brokers for tests: combined
+// broker and controller KRaft nodes on 127.0.0.1, started from Apache Kafka's
 // jars, which Maven resolves from Maven Central into the user's cache on first
 // use.
 //
-// A test package starts it once from TestMain with Main, then gives each test
-// its own topics with NewTopics. When KAFKA_BOOTSTRAP is set, tests use that
-// broker instead and nothing is started.
+// A test package starts one shared broker from TestMain with Main, then names
+// each test's topics with Prefix. When KAFKA_BOOTSTRAP is set, tests
+// use that broker instead and nothing is started.
+//
+// A test that needs a broker of its own, one it can stop and restart or one
+// with TLS and SASL listeners, calls StartBroker.
 package kafkatest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -19,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -50,14 +53,26 @@ logger.server.name = kafka.server.KafkaRaftServer
 logger.server.level = info
 `
 
-// Broker is a running single-node Kafka.
-type Broker struct {
-	// Addr is the bootstrap address, host:port.
-	Addr string
-	// Dir holds the broker's configuration, data and log.
-	Dir string
+// stopGrace is how long a broker has to shut down after SIGTERM before it
+// gets SIGKILL.
+const stopGrace = 20 * time.Second
 
-	proc *testproc.Proc
+// Broker is a single-node Kafka. It can be stopped and started again on the
+// same ports with the same data. Its methods are not safe for concurrent use.
+type Broker struct {
+	// Addr is the bootstrap address of the PLAINTEXT listener, host:port.
+	Addr string
+	// Dir holds the broker's configuration, data, TLS material and logs.
+	Dir string
+	// PKI is the broker's TLS material when it has an SSL or SASL_SSL
+	// listener, and nil otherwise.
+	PKI *PKI
+
+	listeners map[Listener]string
+	jvm       []string // java's arguments before the main class
+	props     string
+	starts    int
+	proc      *testproc.Proc // nil while stopped
 }
 
 // Jars resolves Kafka's runtime jars into the cache, once, and returns the
@@ -67,8 +82,15 @@ func Jars(ctx context.Context) (string, error) {
 }
 
 // Start formats and starts a broker in a new temporary directory and waits
-// until it answers. The caller must Stop it.
-func Start(ctx context.Context) (*Broker, error) {
+// until it answers. The caller must Close it.
+func Start(ctx context.Context, opts ...Option) (*Broker, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	lib, err := Jars(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("resolve kafka %s jars: %w", Version, err)
@@ -80,7 +102,7 @@ func Start(ctx context.Context) (*Broker, error) {
 	// Free ports can be taken between probing and binding; try again then.
 	var lastErr error
 	for range 3 {
-		b, err := start(ctx, lib, dir)
+		b, err := create(ctx, lib, dir, &cfg)
 		if err == nil {
 			return b, nil
 		}
@@ -92,8 +114,32 @@ func Start(ctx context.Context) (*Broker, error) {
 	return nil, errors.Join(lastErr, os.RemoveAll(dir))
 }
 
-func start(ctx context.Context, lib, dir string) (*Broker, error) {
-	ports, err := testproc.FreePorts(2)
+// StartBroker starts a broker of the test's own, which the test may stop and
+// start again, and closes it when the test ends. It fails the test if the
+// broker cannot start.
+func StartBroker(t testing.TB, opts ...Option) *Broker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	started := time.Now()
+	b, err := Start(ctx, opts...)
+	if err != nil {
+		t.Fatalf("kafkatest: cannot start Apache Kafka %s: %v", Version, err)
+	}
+	t.Logf("Apache Kafka %s ready on %s in %s", Version, b.Addr, time.Since(started).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("kafkatest: close broker: %v", err)
+		}
+	})
+	return b
+}
+
+// create writes a broker's configuration and TLS material into dir, formats
+// its storage and starts it.
+func create(ctx context.Context, lib, dir string, cfg *config) (*Broker, error) {
+	extra := cfg.extra()
+	ports, err := testproc.FreePorts(2 + len(extra))
 	if err != nil {
 		return nil, err
 	}
@@ -101,62 +147,109 @@ func start(ctx context.Context, lib, dir string) (*Broker, error) {
 	if err := os.RemoveAll(data); err != nil {
 		return nil, fmt.Errorf("clean kafka data: %w", err)
 	}
-	props := filepath.Join(dir, "server.properties")
-	if err := os.WriteFile(props, serverProperties(ports[0], ports[1], data), 0o600); err != nil {
+	b := &Broker{Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), Dir: dir, props: filepath.Join(dir, "server.properties"),
+		listeners: map[Listener]string{Plaintext: fmt.Sprintf("127.0.0.1:%d", ports[0])}}
+	for i, l := range extra {
+		b.listeners[l] = fmt.Sprintf("127.0.0.1:%d", ports[2+i])
+	}
+	if cfg.tls() {
+		tlsDir := filepath.Join(dir, "tls")
+		if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+			return nil, fmt.Errorf("tls dir: %w", err)
+		}
+		if b.PKI, err = NewPKI(tlsDir); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(b.props, serverProperties(b, cfg, ports[1], data), 0o600); err != nil {
 		return nil, fmt.Errorf("write server.properties: %w", err)
 	}
 	logCfg := filepath.Join(dir, "log4j2.properties")
 	if err := os.WriteFile(logCfg, []byte(log4jConfig), 0o600); err != nil {
 		return nil, fmt.Errorf("write log4j2.properties: %w", err)
 	}
-	jvm := []string{"-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+	b.jvm = []string{"-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
 		"-Dlog4j2.configurationFile=" + logCfg, "-cp", filepath.Join(lib, "*")}
-	format := exec.CommandContext(ctx, "java", append(jvm, "kafka.tools.StorageTool", "format", "--ignore-formatted",
-		"--cluster-id", clusterID(), "--config", props)...)
+	args := append(append([]string{}, b.jvm...), "kafka.tools.StorageTool", "format", "--ignore-formatted",
+		"--cluster-id", clusterID(), "--config", b.props)
+	format := exec.CommandContext(ctx, "java", append(args, cfg.scramArgs()...)...)
 	format.Dir = dir
 	if _, err := toolcache.Run(format); err != nil {
 		return nil, fmt.Errorf("kafka storage format: %w", err)
 	}
-	p, err := testproc.Start(dir, "broker", "java", append(jvm, "kafka.Kafka", props), nil)
-	if err != nil {
+	if err := b.Start(ctx); err != nil {
 		return nil, err
-	}
-	b := &Broker{Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), Dir: dir, proc: p}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if err := p.WaitFor(ctx, b.ready); err != nil {
-		return nil, errors.Join(fmt.Errorf("kafka did not become ready: %w", err), p.Stop(0))
 	}
 	return b, nil
 }
 
-func serverProperties(port, ctrlPort int, data string) []byte {
-	var buf bytes.Buffer
-	for _, kv := range [][2]string{
-		{"process.roles", "broker,controller"},
-		{"node.id", "1"},
-		{"controller.quorum.voters", fmt.Sprintf("1@127.0.0.1:%d", ctrlPort)},
-		{"listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrlPort)},
-		{"advertised.listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port)},
-		{"controller.listener.names", "CONTROLLER"},
-		{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"},
-		{"log.dirs", data},
-		{"num.partitions", "1"},
-		{"auto.create.topics.enable", "false"},
-		{"offsets.topic.replication.factor", "1"},
-		{"offsets.topic.num.partitions", "4"},
-		{"transaction.state.log.replication.factor", "1"},
-		{"transaction.state.log.min.isr", "1"},
-		{"transaction.state.log.num.partitions", "4"},
-		{"share.coordinator.state.topic.replication.factor", "1"},
-		{"share.coordinator.state.topic.min.isr", "1"},
-		{"group.initial.rebalance.delay.ms", "0"},
-		{"num.network.threads", "2"},
-		{"num.io.threads", "4"},
-	} {
-		fmt.Fprintf(&buf, "%s=%s\n", kv[0], kv[1])
+// Start starts a stopped broker again, on the same ports with the same data,
+// and waits until it answers.
+func (b *Broker) Start(ctx context.Context) error {
+	if b.proc != nil {
+		return errors.New("kafka broker is already running")
 	}
-	return buf.Bytes()
+	b.starts++
+	name := "broker"
+	if b.starts > 1 {
+		name = fmt.Sprintf("broker.%d", b.starts)
+	}
+	p, err := testproc.Start(b.Dir, name, "java", append(append([]string{}, b.jvm...), "kafka.Kafka", b.props), nil)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := p.WaitFor(ctx, b.ready); err != nil {
+		return errors.Join(fmt.Errorf("kafka did not become ready: %w", err), p.Stop(0))
+	}
+	b.proc = p
+	return nil
+}
+
+// Stop ends the broker's process (SIGTERM, then SIGKILL after 20 s or when
+// ctx ends, whichever is first) and keeps its data, so that Start can start
+// it again. Stopping a stopped broker does nothing.
+func (b *Broker) Stop(ctx context.Context) error {
+	if b.proc == nil {
+		return nil
+	}
+	grace := stopGrace
+	if d, ok := ctx.Deadline(); ok {
+		grace = max(0, min(grace, time.Until(d)))
+	}
+	err := b.proc.Stop(grace)
+	b.proc = nil
+	return err
+}
+
+// Restart stops the broker and starts it again.
+func (b *Broker) Restart(ctx context.Context) error {
+	if err := b.Stop(ctx); err != nil {
+		return err
+	}
+	return b.Start(ctx)
+}
+
+// Close stops the broker and removes its directory.
+func (b *Broker) Close() error {
+	return errors.Join(b.Stop(context.Background()), os.RemoveAll(b.Dir))
+}
+
+// ListenerAddr returns the address of the broker's listener l, or "" if it
+// has none.
+func (b *Broker) ListenerAddr(l Listener) string { return b.listeners[l] }
+
+// Client returns a client of the broker's PLAINTEXT listener, closed when
+// the test ends.
+func (b *Broker) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kafka client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // ready reports whether the broker serves metadata and its controller has
@@ -177,12 +270,6 @@ func (b *Broker) ready(ctx context.Context) error {
 		return errors.New("no broker or no controller yet")
 	}
 	return nil
-}
-
-// Stop ends the broker (SIGTERM, then SIGKILL after 20 s) and removes its
-// directory.
-func (b *Broker) Stop() error {
-	return errors.Join(b.proc.Stop(20*time.Second), os.RemoveAll(b.Dir))
 }
 
 // clusterID returns a random Kafka cluster id: 16 bytes, URL-safe base64

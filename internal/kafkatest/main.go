@@ -55,7 +55,7 @@ func Main(m Runner) int {
 	fmt.Fprintf(os.Stderr, "Apache Kafka %s ready on %s in %s (kafkatest)\n", Version, b.Addr, time.Since(started).Round(time.Millisecond))
 	setBootstrap(b.Addr)
 	code := m.Run()
-	if err := b.Stop(); err != nil {
+	if err := b.Close(); err != nil {
 		fmt.Fprintf(os.Stderr, "kafkatest: stop broker: %v\n", err)
 		if code == 0 {
 			code = 1
@@ -93,11 +93,21 @@ func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 }
 
 // Prefix returns a name prefix unique to this test run and test, for topics
-// and groups.
+// and groups. Characters that topic names cannot hold become '_', and '/'
+// becomes '.'.
 func Prefix(t testing.TB) string {
 	var b [4]byte
 	rand.Read(b[:]) // never fails since Go 1.24
-	name := strings.NewReplacer("/", ".", " ", "_", "#", "_").Replace(t.Name())
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r == '/':
+			return '.'
+		case r == '.' || r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+			return r
+		default:
+			return '_'
+		}
+	}, t.Name())
 	return fmt.Sprintf("t.%s.%x.", name, b)
 }
 
