@@ -32,6 +32,10 @@ const (
 	TopicAudit       Topic = "audit"
 	TopicTrust       Topic = "trust"
 	TopicDeadLetter  Topic = "deadletter"
+	// TopicDesired is the compacted desired state of every cluster: the
+	// latest config event of each object, written in the same transaction
+	// as the config topic's copy. A new agent starts from it.
+	TopicDesired Topic = "desired"
 )
 
 // Event types. Each is versioned: a change that is not backward compatible

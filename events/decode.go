@@ -195,7 +195,8 @@ func (d *Decoder) checkEnvelope(e *event.Event, out *Decoded) error {
 	if s := e.DataSchema(); s != "" && s != sp.SchemaURL() {
 		return reject(ErrSchema, fmt.Errorf("dataschema %q, want %q", s, sp.SchemaURL()))
 	}
-	if role, ok := d.roles[out.Topic]; ok && role != sp.Topic {
+	// The desired-state topic holds copies of config events.
+	if role, ok := d.roles[out.Topic]; ok && role != sp.Topic && (role != TopicDesired || sp.Topic != TopicConfig) {
 		return reject(ErrWrongTopic, fmt.Errorf("%s belongs on the %s topic, read from %s (%s)", sp.Type, sp.Topic, out.Topic, role))
 	}
 	subj, err := ParseSubject(e.Subject())

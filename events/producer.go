@@ -58,8 +58,24 @@ func (p *Producer) Publish(ctx context.Context, es ...*event.Event) ([]*kgo.Reco
 	ctx, span := tracer().Start(ctx, "events.publish", trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.Int("argosy.events", len(es))))
 	defer span.End()
-	// Signing and schema validation are CPU-bound: encode a batch on every
-	// core.
+	recs, err := p.encodeAll(ctx, es)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return nil, err
+	}
+	if err := p.client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return nil, fmt.Errorf("produce: %w", err)
+	}
+	for _, e := range es {
+		countType(ctx, meters().published, e.Type())
+	}
+	return recs, nil
+}
+
+// encodeAll encodes a batch. Signing and schema validation are CPU-bound:
+// the batch is encoded on every core.
+func (p *Producer) encodeAll(ctx context.Context, es []*event.Event) ([]*kgo.Record, error) {
 	recs := make([]*kgo.Record, len(es))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -71,15 +87,7 @@ func (p *Producer) Publish(ctx context.Context, es ...*event.Event) ([]*kgo.Reco
 		})
 	}
 	if err := g.Wait(); err != nil {
-		span.SetStatus(codes.Error, err.Error())
 		return nil, err
-	}
-	if err := p.client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		span.SetStatus(codes.Error, err.Error())
-		return nil, fmt.Errorf("produce: %w", err)
-	}
-	for _, e := range es {
-		countType(ctx, meters().published, e.Type())
 	}
 	return recs, nil
 }

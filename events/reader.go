@@ -97,9 +97,12 @@ func NewReader(client *kgo.Client, dec *Decoder, dlq *DeadLetter, log *slog.Logg
 
 // ReaderOpts are client options for a Reader's client: on an out-of-range
 // offset (data loss, retention) restart at the earliest offset rather than
-// franz-go's default of one minute back.
+// franz-go's default of one minute back, and read only committed records.
 func ReaderOpts() []kgo.Opt {
-	return []kgo.Opt{kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
+	return []kgo.Opt{kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// The hub writes config events in transactions (ConfigWriter):
+		// never act on a record of an aborted one.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted())}
 }
 
 // Run reads until ctx ends (then it returns nil) or a fatal error.

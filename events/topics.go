@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +25,7 @@ func DefaultTopics(prefix string) Topics {
 		TopicAudit:       prefix + "argosy.audit",
 		TopicTrust:       prefix + "argosy.trust",
 		TopicDeadLetter:  prefix + "argosy.deadletter",
+		TopicDesired:     prefix + "argosy.desired",
 	}
 }
 
@@ -53,6 +55,10 @@ func TopicPlan(configPartitions, statusPartitions int32) map[Topic]TopicSpec {
 			"unclean.leader.election.enable": "false",
 		}
 	}
+	compacted := func(c map[string]string) map[string]string {
+		c["cleanup.policy"] = "compact"
+		return c
+	}
 	return map[Topic]TopicSpec{
 		TopicConfig:      {Partitions: configPartitions, Configs: base(forever)},
 		TopicStatus:      {Partitions: statusPartitions, Configs: base(week)},
@@ -60,6 +66,7 @@ func TopicPlan(configPartitions, statusPartitions int32) map[Topic]TopicSpec {
 		TopicAudit:       {Partitions: 1, Configs: base(forever)},
 		TopicTrust:       {Partitions: 1, Configs: base(forever)},
 		TopicDeadLetter:  {Partitions: 1, Configs: base(month)},
+		TopicDesired:     {Partitions: configPartitions, Configs: compacted(base(forever))},
 	}
 }
 
@@ -117,7 +124,10 @@ func (p *Partitioner) ForTopic(string) kgo.TopicPartitioner { return p }
 // the same partition, even while that partition is unavailable.
 func (p *Partitioner) RequiresConsistency(*kgo.Record) bool { return true }
 
-// Partition implements kgo.TopicPartitioner.
+// Partition implements kgo.TopicPartitioner. A key of the form
+// "cluster/…" (the desired-state topic's) goes where the cluster's own key
+// goes, so that a cluster's records share a partition on every topic.
 func (p *Partitioner) Partition(r *kgo.Record, n int) int {
-	return int(p.PartitionOf(string(r.Key), int32(n)))
+	key, _, _ := strings.Cut(string(r.Key), "/")
+	return int(p.PartitionOf(key, int32(n)))
 }

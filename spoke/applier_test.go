@@ -39,6 +39,7 @@ type world struct {
 	cluster string
 	topics  events.Topics
 	hub     *events.Producer
+	hubKey  *events.Signer
 	reg     *events.Registry
 	dyn     dynamic.Interface
 	applier *spoke.Applier
@@ -74,6 +75,7 @@ func newWorld(t *testing.T) *world {
 		Purpose: schemas.PurposeSigning, Algorithm: "ed25519", Public: keys.Signing.Public().(ed25519.PublicKey)}
 	w.reg = events.NewRegistry(events.HubAnchor("hub", hubKey.Public()), clusterKey)
 	client := kafkatest.Client(t, events.ProducerOpts(nil)...)
+	w.hubKey = hubKey
 	if w.hub, err = events.NewProducer(client, hubKey, w.topics); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/kafkaconn"
 	"github.com/argosyproj/argosy/internal/telemetry"
 	"github.com/argosyproj/argosy/internal/version"
 	"github.com/argosyproj/argosy/schemas"
@@ -33,7 +35,7 @@ import (
 // environment variable, named in its help.
 type RunOptions struct {
 	Cluster       string
-	Brokers       string
+	Kafka         kafkaconn.Options
 	TopicPrefix   string
 	Partition     int
 	Kubeconfig    string
@@ -42,6 +44,7 @@ type RunOptions struct {
 	HubKeyFile    string
 	MetricsAddr   string
 	Heartbeat     time.Duration
+	Mode          string
 }
 
 func env(name, def string) string {
@@ -54,7 +57,7 @@ func env(name, def string) string {
 // BindFlags binds the options to fs with environment fallbacks.
 func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Cluster, "cluster", env("ARGOSY_CLUSTER", ""), "this cluster's name (env ARGOSY_CLUSTER)")
-	fs.StringVar(&o.Brokers, "kafka-brokers", env("ARGOSY_KAFKA_BROKERS", ""), "Kafka bootstrap servers, comma-separated (env ARGOSY_KAFKA_BROKERS)")
+	o.Kafka.BindFlags(fs, "ARGOSY_")
 	fs.StringVar(&o.TopicPrefix, "topic-prefix", env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
 	part, err := strconv.Atoi(env("ARGOSY_PARTITION", "-1"))
 	if err != nil {
@@ -70,14 +73,20 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		hb = 0 // Validate reports it
 	}
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", hb, "time between heartbeats (env ARGOSY_HEARTBEAT_INTERVAL)")
+	fs.StringVar(&o.Mode, "mode", env("ARGOSY_MODE", spoke.ModeManaged),
+		"managed: the hub is the source of truth and local edits to managed Applications are reverted; "+
+			"autonomous: Applications created in the cluster are published to the hub and never overwritten (env ARGOSY_MODE)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
 
 // Validate reports missing or malformed options, all at once.
 func (o *RunOptions) Validate() error {
 	var errs []error
+	if err := o.Kafka.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, f := range []struct{ flag, value string }{
-		{"--cluster", o.Cluster}, {"--kafka-brokers", o.Brokers}, {"--keys-dir", o.KeysDir}, {"--hub-key", o.HubKeyFile},
+		{"--cluster", o.Cluster}, {"--keys-dir", o.KeysDir}, {"--hub-key", o.HubKeyFile},
 	} {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("%s is required", f.flag))
@@ -85,6 +94,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.Heartbeat <= 0 {
 		errs = append(errs, errors.New("--heartbeat-interval must be a positive duration"))
+	}
+	if err := spoke.ValidMode(o.Mode); err != nil {
+		errs = append(errs, fmt.Errorf("--mode: %w", err))
 	}
 	if o.Partition < -1 {
 		errs = append(errs, errors.New("--partition must be -1 or a partition number"))
@@ -127,64 +139,137 @@ func run(ctx context.Context, o *RunOptions) error {
 			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
 		}
 	}()
-	keys, err := spoke.LoadKeys(o.KeysDir)
-	if err != nil {
-		return fmt.Errorf("keys: %w", err)
-	}
-	hub, err := readHubKey(o.HubKeyFile)
+	conn, err := connect(ctx, o, tel)
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamicClient(o.Kubeconfig)
+	defer conn.close()
+	p, err := assemble(o, conn, log)
 	if err != nil {
 		return err
 	}
-	topics := events.DefaultTopics(o.TopicPrefix)
-	seeds := kgo.SeedBrokers(strings.Split(o.Brokers, ",")...)
-	prodClient, err := kgo.NewClient(append(append(events.ProducerOpts(nil), seeds), tel.KafkaOpts("producer")...)...)
-	if err != nil {
-		return err
-	}
-	defer prodClient.Close()
-	readClient, err := kgo.NewClient(append(append(events.ReaderOpts(), seeds), tel.KafkaOpts("reader")...)...)
-	if err != nil {
-		return err
-	}
-	defer readClient.Close()
-	signer, err := events.NewSigner(keys.Signing)
-	if err != nil {
-		return err
-	}
-	producer, err := events.NewProducer(prodClient, signer, topics)
-	if err != nil {
-		return err
-	}
-	part, err := configPartition(ctx, o, readClient, topics)
-	if err != nil {
-		return err
-	}
-	state := kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state")
-	applier := &spoke.Applier{Cluster: o.Cluster, Source: "//argosy.dev/spoke/" + o.Cluster, ArgoCD: kube.New(dyn),
-		State: state, Publish: producer, Sealing: keys.Sealing, Log: log}
-	reader, err := newReader(o, readClient, topics, part, hub, log, resync(o.Cluster, producer, log), applier.Refused)
-	if err != nil {
-		return err
-	}
-	log.InfoContext(ctx, "argosy-spoke started", "version", version.Get().Version)
-	reporter := &spoke.Reporter{Cluster: o.Cluster, Source: applier.Source, Publish: producer, Log: log}
-	recorder := &spoke.Recorder{Cluster: o.Cluster, Source: applier.Source, Publish: producer, Marks: state, Log: log}
-	heart := &spoke.Heartbeater{Cluster: o.Cluster, Source: applier.Source, AgentVersion: version.Get().Version, Mode: "managed",
-		Interval: o.Heartbeat, Publish: producer, Counts: reporter.Counts, Log: log,
-		Progress: progress(kadm.NewClient(readClient), group(o.Cluster), topics[events.TopicConfig], part)}
+	log.InfoContext(ctx, "argosy-spoke started", "version", version.Get().Version, "mode", o.Mode)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return heart.Run(gctx) })
-	g.Go(func() error { return reader.Run(gctx, applier.Handle) })
-	g.Go(func() error { return recorder.Run(gctx) })
+	g.Go(func() error { return p.heart.Run(gctx) })
 	g.Go(func() error {
-		return reporter.Run(gctx, spoke.Tee(kube.NewWatcher(dyn, o.ArgoNamespace), recorder.Observe))
+		if _, err := p.boot.Run(gctx); err != nil {
+			return fmt.Errorf("bootstrap: %w", err)
+		}
+		return p.reader.Run(gctx, p.applier.Handle)
+	})
+	g.Go(func() error { return p.recorder.Run(gctx) })
+	g.Go(func() error { return p.guard.Run(gctx) })
+	g.Go(func() error {
+		return p.reporter.Run(gctx, spoke.Tee(kube.NewWatcher(p.dyn, o.ArgoNamespace), p.recorder.Observe, p.guard.Observe))
 	})
 	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
 	return g.Wait()
+}
+
+// conn is the spoke's Kafka clients.
+type conn struct {
+	opts       []kgo.Opt // connection options, for short-lived clients
+	prod, read *kgo.Client
+	topics     events.Topics
+	configPart int32
+}
+
+func (c *conn) close() {
+	c.prod.Close()
+	c.read.Close()
+}
+
+// connect makes the producer and reader clients and checks that Kafka takes
+// the credentials: franz-go retries refused ones quietly, so a ping says
+// why at once.
+func connect(ctx context.Context, o *RunOptions, tel *telemetry.Telemetry) (*conn, error) {
+	opts, err := o.Kafka.Opts()
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{opts: opts, topics: events.DefaultTopics(o.TopicPrefix)}
+	if c.prod, err = kgo.NewClient(slices.Concat(events.ProducerOpts(nil), opts, tel.KafkaOpts("producer"))...); err != nil {
+		return nil, err
+	}
+	if c.read, err = kgo.NewClient(slices.Concat(events.ReaderOpts(), opts, tel.KafkaOpts("reader"))...); err != nil {
+		c.prod.Close()
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.read.Ping(pingCtx); err != nil {
+		c.close()
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	if c.configPart, err = configPartition(ctx, o, c.read, c.topics); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// parts are the spoke's components.
+type parts struct {
+	dyn      dynamic.Interface
+	applier  *spoke.Applier
+	boot     *spoke.Bootstrap
+	reader   *events.Reader
+	reporter *spoke.Reporter
+	recorder *spoke.Recorder
+	guard    *spoke.Guard
+	heart    *spoke.Heartbeater
+}
+
+func assemble(o *RunOptions, c *conn, log *slog.Logger) (*parts, error) {
+	keys, err := spoke.LoadKeys(o.KeysDir)
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	hub, err := readHubKey(o.HubKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamicClient(o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := events.NewSigner(keys.Signing)
+	if err != nil {
+		return nil, err
+	}
+	producer, err := events.NewProducer(c.prod, signer, c.topics)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(events.HubAnchor("hub", hub))),
+		events.WithTarget(o.Cluster), events.WithTopics(c.topics))
+	if err != nil {
+		return nil, err
+	}
+	state := kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state")
+	var argoOpts []kube.Option
+	if o.Mode == spoke.ModeAutonomous {
+		argoOpts = append(argoOpts, kube.KeepLocal())
+	}
+	argo, source, part := kube.New(dyn, argoOpts...), "//argosy.dev/spoke/"+o.Cluster, c.configPart
+	p := &parts{dyn: dyn,
+		applier:  &spoke.Applier{Cluster: o.Cluster, Source: source, ArgoCD: argo, State: state, Publish: producer, Sealing: keys.Sealing, Log: log},
+		reporter: &spoke.Reporter{Cluster: o.Cluster, Source: source, Publish: producer, Log: log},
+		recorder: &spoke.Recorder{Cluster: o.Cluster, Source: source, Publish: producer, Marks: state, Log: log},
+		guard:    &spoke.Guard{Cluster: o.Cluster, Source: source, Mode: o.Mode, Revert: argo, State: state, Publish: producer, Log: log},
+	}
+	p.boot = &spoke.Bootstrap{Cluster: o.Cluster, Client: c.read, ConnOpts: c.opts, Topics: c.topics, Partition: part,
+		Group: group(o.Cluster), Decoder: dec, State: state, Handle: p.applier.Handle, Log: log}
+	p.heart = &spoke.Heartbeater{Cluster: o.Cluster, Source: source, AgentVersion: version.Get().Version, Mode: o.Mode,
+		Interval: o.Heartbeat, Publish: producer, Counts: p.reporter.Counts, Log: log,
+		Progress: progress(kadm.NewClient(c.read), group(o.Cluster), c.topics[events.TopicConfig], part)}
+	p.reader, err = events.NewReader(c.read, dec, events.NewDeadLetter(c.read, c.topics[events.TopicDeadLetter]), log, events.ReaderConfig{
+		Topic: c.topics[events.TopicConfig], Partitions: []int32{part}, Group: group(o.Cluster),
+		Skip:       func(r *kgo.Record) bool { return string(r.Key) != o.Cluster },
+		OnDataLoss: resync(o.Cluster, producer, log),
+		OnRefused:  p.applier.Refused,
+	})
+	return p, err
 }
 
 // resync returns the data-loss alarm: config records were deleted before the
@@ -246,21 +331,6 @@ func progress(adm *kadm.Client, group, topic string, part int32) func(context.Co
 		}
 		return next, max(0, end.Offset-next), nil
 	}
-}
-
-func newReader(o *RunOptions, cl *kgo.Client, topics events.Topics, part int32, hub ed25519.PublicKey, log *slog.Logger,
-	onLoss func(context.Context, *kgo.ErrDataLoss), onRefused func(context.Context, *kgo.Record, error) error) (*events.Reader, error) {
-	dec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(events.HubAnchor("hub", hub))),
-		events.WithTarget(o.Cluster), events.WithTopics(topics))
-	if err != nil {
-		return nil, err
-	}
-	return events.NewReader(cl, dec, events.NewDeadLetter(cl, topics[events.TopicDeadLetter]), log, events.ReaderConfig{
-		Topic: topics[events.TopicConfig], Partitions: []int32{part}, Group: group(o.Cluster),
-		Skip:       func(r *kgo.Record) bool { return string(r.Key) != o.Cluster },
-		OnDataLoss: onLoss,
-		OnRefused:  onRefused,
-	})
 }
 
 func readHubKey(path string) (ed25519.PublicKey, error) {

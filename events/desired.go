@@ -1,0 +1,135 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// HeaderConfigOffset is the header of a desired-state record that holds the
+// offset of the config record it copies, in the same partition number of
+// the config topic.
+const HeaderConfigOffset = "argosy-config-offset"
+
+// ConfigWriter appends config events the way the hub must: each event goes
+// to the config topic and, for the events that describe an object, its copy
+// goes to the compacted desired-state topic in the same Kafka transaction,
+// keyed by the object ("cluster/kind/namespace/name"). Readers of the
+// desired-state topic therefore see exactly the committed config, and a new
+// agent reads its cluster's current objects from there instead of the
+// config topic's whole history.
+//
+// A deletion is copied too, as the signed delete event rather than a
+// tombstone, so that a reader can verify every record it relies on; the
+// copy stays (one small record per deleted object) until a later tombstone
+// removes it.
+//
+// Both topics must have the same number of partitions: a cluster's records
+// share a partition number on both (Partitioner).
+type ConfigWriter struct {
+	p  *Producer
+	mu sync.Mutex // one transaction at a time on the client
+}
+
+// NewConfigWriter returns a writer on a transactional client (built with
+// ProducerOpts and kgo.TransactionalID).
+func NewConfigWriter(client *kgo.Client, signer *Signer, topics Topics) (*ConfigWriter, error) {
+	if id, _ := client.OptValue(kgo.TransactionalID).(string); id == "" {
+		return nil, errors.New("config writer: the client needs a transactional id")
+	}
+	if _, ok := topics[TopicDesired]; !ok {
+		return nil, errors.New("config writer: no desired-state topic configured")
+	}
+	p, err := NewProducer(client, signer, topics)
+	if err != nil {
+		return nil, err
+	}
+	return &ConfigWriter{p: p}, nil
+}
+
+// Write signs and appends config events in one transaction and returns
+// their config records once the transaction is committed. Nothing is
+// visible to read-committed readers if it fails.
+func (w *ConfigWriter) Write(ctx context.Context, es ...*event.Event) (recs []*kgo.Record, err error) {
+	for _, e := range es {
+		if sp, ok := Lookup(e.Type()); !ok || sp.Topic != TopicConfig {
+			return nil, fmt.Errorf("config writer: %s is not a config event", e.Type())
+		}
+	}
+	recs, err = w.p.encodeAll(ctx, es)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cl := w.p.client
+	if err := cl.BeginTransaction(); err != nil {
+		return nil, fmt.Errorf("config writer: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			abortCtx := context.WithoutCancel(ctx)
+			err = errors.Join(err, cl.AbortBufferedRecords(abortCtx), cl.EndTransaction(abortCtx, kgo.TryAbort))
+		}
+	}()
+	// Offsets are assigned when the records are produced, before the
+	// commit, so the desired-state copies can name them.
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return nil, fmt.Errorf("config writer: produce: %w", err)
+	}
+	var copies []*kgo.Record
+	for i, r := range recs {
+		if c := desiredCopy(es[i], r, w.p.topics[TopicDesired]); c != nil {
+			copies = append(copies, c)
+		}
+	}
+	if err := cl.ProduceSync(ctx, copies...).FirstErr(); err != nil {
+		return nil, fmt.Errorf("config writer: produce desired state: %w", err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return nil, fmt.Errorf("config writer: commit: %w", err)
+	}
+	for _, e := range es {
+		countType(ctx, meters().published, e.Type())
+	}
+	return recs, nil
+}
+
+// desiredCopy is the desired-state record of a config record: a copy keyed
+// by the object, or a tombstone for a deletion; nil for events that are not
+// state (operations, cluster registration).
+func desiredCopy(e *event.Event, r *kgo.Record, topic string) *kgo.Record {
+	subj, err := ParseSubject(e.Subject())
+	if err != nil || subj.Kind == "" {
+		return nil
+	}
+	switch e.Type() {
+	case TypeApplicationUpserted, TypeAppProjectUpserted, TypeRepositoryUpserted,
+		TypeApplicationDeleted, TypeAppProjectDeleted, TypeRepositoryDeleted:
+	default:
+		return nil
+	}
+	headers := append(slices.Clone(r.Headers), kgo.RecordHeader{Key: HeaderConfigOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))})
+	return &kgo.Record{Topic: topic, Key: []byte(DesiredKey(subj)), Value: r.Value, Headers: headers}
+}
+
+// DesiredKey is the desired-state topic's key of an object.
+func DesiredKey(s Subject) string {
+	return s.Cluster + "/" + s.Kind + "/" + s.Namespace + "/" + s.Name
+}
+
+// ConfigOffset returns the config offset a desired-state record copies.
+func ConfigOffset(r *kgo.Record) (int64, error) {
+	for _, h := range r.Headers {
+		if h.Key == HeaderConfigOffset {
+			return strconv.ParseInt(string(h.Value), 10, 64)
+		}
+	}
+	return 0, errors.New("no " + HeaderConfigOffset + " header")
+}

@@ -1,0 +1,272 @@
+package spoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+)
+
+// bootstrapKey is the state record of a finished bootstrap.
+const bootstrapKey = "bootstrap"
+
+// Bootstrap brings a new or wiped spoke to its cluster's whole desired state
+// in the time it takes to read the cluster's current objects, however long
+// the config topic's history is.
+//
+// It reads the cluster's partition of the compacted desired-state topic
+// (written by the hub in the same transaction as each config event, see
+// events.ConfigWriter), applies the latest event of every object through
+// Handle in config order, as if read from the config topic at the offset it
+// copies, and then moves the spoke's config checkpoint past them. The
+// config reader takes over from there. A bootstrap interrupted part way is
+// done again, and the objects it had applied are acknowledged again as
+// redeliveries. It runs once: its end is recorded in State.
+type Bootstrap struct {
+	Cluster string
+	// Client connects to Kafka; Bootstrap only uses it for admin requests
+	// and makes its own short-lived consumer with ConnOpts.
+	Client    *kgo.Client
+	ConnOpts  []kgo.Opt
+	Topics    events.Topics
+	Partition int32
+	Group     string
+	Decoder   *events.Decoder
+	State     StateStore
+	Handle    func(ctx context.Context, d *events.Decoded) error
+	Log       *slog.Logger
+}
+
+// ErrNoDesiredTopic means the desired-state topic does not exist (a
+// deployment from before it): the spoke then reads the config topic's whole
+// history instead, which reaches the same state, only slower.
+var ErrNoDesiredTopic = errors.New("no desired-state topic")
+
+// Run bootstraps unless it was done before, and returns the number of
+// objects applied.
+func (b *Bootstrap) Run(ctx context.Context) (int, error) {
+	if _, done, err := b.State.Get(ctx, bootstrapKey); err != nil || done {
+		return 0, err
+	}
+	started := time.Now()
+	latest, last, err := b.read(ctx)
+	if errors.Is(err, ErrNoDesiredTopic) || errors.Is(err, ErrSnapshotMismatch) {
+		b.Log.ErrorContext(ctx, "not bootstrapping; reading the config topic's whole history instead", "err", err)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	slices.SortFunc(latest, func(x, y *events.Decoded) int { return int(x.Offset - y.Offset) })
+	for _, d := range latest {
+		if err := b.apply(ctx, d); err != nil {
+			return 0, err
+		}
+	}
+	if last >= 0 {
+		if err := retry(ctx, b.Log, "checkpoint", kerr.IsRetriable, func() error { return b.checkpoint(ctx, last+1) }); err != nil {
+			return 0, err
+		}
+	}
+	if err := b.State.Put(ctx, bootstrapKey, Applied{Partition: b.Partition, Offset: last}); err != nil {
+		return 0, err
+	}
+	b.Log.InfoContext(ctx, "bootstrapped from the desired-state topic", "objects", len(latest),
+		"next_config_offset", last+1, "took", time.Since(started).Round(time.Millisecond))
+	return len(latest), nil
+}
+
+// read returns the latest live desired-state event of each of the cluster's
+// objects, each placed at the config offset it copies, and the last config
+// offset the snapshot covers (deletions included; -1 for none). A record
+// that does not verify is logged and left out: the config topic holds the
+// original.
+func (b *Bootstrap) read(ctx context.Context) ([]*events.Decoded, int64, error) {
+	topic := b.Topics[events.TopicDesired]
+	adm := kadm.NewClient(b.Client)
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, -1, fmt.Errorf("bootstrap: end of %s: %w", topic, err)
+	}
+	end, ok := ends.Lookup(topic, b.Partition)
+	if ok && errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
+		return nil, -1, fmt.Errorf("bootstrap: %w: %s", ErrNoDesiredTopic, topic)
+	}
+	if !ok || end.Err != nil {
+		return nil, -1, fmt.Errorf("bootstrap: end of %s/%d: %w", topic, b.Partition, errors.Join(end.Err, errors.New("not listed")))
+	}
+	if end.Offset == 0 {
+		return nil, -1, nil
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(b.ConnOpts),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {b.Partition: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers take offsets too; seeing them is how the
+		// loop below knows it reached the end.
+		kgo.KeepControlRecords())...)
+	if err != nil {
+		return nil, -1, err
+	}
+	defer cl.Close()
+	prefix := b.Cluster + "/"
+	byKey := map[string]*kgo.Record{}
+	for next := int64(0); next < end.Offset; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, -1, err
+		}
+		if err := fs.Err0(); err != nil {
+			return nil, -1, fmt.Errorf("bootstrap: read %s: %w", topic, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next = r.Offset + 1
+			if k := string(r.Key); !r.Attrs.IsControl() && strings.HasPrefix(k, prefix) {
+				byKey[k] = r
+			}
+		})
+	}
+	var out []*events.Decoded
+	last := int64(-1)
+	var lastEvent *events.Decoded
+	for k, r := range byKey {
+		if r.Value == nil {
+			continue // a tombstone: the object is long gone
+		}
+		d, err := b.place(ctx, r)
+		if err != nil {
+			b.Log.WarnContext(ctx, "bootstrap: desired-state record refused; the config topic decides", "key", k, "err", err)
+			continue
+		}
+		if d.Offset > last {
+			last, lastEvent = d.Offset, d
+		}
+		switch d.Spec.Type {
+		case events.TypeApplicationDeleted, events.TypeAppProjectDeleted, events.TypeRepositoryDeleted:
+			continue // deleted: nothing to apply on a new cluster
+		}
+		out = append(out, d)
+	}
+	if lastEvent != nil {
+		if err := b.confirm(ctx, lastEvent); err != nil {
+			return nil, -1, err
+		}
+	}
+	return out, last, nil
+}
+
+// confirm checks that the config record at the offset a desired-state
+// record names is the same event. The offset header is not signed: without
+// this check, a forged header could move the spoke's checkpoint past config
+// events it never applied.
+func (b *Bootstrap) confirm(ctx context.Context, d *events.Decoded) error {
+	topic := b.Topics[events.TopicConfig]
+	cl, err := kgo.NewClient(append(slices.Clone(b.ConnOpts),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {b.Partition: kgo.NewOffset().At(d.Offset)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollRecords(ctx, 1)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fs.Err0(); err != nil {
+			return fmt.Errorf("bootstrap: read %s/%d@%d: %w", topic, b.Partition, d.Offset, err)
+		}
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if recs[0].Offset != d.Offset || eventID(recs[0]) != d.Event.ID() {
+			return fmt.Errorf("bootstrap: %w: the desired-state copy of event %s names config offset %d, which holds another record",
+				ErrSnapshotMismatch, d.Event.ID(), d.Offset)
+		}
+		return nil
+	}
+}
+
+// ErrSnapshotMismatch means the desired-state topic does not match the
+// config topic; the spoke then reads the config topic's history instead.
+var ErrSnapshotMismatch = errors.New("desired state does not match the config topic")
+
+// eventID is the CloudEvents id of a binary-mode record, unverified.
+func eventID(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == "ce_id" {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func (b *Bootstrap) place(ctx context.Context, r *kgo.Record) (*events.Decoded, error) {
+	off, err := events.ConfigOffset(r)
+	if err != nil {
+		return nil, err
+	}
+	d, err := b.Decoder.Decode(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	d.Topic, d.Partition, d.Offset = b.Topics[events.TopicConfig], b.Partition, off
+	return d, nil
+}
+
+// apply hands one event to Handle, retrying transient failures.
+func (b *Bootstrap) apply(ctx context.Context, d *events.Decoded) error {
+	return retry(ctx, b.Log, "apply "+d.Event.ID(), func(error) bool { return true }, func() error { return b.Handle(ctx, d) })
+}
+
+// retry runs fn until it succeeds, ctx ends or it fails in a way
+// transient does not accept, with exponential backoff up to 30 s.
+func retry(ctx context.Context, log *slog.Logger, what string, transient func(error) bool, fn func() error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !transient(err) {
+			return err
+		}
+		log.WarnContext(ctx, "bootstrap: "+what+" failed; will retry", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// checkpoint moves the spoke's config offset to next, unless it is already
+// further.
+func (b *Bootstrap) checkpoint(ctx context.Context, next int64) error {
+	adm := kadm.NewClient(b.Client)
+	topic := b.Topics[events.TopicConfig]
+	cur, err := adm.FetchOffsets(ctx, b.Group)
+	if err != nil {
+		return fmt.Errorf("bootstrap: read checkpoint: %w", err)
+	}
+	if c, ok := cur.Lookup(topic, b.Partition); ok && c.Err == nil && c.At >= next {
+		return nil
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: b.Partition, At: next, LeaderEpoch: -1})
+	resp, err := adm.CommitOffsets(ctx, b.Group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("bootstrap: commit checkpoint: %w", err)
+	}
+	return nil
+}
