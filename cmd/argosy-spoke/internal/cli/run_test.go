@@ -51,20 +51,30 @@ type spokeRig struct {
 	prod    *events.Producer
 	repo    *kubetest.Repo
 	apps    dynamic.ResourceInterface
+	// broker is the bootstrap address; client makes clients of it.
+	broker string
+	client func(opts ...kgo.Opt) *kgo.Client
+	// env is added to the spoke's environment.
+	env []string
 }
 
 func newSpokeRig(t testing.TB) *spokeRig {
+	return newSpokeRigOn(t, kafkatest.Bootstrap(t), func(opts ...kgo.Opt) *kgo.Client { return kafkatest.Client(t, opts...) })
+}
+
+// newSpokeRigOn is a rig on the broker at addr.
+func newSpokeRigOn(t testing.TB, addr string, client func(opts ...kgo.Opt) *kgo.Client) *spokeRig {
 	e := kubetest.Current(t)
 	ctx := t.Context()
 	if err := e.StartArgoCD(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := &spokeRig{t: t, e: e, dir: t.TempDir(), ns: e.Namespace(t), prefix: kafkatest.Prefix(t)}
+	r := &spokeRig{t: t, e: e, dir: t.TempDir(), ns: e.Namespace(t), prefix: kafkatest.Prefix(t), broker: addr, client: client}
 	r.cluster, r.topics, r.bin = "spoke-"+r.ns, events.DefaultTopics(r.prefix), filepath.Join(r.dir, "argosy-spoke")
 	if out, err := exec.Command("go", "build", "-o", r.bin, "github.com/argosyproj/argosy/cmd/argosy-spoke").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	if err := events.EnsureTopics(ctx, kadm.NewClient(kafkatest.Client(t)), r.topics, events.TopicPlan(4, 2), 1, 1); err != nil {
+	if err := events.EnsureTopics(ctx, kadm.NewClient(client()), r.topics, events.TopicPlan(4, 2), 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	var err error
@@ -86,7 +96,7 @@ func newSpokeRig(t testing.TB) *spokeRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.prod, err = events.NewProducer(kafkatest.Client(t, events.ProducerOpts(nil)...), hub, r.topics); err != nil {
+	if r.prod, err = events.NewProducer(client(events.ProducerOpts(nil)...), hub, r.topics); err != nil {
 		t.Fatal(err)
 	}
 	r.repo = kubetest.NewRepo(t)
@@ -130,9 +140,9 @@ func (r *spokeRig) start() *testproc.Proc {
 		r.t.Fatal(err)
 	}
 	p, err := testproc.Start(r.dir, "argosy-spoke", r.bin, []string{"run",
-		"--cluster", r.cluster, "--kafka-brokers", kafkatest.Bootstrap(r.t), "--topic-prefix", r.prefix,
+		"--cluster", r.cluster, "--kafka-brokers", r.broker, "--topic-prefix", r.prefix,
 		"--kubeconfig", r.e.Kubeconfig, "--keys-dir", filepath.Join(r.dir, "keys"), "--hub-key", filepath.Join(r.dir, "hub.pub"),
-		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", "1s"}, nil)
+		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", "1s"}, r.env)
 	if err != nil {
 		r.t.Fatal(err)
 	}
