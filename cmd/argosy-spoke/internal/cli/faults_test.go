@@ -138,17 +138,18 @@ func TestSpokeSurvivesRandomKillsUnderLoad(t *testing.T) {
 	history := r.generations()
 
 	var published []*event.Event
-	var pubMu sync.Mutex
-	pubDone := make(chan struct{})
+	pubDone := make(chan error, 1)
 	go func() { // the load: one generation of every Application every 300 ms
-		defer close(pubDone)
 		for g := int64(1); g <= gens; g++ {
-			es := r.upserts(g, names...)
-			pubMu.Lock()
+			es, err := r.publishUpserts(g, names...)
+			if err != nil {
+				pubDone <- err
+				return
+			}
 			published = append(published, es...)
-			pubMu.Unlock()
 			time.Sleep(300 * time.Millisecond)
 		}
+		pubDone <- nil
 	}()
 
 	// First run: crash right after the third apply, before its commit.
@@ -161,23 +162,26 @@ func TestSpokeSurvivesRandomKillsUnderLoad(t *testing.T) {
 	for range 5 { // then kills at random moments
 		p = r.start()
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("the spoke exited by itself (%v); log:\n%s", err, p.LogTail())
+		}
 		if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		waitExit(t, p)
 		kills++
 	}
-	<-pubDone
+	if err := <-pubDone; err != nil { // published is the goroutine's no more
+		t.Fatal(err)
+	}
 	p = r.start()
 	for _, n := range names {
 		r.waitGeneration(p, n, strconv.Itoa(gens))
 	}
-	pubMu.Lock()
 	ids := make([]string, len(published))
 	for i, e := range published {
 		ids[i] = e.ID()
 	}
-	pubMu.Unlock()
 	seen := r.readStatus(func(s *statusSeen) bool {
 		for _, id := range ids {
 			if len(s.acks[id]) == 0 {

@@ -56,6 +56,8 @@ type spokeRig struct {
 	client func(opts ...kgo.Opt) *kgo.Client
 	// env is added to the spoke's environment.
 	env []string
+	// heartbeat is the spoke's --heartbeat-interval (1s in tests).
+	heartbeat string
 }
 
 func newSpokeRig(t testing.TB) *spokeRig {
@@ -69,7 +71,7 @@ func newSpokeRigOn(t testing.TB, addr string, client func(opts ...kgo.Opt) *kgo.
 	if err := e.StartArgoCD(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := &spokeRig{t: t, e: e, dir: t.TempDir(), ns: e.Namespace(t), prefix: kafkatest.Prefix(t), broker: addr, client: client}
+	r := &spokeRig{t: t, e: e, dir: t.TempDir(), ns: e.Namespace(t), prefix: kafkatest.Prefix(t), broker: addr, client: client, heartbeat: "1s"}
 	r.cluster, r.topics, r.bin = "spoke-"+r.ns, events.DefaultTopics(r.prefix), filepath.Join(r.dir, "argosy-spoke")
 	if out, err := exec.Command("go", "build", "-o", r.bin, "github.com/argosyproj/argosy/cmd/argosy-spoke").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
@@ -111,11 +113,20 @@ func newSpokeRigOn(t testing.TB, addr string, client func(opts ...kgo.Opt) *kgo.
 
 // upserts publishes generation gen of the named Applications.
 func (r *spokeRig) upserts(gen int64, names ...string) []*event.Event {
+	es, err := r.publishUpserts(gen, names...)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return es
+}
+
+// publishUpserts is upserts for goroutines other than the test's.
+func (r *spokeRig) publishUpserts(gen int64, names ...string) ([]*event.Event, error) {
 	spec, err := json.Marshal(map[string]any{"project": "default",
 		"source":      map[string]any{"repoURL": r.repo.URL, "path": "app", "targetRevision": "main"},
 		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": r.ns}})
 	if err != nil {
-		r.t.Fatal(err)
+		return nil, err
 	}
 	var es []*event.Event
 	for _, name := range names {
@@ -124,14 +135,14 @@ func (r *spokeRig) upserts(gen int64, names ...string) []*event.Event {
 			events.Subject{Cluster: r.cluster, Kind: "applications", Namespace: kubetest.ArgoNamespace, Name: name}.String(), r.cluster,
 			schemas.ApplicationUpserted{Resource: res, Project: "default", Spec: spec})
 		if err != nil {
-			r.t.Fatal(err)
+			return nil, err
 		}
 		es = append(es, ev)
 	}
 	if _, err := r.prod.Publish(r.t.Context(), es...); err != nil {
-		r.t.Fatal(err)
+		return nil, err
 	}
-	return es
+	return es, nil
 }
 
 func (r *spokeRig) start() *testproc.Proc {
@@ -142,7 +153,7 @@ func (r *spokeRig) start() *testproc.Proc {
 	p, err := testproc.Start(r.dir, "argosy-spoke", r.bin, []string{"run",
 		"--cluster", r.cluster, "--kafka-brokers", r.broker, "--topic-prefix", r.prefix,
 		"--kubeconfig", r.e.Kubeconfig, "--keys-dir", filepath.Join(r.dir, "keys"), "--hub-key", filepath.Join(r.dir, "hub.pub"),
-		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", "1s"}, r.env)
+		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", r.heartbeat}, r.env)
 	if err != nil {
 		r.t.Fatal(err)
 	}
