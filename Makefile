@@ -1,8 +1,8 @@
 # Argosy's build. `make test` runs every test, starting the real servers it
-# needs by itself: an Apache Kafka broker from Maven Central's jars, and
-# etcd, kube-apiserver and Argo CD built from their Go modules (make
-# kube-tools). Tools and jars are cached under $(CACHE), never in the
-# repository.
+# needs by itself: an Apache Kafka broker from Maven Central's jars, etcd,
+# kube-apiserver and Argo CD built from their Go modules (make kube-tools),
+# and PostgreSQL from Debian's packages (make test-tools). Tools and jars
+# are cached under $(CACHE), never in the repository.
 
 GO        ?= go
 SHELL     := bash
@@ -33,14 +33,14 @@ build: ## Build bin/argosy and bin/argosy-spoke.
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-spoke ./cmd/argosy-spoke
 
-test: test-tools kube-tools ## Run every test: unit, integration (real Kafka, Kubernetes, Argo CD), schema and golden checks.
+test: test-tools kube-tools ## Run every test: unit, integration (real Kafka, Kubernetes, Argo CD, PostgreSQL), schema and golden checks.
 	$(GO) test -race -count=1 $(INTEGRATION) ./...
 
 test-unit: test-tools ## Run the tests that need no server.
 	$(GO) test -race -count=1 ./...
 
 test-integration: test-tools kube-tools ## Run the packages whose tests use real servers.
-	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/... ./internal/kubetest/... ./internal/kafkatest/... ./internal/kafkaconn/...
+	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/... ./internal/kubetest/... ./internal/kafkatest/... ./internal/kafkaconn/... ./internal/pgtest/...
 
 kube-tools: test-tools ## Build and cache etcd, kube-apiserver, kubectl, kube-controller-manager and Argo CD.
 	$(GO) run ./internal/kubetest/build >/dev/null
@@ -71,16 +71,21 @@ verify: generate ## Fail if go.mod, go.sum or generated files are stale.
 tools: $(BIN)/golangci-lint $(BIN)/benchstat
 
 # The tests run java and mvn (the Kafka broker under test), npm (the
-# AsyncAPI specification schema ships in an npm package), and git and
-# redis-server (Argo CD under test). Missing ones are
-# installed with apt-get on Debian as root; elsewhere this says what to install.
+# AsyncAPI specification schema ships in an npm package), git and
+# redis-server (Argo CD under test), and PostgreSQL's initdb and postgres
+# (internal/pgtest). Missing ones are installed with apt-get on Debian as
+# root; elsewhere this says what to install.
 TEST_TOOLS := java:openjdk-17-jre-headless mvn:maven npm:npm git:git redis-server:redis-server
-test-tools: ## Install java, mvn and npm if they are missing (Debian, as root).
+# Debian keeps PostgreSQL's server binaries off PATH, in
+# /usr/lib/postgresql/<major>/bin; ARGOSY_PG_BIN names another directory.
+PG_INITDB  := $(if $(ARGOSY_PG_BIN),$(ARGOSY_PG_BIN)/initdb,/usr/lib/postgresql/*/bin/initdb)
+test-tools: ## Install java, mvn, npm, git, redis-server and PostgreSQL if they are missing (Debian, as root).
 	@missing=; for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
+	compgen -G '$(PG_INITDB)' >/dev/null || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else echo "missing tools, please install:$$missing (Java 17+, Maven, npm)"; exit 1; fi; \
+	  else echo "missing tools, please install:$$missing (Java 17+, Maven, npm, git, redis, PostgreSQL 13+ server; or set ARGOSY_PG_BIN)"; exit 1; fi; \
 	fi
 
 $(BIN)/golangci-lint:

@@ -28,8 +28,20 @@ type Proc struct {
 	done chan error
 }
 
+// Option changes how Start runs a process.
+type Option func(*syscall.SysProcAttr)
+
+// AsUser runs the process as user uid with group gid and no supplementary
+// groups, for servers that refuse to run as root (PostgreSQL). Changing user
+// needs root, or uid and gid already being the caller's own.
+func AsUser(uid, gid uint32) Option {
+	return func(a *syscall.SysProcAttr) {
+		a.Credential = &syscall.Credential{Uid: uid, Gid: gid, NoSetGroups: uid == uint32(os.Getuid())}
+	}
+}
+
 // Start starts bin with args and env, logging to dir/name.log.
-func Start(dir, name, bin string, args, env []string) (*Proc, error) {
+func Start(dir, name, bin string, args, env []string, opts ...Option) (*Proc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -39,7 +51,12 @@ func Start(dir, name, bin string, args, env []string) (*Proc, error) {
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = f, f
+	// The parent-death signal survives AsUser: a change of user clears it,
+	// but Go's child sets it after changing user.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	for _, o := range opts {
+		o(cmd.SysProcAttr)
+	}
 	p := &Proc{Name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
 	started := make(chan error, 1)
 	go func() {
@@ -73,17 +90,29 @@ func (p *Proc) Exited() (bool, error) {
 // waits for the process to end. An exit caused by those signals is not an
 // error.
 func (p *Proc) Stop(grace time.Duration) error {
+	return p.StopWith(grace, syscall.SIGTERM)
+}
+
+// StopWith sends each of sigs in turn to the process group, giving the
+// process grace after each to end, then SIGKILL, and waits for the process
+// to end. An exit caused by those signals is not an error.
+func (p *Proc) StopWith(grace time.Duration, sigs ...syscall.Signal) error {
+	for _, sig := range sigs {
+		if ok, _ := p.Exited(); ok {
+			return nil
+		}
+		if err := signalGroup(p.Pid(), sig); err != nil {
+			return err
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return nil
+		case <-time.After(grace):
+		}
+	}
 	if ok, _ := p.Exited(); ok {
 		return nil
-	}
-	if err := signalGroup(p.Pid(), syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return nil
-	case <-time.After(grace):
 	}
 	if err := signalGroup(p.Pid(), syscall.SIGKILL); err != nil {
 		return err
@@ -122,6 +151,9 @@ func (p *Proc) WaitFor(ctx context.Context, ready func(context.Context) error) e
 			return nil
 		}
 		if ok, err := p.Exited(); ok {
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
 			return fmt.Errorf("%s exited (%w) before it was ready; log:\n%s", p.Name, err, p.LogTail())
 		}
 		select {

@@ -1,0 +1,141 @@
+package testproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// helperEnv makes the test binary act as a server that ignores the signals
+// listed after "ignore:", so that StopWith's escalation can be watched.
+const helperEnv = "TESTPROC_HELPER"
+
+func TestMain(m *testing.M) {
+	if ignore, ok := strings.CutPrefix(os.Getenv(helperEnv), "ignore:"); ok {
+		for _, s := range strings.Split(ignore, ",") {
+			if s == "" {
+				continue
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "helper:", err)
+				os.Exit(2)
+			}
+			signal.Ignore(syscall.Signal(n))
+		}
+		fmt.Println("ready")
+		time.Sleep(time.Hour) // until a signal ends it
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// startHelper starts the test binary as a helper that ignores the given
+// signals, and waits until it says it is ready.
+func startHelper(t *testing.T, ignore ...syscall.Signal) *Proc {
+	t.Helper()
+	var nums []string
+	for _, s := range ignore {
+		nums = append(nums, strconv.Itoa(int(s)))
+	}
+	p, err := Start(t.TempDir(), "helper", os.Args[0], nil, []string{helperEnv + "=ignore:" + strings.Join(nums, ",")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	err = p.WaitFor(ctx, func(context.Context) error {
+		if !strings.Contains(p.LogTail(), "ready") {
+			return errors.New("not ready")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestStopWith checks that each signal is tried in turn and that SIGKILL
+// ends a process that ignores them all.
+func TestStopWith(t *testing.T) {
+	tests := []struct {
+		name   string
+		ignore []syscall.Signal
+		sigs   []syscall.Signal
+		want   syscall.Signal
+	}{
+		{"first signal", nil, []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}, syscall.SIGTERM},
+		{"second signal", []syscall.Signal{syscall.SIGTERM}, []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}, syscall.SIGINT},
+		{"all ignored", []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}, []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}, syscall.SIGKILL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startHelper(t, tt.ignore...)
+			if err := p.StopWith(200*time.Millisecond, tt.sigs...); err != nil {
+				t.Fatalf("StopWith: %v", err)
+			}
+			ok, err := p.Exited()
+			if !ok {
+				t.Fatal("process still running after StopWith")
+			}
+			if got := exitSignal(err); got != tt.want {
+				t.Errorf("process ended by %v (%v), want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func exitSignal(err error) syscall.Signal {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return 0
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return 0
+	}
+	return ws.Signal()
+}
+
+// TestAsUser checks that a process runs as the user it is given: nobody
+// when the tests run as root, or the caller's own user otherwise.
+func TestAsUser(t *testing.T) {
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if uid == 0 {
+		uid, gid = 65534, 65534 // nobody, nogroup
+	}
+	dir := t.TempDir()
+	// The process starts in dir, so its user must be able to enter it and
+	// its parent, which TempDir makes private.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := Start(dir, "id", "sh", []string{"-c", "id -u; id -g; id -G"}, nil, AsUser(uid, gid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.WaitFor(t.Context(), func(context.Context) error { return errors.New("wait for exit") })
+	if err == nil || !strings.Contains(err.Error(), "exited (exit status 0)") {
+		t.Fatalf("id did not exit cleanly: %v", err)
+	}
+	got := strings.Fields(p.LogTail())
+	want := []string{fmt.Sprint(uid), fmt.Sprint(gid)}
+	if len(got) < 3 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("id printed %q, want uid %s and gid %s", got, want[0], want[1])
+	}
+	if os.Getuid() == 0 && (len(got) != 3 || got[2] != want[1]) {
+		t.Errorf("supplementary groups %q, want only %s", got[2:], want[1])
+	}
+}
