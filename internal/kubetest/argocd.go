@@ -151,7 +151,7 @@ func (e *Env) StartArgoCD(ctx context.Context) error {
 	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3])
 	err = e.startArgoProc(ctx, "argocd-application-controller", e.Bin.ApplicationController, env, []string{
 		"--redis", redis, "--repo-server", repo, "--repo-server-plaintext",
-		"--metrics-port", strconv.Itoa(ports[3]), "--app-resync", "10", "--app-resync-jitter", "0",
+		"--metrics-port", strconv.Itoa(ports[3]), "--app-resync", appResync(), "--app-resync-jitter", "0",
 		"--self-heal-timeout-seconds", "1", "--self-heal-backoff-timeout-seconds", "0",
 		"--status-processors", "4", "--operation-processors", "2", "--loglevel", "warn",
 	}, func(ctx context.Context) error { return httpOK(ctx, http.DefaultClient, metrics, "") })
@@ -160,6 +160,21 @@ func (e *Env) StartArgoCD(ctx context.Context) error {
 	}
 	e.argo = true
 	return nil
+}
+
+// EnvAppResync names the variable that sets the test Argo CD's
+// --app-resync, in seconds. Tests want 10 (the default here), so that
+// Applications settle fast; a measurement of idle cost wants production's
+// 180.
+const EnvAppResync = "ARGOSY_KUBETEST_APP_RESYNC"
+
+func appResync() string {
+	if v := os.Getenv(EnvAppResync); v != "" {
+		if _, err := strconv.Atoi(v); err == nil {
+			return v
+		}
+	}
+	return "10"
 }
 
 func (e *Env) startArgoProc(ctx context.Context, name, bin string, env, args []string, ready func(context.Context) error) error {

@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/argosyproj/argosy/schemas"
@@ -32,8 +34,21 @@ func NewWatcher(dyn dynamic.Interface, namespace string) *Watcher {
 
 // Run implements spoke.StatusSource.
 func (w *Watcher) Run(ctx context.Context, changed func(spoke.AppStatus)) error {
-	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.dyn, 10*time.Minute, w.namespace, nil)
-	inf := f.ForResource(applicationGVR).Informer()
+	// A plain informer on a dynamic ListWatch: client-go's dynamicinformer
+	// would link every typed informer and clientset of client-go, whose
+	// package initialisation alone costs the spoke megabytes of memory.
+	apps := w.dyn.Resource(applicationGVR).Namespace(w.namespace)
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
+			return apps.List(ctx, opts)
+		},
+		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
+			return apps.Watch(ctx, opts)
+		},
+	}, &unstructured.Unstructured{}, 10*time.Minute, cache.Indexers{})
+	if err := inf.SetTransform(slim); err != nil {
+		return fmt.Errorf("watch applications: %w", err)
+	}
 	on := func(obj any, deleted bool) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
@@ -52,14 +67,17 @@ func (w *Watcher) Run(ctx context.Context, changed func(spoke.AppStatus)) error 
 	if err != nil {
 		return fmt.Errorf("watch applications: %w", err)
 	}
-	f.Start(ctx.Done())
-	defer f.Shutdown()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.Run(ctx.Done())
+	}()
 	// The registration has synced once the handler has been given every
 	// Application of the initial list.
 	if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		changed(spoke.AppStatus{ListDone: true})
 	}
-	<-ctx.Done()
+	<-done // the informer stops when ctx ends
 	return nil
 }
 
@@ -206,4 +224,55 @@ func localApp(u *unstructured.Unstructured, project string) *spoke.LocalApp {
 		return nil
 	}
 	return &spoke.LocalApp{Generation: u.GetGeneration(), Project: project, Labels: u.GetLabels(), Spec: spec}
+}
+
+// slim drops what the spoke never reads from the Applications its informer
+// keeps, which is most of their size: managed fields, the resources of the
+// last sync result, the sources of history entries and of the comparison,
+// and everything of each resource but its kind and health.
+func slim(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	st, ok := u.Object["status"].(map[string]any)
+	if !ok {
+		return u, nil
+	}
+	for _, k := range []string{"summary", "sourceType", "sourceTypes", "controllerNamespace", "reconciledAt", "observedAt"} {
+		delete(st, k)
+	}
+	if sync, ok := st["sync"].(map[string]any); ok {
+		delete(sync, "comparedTo")
+	}
+	if op, ok := st["operationState"].(map[string]any); ok {
+		if sr, ok := op["syncResult"].(map[string]any); ok {
+			for _, k := range []string{"resources", "source", "sources", "managedNamespaceMetadata"} {
+				delete(sr, k)
+			}
+		}
+	}
+	if hist, ok := st["history"].([]any); ok {
+		for _, h := range hist {
+			if m, ok := h.(map[string]any); ok {
+				delete(m, "source")
+				delete(m, "sources")
+			}
+		}
+	}
+	if res, ok := st["resources"].([]any); ok {
+		for i, r := range res {
+			m, ok := r.(map[string]any)
+			if !ok {
+				continue
+			}
+			kept := map[string]any{"kind": m["kind"]}
+			if h, ok := m["health"].(map[string]any); ok {
+				kept["health"] = map[string]any{"status": h["status"]}
+			}
+			res[i] = kept
+		}
+	}
+	return u, nil
 }

@@ -17,14 +17,18 @@ import (
 // measurement, so run it with -benchtime 1x.
 func BenchmarkSpokeFootprint(b *testing.B) {
 	for b.Loop() {
-		rss, millicores := footprint(b)
-		b.ReportMetric(float64(rss), "KiB-RSS")
+		mem, millicores := footprint(b)
+		b.ReportMetric(float64(mem["VmRSS"]), "KiB-RSS")
+		b.ReportMetric(float64(mem["RssAnon"]), "KiB-RSS-anon")
+		b.ReportMetric(float64(mem["RssFile"]), "KiB-RSS-file")
 		b.ReportMetric(millicores, "idle-millicores")
 	}
 }
 
-func footprint(t testing.TB) (rss int, millicores float64) {
+func footprint(t testing.TB) (mem map[string]int, millicores float64) {
 	r := newSpokeRig(t)
+	r.heartbeat = "30s" // the default: idle means idle
+	r.env = strings.Fields(os.Getenv("ARGOSY_FOOTPRINT_ENV"))
 	names := make([]string, 100)
 	for i := range names {
 		names[i] = fmt.Sprintf("fp-%03d-%s", i, r.ns)
@@ -45,25 +49,32 @@ func footprint(t testing.TB) (rss int, millicores float64) {
 	time.Sleep(idle)
 	cpu1 := cpuTicks(t, p.Pid())
 	millicores = float64(cpu1-cpu0) / 100 / idle.Seconds() * 1000 // USER_HZ is 100 on Linux
-	return rssKiB(t, p.Pid()), millicores
+	return memKiB(t, p.Pid()), millicores
 }
 
-func rssKiB(t testing.TB, pid int) int {
+// memKiB reads the resident set of a process from /proc: VmRSS, and its
+// anonymous (heap, stacks) and file-backed (the binary's pages) parts.
+func memKiB(t testing.TB, pid int) map[string]int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := map[string]int{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "RssAnon" && k != "RssFile") {
+			continue
 		}
+		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = n
 	}
-	t.Fatal("no VmRSS")
-	return 0
+	if out["VmRSS"] == 0 {
+		t.Fatal("no VmRSS")
+	}
+	return out
 }
 
 // cpuTicks is the process's user plus system time, in clock ticks.
