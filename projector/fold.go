@@ -1,0 +1,344 @@
+package projector
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// View is the fold's working set: the rows it has read or written, what
+// changed since the last Flush, and how far it has read each partition.
+// Apply is a pure function of the view and the event: the same events in
+// the same per-partition order give the same rows, whichever way the
+// partitions interleave, because every table is written by one partition
+// only.
+type View struct {
+	rows    Rows
+	dirty   dirtySet
+	appends Batch // append-only rows of this step
+	offsets map[Partition]int64
+}
+
+type dirtySet struct {
+	registrations, beats map[string]bool
+	desired, observed    map[AppKey]bool
+	chainHeads           map[Partition]bool
+}
+
+// NewView returns an empty view.
+func NewView() *View {
+	v := &View{offsets: map[Partition]int64{}}
+	v.rows = Rows{Registrations: map[string]ClusterRegistration{}, Beats: map[string]ClusterBeat{},
+		Desired: map[AppKey]AppDesired{}, Observed: map[AppKey]AppObserved{}, ChainHeads: map[Partition]string{}}
+	v.resetDirty()
+	return v
+}
+
+func (v *View) resetDirty() {
+	v.dirty = dirtySet{registrations: map[string]bool{}, beats: map[string]bool{}, desired: map[AppKey]bool{},
+		observed: map[AppKey]bool{}, chainHeads: map[Partition]bool{}}
+	v.appends = Batch{}
+}
+
+// Missing returns what of need the view does not hold yet, for the caller
+// to Load from the store and Merge.
+func (v *View) Missing(need *Need) *Need {
+	out := &Need{}
+	for _, k := range need.Registrations {
+		if _, ok := v.rows.Registrations[k]; !ok {
+			out.Registrations = append(out.Registrations, k)
+		}
+	}
+	for _, k := range need.Desired {
+		if _, ok := v.rows.Desired[k]; !ok {
+			out.Desired = append(out.Desired, k)
+		}
+	}
+	for _, k := range need.Observed {
+		if _, ok := v.rows.Observed[k]; !ok {
+			out.Observed = append(out.Observed, k)
+		}
+	}
+	for _, p := range need.ChainHeads {
+		if _, ok := v.rows.ChainHeads[p]; !ok {
+			out.ChainHeads = append(out.ChainHeads, p)
+		}
+	}
+	return out
+}
+
+// Merge adds rows read from the store. Keys asked for and not found are
+// remembered as absent, so they are not asked for again.
+func (v *View) Merge(asked *Need, r *Rows) {
+	for _, k := range asked.Registrations {
+		v.rows.Registrations[k] = r.Registrations[k]
+	}
+	for _, k := range asked.Desired {
+		v.rows.Desired[k] = r.Desired[k]
+	}
+	for _, k := range asked.Observed {
+		v.rows.Observed[k] = r.Observed[k]
+	}
+	for _, p := range asked.ChainHeads {
+		v.rows.ChainHeads[p] = r.ChainHeads[p]
+	}
+}
+
+// Forget drops every row, for after a rebalance: rows of partitions this
+// replica no longer owns may change elsewhere, and are read from the store
+// again when needed. Call it after a Flush.
+func (v *View) Forget() { *v = *NewView() }
+
+// Advance records that the partition has been read up to offset (a record
+// that was dead-lettered rather than folded).
+func (v *View) Advance(topic string, partition int32, offset int64) {
+	v.offsets[Partition{topic, partition}] = offset + 1
+}
+
+// Flush returns what changed since the last Flush, with the offsets reached,
+// and starts a new step.
+func (v *View) Flush() *Batch {
+	b := v.appends
+	b.Offsets = maps.Clone(v.offsets)
+	b.ChainHeads = map[Partition]string{}
+	for k := range v.dirty.registrations {
+		b.Registrations = append(b.Registrations, v.rows.Registrations[k])
+	}
+	for k := range v.dirty.beats {
+		b.Beats = append(b.Beats, v.rows.Beats[k])
+	}
+	for k := range v.dirty.desired {
+		b.Desired = append(b.Desired, v.rows.Desired[k])
+	}
+	for k := range v.dirty.observed {
+		b.Observed = append(b.Observed, v.rows.Observed[k])
+	}
+	for p := range v.dirty.chainHeads {
+		b.ChainHeads[p] = v.rows.ChainHeads[p]
+	}
+	v.resetDirty()
+	v.offsets = map[Partition]int64{}
+	return &b
+}
+
+// Needs returns the rows Apply reads for event d.
+func Needs(d *events.Decoded) *Need {
+	n := &Need{}
+	key := appKey(d)
+	p := Partition{d.Topic, d.Partition}
+	switch d.Data.(type) {
+	case *schemas.ClusterRegistered, *schemas.ClusterDeregistered:
+		n.Registrations = []string{d.Subject.Cluster}
+		n.ChainHeads = []Partition{p}
+	case *schemas.ApplicationUpserted, *schemas.ApplicationDeleted:
+		n.Desired = []AppKey{key}
+		n.ChainHeads = []Partition{p}
+	case *schemas.AppProjectUpserted, *schemas.AppProjectDeleted, *schemas.RepositoryUpserted,
+		*schemas.RepositoryDeleted, *schemas.OperationRequested, *schemas.AuditRecorded:
+		n.ChainHeads = []Partition{p}
+	case *schemas.ApplicationStatusChanged, *schemas.ConfigApplied, *schemas.ConfigRejected:
+		if d.Subject.Kind == "applications" {
+			n.Observed = []AppKey{key}
+		}
+	}
+	return n
+}
+
+func appKey(d *events.Decoded) AppKey {
+	return AppKey{Cluster: d.Subject.Cluster, Namespace: d.Subject.Namespace, Name: d.Subject.Name}
+}
+
+// Apply folds one event into the view. The rows it reads (Needs) must be in
+// the view. Events the projector has no view for only move the offset.
+func Apply(v *View, d *events.Decoded) error {
+	v.Advance(d.Topic, d.Partition, d.Offset)
+	switch p := d.Data.(type) {
+	case *schemas.ClusterRegistered:
+		v.putRegistration(ClusterRegistration{Cluster: p.Cluster, Registered: true, Labels: p.Labels, RegisteredAt: d.LogTime})
+		return v.audit(d, nil, nil, 0)
+	case *schemas.ClusterDeregistered:
+		r := v.rows.Registrations[p.Cluster]
+		r.Cluster, r.Registered = p.Cluster, false
+		v.putRegistration(r)
+		return v.audit(d, nil, nil, 0)
+	case *schemas.ApplicationUpserted:
+		return v.upsertApp(d, p)
+	case *schemas.ApplicationDeleted:
+		key := appKey(d)
+		old := v.rows.Desired[key]
+		cur := old
+		cur.AppKey, cur.Generation, cur.Deleted, cur.EventID, cur.UpdatedAt, cur.Spec = key, p.Generation, true, d.Event.ID(), d.LogTime, nil
+		v.putDesired(cur)
+		return v.audit(d, old.Spec, nil, p.Generation)
+	case *schemas.AppProjectUpserted:
+		return v.audit(d, nil, p.Spec, p.Generation)
+	case *schemas.RepositoryUpserted:
+		// Never the sealed credentials: only what says which repository.
+		after, err := json.Marshal(map[string]any{"url": p.URL, "type": p.Type, "project": p.Project, "credentials": p.Credentials != nil})
+		if err != nil {
+			return err
+		}
+		return v.audit(d, nil, after, p.Generation)
+	case *schemas.AppProjectDeleted:
+		return v.audit(d, nil, nil, p.Generation)
+	case *schemas.RepositoryDeleted:
+		return v.audit(d, nil, nil, p.Generation)
+	case *schemas.OperationRequested:
+		after, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		return v.audit(d, nil, after, p.Generation)
+	case *schemas.AuditRecorded:
+		v.appends.Calls = append(v.appends.Calls, Call{RequestID: p.RequestID, Actor: p.Actor, Action: p.Action,
+			Outcome: p.Outcome, At: d.LogTime, EventIDs: p.EventIDs})
+		e := v.entry(d)
+		e.Actor, e.Cluster, e.Kind, e.Name = p.Actor, p.Cluster, "api", p.Action
+		after, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		e.After = after
+		v.chain(e)
+		return nil
+	case *schemas.Heartbeat:
+		v.rows.Beats[p.Cluster] = ClusterBeat{Cluster: p.Cluster, Seq: p.Seq, At: d.LogTime, AgentVersion: p.AgentVersion,
+			ArgoCDVersion: p.ArgoCDVersion, Mode: p.Mode, Applications: p.Applications, BySync: p.ApplicationsBySync,
+			ByHealth: p.ApplicationsByHealth, ConfigOffset: p.ConfigOffset, ConfigLag: p.ConfigLag}
+		v.dirty.beats[p.Cluster] = true
+	case *schemas.ApplicationStatusChanged:
+		v.observe(d, p)
+	case *schemas.ConfigApplied:
+		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Applied: true, At: d.LogTime})
+		if d.Subject.Kind == "applications" {
+			o := v.observed(d)
+			if p.Generation > o.AppliedGeneration {
+				o.AppliedGeneration = p.Generation
+			}
+			if o.Rejected != nil && o.Rejected.Generation <= o.AppliedGeneration {
+				o.Rejected = nil
+			}
+			v.putObserved(o)
+		}
+	case *schemas.ConfigRejected:
+		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Code: p.Code, Reason: p.Reason, At: d.LogTime})
+		if d.Subject.Kind == "applications" {
+			o := v.observed(d)
+			if p.Generation > o.AppliedGeneration {
+				o.Rejected = &Rejection{Generation: p.Generation, EventID: p.EventID, Code: p.Code, Reason: p.Reason}
+				v.putObserved(o)
+			}
+		}
+	case *schemas.DeploymentRecorded:
+		v.appends.Deployments = append(v.appends.Deployments, Deployment{DeploymentRecorded: *p, EventID: d.Event.ID()})
+	case *schemas.DeploymentGap:
+		v.appends.Gaps = append(v.appends.Gaps, Gap{DeploymentGap: *p, EventID: d.Event.ID(), At: d.LogTime})
+	}
+	return nil
+}
+
+func (v *View) upsertApp(d *events.Decoded, p *schemas.ApplicationUpserted) error {
+	key := appKey(d)
+	old := v.rows.Desired[key]
+	var before json.RawMessage
+	if !old.Deleted {
+		before = old.Spec
+	}
+	after, err := compact(p.Spec)
+	if err != nil {
+		return fmt.Errorf("application %s/%s spec: %w", key.Namespace, key.Name, err)
+	}
+	v.putDesired(AppDesired{AppKey: key, Project: p.Project, Labels: p.Labels, Generation: p.Generation, Spec: after,
+		EventID: d.Event.ID(), UpdatedAt: d.LogTime})
+	return v.audit(d, before, after, p.Generation)
+}
+
+func (v *View) observed(d *events.Decoded) AppObserved {
+	o := v.rows.Observed[appKey(d)]
+	o.AppKey = appKey(d)
+	return o
+}
+
+// observe folds a status delta: the whole status when Full, otherwise the
+// fields it carries. Deltas of one Application come in order on its
+// cluster's status partition.
+func (v *View) observe(d *events.Decoded, p *schemas.ApplicationStatusChanged) {
+	o := v.observed(d)
+	o.Seq, o.UpdatedAt = p.Seq, d.LogTime
+	switch {
+	case p.Deleted:
+		o.Deleted = true
+	case p.Full:
+		o.Deleted, o.Sync, o.Health, o.Operation, o.Conditions, o.Resources = false, p.Sync, p.Health, p.Operation, p.Conditions, p.Resources
+	default:
+		o.Deleted = false
+		if p.Sync != nil {
+			o.Sync = p.Sync
+		}
+		if p.Health != nil {
+			o.Health = p.Health
+		}
+		if p.Operation != nil {
+			o.Operation = p.Operation
+		}
+		if p.Conditions != nil {
+			o.Conditions = p.Conditions
+		}
+		if p.Resources != nil {
+			o.Resources = p.Resources
+		}
+	}
+	v.putObserved(o)
+}
+
+func (v *View) putRegistration(r ClusterRegistration) {
+	v.rows.Registrations[r.Cluster] = r
+	v.dirty.registrations[r.Cluster] = true
+}
+
+func (v *View) putDesired(a AppDesired) {
+	v.rows.Desired[a.AppKey] = a
+	v.dirty.desired[a.AppKey] = true
+}
+
+func (v *View) putObserved(o AppObserved) {
+	v.rows.Observed[o.AppKey] = o
+	v.dirty.observed[o.AppKey] = true
+}
+
+// entry is the audit entry of a config or audit event, before chaining.
+func (v *View) entry(d *events.Decoded) AuditEntry {
+	return AuditEntry{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, At: d.LogTime, EventID: d.Event.ID(),
+		Type: d.Spec.Type, Cluster: d.Subject.Cluster, Kind: d.Subject.Kind, Namespace: d.Subject.Namespace, Name: d.Subject.Name}
+}
+
+func (v *View) audit(d *events.Decoded, before, after json.RawMessage, generation int64) error {
+	e := v.entry(d)
+	e.Before, e.After, e.Generation = before, after, generation
+	v.chain(e)
+	return nil
+}
+
+// chain links e to its partition's chain and appends it.
+func (v *View) chain(e AuditEntry) {
+	p := Partition{e.Topic, e.Partition}
+	e.PrevHash = v.rows.ChainHeads[p]
+	e.Hash = Chain(e.PrevHash, e)
+	v.rows.ChainHeads[p] = e.Hash
+	v.dirty.chainHeads[p] = true
+	v.appends.Audit = append(v.appends.Audit, e)
+}
+
+func compact(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var x any
+	if err := json.Unmarshal(raw, &x); err != nil {
+		return nil, err
+	}
+	return json.Marshal(x)
+}

@@ -1,0 +1,130 @@
+package projector
+
+import (
+	"context"
+	"time"
+)
+
+// Partition names one topic partition.
+type Partition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// Batch is what one fold step writes: rows, chain heads, and the next offset
+// of every partition it read. A Store writes a Batch in one transaction, so
+// the views and the offsets never disagree: a crash before the commit loses
+// the whole step, which is folded again from the stored offsets.
+type Batch struct {
+	Offsets       map[Partition]int64
+	ChainHeads    map[Partition]string
+	Registrations []ClusterRegistration
+	Beats         []ClusterBeat
+	Desired       []AppDesired
+	Observed      []AppObserved
+	Acks          []Ack
+	Calls         []Call
+	Audit         []AuditEntry
+	Deployments   []Deployment
+	Gaps          []Gap
+}
+
+// Empty reports whether the batch changes nothing but offsets.
+func (b *Batch) Empty() bool {
+	return len(b.Registrations)+len(b.Beats)+len(b.Desired)+len(b.Observed)+len(b.Acks)+
+		len(b.Calls)+len(b.Audit)+len(b.Deployments)+len(b.Gaps) == 0
+}
+
+// Store is where the views live: the embedded store and PostgreSQL
+// implement it, and run the same test suite.
+type Store interface {
+	// Commit writes the batch and its offsets atomically.
+	Commit(ctx context.Context, b *Batch) error
+	// Offsets returns the next offset to read of each partition the store
+	// has one for.
+	Offsets(ctx context.Context, ps []Partition) (map[Partition]int64, error)
+	// Load returns the rows a fold step needs that the store holds.
+	Load(ctx context.Context, need *Need) (*Rows, error)
+}
+
+// Need lists the rows a fold step reads before it writes.
+type Need struct {
+	Registrations []string
+	Beats         []string
+	Desired       []AppKey
+	Observed      []AppKey
+	ChainHeads    []Partition
+}
+
+// Rows are stored rows, by key.
+type Rows struct {
+	Registrations map[string]ClusterRegistration
+	Beats         map[string]ClusterBeat
+	Desired       map[AppKey]AppDesired
+	Observed      map[AppKey]AppObserved
+	ChainHeads    map[Partition]string
+}
+
+// Query is the read side of a Store, which package projector/read serves.
+type Query interface {
+	// Clusters returns every cluster the log mentions, by name.
+	Clusters(ctx context.Context) ([]ClusterRow, error)
+	Cluster(ctx context.Context, name string) (ClusterRow, bool, error)
+	// Apps returns the Applications that match f, by cluster, namespace
+	// and name.
+	Apps(ctx context.Context, f AppFilter) ([]AppRow, error)
+	// Audit returns audit entries that match f, newest first, with the
+	// actor and the apply results joined in.
+	Audit(ctx context.Context, f AuditFilter) ([]AuditRow, error)
+	// Chain returns the audit entries of one partition in offset order,
+	// starting after offset after (-1 for the start), at most limit.
+	Chain(ctx context.Context, p Partition, after int64, limit int) ([]AuditEntry, error)
+	// ChainPartitions returns the partitions that have audit entries.
+	ChainPartitions(ctx context.Context) ([]Partition, error)
+	// Deployments returns the deployment records that match f, by finish
+	// time.
+	Deployments(ctx context.Context, f DeploymentFilter) ([]Deployment, error)
+	// Gaps returns the deployment gaps of the clusters in f (all if none).
+	Gaps(ctx context.Context, f DeploymentFilter) ([]Gap, error)
+}
+
+// ClusterRow is a cluster's registration and last heartbeat, and its
+// Applications' count.
+type ClusterRow struct {
+	Name         string               `json:"name"`
+	Registration *ClusterRegistration `json:"registration,omitempty"`
+	Beat         *ClusterBeat         `json:"heartbeat,omitempty"`
+	Applications int                  `json:"applications"`
+}
+
+// AppRow is an Application's desired and observed state.
+type AppRow struct {
+	AppKey
+	Desired  *AppDesired  `json:"desired,omitempty"`
+	Observed *AppObserved `json:"observed,omitempty"`
+}
+
+// AppFilter selects Applications; empty fields match all.
+type AppFilter struct {
+	Cluster, Namespace, Name string
+}
+
+// AuditRow is an audit entry with what was joined to it.
+type AuditRow struct {
+	AuditEntry
+	// Results are the clusters' acknowledgements of a config change.
+	Results []Ack `json:"results,omitempty"`
+}
+
+// AuditFilter selects audit entries; zero fields match all.
+type AuditFilter struct {
+	Cluster, Namespace, Name, Actor string
+	From, To                        time.Time
+	Limit                           int
+}
+
+// DeploymentFilter selects deployment records; zero fields match all.
+type DeploymentFilter struct {
+	Cluster, Project, Namespace, Name string
+	From, To                          time.Time
+}

@@ -1,0 +1,152 @@
+package projector
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// The view is split into tables by the one topic partition that writes each
+// of them, so that replicas owning different partitions never write the same
+// row, and a fold never depends on how partitions interleave:
+//   - config partitions write ClusterRegistration, AppDesired, AuditEntry;
+//   - status partitions write ClusterBeat, AppObserved, Ack;
+//   - deployment partitions write Deployment and Gap;
+//   - the audit partition writes Call (and AuditEntry for API calls).
+//
+// Readers join them (package projector/read).
+
+// AppKey names an Application on a cluster.
+type AppKey struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// ClusterRegistration is a cluster as the hub registered it (config).
+type ClusterRegistration struct {
+	Cluster      string            `json:"cluster"`
+	Registered   bool              `json:"registered"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	RegisteredAt time.Time         `json:"registeredAt"`
+}
+
+// ClusterBeat is a cluster's last heartbeat (status).
+type ClusterBeat struct {
+	Cluster       string         `json:"cluster"`
+	Seq           int64          `json:"seq"`
+	At            time.Time      `json:"at"`
+	AgentVersion  string         `json:"agentVersion,omitempty"`
+	ArgoCDVersion string         `json:"argocdVersion,omitempty"`
+	Mode          string         `json:"mode,omitempty"`
+	Applications  int            `json:"applications"`
+	BySync        map[string]int `json:"bySync,omitempty"`
+	ByHealth      map[string]int `json:"byHealth,omitempty"`
+	ConfigOffset  int64          `json:"configOffset"`
+	ConfigLag     int64          `json:"configLag"`
+}
+
+// AppDesired is an Application as the hub wants it (config).
+type AppDesired struct {
+	AppKey
+	Project    string            `json:"project,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Generation int64             `json:"generation"`
+	Deleted    bool              `json:"deleted"`
+	Spec       json.RawMessage   `json:"spec,omitempty"`
+	EventID    string            `json:"eventId"`
+	UpdatedAt  time.Time         `json:"updatedAt"`
+}
+
+// AppObserved is an Application as its cluster reports it (status).
+type AppObserved struct {
+	AppKey
+	// Seq is the last status delta folded in.
+	Seq        int64                    `json:"seq"`
+	Deleted    bool                     `json:"deleted"`
+	Sync       *schemas.SyncStatus      `json:"sync,omitempty"`
+	Health     *schemas.HealthStatus    `json:"health,omitempty"`
+	Operation  *schemas.OperationState  `json:"operation,omitempty"`
+	Conditions []schemas.Condition      `json:"conditions,omitempty"`
+	Resources  *schemas.ResourceSummary `json:"resources,omitempty"`
+	// AppliedGeneration is the newest generation the cluster acknowledged
+	// as applied.
+	AppliedGeneration int64 `json:"appliedGeneration"`
+	// Rejected is the last rejection, if it is newer than the applied
+	// generation.
+	Rejected  *Rejection `json:"rejected,omitempty"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+}
+
+// Rejection is a config event a cluster refused.
+type Rejection struct {
+	Generation int64  `json:"generation"`
+	EventID    string `json:"eventId"`
+	Code       string `json:"code"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Ack is a cluster's acknowledgement of one config event (status), kept by
+// event id so that the audit history can join the result to the change
+// whichever arrives first.
+type Ack struct {
+	EventID string    `json:"eventId"`
+	Cluster string    `json:"cluster"`
+	Applied bool      `json:"applied"`
+	Code    string    `json:"code,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// Call is one call to the hub's API (audit topic), kept by the event ids it
+// appended so that each change can name its actor.
+type Call struct {
+	RequestID string    `json:"requestId"`
+	Actor     string    `json:"actor"`
+	Action    string    `json:"action"`
+	Outcome   string    `json:"outcome"`
+	At        time.Time `json:"at"`
+	EventIDs  []string  `json:"eventIds,omitempty"`
+}
+
+// AuditEntry is one record of the audit history: a config change or an API
+// call, chained by hash to the previous entry of the same partition.
+type AuditEntry struct {
+	// Topic, Partition and Offset place the event in the log; the chain
+	// runs per topic and partition in offset order.
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	At        time.Time `json:"at"`
+	EventID   string    `json:"eventId"`
+	Type      string    `json:"type"`
+	Cluster   string    `json:"cluster,omitempty"`
+	Kind      string    `json:"kind,omitempty"`
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name,omitempty"`
+	// Generation is the object's generation after the change.
+	Generation int64 `json:"generation,omitempty"`
+	// Actor is known for API calls; for config changes it is joined at
+	// read time from the Call that appended the event.
+	Actor string `json:"actor,omitempty"`
+	// Before and After are the object's spec around the change.
+	Before json.RawMessage `json:"before,omitempty"`
+	After  json.RawMessage `json:"after,omitempty"`
+	// PrevHash and Hash chain the entry: see docs/projector.md.
+	PrevHash string `json:"prevHash"`
+	Hash     string `json:"hash"`
+}
+
+// Deployment is one deployment record (deployments topic).
+type Deployment struct {
+	schemas.DeploymentRecorded
+	EventID string `json:"eventId"`
+}
+
+// Gap is a deployment gap (deployments topic).
+type Gap struct {
+	schemas.DeploymentGap
+	EventID string    `json:"eventId"`
+	At      time.Time `json:"at"`
+}
