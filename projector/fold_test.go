@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +222,48 @@ func TestAuditChain(t *testing.T) {
 				t.Errorf("broken link %+v, want at offset %d", br, tc.offset)
 			}
 		})
+	}
+}
+
+// TestChainCheckableFromDocs runs the Python script of docs/projector.md on
+// a chain the fold wrote: an outsider can check our chains with it.
+func TestChainCheckableFromDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/projector.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```python\n")
+	script, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/projector.md has no python block")
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to check the documented script: %v", err)
+	}
+	var lines []string
+	for _, e := range fold(t, fleetLog().recs).Audit {
+		if e.Topic != "config" {
+			continue
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	run := func(input []string) (string, error) {
+		cmd := exec.Command(python, "-c", script)
+		cmd.Stdin = strings.NewReader(strings.Join(input, "\n") + "\n")
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := run(lines); err != nil || out != "ok" {
+		t.Fatalf("the documented script rejects a good chain: %v: %s", err, out)
+	}
+	tampered := slices.Clone(lines)
+	tampered[2] = strings.Replace(tampered[2], `"targetRevision":"v`, `"targetRevision":"x`, 1)
+	if out, err := run(tampered); err == nil || !strings.Contains(out, "broken at offset") {
+		t.Fatalf("the documented script accepts a tampered chain: %v: %s", err, out)
 	}
 }
