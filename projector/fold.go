@@ -342,3 +342,20 @@ func compact(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	return json.Marshal(x)
 }
+
+// FoldAll folds events (each partition's in offset order) into a fresh view
+// and returns every row the steps wrote, as a store would hold them: the
+// last version of each keyed row, and every appended one. Replay and the
+// tests use it to rebuild views from the log.
+func FoldAll(ds []*events.Decoded) (*Batch, error) {
+	v := NewView()
+	for _, d := range ds {
+		if err := Apply(v, d); err != nil {
+			return nil, err
+		}
+	}
+	b := v.Flush()
+	// Flush returns every row the view changed; a fold from nothing
+	// changed every row it holds, so it is the whole view.
+	return b, nil
+}
