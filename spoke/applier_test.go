@@ -3,11 +3,14 @@
 package spoke_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +48,31 @@ type world struct {
 	applier *spoke.Applier
 	repo    *kubetest.Repo
 	ns      string
+}
+
+// testLog is a logger whose output the test prints if it fails.
+func testLog(t *testing.T) *slog.Logger {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("spoke log:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func signer(t *testing.T) *events.Signer {
@@ -92,7 +120,7 @@ func newWorld(t *testing.T) *world {
 	}
 	w.applier = &spoke.Applier{Cluster: w.cluster, Source: "//argosy.dev/spoke/" + w.cluster, ArgoCD: kube.New(w.dyn),
 		State: kube.NewState(w.dyn, kubetest.ArgoNamespace, "argosy-spoke-"+w.cluster), Publish: spokeProducer,
-		Sealing: keys.Sealing, Log: slog.New(slog.DiscardHandler)}
+		Sealing: keys.Sealing, Log: testLog(t)}
 	return w
 }
 
@@ -104,7 +132,7 @@ func (w *world) run(ctx context.Context, group string) <-chan error {
 		w.t.Fatal(err)
 	}
 	p := events.NewPartitioner(nil).PartitionOf(w.cluster, partitions)
-	rd, err := events.NewReader(cl, dec, events.NewDeadLetter(cl, w.topics[events.TopicDeadLetter]), slog.New(slog.DiscardHandler),
+	rd, err := events.NewReader(cl, dec, events.NewDeadLetter(cl, w.topics[events.TopicDeadLetter]), w.applier.Log,
 		events.ReaderConfig{Topic: w.topics[events.TopicConfig], Partitions: []int32{p}, Group: group,
 			Skip: func(r *kgo.Record) bool { return string(r.Key) != w.cluster }, OnRefused: w.applier.Refused})
 	if err != nil {

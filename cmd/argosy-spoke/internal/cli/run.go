@@ -47,6 +47,7 @@ type RunOptions struct {
 	MetricsAddr   string
 	Heartbeat     time.Duration
 	Mode          string
+	ArgoCDVersion string
 }
 
 func env(name, def string) string {
@@ -78,6 +79,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Mode, "mode", env("ARGOSY_MODE", spoke.ModeManaged),
 		"managed: the hub is the source of truth and local edits to managed Applications are reverted; "+
 			"autonomous: Applications created in the cluster are published to the hub and never overwritten (env ARGOSY_MODE)")
+	fs.StringVar(&o.ArgoCDVersion, "argocd-version", env("ARGOSY_ARGOCD_VERSION", ""),
+		"version of the local Argo CD, reported in heartbeats (env ARGOSY_ARGOCD_VERSION)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
 
@@ -262,7 +265,7 @@ func assemble(o *RunOptions, c *conn, log *slog.Logger) (*parts, error) {
 	}
 	p.boot = &spoke.Bootstrap{Cluster: o.Cluster, Client: c.read, ConnOpts: c.opts, Topics: c.topics, Partition: part,
 		Group: group(o.Cluster), Decoder: dec, State: state, Handle: p.applier.Handle, Log: log}
-	p.heart = &spoke.Heartbeater{Cluster: o.Cluster, Source: source, AgentVersion: version.Get().Version, Mode: o.Mode,
+	p.heart = &spoke.Heartbeater{Cluster: o.Cluster, Source: source, AgentVersion: version.Get().Version, ArgoCDVersion: o.ArgoCDVersion, Mode: o.Mode,
 		Interval: o.Heartbeat, Publish: producer, Counts: p.reporter.Counts, Log: log,
 		Progress: progress(kadm.NewClient(c.read), group(o.Cluster), c.topics[events.TopicConfig], part)}
 	p.reader, err = events.NewReader(c.read, dec, events.NewDeadLetter(c.read, c.topics[events.TopicDeadLetter]), log, events.ReaderConfig{

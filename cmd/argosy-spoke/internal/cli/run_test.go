@@ -58,6 +58,8 @@ type spokeRig struct {
 	env []string
 	// heartbeat is the spoke's --heartbeat-interval (1s in tests).
 	heartbeat string
+	// syncPolicy, when set, is the Applications' spec.syncPolicy.
+	syncPolicy map[string]any
 }
 
 func newSpokeRig(t testing.TB) *spokeRig {
@@ -122,9 +124,13 @@ func (r *spokeRig) upserts(gen int64, names ...string) []*event.Event {
 
 // publishUpserts is upserts for goroutines other than the test's.
 func (r *spokeRig) publishUpserts(gen int64, names ...string) ([]*event.Event, error) {
-	spec, err := json.Marshal(map[string]any{"project": "default",
+	s := map[string]any{"project": "default",
 		"source":      map[string]any{"repoURL": r.repo.URL, "path": "app", "targetRevision": "main"},
-		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": r.ns}})
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": r.ns}}
+	if r.syncPolicy != nil {
+		s["syncPolicy"] = r.syncPolicy
+	}
+	spec, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +159,7 @@ func (r *spokeRig) start() *testproc.Proc {
 	p, err := testproc.Start(r.dir, "argosy-spoke", r.bin, []string{"run",
 		"--cluster", r.cluster, "--kafka-brokers", r.broker, "--topic-prefix", r.prefix,
 		"--kubeconfig", r.e.Kubeconfig, "--keys-dir", filepath.Join(r.dir, "keys"), "--hub-key", filepath.Join(r.dir, "hub.pub"),
-		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", r.heartbeat}, r.env)
+		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", r.heartbeat, "--argocd-version", "v2.14.21"}, r.env)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -234,7 +240,7 @@ func TestSpokeProcessSurvivesSIGKILL(t *testing.T) {
 	if err := p.Stop(10 * time.Second); err != nil { // graceful: SIGTERM
 		t.Fatal(err)
 	}
-	if beat.Mode != "managed" || beat.ConfigOffset < 1 || beat.Cluster != cluster {
+	if beat.Mode != "managed" || beat.ConfigOffset < 1 || beat.Cluster != cluster || beat.ArgoCDVersion != "v2.14.21" {
 		t.Errorf("heartbeat %+v", beat)
 	}
 	for _, id := range []string{up1.ID(), up2.ID()} {

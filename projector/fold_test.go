@@ -1,0 +1,269 @@
+package projector_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+var t0 = time.Date(2026, time.May, 4, 9, 0, 0, 123456789, time.UTC)
+
+// logOf builds decoded events on their topics, partitions and offsets.
+type logOf struct {
+	next map[string]int64
+	recs []*events.Decoded
+}
+
+func (l *logOf) add(topic string, part int32, typ string, subj events.Subject, data any) *events.Decoded {
+	if l.next == nil {
+		l.next = map[string]int64{}
+	}
+	key := fmt.Sprintf("%s/%d", topic, part)
+	off := l.next[key]
+	l.next[key]++
+	e := event.New()
+	e.SetID(fmt.Sprintf("%s-%d", key, off))
+	e.SetType(typ)
+	sp, _ := events.Lookup(typ)
+	d := &events.Decoded{Event: &e, Spec: sp, Data: data, Subject: subj, LogTime: t0.Add(time.Duration(len(l.recs)) * time.Second),
+		Topic: topic, Partition: part, Offset: off}
+	l.recs = append(l.recs, d)
+	return d
+}
+
+func app(name string) events.Subject {
+	return events.Subject{Cluster: "c1", Kind: "applications", Namespace: "argocd", Name: name}
+}
+
+// fleetLog is a small fleet's history: config on one partition, status on
+// another, deployments and API calls on theirs.
+func fleetLog() *logOf {
+	l := &logOf{}
+	res := func(name string, gen int64) schemas.Resource {
+		return schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: name, Generation: gen}
+	}
+	spec := func(rev string) json.RawMessage {
+		return json.RawMessage(`{"project":"default","source":{"repoURL":"https://git.example.com/r.git","targetRevision":"` + rev + `"}}`)
+	}
+	l.add("config", 0, events.TypeClusterRegistered, events.Subject{Cluster: "c1"}, &schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: "c1", Name: "c1"}, Labels: map[string]string{"env": "prod"}})
+	up1 := l.add("config", 0, events.TypeApplicationUpserted, app("web"), &schemas.ApplicationUpserted{Resource: res("web", 1), Project: "default", Spec: spec("v1")})
+	// The acknowledgement of generation 2 may come before its change on
+	// another topic: here the status partition holds it early.
+	l.add("status", 1, events.TypeConfigApplied, app("web"), &schemas.ConfigApplied{Resource: res("web", 1), EventID: up1.Event.ID()})
+	up2 := l.add("config", 0, events.TypeApplicationUpserted, app("web"), &schemas.ApplicationUpserted{Resource: res("web", 2), Project: "default", Spec: spec("v2")})
+	l.add("status", 1, events.TypeConfigApplied, app("web"), &schemas.ConfigApplied{Resource: res("web", 2), EventID: up2.Event.ID()})
+	l.add("status", 1, events.TypeApplicationStatus, app("web"), &schemas.ApplicationStatusChanged{Resource: res("web", 2), Seq: 1, Full: true,
+		Sync: &schemas.SyncStatus{Status: "OutOfSync"}, Health: &schemas.HealthStatus{Status: "Progressing"}})
+	l.add("status", 1, events.TypeApplicationStatus, app("web"), &schemas.ApplicationStatusChanged{Resource: res("web", 2), Seq: 2,
+		Sync: &schemas.SyncStatus{Status: "Synced", Revision: "abc"}})
+	l.add("status", 1, events.TypeHeartbeat, events.Subject{Cluster: "c1"}, &schemas.Heartbeat{Cluster: "c1", AgentVersion: "v1", Mode: "managed", Seq: 7, Applications: 1})
+	l.add("config", 0, events.TypeApplicationUpserted, app("api"), &schemas.ApplicationUpserted{Resource: res("api", 1), Project: "default", Spec: spec("v1")})
+	rej := l.add("config", 0, events.TypeApplicationUpserted, app("api"), &schemas.ApplicationUpserted{Resource: res("api", 2), Project: "default", Spec: spec("bad")})
+	l.add("status", 1, events.TypeConfigRejected, app("api"), &schemas.ConfigRejected{Resource: res("api", 2), EventID: rej.Event.ID(), Code: schemas.RejectApplyFailed, Reason: "invalid"})
+	l.add("config", 0, events.TypeApplicationDeleted, app("web"), &schemas.ApplicationDeleted{Resource: res("web", 3)})
+	l.add("deployments", 0, events.TypeDeploymentRecorded, app("web"), &schemas.DeploymentRecorded{Resource: res("web", 2), DeploymentID: "u/0",
+		Revision: "abc", Phase: "Succeeded", StartedAt: t0, FinishedAt: t0.Add(time.Minute)})
+	l.add("audit", 0, events.TypeAuditRecorded, events.Subject{Cluster: "c1"}, &schemas.AuditRecorded{RequestID: "r1", Actor: "alice", Action: "applications.update",
+		Method: "PUT", Path: "/x", Cluster: "c1", Outcome: "allowed", StatusCode: 200, EventIDs: []string{up2.Event.ID()}})
+	return l
+}
+
+// fold folds events into a fresh view one step each and returns everything
+// the steps wrote, as a store would hold it.
+func fold(t *testing.T, recs []*events.Decoded) *projector.Batch {
+	t.Helper()
+	v := projector.NewView()
+	all := &projector.Batch{}
+	for _, d := range recs {
+		if err := projector.Apply(v, d); err != nil {
+			t.Fatal(err)
+		}
+		b := v.Flush()
+		all.Registrations = upsert(all.Registrations, b.Registrations, func(r projector.ClusterRegistration) string { return r.Cluster })
+		all.Beats = upsert(all.Beats, b.Beats, func(r projector.ClusterBeat) string { return r.Cluster })
+		all.Desired = upsert(all.Desired, b.Desired, func(r projector.AppDesired) string { return fmt.Sprint(r.AppKey) })
+		all.Observed = upsert(all.Observed, b.Observed, func(r projector.AppObserved) string { return fmt.Sprint(r.AppKey) })
+		all.Acks = append(all.Acks, b.Acks...)
+		all.Calls = append(all.Calls, b.Calls...)
+		all.Audit = append(all.Audit, b.Audit...)
+		all.Deployments = append(all.Deployments, b.Deployments...)
+	}
+	slices.SortFunc(all.Audit, func(a, b projector.AuditEntry) int {
+		return cmpKey(fmt.Sprintf("%s/%d/%09d", a.Topic, a.Partition, a.Offset), fmt.Sprintf("%s/%d/%09d", b.Topic, b.Partition, b.Offset))
+	})
+	slices.SortFunc(all.Acks, func(a, b projector.Ack) int { return cmpKey(a.EventID, b.EventID) })
+	return all
+}
+
+func cmpKey(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func upsert[T any](rows, changed []T, key func(T) string) []T {
+	for _, c := range changed {
+		i := slices.IndexFunc(rows, func(r T) bool { return key(r) == key(c) })
+		if i >= 0 {
+			rows[i] = c
+		} else {
+			rows = append(rows, c)
+		}
+	}
+	slices.SortFunc(rows, func(a, b T) int { return cmpKey(key(a), key(b)) })
+	return rows
+}
+
+// TestFoldIgnoresInterleaving folds the same log in many interleavings of
+// its partitions (each partition in order) and gets the same views.
+func TestFoldIgnoresInterleaving(t *testing.T) {
+	l := fleetLog()
+	want := fold(t, l.recs)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 50 {
+		got := fold(t, shuffleKeepingPartitions(rng, l.recs))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("interleaving %d gives other views (-want +got):\n%s", i, diff)
+		}
+	}
+	// And the views say what the log says.
+	web := want.Desired[slices.IndexFunc(want.Desired, func(a projector.AppDesired) bool { return a.Name == "web" })]
+	if !web.Deleted || web.Generation != 3 {
+		t.Errorf("web desired %+v, want deleted at generation 3", web)
+	}
+	obs := want.Observed[slices.IndexFunc(want.Observed, func(a projector.AppObserved) bool { return a.Name == "web" })]
+	if obs.AppliedGeneration != 2 || obs.Sync.Status != "Synced" || obs.Health.Status != "Progressing" || obs.Seq != 2 {
+		t.Errorf("web observed %+v", obs)
+	}
+	api := want.Observed[slices.IndexFunc(want.Observed, func(a projector.AppObserved) bool { return a.Name == "api" })]
+	if api.Rejected == nil || api.Rejected.Generation != 2 || api.Rejected.Code != schemas.RejectApplyFailed {
+		t.Errorf("api observed %+v, want generation 2 rejected", api)
+	}
+	// Config: a registration, four upserts and a deletion; audit: one call.
+	if len(want.Audit) != 7 {
+		t.Errorf("%d audit entries, want 7", len(want.Audit))
+	}
+}
+
+func shuffleKeepingPartitions(rng *rand.Rand, recs []*events.Decoded) []*events.Decoded {
+	queues := map[string][]*events.Decoded{}
+	var keys []string
+	for _, d := range recs {
+		k := fmt.Sprintf("%s/%d", d.Topic, d.Partition)
+		if _, ok := queues[k]; !ok {
+			keys = append(keys, k)
+		}
+		queues[k] = append(queues[k], d)
+	}
+	var out []*events.Decoded
+	for len(out) < len(recs) {
+		k := keys[rng.IntN(len(keys))]
+		if q := queues[k]; len(q) > 0 {
+			out, queues[k] = append(out, q[0]), q[1:]
+		}
+	}
+	return out
+}
+
+// TestAuditChain checks that the chain of a fold verifies, and that a
+// changed, removed or reordered entry is found, at the right place.
+func TestAuditChain(t *testing.T) {
+	b := fold(t, fleetLog().recs)
+	var config []projector.AuditEntry
+	for _, e := range b.Audit {
+		if e.Topic == "config" {
+			config = append(config, e)
+		}
+	}
+	if len(config) < 4 {
+		t.Fatalf("%d config audit entries", len(config))
+	}
+	if br := projector.Verify(config); br != nil {
+		t.Fatalf("an untouched chain breaks: %+v", br)
+	}
+	tests := []struct {
+		name   string
+		tamper func([]projector.AuditEntry) []projector.AuditEntry
+		offset int64
+	}{
+		{"changed after", func(es []projector.AuditEntry) []projector.AuditEntry {
+			es[2].After = json.RawMessage(`{"project":"evil"}`)
+			return es
+		}, config[2].Offset},
+		{"changed actor", func(es []projector.AuditEntry) []projector.AuditEntry { es[1].Actor = "mallory"; return es }, config[1].Offset},
+		{"removed", func(es []projector.AuditEntry) []projector.AuditEntry { return slices.Delete(es, 1, 2) }, config[2].Offset},
+		{"swapped", func(es []projector.AuditEntry) []projector.AuditEntry {
+			es[1], es[2] = es[2], es[1]
+			return es
+		}, config[2].Offset}, // the first misplaced entry holds offset 2
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			es := tc.tamper(slices.Clone(config))
+			br := projector.Verify(es)
+			if br == nil || br.Offset != tc.offset {
+				t.Errorf("broken link %+v, want at offset %d", br, tc.offset)
+			}
+		})
+	}
+}
+
+// TestChainCheckableFromDocs runs the Python script of docs/projector.md on
+// a chain the fold wrote: an outsider can check our chains with it.
+func TestChainCheckableFromDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/projector.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```python\n")
+	script, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/projector.md has no python block")
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to check the documented script: %v", err)
+	}
+	var lines []string
+	for _, e := range fold(t, fleetLog().recs).Audit {
+		if e.Topic != "config" {
+			continue
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	run := func(input []string) (string, error) {
+		cmd := exec.Command(python, "-c", script)
+		cmd.Stdin = strings.NewReader(strings.Join(input, "\n") + "\n")
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := run(lines); err != nil || out != "ok" {
+		t.Fatalf("the documented script rejects a good chain: %v: %s", err, out)
+	}
+	tampered := slices.Clone(lines)
+	tampered[2] = strings.Replace(tampered[2], `"targetRevision":"v`, `"targetRevision":"x`, 1)
+	if out, err := run(tampered); err == nil || !strings.Contains(out, "broken at offset") {
+		t.Fatalf("the documented script accepts a tampered chain: %v: %s", err, out)
+	}
+}

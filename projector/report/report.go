@@ -1,0 +1,192 @@
+// Package report computes deployment reports from the projector's
+// deployment records: deployment frequency, change failure rate, time to
+// restore and lead time, per group (Application, project, cluster or label
+// value) and per day or ISO week, with the deployment gaps that may make the
+// numbers incomplete. It owns the arithmetic only: it is pure, and the
+// caller reads the records and gaps from a projector.Store and passes them
+// in. docs/projector.md ("Report metrics") defines every number.
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/argosyproj/argosy/projector"
+)
+
+// GroupBy says what the rows of a report are grouped by.
+type GroupBy string
+
+// Groupings.
+const (
+	// ByApp groups by Application: "cluster/namespace/name".
+	ByApp GroupBy = "app"
+	// ByProject groups by the Application's AppProject.
+	ByProject GroupBy = "project"
+	// ByCluster groups by cluster name.
+	ByCluster GroupBy = "cluster"
+	// ByLabel groups by the value of one Application label (Request.Label).
+	ByLabel GroupBy = "label"
+)
+
+// Bucket is the length of a report row's time bucket.
+type Bucket string
+
+// Buckets, in UTC.
+const (
+	// Day buckets start at 00:00 UTC.
+	Day Bucket = "day"
+	// Week buckets are ISO weeks: they start on Monday at 00:00 UTC.
+	Week Bucket = "week"
+)
+
+// Group names for records that have no value for the grouping.
+const (
+	// None is the group of records without a project (ByProject) or
+	// without the label (ByLabel).
+	None = "(none)"
+	// Unknown is the group of gaps whose Application has no deployment
+	// record in the input, so its project and labels are unknown.
+	Unknown = "(unknown)"
+)
+
+// Record phases.
+const (
+	PhaseSucceeded = "Succeeded"
+	PhaseFailed    = "Failed"
+	PhaseError     = "Error"
+)
+
+// ErrInvalidRequest is returned, wrapped, for a request that cannot be
+// answered.
+var ErrInvalidRequest = errors.New("invalid report request")
+
+// ErrTooMany is returned, wrapped, for more records than one report reads.
+var ErrTooMany = errors.New("too many records for one report")
+
+// Request says which report to compute.
+type Request struct {
+	// By is the grouping; Label is the label key when By is ByLabel.
+	By    GroupBy
+	Label string
+	// Bucket is the length of each row's time bucket.
+	Bucket Bucket
+	// From and To bound the report, half-open [From, To), by the records'
+	// finish time. Both are required.
+	From, To time.Time
+	// CommitTime returns the commit time of a deployment's revision, if it
+	// is known; nil means it never is, and lead time is absent.
+	CommitTime func(projector.Deployment) (time.Time, bool)
+	// Gaps are the deployment gaps to count per group; optional.
+	Gaps []projector.Gap
+}
+
+// Validate reports whether the request can be answered.
+func (r *Request) Validate() error {
+	switch r.By {
+	case ByApp, ByProject, ByCluster:
+		if r.Label != "" {
+			return fmt.Errorf("%w: label %q given when grouping by %s", ErrInvalidRequest, r.Label, r.By)
+		}
+	case ByLabel:
+		if r.Label == "" {
+			return fmt.Errorf("%w: grouping by label needs a label key", ErrInvalidRequest)
+		}
+	default:
+		return fmt.Errorf("%w: unknown grouping %q (want app, project, cluster or label)", ErrInvalidRequest, r.By)
+	}
+	if r.Bucket != Day && r.Bucket != Week {
+		return fmt.Errorf("%w: unknown bucket %q (want day or week)", ErrInvalidRequest, r.Bucket)
+	}
+	if r.From.IsZero() || r.To.IsZero() {
+		return fmt.Errorf("%w: from and to are both required", ErrInvalidRequest)
+	}
+	if !r.From.Before(r.To) {
+		return fmt.Errorf("%w: from %s is not before to %s", ErrInvalidRequest,
+			r.From.UTC().Format(time.RFC3339), r.To.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Report is a deployment report: one row per group and bucket that had a
+// deployment or a failure in range (a missing row means zeros), ordered by
+// group, then bucket.
+type Report struct {
+	By     GroupBy   `json:"by"`
+	Label  string    `json:"label,omitempty"`
+	Bucket Bucket    `json:"bucket"`
+	From   time.Time `json:"from"`
+	To     time.Time `json:"to"`
+	Rows   []Row     `json:"rows"`
+	// Gaps counts, per group, the deployment gaps that may hide
+	// deployments in range: where it is not zero, that group's numbers may
+	// be incomplete. Groups without gaps are left out.
+	Gaps []GapCount `json:"gaps,omitempty"`
+	// Ignored counts the records in range whose phase is neither
+	// Succeeded, Failed nor Error.
+	Ignored int `json:"ignored,omitempty"`
+}
+
+// Row is one group's numbers in one time bucket.
+type Row struct {
+	Group string `json:"group"`
+	// Start and End bound the bucket, [Start, End), even where the
+	// report's range cuts it short.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Deployments counts the successful syncs; Failures the failed ones
+	// (phase Failed or Error).
+	Deployments int `json:"deployments"`
+	Failures    int `json:"failures"`
+	// PerDay is the deployment frequency: Deployments divided by the days
+	// of the bucket that lie in the report's range.
+	PerDay float64 `json:"deploymentsPerDay"`
+	// ChangeFailureRate is Failures / (Deployments + Failures).
+	ChangeFailureRate float64 `json:"changeFailureRate"`
+	// TimeToRestore summarises, for the failures in the bucket that a
+	// later successful deployment of the same Application restored, the
+	// time from the failure to that deployment; nil if none was restored.
+	// Unrestored counts the failures without one.
+	TimeToRestore *Durations `json:"timeToRestore,omitempty"`
+	Unrestored    int        `json:"unrestored"`
+	// LeadTime summarises, for the deployments that changed the revision
+	// and whose commit time is known, the time from the commit to the end
+	// of the deployment; nil if none is known. LeadTimeUnknown counts the
+	// revision changes whose commit time is not known.
+	LeadTime        *Durations `json:"leadTime,omitempty"`
+	LeadTimeUnknown int        `json:"leadTimeUnknown"`
+}
+
+// GapCount is the number of deployment gaps of one group.
+type GapCount struct {
+	Group string `json:"group"`
+	Gaps  int    `json:"gaps"`
+}
+
+// Deployments computes the report req asks for from recs. Records are
+// de-duplicated by deployment id within each Application (the first one
+// wins). Records before
+// req.From are not needed; successful deployments after req.To are used to
+// find when a failure in range was restored, and are not counted otherwise.
+func Deployments(recs []projector.Deployment, req Request) (Report, error) {
+	if err := req.Validate(); err != nil {
+		return Report{}, err
+	}
+	if len(recs) > math.MaxInt32 {
+		return Report{}, fmt.Errorf("%w: %d records, more than %d", ErrTooMany, len(recs), math.MaxInt32)
+	}
+	from, to := req.From.UTC(), req.To.UTC()
+	apps := byApp(recs)
+	b := newBuilder(&req, from, to)
+	for id, idx := range apps {
+		b.walk(recs, id, idx)
+	}
+	return Report{
+		By: req.By, Label: req.Label, Bucket: req.Bucket, From: from, To: to,
+		Rows:    b.rows(),
+		Gaps:    countGaps(recs, apps, &req, from, to),
+		Ignored: b.ignored,
+	}, nil
+}

@@ -1,0 +1,271 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+)
+
+// Topics the projector folds.
+var foldedTopics = []events.Topic{events.TopicConfig, events.TopicStatus, events.TopicDeployments, events.TopicAudit}
+
+// Runner folds the config, status, deployments and audit topics into a
+// Store, exactly once. It consumes in a consumer group, so replicas share the
+// partitions, but its offsets live in the store, written in the same
+// transaction as the rows they produced: on assignment it starts each
+// partition from the store's offset, and a crash at any point loses the
+// uncommitted step as a whole, to be folded again.
+//
+// Records that do not decode (malformed, forged, unknown, …) go to the
+// dead-letter topic with their reason before the step that skips them is
+// committed; the projector never stops on them. Records whose keys the
+// trust registry has not caught up with are retried.
+type Runner struct {
+	client  *kgo.Client
+	dec     *events.Decoder
+	dlq     *events.DeadLetter
+	store   Store
+	log     *slog.Logger
+	topics  events.Topics
+	maxRecs int
+
+	mu       sync.Mutex // guards view and assigned between the poll loop and rebalance callbacks
+	view     *View
+	assigned map[Partition]bool
+}
+
+// RunnerConfig configures a Runner.
+type RunnerConfig struct {
+	Group  string
+	Topics events.Topics
+	// MaxRecords bounds one fold step; zero means 10,000.
+	MaxRecords int
+}
+
+// NewRunner returns a Runner and the client it consumes with, built from
+// conn (seed brokers, TLS, SASL, telemetry hooks). The caller closes the
+// client after Run returns.
+func NewRunner(conn []kgo.Opt, cfg RunnerConfig, dec *events.Decoder, dlqClient *kgo.Client, store Store, log *slog.Logger) (*Runner, *kgo.Client, error) {
+	if cfg.Group == "" {
+		return nil, nil, errors.New("projector: a consumer group is required")
+	}
+	if cfg.MaxRecords <= 0 {
+		cfg.MaxRecords = 10_000
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Runner{dec: dec, store: store, log: log, topics: cfg.Topics, maxRecs: cfg.MaxRecords, view: NewView(),
+		assigned: map[Partition]bool{}}
+	var names []string
+	for _, t := range foldedTopics {
+		names = append(names, cfg.Topics[t])
+	}
+	opts := append(append([]kgo.Opt{}, conn...),
+		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(names...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+		kgo.AdjustFetchOffsetsFn(r.storedOffsets),
+		kgo.OnPartitionsAssigned(r.assign), kgo.OnPartitionsRevoked(r.forget), kgo.OnPartitionsLost(r.forget))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.client = cl
+	r.dlq = events.NewDeadLetter(dlqClient, cfg.Topics[events.TopicDeadLetter])
+	return r, cl, nil
+}
+
+// storedOffsets starts newly assigned partitions from the store's offsets.
+func (r *Runner) storedOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	var ps []Partition
+	for t, parts := range offsets {
+		for p := range parts {
+			ps = append(ps, Partition{t, p})
+		}
+	}
+	stored, err := r.store.Offsets(ctx, ps)
+	if err != nil {
+		return nil, fmt.Errorf("projector: stored offsets: %w", err)
+	}
+	for p, at := range stored {
+		offsets[p.Topic][p.Partition] = kgo.NewOffset().At(at)
+	}
+	return offsets, nil
+}
+
+func (r *Runner) assign(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for t, parts := range ps {
+		for _, p := range parts {
+			r.assigned[Partition{t, p}] = true
+		}
+	}
+}
+
+// forget drops the working set when partitions go: another replica may
+// change their rows from now on. Every step is committed before a
+// rebalance can run (BlockRebalanceOnPoll), so nothing is lost.
+func (r *Runner) forget(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.view.Forget()
+	for t, parts := range ps {
+		for _, p := range parts {
+			delete(r.assigned, Partition{t, p})
+		}
+	}
+}
+
+// Run folds until ctx ends. It returns an error only when the store refuses
+// a step in a way retrying cannot fix.
+func (r *Runner) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		fs := r.client.PollRecords(ctx, r.maxRecs)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			r.log.WarnContext(ctx, "fetch failed", "topic", t, "partition", p, "err", err)
+		})
+		err := r.step(ctx, fs.Records())
+		if err != nil {
+			r.log.ErrorContext(ctx, "fold step not committed; folding again from the stored offsets", "err", err)
+			if rerr := r.rewind(ctx); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+		} else {
+			backoff = 100 * time.Millisecond
+		}
+		r.client.AllowRebalance()
+	}
+}
+
+// step folds one poll's records and commits them with their offsets.
+func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	decoded := make([]*events.Decoded, 0, len(recs))
+	source := make([]*kgo.Record, 0, len(recs))
+	need := &Need{}
+	for _, rec := range recs {
+		d, err := r.decode(ctx, rec)
+		if err != nil {
+			return err // the store cannot be ahead of what was folded
+		}
+		if d == nil {
+			r.view.Advance(rec.Topic, rec.Partition, rec.Offset) // dead-lettered
+			continue
+		}
+		decoded, source = append(decoded, d), append(source, rec)
+		n := Needs(d)
+		need.Registrations = append(need.Registrations, n.Registrations...)
+		need.Desired = append(need.Desired, n.Desired...)
+		need.Observed = append(need.Observed, n.Observed...)
+		need.ChainHeads = append(need.ChainHeads, n.ChainHeads...)
+	}
+	if missing := r.view.Missing(need); !missing.empty() {
+		rows, err := r.store.Load(ctx, missing)
+		if err != nil {
+			return fmt.Errorf("load rows: %w", err)
+		}
+		r.view.Merge(missing, rows)
+	}
+	for i, d := range decoded {
+		if err := Apply(r.view, d); err != nil {
+			// A valid event the fold cannot take (a spec that is not
+			// JSON, say): dead-letter it like bad input.
+			if err := r.dlq.Send(ctx, source[i], events.Poison(err)); err != nil {
+				return err
+			}
+			r.view.Advance(d.Topic, d.Partition, d.Offset)
+		}
+	}
+	b := r.view.Flush()
+	if err := r.store.Commit(ctx, b); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	// The store holds the truth; the group's own offsets only let Kafka
+	// tools show the projector's lag.
+	if err := r.client.CommitRecords(ctx, recs...); err != nil {
+		r.log.WarnContext(ctx, "commit offsets to the consumer group (for lag only)", "err", err)
+	}
+	return nil
+}
+
+// decode returns the decoded record, or nil after dead-lettering a record
+// that does not decode. ErrKeysBehind is retried here until the trust
+// registry catches up.
+func (r *Runner) decode(ctx context.Context, rec *kgo.Record) (*events.Decoded, error) {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		d, err := r.dec.Decode(ctx, rec)
+		switch {
+		case err == nil:
+			return d, nil
+		case errors.Is(err, events.ErrKeysBehind):
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+		default:
+			if err := r.dlq.Send(ctx, rec, err); err != nil {
+				return nil, fmt.Errorf("dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			}
+			r.log.WarnContext(ctx, "record dead-lettered", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+			return nil, nil
+		}
+	}
+}
+
+// rewind drops the working set and seeks every assigned partition back to
+// the store's offsets, after a step that was not committed.
+func (r *Runner) rewind(ctx context.Context) error {
+	r.mu.Lock()
+	r.view.Forget()
+	var ps []Partition
+	for p := range r.assigned {
+		ps = append(ps, p)
+	}
+	r.mu.Unlock()
+	stored, err := r.store.Offsets(ctx, ps)
+	if err != nil {
+		return err
+	}
+	set := map[string]map[int32]kgo.EpochOffset{}
+	for _, p := range ps {
+		at, ok := stored[p]
+		if !ok {
+			at = 0
+		}
+		if set[p.Topic] == nil {
+			set[p.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		set[p.Topic][p.Partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
+	}
+	r.client.SetOffsets(set)
+	return nil
+}
+
+func (n *Need) empty() bool {
+	return len(n.Registrations)+len(n.Beats)+len(n.Desired)+len(n.Observed)+len(n.ChainHeads) == 0
+}
