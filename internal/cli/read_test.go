@@ -19,10 +19,10 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // readServer serves q through the read API on 127.0.0.1, seen at
-// readtest.Now, with the stand-in reporter, and returns its URL.
+// readtest.Now, and returns its URL.
 func readServer(t *testing.T, q *readtest.Query) string {
 	t.Helper()
-	srv := httptest.NewServer(read.New(q, read.WithClock(readtest.Now), read.WithReporter(readtest.CountReporter())))
+	srv := httptest.NewServer(read.New(q, read.WithClock(readtest.Now)))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -204,5 +204,22 @@ func TestAuditSince(t *testing.T) {
 	}
 	if lines := strings.Count(out.String(), "\n"); lines != 4 || !strings.Contains(out.String(), "api/applications.upsert") {
 		t.Errorf("--since 61m listed %d lines, want a header and 3 entries:\n%s", lines, out.String())
+	}
+}
+
+// TestReportGapNote checks that the groups with deployment gaps are named
+// on stderr, away from the table or CSV on stdout.
+func TestReportGapNote(t *testing.T) {
+	var out, errOut bytes.Buffer
+	cmd := NewRoot(IOStreams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	cmd.SetArgs([]string{"report", "deployments", "--by", "cluster", "-o", "csv", "--server", readServer(t, readtest.Fleet())})
+	if err := cmd.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Deployment gaps may hide deployments of: prod-us (1); their numbers may be too low.\n"; errOut.String() != want {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+	if !strings.HasPrefix(out.String(), "group,start,end,") {
+		t.Errorf("stdout:\n%s", out.String())
 	}
 }

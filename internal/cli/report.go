@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/report"
 )
 
 // NewCmdReport returns `argosy report`, the reports over the fleet's history.
@@ -37,19 +39,20 @@ type ReportDeploymentsOptions struct {
 // NewCmdReportDeployments returns `argosy report deployments`.
 func NewCmdReportDeployments(io IOStreams, runF func(context.Context, *ReportDeploymentsOptions) error) *cobra.Command {
 	opts := &ReportDeploymentsOptions{IO: io}
-	var from, to string
+	var by, bucket, from, to string
 	cmd := &cobra.Command{
 		Use:   "deployments",
-		Short: "Report deployment frequency, lead time, change failure rate and time to restore",
+		Short: "Report deployment frequency, change failure rate, time to restore and lead time",
 		Long: `Report the four DORA figures of the deployments that finished between --from
-and --to (by default, the 30 days before now), per group and per day or
-week (UTC; weeks start on Monday):
-  DEPLOYS       deployment frequency: deployments that finished in the bucket
-  FAILED        how many of them failed, and the change failure rate
-  LEAD TIME     the median lead time for changes
-  RESTORE       the median time from a failed deployment to the next good one
-A row marked incomplete has a deployment gap: the cluster's agent cannot
-prove it recorded every deployment, so the figures may be low.`,
+and --to (by default, the 30 days before now), per group and per day or ISO
+week (UTC; weeks start on Monday). docs/projector.md defines each:
+  DEPLOYS       successful deployments, and PER DAY, the deployment frequency
+  FAILURES      failed syncs, and FAILURE RATE, failures / (deploys + failures)
+  RESTORE       the median time from a failure to the next good deployment;
+                UNRESTORED counts the failures not restored yet
+  LEAD TIME     the median time from commit to deployment, where known
+  GAPS          deployment gaps: the agent cannot prove it recorded every
+                deployment, so that group's numbers may be too low`,
 		Example: `  argosy report deployments --by app
   argosy report deployments --by cluster --bucket week --from 2026-01-01T00:00:00Z
   argosy report deployments --by label --label team -o csv > deployments.csv`,
@@ -58,7 +61,7 @@ prove it recorded every deployment, so the figures may be low.`,
 			if err := checkFormat(opts.Output, reportFormats); err != nil {
 				return err
 			}
-			if err := opts.parse(from, to); err != nil {
+			if err := opts.parse(by, bucket, from, to); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -70,9 +73,9 @@ prove it recorded every deployment, so the figures may be low.`,
 	addOutputFlagOf(cmd, &opts.Output, reportFormats)
 	addAPIFlags(cmd, &opts.API)
 	f := cmd.Flags()
-	f.StringVar(&opts.By, "by", "", "group by: "+strings.Join(read.Groupings, "|")+" (required)")
+	f.StringVar(&by, "by", "", "group by: "+strings.Join(read.Groupings, "|")+" (required)")
 	f.StringVar(&opts.Label, "label", "", "the label key to group by, with --by label")
-	f.StringVar(&opts.Bucket, "bucket", read.BucketDay, "bucket of time: "+strings.Join(read.Buckets, "|"))
+	f.StringVar(&bucket, "bucket", string(report.Day), "bucket of time: "+strings.Join(read.Buckets, "|"))
 	f.StringVar(&from, "from", "", "only deployments that finished at or after this RFC 3339 time (default: 30 days before --to)")
 	f.StringVar(&to, "to", "", "only deployments that finished before this RFC 3339 time (default: now)")
 	for flag, values := range map[string][]string{"by": read.Groupings, "bucket": read.Buckets} {
@@ -83,7 +86,7 @@ prove it recorded every deployment, so the figures may be low.`,
 	return cmd
 }
 
-func (o *ReportDeploymentsOptions) parse(from, to string) error {
+func (o *ReportDeploymentsOptions) parse(by, bucket, from, to string) error {
 	var err error
 	if o.From, err = parseTime("from", from); err != nil {
 		return err
@@ -91,19 +94,20 @@ func (o *ReportDeploymentsOptions) parse(from, to string) error {
 	if o.To, err = parseTime("to", to); err != nil {
 		return err
 	}
+	o.By, o.Bucket = report.GroupBy(by), report.Bucket(bucket)
 	switch {
-	case o.By == "":
+	case by == "":
 		return &FlagError{Err: fmt.Errorf("--by is required: one of %s", strings.Join(read.Groupings, ", "))}
-	case !slices.Contains(read.Groupings, o.By):
-		return &FlagError{Err: fmt.Errorf("--by %q: want one of %s", o.By, strings.Join(read.Groupings, ", "))}
-	case !slices.Contains(read.Buckets, o.Bucket):
-		return &FlagError{Err: fmt.Errorf("--bucket %q: want one of %s", o.Bucket, strings.Join(read.Buckets, ", "))}
-	case o.By == read.ByLabel && o.Label == "":
-		return &FlagError{Err: fmt.Errorf("--by label needs --label KEY")}
-	case o.By != read.ByLabel && o.Label != "":
-		return &FlagError{Err: fmt.Errorf("--label goes with --by label only")}
+	case !slices.Contains(read.Groupings, by):
+		return &FlagError{Err: fmt.Errorf("--by %q: want one of %s", by, strings.Join(read.Groupings, ", "))}
+	case !slices.Contains(read.Buckets, bucket):
+		return &FlagError{Err: fmt.Errorf("--bucket %q: want one of %s", bucket, strings.Join(read.Buckets, ", "))}
+	case o.By == report.ByLabel && o.Label == "":
+		return &FlagError{Err: errors.New("--by label needs --label KEY")}
+	case o.By != report.ByLabel && o.Label != "":
+		return &FlagError{Err: errors.New("--label goes with --by label only")}
 	case !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To):
-		return &FlagError{Err: fmt.Errorf("--from must be before --to")}
+		return &FlagError{Err: errors.New("--from must be before --to")}
 	}
 	return nil
 }
@@ -117,55 +121,87 @@ func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) e
 	if err != nil {
 		return err
 	}
-	if opts.Output == "csv" {
-		rows := make([][]string, 0, len(r.Rows))
-		for _, row := range r.Rows {
-			rows = append(rows, []string{row.Group, row.Start.UTC().Format(time.RFC3339), strconv.Itoa(row.Deployments),
-				strconv.Itoa(row.Failed), number(row.ChangeFailureRate), number(row.LeadTimeSeconds),
-				number(row.TimeToRestoreSeconds), strconv.FormatBool(row.Incomplete)})
-		}
-		return printCSV(opts.IO.Out, []string{"group", "start", "deployments", "failed", "change_failure_rate",
-			"lead_time_seconds", "time_to_restore_seconds", "incomplete"}, rows)
+	gaps := map[string]int{}
+	for _, g := range r.Gaps {
+		gaps[g.Group] = g.Gaps
 	}
+	switch opts.Output {
+	case "csv":
+		err = printCSV(opts.IO.Out, reportCSVHeader, reportCSV(r, gaps))
+	case "table":
+		header := []string{strings.ToUpper(string(r.By)), strings.ToUpper(string(r.Bucket)), "DEPLOYS", "PER DAY",
+			"FAILURES", "FAILURE RATE", "RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
+		if r.By == report.ByLabel {
+			header[0] = "LABEL " + r.Label
+		}
+		err = printOut(opts.IO.Out, opts.Output, r, header, reportTable(r, gaps))
+	default:
+		err = printOut(opts.IO.Out, opts.Output, r, nil, nil)
+	}
+	if err != nil {
+		return err
+	}
+	return gapNote(opts.IO, r)
+}
+
+func reportTable(r *report.Report, gaps map[string]int) [][]string {
 	rows := make([][]string, 0, len(r.Rows))
 	for _, row := range r.Rows {
-		note := "-"
-		if row.Incomplete {
-			note = "incomplete"
+		rows = append(rows, []string{row.Group, row.Start.UTC().Format(time.DateOnly), strconv.Itoa(row.Deployments),
+			strconv.FormatFloat(row.PerDay, 'f', 2, 64), strconv.Itoa(row.Failures),
+			strconv.FormatFloat(row.ChangeFailureRate*100, 'f', 0, 64) + "%", median(row.TimeToRestore),
+			strconv.Itoa(row.Unrestored), median(row.LeadTime), count(gaps[row.Group])})
+	}
+	return rows
+}
+
+var reportCSVHeader = []string{"group", "start", "end", "deployments", "deployments_per_day", "failures",
+	"change_failure_rate", "time_to_restore_count", "time_to_restore_median_seconds", "time_to_restore_mean_seconds",
+	"unrestored", "lead_time_count", "lead_time_median_seconds", "lead_time_mean_seconds", "lead_time_unknown", "gaps"}
+
+func reportCSV(r *report.Report, gaps map[string]int) [][]string {
+	rows := make([][]string, 0, len(r.Rows))
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	durations := func(d *report.Durations) []string {
+		if d == nil {
+			return []string{"0", "", ""}
 		}
-		rows = append(rows, []string{orDash(row.Group), row.Start.UTC().Format(time.DateOnly), strconv.Itoa(row.Deployments),
-			fmt.Sprintf("%d (%s)", row.Failed, percent(row.ChangeFailureRate)), seconds(row.LeadTimeSeconds),
-			seconds(row.TimeToRestoreSeconds), note})
+		return []string{strconv.Itoa(d.Count), num(d.Median.Seconds()), num(d.Mean.Seconds())}
 	}
-	header := []string{strings.ToUpper(r.By), strings.ToUpper(r.Bucket), "DEPLOYS", "FAILED", "LEAD TIME", "RESTORE", "NOTE"}
-	if r.By == read.ByLabel {
-		header[0] = "LABEL " + r.Label
+	for _, row := range r.Rows {
+		line := []string{row.Group, row.Start.UTC().Format(time.RFC3339), row.End.UTC().Format(time.RFC3339),
+			strconv.Itoa(row.Deployments), num(row.PerDay), strconv.Itoa(row.Failures), num(row.ChangeFailureRate)}
+		line = append(line, durations(row.TimeToRestore)...)
+		line = append(line, strconv.Itoa(row.Unrestored))
+		line = append(line, durations(row.LeadTime)...)
+		line = append(line, strconv.Itoa(row.LeadTimeUnknown), strconv.Itoa(gaps[row.Group]))
+		rows = append(rows, line)
 	}
-	return printOut(opts.IO.Out, opts.Output, r, header, rows)
+	return rows
 }
 
-// number formats an optional figure for CSV: empty when absent.
-func number(f *float64) string {
-	if f == nil {
-		return ""
+// gapNote tells on stderr which groups have deployment gaps, so the numbers
+// of a group that shows no row are not taken as complete either.
+func gapNote(io IOStreams, r *report.Report) error {
+	if len(r.Gaps) == 0 {
+		return nil
 	}
-	return strconv.FormatFloat(*f, 'f', -1, 64)
+	var groups []string
+	for _, g := range r.Gaps {
+		groups = append(groups, fmt.Sprintf("%s (%d)", g.Group, g.Gaps))
+	}
+	_, err := fmt.Fprintf(io.Err, "Deployment gaps may hide deployments of: %s; their numbers may be too low.\n",
+		strings.Join(groups, ", "))
+	return err
 }
 
-func percent(f *float64) string {
-	if f == nil {
+// median formats a summary's median to the second, without trailing zero
+// units (2m, 1h30m, 45s); "-" when there is none.
+func median(d *report.Durations) string {
+	if d == nil {
 		return "-"
 	}
-	return strconv.FormatFloat(*f*100, 'f', 0, 64) + "%"
-}
-
-// seconds formats an optional duration in seconds, to the second, without
-// trailing zero units: 2m, 1h30m, 45s.
-func seconds(f *float64) string {
-	if f == nil {
-		return "-"
-	}
-	s := time.Duration(*f * float64(time.Second)).Round(time.Second).String()
+	s := d.Median.Round(time.Second).String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
 	}
@@ -173,4 +209,11 @@ func seconds(f *float64) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+func count(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/report"
 )
 
 // Client calls a read API server.
@@ -125,9 +126,9 @@ func (c *Client) Deployments(ctx context.Context, f projector.DeploymentFilter) 
 
 // DeploymentReport asks for a deployment report. Zero times take the
 // server's defaults.
-func (c *Client) DeploymentReport(ctx context.Context, p ReportParams) (*DeploymentReport, error) {
-	q := values("by", p.By, "label", p.Label, "bucket", p.Bucket, "from", timeParam(p.From), "to", timeParam(p.To))
-	var r DeploymentReport
+func (c *Client) DeploymentReport(ctx context.Context, p ReportParams) (*report.Report, error) {
+	q := values("by", string(p.By), "label", p.Label, "bucket", string(p.Bucket), "from", timeParam(p.From), "to", timeParam(p.To))
+	var r report.Report
 	if err := c.get(ctx, "/api/v1/reports/deployments", q, &r); err != nil {
 		return nil, err
 	}

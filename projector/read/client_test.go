@@ -11,6 +11,7 @@ import (
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
+	"github.com/argosyproj/argosy/projector/report"
 )
 
 func TestNewClient(t *testing.T) {
@@ -86,7 +87,7 @@ func TestClient(t *testing.T) {
 			if err != nil || len(ds.Items) != 2 || len(ds.Gaps) != 0 {
 				t.Errorf("Deployments: %+v, %v", ds, err)
 			}
-			r, err := c.DeploymentReport(ctx, read.ReportParams{By: read.ByLabel, Label: "team", Bucket: read.BucketWeek})
+			r, err := c.DeploymentReport(ctx, read.ReportParams{By: report.ByLabel, Label: "team", Bucket: report.Week})
 			if err != nil || r.By != "label" || r.Label != "team" || len(r.Rows) == 0 {
 				t.Errorf("DeploymentReport: %+v, %v", r, err)
 			}

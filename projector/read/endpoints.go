@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/report"
 )
 
 // connected reports whether a cluster's last heartbeat is younger than
@@ -121,46 +122,47 @@ func (h *Handler) report(r *http.Request) (any, error) {
 		return nil, err
 	}
 	p.required("by")
-	rp := ReportParams{By: p.oneOf("by", "", Groupings), Label: p.str("label"), Bucket: p.oneOf("bucket", BucketDay, Buckets)}
-	rp.From, rp.To = p.interval()
+	req := report.Request{By: report.GroupBy(p.oneOf("by", "", Groupings)), Label: p.str("label"),
+		Bucket: report.Bucket(p.oneOf("bucket", string(report.Day), Buckets))}
+	req.From, req.To = p.interval()
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	switch {
-	case rp.By == ByLabel && rp.Label == "":
+	case req.By == report.ByLabel && req.Label == "":
 		return nil, badRequest("parameter \"label\" is required with by=label: it names the label key to group by")
-	case rp.By != ByLabel && rp.Label != "":
+	case req.By != report.ByLabel && req.Label != "":
 		return nil, badRequest("parameter \"label\" is only taken with by=label")
 	}
-	if rp.To.IsZero() {
-		rp.To = h.now().UTC()
+	if req.To.IsZero() {
+		req.To = h.now().UTC()
 	}
-	if rp.From.IsZero() {
-		rp.From = rp.To.Add(-DefaultReportRange)
+	if req.From.IsZero() {
+		req.From = req.To.Add(-DefaultReportRange)
 	}
-	if !rp.From.Before(rp.To) {
+	if !req.From.Before(req.To) {
 		return nil, badRequest("parameter \"from\" (%s) must be before \"to\" (%s)",
-			rp.From.Format(time.RFC3339Nano), rp.To.Format(time.RFC3339Nano))
+			req.From.Format(time.RFC3339Nano), req.To.Format(time.RFC3339Nano))
 	}
-	if h.reporter == nil {
-		return nil, &apiError{status: http.StatusNotImplemented, msg: "deployment reports are not available on this server"}
-	}
-	req := &ReportRequest{ReportParams: rp}
-	f := projector.DeploymentFilter{From: rp.From, To: rp.To}
-	if req.Deployments, err = h.q.Deployments(r.Context(), f); err != nil {
+	// Records after To tell when a failure in range was restored.
+	recs, err := h.q.Deployments(r.Context(), projector.DeploymentFilter{From: req.From})
+	if err != nil {
 		return nil, fmt.Errorf("listing deployments: %w", err)
 	}
-	if req.Gaps, err = h.q.Gaps(r.Context(), f); err != nil {
+	if req.Gaps, err = h.q.Gaps(r.Context(), projector.DeploymentFilter{}); err != nil {
 		return nil, fmt.Errorf("listing deployment gaps: %w", err)
 	}
-	rows, err := h.reporter.DeploymentReport(r.Context(), req)
+	rep, err := h.reporter.DeploymentReport(r.Context(), recs, req)
 	switch {
-	case errors.Is(err, ErrBadRequest):
-		return nil, err
+	case errors.Is(err, report.ErrInvalidRequest):
+		return nil, badRequest("%s", err.Error())
+	case errors.Is(err, report.ErrTooMany):
+		return nil, badRequest("%s: ask for a shorter range", err.Error())
 	case err != nil:
 		return nil, fmt.Errorf("computing the deployment report: %w", err)
 	}
-	return DeploymentReport{ReportParams: rp, Rows: nonNil(rows)}, nil
+	rep.Rows = nonNil(rep.Rows)
+	return rep, nil
 }
 
 // nonNil makes an empty list encode as [] rather than null.

@@ -57,8 +57,15 @@ func WithHeartbeatInterval(d time.Duration) Option {
 	}
 }
 
-// WithReporter plugs in the computation of deployment reports.
-func WithReporter(r Reporter) Option { return func(h *Handler) { h.reporter = r } }
+// WithReporter replaces the computation of deployment reports (default:
+// report.Deployments, without commit times). nil keeps the default.
+func WithReporter(r Reporter) Option {
+	return func(h *Handler) {
+		if r != nil {
+			h.reporter = r
+		}
+	}
+}
 
 // WithLogger sets where internal errors are logged (default: nowhere).
 func WithLogger(l *slog.Logger) Option {
@@ -130,6 +137,7 @@ func New(q projector.Query, opts ...Option) *Handler {
 		heartbeat: DefaultHeartbeatInterval,
 		chainPage: DefaultChainPage,
 		now:       time.Now,
+		reporter:  ReporterFunc(reportDeployments),
 		log:       slog.New(slog.DiscardHandler),
 		tracer:    otel.Tracer(instrumentation),
 	}
@@ -225,8 +233,6 @@ func (h *Handler) writeError(ctx context.Context, w http.ResponseWriter, err err
 	switch {
 	case errors.As(err, &ae):
 		h.writeJSON(ctx, w, ae.status, errorBody{Error: ae.msg})
-	case errors.Is(err, ErrBadRequest):
-		h.writeJSON(ctx, w, http.StatusBadRequest, errorBody{Error: err.Error()})
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		// The client went away; nobody reads the answer.
 		h.writeJSON(ctx, w, http.StatusServiceUnavailable, errorBody{Error: "request canceled"})

@@ -16,17 +16,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
+	"github.com/argosyproj/argosy/projector/report"
 )
 
-// newHandler serves readtest.Fleet seen at readtest.Now, with the stand-in
-// reporter.
+// newHandler serves q seen at readtest.Now.
 func newHandler(q projector.Query, opts ...read.Option) http.Handler {
-	return read.New(q, append([]read.Option{read.WithClock(readtest.Now),
-		read.WithReporter(readtest.CountReporter())}, opts...)...)
+	return read.New(q, append([]read.Option{read.WithClock(readtest.Now)}, opts...)...)
 }
 
 // get serves one request and returns the response.
@@ -86,11 +86,14 @@ func deploymentIDs(t *testing.T, b []byte) []string {
 }
 
 func reportRows(t *testing.T, b []byte) []string {
-	r := decode[read.DeploymentReport](t, b)
-	rows := []string{r.By + " " + r.Bucket + " " + r.From.Format(time.RFC3339) + ".." + r.To.Format(time.RFC3339)}
+	r := decode[report.Report](t, b)
+	rows := []string{fmt.Sprintf("%s %s %s..%s gaps=%v", r.By, r.Bucket, r.From.Format(time.RFC3339), r.To.Format(time.RFC3339), r.Gaps)}
 	for _, row := range r.Rows {
-		rows = append(rows, fmt.Sprintf("%s %s %d/%d incomplete=%v", row.Group, row.Start.Format("2006-01-02"),
-			row.Failed, row.Deployments, row.Incomplete))
+		s := fmt.Sprintf("%s %s ok=%d failed=%d", row.Group, row.Start.Format("2006-01-02"), row.Deployments, row.Failures)
+		if row.TimeToRestore != nil {
+			s += " restored in " + row.TimeToRestore.Median.String()
+		}
+		rows = append(rows, s)
 	}
 	return rows
 }
@@ -187,18 +190,22 @@ func TestEndpoints(t *testing.T) {
 			status: 200, list: deploymentIDs, want: []string{"prod-eu/billing Failed", "gaps=0"}},
 		{name: "deployments bad to", target: "/api/v1/deployments?to=now", status: 400, errText: `parameter "to": "now"`},
 		{name: "report by cluster", target: "/api/v1/reports/deployments?by=cluster", status: 200, list: reportRows, want: []string{
-			"cluster day 2026-01-31T12:00:00Z..2026-03-02T12:00:00Z",
-			"prod-eu 2026-02-22 0/1 incomplete=false", "prod-eu 2026-03-01 1/2 incomplete=false",
-			"prod-eu 2026-03-02 0/1 incomplete=false", "prod-us 2026-03-02 0/1 incomplete=true"}},
+			"cluster day 2026-01-31T12:00:00Z..2026-03-02T12:00:00Z gaps=[{prod-us 1}]",
+			"prod-eu 2026-02-22 ok=1 failed=0", "prod-eu 2026-03-01 ok=1 failed=1 restored in 23h0m0s",
+			"prod-eu 2026-03-02 ok=1 failed=0", "prod-us 2026-03-02 ok=1 failed=0"}},
 		{name: "report by app by week", target: "/api/v1/reports/deployments?by=app&bucket=week&from=" + at(-48*time.Hour) +
 			"&to=" + at(0), status: 200, list: reportRows, want: []string{
-			"app week 2026-02-28T12:00:00Z..2026-03-02T12:00:00Z",
-			"prod-eu/argocd/billing 2026-02-23 1/1 incomplete=false", "prod-eu/argocd/billing 2026-03-02 0/1 incomplete=false",
-			"prod-eu/argocd/guestbook 2026-02-23 0/1 incomplete=false", "prod-us/argocd/guestbook 2026-03-02 0/1 incomplete=true"}},
+			"app week 2026-02-28T12:00:00Z..2026-03-02T12:00:00Z gaps=[{prod-us/argocd/guestbook 1}]",
+			"prod-eu/argocd/billing 2026-02-23 ok=0 failed=1 restored in 23h0m0s", "prod-eu/argocd/billing 2026-03-02 ok=1 failed=0",
+			"prod-eu/argocd/guestbook 2026-02-23 ok=1 failed=0", "prod-us/argocd/guestbook 2026-03-02 ok=1 failed=0"}},
 		{name: "report by label", target: "/api/v1/reports/deployments?by=label&label=team&from=" + at(-24*time.Hour),
 			status: 200, list: reportRows, want: []string{
-				"label day 2026-03-01T12:00:00Z..2026-03-02T12:00:00Z",
-				"payments 2026-03-02 0/1 incomplete=false", "web 2026-03-02 0/1 incomplete=false"}},
+				"label day 2026-03-01T12:00:00Z..2026-03-02T12:00:00Z gaps=[{web 1}]",
+				"payments 2026-03-02 ok=1 failed=0", "web 2026-03-02 ok=1 failed=0"}},
+		{name: "report restored after to", target: "/api/v1/reports/deployments?by=project&from=" + at(-48*time.Hour) +
+			"&to=" + at(-24*time.Hour), status: 200, list: reportRows, want: []string{
+			"project day 2026-02-28T12:00:00Z..2026-03-01T12:00:00Z gaps=[{web 1}]",
+			"payments 2026-03-01 ok=0 failed=1 restored in 23h0m0s", "web 2026-03-01 ok=1 failed=0"}},
 		{name: "report without by", target: "/api/v1/reports/deployments", status: 400, errText: `parameter "by" is required`},
 		{name: "report bad by", target: "/api/v1/reports/deployments?by=team", status: 400,
 			errText: `parameter "by": "team" is not one of app, project, cluster, label`},
@@ -314,25 +321,28 @@ func TestInternalErrors(t *testing.T) {
 func TestReporter(t *testing.T) {
 	v := newValidator(t)
 	const target = "/api/v1/reports/deployments?by=project&from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z"
-	var got *read.ReportRequest
-	spy := read.ReporterFunc(func(_ context.Context, req *read.ReportRequest) ([]read.ReportRow, error) {
-		got = req
-		return nil, nil
+	var gotRecs []projector.Deployment
+	var gotReq report.Request
+	spy := read.ReporterFunc(func(_ context.Context, recs []projector.Deployment, req report.Request) (report.Report, error) {
+		gotRecs, gotReq = recs, req
+		return report.Report{By: req.By, Bucket: req.Bucket, From: req.From, To: req.To}, nil
 	})
+	fail := func(err error) read.Reporter {
+		return read.ReporterFunc(func(context.Context, []projector.Deployment, report.Request) (report.Report, error) {
+			return report.Report{}, err
+		})
+	}
 	tests := []struct {
 		name     string
 		reporter read.Reporter
 		status   int
-		errText  string
+		body     string
 	}{
-		{"none", nil, 501, "deployment reports are not available on this server"},
-		{"refuses", read.ReporterFunc(func(context.Context, *read.ReportRequest) ([]read.ReportRow, error) {
-			return nil, fmt.Errorf("%w: project grouping needs projects", read.ErrBadRequest)
-		}), 400, "bad request: project grouping needs projects"},
-		{"fails", read.ReporterFunc(func(context.Context, *read.ReportRequest) ([]read.ReportRow, error) {
-			return nil, errors.New("secret detail")
-		}), 500, "internal error"},
-		{"empty", spy, 200, ""},
+		{"default", nil, 200, `"group":"payments"`},
+		{"spy", spy, 200, `"rows":[]`},
+		{"refuses", fail(fmt.Errorf("%w: no such label", report.ErrInvalidRequest)), 400, "invalid report request: no such label"},
+		{"too many", fail(fmt.Errorf("%w: 3000000000 records", report.ErrTooMany)), 400, "ask for a shorter range"},
+		{"fails", fail(errors.New("secret detail")), 500, `{"error":"internal error"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -342,24 +352,21 @@ func TestReporter(t *testing.T) {
 				t.Fatalf("status %d, want %d\n%s", rec.Code, tc.status, rec.Body)
 			}
 			v.response(t, http.MethodGet, target, rec.Code, rec.Body.Bytes())
-			if !strings.Contains(rec.Body.String(), tc.errText) {
-				t.Errorf("body %s, want %q", rec.Body, tc.errText)
+			if !strings.Contains(rec.Body.String(), tc.body) {
+				t.Errorf("body %s, want %q", rec.Body, tc.body)
 			}
 		})
 	}
-	// The reporter gets the parameters and the records in the range.
-	if got == nil {
-		t.Fatal("the reporter was not called")
+	// The reporter gets the parameters, every gap, and the records from
+	// From on, including those after To, which tell when failures were
+	// restored.
+	want := report.Request{By: report.ByProject, Bucket: report.Day, From: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
+		To: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), Gaps: readtest.Fleet().GapRows}
+	if diff := cmp.Diff(want, gotReq, cmpopts.IgnoreFields(report.Request{}, "CommitTime")); diff != "" {
+		t.Errorf("request (-want +got):\n%s", diff)
 	}
-	want := read.ReportParams{By: "project", Bucket: "day", From: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
-		To: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)}
-	if !cmp.Equal(got.ReportParams, want) || len(got.Deployments) != 2 || len(got.Gaps) != 1 {
-		t.Errorf("request %+v with %d deployments and %d gaps, want %+v with 2 and 1", got.ReportParams,
-			len(got.Deployments), len(got.Gaps), want)
-	}
-	rec := get(t, read.New(readtest.Fleet(), read.WithReporter(spy)), http.MethodGet, target)
-	if rows := decode[read.DeploymentReport](t, rec.Body.Bytes()).Rows; rows == nil {
-		t.Errorf("rows decode as null, want []: %s", rec.Body)
+	if len(gotRecs) != 4 {
+		t.Errorf("%d records, want the 4 that finished from 2026-03-01 on", len(gotRecs))
 	}
 }
 

@@ -2,68 +2,51 @@ package read
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/argosyproj/argosy/projector"
-)
-
-// Grouping and bucket values of a deployment report.
-const (
-	ByApp     = "app"
-	ByProject = "project"
-	ByCluster = "cluster"
-	ByLabel   = "label"
-
-	BucketDay  = "day"
-	BucketWeek = "week"
+	"github.com/argosyproj/argosy/projector/report"
 )
 
 // Groupings and Buckets list the values a report request accepts.
 var (
-	Groupings = []string{ByApp, ByProject, ByCluster, ByLabel}
-	Buckets   = []string{BucketDay, BucketWeek}
+	Groupings = []string{string(report.ByApp), string(report.ByProject), string(report.ByCluster), string(report.ByLabel)}
+	Buckets   = []string{string(report.Day), string(report.Week)}
 )
 
 // DefaultReportRange is how far back a report reaches when from is not given.
 const DefaultReportRange = 30 * 24 * time.Hour
 
-// ReportParams are a deployment report's parameters.
+// ReportParams are a deployment report's query parameters.
 type ReportParams struct {
-	// By is one of Groupings.
-	By string `json:"by"`
-	// Label is the label key to group by when By is ByLabel.
-	Label string `json:"label,omitempty"`
-	// Bucket is one of Buckets.
-	Bucket string `json:"bucket"`
-	// From and To bound the deployments' finish times: From ≤ t < To.
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
+	By     report.GroupBy
+	Label  string
+	Bucket report.Bucket
+	// From and To bound the deployments' finish times, [From, To); zero
+	// takes the server's default (To now, From 30 days before To).
+	From, To time.Time
 }
 
-// ReportRequest is what a Reporter computes over: the checked parameters,
-// and the deployment records and gaps between From and To.
-type ReportRequest struct {
-	ReportParams
-	Deployments []projector.Deployment
-	Gaps        []projector.Gap
-}
-
-// Reporter computes a deployment report's rows. Package projector/report
-// computes the figures; the handler answers 501 without a Reporter.
+// Reporter computes a deployment report from deployment records and the
+// request, whose From, To and Gaps the handler fills in. The records are
+// every record that finished at or after From, including those after To,
+// which tell when a failure in range was restored.
+//
+// The default is report.Deployments without commit times, so lead time is
+// absent; a Reporter that knows commit times sets req.CommitTime first.
 type Reporter interface {
-	DeploymentReport(ctx context.Context, req *ReportRequest) ([]ReportRow, error)
+	DeploymentReport(ctx context.Context, recs []projector.Deployment, req report.Request) (report.Report, error)
 }
 
 // ReporterFunc is a function that is a Reporter.
-type ReporterFunc func(ctx context.Context, req *ReportRequest) ([]ReportRow, error)
+type ReporterFunc func(ctx context.Context, recs []projector.Deployment, req report.Request) (report.Report, error)
 
 // DeploymentReport calls f.
-func (f ReporterFunc) DeploymentReport(ctx context.Context, req *ReportRequest) ([]ReportRow, error) {
-	return f(ctx, req)
+func (f ReporterFunc) DeploymentReport(ctx context.Context, recs []projector.Deployment, req report.Request) (report.Report, error) {
+	return f(ctx, recs, req)
 }
 
-// ErrBadRequest marks an error a Reporter returns for parameters it
-// refuses: the handler answers 400 with the error's message. Any other error
-// is a 500, and its message stays in the server's log.
-var ErrBadRequest = errors.New("bad request")
+// reportDeployments is the default Reporter: report.Deployments.
+func reportDeployments(_ context.Context, recs []projector.Deployment, req report.Request) (report.Report, error) {
+	return report.Deployments(recs, req)
+}

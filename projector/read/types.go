@@ -1,8 +1,6 @@
 package read
 
 import (
-	"time"
-
 	"github.com/argosyproj/argosy/projector"
 )
 
@@ -48,33 +46,6 @@ type PartitionCheck struct {
 	// Head is the hash of the last entry when the chain holds.
 	Head   string                `json:"head,omitempty"`
 	Broken *projector.BrokenLink `json:"broken,omitempty"`
-}
-
-// DeploymentReport is the body of GET /api/v1/reports/deployments.
-type DeploymentReport struct {
-	ReportParams
-	Rows []ReportRow `json:"rows"`
-}
-
-// ReportRow is one group's figures over one bucket of time.
-type ReportRow struct {
-	// Group is the value grouped by: cluster/namespace/name for app, the
-	// project, the cluster, or the label's value ("" when unset).
-	Group string `json:"group"`
-	// Start is the bucket's first instant (UTC midnight; Monday for weeks).
-	Start       time.Time `json:"start"`
-	Deployments int       `json:"deployments"`
-	Failed      int       `json:"failed"`
-	// ChangeFailureRate is Failed/Deployments; absent with no deployments.
-	ChangeFailureRate *float64 `json:"changeFailureRate,omitempty"`
-	// LeadTimeSeconds is the median lead time for changes, when known.
-	LeadTimeSeconds *float64 `json:"leadTimeSeconds,omitempty"`
-	// TimeToRestoreSeconds is the median time from a failed deployment to
-	// the next successful one, when the bucket has any.
-	TimeToRestoreSeconds *float64 `json:"timeToRestoreSeconds,omitempty"`
-	// Incomplete is true when a deployment gap touches the group in the
-	// bucket, so that records may be missing.
-	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // errorBody is the body of every error response.

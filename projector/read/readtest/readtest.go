@@ -1,8 +1,7 @@
-// Package readtest holds test doubles of the read API's dependencies: Query,
-// an in-memory projector.Query over rows a test sets, Fleet, a small fleet of
-// three clusters with a valid audit chain, and CountReporter, a stand-in
-// deployment reporter. They are for tests of package read and of its
-// clients; the real views come from a projector.Store.
+// Package readtest holds a test double of the read API's store: Query, an
+// in-memory projector.Query over rows a test sets, and Fleet, a small fleet
+// of three clusters with a valid audit chain. They are for tests of package
+// read and of its clients; the real views come from a projector.Store.
 package readtest
 
 import (
