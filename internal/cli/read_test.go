@@ -90,7 +90,7 @@ func TestReadCommands(t *testing.T) {
 
 func TestAuditVerifyBroken(t *testing.T) {
 	q := readtest.Fleet()
-	q.AuditRows[2].Actor = "mallory" // argosy.config/0 at offset 12
+	q.Entries[2].Name = "payroll" // argosy.config/0 at offset 12
 	out, err := run(t, "audit", "verify", "--server", readServer(t, q))
 	if !errors.Is(err, ErrChainBroken) || errors.As(err, new(*FlagError)) {
 		t.Fatalf("error %v, want ErrChainBroken", err)

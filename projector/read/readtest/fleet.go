@@ -19,8 +19,9 @@ func Now() time.Time { return time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC) }
 //     connected, with its own guestbook;
 //   - staging is registered and has never sent a heartbeat.
 //
-// Its audit history is five entries on three partitions whose chains hold,
-// and it has five deployment records and one gap.
+// Its audit history is five entries on three partitions whose chains hold
+// (Entries as stored; AuditRows with actors and results joined in), and it
+// has five deployment records and one gap.
 func Fleet() *Query {
 	now := Now()
 	q := &Query{}
@@ -37,7 +38,7 @@ func Fleet() *Query {
 			&projector.Rejection{Generation: 5, EventID: "ev-billing-5", Code: schemas.RejectInvalid, Reason: "spec.source.repoURL is empty"}),
 		app("prod-us", "guestbook", "web", 2, "Synced", "Healthy", 2, nil),
 	}
-	q.AuditRows = auditRows()
+	q.Entries, q.AuditRows = audit()
 	q.DeploymentRows = []projector.Deployment{
 		deployment("prod-eu", "guestbook", "web", "Succeeded", now.Add(-8*24*time.Hour), 90*time.Second),
 		deployment("prod-eu", "guestbook", "web", "Succeeded", now.Add(-26*time.Hour), 60*time.Second),
@@ -89,8 +90,10 @@ func deployment(cluster, name, project, phase string, finished time.Time, took t
 	}
 }
 
-// auditRows returns five entries chained per partition, oldest first.
-func auditRows() []projector.AuditRow {
+// audit returns five entries chained per partition, oldest first, as
+// stored, and as read with the actors of config changes joined in (they are
+// not part of the chain).
+func audit() ([]projector.AuditEntry, []projector.AuditRow) {
 	now := Now()
 	rows := []projector.AuditRow{
 		{AuditEntry: projector.AuditEntry{Topic: "argosy.config", Partition: 0, Offset: 10, At: now.Add(-72 * time.Hour),
@@ -116,12 +119,19 @@ func auditRows() []projector.AuditRow {
 			Name: "applications.upsert", Actor: "bob", After: json.RawMessage(`{"outcome":"allowed"}`)}},
 	}
 	heads := map[projector.Partition]string{}
+	stored := make([]projector.AuditEntry, len(rows))
 	for i := range rows {
 		e := &rows[i].AuditEntry
+		s := *e
+		if s.Kind != "api" {
+			s.Actor = "" // joined at read time from the API call
+		}
 		p := projector.Partition{Topic: e.Topic, Partition: e.Partition}
-		e.PrevHash = heads[p]
-		e.Hash = projector.Chain(e.PrevHash, *e)
-		heads[p] = e.Hash
+		s.PrevHash = heads[p]
+		s.Hash = projector.Chain(s.PrevHash, s)
+		e.PrevHash, e.Hash = s.PrevHash, s.Hash
+		heads[p] = s.Hash
+		stored[i] = s
 	}
-	return rows
+	return stored, rows
 }

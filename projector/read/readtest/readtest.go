@@ -19,9 +19,12 @@ import (
 type Query struct {
 	ClusterRows []projector.ClusterRow
 	AppRows     []projector.AppRow
-	// AuditRows are the audit history; Chain and ChainPartitions read the
-	// entries in them.
-	AuditRows      []projector.AuditRow
+	// AuditRows are the audit history as Audit returns it, with actors and
+	// results joined in.
+	AuditRows []projector.AuditRow
+	// Entries are the audit entries as stored, which Chain and
+	// ChainPartitions read; nil means AuditRows' entries.
+	Entries        []projector.AuditEntry
 	DeploymentRows []projector.Deployment
 	GapRows        []projector.Gap
 	// Err, when set, is returned by every method.
@@ -99,9 +102,9 @@ func (q *Query) Chain(_ context.Context, p projector.Partition, after int64, lim
 		return nil, q.Err
 	}
 	var out []projector.AuditEntry
-	for _, a := range q.AuditRows {
-		if a.Topic == p.Topic && a.Partition == p.Partition && a.Offset > after {
-			out = append(out, a.AuditEntry)
+	for _, e := range q.entries() {
+		if e.Topic == p.Topic && e.Partition == p.Partition && e.Offset > after {
+			out = append(out, e)
 		}
 	}
 	slices.SortFunc(out, func(a, b projector.AuditEntry) int { return cmp.Compare(a.Offset, b.Offset) })
@@ -118,8 +121,8 @@ func (q *Query) ChainPartitions(context.Context) ([]projector.Partition, error) 
 		return nil, q.Err
 	}
 	var out []projector.Partition
-	for _, a := range q.AuditRows {
-		p := projector.Partition{Topic: a.Topic, Partition: a.Partition}
+	for _, e := range q.entries() {
+		p := projector.Partition{Topic: e.Topic, Partition: e.Partition}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
@@ -128,6 +131,17 @@ func (q *Query) ChainPartitions(context.Context) ([]projector.Partition, error) 
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out, nil
+}
+
+func (q *Query) entries() []projector.AuditEntry {
+	if q.Entries != nil {
+		return q.Entries
+	}
+	out := make([]projector.AuditEntry, len(q.AuditRows))
+	for i, a := range q.AuditRows {
+		out[i] = a.AuditEntry
+	}
+	return out
 }
 
 // Deployments returns the records that match f, by finish time.
