@@ -40,7 +40,7 @@ func TestEventsTypesFlags(t *testing.T) {
 				got = o
 				return nil
 			})
-			cmd.SetArgs(tc.args)
+			cmd.SetArgs(append([]string{}, tc.args...)) // nil would be os.Args
 			cmd.SetOut(&bytes.Buffer{})
 			cmd.SetErr(&bytes.Buffer{})
 			err := cmd.Execute()

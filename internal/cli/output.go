@@ -16,17 +16,23 @@ import (
 var outputFormats = []string{"table", "json", "yaml"}
 
 // addOutputFlag binds -o/--output with completion.
-func addOutputFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVarP(p, "output", "o", "table", "output format: "+strings.Join(outputFormats, "|"))
-	err := cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
+func addOutputFlag(cmd *cobra.Command, p *string) { addOutputFlagOf(cmd, p, outputFormats) }
+
+// addOutputFlagOf binds -o/--output offering formats, the first the default.
+func addOutputFlagOf(cmd *cobra.Command, p *string, formats []string) {
+	cmd.Flags().StringVarP(p, "output", "o", formats[0], "output format: "+strings.Join(formats, "|"))
+	err := cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	if err != nil { // cannot happen for a flag just added; surface it if it does
 		cmd.PreRunE = func(*cobra.Command, []string) error { return fmt.Errorf("output flag completion: %w", err) }
 	}
 }
 
-func checkOutput(format string) error {
-	if !slices.Contains(outputFormats, format) {
-		return &FlagError{Err: fmt.Errorf("unknown output format %q: want one of %s", format, strings.Join(outputFormats, ", "))}
+func checkOutput(format string) error { return checkFormat(format, outputFormats) }
+
+// checkFormat checks -o against the formats a command offers.
+func checkFormat(format string, formats []string) error {
+	if !slices.Contains(formats, format) {
+		return &FlagError{Err: fmt.Errorf("unknown output format %q: want one of %s", format, strings.Join(formats, ", "))}
 	}
 	return nil
 }

@@ -67,6 +67,7 @@ views. See docs/design.md for the topics and the event catalogue.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &FlagError{Err: fmt.Errorf("%w\n\n%s", err, c.UsageString())}
 	})
-	root.AddCommand(NewCmdVersion(io, nil), NewCmdEvents(io))
+	root.AddCommand(NewCmdVersion(io, nil), NewCmdEvents(io), NewCmdFleet(io, nil), NewCmdCluster(io),
+		NewCmdApp(io), NewCmdAudit(io, nil), NewCmdReport(io))
 	return root
 }

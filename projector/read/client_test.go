@@ -1,0 +1,142 @@
+package read_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/read/readtest"
+	"github.com/argosyproj/argosy/projector/report"
+)
+
+func TestNewClient(t *testing.T) {
+	tests := []struct {
+		base    string
+		wantErr string
+	}{
+		{"http://127.0.0.1:8080", ""},
+		{"https://argosy.example.com/", ""},
+		{"http://127.0.0.1:8080/prefix/", ""},
+		{"127.0.0.1:8080", "want http://HOST:PORT"},
+		{"ftp://host", "want http://HOST:PORT"},
+		{"http://", "want http://HOST:PORT"},
+		{"http://host/?x=1", "want no query"},
+		{"http://[::1", "missing ']'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.base, func(t *testing.T) {
+			_, err := read.NewClient(tc.base, nil)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// newServer serves readtest.Fleet on 127.0.0.1, under prefix.
+func newServer(t *testing.T, prefix string) *read.Client {
+	t.Helper()
+	h := newHandler(readtest.Fleet())
+	if prefix != "" {
+		h = http.StripPrefix(prefix, h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := read.NewClient(srv.URL+prefix, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClient(t *testing.T) {
+	for _, prefix := range []string{"", "/argosy"} {
+		t.Run("prefix="+prefix, func(t *testing.T) {
+			c := newServer(t, prefix)
+			ctx := t.Context()
+			clusters, err := c.Clusters(ctx)
+			if err != nil || len(clusters) != 3 || !clusters[0].Connected {
+				t.Errorf("Clusters: %+v, %v", clusters, err)
+			}
+			cl, err := c.Cluster(ctx, "prod-us")
+			if err != nil || cl.Name != "prod-us" || cl.Connected {
+				t.Errorf("Cluster: %+v, %v", cl, err)
+			}
+			apps, err := c.Apps(ctx, projector.AppFilter{Cluster: "prod-eu", Name: "billing"})
+			if err != nil || len(apps) != 1 || apps[0].Observed.Rejected == nil {
+				t.Errorf("Apps: %+v, %v", apps, err)
+			}
+			apps, err = c.Apps(ctx, projector.AppFilter{Name: "guestbook"})
+			if err != nil || len(apps) != 2 {
+				t.Errorf("Apps across clusters: %+v, %v", apps, err)
+			}
+			audit, err := c.Audit(ctx, projector.AuditFilter{Actor: "alice", From: readtest.Now().Add(-3 * time.Hour), Limit: 5})
+			if err != nil || len(audit) != 1 || audit[0].EventID != "ev-guestbook" {
+				t.Errorf("Audit: %+v, %v", audit, err)
+			}
+			v, err := c.VerifyAudit(ctx)
+			if err != nil || !v.OK || len(v.Partitions) != 3 {
+				t.Errorf("VerifyAudit: %+v, %v", v, err)
+			}
+			ds, err := c.Deployments(ctx, projector.DeploymentFilter{Cluster: "prod-eu", Project: "payments"})
+			if err != nil || len(ds.Items) != 2 || len(ds.Gaps) != 0 {
+				t.Errorf("Deployments: %+v, %v", ds, err)
+			}
+			r, err := c.DeploymentReport(ctx, read.ReportParams{By: report.ByLabel, Label: "team", Bucket: report.Week})
+			if err != nil || r.By != "label" || r.Label != "team" || len(r.Rows) == 0 {
+				t.Errorf("DeploymentReport: %+v, %v", r, err)
+			}
+		})
+	}
+}
+
+func TestClientErrors(t *testing.T) {
+	c := newServer(t, "")
+	ctx := t.Context()
+	_, err := c.Cluster(ctx, "no/such cluster")
+	var ae *read.APIError
+	if !errors.Is(err, read.ErrNotFound) || !errors.As(err, &ae) || ae.Message != `cluster "no/such cluster" not found` {
+		t.Errorf("Cluster: %v", err)
+	}
+	if _, err := c.Apps(ctx, projector.AppFilter{Cluster: "nope"}); !errors.Is(err, read.ErrNotFound) {
+		t.Errorf("Apps of an unknown cluster: %v", err)
+	}
+	_, err = c.Audit(ctx, projector.AuditFilter{Limit: 5000})
+	if !errors.As(err, &ae) || ae.Status != 400 || errors.Is(err, read.ErrNotFound) ||
+		err.Error() != `server answered 400 Bad Request: parameter "limit": "5000" is not an integer from 1 to 1000` {
+		t.Errorf("Audit: %v", err)
+	}
+
+	// Not a read API server.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/clusters" {
+			w.Header().Set("Content-Type", "text/html")
+			_, err := w.Write([]byte("<html>hello</html>"))
+			if err != nil {
+				t.Error(err)
+			}
+			return
+		}
+		http.Error(w, "gateway says no", http.StatusBadGateway)
+	}))
+	defer other.Close()
+	oc, err := read.NewClient(other.URL, other.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oc.Clusters(ctx); err == nil || !strings.Contains(err.Error(), `answered "text/html", not JSON`) {
+		t.Errorf("Clusters from an HTML server: %v", err)
+	}
+	if _, err := oc.VerifyAudit(ctx); !errors.As(err, &ae) || ae.Status != 502 || ae.Message != "gateway says no" {
+		t.Errorf("VerifyAudit from a gateway: %v", err)
+	}
+	other.Close()
+	if _, err := oc.Clusters(ctx); err == nil || !strings.HasPrefix(err.Error(), "read API: ") {
+		t.Errorf("Clusters from a closed server: %v", err)
+	}
+}

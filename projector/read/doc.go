@@ -1,0 +1,14 @@
+// Package read serves the projector's views over HTTP as JSON: the fleet of
+// clusters and whether each is connected, Applications' desired and observed
+// state, the audit history and the verification of its hash chain,
+// deployment records and deployment reports. The API lives under /api/v1/
+// and is described by the OpenAPI 3.1 document embedded as OpenAPI and
+// served at /api/v1/openapi.yaml.
+//
+// The handler reads through projector.Query only, so the projector serves
+// it today and the hub can mount the same handler later. Client is the Go
+// client of the API; the argosy command line uses it.
+//
+// Package readtest holds an in-memory projector.Query for tests of the API
+// and of its clients.
+package read

@@ -1,0 +1,174 @@
+package read
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/report"
+)
+
+// connected reports whether a cluster's last heartbeat is younger than
+// three heartbeat intervals.
+func (h *Handler) connected(b *projector.ClusterBeat) bool {
+	return b != nil && h.now().Sub(b.At) < 3*h.heartbeat
+}
+
+func (h *Handler) clusters(r *http.Request) (any, error) {
+	if _, err := parseParams(r); err != nil {
+		return nil, err
+	}
+	rows, err := h.q.Clusters(r.Context())
+	if err != nil {
+		return nil, fmt.Errorf("listing clusters: %w", err)
+	}
+	out := List[Cluster]{Items: make([]Cluster, 0, len(rows))}
+	for _, c := range rows {
+		out.Items = append(out.Items, Cluster{ClusterRow: c, Connected: h.connected(c.Beat)})
+	}
+	return out, nil
+}
+
+func (h *Handler) cluster(r *http.Request) (any, error) {
+	if _, err := parseParams(r); err != nil {
+		return nil, err
+	}
+	name := r.PathValue("name")
+	c, ok, err := h.q.Cluster(r.Context(), name)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading cluster %q: %w", name, err)
+	case !ok:
+		return nil, notFound("cluster %q not found", name)
+	}
+	return Cluster{ClusterRow: c, Connected: h.connected(c.Beat)}, nil
+}
+
+func (h *Handler) clusterApps(r *http.Request) (any, error) {
+	p, err := parseParams(r, "namespace", "name")
+	if err != nil {
+		return nil, err
+	}
+	cluster := r.PathValue("cluster")
+	if _, ok, err := h.q.Cluster(r.Context(), cluster); err != nil {
+		return nil, fmt.Errorf("reading cluster %q: %w", cluster, err)
+	} else if !ok {
+		return nil, notFound("cluster %q not found", cluster)
+	}
+	return h.listApps(r, projector.AppFilter{Cluster: cluster, Namespace: p.str("namespace"), Name: p.str("name")})
+}
+
+func (h *Handler) apps(r *http.Request) (any, error) {
+	p, err := parseParams(r, "cluster", "namespace", "name")
+	if err != nil {
+		return nil, err
+	}
+	return h.listApps(r, projector.AppFilter{Cluster: p.str("cluster"), Namespace: p.str("namespace"), Name: p.str("name")})
+}
+
+func (h *Handler) listApps(r *http.Request, f projector.AppFilter) (any, error) {
+	rows, err := h.q.Apps(r.Context(), f)
+	if err != nil {
+		return nil, fmt.Errorf("listing applications: %w", err)
+	}
+	return List[projector.AppRow]{Items: nonNil(rows)}, nil
+}
+
+func (h *Handler) audit(r *http.Request) (any, error) {
+	p, err := parseParams(r, "cluster", "namespace", "app", "actor", "from", "to", "limit")
+	if err != nil {
+		return nil, err
+	}
+	f := projector.AuditFilter{Cluster: p.str("cluster"), Namespace: p.str("namespace"), Name: p.str("app"),
+		Actor: p.str("actor"), Limit: p.integer("limit", DefaultAuditLimit, 1, MaxAuditLimit)}
+	f.From, f.To = p.interval()
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	rows, err := h.q.Audit(r.Context(), f)
+	if err != nil {
+		return nil, fmt.Errorf("listing audit entries: %w", err)
+	}
+	return List[projector.AuditRow]{Items: nonNil(rows)}, nil
+}
+
+func (h *Handler) deployments(r *http.Request) (any, error) {
+	p, err := parseParams(r, "cluster", "project", "namespace", "app", "from", "to")
+	if err != nil {
+		return nil, err
+	}
+	f := projector.DeploymentFilter{Cluster: p.str("cluster"), Project: p.str("project"),
+		Namespace: p.str("namespace"), Name: p.str("app")}
+	f.From, f.To = p.interval()
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	ds, err := h.q.Deployments(r.Context(), f)
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	gaps, err := h.q.Gaps(r.Context(), f)
+	if err != nil {
+		return nil, fmt.Errorf("listing deployment gaps: %w", err)
+	}
+	return DeploymentList{Items: nonNil(ds), Gaps: nonNil(gaps)}, nil
+}
+
+func (h *Handler) report(r *http.Request) (any, error) {
+	p, err := parseParams(r, "by", "label", "bucket", "from", "to")
+	if err != nil {
+		return nil, err
+	}
+	p.required("by")
+	req := report.Request{By: report.GroupBy(p.oneOf("by", "", Groupings)), Label: p.str("label"),
+		Bucket: report.Bucket(p.oneOf("bucket", string(report.Day), Buckets))}
+	req.From, req.To = p.interval()
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.By == report.ByLabel && req.Label == "":
+		return nil, badRequest("parameter \"label\" is required with by=label: it names the label key to group by")
+	case req.By != report.ByLabel && req.Label != "":
+		return nil, badRequest("parameter \"label\" is only taken with by=label")
+	}
+	if req.To.IsZero() {
+		req.To = h.now().UTC()
+	}
+	if req.From.IsZero() {
+		req.From = req.To.Add(-DefaultReportRange)
+	}
+	if !req.From.Before(req.To) {
+		return nil, badRequest("parameter \"from\" (%s) must be before \"to\" (%s)",
+			req.From.Format(time.RFC3339Nano), req.To.Format(time.RFC3339Nano))
+	}
+	// Records after To tell when a failure in range was restored.
+	recs, err := h.q.Deployments(r.Context(), projector.DeploymentFilter{From: req.From})
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	if req.Gaps, err = h.q.Gaps(r.Context(), projector.DeploymentFilter{}); err != nil {
+		return nil, fmt.Errorf("listing deployment gaps: %w", err)
+	}
+	rep, err := h.reporter.DeploymentReport(r.Context(), recs, req)
+	switch {
+	case errors.Is(err, report.ErrInvalidRequest):
+		return nil, badRequest("%s", err.Error())
+	case errors.Is(err, report.ErrTooMany):
+		return nil, badRequest("%s: ask for a shorter range", err.Error())
+	case err != nil:
+		return nil, fmt.Errorf("computing the deployment report: %w", err)
+	}
+	rep.Rows = nonNil(rep.Rows)
+	return rep, nil
+}
+
+// nonNil makes an empty list encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

