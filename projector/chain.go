@@ -44,22 +44,38 @@ type BrokenLink struct {
 // Verify checks the entries of one partition, in offset order, and returns
 // the first link that does not hold, or nil.
 func Verify(entries []AuditEntry) *BrokenLink {
-	prev := ""
-	for i, e := range entries {
-		broken := func(reason string) *BrokenLink {
-			return &BrokenLink{Topic: e.Topic, Partition: e.Partition, Offset: e.Offset, Reason: reason}
+	for i := range entries {
+		var prev *AuditEntry
+		if i > 0 {
+			prev = &entries[i-1]
 		}
-		switch {
-		case i > 0 && (e.Topic != entries[i-1].Topic || e.Partition != entries[i-1].Partition):
-			return broken("entries of several partitions given as one chain")
-		case i > 0 && e.Offset <= entries[i-1].Offset:
-			return broken("offsets out of order")
-		case e.PrevHash != prev:
-			return broken("prevHash does not match the previous entry's hash (an entry was removed, inserted or reordered)")
-		case Chain(prev, e) != e.Hash:
-			return broken("hash does not match the entry's content (the entry was changed)")
+		if b := Link(prev, entries[i]); b != nil {
+			return b
 		}
-		prev = e.Hash
+	}
+	return nil
+}
+
+// Link checks that e follows prev in its partition's chain (prev is nil for
+// a partition's first entry), so that a long chain can be checked a page at
+// a time.
+func Link(prev *AuditEntry, e AuditEntry) *BrokenLink {
+	broken := func(reason string) *BrokenLink {
+		return &BrokenLink{Topic: e.Topic, Partition: e.Partition, Offset: e.Offset, Reason: reason}
+	}
+	prevHash := ""
+	if prev != nil {
+		prevHash = prev.Hash
+	}
+	switch {
+	case prev != nil && (e.Topic != prev.Topic || e.Partition != prev.Partition):
+		return broken("entries of several partitions given as one chain")
+	case prev != nil && e.Offset <= prev.Offset:
+		return broken("offsets out of order")
+	case e.PrevHash != prevHash:
+		return broken("prevHash does not match the previous entry's hash (an entry was removed, inserted or reordered)")
+	case Chain(prevHash, e) != e.Hash:
+		return broken("hash does not match the entry's content (the entry was changed)")
 	}
 	return nil
 }

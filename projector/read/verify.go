@@ -68,25 +68,11 @@ func verifyPartition(ctx context.Context, q projector.Query, p projector.Partiti
 	}
 }
 
-// link checks that e follows prev (nil for the first entry) in p's chain,
-// with projector.Verify's rules and reasons.
+// link checks that e follows prev (nil for the first entry) in p's chain.
 func link(p projector.Partition, prev, e *projector.AuditEntry) *projector.BrokenLink {
-	broken := func(reason string) *projector.BrokenLink {
-		return &projector.BrokenLink{Topic: e.Topic, Partition: e.Partition, Offset: e.Offset, Reason: reason}
+	if e.Topic != p.Topic || e.Partition != p.Partition {
+		return &projector.BrokenLink{Topic: e.Topic, Partition: e.Partition, Offset: e.Offset,
+			Reason: "entries of several partitions given as one chain"}
 	}
-	prevHash := ""
-	if prev != nil {
-		prevHash = prev.Hash
-	}
-	switch {
-	case e.Topic != p.Topic || e.Partition != p.Partition:
-		return broken("entries of several partitions given as one chain")
-	case prev != nil && e.Offset <= prev.Offset:
-		return broken("offsets out of order")
-	case e.PrevHash != prevHash:
-		return broken("prevHash does not match the previous entry's hash (an entry was removed, inserted or reordered)")
-	case projector.Chain(prevHash, *e) != e.Hash:
-		return broken("hash does not match the entry's content (the entry was changed)")
-	}
-	return nil
+	return projector.Link(prev, *e)
 }
