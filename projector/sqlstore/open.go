@@ -1,0 +1,151 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/argosyproj/argosy/projector"
+)
+
+// Store is the projector's views in a SQL database. It is safe for
+// concurrent use; Close it when done.
+type Store struct {
+	d dialect
+	// w writes (Commit, migrations); r reads. They are one pool in
+	// PostgreSQL. SQLite has one writer connection, and readers beside it
+	// that see the last committed state (WAL).
+	w, r *sql.DB
+}
+
+var (
+	_ projector.Store = (*Store)(nil)
+	_ projector.Query = (*Store)(nil)
+)
+
+// dialect is what differs between the engines. The shared SQL uses '?'
+// placeholders and the tokens $JSON and $BLOB for column types.
+type dialect struct {
+	// json is the type of JSON columns; blob the type of byte columns.
+	json, blob string
+	// numbered placeholders ($1, $2, ...) instead of '?'.
+	numbered bool
+	// maxParams bounds the parameters of one statement. PostgreSQL takes
+	// 65,535. SQLite takes 32,766, but modernc.org/sqlite binds them in
+	// time quadratic in their number, so it gets small statements, which
+	// cost it no round trips.
+	maxParams int
+	// prepare Commit's statements in the transaction: SQLite's driver
+	// parses every statement it is given, while pgx caches prepared
+	// statements by their text.
+	prepare bool
+	// lock is the statement that starts the migration transaction, for
+	// engines whose transactions do not exclude each other by themselves.
+	lock string
+}
+
+// migrationLock is the key of PostgreSQL's advisory lock around
+// migrations: "argosy" in ASCII.
+const migrationLock = 0x6172676f7379
+
+var (
+	sqlite   = dialect{json: "TEXT", blob: "BLOB", maxParams: 256, prepare: true}
+	postgres = dialect{json: "JSONB", blob: "BYTEA", numbered: true, maxParams: 30000,
+		lock: "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(migrationLock, 10) + ")"}
+)
+
+// bind returns q with its '?' placeholders in the dialect's form. The
+// shared SQL has no '?' anywhere else.
+func (d dialect) bind(q string) string {
+	if !d.numbered {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] != '?' {
+			b.WriteByte(q[i])
+			continue
+		}
+		n++
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(n))
+	}
+	return b.String()
+}
+
+// OpenSQLite opens (creating it if need be) the SQLite database at path and
+// brings its schema up to date. The database is in WAL mode, with one
+// writer connection whose transactions take the write lock as they begin,
+// and a busy timeout so that another process's writer is waited for.
+func OpenSQLite(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite: empty path")
+	}
+	// synchronous=NORMAL in WAL mode may lose the last transactions on a
+	// power cut, but never half of one: rows and offsets go together.
+	w, err := sql.Open("sqlite", sqliteDSN(path, "_txlock=immediate&_journal_mode=WAL&_synchronous=NORMAL"))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	s := &Store{d: sqlite, w: w, r: w}
+	if err := s.migrate(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("open sqlite %s: %w", path, err), w.Close())
+	}
+	r, err := sql.Open("sqlite", sqliteDSN(path, "_query_only=1"))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open sqlite %s: %w", path, err), w.Close())
+	}
+	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	s.r = r
+	return s, nil
+}
+
+// sqliteDSN is a file: URI for path: '%', '?' and '#' in the path are
+// escaped so that they stay part of the name.
+func sqliteDSN(path, params string) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + esc + "?_busy_timeout=10000&" + params
+}
+
+// OpenPostgres connects to the PostgreSQL database at dsn (a URL or a
+// key=value string, as pgx takes) and brings its schema up to date.
+func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxIdleConns(4)
+	s := &Store{d: postgres, w: db, r: db}
+	if err := s.migrate(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("open postgres %s@%s/%s: %w", cfg.User, cfg.Host, cfg.Database, err), db.Close())
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	if s.r == s.w {
+		return s.w.Close()
+	}
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// rollback ends tx after err, and adds the rollback's own failure to it.
+func rollback(tx *sql.Tx, err error) error {
+	if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+		return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+	}
+	return err
+}

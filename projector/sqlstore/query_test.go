@@ -1,0 +1,227 @@
+package sqlstore
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/argosyproj/argosy/projector"
+)
+
+func testClusters(t *testing.T, b backend) {
+	s := b.fresh(t)
+	f := fixture()
+	commit(t, s, f)
+	c1 := projector.ClusterRow{Name: "c1", Registration: &f.Registrations[0], Beat: &f.Beats[0], Applications: 1}
+	c2 := projector.ClusterRow{Name: "c2", Registration: &f.Registrations[1], Applications: 1}
+	c3 := projector.ClusterRow{Name: "c3", Beat: &f.Beats[1]}
+	got, err := s.Clusters(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]projector.ClusterRow{c1, c2, c3}, got); diff != "" {
+		t.Errorf("Clusters (-want +got):\n%s", diff)
+	}
+	tests := []struct {
+		name, cluster string
+		want          projector.ClusterRow
+		wantOK        bool
+	}{
+		{"registered and beating", "c1", c1, true},
+		{"registered", "c2", c2, true},
+		{"beating", "c3", c3, true},
+		{"unknown", "nope", projector.ClusterRow{}, false},
+		{"empty name", "", projector.ClusterRow{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok, err := s.Cluster(t.Context(), tc.cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != tc.wantOK {
+				t.Errorf("Cluster(%q) found = %v, want %v", tc.cluster, ok, tc.wantOK)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Cluster(%q) (-want +got):\n%s", tc.cluster, diff)
+			}
+		})
+	}
+}
+
+func testApps(t *testing.T, b backend) {
+	s := b.fresh(t)
+	f := fixture()
+	commit(t, s, f)
+	a1 := projector.AppRow{AppKey: f.Desired[0].AppKey, Desired: &f.Desired[0], Observed: &f.Observed[0]}
+	a2 := projector.AppRow{AppKey: f.Desired[1].AppKey, Desired: &f.Desired[1]}
+	a3 := projector.AppRow{AppKey: f.Desired[2].AppKey, Desired: &f.Desired[2]}
+	x := projector.AppRow{AppKey: f.Observed[1].AppKey, Observed: &f.Observed[1]}
+	tests := []struct {
+		name string
+		f    projector.AppFilter
+		want []projector.AppRow
+	}{
+		{"all", projector.AppFilter{}, []projector.AppRow{a1, a2, a3, x}},
+		{"cluster", projector.AppFilter{Cluster: "c1"}, []projector.AppRow{a1, a2}},
+		{"observed only", projector.AppFilter{Cluster: "c3"}, []projector.AppRow{x}},
+		{"namespace", projector.AppFilter{Namespace: "default"}, []projector.AppRow{x}},
+		{"name", projector.AppFilter{Name: "a3"}, []projector.AppRow{a3}},
+		{"all three", projector.AppFilter{Cluster: "c1", Namespace: "argocd", Name: "a1"}, []projector.AppRow{a1}},
+		{"none", projector.AppFilter{Cluster: "c2", Name: "a1"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Apps(t.Context(), tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Apps(%+v) (-want +got):\n%s", tc.f, diff)
+			}
+		})
+	}
+}
+
+func testAudit(t *testing.T, b backend) {
+	s := b.fresh(t)
+	f := fixture()
+	commit(t, s, f)
+	// The config changes e1 and e2 get alice, whose call appended them;
+	// the API call e5 has its own actor.
+	e1 := projector.AuditRow{AuditEntry: f.Audit[0]}
+	e1.Actor = "alice"
+	e2 := projector.AuditRow{AuditEntry: f.Audit[1], Results: []projector.Ack{f.Acks[1], f.Acks[0]}}
+	e2.Actor = "alice"
+	e5 := projector.AuditRow{AuditEntry: f.Audit[2]}
+	tests := []struct {
+		name string
+		f    projector.AuditFilter
+		want []projector.AuditRow
+	}{
+		{"all, newest first", projector.AuditFilter{}, []projector.AuditRow{e2, e5, e1}},
+		{"limit", projector.AuditFilter{Limit: 2}, []projector.AuditRow{e2, e5}},
+		{"cluster", projector.AuditFilter{Cluster: "c1"}, []projector.AuditRow{e2, e1}},
+		{"namespace and name", projector.AuditFilter{Namespace: "argocd", Name: "a1"}, []projector.AuditRow{e2, e1}},
+		{"joined actor", projector.AuditFilter{Actor: "alice"}, []projector.AuditRow{e2, e1}},
+		{"own actor", projector.AuditFilter{Actor: "bob"}, []projector.AuditRow{e5}},
+		{"actor and limit", projector.AuditFilter{Actor: "alice", Limit: 1}, []projector.AuditRow{e2}},
+		{"from, inclusive", projector.AuditFilter{From: f.Audit[2].At}, []projector.AuditRow{e2, e5}},
+		{"to, exclusive", projector.AuditFilter{To: f.Audit[2].At}, []projector.AuditRow{e1}},
+		{"span", projector.AuditFilter{From: day(3, 0), To: day(5, 0)}, []projector.AuditRow{e2, e5}},
+		{"no match", projector.AuditFilter{Actor: "carol"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Audit(t.Context(), tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Audit(%+v) (-want +got):\n%s", tc.f, diff)
+			}
+		})
+	}
+}
+
+func testChain(t *testing.T, b backend) {
+	s := b.fresh(t)
+	f := fixture()
+	commit(t, s, f)
+	parts, err := s.ChainPartitions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]projector.Partition{pAudit0, pConfig0}, parts); diff != "" {
+		t.Errorf("ChainPartitions (-want +got):\n%s", diff)
+	}
+	tests := []struct {
+		name  string
+		p     projector.Partition
+		after int64
+		limit int
+		want  []projector.AuditEntry
+	}{
+		{"all", pConfig0, -1, 0, f.Audit[:2]},
+		{"after", pConfig0, 1, 0, f.Audit[1:2]},
+		{"limit", pConfig0, -1, 1, f.Audit[:1]},
+		{"past the end", pConfig0, 2, 10, nil},
+		{"other partition", pAudit0, -1, 0, f.Audit[2:]},
+		{"no entries", pStatus0, -1, 0, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Chain(t.Context(), tc.p, tc.after, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Chain (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func testDeployments(t *testing.T, b backend) {
+	s := b.fresh(t)
+	f := fixture()
+	commit(t, s, f)
+	d1, d2, d3 := f.Deployments[0], f.Deployments[1], f.Deployments[2]
+	tests := []struct {
+		name string
+		f    projector.DeploymentFilter
+		want []projector.Deployment
+	}{
+		{"all, by finish time", projector.DeploymentFilter{}, []projector.Deployment{d1, d2, d3}},
+		{"project", projector.DeploymentFilter{Project: "p1"}, []projector.Deployment{d1, d3}},
+		{"cluster", projector.DeploymentFilter{Cluster: "c1"}, []projector.Deployment{d1, d2}},
+		{"cluster and project", projector.DeploymentFilter{Cluster: "c1", Project: "p1"}, []projector.Deployment{d1}},
+		{"namespace and name", projector.DeploymentFilter{Namespace: "argocd", Name: "app-d2"}, []projector.Deployment{d2}},
+		{"from, inclusive", projector.DeploymentFilter{From: d2.FinishedAt}, []projector.Deployment{d2, d3}},
+		{"to, exclusive", projector.DeploymentFilter{To: d2.FinishedAt}, []projector.Deployment{d1}},
+		{"project and window", projector.DeploymentFilter{Project: "p1", From: day(4, 0), To: day(31, 0)},
+			[]projector.Deployment{d3}},
+		{"none", projector.DeploymentFilter{Project: "p9"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Deployments(t.Context(), tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Deployments(%+v) (-want +got):\n%s", tc.f, diff)
+			}
+		})
+	}
+}
+
+func testGaps(t *testing.T, b backend) {
+	s := b.fresh(t)
+	f := fixture()
+	commit(t, s, f)
+	g1, g2 := f.Gaps[0], f.Gaps[1]
+	tests := []struct {
+		name string
+		f    projector.DeploymentFilter
+		want []projector.Gap
+	}{
+		{"all, by time", projector.DeploymentFilter{}, []projector.Gap{g1, g2}},
+		{"cluster", projector.DeploymentFilter{Cluster: "c2"}, []projector.Gap{g2}},
+		{"project is not looked at", projector.DeploymentFilter{Project: "p1"}, []projector.Gap{g1, g2}},
+		{"name", projector.DeploymentFilter{Name: "a1"}, []projector.Gap{g1}},
+		{"window", projector.DeploymentFilter{From: day(4, 0), To: day(7, 0)}, []projector.Gap{g2}},
+		{"none", projector.DeploymentFilter{Cluster: "c9"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Gaps(t.Context(), tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Gaps(%+v) (-want +got):\n%s", tc.f, diff)
+			}
+		})
+	}
+}

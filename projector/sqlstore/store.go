@@ -1,0 +1,277 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/argosyproj/argosy/projector"
+)
+
+// ErrStaleOffset is the error of a Commit whose offset for some partition is
+// behind the stored one: another replica has folded the partition further
+// since this one read it, so this one no longer owns it. Nothing of the
+// batch was written. The caller drops its working set (View.Forget) and
+// reads its partitions' offsets again.
+var ErrStaleOffset = errors.New("stale offset: the partition was committed further by another replica")
+
+// Commit writes the batch and its offsets in one transaction. It fails with
+// ErrStaleOffset, writing nothing, if a stored offset is beyond the batch's
+// offset for the same partition.
+func (s *Store) Commit(ctx context.Context, b *projector.Batch) (err error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("commit: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = rollback(tx, err)
+		}
+	}()
+	if err := s.fence(ctx, tx, b.Offsets); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if err := s.writeRows(ctx, tx, b); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// fence writes the offsets, partitions in order, unless one would move
+// back.
+func (s *Store) fence(ctx context.Context, tx *sql.Tx, offsets map[projector.Partition]int64) error {
+	q := s.d.bind(`INSERT INTO offsets (topic, part, next_offset) VALUES (?, ?, ?)
+		ON CONFLICT (topic, part) DO UPDATE SET next_offset = excluded.next_offset
+		WHERE offsets.next_offset <= excluded.next_offset`)
+	for _, p := range slices.SortedFunc(maps.Keys(offsets), comparePartitions) {
+		res, err := tx.ExecContext(ctx, q, p.Topic, p.Partition, offsets[p])
+		if err != nil {
+			return fmt.Errorf("offset of %s/%d: %w", p.Topic, p.Partition, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("offset of %s/%d: %w", p.Topic, p.Partition, err)
+		}
+		if n == 1 {
+			continue
+		}
+		var stored int64
+		if err := tx.QueryRowContext(ctx, s.d.bind(`SELECT next_offset FROM offsets WHERE topic = ? AND part = ?`),
+			p.Topic, p.Partition).Scan(&stored); err != nil {
+			return fmt.Errorf("offset of %s/%d: %w", p.Topic, p.Partition, err)
+		}
+		return fmt.Errorf("%s/%d: batch ends at %d, store is at %d: %w", p.Topic, p.Partition, offsets[p], stored, ErrStaleOffset)
+	}
+	return nil
+}
+
+func comparePartitions(a, b projector.Partition) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
+
+// Offsets returns the stored next offset of each of ps that has one, or of
+// every partition if ps is empty.
+func (s *Store) Offsets(ctx context.Context, ps []projector.Partition) (map[projector.Partition]int64, error) {
+	out := map[projector.Partition]int64{}
+	q := `SELECT topic, part, next_offset FROM offsets`
+	err := s.inChunks(ctx, q, len(ps), `(topic = ? AND part = ?)`, func(i int) []any {
+		return []any{ps[i].Topic, ps[i].Partition}
+	}, func(rows *sql.Rows) error {
+		var p projector.Partition
+		var off int64
+		if err := rows.Scan(&p.Topic, &p.Partition, &off); err != nil {
+			return err
+		}
+		out[p] = off
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("offsets: %w", err)
+	}
+	return out, nil
+}
+
+// keysPerQuery bounds the keys one SELECT asks for.
+const keysPerQuery = 256
+
+// inChunks runs q for n keys, keysPerQuery at a time, with a WHERE clause
+// that ORs term (one key's condition) for each: args(i) are the i-th key's
+// arguments. A chunk asks for a power of two of keys, the last one
+// repeated as need be, so that few distinct statements are prepared. With
+// n == 0 it runs q once with no WHERE clause at all.
+func (s *Store) inChunks(ctx context.Context, q string, n int, term string, args func(i int) []any, scan func(*sql.Rows) error) error {
+	if n == 0 {
+		return s.each(ctx, q, nil, scan)
+	}
+	for lo := 0; lo < n; lo += keysPerQuery {
+		hi := min(n, lo+keysPerQuery)
+		size := 1
+		for size < hi-lo {
+			size *= 2
+		}
+		terms := make([]string, 0, size)
+		var a []any
+		for i := range size {
+			terms = append(terms, term)
+			a = append(a, args(min(lo+i, hi-1))...)
+		}
+		if err := s.each(ctx, q+" WHERE "+strings.Join(terms, " OR "), a, scan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each runs query q (with '?' placeholders) on the readers and calls scan
+// for every row.
+func (s *Store) each(ctx context.Context, q string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := s.r.QueryContext(ctx, s.d.bind(q), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Load returns the rows of need that the store holds; keys it does not hold
+// are absent from the maps.
+func (s *Store) Load(ctx context.Context, need *projector.Need) (*projector.Rows, error) {
+	if need == nil {
+		need = &projector.Need{}
+	}
+	r := &projector.Rows{
+		Registrations: map[string]projector.ClusterRegistration{}, Beats: map[string]projector.ClusterBeat{},
+		Desired: map[projector.AppKey]projector.AppDesired{}, Observed: map[projector.AppKey]projector.AppObserved{},
+		ChainHeads: map[projector.Partition]string{},
+	}
+	steps := []struct {
+		what string
+		run  func() error
+	}{
+		{"registrations", func() error { return s.loadRegistrations(ctx, need.Registrations, r.Registrations) }},
+		{"heartbeats", func() error { return s.loadBeats(ctx, need.Beats, r.Beats) }},
+		{"desired applications", func() error { return s.loadDesired(ctx, need.Desired, r.Desired) }},
+		{"observed applications", func() error { return s.loadObserved(ctx, need.Observed, r.Observed) }},
+		{"chain heads", func() error { return s.loadChainHeads(ctx, need.ChainHeads, r.ChainHeads) }},
+	}
+	for _, st := range steps {
+		if err := st.run(); err != nil {
+			return nil, fmt.Errorf("load %s: %w", st.what, err)
+		}
+	}
+	return r, nil
+}
+
+func (s *Store) loadRegistrations(ctx context.Context, keys []string, out map[string]projector.ClusterRegistration) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.inChunks(ctx, `SELECT `+registrationCols("")+` FROM registrations`, len(keys), `cluster = ?`,
+		func(i int) []any { return []any{keys[i]} },
+		func(rows *sql.Rows) error {
+			dest, build := scanRegistration()
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			v, err := build()
+			if err != nil || v == nil {
+				return err
+			}
+			out[v.Cluster] = *v
+			return nil
+		})
+}
+
+func (s *Store) loadBeats(ctx context.Context, keys []string, out map[string]projector.ClusterBeat) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.inChunks(ctx, `SELECT `+beatCols("")+` FROM beats`, len(keys), `cluster = ?`,
+		func(i int) []any { return []any{keys[i]} },
+		func(rows *sql.Rows) error {
+			dest, build := scanBeat()
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			v, err := build()
+			if err != nil || v == nil {
+				return err
+			}
+			out[v.Cluster] = *v
+			return nil
+		})
+}
+
+const appKeyTerm = `(cluster = ? AND namespace = ? AND name = ?)`
+
+func appKeyArgs(keys []projector.AppKey) func(i int) []any {
+	return func(i int) []any { return []any{keys[i].Cluster, keys[i].Namespace, keys[i].Name} }
+}
+
+func (s *Store) loadDesired(ctx context.Context, keys []projector.AppKey, out map[projector.AppKey]projector.AppDesired) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.inChunks(ctx, `SELECT `+desiredCols("")+` FROM desired_apps`, len(keys), appKeyTerm, appKeyArgs(keys),
+		func(rows *sql.Rows) error {
+			dest, build := scanDesired()
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			v, err := build()
+			if err != nil || v == nil {
+				return err
+			}
+			out[v.AppKey] = *v
+			return nil
+		})
+}
+
+func (s *Store) loadObserved(ctx context.Context, keys []projector.AppKey, out map[projector.AppKey]projector.AppObserved) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.inChunks(ctx, `SELECT `+observedCols("")+` FROM observed_apps`, len(keys), appKeyTerm, appKeyArgs(keys),
+		func(rows *sql.Rows) error {
+			dest, build := scanObserved()
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			v, err := build()
+			if err != nil || v == nil {
+				return err
+			}
+			out[v.AppKey] = *v
+			return nil
+		})
+}
+
+func (s *Store) loadChainHeads(ctx context.Context, keys []projector.Partition, out map[projector.Partition]string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.inChunks(ctx, `SELECT topic, part, hash FROM chain_heads`, len(keys), `(topic = ? AND part = ?)`,
+		func(i int) []any { return []any{keys[i].Topic, keys[i].Partition} },
+		func(rows *sql.Rows) error {
+			var p projector.Partition
+			var h string
+			if err := rows.Scan(&p.Topic, &p.Partition, &h); err != nil {
+				return err
+			}
+			out[p] = h
+			return nil
+		})
+}
