@@ -17,3 +17,6 @@ var postgresBackend = backend{
 }
 
 func TestPostgres(t *testing.T) { testStore(t, postgresBackend) }
+
+// serverBackends are benchmarked beside SQLite (bench_test.go).
+var serverBackends = []namedBackend{{"postgres", postgresBackend}}
