@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -18,6 +19,8 @@ type TrustFollower struct {
 	// Client must consume the trust topic's partition 0 from the start
 	// (see TrustConsumeOpts), and nothing else.
 	Client *kgo.Client
+	// Topic is the trust topic's name.
+	Topic string
 	// Decoder verifies trust events. Only trust anchors sign them, so it
 	// verifies against a plain registry of the anchors (NewRegistry), not
 	// against the following Registry it feeds.
@@ -25,7 +28,7 @@ type TrustFollower struct {
 	Registry *Registry
 	Log      *slog.Logger
 	// Margin is subtracted from the local clock when the follower has read
-	// to the end, for the broker's clock to be behind ours; zero means 5 s.
+	// to the end, for the broker's clock to be behind ours; zero means 2 s.
 	Margin time.Duration
 }
 
@@ -39,35 +42,42 @@ func TrustConsumeOpts(topics Topics) []kgo.Opt {
 }
 
 // Run follows the trust topic until ctx ends.
+//
+// It polls for at most a second at a time. Whenever it has applied every
+// record up to the partition's end (its last stable offset, read again after
+// each quiet poll), it advances the registry to the time the poll began less
+// Margin, since nothing appended before then can still be on its way.
 func (f *TrustFollower) Run(ctx context.Context) error {
 	margin := f.Margin
 	if margin <= 0 {
-		margin = 5 * time.Second
+		margin = 2 * time.Second
 	}
-	for {
+	topic := f.Topic
+	adm := kadm.NewClient(f.Client)
+	next := int64(0)
+	for ctx.Err() == nil {
 		polled := time.Now()
-		fs := f.Client.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
+		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := f.Client.PollFetches(pollCtx)
+		cancel()
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				f.Log.WarnContext(ctx, "trust topic fetch failed; will retry", "topic", t, "partition", p, "err", err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			f.apply(ctx, r)
+			next = r.Offset + 1
+		})
+		ends, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			continue // not known to be at the end: do not advance
 		}
-		var atEnd bool
-		fs.EachError(func(topic string, p int32, err error) {
-			f.Log.WarnContext(ctx, "trust topic fetch failed; will retry", "topic", topic, "partition", p, "err", err)
-		})
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			for _, r := range p.Records {
-				f.apply(ctx, r)
-			}
-			next := int64(-1)
-			if n := len(p.Records); n > 0 {
-				next = p.Records[n-1].Offset + 1
-			}
-			atEnd = p.Err == nil && (next == p.HighWatermark || (len(p.Records) == 0 && p.HighWatermark >= 0))
-		})
-		if atEnd || fs.Empty() {
+		if end, ok := ends.Lookup(topic, 0); ok && end.Err == nil && next >= end.Offset {
 			f.Registry.Advance(polled.Add(-margin))
 		}
 	}
+	return nil
 }
 
 func (f *TrustFollower) apply(ctx context.Context, r *kgo.Record) {

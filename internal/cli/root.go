@@ -67,7 +67,7 @@ views. See docs/design.md for the topics and the event catalogue.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &FlagError{Err: fmt.Errorf("%w\n\n%s", err, c.UsageString())}
 	})
-	root.AddCommand(NewCmdVersion(io, nil), NewCmdEvents(io), NewCmdFleet(io, nil), NewCmdCluster(io),
+	root.AddCommand(NewCmdVersion(io, nil), NewCmdEvents(io), NewCmdProjector(io, nil), NewCmdFleet(io, nil), NewCmdCluster(io),
 		NewCmdApp(io), NewCmdAudit(io, nil), NewCmdReport(io))
 	return root
 }

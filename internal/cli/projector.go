@@ -1,0 +1,274 @@
+package cli
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/kafkaconn"
+	"github.com/argosyproj/argosy/internal/telemetry"
+	"github.com/argosyproj/argosy/internal/version"
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/sqlstore"
+)
+
+// ProjectorOptions are the flags of `argosy projector`. Every flag falls
+// back to an environment variable, named in its help.
+type ProjectorOptions struct {
+	IO          IOStreams
+	Kafka       kafkaconn.Options
+	Store       string
+	TopicPrefix string
+	Group       string
+	HubKeyFile  string
+	Listen      string
+	MetricsAddr string
+	MaxRecords  int
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// NewCmdProjector returns `argosy projector`.
+func NewCmdProjector(io IOStreams, runF func(context.Context, *ProjectorOptions) error) *cobra.Command {
+	opts := &ProjectorOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "projector",
+		Short: "Fold the event log into fleet, audit and deployment views, and serve them",
+		Long: `projector consumes the config, status, deployments and audit topics in a
+consumer group and folds them, exactly once, into a store: an embedded
+SQLite file by default, or PostgreSQL for several replicas. It serves the
+views as HTTP/JSON (the read API; see /api/v1/openapi.yaml), which the
+fleet, cluster, app, audit and report commands read.`,
+		Example: `  # One replica with the embedded store
+  argosy projector --kafka-brokers kafka:9092 --hub-key hub.pub --store sqlite:///var/lib/argosy/views.db
+
+  # Replicas sharing the partitions over PostgreSQL
+  ARGOSY_STORE=postgres://argosy@db:5432/argosy argosy projector --kafka-brokers kafka:9092 --hub-key hub.pub`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				return &FlagError{Err: err}
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return projectorRun(c.Context(), opts)
+		},
+	}
+	fs := cmd.Flags()
+	opts.Kafka.BindFlags(fs, "ARGOSY_")
+	fs.StringVar(&opts.Store, "store", envOr("ARGOSY_STORE", "sqlite://argosy-views.db"),
+		"where the views live: sqlite://PATH or postgres://… (env ARGOSY_STORE)")
+	fs.StringVar(&opts.TopicPrefix, "topic-prefix", envOr("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
+	fs.StringVar(&opts.Group, "group", envOr("ARGOSY_PROJECTOR_GROUP", "argosy-projector"), "consumer group the replicas share (env ARGOSY_PROJECTOR_GROUP)")
+	fs.StringVar(&opts.HubKeyFile, "hub-key", envOr("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
+	fs.StringVar(&opts.Listen, "listen", envOr("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the read API (env ARGOSY_LISTEN)")
+	fs.StringVar(&opts.MetricsAddr, "metrics-address", envOr("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9465"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
+	fs.IntVar(&opts.MaxRecords, "max-records", 10_000, "records folded per store transaction at most")
+	return cmd
+}
+
+// Validate reports missing or malformed options, all at once.
+func (o *ProjectorOptions) Validate() error {
+	errs := []error{o.Kafka.Validate()}
+	if o.HubKeyFile == "" {
+		errs = append(errs, errors.New("--hub-key is required"))
+	}
+	if !strings.HasPrefix(o.Store, "sqlite://") && !strings.HasPrefix(o.Store, "postgres://") && !strings.HasPrefix(o.Store, "postgresql://") {
+		errs = append(errs, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", o.Store))
+	}
+	if o.MaxRecords <= 0 {
+		errs = append(errs, errors.New("--max-records must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func openStore(ctx context.Context, url string) (*sqlstore.Store, error) {
+	if path, ok := strings.CutPrefix(url, "sqlite://"); ok {
+		return sqlstore.OpenSQLite(ctx, path)
+	}
+	return sqlstore.OpenPostgres(ctx, url)
+}
+
+func projectorRun(ctx context.Context, o *ProjectorOptions) error {
+	log := slog.New(slog.NewJSONHandler(o.IO.Err, nil)).With("component", "projector")
+	tel, err := telemetry.Setup(ctx, "argosy-projector", version.Get().Version)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
+		}
+	}()
+	hub, err := readKey(o.HubKeyFile)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, o.Store)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer store.Close()
+	conn, err := o.Kafka.Opts()
+	if err != nil {
+		return err
+	}
+	topics := events.DefaultTopics(o.TopicPrefix)
+	anchor := events.HubAnchor("hub", hub)
+	keys := events.NewFollowingRegistry(anchor)
+	dec, err := events.NewDecoder(events.NewVerifier(keys), events.WithTopics(topics))
+	if err != nil {
+		return err
+	}
+	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(anchor)), events.WithTopics(topics))
+	if err != nil {
+		return err
+	}
+	clients := []*kgo.Client{}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	newClient := func(name string, opts ...kgo.Opt) (*kgo.Client, error) {
+		c, err := kgo.NewClient(slices.Concat(conn, opts, tel.KafkaOpts(name))...)
+		if err == nil {
+			clients = append(clients, c)
+		}
+		return c, err
+	}
+	dlq, err := newClient("deadletter", events.ProducerOpts(nil)...)
+	if err != nil {
+		return err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := dlq.Ping(pingCtx); err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	trustCl, err := newClient("trust", events.TrustConsumeOpts(topics)...)
+	if err != nil {
+		return err
+	}
+	runner, runCl, err := projector.NewRunner(slices.Concat(conn, tel.KafkaOpts("projector")), projector.RunnerConfig{
+		Group: o.Group, Topics: topics, MaxRecords: o.MaxRecords}, dec, dlq, withCrash(store, os.Getenv(EnvCrashAtCommit)), log)
+	if err != nil {
+		return err
+	}
+	clients = append(clients, runCl)
+	follower := &events.TrustFollower{Client: trustCl, Topic: topics[events.TopicTrust], Decoder: trustDec, Registry: keys, Log: log}
+	log.InfoContext(ctx, "argosy projector started", "version", version.Get().Version, "store", storeKind(o.Store), "listen", o.Listen)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return follower.Run(gctx) })
+	g.Go(func() error { return runner.Run(gctx) })
+	g.Go(func() error { return serveAPI(gctx, o.Listen, read.New(store)) })
+	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
+	return g.Wait()
+}
+
+func storeKind(url string) string {
+	kind, _, _ := strings.Cut(url, "://")
+	return kind
+}
+
+// serveAPI serves h on addr until ctx ends, then shuts down gracefully.
+func serveAPI(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("read API: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return errors.Join(srv.Shutdown(sctx), ignoreClosed(<-errc))
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func readKey(path string) (ed25519.PublicKey, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("hub key: %w", err)
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(raw)))
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("hub key %s: want a base64 Ed25519 public key: %w", path, errors.Join(err, errors.New("wrong size")))
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// EnvCrashAtCommit names a fault-injection setting for tests: "before:N"
+// or "after:N" makes the process SIGKILL itself right before, or right
+// after, its N-th store commit.
+const EnvCrashAtCommit = "ARGOSY_TEST_CRASH_AT_COMMIT"
+
+// crashingStore kills the process around a chosen commit.
+type crashingStore struct {
+	projector.Store
+	before bool
+	n      int
+	count  atomic.Int64
+}
+
+func withCrash(s projector.Store, setting string) projector.Store {
+	when, n, ok := strings.Cut(setting, ":")
+	count, err := strconv.Atoi(n)
+	if !ok || err != nil || count <= 0 || (when != "before" && when != "after") {
+		return s
+	}
+	return &crashingStore{Store: s, before: when == "before", n: count}
+}
+
+func (c *crashingStore) Commit(ctx context.Context, b *projector.Batch) error {
+	nth := c.count.Add(1) == int64(c.n)
+	if nth && c.before {
+		kill()
+	}
+	err := c.Store.Commit(ctx, b)
+	if nth && !c.before && err == nil {
+		kill()
+	}
+	return err
+}
+
+func kill() {
+	if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err == nil {
+		select {} // SIGKILL cannot be caught; this never returns
+	}
+}
