@@ -451,3 +451,47 @@ func openForTest(t *testing.T, url string) *sqlstore.Store {
 	})
 	return s
 }
+
+// TestProjectorReplicasRebalance runs two projector replicas over one
+// PostgreSQL in one consumer group while the log grows: the second joins
+// (a rebalance), then the first stops (another). Once the survivor has
+// caught up, the views equal a fold of the whole log: the rebalances lost
+// and duplicated nothing.
+func TestProjectorReplicasRebalance(t *testing.T) {
+	bin := buildArgosy(t)
+	f := newFleet(t, "c1", "c2", "c3", "c4")
+	p := &projectorProc{t: t, bin: bin, dir: t.TempDir(), f: f, store: pgtest.Database(t), group: "projector." + f.prefix}
+	load := make(chan error, 1)
+	go func() {
+		for i := range 40 {
+			if err := f.step(i); err != nil {
+				load <- err
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		load <- nil
+	}()
+	a := p.start()
+	time.Sleep(3 * time.Second)
+	bDir := t.TempDir() // the second replica's log apart from the first's
+	pb := *p
+	pb.dir = bDir
+	b := pb.start()
+	defer func() {
+		if err := b.Stop(10 * time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(4 * time.Second)
+	if err := a.Stop(10 * time.Second); err != nil { // graceful: it leaves the group
+		t.Fatal(err)
+	}
+	if err := <-load; err != nil {
+		t.Fatal(err)
+	}
+	want, ends := f.foldLog()
+	store := openForTest(t, p.store)
+	waitCaughtUp(t, store, ends, b.LogTail)
+	compareViews(t, store, want)
+}
