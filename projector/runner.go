@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/events"
 )
@@ -164,14 +166,26 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Verification is most of the cost of a step: decode on every core,
+	// then fold in order.
+	all := make([]*events.Decoded, len(recs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, rec := range recs {
+		g.Go(func() error {
+			d, err := r.decode(gctx, rec)
+			all[i] = d
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err // the store cannot be ahead of what was folded
+	}
 	decoded := make([]*events.Decoded, 0, len(recs))
 	source := make([]*kgo.Record, 0, len(recs))
 	need := &Need{}
-	for _, rec := range recs {
-		d, err := r.decode(ctx, rec)
-		if err != nil {
-			return err // the store cannot be ahead of what was folded
-		}
+	for i, rec := range recs {
+		d := all[i]
 		if d == nil {
 			r.view.Advance(rec.Topic, rec.Partition, rec.Offset) // dead-lettered
 			continue
