@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -191,3 +192,17 @@ func parseSignedExtAttrs(v string) ([]string, error) {
 }
 
 var errNoMaterial = errors.New("no dssematerial")
+
+// LoadPublicKey reads an Ed25519 public key from a file that holds it in
+// standard base64 (how the hub's key is handed to agents and projectors).
+func LoadPublicKey(path string) (ed25519.PublicKey, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("public key: %w", err)
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(raw)))
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("public key %s: want a base64 Ed25519 public key: %w", path, errors.Join(err, errors.New("wrong size")))
+	}
+	return ed25519.PublicKey(b), nil
+}

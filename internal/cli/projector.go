@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -124,7 +122,7 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
 		}
 	}()
-	hub, err := readKey(o.HubKeyFile)
+	hub, err := events.LoadPublicKey(o.HubKeyFile)
 	if err != nil {
 		return err
 	}
@@ -219,18 +217,6 @@ func ignoreClosed(err error) error {
 		return nil
 	}
 	return err
-}
-
-func readKey(path string) (ed25519.PublicKey, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("hub key: %w", err)
-	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(raw)))
-	if err != nil || len(b) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("hub key %s: want a base64 Ed25519 public key: %w", path, errors.Join(err, errors.New("wrong size")))
-	}
-	return ed25519.PublicKey(b), nil
 }
 
 // EnvCrashAtCommit names a fault-injection setting for tests: "before:N"

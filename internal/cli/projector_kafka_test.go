@@ -160,6 +160,23 @@ func (f *fleet) step(i int) error {
 	return nil
 }
 
+// load appends steps rounds of activity, 50 ms apart, and then sends the
+// first error (or nil) on the channel it returns.
+func (f *fleet) load(steps int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for i := range steps {
+			if err := f.step(i); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		done <- nil
+	}()
+	return done
+}
+
 // foldLog reads the four folded topics up to their ends and folds them: the
 // views a correct projector holds once it has read as far.
 func (f *fleet) foldLog() (*projector.Batch, map[projector.Partition]int64) {
@@ -370,17 +387,7 @@ func TestProjectorSurvivesKills(t *testing.T) {
 			t.Parallel()
 			f := newFleet(t, "c1", "c2", "c3")
 			p := &projectorProc{t: t, bin: bin, dir: t.TempDir(), f: f, store: tc.store(t), group: "projector." + f.prefix}
-			load := make(chan error, 1)
-			go func() {
-				for i := range 40 {
-					if err := f.step(i); err != nil {
-						load <- err
-						return
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-				load <- nil
-			}()
+			load := f.load(40)
 			kills := 0
 			for _, crash := range []string{"before:3", "after:3"} {
 				proc := p.start(cli.EnvCrashAtCommit + "=" + crash)
@@ -461,17 +468,7 @@ func TestProjectorReplicasRebalance(t *testing.T) {
 	bin := buildArgosy(t)
 	f := newFleet(t, "c1", "c2", "c3", "c4")
 	p := &projectorProc{t: t, bin: bin, dir: t.TempDir(), f: f, store: pgtest.Database(t), group: "projector." + f.prefix}
-	load := make(chan error, 1)
-	go func() {
-		for i := range 40 {
-			if err := f.step(i); err != nil {
-				load <- err
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		load <- nil
-	}()
+	load := f.load(40)
 	a := p.start()
 	time.Sleep(3 * time.Second)
 	bDir := t.TempDir() // the second replica's log apart from the first's

@@ -2,15 +2,12 @@ package cli
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -230,7 +227,7 @@ func assemble(o *RunOptions, c *conn, log *slog.Logger) (*parts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
-	hub, err := readHubKey(o.HubKeyFile)
+	hub, err := events.LoadPublicKey(o.HubKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -336,18 +333,6 @@ func progress(adm *kadm.Client, group, topic string, part int32) func(context.Co
 		}
 		return next, max(0, end.Offset-next), nil
 	}
-}
-
-func readHubKey(path string) (ed25519.PublicKey, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("hub key: %w", err)
-	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(raw)))
-	if err != nil || len(b) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("hub key %s: want a base64 Ed25519 public key: %w", path, errors.Join(err, errors.New("wrong size")))
-	}
-	return ed25519.PublicKey(b), nil
 }
 
 func dynamicClient(kubeconfig string) (dynamic.Interface, error) {
