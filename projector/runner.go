@@ -10,10 +10,16 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/events"
 )
+
+// tracer is the projector's tracer from the global provider, which cmd sets.
+func tracer() trace.Tracer { return otel.Tracer("github.com/argosyproj/argosy/projector") }
 
 // Topics the projector folds.
 var foldedTopics = []events.Topic{events.TopicConfig, events.TopicStatus, events.TopicDeployments, events.TopicAudit}
@@ -205,7 +211,17 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 		r.view.Merge(missing, rows)
 	}
 	for i, d := range decoded {
-		if err := Apply(r.view, d); err != nil {
+		// Each fold continues the trace the event carries, so a change can
+		// be followed from the CLI to the views.
+		_, span := tracer().Start(events.ContextWithTrace(ctx, d), "projector.fold "+d.Spec.Type,
+			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+				attribute.String("messaging.destination.name", d.Topic),
+				attribute.Int("messaging.destination.partition.id", int(d.Partition)),
+				attribute.Int64("messaging.kafka.offset", d.Offset),
+				attribute.String("cloudevents.event_id", d.Event.ID())))
+		err := Apply(r.view, d)
+		span.End()
+		if err != nil {
 			// A valid event the fold cannot take (a spec that is not
 			// JSON, say): dead-letter it like bad input.
 			if err := r.dlq.Send(ctx, source[i], events.Poison(err)); err != nil {
@@ -215,7 +231,10 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 		}
 	}
 	b := r.view.Flush()
-	if err := r.store.Commit(ctx, b); err != nil {
+	cctx, span := tracer().Start(ctx, "projector.commit", trace.WithAttributes(attribute.Int("argosy.records", len(recs))))
+	err := r.store.Commit(cctx, b)
+	span.End()
+	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	// The store holds the truth; the group's own offsets only let Kafka
