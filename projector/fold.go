@@ -43,28 +43,24 @@ func (v *View) resetDirty() {
 	v.appends = Batch{}
 }
 
-// Missing returns what of need the view does not hold yet, for the caller
-// to Load from the store and Merge.
+// Missing returns what of need the view does not hold yet, each key once,
+// for the caller to Load from the store and Merge.
 func (v *View) Missing(need *Need) *Need {
-	out := &Need{}
-	for _, k := range need.Registrations {
-		if _, ok := v.rows.Registrations[k]; !ok {
-			out.Registrations = append(out.Registrations, k)
-		}
+	return &Need{
+		Registrations: missing(need.Registrations, v.rows.Registrations),
+		Desired:       missing(need.Desired, v.rows.Desired),
+		Observed:      missing(need.Observed, v.rows.Observed),
+		ChainHeads:    missing(need.ChainHeads, v.rows.ChainHeads),
 	}
-	for _, k := range need.Desired {
-		if _, ok := v.rows.Desired[k]; !ok {
-			out.Desired = append(out.Desired, k)
-		}
-	}
-	for _, k := range need.Observed {
-		if _, ok := v.rows.Observed[k]; !ok {
-			out.Observed = append(out.Observed, k)
-		}
-	}
-	for _, p := range need.ChainHeads {
-		if _, ok := v.rows.ChainHeads[p]; !ok {
-			out.ChainHeads = append(out.ChainHeads, p)
+}
+
+func missing[K comparable, V any](keys []K, have map[K]V) []K {
+	var out []K
+	seen := map[K]bool{}
+	for _, k := range keys {
+		if _, ok := have[k]; !ok && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
 		}
 	}
 	return out

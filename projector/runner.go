@@ -146,7 +146,16 @@ func (r *Runner) Run(ctx context.Context) error {
 		fs.EachError(func(t string, p int32, err error) {
 			r.log.WarnContext(ctx, "fetch failed", "topic", t, "partition", p, "err", err)
 		})
-		err := r.step(ctx, fs.Records())
+		recs := fs.Records()
+		err := r.step(ctx, recs)
+		if err == nil && len(recs) > 0 {
+			// The store holds the truth; the group's own offsets only let
+			// Kafka tools show the projector's lag. Outside the working
+			// set's lock, so a rebalance callback never waits on Kafka.
+			if cerr := r.client.CommitRecords(ctx, recs...); cerr != nil {
+				r.log.WarnContext(ctx, "commit offsets to the consumer group (for lag only)", "err", cerr)
+			}
+		}
 		if err != nil {
 			r.log.ErrorContext(ctx, "fold step not committed; folding again from the stored offsets", "err", err)
 			if rerr := r.rewind(ctx); rerr != nil {
@@ -236,11 +245,6 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 	span.End()
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
-	}
-	// The store holds the truth; the group's own offsets only let Kafka
-	// tools show the projector's lag.
-	if err := r.client.CommitRecords(ctx, recs...); err != nil {
-		r.log.WarnContext(ctx, "commit offsets to the consumer group (for lag only)", "err", err)
 	}
 	return nil
 }
