@@ -4,7 +4,6 @@ package cli_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"testing"
 	"time"
 
@@ -70,13 +69,7 @@ func TestSpokeEndToEnd(t *testing.T) {
 // deployment records, and returns them in order.
 func (r *spokeRig) waitDeployments(name string, n int) []*schemas.DeploymentRecorded {
 	r.t.Helper()
-	pub := r.keys.Signing.Public().(ed25519.PublicKey)
-	reg := events.NewRegistry(events.HubAnchor("hub", r.hubPub), events.Key{ID: events.KeyID(pub), Owner: r.cluster,
-		Role: schemas.RoleCluster, Purpose: schemas.PurposeSigning, Algorithm: "ed25519", Public: pub})
-	dec, err := events.NewDecoder(events.NewVerifier(reg))
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	dec := r.decoder()
 	cl := r.client(kgo.ConsumeTopics(r.topics[events.TopicDeployments]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(r.t.Context(), 3*time.Minute)

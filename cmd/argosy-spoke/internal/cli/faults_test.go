@@ -36,8 +36,8 @@ type statusSeen struct {
 	beats  int
 }
 
-// readStatus reads the status topic from the start until done says so.
-func (r *spokeRig) readStatus(done func(*statusSeen) bool) *statusSeen {
+// decoder verifies what the hub and this cluster's spoke wrote.
+func (r *spokeRig) decoder() *events.Decoder {
 	r.t.Helper()
 	pub := r.keys.Signing.Public().(ed25519.PublicKey)
 	reg := events.NewRegistry(events.HubAnchor("hub", r.hubPub), events.Key{ID: events.KeyID(pub), Owner: r.cluster,
@@ -46,6 +46,13 @@ func (r *spokeRig) readStatus(done func(*statusSeen) bool) *statusSeen {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	return dec
+}
+
+// readStatus reads the status topic from the start until done says so.
+func (r *spokeRig) readStatus(done func(*statusSeen) bool) *statusSeen {
+	r.t.Helper()
+	dec := r.decoder()
 	cl := r.client(kgo.ConsumeTopics(r.topics[events.TopicStatus]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	defer cl.Close()
 	seen := &statusSeen{acks: map[string][]string{}}
