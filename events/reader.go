@@ -243,10 +243,16 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 		}
 		parts = t.Partitions.Numbers()
 	}
-	first, err := r.adm.ListStartOffsets(ctx, r.cfg.Topic)
-	if err == nil {
-		err = first.Error()
-	}
+	// A topic created a moment ago may not be known to every broker yet
+	// (UNKNOWN_TOPIC_OR_PARTITION is retriable): wait for it.
+	var first kadm.ListedOffsets
+	err := r.retry(ctx, func(ctx context.Context) error {
+		var err error
+		if first, err = r.adm.ListStartOffsets(ctx, r.cfg.Topic); err == nil {
+			err = first.Error()
+		}
+		return classify(err)
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("reader: start offsets of %s: %w", r.cfg.Topic, err)
 	}

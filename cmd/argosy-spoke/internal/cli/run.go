@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/dynamic"
@@ -295,18 +296,38 @@ func resync(cluster string, p *events.Producer, log *slog.Logger) func(context.C
 func group(cluster string) string { return "argosy-spoke." + cluster }
 
 // configPartition is --partition, or the cluster's partition by the
-// Kafka-compatible partitioner.
+// Kafka-compatible partitioner. A topic the broker does not know yet (it was
+// just created, or Kafka is still starting) is waited for, up to a minute.
 func configPartition(ctx context.Context, o *RunOptions, cl *kgo.Client, topics events.Topics) (int32, error) {
 	if o.Partition >= 0 {
 		return int32(o.Partition), nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		p, err := partitionOf(ctx, o, cl, topics)
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return p, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+func partitionOf(ctx context.Context, o *RunOptions, cl *kgo.Client, topics events.Topics) (int32, error) {
 	td, err := kadm.NewClient(cl).ListTopics(ctx, topics[events.TopicConfig])
 	if err != nil {
 		return 0, fmt.Errorf("config topic: %w", err)
 	}
 	t, ok := td[topics[events.TopicConfig]]
-	if !ok || t.Err != nil || len(t.Partitions) == 0 {
-		return 0, fmt.Errorf("config topic %s: %w", topics[events.TopicConfig], errors.Join(t.Err, errors.New("not found")))
+	if !ok || len(t.Partitions) == 0 {
+		t.Err = errors.Join(t.Err, kerr.UnknownTopicOrPartition)
+	}
+	if t.Err != nil {
+		return 0, fmt.Errorf("config topic %s: %w", topics[events.TopicConfig], t.Err)
 	}
 	return events.NewPartitioner(nil).PartitionOf(o.Cluster, int32(len(t.Partitions))), nil
 }
