@@ -427,12 +427,8 @@ func TestProjectorSurvivesKills(t *testing.T) {
 
 func waitExited(t *testing.T, p *testproc.Proc) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for exited, _ := p.Exited(); !exited; exited, _ = p.Exited() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the projector did not exit; log:\n%s", p.LogTail())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if exited, _ := p.WaitExit(2 * time.Minute); !exited {
+		t.Fatalf("the projector did not exit; log:\n%s", p.LogTail())
 	}
 	if err := p.Stop(0); err != nil {
 		t.Logf("stop: %v", err) // killed: a non-zero exit is expected

@@ -86,6 +86,20 @@ func (p *Proc) Exited() (bool, error) {
 	}
 }
 
+// WaitExit waits up to timeout for the process to end by itself (or by a
+// signal someone else sent), and reports whether it did and its exit error.
+func (p *Proc) WaitExit(timeout time.Duration) (bool, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true, err
+	case <-t.C:
+		return false, nil
+	}
+}
+
 // Stop sends SIGTERM to the process group, then SIGKILL after grace, and
 // waits for the process to end. An exit caused by those signals is not an
 // error.

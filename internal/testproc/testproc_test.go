@@ -139,3 +139,23 @@ func TestAsUser(t *testing.T) {
 		t.Errorf("supplementary groups %q, want only %s", got[2:], want[1])
 	}
 }
+
+func TestWaitExit(t *testing.T) {
+	quick, err := Start(t.TempDir(), "quick", "sh", []string{"-c", "exit 3"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exited, err := quick.WaitExit(time.Minute); !exited || err == nil {
+		t.Errorf("a process that exits 3: exited %v, err %v", exited, err)
+	}
+	slow, err := Start(t.TempDir(), "slow", "sleep", []string{"60"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exited, _ := slow.WaitExit(100 * time.Millisecond); exited {
+		t.Error("a sleeping process is said to have exited")
+	}
+	if err := slow.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
