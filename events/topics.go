@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,6 +76,7 @@ func TopicPlan(configPartitions, statusPartitions int32) map[Topic]TopicSpec {
 // min.insync.replicas. Existing topics are left alone.
 func EnsureTopics(ctx context.Context, adm *kadm.Client, topics Topics, plan map[Topic]TopicSpec, rf int16, minISR int) error {
 	var errs []error
+	var names []string
 	for role, spec := range plan {
 		name, ok := topics[role]
 		if !ok {
@@ -89,8 +91,40 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, topics Topics, plan map
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			errs = append(errs, fmt.Errorf("create topic %s: %w", name, err))
 		}
+		names = append(names, name)
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return waitForLeaders(ctx, adm, names)
+}
+
+// waitForLeaders waits, up to a minute, until the broker's metadata shows
+// every partition of the topics with a leader: a topic created a moment ago
+// answers UNKNOWN_TOPIC_OR_PARTITION until then, and clients that produce
+// or list offsets at once would fail.
+func waitForLeaders(ctx context.Context, adm *kadm.Client, names []string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		td, err := adm.ListTopics(ctx, names...)
+		ready := err == nil
+		for _, n := range names {
+			t, ok := td[n]
+			ready = ready && ok && t.Err == nil && len(t.Partitions) > 0
+			for _, p := range t.Partitions {
+				ready = ready && p.Err == nil && p.Leader >= 0
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topics %v have no leader yet: %w", names, errors.Join(err, ctx.Err()))
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Partitioner chooses partitions the way Apache Kafka's Java client does:
