@@ -36,11 +36,47 @@ func NewDeadLetter(client *kgo.Client, topic string) *DeadLetter {
 	return &DeadLetter{client: client, topic: topic}
 }
 
+// Rejected is a record that cannot be processed, and why.
+type Rejected struct {
+	Record *kgo.Record
+	Cause  error
+}
+
 // Send appends rec to the dead-letter topic and returns once it is durable.
 // The original key, value and headers are kept, plus the reason code
 // (Reason(cause)), the error text, and the original topic, partition, offset
 // and log time.
 func (d *DeadLetter) Send(ctx context.Context, rec *kgo.Record, cause error) error {
+	return d.SendAll(ctx, Rejected{Record: rec, Cause: cause})
+}
+
+// SendAll appends every rejected record to the dead-letter topic, as Send
+// does, in one batch: it returns once all of them are durable, or with the
+// first failure.
+func (d *DeadLetter) SendAll(ctx context.Context, rs ...Rejected) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]*kgo.Record, len(rs))
+	for i, r := range rs {
+		out[i] = d.record(r.Record, r.Cause)
+	}
+	results := d.client.ProduceSync(ctx, out...)
+	for i, res := range results {
+		if res.Err != nil {
+			rec := rs[i].Record
+			return fmt.Errorf("dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, res.Err)
+		}
+	}
+	if c := meters().deadLettered; c != nil {
+		for _, r := range rs {
+			c.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", Reason(r.Cause))))
+		}
+	}
+	return nil
+}
+
+func (d *DeadLetter) record(rec *kgo.Record, cause error) *kgo.Record {
 	out := &kgo.Record{
 		Topic:   d.topic,
 		Key:     rec.Key,
@@ -64,11 +100,5 @@ func (d *DeadLetter) Send(ctx context.Context, rec *kgo.Record, cause error) err
 		kgo.RecordHeader{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
 		kgo.RecordHeader{Key: HeaderDLQTime, Value: []byte(rec.Timestamp.UTC().Format(time.RFC3339Nano))},
 	)
-	if err := d.client.ProduceSync(ctx, out).FirstErr(); err != nil {
-		return fmt.Errorf("dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
-	}
-	if c := meters().deadLettered; c != nil {
-		c.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", Reason(cause))))
-	}
-	return nil
+	return out
 }

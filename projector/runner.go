@@ -137,6 +137,9 @@ func (r *Runner) forget(_ context.Context, _ *kgo.Client, ps map[string][]int32)
 // Run folds until ctx ends. It returns an error only when the store refuses
 // a step in a way retrying cannot fix.
 func (r *Runner) Run(ctx context.Context) error {
+	// A poll blocks rebalances until AllowRebalance; leaving the group at
+	// Close is a rebalance, so Close would hang after the last poll.
+	defer r.client.AllowRebalance()
 	backoff := 100 * time.Millisecond
 	for {
 		fs := r.client.PollRecords(ctx, r.maxRecs)
@@ -155,6 +158,11 @@ func (r *Runner) Run(ctx context.Context) error {
 			if cerr := r.client.CommitRecords(ctx, recs...); cerr != nil {
 				r.log.WarnContext(ctx, "commit offsets to the consumer group (for lag only)", "err", cerr)
 			}
+		}
+		if err != nil && ctx.Err() != nil {
+			// Stopping: the store holds the offsets before this step, so
+			// the next run folds it again.
+			return nil
 		}
 		if err != nil {
 			r.log.ErrorContext(ctx, "fold step not committed; folding again from the stored offsets", "err", err)
@@ -184,25 +192,27 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 	// Verification is most of the cost of a step: decode on every core,
 	// then fold in order.
 	all := make([]*events.Decoded, len(recs))
+	causes := make([]error, len(recs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, rec := range recs {
-		g.Go(func() error {
-			d, err := r.decode(gctx, rec)
-			all[i] = d
+		g.Go(func() (err error) {
+			all[i], causes[i], err = r.decode(gctx, rec)
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return err // the store cannot be ahead of what was folded
 	}
+	var rejected []events.Rejected
 	decoded := make([]*events.Decoded, 0, len(recs))
 	source := make([]*kgo.Record, 0, len(recs))
 	need := &Need{}
 	for i, rec := range recs {
 		d := all[i]
 		if d == nil {
-			r.view.Advance(rec.Topic, rec.Partition, rec.Offset) // dead-lettered
+			rejected = append(rejected, events.Rejected{Record: rec, Cause: causes[i]})
+			r.view.Advance(rec.Topic, rec.Partition, rec.Offset)
 			continue
 		}
 		decoded, source = append(decoded, d), append(source, rec)
@@ -233,11 +243,18 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 		if err != nil {
 			// A valid event the fold cannot take (a spec that is not
 			// JSON, say): dead-letter it like bad input.
-			if err := r.dlq.Send(ctx, source[i], events.Poison(err)); err != nil {
-				return err
-			}
+			rejected = append(rejected, events.Rejected{Record: source[i], Cause: events.Poison(err)})
 			r.view.Advance(d.Topic, d.Partition, d.Offset)
 		}
+	}
+	// Every rejected record is durable in the dead-letter topic before the
+	// step that skips it commits; one batch, not a round trip each.
+	if err := r.dlq.SendAll(ctx, rejected...); err != nil {
+		return err
+	}
+	for _, rj := range rejected {
+		r.log.WarnContext(ctx, "record dead-lettered", "topic", rj.Record.Topic, "partition", rj.Record.Partition,
+			"offset", rj.Record.Offset, "err", rj.Cause)
 	}
 	b := r.view.Flush()
 	cctx, span := tracer().Start(ctx, "projector.commit", trace.WithAttributes(attribute.Int("argosy.records", len(recs))))
@@ -249,27 +266,23 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 	return nil
 }
 
-// decode returns the decoded record, or nil after dead-lettering a record
-// that does not decode. ErrKeysBehind is retried here until the trust
-// registry catches up.
-func (r *Runner) decode(ctx context.Context, rec *kgo.Record) (*events.Decoded, error) {
+// decode returns the decoded record, or the reason it does not decode
+// (malformed, forged, unknown, …), to be dead-lettered. ErrKeysBehind is
+// retried here until the trust registry catches up; err is only ctx's.
+func (r *Runner) decode(ctx context.Context, rec *kgo.Record) (d *events.Decoded, cause, err error) {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		d, err := r.dec.Decode(ctx, rec)
 		switch {
 		case err == nil:
-			return d, nil
+			return d, nil, nil
 		case errors.Is(err, events.ErrKeysBehind):
 			select {
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			case <-time.After(wait):
 			}
 		default:
-			if err := r.dlq.Send(ctx, rec, err); err != nil {
-				return nil, fmt.Errorf("dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
-			}
-			r.log.WarnContext(ctx, "record dead-lettered", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
-			return nil, nil
+			return nil, err, nil
 		}
 	}
 }

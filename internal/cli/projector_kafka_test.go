@@ -412,8 +412,8 @@ func TestProjectorSurvivesKills(t *testing.T) {
 			}
 			proc := p.start()
 			defer func() {
-				if err := proc.Stop(10 * time.Second); err != nil {
-					t.Error(err)
+				if err := proc.Terminate(30 * time.Second); err != nil {
+					t.Errorf("%v; log:\n%s", err, proc.LogTail())
 				}
 			}()
 			want, ends := f.foldLog()
@@ -472,13 +472,13 @@ func TestProjectorReplicasRebalance(t *testing.T) {
 	pb.dir = bDir
 	b := pb.start()
 	defer func() {
-		if err := b.Stop(10 * time.Second); err != nil {
-			t.Error(err)
+		if err := b.Terminate(30 * time.Second); err != nil {
+			t.Errorf("%v; log:\n%s", err, b.LogTail())
 		}
 	}()
 	time.Sleep(4 * time.Second)
-	if err := a.Stop(10 * time.Second); err != nil { // graceful: it leaves the group
-		t.Fatal(err)
+	if err := a.Terminate(30 * time.Second); err != nil { // graceful: it leaves the group
+		t.Fatalf("%v; log:\n%s", err, a.LogTail())
 	}
 	if err := <-load; err != nil {
 		t.Fatal(err)

@@ -107,6 +107,43 @@ func (p *Proc) Stop(grace time.Duration) error {
 	return p.StopWith(grace, syscall.SIGTERM)
 }
 
+// Terminate asks the process to shut down gracefully: it sends SIGTERM to
+// the process alone and waits up to grace. It returns an error, after
+// killing the process, if the process is still running then, and the exit
+// error if it did not exit with status 0.
+func (p *Proc) Terminate(grace time.Duration) error {
+	if ok, err := p.Exited(); ok {
+		return fmt.Errorf("%s had already exited: %w", p.Name, err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("terminate %s: %w", p.Name, err)
+	}
+	if ok, err := p.WaitExit(grace); ok {
+		if err != nil {
+			return fmt.Errorf("%s exited uncleanly after SIGTERM: %w", p.Name, err)
+		}
+		return nil
+	}
+	// Ask a Go process where it is stuck: SIGQUIT prints every goroutine.
+	before, _ := os.Stat(p.log)
+	if err := p.cmd.Process.Signal(syscall.SIGQUIT); err == nil {
+		p.WaitExit(5 * time.Second)
+	}
+	return errors.Join(fmt.Errorf("%s still running %v after SIGTERM; its goroutines at SIGQUIT:\n%s", p.Name, grace, p.logSince(before)), p.Stop(0))
+}
+
+// logSince returns up to 64 KiB of the log written after the size in fi.
+func (p *Proc) logSince(fi os.FileInfo) string {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	if fi != nil && fi.Size() <= int64(len(b)) {
+		b = b[fi.Size():]
+	}
+	return string(b[:min(len(b), 64<<10)])
+}
+
 // StopWith sends each of sigs in turn to the process group, giving the
 // process grace after each to end, then SIGKILL, and waits for the process
 // to end. An exit caused by those signals is not an error.

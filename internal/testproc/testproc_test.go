@@ -20,6 +20,13 @@ import (
 const helperEnv = "TESTPROC_HELPER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "graceful" {
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-sigs
+		return // exit status 0
+	}
 	if ignore, ok := strings.CutPrefix(os.Getenv(helperEnv), "ignore:"); ok {
 		for _, s := range strings.Split(ignore, ",") {
 			if s == "" {
@@ -51,9 +58,15 @@ func startHelper(t *testing.T, ignore ...syscall.Signal) *Proc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitReady(t, p)
+	return p
+}
+
+func waitReady(t *testing.T, p *Proc) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	err = p.WaitFor(ctx, func(context.Context) error {
+	err := p.WaitFor(ctx, func(context.Context) error {
 		if !strings.Contains(p.LogTail(), "ready") {
 			return errors.New("not ready")
 		}
@@ -62,7 +75,6 @@ func startHelper(t *testing.T, ignore ...syscall.Signal) *Proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
 }
 
 // TestStopWith checks that each signal is tried in turn and that SIGKILL
@@ -93,6 +105,43 @@ func TestStopWith(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTerminate checks that Terminate accepts only a clean exit on SIGTERM
+// within the grace period.
+func TestTerminate(t *testing.T) {
+	tests := []struct {
+		name    string
+		start   func(t *testing.T) *Proc
+		grace   time.Duration // a race-enabled binary sleeps 1 s at exit
+		wantErr string
+	}{
+		{"clean exit", startGraceful, 10 * time.Second, ""},
+		{"killed by the signal", func(t *testing.T) *Proc { return startHelper(t) }, 10 * time.Second, "exited uncleanly"},
+		{"ignores the signal", func(t *testing.T) *Proc { return startHelper(t, syscall.SIGTERM) }, 300 * time.Millisecond, "still running"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.start(t)
+			err := p.Terminate(tt.grace)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Terminate: %v, want an error containing %q", err, tt.wantErr)
+			}
+			if ok, _ := p.Exited(); !ok {
+				t.Fatal("process still running after Terminate")
+			}
+		})
+	}
+}
+
+func startGraceful(t *testing.T) *Proc {
+	t.Helper()
+	p, err := Start(t.TempDir(), "helper", os.Args[0], nil, []string{helperEnv + "=graceful"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p)
+	return p
 }
 
 func exitSignal(err error) syscall.Signal {

@@ -26,8 +26,8 @@ func TestSpokeEndToEnd(t *testing.T) {
 	name := "e2e-" + r.ns
 	p := r.start()
 	defer func() {
-		if err := p.Stop(10 * time.Second); err != nil {
-			t.Error(err)
+		if err := p.Terminate(30 * time.Second); err != nil {
+			t.Errorf("%v; log:\n%s", err, p.LogTail())
 		}
 	}()
 	up1 := r.upserts(1, name)[0]

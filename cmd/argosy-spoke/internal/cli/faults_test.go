@@ -197,8 +197,8 @@ func TestSpokeSurvivesRandomKillsUnderLoad(t *testing.T) {
 		}
 		return true
 	})
-	if err := p.Stop(10 * time.Second); err != nil {
-		t.Fatal(err)
+	if err := p.Terminate(30 * time.Second); err != nil {
+		t.Fatalf("%v; log:\n%s", err, p.LogTail())
 	}
 
 	again := 0
@@ -247,8 +247,8 @@ func TestSpokeCatchesUpAfterBrokerRestart(t *testing.T) {
 	up1 := r.upserts(1, name)[0]
 	p := r.start()
 	defer func() {
-		if err := p.Stop(10 * time.Second); err != nil {
-			t.Error(err)
+		if err := p.Terminate(30 * time.Second); err != nil {
+			t.Errorf("%v; log:\n%s", err, p.LogTail())
 		}
 	}()
 	r.waitGeneration(p, name, "1")

@@ -237,8 +237,8 @@ func TestSpokeProcessSurvivesSIGKILL(t *testing.T) {
 			}
 		}
 	}
-	if err := p.Stop(10 * time.Second); err != nil { // graceful: SIGTERM
-		t.Fatal(err)
+	if err := p.Terminate(30 * time.Second); err != nil { // graceful: SIGTERM
+		t.Fatalf("%v; log:\n%s", err, p.LogTail())
 	}
 	if beat.Mode != "managed" || beat.ConfigOffset < 1 || beat.Cluster != cluster || beat.ArgoCDVersion != "v2.14.21" {
 		t.Errorf("heartbeat %+v", beat)
