@@ -126,10 +126,11 @@ func (p *Proc) Terminate(grace time.Duration) error {
 	}
 	// Ask a Go process where it is stuck: SIGQUIT prints every goroutine.
 	before, _ := os.Stat(p.log)
-	if err := p.cmd.Process.Signal(syscall.SIGQUIT); err == nil {
-		p.WaitExit(5 * time.Second)
+	quit := p.cmd.Process.Signal(syscall.SIGQUIT)
+	if quit == nil {
+		_, quit = p.WaitExit(5 * time.Second)
 	}
-	return errors.Join(fmt.Errorf("%s still running %v after SIGTERM; its goroutines at SIGQUIT:\n%s", p.Name, grace, p.logSince(before)), p.Stop(0))
+	return errors.Join(fmt.Errorf("%s still running %v after SIGTERM; SIGQUIT (%w) printed:\n%s", p.Name, grace, quit, p.logSince(before)), p.Stop(0))
 }
 
 // logSince returns up to 64 KiB of the log written after the size in fi.
