@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 
 	"github.com/argosyproj/argosy/schemas"
@@ -28,6 +30,30 @@ type KeySource interface {
 // and whether the signing key may sign that type of event.
 type Verifier struct {
 	keys KeySource
+	// expanded caches each public key's decompressed point, by key bytes:
+	// keys repeat from record to record, and decompressing one is a third
+	// of a verification.
+	expanded sync.Map // string -> *voi.ExpandedPublicKey
+}
+
+// stdlib makes verification accept exactly what crypto/ed25519.Verify
+// accepts; curve25519-voi does it in about half the time.
+var stdlib = &voi.Options{Verify: voi.VerifyOptionsStdLib}
+
+// verify reports whether sig is pub's signature of msg, as
+// crypto/ed25519.Verify would.
+func (v *Verifier) verify(pub ed25519.PublicKey, msg, sig []byte) bool {
+	var x *voi.ExpandedPublicKey
+	if c, ok := v.expanded.Load(string(pub)); ok {
+		x = c.(*voi.ExpandedPublicKey)
+	} else {
+		var err error
+		if x, err = voi.NewExpandedPublicKey(voi.PublicKey(pub)); err != nil {
+			return false // not a point: crypto/ed25519 rejects it too
+		}
+		v.expanded.Store(string(pub), x)
+	}
+	return voi.VerifyExpandedWithOptions(x, msg, sig, stdlib)
 }
 
 // NewVerifier returns a verifier backed by keys.
@@ -118,7 +144,7 @@ func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.T
 			continue
 		}
 		sig, err := base64.StdEncoding.DecodeString(s.Sig)
-		if err != nil || !ed25519.Verify(k.Public, pae, sig) {
+		if err != nil || !v.verify(k.Public, pae, sig) {
 			bad = fmt.Errorf("signature of key %q does not verify", s.KeyID)
 			continue
 		}
