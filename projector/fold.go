@@ -89,9 +89,13 @@ func (v *View) Merge(asked *Need, r *Rows) {
 func (v *View) Forget() { *v = *NewView() }
 
 // Advance records that the partition has been read up to offset (a record
-// that was dead-lettered rather than folded).
+// that was dead-lettered rather than folded). It never moves back: a step
+// may fold a record after dead-lettering a later one of the same partition.
 func (v *View) Advance(topic string, partition int32, offset int64) {
-	v.offsets[Partition{topic, partition}] = offset + 1
+	p := Partition{topic, partition}
+	if next := offset + 1; next > v.offsets[p] {
+		v.offsets[p] = next
+	}
 }
 
 // Flush returns what changed since the last Flush, with the offsets reached,

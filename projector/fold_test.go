@@ -267,3 +267,18 @@ func TestChainCheckableFromDocs(t *testing.T) {
 		t.Fatalf("the documented script accepts a tampered chain: %v: %s", err, out)
 	}
 }
+
+// TestAdvanceNeverMovesBack: a step folds its records after dead-lettering
+// the bad ones, so a later rejected record must not be undone by an earlier
+// folded one.
+func TestAdvanceNeverMovesBack(t *testing.T) {
+	v := projector.NewView()
+	v.Advance("status", 1, 7) // dead-lettered
+	v.Advance("status", 1, 3) // folded afterwards, but earlier in the log
+	v.Advance("status", 2, 4)
+	got := v.Flush().Offsets
+	want := map[projector.Partition]int64{{Topic: "status", Partition: 1}: 8, {Topic: "status", Partition: 2}: 5}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("offsets (-want +got):\n%s", diff)
+	}
+}

@@ -177,7 +177,7 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	if err != nil {
 		return err
 	}
-	clients = append(clients, runCl)
+	defer closeGroupClient(runCl, 10*time.Second, log)
 	follower := &events.TrustFollower{Client: trustCl, Topic: topics[events.TopicTrust], Decoder: trustDec, Registry: keys, Log: log}
 	log.InfoContext(ctx, "argosy projector started", "version", version.Get().Version, "store", storeKind(o.Store), "listen", o.Listen)
 	g, gctx := errgroup.WithContext(ctx)
@@ -186,6 +186,25 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	g.Go(func() error { return serveAPI(gctx, o.Listen, read.New(store)) })
 	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
 	return g.Wait()
+}
+
+// closeGroupClient closes a consumer group's client, waiting at most d.
+// Leaving the group waits for a join in flight, and a join lasts until
+// every member the coordinator knows has rejoined or timed out: a replica
+// killed a moment ago holds it for its whole session timeout. The store has
+// the offsets, so giving up on the leave loses nothing; the group drops this
+// member after its session timeout.
+func closeGroupClient(cl *kgo.Client, d time.Duration, log *slog.Logger) {
+	closed := make(chan struct{})
+	go func() { // left behind only if the process is exiting anyway
+		cl.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(d):
+		log.Warn("leaving the consumer group timed out; the group drops this member after its session timeout", "after", d)
+	}
 }
 
 func storeKind(url string) string {
