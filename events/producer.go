@@ -101,7 +101,7 @@ func (p *Producer) encode(ctx context.Context, e *event.Event) (*kgo.Record, err
 	if !ok {
 		return nil, fmt.Errorf("publish %s: no %s topic configured", e.Type(), sp.Topic)
 	}
-	if _, ok := e.Extensions()[ExtPartitionKey]; !ok {
+	if _, ok := extension(e, ExtPartitionKey); !ok {
 		return nil, fmt.Errorf("publish %s: %w", e.Type(), errNoKey)
 	}
 	if err := ValidateData(e.Type(), e.Data()); err != nil {

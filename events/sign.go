@@ -82,7 +82,7 @@ func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.Pub
 func (s *Signer) Sign(ctx context.Context, e *event.Event) error {
 	var signed []string
 	for _, name := range signedExtensions {
-		if _, ok := e.Extensions()[name]; ok {
+		if _, ok := extension(e, name); ok {
 			signed = append(signed, name)
 		}
 	}
@@ -135,7 +135,7 @@ func verificationMaterial(e *event.Event, signedExt []string) ([]byte, error) {
 	d := sha256.Sum256(e.Data())
 	h.Write(d[:])
 	for _, name := range signedExt {
-		v, ok := e.Extensions()[name]
+		v, ok := extension(e, name)
 		if !ok {
 			return nil, fmt.Errorf("signed extension %q is not set", name)
 		}

@@ -186,8 +186,19 @@ func verifiedCopy(e *event.Event, signed []string) *event.Event {
 	return &out
 }
 
-func stringExt(e *event.Event, name string) string {
+// extension returns e's extension name (lower case, as SetExtension
+// stores it) without copying every extension, as e.Extensions() does.
+func extension(e *event.Event, name string) (any, bool) {
+	if ec, ok := e.Context.(*event.EventContextV1); ok {
+		v, ok := ec.Extensions[name]
+		return v, ok
+	}
 	v, ok := e.Extensions()[name]
+	return v, ok
+}
+
+func stringExt(e *event.Event, name string) string {
+	v, ok := extension(e, name)
 	if !ok {
 		return ""
 	}

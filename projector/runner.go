@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -193,12 +194,19 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 	// then fold in order.
 	all := make([]*events.Decoded, len(recs))
 	causes := make([]error, len(recs))
+	// One worker per core takes the next record: a goroutine per record
+	// would grow a fresh stack for each.
+	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, rec := range recs {
-		g.Go(func() (err error) {
-			all[i], causes[i], err = r.decode(gctx, rec)
-			return err
+	for range min(runtime.GOMAXPROCS(0), len(recs)) {
+		g.Go(func() error {
+			for i := int(next.Add(1) - 1); i < len(recs); i = int(next.Add(1) - 1) {
+				var err error
+				if all[i], causes[i], err = r.decode(gctx, recs[i]); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
