@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -310,7 +311,7 @@ func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 	ctx, span := tracer().Start(ContextWithTrace(ctx, d), "events.process "+d.Spec.Type,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 			attribute.String("messaging.destination.name", rec.Topic),
-			attribute.Int("messaging.destination.partition.id", int(rec.Partition)),
+			attribute.String("messaging.destination.partition.id", strconv.Itoa(int(rec.Partition))),
 			attribute.Int64("messaging.kafka.offset", rec.Offset),
 			attribute.String("cloudevents.event_id", d.Event.ID())))
 	defer span.End()

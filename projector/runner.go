@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
@@ -24,6 +26,10 @@ func tracer() trace.Tracer { return otel.Tracer("github.com/argosyproj/argosy/pr
 
 // Topics the projector folds.
 var foldedTopics = []events.Topic{events.TopicConfig, events.TopicStatus, events.TopicDeployments, events.TopicAudit}
+
+// maxCommitLinks bounds the links from a commit span to the fold spans it
+// stores: OpenTelemetry's SDK keeps 128 links per span by default.
+const maxCommitLinks = 128
 
 // Runner folds the config, status, deployments and audit topics into a
 // Store, exactly once. It consumes in a consumer group, so replicas share the
@@ -237,16 +243,24 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 		}
 		r.view.Merge(missing, rows)
 	}
+	var links []trace.Link // the commit span links to the folds it stores
 	for i, d := range decoded {
 		// Each fold continues the trace the event carries, so a change can
 		// be followed from the CLI to the views.
 		_, span := tracer().Start(events.ContextWithTrace(ctx, d), "projector.fold "+d.Spec.Type,
 			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 				attribute.String("messaging.destination.name", d.Topic),
-				attribute.Int("messaging.destination.partition.id", int(d.Partition)),
+				attribute.String("messaging.destination.partition.id", strconv.Itoa(int(d.Partition))),
 				attribute.Int64("messaging.kafka.offset", d.Offset),
 				attribute.String("cloudevents.event_id", d.Event.ID())))
 		err := Apply(r.view, d)
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "dead-lettered: the fold cannot take it")
+		}
+		if len(links) < maxCommitLinks {
+			links = append(links, trace.Link{SpanContext: span.SpanContext()})
+		}
 		span.End()
 		if err != nil {
 			// A valid event the fold cannot take (a spec that is not
@@ -265,8 +279,13 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 			"offset", rj.Record.Offset, "err", rj.Cause)
 	}
 	b := r.view.Flush()
-	cctx, span := tracer().Start(ctx, "projector.commit", trace.WithAttributes(attribute.Int("argosy.records", len(recs))))
+	cctx, span := tracer().Start(ctx, "projector.commit", trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("argosy.records", len(recs))))
 	err := r.store.Commit(cctx, b)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "store commit failed")
+	}
 	span.End()
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)

@@ -573,6 +573,14 @@ func TestRunnerContinuesEachEventsTrace(t *testing.T) {
 			if diff := cmp.Diff(want, attrs(fold)); diff != "" {
 				t.Errorf("fold span attributes (-want +got):\n%s", diff)
 			}
+			linked := findSpans(ended, func(s sdktrace.ReadOnlySpan) bool {
+				return s.Name() == "projector.commit" && slices.ContainsFunc(s.Links(), func(l sdktrace.Link) bool {
+					return l.SpanContext.SpanID() == fold.SpanContext().SpanID()
+				})
+			})
+			if len(linked) != 1 {
+				t.Errorf("%d commit spans link to the fold span, want 1", len(linked))
+			}
 		})
 	}
 
