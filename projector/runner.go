@@ -157,7 +157,14 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.log.WarnContext(ctx, "fetch failed", "topic", t, "partition", p, "err", err)
 		})
 		recs := fs.Records()
-		err := r.step(ctx, recs)
+		started := time.Now()
+		folded, err := r.step(ctx, recs)
+		if len(recs) > 0 {
+			recordStep(ctx, started, folded, err)
+		}
+		if err == nil {
+			recordLag(ctx, fs)
+		}
 		if err == nil && len(recs) > 0 {
 			// The store holds the truth; the group's own offsets only let
 			// Kafka tools show the projector's lag. Outside the working
@@ -189,15 +196,59 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 }
 
-// step folds one poll's records and commits them with their offsets.
-func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
+// step folds one poll's records and commits them with their offsets. It
+// returns the types of the events it folded.
+func (r *Runner) step(ctx context.Context, recs []*kgo.Record) ([]string, error) {
 	if len(recs) == 0 {
-		return nil
+		return nil, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// Verification is most of the cost of a step: decode on every core,
-	// then fold in order.
+	all, causes, err := r.decodeAll(ctx, recs)
+	if err != nil {
+		return nil, err // the store cannot be ahead of what was folded
+	}
+	var rejected []events.Rejected
+	decoded := make([]*events.Decoded, 0, len(recs))
+	source := make([]*kgo.Record, 0, len(recs))
+	for i, rec := range recs {
+		if all[i] == nil {
+			rejected = append(rejected, events.Rejected{Record: rec, Cause: causes[i]})
+			r.view.Advance(rec.Topic, rec.Partition, rec.Offset)
+			continue
+		}
+		decoded, source = append(decoded, all[i]), append(source, rec)
+	}
+	if err := r.load(ctx, decoded); err != nil {
+		return nil, err
+	}
+	folded, links, rejected := r.fold(ctx, decoded, source, rejected)
+	// Every rejected record is durable in the dead-letter topic before the
+	// step that skips it commits; one batch, not a round trip each.
+	if err := r.dlq.SendAll(ctx, rejected...); err != nil {
+		return nil, err
+	}
+	for _, rj := range rejected {
+		r.log.WarnContext(ctx, "record dead-lettered", "topic", rj.Record.Topic, "partition", rj.Record.Partition,
+			"offset", rj.Record.Offset, "err", rj.Cause)
+	}
+	cctx, span := tracer().Start(ctx, "projector.commit", trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("argosy.records", len(recs))))
+	err = r.store.Commit(cctx, r.view.Flush())
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "store commit failed")
+	}
+	span.End()
+	if err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return folded, nil
+}
+
+// decodeAll decodes recs on every core: verification is most of the cost
+// of a step. A record that does not decode has a nil event and its cause.
+func (r *Runner) decodeAll(ctx context.Context, recs []*kgo.Record) ([]*events.Decoded, []error, error) {
 	all := make([]*events.Decoded, len(recs))
 	causes := make([]error, len(recs))
 	// One worker per core takes the next record: a goroutine per record
@@ -215,35 +266,39 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return err // the store cannot be ahead of what was folded
-	}
-	var rejected []events.Rejected
-	decoded := make([]*events.Decoded, 0, len(recs))
-	source := make([]*kgo.Record, 0, len(recs))
+	return all, causes, g.Wait()
+}
+
+// load reads into the working set the rows that folding decoded needs and
+// it does not hold.
+func (r *Runner) load(ctx context.Context, decoded []*events.Decoded) error {
 	need := &Need{}
-	for i, rec := range recs {
-		d := all[i]
-		if d == nil {
-			rejected = append(rejected, events.Rejected{Record: rec, Cause: causes[i]})
-			r.view.Advance(rec.Topic, rec.Partition, rec.Offset)
-			continue
-		}
-		decoded, source = append(decoded, d), append(source, rec)
+	for _, d := range decoded {
 		n := Needs(d)
 		need.Registrations = append(need.Registrations, n.Registrations...)
 		need.Desired = append(need.Desired, n.Desired...)
 		need.Observed = append(need.Observed, n.Observed...)
 		need.ChainHeads = append(need.ChainHeads, n.ChainHeads...)
 	}
-	if missing := r.view.Missing(need); !missing.empty() {
-		rows, err := r.store.Load(ctx, missing)
-		if err != nil {
-			return fmt.Errorf("load rows: %w", err)
-		}
-		r.view.Merge(missing, rows)
+	missing := r.view.Missing(need)
+	if missing.empty() {
+		return nil
 	}
-	var links []trace.Link // the commit span links to the folds it stores
+	rows, err := r.store.Load(ctx, missing)
+	if err != nil {
+		return fmt.Errorf("load rows: %w", err)
+	}
+	r.view.Merge(missing, rows)
+	return nil
+}
+
+// fold applies decoded in order. It returns the types folded, links to the
+// fold spans for the commit span, and rejected with the events the fold
+// could not take added.
+func (r *Runner) fold(ctx context.Context, decoded []*events.Decoded, source []*kgo.Record,
+	rejected []events.Rejected) ([]string, []trace.Link, []events.Rejected) {
+	folded := make([]string, 0, len(decoded))
+	var links []trace.Link
 	for i, d := range decoded {
 		// Each fold continues the trace the event carries, so a change can
 		// be followed from the CLI to the views.
@@ -267,30 +322,11 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) error {
 			// JSON, say): dead-letter it like bad input.
 			rejected = append(rejected, events.Rejected{Record: source[i], Cause: events.Poison(err)})
 			r.view.Advance(d.Topic, d.Partition, d.Offset)
+			continue
 		}
+		folded = append(folded, d.Spec.Type)
 	}
-	// Every rejected record is durable in the dead-letter topic before the
-	// step that skips it commits; one batch, not a round trip each.
-	if err := r.dlq.SendAll(ctx, rejected...); err != nil {
-		return err
-	}
-	for _, rj := range rejected {
-		r.log.WarnContext(ctx, "record dead-lettered", "topic", rj.Record.Topic, "partition", rj.Record.Partition,
-			"offset", rj.Record.Offset, "err", rj.Cause)
-	}
-	b := r.view.Flush()
-	cctx, span := tracer().Start(ctx, "projector.commit", trace.WithLinks(links...),
-		trace.WithAttributes(attribute.Int("argosy.records", len(recs))))
-	err := r.store.Commit(cctx, b)
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "store commit failed")
-	}
-	span.End()
-	if err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return folded, links, rejected
 }
 
 // decode returns the decoded record, or the reason it does not decode

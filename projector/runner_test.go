@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -299,22 +301,66 @@ func (r *rig) deadLetters() []*kgo.Record {
 
 // deadLettered returns the argosy.events.dead_lettered counts by reason.
 func deadLettered(t *testing.T) map[string]int64 {
+	return sumsBy(t, "argosy.events.dead_lettered", "reason")
+}
+
+// sumsBy returns counter name's totals by the value of attribute key.
+func sumsBy(t *testing.T, name, key string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, m := range collect(t, name) {
+		if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+			for _, dp := range sum.DataPoints {
+				v, _ := dp.Attributes.Value(attribute.Key(key))
+				out[v.Emit()] += dp.Value
+			}
+		}
+	}
+	return out
+}
+
+// lags returns the projector's lag gauge by "topic/partition", for the
+// topics whose names start with prefix.
+func lags(t *testing.T, prefix string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, m := range collect(t, "argosy.projector.lag") {
+		if g, ok := m.Data.(metricdata.Gauge[int64]); ok {
+			for _, dp := range g.DataPoints {
+				topic, _ := dp.Attributes.Value("topic")
+				part, _ := dp.Attributes.Value("partition")
+				if strings.HasPrefix(topic.AsString(), prefix) {
+					out[topic.AsString()+"/"+part.Emit()] = dp.Value
+				}
+			}
+		}
+	}
+	return out
+}
+
+func collect(t *testing.T, name string) []metricdata.Metrics {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := meters.Collect(t.Context(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int64{}
+	var out []metricdata.Metrics
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if m.Name != "argosy.events.dead_lettered" || !ok {
-				continue
+			if m.Name == name {
+				out = append(out, m)
 			}
-			for _, dp := range sum.DataPoints {
-				reason, _ := dp.Attributes.Value("reason")
-				out[reason.Emit()] += dp.Value
-			}
+		}
+	}
+	return out
+}
+
+// delta returns after less before, leaving out what did not change.
+func delta(before, after map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, n := range after {
+		if d := n - before[k]; d != 0 {
+			out[k] = d
 		}
 	}
 	return out
@@ -396,9 +442,9 @@ func TestRunnerDeadLettersBadInput(t *testing.T) {
 	// same step must not take the stored offset back before it.
 	produceBad(events.ErrMalformed, events.TopicStatus, &kgo.Record{Key: []byte("c2"), Value: []byte("not an event either")})
 
-	before := deadLettered(t)
+	before, foldedBefore := deadLettered(t), sumsBy(t, "argosy.projector.folded", "type")
 	store := r.fold()
-	after := deadLettered(t)
+	after, foldedAfter := deadLettered(t), sumsBy(t, "argosy.projector.folded", "type")
 
 	got := map[origin][]letter{}
 	for _, dl := range r.deadLetters() {
@@ -417,14 +463,22 @@ func TestRunnerDeadLettersBadInput(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("dead letters by origin (-want +got):\n%s", diff)
 	}
-	counted := map[string]int64{}
-	for reason, n := range after {
-		if d := n - before[reason]; d != 0 {
-			counted[reason] = d
-		}
-	}
-	if diff := cmp.Diff(wantCounts, counted); diff != "" {
+	if diff := cmp.Diff(wantCounts, delta(before, after)); diff != "" {
 		t.Errorf("argosy.events.dead_lettered by reason (-want +got):\n%s", diff)
+	}
+	wantFolded := map[string]int64{events.TypeApplicationUpserted: 2, events.TypeApplicationStatus: 2,
+		events.TypeHeartbeat: 2, events.TypeConfigApplied: 1}
+	if diff := cmp.Diff(wantFolded, delta(foldedBefore, foldedAfter)); diff != "" {
+		t.Errorf("argosy.projector.folded by type (-want +got):\n%s", diff)
+	}
+	lagged := lags(t, r.topics[events.TopicConfig][:strings.LastIndex(r.topics[events.TopicConfig], ".argosy.")])
+	if len(lagged) == 0 {
+		t.Error("no argosy.projector.lag for this test's topics")
+	}
+	for p, n := range lagged {
+		if n != 0 {
+			t.Errorf("argosy.projector.lag of %s is %d after catching up, want 0", p, n)
+		}
 	}
 
 	checkViews(t, store, views{

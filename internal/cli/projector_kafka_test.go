@@ -8,7 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -340,6 +342,8 @@ type projectorProc struct {
 	f     *fleet
 	store string
 	group string
+	// metrics is the /metrics URL of the process started last.
+	metrics string
 }
 
 func buildArgosy(t *testing.T) string {
@@ -356,6 +360,7 @@ func (p *projectorProc) start(env ...string) *testproc.Proc {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	p.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
 	hubKey := filepath.Join(p.dir, "hub.pub")
 	if err := os.WriteFile(hubKey, []byte(base64.StdEncoding.EncodeToString(p.f.hubPub)), 0o644); err != nil {
 		p.t.Fatal(err)
@@ -487,4 +492,30 @@ func TestProjectorReplicasRebalance(t *testing.T) {
 	store := openForTest(t, p.store)
 	waitCaughtUp(t, store, ends, b.LogTail)
 	compareViews(t, store, want)
+	checkMetrics(t, pb.metrics, "argosy_projector_folded_total{", "argosy_projector_steps_total{",
+		"argosy_projector_step_duration_seconds_bucket{", "argosy_projector_lag{", "argosy_events_dead_lettered_total{")
+}
+
+// checkMetrics checks that the Prometheus text at url has a sample of each
+// of the series named.
+func checkMetrics(t *testing.T, url string, series ...string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range series {
+		if !strings.Contains(string(body), "\n"+s) {
+			t.Errorf("%s has no %s… sample", url, s)
+		}
+	}
 }

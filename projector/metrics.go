@@ -1,0 +1,95 @@
+package projector
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// instruments are the runner's metrics, created on first use from the
+// global meter provider (which cmd points at Prometheus).
+type instruments struct {
+	folded metric.Int64Counter
+	steps  metric.Int64Counter
+	step   metric.Float64Histogram
+	lag    metric.Int64Gauge
+}
+
+var meters = sync.OnceValue(func() *instruments {
+	m := otel.Meter("github.com/argosyproj/argosy/projector")
+	var in instruments
+	var err error
+	if in.folded, err = m.Int64Counter("argosy.projector.folded",
+		metric.WithDescription("Events folded into the views and committed, by type.")); err != nil {
+		otel.Handle(err)
+	}
+	if in.steps, err = m.Int64Counter("argosy.projector.steps",
+		metric.WithDescription("Fold steps, by result: committed, or failed and folded again.")); err != nil {
+		otel.Handle(err)
+	}
+	if in.step, err = m.Float64Histogram("argosy.projector.step.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time to decode, fold and commit one step."),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)); err != nil {
+		otel.Handle(err)
+	}
+	if in.lag, err = m.Int64Gauge("argosy.projector.lag", metric.WithUnit("{record}"),
+		metric.WithDescription("Records between the last one folded and the partition's end, by topic and partition, as of the last fetch.")); err != nil {
+		otel.Handle(err)
+	}
+	return &in
+})
+
+// recordStep counts a step's outcome, its duration and its folded types.
+func recordStep(ctx context.Context, started time.Time, folded []string, err error) {
+	in := meters()
+	result := "committed"
+	if err != nil {
+		result = "failed"
+	}
+	if in.steps != nil {
+		in.steps.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+	}
+	if in.step != nil {
+		in.step.Record(ctx, time.Since(started).Seconds(), metric.WithAttributes(attribute.String("result", result)))
+	}
+	if err != nil || in.folded == nil {
+		return
+	}
+	counts := map[string]int64{}
+	for _, t := range folded {
+		counts[t]++
+	}
+	for t, n := range counts {
+		in.folded.Add(ctx, n, metric.WithAttributes(attribute.String("type", t)))
+	}
+}
+
+// recordLag sets each fetched partition's lag: its last stable offset (the
+// end a read_committed reader can reach) less the offset after its last
+// record. A partition fetched with no records has none left to read.
+func recordLag(ctx context.Context, fs kgo.Fetches) {
+	in := meters()
+	if in.lag == nil {
+		return
+	}
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Err != nil {
+			return
+		}
+		var lag int64
+		if n := len(p.Records); n > 0 {
+			end := p.LastStableOffset
+			if end < 0 {
+				end = p.HighWatermark
+			}
+			lag = max(0, end-(p.Records[n-1].Offset+1))
+		}
+		in.lag.Record(ctx, lag, metric.WithAttributes(attribute.String("topic", p.Topic),
+			attribute.Int("partition", int(p.Partition))))
+	})
+}
