@@ -52,7 +52,7 @@ func newSetup(b *testing.B, partitions int32) *setup {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	adm := kadm.NewClient(kafkatest.Client(b))
-	if err := events.EnsureTopics(ctx, adm, s.topics, events.TopicPlan(partitions, 1), 1, 1); err != nil {
+	if err := events.EnsureTopics(ctx, adm, s.topics, events.TopicPlan(partitions, partitions), 1, 1); err != nil {
 		b.Fatal(err)
 	}
 	warmUp(b, s.topics[events.TopicTrust]) // a topic no benchmark reads
