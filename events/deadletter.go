@@ -61,10 +61,14 @@ func (d *DeadLetter) SendAll(ctx context.Context, rs ...Rejected) error {
 	for i, r := range rs {
 		out[i] = d.record(r.Record, r.Cause)
 	}
-	results := d.client.ProduceSync(ctx, out...)
-	for i, res := range results {
+	// Results come in the order records finish, not the order given.
+	origin := make(map[*kgo.Record]*kgo.Record, len(rs))
+	for i, o := range out {
+		origin[o] = rs[i].Record
+	}
+	for _, res := range d.client.ProduceSync(ctx, out...) {
 		if res.Err != nil {
-			rec := rs[i].Record
+			rec := origin[res.Record]
 			return fmt.Errorf("dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, res.Err)
 		}
 	}

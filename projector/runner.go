@@ -87,6 +87,9 @@ func NewRunner(conn []kgo.Opt, cfg RunnerConfig, dec *events.Decoder, dlqClient 
 		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(names...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers come too, so that a partition's stored
+		// offset reaches its end, past the last commit marker.
+		kgo.KeepControlRecords(),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.AdjustFetchOffsetsFn(r.storedOffsets),
 		kgo.OnPartitionsAssigned(r.assign), kgo.OnPartitionsRevoked(r.forget), kgo.OnPartitionsLost(r.forget))
@@ -159,7 +162,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		recs := fs.Records()
 		started := time.Now()
 		folded, err := r.step(ctx, recs)
-		if len(recs) > 0 {
+		if len(recs) > 0 && (err == nil || ctx.Err() == nil) { // not a step cut short by the stop
 			recordStep(ctx, started, folded, err)
 		}
 		if err == nil {
@@ -169,7 +172,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			// The store holds the truth; the group's own offsets only let
 			// Kafka tools show the projector's lag. Outside the working
 			// set's lock, so a rebalance callback never waits on Kafka.
-			if cerr := r.client.CommitRecords(ctx, recs...); cerr != nil {
+			if cerr := r.client.CommitRecords(ctx, recs...); cerr != nil && ctx.Err() == nil {
 				r.log.WarnContext(ctx, "commit offsets to the consumer group (for lag only)", "err", cerr)
 			}
 		}
@@ -212,8 +215,10 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) ([]string, error)
 	decoded := make([]*events.Decoded, 0, len(recs))
 	source := make([]*kgo.Record, 0, len(recs))
 	for i, rec := range recs {
-		if all[i] == nil {
-			rejected = append(rejected, events.Rejected{Record: rec, Cause: causes[i]})
+		if all[i] == nil { // a transaction marker, or a record to dead-letter
+			if causes[i] != nil {
+				rejected = append(rejected, events.Rejected{Record: rec, Cause: causes[i]})
+			}
 			r.view.Advance(rec.Topic, rec.Partition, rec.Offset)
 			continue
 		}
@@ -330,9 +335,13 @@ func (r *Runner) fold(ctx context.Context, decoded []*events.Decoded, source []*
 }
 
 // decode returns the decoded record, or the reason it does not decode
-// (malformed, forged, unknown, …), to be dead-lettered. ErrKeysBehind is
-// retried here until the trust registry catches up; err is only ctx's.
+// (malformed, forged, unknown, …), to be dead-lettered; a transaction
+// marker has neither. ErrKeysBehind is retried here until the trust
+// registry catches up; err is only ctx's.
 func (r *Runner) decode(ctx context.Context, rec *kgo.Record) (d *events.Decoded, cause, err error) {
+	if rec.Attrs.IsControl() {
+		return nil, nil, nil // a transaction marker: nothing to fold
+	}
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		d, err := r.dec.Decode(ctx, rec)
 		switch {

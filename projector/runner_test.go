@@ -117,6 +117,25 @@ func (r *rig) produce(role events.Topic, rec *kgo.Record) *kgo.Record {
 	return rec
 }
 
+// produceCommitted appends rec in a committed transaction, as
+// events.ConfigWriter writes: a commit marker follows it.
+func (r *rig) produceCommitted(role events.Topic, rec *kgo.Record) *kgo.Record {
+	r.t.Helper()
+	ctx := r.t.Context()
+	cl := kafkatest.Client(r.t, kgo.TransactionalID("runner-test."+r.topics[role]))
+	if err := cl.BeginTransaction(); err != nil {
+		r.t.Fatal(err)
+	}
+	rec.Topic = r.topics[role]
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		r.t.Fatal(err)
+	}
+	return rec
+}
+
 // signed returns e signed by s as a record, not yet appended.
 func (r *rig) signed(s *events.Signer, e *event.Event) *kgo.Record {
 	r.t.Helper()
@@ -422,12 +441,13 @@ func TestRunnerDeadLettersBadInput(t *testing.T) {
 	type letter struct{ Reason, Key, Value string }
 	want := map[origin][]letter{}
 	wantCounts := map[string]int64{}
-	produceBad := func(reason error, topic events.Topic, rec *kgo.Record) {
-		rec = r.produce(topic, rec)
+	produceBadWith := func(produce func(events.Topic, *kgo.Record) *kgo.Record, reason error, topic events.Topic, rec *kgo.Record) {
+		rec = produce(topic, rec)
 		o := origin{rec.Topic, rec.Partition, rec.Offset}
 		want[o] = append(want[o], letter{reason.Error(), string(rec.Key), string(rec.Value)})
 		wantCounts[reason.Error()]++
 	}
+	produceBad := func(reason error, topic events.Topic, rec *kgo.Record) { produceBadWith(r.produce, reason, topic, rec) }
 	for _, b := range bad {
 		produceBad(b.reason, b.topic, b.rec)
 	}
@@ -441,6 +461,11 @@ func TestRunnerDeadLettersBadInput(t *testing.T) {
 	// A partition may end on a bad record: folding the good ones of the
 	// same step must not take the stored offset back before it.
 	produceBad(events.ErrMalformed, events.TopicStatus, &kgo.Record{Key: []byte("c2"), Value: []byte("not an event either")})
+	// The config topic is written in transactions (events.ConfigWriter), so
+	// its partitions end on a commit marker, which the stored offset and
+	// the lag must count as read.
+	produceBadWith(r.produceCommitted, events.ErrMalformed, events.TopicConfig,
+		&kgo.Record{Key: []byte("c1"), Value: []byte("not an event, committed")})
 
 	before, foldedBefore := deadLettered(t), sumsBy(t, "argosy.projector.folded", "type")
 	store := r.fold()

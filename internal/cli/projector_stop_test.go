@@ -3,6 +3,7 @@
 package cli_test
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,5 +29,10 @@ func TestProjectorStopsWhileJoining(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	if err := second.Terminate(30 * time.Second); err != nil {
 		t.Fatalf("%v; log:\n%s", err, second.LogTail())
+	}
+	// Without the wait on the killed member, the stop was not the case
+	// under test.
+	if !strings.Contains(second.LogTail(), "leaving the consumer group timed out") {
+		t.Errorf("the stop did not wait on the group's join; log:\n%s", second.LogTail())
 	}
 }

@@ -118,7 +118,7 @@ func TestTerminate(t *testing.T) {
 	}{
 		{"clean exit", startGraceful, 10 * time.Second, ""},
 		{"killed by the signal", func(t *testing.T) *Proc { return startHelper(t) }, 10 * time.Second, "exited uncleanly"},
-		{"ignores the signal", func(t *testing.T) *Proc { return startHelper(t, syscall.SIGTERM) }, 300 * time.Millisecond, "still running"},
+		{"ignores the signal", func(t *testing.T) *Proc { return startHelper(t, syscall.SIGTERM) }, 300 * time.Millisecond, "TestMain("},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
