@@ -8,10 +8,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
 
 	"github.com/argosyproj/argosy/projector"
 )
@@ -57,8 +58,8 @@ type dialect struct {
 const migrationLock = 0x6172676f7379
 
 var (
-	sqlite   = dialect{json: "TEXT", blob: "BLOB", maxParams: 256, prepare: true}
-	postgres = dialect{json: "JSONB", blob: "BYTEA", numbered: true, maxParams: 30000,
+	sqliteDialect = dialect{json: "TEXT", blob: "BLOB", maxParams: 256, prepare: true}
+	postgres      = dialect{json: "JSONB", blob: "BYTEA", numbered: true, maxParams: 30000,
 		lock: "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(migrationLock, 10) + ")"}
 )
 
@@ -98,8 +99,8 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	s := &Store{d: sqlite, w: w, r: w}
-	if err := s.migrate(ctx); err != nil {
+	s := &Store{d: sqliteDialect, w: w, r: w}
+	if err := migrateSQLite(ctx, s); err != nil {
 		return nil, errors.Join(fmt.Errorf("open sqlite %s: %w", path, err), w.Close())
 	}
 	r, err := sql.Open("sqlite", sqliteDSN(path, "_query_only=1"))
@@ -110,6 +111,27 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	s.r = r
 	return s, nil
 }
+
+// migrateSQLite migrates s, trying again while SQLite answers SQLITE_BUSY
+// without waiting out its busy timeout, as it does while another process
+// creates the file or switches it to WAL.
+func migrateSQLite(ctx context.Context, s *Store) error {
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := s.migrate(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary result code of a locked database.
+const sqliteBusy = 5
 
 // sqliteDSN is a file: URI for path: '%', '?' and '#' in the path are
 // escaped so that they stay part of the name.
