@@ -41,8 +41,13 @@ import (
 // provider serves the whole binary and tests compare counts before and after.
 var meters = sdkmetric.NewManualReader()
 
+// spans records the test binary's spans. OpenTelemetry's global provider
+// cannot be set back once set, so one recorder serves the whole binary.
+var spans = tracetest.NewSpanRecorder()
+
 func TestMain(m *testing.M) {
 	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(meters)))
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
 	os.Exit(kafkatest.Main(m))
 }
 
@@ -589,16 +594,7 @@ func checkViews(t *testing.T, store *sqlstore.Store, want views) {
 // event carries, as a child of the span that published it, with the
 // record's origin; and that the steps' commits are traced.
 func TestRunnerContinuesEachEventsTrace(t *testing.T) {
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prev)
-		if err := tp.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	spans.Reset() // this package's tests do not run in parallel
 
 	r := newRig(t)
 	type published struct {
@@ -615,7 +611,7 @@ func TestRunnerContinuesEachEventsTrace(t *testing.T) {
 		{r.signers["c1"], heartbeat(t, "c1", 1, "v1")},
 		{r.signers["c2"], appStatus(t, "c2", 1, "Healthy")},
 	} {
-		ctx, span := tp.Tracer("test").Start(t.Context(), "argosy app apply")
+		ctx, span := otel.Tracer("test").Start(t.Context(), "argosy app apply")
 		recs := r.publish(ctx, p.signer, p.e)
 		span.End()
 		sent = append(sent, published{rec: recs[0], e: p.e, caller: span.SpanContext()})
