@@ -17,12 +17,13 @@ type instruments struct {
 	folded metric.Int64Counter
 	steps  metric.Int64Counter
 	step   metric.Float64Histogram
-	lag    metric.Int64Gauge
+	lag    metric.Int64ObservableGauge
+	meter  metric.Meter
 }
 
 var meters = sync.OnceValue(func() *instruments {
 	m := otel.Meter("github.com/argosyproj/argosy/projector")
-	var in instruments
+	in := instruments{meter: m}
 	var err error
 	if in.folded, err = m.Int64Counter("argosy.projector.folded",
 		metric.WithDescription("Events folded into the views and committed, by type.")); err != nil {
@@ -37,8 +38,8 @@ var meters = sync.OnceValue(func() *instruments {
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)); err != nil {
 		otel.Handle(err)
 	}
-	if in.lag, err = m.Int64Gauge("argosy.projector.lag", metric.WithUnit("{record}"),
-		metric.WithDescription("Records between the last one folded and the partition's end, by topic and partition, as of the last fetch.")); err != nil {
+	if in.lag, err = m.Int64ObservableGauge("argosy.projector.lag", metric.WithUnit("{record}"),
+		metric.WithDescription("Records between the last one read and the partition's end, by assigned topic and partition, as of the last fetch.")); err != nil {
 		otel.Handle(err)
 	}
 	return &in
@@ -69,14 +70,20 @@ func recordStep(ctx context.Context, started time.Time, folded []string, err err
 	}
 }
 
-// recordLag sets each fetched partition's lag: its last stable offset (the
-// end a read_committed reader can reach) less the offset after its last
-// record. A partition fetched with no records has none left to read.
-func recordLag(ctx context.Context, fs kgo.Fetches) {
-	in := meters()
-	if in.lag == nil {
-		return
-	}
+// lags holds the lag of each partition a Runner has assigned, for the lag
+// gauge, which reports only those: a partition that moved to another
+// replica is reported there, not here as well.
+type lags struct {
+	mu sync.Mutex
+	by map[Partition]int64
+}
+
+// set records each fetched partition's lag: its last stable offset (the end
+// a read_committed reader can reach) less the offset after its last record.
+// A partition fetched with no records has none left to read.
+func (l *lags) set(fs kgo.Fetches) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		if p.Err != nil {
 			return
@@ -89,7 +96,46 @@ func recordLag(ctx context.Context, fs kgo.Fetches) {
 			}
 			lag = max(0, end-(p.Records[n-1].Offset+1))
 		}
-		in.lag.Record(ctx, lag, metric.WithAttributes(attribute.String("topic", p.Topic),
-			attribute.Int("partition", int(p.Partition))))
+		l.by[Partition{p.Topic, p.Partition}] = lag
 	})
+}
+
+// drop forgets partitions that are no longer assigned; with none, all.
+func (l *lags) drop(ps map[string][]int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ps == nil {
+		clear(l.by)
+	}
+	for t, parts := range ps {
+		for _, p := range parts {
+			delete(l.by, Partition{t, p})
+		}
+	}
+}
+
+// observe registers the lag gauge's callback until the returned func runs.
+func (l *lags) observe() (unregister func()) {
+	in := meters()
+	if in.lag == nil {
+		return func() {}
+	}
+	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for p, n := range l.by {
+			o.ObserveInt64(in.lag, n, metric.WithAttributes(attribute.String("topic", p.Topic),
+				attribute.Int("partition", int(p.Partition))))
+		}
+		return nil
+	}, in.lag)
+	if err != nil {
+		otel.Handle(err)
+		return func() {}
+	}
+	return func() {
+		if err := reg.Unregister(); err != nil {
+			otel.Handle(err)
+		}
+	}
 }

@@ -54,6 +54,7 @@ type Runner struct {
 	mu       sync.Mutex // guards view and assigned between the poll loop and rebalance callbacks
 	view     *View
 	assigned map[Partition]bool
+	lags     lags // its own lock, taken after mu, so a metrics scrape never waits on a step
 }
 
 // RunnerConfig configures a Runner.
@@ -78,7 +79,7 @@ func NewRunner(conn []kgo.Opt, cfg RunnerConfig, dec *events.Decoder, dlqClient 
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{dec: dec, store: store, log: log, topics: cfg.Topics, maxRecs: cfg.MaxRecords, view: NewView(),
-		assigned: map[Partition]bool{}}
+		assigned: map[Partition]bool{}, lags: lags{by: map[Partition]int64{}}}
 	var names []string
 	for _, t := range foldedTopics {
 		names = append(names, cfg.Topics[t])
@@ -142,6 +143,7 @@ func (r *Runner) forget(_ context.Context, _ *kgo.Client, ps map[string][]int32)
 			delete(r.assigned, Partition{t, p})
 		}
 	}
+	r.lags.drop(ps)
 }
 
 // Run folds until ctx ends. It returns an error only when the store refuses
@@ -150,6 +152,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	// A poll blocks rebalances until AllowRebalance; leaving the group at
 	// Close is a rebalance, so Close would hang after the last poll.
 	defer r.client.AllowRebalance()
+	defer r.lags.drop(nil)
+	defer r.lags.observe()()
 	backoff := 100 * time.Millisecond
 	for {
 		fs := r.client.PollRecords(ctx, r.maxRecs)
@@ -166,7 +170,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			recordStep(ctx, started, folded, err)
 		}
 		if err == nil {
-			recordLag(ctx, fs)
+			r.lags.set(fs)
 		}
 		if err == nil && len(recs) > 0 {
 			// The store holds the truth; the group's own offsets only let
