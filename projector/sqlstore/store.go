@@ -176,43 +176,15 @@ func (s *Store) Load(ctx context.Context, need *projector.Need) (*projector.Rows
 }
 
 func (s *Store) loadRegistrations(ctx context.Context, keys []string, out map[string]projector.ClusterRegistration) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	return s.inChunks(ctx, `SELECT `+registrationCols("")+` FROM registrations`, len(keys), `cluster = ?`,
-		func(i int) []any { return []any{keys[i]} },
-		func(rows *sql.Rows) error {
-			dest, build := scanRegistration()
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
-			v, err := build()
-			if err != nil || v == nil {
-				return err
-			}
-			out[v.Cluster] = *v
-			return nil
-		})
+	return loadRows(ctx, s, `SELECT `+registrationCols("")+` FROM registrations`, `cluster = ?`, len(keys),
+		func(i int) []any { return []any{keys[i]} }, scanRegistration,
+		func(v projector.ClusterRegistration) string { return v.Cluster }, out)
 }
 
 func (s *Store) loadBeats(ctx context.Context, keys []string, out map[string]projector.ClusterBeat) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	return s.inChunks(ctx, `SELECT `+beatCols("")+` FROM beats`, len(keys), `cluster = ?`,
-		func(i int) []any { return []any{keys[i]} },
-		func(rows *sql.Rows) error {
-			dest, build := scanBeat()
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
-			v, err := build()
-			if err != nil || v == nil {
-				return err
-			}
-			out[v.Cluster] = *v
-			return nil
-		})
+	return loadRows(ctx, s, `SELECT `+beatCols("")+` FROM beats`, `cluster = ?`, len(keys),
+		func(i int) []any { return []any{keys[i]} }, scanBeat,
+		func(v projector.ClusterBeat) string { return v.Cluster }, out)
 }
 
 const appKeyTerm = `(cluster = ? AND namespace = ? AND name = ?)`
@@ -222,41 +194,35 @@ func appKeyArgs(keys []projector.AppKey) func(i int) []any {
 }
 
 func (s *Store) loadDesired(ctx context.Context, keys []projector.AppKey, out map[projector.AppKey]projector.AppDesired) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	return s.inChunks(ctx, `SELECT `+desiredCols("")+` FROM desired_apps`, len(keys), appKeyTerm, appKeyArgs(keys),
-		func(rows *sql.Rows) error {
-			dest, build := scanDesired()
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
-			v, err := build()
-			if err != nil || v == nil {
-				return err
-			}
-			out[v.AppKey] = *v
-			return nil
-		})
+	return loadRows(ctx, s, `SELECT `+desiredCols("")+` FROM desired_apps`, appKeyTerm, len(keys), appKeyArgs(keys),
+		scanDesired, func(v projector.AppDesired) projector.AppKey { return v.AppKey }, out)
 }
 
 func (s *Store) loadObserved(ctx context.Context, keys []projector.AppKey, out map[projector.AppKey]projector.AppObserved) error {
-	if len(keys) == 0 {
+	return loadRows(ctx, s, `SELECT `+observedCols("")+` FROM observed_apps`, appKeyTerm, len(keys), appKeyArgs(keys),
+		scanObserved, func(v projector.AppObserved) projector.AppKey { return v.AppKey }, out)
+}
+
+// loadRows reads the n keyed rows of query (whose term matches one key, with
+// args(i) its arguments), scans each with scan, and stores each row found
+// under key(row).
+func loadRows[K comparable, V any](ctx context.Context, s *Store, query, term string, n int, args func(i int) []any,
+	scan func() ([]any, func() (*V, error)), key func(V) K, out map[K]V) error {
+	if n == 0 {
 		return nil
 	}
-	return s.inChunks(ctx, `SELECT `+observedCols("")+` FROM observed_apps`, len(keys), appKeyTerm, appKeyArgs(keys),
-		func(rows *sql.Rows) error {
-			dest, build := scanObserved()
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
-			v, err := build()
-			if err != nil || v == nil {
-				return err
-			}
-			out[v.AppKey] = *v
-			return nil
-		})
+	return s.inChunks(ctx, query, n, term, args, func(rows *sql.Rows) error {
+		dest, build := scan()
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		v, err := build()
+		if err != nil || v == nil {
+			return err
+		}
+		out[key(*v)] = *v
+		return nil
+	})
 }
 
 func (s *Store) loadChainHeads(ctx context.Context, keys []projector.Partition, out map[projector.Partition]string) error {
