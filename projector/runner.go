@@ -103,6 +103,28 @@ func NewRunner(conn []kgo.Opt, cfg RunnerConfig, dec *events.Decoder, dlqClient 
 	return r, cl, nil
 }
 
+// CloseClient closes a Runner's client after Run has returned, waiting at
+// most d, and reports whether it closed in time. Leaving the group waits
+// for a join in flight, and a join lasts until every member the coordinator
+// knows has rejoined or timed out: a replica killed a moment ago holds it
+// for its whole session timeout. The store has the offsets, so giving up on
+// the leave loses nothing; the group drops this member after its session
+// timeout. Past d, Close goes on in a goroutine of its own: call this only
+// on the way out of the process.
+func CloseClient(cl *kgo.Client, d time.Duration) bool {
+	closed := make(chan struct{})
+	go func() {
+		cl.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
 // storedOffsets starts newly assigned partitions from the store's offsets.
 func (r *Runner) storedOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	var ps []Partition

@@ -263,15 +263,8 @@ func (r *rig) fold() *sqlstore.Store {
 	case <-time.After(30 * time.Second):
 		runErr = errors.New("Run did not return within 30s of its context ending")
 	}
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		cl.Close()
-	}()
 	var closeErr error
-	select {
-	case <-closed:
-	case <-time.After(15 * time.Second):
+	if !projector.CloseClient(cl, 15*time.Second) {
 		closeErr = errors.New("the runner's client did not close within 15s of Run returning")
 	}
 	if err := errors.Join(caughtUp, runErr, closeErr); err != nil {

@@ -188,21 +188,10 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	return g.Wait()
 }
 
-// closeGroupClient closes a consumer group's client, waiting at most d.
-// Leaving the group waits for a join in flight, and a join lasts until
-// every member the coordinator knows has rejoined or timed out: a replica
-// killed a moment ago holds it for its whole session timeout. The store has
-// the offsets, so giving up on the leave loses nothing; the group drops this
-// member after its session timeout.
+// closeGroupClient closes the runner's client, giving it d to leave the
+// group; see projector.CloseClient.
 func closeGroupClient(cl *kgo.Client, d time.Duration, log *slog.Logger) {
-	closed := make(chan struct{})
-	go func() { // left behind only if the process is exiting anyway
-		cl.Close()
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(d):
+	if !projector.CloseClient(cl, d) {
 		log.Warn("leaving the consumer group timed out; the group drops this member after its session timeout", "after", d)
 	}
 }
