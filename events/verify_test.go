@@ -65,6 +65,20 @@ func heartbeat(t testing.TB, cluster string) *event.Event {
 	return e
 }
 
+// appStatus is a status delta as a spoke writes it: sync and health of one
+// Application.
+func appStatus(t testing.TB, cluster string) *event.Event {
+	t.Helper()
+	subj := events.Subject{Cluster: cluster, Kind: "applications", Namespace: "argocd", Name: "guestbook"}
+	e, err := events.New("//argosy.dev/spoke/"+cluster, events.TypeApplicationStatus, subj.String(), cluster,
+		schemas.ApplicationStatusChanged{Resource: schemas.Resource{Cluster: cluster, Namespace: "argocd", Name: "guestbook", Generation: 1},
+			Seq: 7, Sync: &schemas.SyncStatus{Status: "Synced", Revision: "4f1c2d9"}, Health: &schemas.HealthStatus{Status: "Healthy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func sign(t testing.TB, s *events.Signer, e *event.Event) *event.Event {
 	t.Helper()
 	if err := s.Sign(context.Background(), e); err != nil {
