@@ -107,7 +107,8 @@ func mustEvent(b *testing.B, source, typ, subject, key string, data any) *event.
 // BenchmarkProjector folds signed status events end to end: a Runner reads
 // them from Kafka, verifies every signature, folds them and commits rows
 // and offsets to a fresh SQLite store, until the store's offsets reach the
-// ends of the status topic. Each pass is a new consumer group and store.
+// ends of the status topic. Each pass is a new consumer group and store,
+// after one pass that warms the broker up.
 // In "forged", every tenth event is signed with another cluster's key, and
 // is dead-lettered.
 func BenchmarkProjector(b *testing.B) {
@@ -124,6 +125,10 @@ func BenchmarkProjector(b *testing.B) {
 				b.Fatal(err)
 			}
 			ends := endOffsets(b, f.topics[events.TopicStatus])
+			// One pass first, not counted: the broker's JIT compiles its
+			// fetch path on the first reads, which a running projector does
+			// not pay for again.
+			foldAll(b, f.setup, dec, ends)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N { // not b.Loop: each pass stops the timer for its setup
@@ -132,7 +137,7 @@ func BenchmarkProjector(b *testing.B) {
 			b.ReportMetric(float64(b.N*total)/b.Elapsed().Seconds(), "events/s")
 			if bc.forgedEvery > 0 {
 				dlq := endOffsets(b, f.topics[events.TopicDeadLetter])
-				if got, want := dlq[projector.Partition{Topic: f.topics[events.TopicDeadLetter]}], int64(b.N*total/bc.forgedEvery); got != want {
+				if got, want := dlq[projector.Partition{Topic: f.topics[events.TopicDeadLetter]}], int64((b.N+1)*total/bc.forgedEvery); got != want {
 					b.Fatalf("%d records dead-lettered, want %d", got, want)
 				}
 			}
