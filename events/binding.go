@@ -112,7 +112,8 @@ func (m *Message) ReadBinary(ctx context.Context, w binding.BinaryWriter) error 
 		}
 	}
 	if m.Record.Value != nil {
-		if err := w.SetData(bytes.NewReader(m.Record.Value)); err != nil {
+		// A *bytes.Buffer is taken as it is, where a reader would be copied.
+		if err := w.SetData(bytes.NewBuffer(m.Record.Value)); err != nil {
 			return err
 		}
 	}

@@ -147,10 +147,13 @@ func (d *Decoder) Decode(ctx context.Context, r *kgo.Record) (*Decoded, error) {
 	if err := d.checkEnvelope(e, out); err != nil {
 		return nil, err
 	}
-	out.Event, out.Signer, err = d.verifier.Verify(e, r.Timestamp, func(k Key) error { return authorize(sp, out.Subject, k) })
+	signed, signer, err := d.verifier.check(e, r.Timestamp, func(k Key) error { return authorize(sp, out.Subject, k) })
 	if err != nil {
 		return nil, err
 	}
+	// e was parsed for this call alone, so it is trimmed in place.
+	keepVerified(e, signed)
+	out.Event, out.Signer = e, signer
 	if err := ValidateData(sp.Type, e.Data()); err != nil {
 		return nil, err
 	}

@@ -67,6 +67,18 @@ func NewVerifier(keys KeySource) *Verifier { return &Verifier{keys: keys} }
 // key; one valid signature suffices, from a known key that was valid at at
 // and that accept (nil: any key) allows to sign e.
 func (v *Verifier) Verify(e *event.Event, at time.Time, accept func(Key) error) (*event.Event, Key, error) {
+	signed, key, err := v.check(e, at, accept)
+	if err != nil {
+		return nil, Key{}, err
+	}
+	out := e.Clone()
+	keepVerified(&out, signed)
+	return &out, key, nil
+}
+
+// check is Verify without the copy: it returns the signed extensions' names
+// and the key that verified e.
+func (v *Verifier) check(e *event.Event, at time.Time, accept func(Key) error) ([]string, Key, error) {
 	if accept == nil {
 		accept = func(Key) error { return nil }
 	}
@@ -93,7 +105,7 @@ func (v *Verifier) Verify(e *event.Event, at time.Time, accept func(Key) error) 
 	if err != nil {
 		return nil, Key{}, err
 	}
-	return verifiedCopy(e, signed), key, nil
+	return signed, key, nil
 }
 
 func envelopeOf(e *event.Event) (*dsse.Envelope, error) {
@@ -115,14 +127,33 @@ func envelopeOf(e *event.Event) (*dsse.Envelope, error) {
 	if len(env.Signatures) == 0 {
 		return nil, reject(ErrNoSignatures, nil)
 	}
-	seen := make(map[string]bool, len(env.Signatures))
-	for _, s := range env.Signatures {
+	if id, ok := duplicateKeyID(env.Signatures); ok {
+		return nil, reject(ErrDuplicateSignature, fmt.Errorf("key %q signed twice", id))
+	}
+	return &env, nil
+}
+
+// duplicateKeyID returns a key id that signed more than once. An envelope
+// almost always has one signature, so a map is built only for many.
+func duplicateKeyID(sigs []dsse.Signature) (string, bool) {
+	if len(sigs) <= 8 {
+		for i, s := range sigs {
+			for _, t := range sigs[:i] {
+				if s.KeyID == t.KeyID {
+					return s.KeyID, true
+				}
+			}
+		}
+		return "", false
+	}
+	seen := make(map[string]bool, len(sigs))
+	for _, s := range sigs {
 		if seen[s.KeyID] {
-			return nil, reject(ErrDuplicateSignature, fmt.Errorf("key %q signed twice", s.KeyID))
+			return s.KeyID, true
 		}
 		seen[s.KeyID] = true
 	}
-	return &env, nil
+	return "", false
 }
 
 // checkSignatures returns the first key whose signature verifies, that was
@@ -171,19 +202,26 @@ func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.T
 	}
 }
 
-// verifiedCopy returns e without unsigned extensions, and with its time cut
-// to the whole seconds the signature covers.
-func verifiedCopy(e *event.Event, signed []string) *event.Event {
-	out := e.Clone()
-	for name := range e.Extensions() {
-		if !slices.Contains(signed, name) {
-			out.SetExtension(name, nil)
+// keepVerified removes e's unsigned extensions and cuts its time to the
+// whole seconds the signature covers.
+func keepVerified(e *event.Event, signed []string) {
+	if ec, ok := e.Context.(*event.EventContextV1); ok {
+		// Deleting from the map in place spares a copy of every extension.
+		for name := range ec.Extensions {
+			if !slices.Contains(signed, name) {
+				delete(ec.Extensions, name)
+			}
+		}
+	} else {
+		for name := range e.Extensions() {
+			if !slices.Contains(signed, name) {
+				e.SetExtension(name, nil)
+			}
 		}
 	}
 	if t := e.Time(); !t.IsZero() {
-		out.SetTime(t.UTC().Truncate(time.Second))
+		e.SetTime(t.UTC().Truncate(time.Second))
 	}
-	return &out
 }
 
 // extension returns e's extension name (lower case, as SetExtension
