@@ -34,7 +34,7 @@ var meters = sync.OnceValue(func() *instruments {
 		otel.Handle(err)
 	}
 	if in.step, err = m.Float64Histogram("argosy.projector.step.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time to decode, fold and commit one step."),
+		metric.WithDescription("Time from the poll that returned a step's records to their commit."),
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)); err != nil {
 		otel.Handle(err)
 	}

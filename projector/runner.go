@@ -55,6 +55,12 @@ type Runner struct {
 	view     *View
 	assigned map[Partition]bool
 	lags     lags // its own lock, taken after mu, so a metrics scrape never waits on a step
+
+	// rebalanceWaiting is set when a rebalance waits for the records Run
+	// holds; cancelPoll stops the poll in flight.
+	rebalanceWaiting atomic.Bool
+	pollMu           sync.Mutex
+	cancelPoll       context.CancelFunc
 }
 
 // RunnerConfig configures a Runner.
@@ -93,7 +99,8 @@ func NewRunner(conn []kgo.Opt, cfg RunnerConfig, dec *events.Decoder, dlqClient 
 		kgo.KeepControlRecords(),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.AdjustFetchOffsetsFn(r.storedOffsets),
-		kgo.OnPartitionsAssigned(r.assign), kgo.OnPartitionsRevoked(r.forget), kgo.OnPartitionsLost(r.forget))
+		kgo.OnPartitionsAssigned(r.assign), kgo.OnPartitionsRevoked(r.forget), kgo.OnPartitionsLost(r.forget),
+		kgo.OnPartitionsCallbackBlocked(r.rebalanceBlocked))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, nil, err
@@ -168,8 +175,25 @@ func (r *Runner) forget(_ context.Context, _ *kgo.Client, ps map[string][]int32)
 	r.lags.drop(ps)
 }
 
+// polled is one poll's records, decoded.
+type polled struct {
+	fs     kgo.Fetches
+	recs   []*kgo.Record
+	all    []*events.Decoded // nil for a transaction marker or a record to dead-letter
+	causes []error           // why all[i] is nil, unless a marker
+	// started is when the poll returned, for the step duration.
+	started time.Time
+}
+
 // Run folds until ctx ends. It returns an error only when the store refuses
 // a step in a way retrying cannot fix.
+//
+// Decoding, mostly signature verification, is most of a step's cost, so
+// Run decodes each poll's records on every core while it folds and commits
+// the poll before. Rebalances stay blocked from a poll until its records
+// are committed (BlockRebalanceOnPoll), so a partition never moves while
+// its records are held; when a rebalance waits, Run folds what it holds
+// and lets it run.
 func (r *Runner) Run(ctx context.Context) error {
 	// A poll blocks rebalances until AllowRebalance; leaving the group at
 	// Close is a rebalance, so Close would hang after the last poll.
@@ -177,37 +201,20 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer r.lags.drop(nil)
 	defer r.lags.observe()()
 	backoff := 100 * time.Millisecond
+	var held *polled // decoded, not yet folded
 	for {
-		fs := r.client.PollRecords(ctx, r.maxRecs)
+		next, err := r.pollWhileFolding(ctx, held)
+		if err == nil && next != nil && r.rebalanceWaiting.Load() {
+			err, next = r.step(ctx, next), nil
+		}
 		if ctx.Err() != nil {
+			// Stopping: the store holds the offsets before what was not
+			// committed, so the next run folds it again.
 			return nil
 		}
-		fs.EachError(func(t string, p int32, err error) {
-			r.log.WarnContext(ctx, "fetch failed", "topic", t, "partition", p, "err", err)
-		})
-		recs := fs.Records()
-		started := time.Now()
-		folded, err := r.step(ctx, recs)
-		if len(recs) > 0 && (err == nil || ctx.Err() == nil) { // not a step cut short by the stop
-			recordStep(ctx, started, folded, err)
-		}
-		if err == nil {
-			r.lags.set(fs)
-		}
-		if err == nil && len(recs) > 0 {
-			// The store holds the truth; the group's own offsets only let
-			// Kafka tools show the projector's lag. Outside the working
-			// set's lock, so a rebalance callback never waits on Kafka.
-			if cerr := r.client.CommitRecords(ctx, recs...); cerr != nil && ctx.Err() == nil {
-				r.log.WarnContext(ctx, "commit offsets to the consumer group (for lag only)", "err", cerr)
-			}
-		}
-		if err != nil && ctx.Err() != nil {
-			// Stopping: the store holds the offsets before this step, so
-			// the next run folds it again.
-			return nil
-		}
+		held = next
 		if err != nil {
+			held = nil
 			r.log.ErrorContext(ctx, "fold step not committed; folding again from the stored offsets", "err", err)
 			if rerr := r.rewind(ctx); rerr != nil {
 				return errors.Join(err, rerr)
@@ -221,34 +228,110 @@ func (r *Runner) Run(ctx context.Context) error {
 		} else {
 			backoff = 100 * time.Millisecond
 		}
-		r.client.AllowRebalance()
+		if held == nil {
+			r.rebalanceWaiting.Store(false)
+			r.client.AllowRebalance()
+		}
 	}
 }
 
-// step folds one poll's records and commits them with their offsets. It
-// returns the types of the events it folded.
-func (r *Runner) step(ctx context.Context, recs []*kgo.Record) ([]string, error) {
-	if len(recs) == 0 {
-		return nil, nil
+// pollWhileFolding polls and decodes the next records while it folds and
+// commits held. It stops waiting for records once held failed or a
+// rebalance waits. It returns nil records when the poll brought none.
+func (r *Runner) pollWhileFolding(ctx context.Context, held *polled) (*polled, error) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.pollMu.Lock()
+	r.cancelPoll = cancel
+	r.pollMu.Unlock()
+	defer func() {
+		r.pollMu.Lock()
+		r.cancelPoll = nil
+		r.pollMu.Unlock()
+	}()
+	if held == nil {
+		return r.pollDecode(ctx, pctx), nil
 	}
+	next := make(chan *polled, 1)
+	go func() { next <- r.pollDecode(ctx, pctx) }() // received below on every path
+	err := r.step(ctx, held)
+	if err != nil || r.rebalanceWaiting.Load() {
+		cancel()
+	}
+	p := <-next
+	if err != nil {
+		return nil, err // the rewind drops p
+	}
+	return p, nil
+}
+
+// rebalanceBlocked is called when a rebalance waits for the records Run
+// holds: it stops a poll that waits for more.
+func (r *Runner) rebalanceBlocked(context.Context, *kgo.Client) {
+	r.rebalanceWaiting.Store(true)
+	r.pollMu.Lock()
+	defer r.pollMu.Unlock()
+	if r.cancelPoll != nil {
+		r.cancelPoll()
+	}
+}
+
+// pollDecode polls with pctx and decodes what it got with ctx: once polled,
+// records are decoded whole unless Run is stopping.
+func (r *Runner) pollDecode(ctx, pctx context.Context) *polled {
+	fs := r.client.PollRecords(pctx, r.maxRecs)
+	fs.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.Canceled) {
+			r.log.WarnContext(ctx, "fetch failed", "topic", t, "partition", p, "err", err)
+		}
+	})
+	p := &polled{fs: fs, recs: fs.Records(), started: time.Now()}
+	if len(p.recs) == 0 {
+		return nil
+	}
+	var err error
+	if p.all, p.causes, err = r.decodeAll(ctx, p.recs); err != nil {
+		return nil // ctx ended
+	}
+	return p
+}
+
+// step folds one poll's records and commits them with their offsets.
+func (r *Runner) step(ctx context.Context, p *polled) error {
+	folded, err := r.foldCommit(ctx, p)
+	if err == nil || ctx.Err() == nil { // not a step cut short by the stop
+		recordStep(ctx, p.started, folded, err)
+	}
+	if err != nil {
+		return err
+	}
+	r.lags.set(p.fs)
+	// The store holds the truth; the group's own offsets only let Kafka
+	// tools show the projector's lag. Outside the working set's lock, so
+	// a rebalance callback never waits on Kafka.
+	if cerr := r.client.CommitRecords(ctx, p.recs...); cerr != nil && ctx.Err() == nil {
+		r.log.WarnContext(ctx, "commit offsets to the consumer group (for lag only)", "err", cerr)
+	}
+	return nil
+}
+
+// foldCommit folds decoded records and commits them with their offsets. It
+// returns the types of the events it folded.
+func (r *Runner) foldCommit(ctx context.Context, p *polled) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	all, causes, err := r.decodeAll(ctx, recs)
-	if err != nil {
-		return nil, err // the store cannot be ahead of what was folded
-	}
 	var rejected []events.Rejected
-	decoded := make([]*events.Decoded, 0, len(recs))
-	source := make([]*kgo.Record, 0, len(recs))
-	for i, rec := range recs {
-		if all[i] == nil { // a transaction marker, or a record to dead-letter
-			if causes[i] != nil {
-				rejected = append(rejected, events.Rejected{Record: rec, Cause: causes[i]})
+	decoded := make([]*events.Decoded, 0, len(p.recs))
+	source := make([]*kgo.Record, 0, len(p.recs))
+	for i, rec := range p.recs {
+		if p.all[i] == nil { // a transaction marker, or a record to dead-letter
+			if p.causes[i] != nil {
+				rejected = append(rejected, events.Rejected{Record: rec, Cause: p.causes[i]})
 			}
 			r.view.Advance(rec.Topic, rec.Partition, rec.Offset)
 			continue
 		}
-		decoded, source = append(decoded, all[i]), append(source, rec)
+		decoded, source = append(decoded, p.all[i]), append(source, rec)
 	}
 	if err := r.load(ctx, decoded); err != nil {
 		return nil, err
@@ -264,8 +347,8 @@ func (r *Runner) step(ctx context.Context, recs []*kgo.Record) ([]string, error)
 			"offset", rj.Record.Offset, "err", rj.Cause)
 	}
 	cctx, span := tracer().Start(ctx, "projector.commit", trace.WithLinks(links...),
-		trace.WithAttributes(attribute.Int("argosy.records", len(recs))))
-	err = r.store.Commit(cctx, r.view.Flush())
+		trace.WithAttributes(attribute.Int("argosy.records", len(p.recs))))
+	err := r.store.Commit(cctx, r.view.Flush())
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "store commit failed")
