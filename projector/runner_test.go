@@ -570,6 +570,14 @@ type beatView struct {
 // want.
 func checkViews(t *testing.T, store *sqlstore.Store, want views) {
 	t.Helper()
+	if diff := cmp.Diff(want, readViews(t, store)); diff != "" {
+		t.Errorf("views (-want +store):\n%s", diff)
+	}
+}
+
+// readViews reads the store through its query side.
+func readViews(t *testing.T, store *sqlstore.Store) views {
+	t.Helper()
 	ctx := t.Context()
 	var got views
 	apps, err := store.Apps(ctx, projector.AppFilter{})
@@ -607,9 +615,7 @@ func checkViews(t *testing.T, store *sqlstore.Store, want views) {
 	for _, a := range audit {
 		got.Audits = append(got.Audits, a.EventID)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("views (-want +store):\n%s", diff)
-	}
+	return got
 }
 
 // TestRunnerContinuesEachEventsTrace publishes events from within spans of

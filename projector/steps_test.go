@@ -1,0 +1,203 @@
+//go:build integration
+
+package projector_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/kafkatest"
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/sqlstore"
+)
+
+// TestRunnerYieldsToRebalanceWhileIdle: a Runner that has caught up still
+// holds its last poll's records' rebalance block while it waits for more
+// (it polls the next records while it commits the last). A member joining
+// the group must get partitions at once, not after the rebalance timeout
+// expels the Runner.
+func TestRunnerYieldsToRebalanceWhileIdle(t *testing.T) {
+	r := newRig(t)
+	r.publish(t.Context(), r.signers["c1"], appStatus(t, "c1", 1, "Healthy"), heartbeat(t, "c1", 1, "v1"))
+	r.publish(t.Context(), r.signers["c2"], appStatus(t, "c2", 1, "Healthy"))
+	ends := r.endOffsets(r.topics[events.TopicConfig], r.topics[events.TopicStatus],
+		r.topics[events.TopicDeployments], r.topics[events.TopicAudit])
+
+	store := newStore(t)
+	group := r.topics[events.TopicConfig] + ".projector"
+	stopped := startRunner(t, r, group, store, 0)
+	if err := waitCaughtUp(t.Context(), store, ends, stopped); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second member joins. The Runner's partitions can move only once it
+	// lets the rebalance run.
+	var mu sync.Mutex
+	got := map[string][]int32{}
+	assigned := make(chan struct{})
+	joiner := kafkatest.Client(t, kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(r.topics[events.TopicConfig], r.topics[events.TopicStatus],
+			r.topics[events.TopicDeployments], r.topics[events.TopicAudit]),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) == 0 && len(ps) > 0 {
+				close(assigned)
+			}
+			for topic, parts := range ps {
+				got[topic] = append(got[topic], parts...)
+			}
+		}))
+	pollCtx, stopPolling := context.WithCancel(t.Context())
+	polling := make(chan struct{})
+	go func() {
+		defer close(polling)
+		for pollCtx.Err() == nil {
+			joiner.PollFetches(pollCtx)
+		}
+	}()
+	defer func() {
+		stopPolling()
+		<-polling
+	}()
+	// Well under the 60 s rebalance timeout, after which the broker would
+	// expel the Runner and hand everything to the joiner anyway.
+	select {
+	case <-assigned:
+		mu.Lock()
+		t.Logf("the joining member got %v", got)
+		mu.Unlock()
+	case <-stopped:
+		t.Fatal("Run returned while the group rebalanced")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the joining member got no partitions within 30s: the Runner held the rebalance")
+	}
+}
+
+// newStore opens a fresh SQLite store that the test closes at its end.
+func newStore(t *testing.T) *sqlstore.Store {
+	t.Helper()
+	store, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "views.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return store
+}
+
+// startRunner runs a Runner of group over the rig's topics into store, with
+// steps of at most maxRecords (0: the default), until the test ends. Run must
+// then return nil and the client close promptly. The channel closes when Run
+// returns.
+func startRunner(t *testing.T, r *rig, group string, store projector.Store, maxRecords int) <-chan struct{} {
+	t.Helper()
+	runner, cl, err := projector.NewRunner([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))},
+		projector.RunnerConfig{Group: group, Topics: r.topics, MaxRecords: maxRecords},
+		r.dec, kafkatest.Client(t, events.ProducerOpts(nil)...), store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var runErr error
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		runErr = runner.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+		if runErr != nil {
+			t.Errorf("Run: %v", runErr)
+		}
+		if !projector.CloseClient(cl, 15*time.Second) {
+			t.Error("the runner's client did not close within 15s")
+		}
+	})
+	return stopped
+}
+
+// failingStore refuses the commits whose numbers (from 1) are in fail.
+type failingStore struct {
+	*sqlstore.Store
+	fail    map[int32]bool
+	commits atomic.Int32
+}
+
+func (s *failingStore) Commit(ctx context.Context, b *projector.Batch) error {
+	if s.fail[s.commits.Add(1)] {
+		return errors.New("injected commit failure")
+	}
+	return s.Store.Commit(ctx, b)
+}
+
+// TestRunnerFoldsAgainAfterAFailedCommit: a step whose store commit fails is
+// dropped whole, together with the records polled after it, and folded
+// again from the stored offsets. Steps of two records make the runner hold
+// the next poll while each commit fails. The views and audit chains must
+// equal those of a run without failures: nothing lost, nothing twice.
+func TestRunnerFoldsAgainAfterAFailedCommit(t *testing.T) {
+	r := newRig(t)
+	c1, c2 := r.signers["c1"], r.signers["c2"]
+	for gen := int64(1); gen <= 5; gen++ {
+		r.publish(t.Context(), r.hub, appUpsert(t, "c1", "guestbook", gen), appUpsert(t, "c2", "guestbook", gen))
+		r.publish(t.Context(), c1, appStatus(t, "c1", gen, "Progressing"), heartbeat(t, "c1", gen, "v1"))
+		r.publish(t.Context(), c2, appStatus(t, "c2", gen, "Healthy"))
+	}
+	ends := r.endOffsets(r.topics[events.TopicConfig], r.topics[events.TopicStatus],
+		r.topics[events.TopicDeployments], r.topics[events.TopicAudit])
+	want := r.fold()
+
+	before := sumsBy(t, "argosy.projector.steps", "result")
+	store := &failingStore{Store: newStore(t), fail: map[int32]bool{2: true, 3: true, 6: true}}
+	stopped := startRunner(t, r, r.topics[events.TopicConfig]+".failing", store, 2)
+	if err := waitCaughtUp(t.Context(), store.Store, ends, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.commits.Load(); n < 7 {
+		t.Fatalf("%d commits, want at least 7 so that every injected failure happened", n)
+	}
+	if got := delta(before, sumsBy(t, "argosy.projector.steps", "result"))["failed"]; got != 3 {
+		t.Errorf("argosy_projector_steps_total{result=failed} rose by %d, want 3", got)
+	}
+	if diff := cmp.Diff(readViews(t, want), readViews(t, store.Store)); diff != "" {
+		t.Errorf("views after failed commits differ from a run without (-without +with):\n%s", diff)
+	}
+	parts, err := want.ChainPartitions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) == 0 {
+		t.Fatal("no audit chain to compare")
+	}
+	for _, p := range parts {
+		wantChain, err := want.Chain(t.Context(), p, -1, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotChain, err := store.Chain(t.Context(), p, -1, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantChain, gotChain); diff != "" {
+			t.Errorf("audit chain of %v (-without +with):\n%s", p, diff)
+		}
+		if br := projector.Verify(gotChain); br != nil {
+			t.Errorf("audit chain of %v broken: %+v", p, br)
+		}
+	}
+}
