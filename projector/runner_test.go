@@ -7,10 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,53 +219,18 @@ func (r *rig) endOffsets(topics ...string) map[projector.Partition]int64 {
 }
 
 // fold runs a Runner over the rig's topics into a new SQLite store until the
-// store's offsets reach the ends of the folded topics, then cancels it. Run
+// store's offsets reach the ends of the folded topics, then stops it. Run
 // must return nil, and the client must close promptly.
 func (r *rig) fold() *sqlstore.Store {
 	t := r.t
 	t.Helper()
 	ends := r.endOffsets(r.topics[events.TopicConfig], r.topics[events.TopicStatus],
 		r.topics[events.TopicDeployments], r.topics[events.TopicAudit])
-	store, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "views.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := store.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	dlq := kafkatest.Client(t, events.ProducerOpts(nil)...)
-	runner, cl, err := projector.NewRunner([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))},
-		projector.RunnerConfig{Group: r.topics[events.TopicConfig] + ".projector", Topics: r.topics},
-		r.dec, dlq, store, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var runErr error
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		runErr = runner.Run(ctx)
-	}()
+	store := newStore(t)
+	stopped, stop := startRunner(t, r, r.topics[events.TopicConfig]+".projector", store, 0)
 	caughtUp := waitCaughtUp(t.Context(), store, ends, stopped)
 	r.lagsCaughtUp = r.waitLagsSettle()
-	cancel()
-	select {
-	case <-stopped:
-		if runErr != nil {
-			runErr = fmt.Errorf("Run returned %w, want nil after its context ended", runErr)
-		}
-	case <-time.After(30 * time.Second):
-		runErr = errors.New("Run did not return within 30s of its context ending")
-	}
-	var closeErr error
-	if !projector.CloseClient(cl, 15*time.Second) {
-		closeErr = errors.New("the runner's client did not close within 15s of Run returning")
-	}
-	if err := errors.Join(caughtUp, runErr, closeErr); err != nil {
+	if err := errors.Join(caughtUp, stop()); err != nil {
 		t.Fatal(err)
 	}
 	return store

@@ -5,6 +5,7 @@ package projector_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -35,7 +36,7 @@ func TestRunnerYieldsToRebalanceWhileIdle(t *testing.T) {
 
 	store := newStore(t)
 	group := r.topics[events.TopicConfig] + ".projector"
-	stopped := startRunner(t, r, group, store, 0)
+	stopped, _ := startRunner(t, r, group, store, 0)
 	if err := waitCaughtUp(t.Context(), store, ends, stopped); err != nil {
 		t.Fatal(err)
 	}
@@ -100,10 +101,10 @@ func newStore(t *testing.T) *sqlstore.Store {
 }
 
 // startRunner runs a Runner of group over the rig's topics into store, with
-// steps of at most maxRecords (0: the default), until the test ends. Run must
-// then return nil and the client close promptly. The channel closes when Run
-// returns.
-func startRunner(t *testing.T, r *rig, group string, store projector.Store, maxRecords int) <-chan struct{} {
+// steps of at most maxRecords (0: the default). The channel closes when Run
+// returns. stop ends Run, which must return nil within 30 s, and closes the
+// client, which must close within 15 s; the test's cleanup calls it too.
+func startRunner(t *testing.T, r *rig, group string, store projector.Store, maxRecords int) (<-chan struct{}, func() error) {
 	t.Helper()
 	runner, cl, err := projector.NewRunner([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))},
 		projector.RunnerConfig{Group: group, Topics: r.topics, MaxRecords: maxRecords},
@@ -118,17 +119,28 @@ func startRunner(t *testing.T, r *rig, group string, store projector.Store, maxR
 		defer close(stopped)
 		runErr = runner.Run(ctx)
 	}()
-	t.Cleanup(func() {
+	stop := sync.OnceValue(func() error {
 		cancel()
-		<-stopped
-		if runErr != nil {
-			t.Errorf("Run: %v", runErr)
+		select {
+		case <-stopped:
+			if runErr != nil {
+				runErr = fmt.Errorf("Run returned %w, want nil after its context ended", runErr)
+			}
+		case <-time.After(30 * time.Second):
+			runErr = errors.New("Run did not return within 30s of its context ending")
 		}
+		var closeErr error
 		if !projector.CloseClient(cl, 15*time.Second) {
-			t.Error("the runner's client did not close within 15s")
+			closeErr = errors.New("the runner's client did not close within 15s of Run returning")
+		}
+		return errors.Join(runErr, closeErr)
+	})
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
 		}
 	})
-	return stopped
+	return stopped, stop
 }
 
 // failingStore refuses the commits whose numbers (from 1) are in fail.
@@ -164,7 +176,7 @@ func TestRunnerFoldsAgainAfterAFailedCommit(t *testing.T) {
 
 	before := sumsBy(t, "argosy.projector.steps", "result")
 	store := &failingStore{Store: newStore(t), fail: map[int32]bool{2: true, 3: true, 6: true}}
-	stopped := startRunner(t, r, r.topics[events.TopicConfig]+".failing", store, 2)
+	stopped, _ := startRunner(t, r, r.topics[events.TopicConfig]+".failing", store, 2)
 	if err := waitCaughtUp(t.Context(), store.Store, ends, stopped); err != nil {
 		t.Fatal(err)
 	}
