@@ -2,13 +2,13 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // Headers a dead-letter record carries besides the original's own.
@@ -29,11 +29,16 @@ const (
 type DeadLetter struct {
 	client *kgo.Client
 	topic  string
+	inst   *instruments
 }
 
-// NewDeadLetter returns a dead-letter writer to topic.
-func NewDeadLetter(client *kgo.Client, topic string) *DeadLetter {
-	return &DeadLetter{client: client, topic: topic}
+// NewDeadLetter returns a dead-letter writer to topic on client, which
+// should be built with ProducerOpts. It takes the WithMeterProvider option.
+func NewDeadLetter(client *kgo.Client, topic string, opts ...Option) (*DeadLetter, error) {
+	if client == nil || topic == "" {
+		return nil, errors.New("dead letter: a client and a topic are required")
+	}
+	return &DeadLetter{client: client, topic: topic, inst: newInstruments(newOptions(opts).meters)}, nil
 }
 
 // Rejected is a record that cannot be processed, and why.
@@ -72,10 +77,8 @@ func (d *DeadLetter) SendAll(ctx context.Context, rs ...Rejected) error {
 			return fmt.Errorf("dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, res.Err)
 		}
 	}
-	if c := meters().deadLettered; c != nil {
-		for _, r := range rs {
-			c.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", Reason(r.Cause))))
-		}
+	for _, r := range rs {
+		count(ctx, d.inst.deadLettered, attribute.String("reason", Reason(r.Cause)))
 	}
 	return nil
 }

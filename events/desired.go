@@ -38,15 +38,19 @@ type ConfigWriter struct {
 }
 
 // NewConfigWriter returns a writer on a transactional client (built with
-// ProducerOpts and kgo.TransactionalID).
-func NewConfigWriter(client *kgo.Client, signer *Signer, topics Topics) (*ConfigWriter, error) {
+// ProducerOpts and kgo.TransactionalID). It takes the options NewProducer
+// takes.
+func NewConfigWriter(client *kgo.Client, signer *Signer, topics Topics, opts ...Option) (*ConfigWriter, error) {
+	if client == nil {
+		return nil, errors.New("config writer: a client is required")
+	}
 	if id, _ := client.OptValue(kgo.TransactionalID).(string); id == "" {
 		return nil, errors.New("config writer: the client needs a transactional id")
 	}
 	if _, ok := topics[TopicDesired]; !ok {
 		return nil, errors.New("config writer: no desired-state topic configured")
 	}
-	p, err := NewProducer(client, signer, topics)
+	p, err := NewProducer(client, signer, topics, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +100,7 @@ func (w *ConfigWriter) Write(ctx context.Context, es ...*event.Event) (recs []*k
 		return nil, fmt.Errorf("config writer: commit: %w", err)
 	}
 	for _, e := range es {
-		countType(ctx, meters().published, e.Type())
+		countType(ctx, w.p.inst.published, e.Type())
 	}
 	return recs, nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -35,6 +34,8 @@ type rig struct {
 	f      *fixture
 	prod   *events.Producer
 	client *kgo.Client
+	// popts are the options of the producers publish makes.
+	popts []events.Option
 }
 
 func newRig(t *testing.T, configPartitions int32, pins map[string]int32) *rig {
@@ -149,7 +150,7 @@ func (r *rig) publishCtx(ctx context.Context, cluster string, es ...*event.Event
 	var recs []*kgo.Record
 	for _, e := range es {
 		sp, _ := events.Lookup(e.Type())
-		p, err := events.NewProducer(r.client, r.signerFor(sp, cluster), r.topics)
+		p, err := events.NewProducer(r.client, r.signerFor(sp, cluster), r.topics, r.popts...)
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -404,18 +405,13 @@ func TestHandlerErrors(t *testing.T) {
 	r := newRig(t, 1, nil)
 	topic := r.topics[events.TopicConfig]
 	r.publish("cluster-a", appUpsert(t, "cluster-a"), appUpsert(t, "cluster-a"), appUpsert(t, "cluster-a"))
-	cl := kafkatest.Client(t, events.ReaderOpts()...)
 	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".h", MaxBackoff: 50 * time.Millisecond}
-	rd, err := events.NewReader(cl, r.decoder(), events.NewDeadLetter(cl, r.topics[events.TopicDeadLetter]),
-		slog.New(slog.DiscardHandler), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := newReader(t, r, r.decoder(), cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	attempts := map[int64]int{}
 	boom := errors.New("boom")
-	err = rd.Run(ctx, func(_ context.Context, d *events.Decoded) error {
+	err := rd.Run(ctx, func(_ context.Context, d *events.Decoded) error {
 		attempts[d.Offset]++
 		switch {
 		case d.Offset == 0:

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
@@ -43,13 +44,15 @@ type Registry struct {
 	// following registries judge only events up to through (see Covers).
 	following bool
 	through   time.Time
+	// advanced is closed, and replaced, whenever through moves.
+	advanced chan struct{}
 }
 
 // NewRegistry returns a fixed registry that trusts anchors from the beginning
 // of time and covers every log time. Anchors are the hub's signing keys,
 // configured out of band; only they sign trust events.
 func NewRegistry(anchors ...Key) *Registry {
-	r := &Registry{keys: make(map[string]Key, len(anchors))}
+	r := &Registry{keys: make(map[string]Key, len(anchors)), advanced: make(chan struct{})}
 	for _, k := range anchors {
 		k.Anchor = true
 		r.keys[k.ID] = k
@@ -94,8 +97,34 @@ func (r *Registry) Covers(t time.Time) bool {
 func (r *Registry) Advance(t time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.advance(t)
+}
+
+// advance moves coverage to t, waking WaitCovers. The caller holds r.mu.
+func (r *Registry) advance(t time.Time) {
 	if t.After(r.through) {
 		r.through = t
+		close(r.advanced)
+		r.advanced = make(chan struct{})
+	}
+}
+
+// WaitCovers returns once the registry covers log time t (see Covers), or
+// with ctx's error. A reader that met ErrKeysBehind waits here, and goes on
+// the moment the trust topic's reader has caught up.
+func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
+	for {
+		r.mu.RLock()
+		covered, advanced := !r.following || !t.After(r.through), r.advanced
+		r.mu.RUnlock()
+		if covered {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-advanced:
+		}
 	}
 }
 
@@ -132,8 +161,8 @@ func (r *Registry) Apply(d *Decoded) error {
 	}
 	// Trust events before this one's log time are all applied (the topic
 	// has one partition); events at the same millisecond may follow.
-	if before := at.Add(-time.Millisecond); r.following && before.After(r.through) {
-		r.through = before
+	if r.following {
+		r.advance(at.Add(-time.Millisecond))
 	}
 	return nil
 }

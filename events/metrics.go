@@ -2,24 +2,26 @@ package events
 
 import (
 	"context"
-	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
 
-// instruments are the package's metrics, created on first use from the global
-// meter provider (which cmd points at Prometheus).
+// instruments are a component's metrics, made from the meter provider its
+// options name (the global one by default, which cmd points at Prometheus).
+// Every instrument is usable: the API's no-op stands in for one that could
+// not be made.
 type instruments struct {
 	published    metric.Int64Counter
 	processed    metric.Int64Counter
 	deadLettered metric.Int64Counter
 	retries      metric.Int64Counter
+	keysBehind   metric.Int64Counter
 }
 
-var meters = sync.OnceValue(func() *instruments {
-	m := otel.Meter(instrumentation)
+func newInstruments(mp metric.MeterProvider) *instruments {
+	m := mp.Meter(instrumentation)
 	counter := func(name, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithDescription(desc))
 		if err != nil {
@@ -32,11 +34,19 @@ var meters = sync.OnceValue(func() *instruments {
 		processed:    counter("argosy.events.processed", "Events a reader handled, by type."),
 		deadLettered: counter("argosy.events.dead_lettered", "Records written to the dead-letter topic, by reason."),
 		retries:      counter("argosy.events.retries", "Failed attempts that a reader will retry."),
+		keysBehind: counter("argosy.events.keys_behind",
+			"Records that waited for the key registry to catch up with the trust topic before they could be judged."),
 	}
-})
+}
 
 func countType(ctx context.Context, c metric.Int64Counter, eventType string) {
 	if c != nil {
 		c.Add(ctx, 1, metric.WithAttributes(attribute.String("type", eventType)))
+	}
+}
+
+func count(ctx context.Context, c metric.Int64Counter, attrs ...attribute.KeyValue) {
+	if c != nil {
+		c.Add(ctx, 1, metric.WithAttributes(attrs...))
 	}
 }

@@ -31,12 +31,18 @@ type Producer struct {
 	client *kgo.Client
 	signer *Signer
 	topics Topics
+	tracer trace.Tracer
+	inst   *instruments
 }
 
 // NewProducer returns a producer. client should be built with ProducerOpts;
 // a client with idempotent writes disabled or acks other than all in-sync
-// replicas is refused, since Publish promises durability.
-func NewProducer(client *kgo.Client, signer *Signer, topics Topics) (*Producer, error) {
+// replicas is refused, since Publish promises durability. It takes the
+// WithTracerProvider and WithMeterProvider options.
+func NewProducer(client *kgo.Client, signer *Signer, topics Topics, opts ...Option) (*Producer, error) {
+	if client == nil {
+		return nil, errors.New("producer: a client is required")
+	}
 	if off, _ := client.OptValue(kgo.DisableIdempotentWrite).(bool); off {
 		return nil, errors.New("producer: idempotent writes are disabled")
 	}
@@ -46,7 +52,8 @@ func NewProducer(client *kgo.Client, signer *Signer, topics Topics) (*Producer, 
 	if signer == nil {
 		return nil, errors.New("producer: a signer is required")
 	}
-	return &Producer{client: client, signer: signer, topics: topics}, nil
+	o := newOptions(opts)
+	return &Producer{client: client, signer: signer, topics: topics, tracer: o.tracer(), inst: newInstruments(o.meters)}, nil
 }
 
 // Publish adds the trace context of ctx, signs and appends the events, and
@@ -55,7 +62,7 @@ func NewProducer(client *kgo.Client, signer *Signer, topics Topics) (*Producer, 
 // Timestamp is the producer's clock, while readers see the broker's log
 // append time (Decoded.LogTime).
 func (p *Producer) Publish(ctx context.Context, es ...*event.Event) ([]*kgo.Record, error) {
-	ctx, span := tracer().Start(ctx, "events.publish", trace.WithSpanKind(trace.SpanKindProducer),
+	ctx, span := p.tracer.Start(ctx, "events.publish", trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.Int("argosy.events", len(es))))
 	defer span.End()
 	recs, err := p.encodeAll(ctx, es)
@@ -68,7 +75,7 @@ func (p *Producer) Publish(ctx context.Context, es ...*event.Event) ([]*kgo.Reco
 		return nil, fmt.Errorf("produce: %w", err)
 	}
 	for _, e := range es {
-		countType(ctx, meters().published, e.Type())
+		countType(ctx, p.inst.published, e.Type())
 	}
 	return recs, nil
 }

@@ -68,21 +68,23 @@ type ReaderConfig struct {
 type Reader struct {
 	client *kgo.Client
 	adm    *kadm.Client
-	dec    *Decoder
-	dlq    *DeadLetter
+	in     *Intake
 	cfg    ReaderConfig
 	log    *slog.Logger
+	tracer trace.Tracer
+	inst   *instruments
 }
 
-// NewReader returns a reader. client must not be in a consumer group: the
-// reader adds its partitions to it directly. It should use ReaderOpts. A nil
-// log discards.
-func NewReader(client *kgo.Client, dec *Decoder, dlq *DeadLetter, log *slog.Logger, cfg ReaderConfig) (*Reader, error) {
+// NewReader returns a reader that takes records through in. client must
+// not be in a consumer group: the reader adds its partitions to it
+// directly. It should use ReaderOpts. It takes the WithLogger,
+// WithTracerProvider and WithMeterProvider options.
+func NewReader(client *kgo.Client, in *Intake, cfg ReaderConfig, opts ...Option) (*Reader, error) {
 	if cfg.Topic == "" || cfg.Group == "" {
 		return nil, errors.New("reader: topic and group are required")
 	}
-	if client == nil || dec == nil || dlq == nil {
-		return nil, errors.New("reader: client, decoder and dead-letter writer are required")
+	if client == nil || in == nil {
+		return nil, errors.New("reader: a client and an intake are required")
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 30 * time.Second
@@ -90,10 +92,9 @@ func NewReader(client *kgo.Client, dec *Decoder, dlq *DeadLetter, log *slog.Logg
 	if cfg.Start == (kgo.Offset{}) {
 		cfg.Start = kgo.NewOffset().AtStart()
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Reader{client: client, adm: kadm.NewClient(client), dec: dec, dlq: dlq, cfg: cfg, log: log}, nil
+	o := newOptions(opts)
+	return &Reader{client: client, adm: kadm.NewClient(client), in: in, cfg: cfg, log: o.log,
+		tracer: o.tracer(), inst: newInstruments(o.meters)}, nil
 }
 
 // ReaderOpts are client options for a Reader's client: on an out-of-range
@@ -285,20 +286,16 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 	return out, lost, nil
 }
 
-// handle decodes and handles one record, dead-lettering it if it is poison.
+// handle takes one record through the intake and handles it,
+// dead-lettering it if it is poison.
 func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 	if r.cfg.Skip != nil && r.cfg.Skip(rec) {
 		return nil
 	}
-	var d *Decoded
-	err := r.retry(ctx, func(ctx context.Context) error { // retries ErrKeysBehind
-		var err error
-		d, err = r.dec.Decode(ctx, rec)
-		return err
-	})
+	d, err := r.in.Take(ctx, rec)
 	if err != nil {
 		if !IsPoison(err) {
-			return err
+			return err // ctx ended
 		}
 		if r.cfg.OnRefused != nil {
 			cause := err
@@ -306,9 +303,12 @@ func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 				return err
 			}
 		}
-		return r.deadLetter(ctx, rec, err)
+		return r.refuse(ctx, rec, err)
 	}
-	ctx, span := tracer().Start(ContextWithTrace(ctx, d), "events.process "+d.Spec.Type,
+	if d == nil {
+		return nil // a transaction marker
+	}
+	ctx, span := r.tracer.Start(ContextWithTrace(ctx, d), "events.process "+d.Spec.Type,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 			attribute.String("messaging.destination.name", rec.Topic),
 			attribute.String("messaging.destination.partition.id", strconv.Itoa(int(rec.Partition))),
@@ -318,11 +318,11 @@ func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 	err = r.retry(ctx, func(ctx context.Context) error { return call(ctx, h, d) })
 	switch {
 	case err == nil:
-		countType(ctx, meters().processed, d.Spec.Type)
+		countType(ctx, r.inst.processed, d.Spec.Type)
 		return nil
 	case IsPoison(err):
 		span.SetStatus(codes.Error, err.Error())
-		return r.deadLetter(ctx, rec, err)
+		return r.refuse(ctx, rec, err)
 	}
 	span.SetStatus(codes.Error, err.Error())
 	return err
@@ -338,10 +338,9 @@ func call(ctx context.Context, h Handler, d *Decoded) (err error) {
 	return h(ctx, d)
 }
 
-func (r *Reader) deadLetter(ctx context.Context, rec *kgo.Record, cause error) error {
-	r.log.WarnContext(ctx, "dead-lettering record", "topic", rec.Topic, "partition", rec.Partition,
-		"offset", rec.Offset, "reason", Reason(cause), "err", cause)
-	return r.retry(ctx, func(ctx context.Context) error { return classify(r.dlq.Send(ctx, rec, cause)) })
+// refuse dead-letters rec, retrying until the dead letter is durable.
+func (r *Reader) refuse(ctx context.Context, rec *kgo.Record, cause error) error {
+	return r.retry(ctx, func(ctx context.Context) error { return classify(r.in.Refuse(ctx, Rejected{Record: rec, Cause: cause})) })
 }
 
 // classify marks Kafka errors that retrying cannot fix (authorization, an
@@ -367,9 +366,7 @@ func (r *Reader) retry(ctx context.Context, f func(context.Context) error) error
 			return ctx.Err()
 		}
 		r.log.WarnContext(ctx, "retrying", "in", wait, "err", err)
-		if c := meters().retries; c != nil {
-			c.Add(ctx, 1)
-		}
+		count(ctx, r.inst.retries)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

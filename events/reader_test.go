@@ -5,7 +5,6 @@ package events_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -17,11 +16,18 @@ import (
 	"github.com/argosyproj/argosy/internal/kafkatest"
 )
 
-func newReader(t *testing.T, r *rig, dec *events.Decoder, cfg events.ReaderConfig) *events.Reader {
+func newReader(t *testing.T, r *rig, dec *events.Decoder, cfg events.ReaderConfig, opts ...events.Option) *events.Reader {
 	t.Helper()
 	cl := kafkatest.Client(t, events.ReaderOpts()...)
-	rd, err := events.NewReader(cl, dec, events.NewDeadLetter(cl, r.topics[events.TopicDeadLetter]),
-		slog.New(slog.DiscardHandler), cfg)
+	dlq, err := events.NewDeadLetter(cl, r.topics[events.TopicDeadLetter], opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := events.NewIntake(dec, dlq, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := events.NewReader(cl, in, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,9 @@ package events_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -16,33 +14,27 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/internal/kafkatest"
 )
 
 // TestTraceContinuesThroughKafka checks that the span a handler runs in
 // continues the trace of the code that published the event, and that
-// publishing and processing are counted.
+// publishing and processing are counted. The providers are given to the
+// producer and the reader, never installed globally: several components in
+// one process report each to their own.
 func TestTraceContinuesThroughKafka(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	prevT, prevM := otel.GetTracerProvider(), otel.GetMeterProvider()
-	otel.SetTracerProvider(tp)
-	otel.SetMeterProvider(mp)
-	t.Cleanup(func() { otel.SetTracerProvider(prevT); otel.SetMeterProvider(prevM) })
+	telemetry := []events.Option{events.WithTracerProvider(tp), events.WithMeterProvider(mp)}
 
 	r := newRig(t, 1, nil)
+	r.popts = telemetry
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "argosy app sync")
 	r.publishCtx(ctx, "cluster-a", appUpsert(t, "cluster-a"))
 	parent.End()
 
-	cl := kafkatest.Client(t, events.ReaderOpts()...)
-	rd, err := events.NewReader(cl, r.decoder(), events.NewDeadLetter(cl, r.topics[events.TopicDeadLetter]),
-		slog.New(slog.DiscardHandler), events.ReaderConfig{Topic: r.topics[events.TopicConfig], Group: "trace"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := newReader(t, r, r.decoder(), events.ReaderConfig{Topic: r.topics[events.TopicConfig], Group: "trace"}, telemetry...)
 	runCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var handled trace.SpanContext

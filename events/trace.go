@@ -4,9 +4,7 @@ import (
 	"context"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Trace context extensions (CloudEvents distributed tracing extension).
@@ -18,8 +16,6 @@ const (
 const instrumentation = "github.com/argosyproj/argosy/events"
 
 var propagator = propagation.TraceContext{}
-
-func tracer() trace.Tracer { return otel.Tracer(instrumentation) }
 
 // InjectTrace writes the span context of ctx into e's traceparent and
 // tracestate extensions.

@@ -12,24 +12,33 @@ import (
 
 // TrustFollower keeps a following Registry up to date with the trust topic:
 // it reads the topic's one partition from the start, applies every key event
-// it verifies, and advances the registry's coverage whenever it has read to
-// the end, so that readers of other topics judge each record by the keys
-// that were valid at its log time (ErrKeysBehind until then).
+// its intake accepts, and advances the registry's coverage whenever it has
+// read to the end, so that readers of other topics judge each record by the
+// keys that were valid at its log time (they wait in Intake.Take until
+// then).
 type TrustFollower struct {
-	// Client must consume the trust topic's partition 0 from the start
-	// (see TrustConsumeOpts), and nothing else.
-	Client *kgo.Client
-	// Topic is the trust topic's name.
-	Topic string
-	// Decoder verifies trust events. Only trust anchors sign them, so it
-	// verifies against a plain registry of the anchors (NewRegistry), not
-	// against the following Registry it feeds.
-	Decoder  *Decoder
-	Registry *Registry
-	Log      *slog.Logger
-	// Margin is subtracted from the local clock when the follower has read
-	// to the end, for the broker's clock to be behind ours; zero means 2 s.
-	Margin time.Duration
+	client *kgo.Client
+	topic  string
+	in     *Intake
+	reg    *Registry
+	log    *slog.Logger
+	margin time.Duration
+}
+
+// NewTrustFollower returns a follower of topic, the trust topic, that
+// feeds reg. client must consume the topic's partition 0 from the start
+// (see TrustConsumeOpts), and nothing else. Only trust anchors sign trust
+// events, so in decodes against a plain registry of the anchors
+// (NewRegistry), never against the following registry it feeds. It takes
+// the WithLogger and WithClockMargin options: when the follower has read to
+// the end, it advances the registry to the local clock less the margin,
+// for the broker's clock to be behind ours.
+func NewTrustFollower(client *kgo.Client, topic string, in *Intake, reg *Registry, opts ...Option) (*TrustFollower, error) {
+	if client == nil || topic == "" || in == nil || reg == nil {
+		return nil, errors.New("trust follower: a client, the trust topic, an intake and a registry are required")
+	}
+	o := newOptions(opts)
+	return &TrustFollower{client: client, topic: topic, in: in, reg: reg, log: o.log, margin: o.margin}, nil
 }
 
 // TrustConsumeOpts are the consumer options of a TrustFollower's client.
@@ -46,46 +55,63 @@ func TrustConsumeOpts(topics Topics) []kgo.Opt {
 // It polls for at most a second at a time. Whenever it has applied every
 // record up to the partition's end (its last stable offset, read again after
 // each quiet poll), it advances the registry to the time the poll began less
-// Margin, since nothing appended before then can still be on its way.
+// the clock margin, since nothing appended before then can still be on its
+// way.
 func (f *TrustFollower) Run(ctx context.Context) error {
-	margin := f.Margin
-	if margin <= 0 {
-		margin = 2 * time.Second
-	}
-	topic := f.Topic
-	adm := kadm.NewClient(f.Client)
+	adm := kadm.NewClient(f.client)
 	next := int64(0)
 	for ctx.Err() == nil {
 		polled := time.Now()
 		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := f.Client.PollFetches(pollCtx)
+		fs := f.client.PollFetches(pollCtx)
 		cancel()
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				f.Log.WarnContext(ctx, "trust topic fetch failed; will retry", "topic", t, "partition", p, "err", err)
+				f.log.WarnContext(ctx, "trust topic fetch failed; will retry", "topic", t, "partition", p, "err", err)
 			}
 		})
+		stopped := false
 		fs.EachRecord(func(r *kgo.Record) {
-			f.apply(ctx, r)
+			if stopped {
+				return
+			}
+			if err := f.apply(ctx, r); err != nil {
+				stopped = true // ctx ended: the record is read again next time
+				return
+			}
 			next = r.Offset + 1
 		})
-		ends, err := adm.ListCommittedOffsets(ctx, topic)
+		if stopped {
+			return nil
+		}
+		ends, err := adm.ListCommittedOffsets(ctx, f.topic)
 		if err != nil {
 			continue // not known to be at the end: do not advance
 		}
-		if end, ok := ends.Lookup(topic, 0); ok && end.Err == nil && next >= end.Offset {
-			f.Registry.Advance(polled.Add(-margin))
+		if end, ok := ends.Lookup(f.topic, 0); ok && end.Err == nil && next >= end.Offset {
+			f.reg.Advance(polled.Add(-f.margin))
 		}
 	}
 	return nil
 }
 
-func (f *TrustFollower) apply(ctx context.Context, r *kgo.Record) {
-	d, err := f.Decoder.Decode(ctx, r)
-	if err == nil {
-		err = f.Registry.Apply(d)
+// apply takes one trust record through the intake into the registry. A
+// record the intake refuses, or that the registry cannot apply, is
+// refused with its reason; the keys it names stay unknown. It returns an
+// error only when ctx ended.
+func (f *TrustFollower) apply(ctx context.Context, r *kgo.Record) error {
+	d, err := f.in.Take(ctx, r)
+	if err == nil && d != nil {
+		err = f.reg.Apply(d)
 	}
-	if err != nil && !errors.Is(err, ErrKeysBehind) {
-		f.Log.ErrorContext(ctx, "trust event refused; keys it names stay unknown", "offset", r.Offset, "err", err)
+	if err == nil || !IsPoison(err) {
+		return err
 	}
+	if err := f.in.Refuse(ctx, Rejected{Record: r, Cause: err}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f.log.ErrorContext(ctx, "trust event refused and not dead-lettered", "offset", r.Offset, "err", err)
+	}
+	return nil
 }

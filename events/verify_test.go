@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -492,4 +493,37 @@ func TestFollowingRegistryWaits(t *testing.T) {
 	if _, err := dec.Decode(context.Background(), rec); err != nil {
 		t.Fatalf("registered before the event: %v", err)
 	}
+}
+
+// TestWaitCovers checks that a wait for the registry to cover a log time
+// ends the moment coverage reaches it, and not before; and that it ends
+// with ctx.
+func TestWaitCovers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := events.NewFollowingRegistry()
+		at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+		done := make(chan error, 1)
+		go func() { done <- r.WaitCovers(t.Context(), at) }()
+		r.Advance(at.Add(-time.Second))
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("returned %v before coverage reached the time", err)
+		default:
+		}
+		r.Advance(at)
+		synctest.Wait()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { done <- r.WaitCovers(ctx, at.Add(time.Hour)) }()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("after cancel: %v", err)
+		}
+		if err := events.NewRegistry().WaitCovers(t.Context(), at); err != nil {
+			t.Fatalf("a fixed registry covers every time: %v", err)
+		}
+	})
 }

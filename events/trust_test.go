@@ -1,0 +1,143 @@
+//go:build integration
+
+package events_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/kafkatest"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// keyRotated is a trust event that replaces the hub key from with to.
+func keyRotated(t *testing.T, from, to *events.Signer) *event.Event {
+	t.Helper()
+	e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRotated, "keys/"+from.KeyID(), "hub",
+		schemas.KeyRotated{KeyID: from.KeyID(), Next: schemas.KeyRegistered{KeyID: to.KeyID(), Owner: "hub", Role: schemas.RoleHub,
+			Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(to.Public())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestTrustFollowerRotatesTheHubKey runs a reader of the config topic whose
+// keys come from the trust topic, as an agent's do, on the real broker. The
+// hub key is rotated while it runs: an event signed by the old key before
+// the rotation and one signed by the new key after it are handled; one
+// signed by the old key after the rotation is dead-lettered as signed by a
+// revoked key, and so is a trust event no anchor signed. Nothing is judged
+// before the follower has read the trust topic past it.
+func TestTrustFollowerRotatesTheHubKey(t *testing.T) {
+	r := newRig(t, 1, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	oldKey, newKey := r.f.hub, newSigner(t)
+	producer := func(s *events.Signer) *events.Producer {
+		p, err := events.NewProducer(r.client, s, r.topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	publish := func(p *events.Producer, e *event.Event) {
+		t.Helper()
+		if _, err := p.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, after, stale := appUpsert(t, "cluster-a"), appUpsert(t, "cluster-a"), appUpsert(t, "cluster-a")
+	forged, err := events.New("//argosy.dev/hub/test", events.TypeKeyRegistered, "keys/"+r.f.stranger.KeyID(), "hub",
+		schemas.KeyRegistered{KeyID: r.f.stranger.KeyID(), Owner: "hub", Role: schemas.RoleHub, Purpose: schemas.PurposeSigning,
+			Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(r.f.stranger.Public())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(producer(oldKey), before)
+	publish(producer(oldKey), keyRotated(t, oldKey, newKey))
+	publish(producer(r.f.stranger), forged)
+	publish(producer(newKey), after)
+	publish(producer(oldKey), stale)
+
+	anchor := events.HubAnchor("hub", oldKey.Public())
+	keys := events.NewFollowingRegistry(anchor)
+	dlqClient := kafkatest.Client(t, events.ProducerOpts(nil)...)
+	dlq, err := events.NewDeadLetter(dlqClient, r.topics[events.TopicDeadLetter])
+	if err != nil {
+		t.Fatal(err)
+	}
+	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(anchor)), events.WithTopics(r.topics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trustIn, err := events.NewIntake(trustDec, dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower, err := events.NewTrustFollower(kafkatest.Client(t, events.TrustConsumeOpts(r.topics)...), r.topics[events.TopicTrust], trustIn, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := events.NewDecoder(events.NewVerifier(keys), events.WithTopics(r.topics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := newReader(t, r, dec, events.ReaderConfig{Topic: r.topics[events.TopicConfig], Group: "rotation"})
+
+	var mu sync.Mutex
+	var handled []string
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return follower.Run(gctx) })
+	g.Go(func() error {
+		return rd.Run(gctx, func(_ context.Context, d *events.Decoded) error {
+			if !keys.Covers(d.LogTime) {
+				return events.Fatal(errors.New("judged before the trust topic was read past it"))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			handled = append(handled, d.Event.ID())
+			return nil
+		})
+	})
+	dead := consumeRaw(t, r.topics[events.TopicDeadLetter], 2)
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, rec := range dead {
+		reasons[header(rec, "ce_id")] = header(rec, events.HeaderDLQReason)
+	}
+	want := map[string]string{stale.ID(): "revoked_key", forged.ID(): "unknown_key"}
+	for id, reason := range want {
+		if reasons[id] != reason {
+			t.Errorf("dead letters %v: want %s dead-lettered as %s", reasons, id, reason)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(handled, []string{before.ID(), after.ID()}) {
+		t.Errorf("handled %v, want the event before the rotation (%s) and the one signed by the new key (%s)", handled, before.ID(), after.ID())
+	}
+}
+
+// header returns the value of rec's header key, or "".
+func header(rec *kgo.Record, key string) string {
+	for _, h := range rec.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
