@@ -340,7 +340,9 @@ func call(ctx context.Context, h Handler, d *Decoded) (err error) {
 
 // refuse dead-letters rec, retrying until the dead letter is durable.
 func (r *Reader) refuse(ctx context.Context, rec *kgo.Record, cause error) error {
-	return r.retry(ctx, func(ctx context.Context) error { return classify(r.in.Refuse(ctx, Rejected{Record: rec, Cause: cause})) })
+	return r.retry(ctx, func(ctx context.Context) error {
+		return classify(r.in.Refuse(ctx, Rejected{Record: rec, Cause: cause}))
+	})
 }
 
 // classify marks Kafka errors that retrying cannot fix (authorization, an
