@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -142,11 +141,23 @@ func BenchmarkConsume(b *testing.B) {
 	b.ReportMetric(float64(b.N*total)/b.Elapsed().Seconds(), "events/s")
 }
 
+// intake reads through dec and dead-letters to the setup's topic.
+func intake(b *testing.B, s *setup, dec *events.Decoder) *events.Intake {
+	b.Helper()
+	dlq, err := events.NewDeadLetter(kafkatest.Client(b, events.ProducerOpts(nil)...), s.topics[events.TopicDeadLetter])
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := events.NewIntake(dec, dlq)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return in
+}
+
 func readAll(b *testing.B, s *setup, dec *events.Decoder, total int) {
 	b.Helper()
-	cl := kafkatest.Client(b, events.ReaderOpts()...)
-	rd, err := events.NewReader(cl, dec, events.NewDeadLetter(cl, s.topics[events.TopicDeadLetter]),
-		slog.New(slog.DiscardHandler),
+	rd, err := events.NewReader(kafkatest.Client(b, events.ReaderOpts()...), intake(b, s, dec),
 		events.ReaderConfig{Topic: s.topics[events.TopicConfig], Group: fmt.Sprintf("bench-%d", time.Now().UnixNano())})
 	if err != nil {
 		b.Fatal(err)

@@ -5,7 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -169,14 +168,12 @@ func foldAll(b *testing.B, s *setup, dec *events.Decoder, ends map[projector.Par
 		b.Fatal(err)
 	}
 	defer store.Close()
-	dlq := kafkatest.Client(b, events.ProducerOpts(nil)...)
-	r, cl, err := projector.NewRunner([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(b))},
-		projector.RunnerConfig{Group: fmt.Sprintf("bench-%d", time.Now().UnixNano()), Topics: s.topics},
-		dec, dlq, store, slog.New(slog.DiscardHandler))
+	r, err := projector.NewRunner([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(b))}, store, intake(b, s, dec),
+		projector.WithGroup(fmt.Sprintf("bench-%d", time.Now().UnixNano())), projector.WithTopics(s.topics))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer cl.Close()
+	defer r.Close(time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	done := make(chan error, 1)

@@ -11,8 +11,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// instruments are the runner's metrics, created on first use from the
-// global meter provider (which cmd points at Prometheus).
+// instruments are a runner's metrics, made from the meter provider its
+// options name (the global one by default, which cmd points at
+// Prometheus).
 type instruments struct {
 	folded metric.Int64Counter
 	steps  metric.Int64Counter
@@ -21,8 +22,8 @@ type instruments struct {
 	meter  metric.Meter
 }
 
-var meters = sync.OnceValue(func() *instruments {
-	m := otel.Meter("github.com/argosyproj/argosy/projector")
+func newInstruments(mp metric.MeterProvider) *instruments {
+	m := mp.Meter(instrumentation)
 	in := instruments{meter: m}
 	var err error
 	if in.folded, err = m.Int64Counter("argosy.projector.folded",
@@ -43,11 +44,10 @@ var meters = sync.OnceValue(func() *instruments {
 		otel.Handle(err)
 	}
 	return &in
-})
+}
 
 // recordStep counts a step's outcome, its duration and its folded types.
-func recordStep(ctx context.Context, started time.Time, folded []string, err error) {
-	in := meters()
+func (in *instruments) recordStep(ctx context.Context, started time.Time, folded []string, err error) {
 	result := "committed"
 	if err != nil {
 		result = "failed"
@@ -115,8 +115,7 @@ func (l *lags) drop(ps map[string][]int32) {
 }
 
 // observe registers the lag gauge's callback until the returned func runs.
-func (l *lags) observe() (unregister func()) {
-	in := meters()
+func (l *lags) observe(in *instruments) (unregister func()) {
 	if in.lag == nil {
 		return func() {}
 	}

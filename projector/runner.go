@@ -6,53 +6,42 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/events"
 )
 
-// tracer is the projector's tracer from the global provider, which cmd sets.
-func tracer() trace.Tracer { return otel.Tracer("github.com/argosyproj/argosy/projector") }
-
 // Topics the projector folds.
 var foldedTopics = []events.Topic{events.TopicConfig, events.TopicStatus, events.TopicDeployments, events.TopicAudit}
-
-// maxCommitLinks bounds the links from a commit span to the fold spans it
-// stores: OpenTelemetry's SDK keeps 128 links per span by default.
-const maxCommitLinks = 128
 
 // Runner folds the config, status, deployments and audit topics into a
 // Store, exactly once. It consumes in a consumer group, so replicas share the
 // partitions, but its offsets live in the store, written in the same
 // transaction as the rows they produced: on assignment it starts each
 // partition from the store's offset, and a crash at any point loses the
-// uncommitted step as a whole, to be folded again.
+// uncommitted step as a whole, to be folded again. Each step is the
+// Folder's: the same one a rebuild from the log takes.
 //
-// Records that do not decode (malformed, forged, unknown, …) go to the
-// dead-letter topic with their reason before the step that skips them is
-// committed; the projector never stops on them. Records whose keys the
-// trust registry has not caught up with are retried.
+// Records go through an events.Intake: those that do not decode
+// (malformed, forged, unknown, …) go to the dead-letter topic with their
+// reason before the step that skips them is committed, so the projector
+// never stops on them; records whose keys the trust registry has not
+// caught up with wait for it.
 type Runner struct {
 	client  *kgo.Client
-	dec     *events.Decoder
-	dlq     *events.DeadLetter
+	in      *events.Intake
 	store   Store
 	log     *slog.Logger
-	topics  events.Topics
+	inst    *instruments
 	maxRecs int
 
-	mu       sync.Mutex // guards view and assigned between the poll loop and rebalance callbacks
-	view     *View
+	mu       sync.Mutex // guards folder and assigned between the poll loop and rebalance callbacks
+	folder   *Folder
 	assigned map[Partition]bool
 	lags     lags // its own lock, taken after mu, so a metrics scrape never waits on a step
 
@@ -63,35 +52,34 @@ type Runner struct {
 	cancelPoll       context.CancelFunc
 }
 
-// RunnerConfig configures a Runner.
-type RunnerConfig struct {
-	Group  string
-	Topics events.Topics
-	// MaxRecords bounds one fold step; zero means 10,000.
-	MaxRecords int
-}
-
-// NewRunner returns a Runner and the client it consumes with, built from
-// conn (seed brokers, TLS, SASL, telemetry hooks). The caller closes the
-// client after Run returns.
-func NewRunner(conn []kgo.Opt, cfg RunnerConfig, dec *events.Decoder, dlqClient *kgo.Client, store Store, log *slog.Logger) (*Runner, *kgo.Client, error) {
-	if cfg.Group == "" {
-		return nil, nil, errors.New("projector: a consumer group is required")
+// NewRunner returns a Runner that folds into store what it reads through
+// in, with a client of its own built from conn (seed brokers, TLS, SASL).
+// It takes the WithGroup, WithTopics, WithMaxRecords, WithClientOpts
+// ("projector"), WithLogger, WithTracerProvider and WithMeterProvider
+// options. Close its client with Close once Run has returned.
+func NewRunner(conn []kgo.Opt, store Store, in *events.Intake, opts ...Option) (*Runner, error) {
+	o := newOptions(opts)
+	if o.group == "" {
+		return nil, errors.New("projector: a consumer group is required")
 	}
-	if cfg.MaxRecords <= 0 {
-		cfg.MaxRecords = 10_000
+	if in == nil {
+		return nil, errors.New("projector: an intake is required")
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if o.maxRecords <= 0 {
+		return nil, errors.New("projector: a step's records must be bounded by a positive number")
 	}
-	r := &Runner{dec: dec, store: store, log: log, topics: cfg.Topics, maxRecs: cfg.MaxRecords, view: NewView(),
+	folder, err := NewFolder(store, opts...)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{in: in, store: store, log: o.log, inst: newInstruments(o.meters), maxRecs: o.maxRecords, folder: folder,
 		assigned: map[Partition]bool{}, lags: lags{by: map[Partition]int64{}}}
 	var names []string
 	for _, t := range foldedTopics {
-		names = append(names, cfg.Topics[t])
+		names = append(names, o.topics[t])
 	}
-	opts := append(append([]kgo.Opt{}, conn...),
-		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(names...),
+	copts := append(append(append([]kgo.Opt{}, conn...), o.clientOpts("projector")...),
+		kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(names...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Transaction markers come too, so that a partition's stored
@@ -101,27 +89,24 @@ func NewRunner(conn []kgo.Opt, cfg RunnerConfig, dec *events.Decoder, dlqClient 
 		kgo.AdjustFetchOffsetsFn(r.storedOffsets),
 		kgo.OnPartitionsAssigned(r.assign), kgo.OnPartitionsRevoked(r.forget), kgo.OnPartitionsLost(r.forget),
 		kgo.OnPartitionsCallbackBlocked(r.rebalanceBlocked))
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, nil, err
+	if r.client, err = kgo.NewClient(copts...); err != nil {
+		return nil, err
 	}
-	r.client = cl
-	r.dlq = events.NewDeadLetter(dlqClient, cfg.Topics[events.TopicDeadLetter])
-	return r, cl, nil
+	return r, nil
 }
 
-// CloseClient closes a Runner's client after Run has returned, waiting at
+// Close closes the Runner's client after Run has returned, waiting at
 // most d, and reports whether it closed in time. Leaving the group waits
-// for a join in flight, and a join lasts until every member the coordinator
-// knows has rejoined or timed out: a replica killed a moment ago holds it
-// for its whole session timeout. The store has the offsets, so giving up on
-// the leave loses nothing; the group drops this member after its session
-// timeout. Past d, Close goes on in a goroutine of its own: call this only
-// on the way out of the process.
-func CloseClient(cl *kgo.Client, d time.Duration) bool {
+// for a join in flight, and a join lasts until every member the
+// coordinator knows has rejoined or timed out: a replica killed a moment
+// ago holds it for its whole session timeout. The store has the offsets,
+// so giving up on the leave loses nothing; the group drops this member
+// after its session timeout. Past d, the close goes on in a goroutine of
+// its own, which ends with it.
+func (r *Runner) Close(d time.Duration) bool {
 	closed := make(chan struct{})
 	go func() {
-		cl.Close()
+		r.client.Close()
 		close(closed)
 	}()
 	select {
@@ -166,7 +151,7 @@ func (r *Runner) assign(_ context.Context, _ *kgo.Client, ps map[string][]int32)
 func (r *Runner) forget(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.view.Forget()
+	r.folder.Forget()
 	for t, parts := range ps {
 		for _, p := range parts {
 			delete(r.assigned, Partition{t, p})
@@ -199,7 +184,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	// Close is a rebalance, so Close would hang after the last poll.
 	defer r.client.AllowRebalance()
 	defer r.lags.drop(nil)
-	defer r.lags.observe()()
+	defer r.lags.observe(r.inst)()
 	backoff := 100 * time.Millisecond
 	var held *polled // decoded, not yet folded
 	for {
@@ -300,7 +285,7 @@ func (r *Runner) pollDecode(ctx, pctx context.Context) *polled {
 func (r *Runner) step(ctx context.Context, p *polled) error {
 	folded, err := r.foldCommit(ctx, p)
 	if err == nil || ctx.Err() == nil { // not a step cut short by the stop
-		recordStep(ctx, p.started, folded, err)
+		r.inst.recordStep(ctx, p.started, folded, err)
 	}
 	if err != nil {
 		return err
@@ -315,53 +300,47 @@ func (r *Runner) step(ctx context.Context, p *polled) error {
 	return nil
 }
 
-// foldCommit folds decoded records and commits them with their offsets. It
-// returns the types of the events it folded.
+// foldCommit takes one step of the Folder over a poll's records: it folds
+// them, dead-letters those refused before or by the fold, and commits the
+// rest with their offsets. It returns the types of the events it folded.
 func (r *Runner) foldCommit(ctx context.Context, p *polled) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var rejected []events.Rejected
-	decoded := make([]*events.Decoded, 0, len(p.recs))
+	var step Step
+	var refused []events.Rejected
 	source := make([]*kgo.Record, 0, len(p.recs))
 	for i, rec := range p.recs {
 		if p.all[i] == nil { // a transaction marker, or a record to dead-letter
 			if p.causes[i] != nil {
-				rejected = append(rejected, events.Rejected{Record: rec, Cause: p.causes[i]})
+				refused = append(refused, events.Rejected{Record: rec, Cause: p.causes[i]})
 			}
-			r.view.Advance(rec.Topic, rec.Partition, rec.Offset)
+			step.Passed = append(step.Passed, Position{rec.Topic, rec.Partition, rec.Offset})
 			continue
 		}
-		decoded, source = append(decoded, p.all[i]), append(source, rec)
+		step.Events, source = append(step.Events, p.all[i]), append(source, rec)
 	}
-	if err := r.load(ctx, decoded); err != nil {
+	folded, err := r.folder.Fold(ctx, step)
+	if err != nil {
 		return nil, err
 	}
-	folded, links, rejected := r.fold(ctx, decoded, source, rejected)
-	// Every rejected record is durable in the dead-letter topic before the
+	for _, f := range folded.Refused {
+		refused = append(refused, events.Rejected{Record: source[f.Index], Cause: f.Err})
+	}
+	// Every refused record is durable in the dead-letter topic before the
 	// step that skips it commits; one batch, not a round trip each.
-	if err := r.dlq.SendAll(ctx, rejected...); err != nil {
+	if err := r.in.Refuse(ctx, refused...); err != nil {
 		return nil, err
 	}
-	for _, rj := range rejected {
-		r.log.WarnContext(ctx, "record dead-lettered", "topic", rj.Record.Topic, "partition", rj.Record.Partition,
-			"offset", rj.Record.Offset, "err", rj.Cause)
+	if err := r.folder.Commit(ctx, len(p.recs)); err != nil {
+		return nil, err
 	}
-	cctx, span := tracer().Start(ctx, "projector.commit", trace.WithLinks(links...),
-		trace.WithAttributes(attribute.Int("argosy.records", len(p.recs))))
-	err := r.store.Commit(cctx, r.view.Flush())
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "store commit failed")
-	}
-	span.End()
-	if err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
-	}
-	return folded, nil
+	return folded.Types, nil
 }
 
-// decodeAll decodes recs on every core: verification is most of the cost
-// of a step. A record that does not decode has a nil event and its cause.
+// decodeAll takes recs through the intake on every core: verification is
+// most of the cost of a step. A record that does not decode has a nil
+// event and its cause; a transaction marker has neither. The error is
+// only ctx's.
 func (r *Runner) decodeAll(ctx context.Context, recs []*kgo.Record) ([]*events.Decoded, []error, error) {
 	all := make([]*events.Decoded, len(recs))
 	causes := make([]error, len(recs))
@@ -372,8 +351,13 @@ func (r *Runner) decodeAll(ctx context.Context, recs []*kgo.Record) ([]*events.D
 	for range min(runtime.GOMAXPROCS(0), len(recs)) {
 		g.Go(func() error {
 			for i := int(next.Add(1) - 1); i < len(recs); i = int(next.Add(1) - 1) {
-				var err error
-				if all[i], causes[i], err = r.decode(gctx, recs[i]); err != nil {
+				d, err := r.in.Take(gctx, recs[i])
+				switch {
+				case err == nil:
+					all[i] = d
+				case events.IsPoison(err):
+					causes[i] = err
+				default:
 					return err
 				}
 			}
@@ -383,96 +367,11 @@ func (r *Runner) decodeAll(ctx context.Context, recs []*kgo.Record) ([]*events.D
 	return all, causes, g.Wait()
 }
 
-// load reads into the working set the rows that folding decoded needs and
-// it does not hold.
-func (r *Runner) load(ctx context.Context, decoded []*events.Decoded) error {
-	need := &Need{}
-	for _, d := range decoded {
-		n := Needs(d)
-		need.Registrations = append(need.Registrations, n.Registrations...)
-		need.Desired = append(need.Desired, n.Desired...)
-		need.Observed = append(need.Observed, n.Observed...)
-		need.ChainHeads = append(need.ChainHeads, n.ChainHeads...)
-	}
-	missing := r.view.Missing(need)
-	if missing.empty() {
-		return nil
-	}
-	rows, err := r.store.Load(ctx, missing)
-	if err != nil {
-		return fmt.Errorf("load rows: %w", err)
-	}
-	r.view.Merge(missing, rows)
-	return nil
-}
-
-// fold applies decoded in order. It returns the types folded, links to the
-// fold spans for the commit span, and rejected with the events the fold
-// could not take added.
-func (r *Runner) fold(ctx context.Context, decoded []*events.Decoded, source []*kgo.Record,
-	rejected []events.Rejected) ([]string, []trace.Link, []events.Rejected) {
-	folded := make([]string, 0, len(decoded))
-	var links []trace.Link
-	for i, d := range decoded {
-		// Each fold continues the trace the event carries, so a change can
-		// be followed from the CLI to the views.
-		_, span := tracer().Start(events.ContextWithTrace(ctx, d), "projector.fold "+d.Spec.Type,
-			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
-				attribute.String("messaging.destination.name", d.Topic),
-				attribute.String("messaging.destination.partition.id", strconv.Itoa(int(d.Partition))),
-				attribute.Int64("messaging.kafka.offset", d.Offset),
-				attribute.String("cloudevents.event_id", d.Event.ID())))
-		err := Apply(r.view, d)
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "dead-lettered: the fold cannot take it")
-		}
-		if len(links) < maxCommitLinks {
-			links = append(links, trace.Link{SpanContext: span.SpanContext()})
-		}
-		span.End()
-		if err != nil {
-			// A valid event the fold cannot take (a spec that is not
-			// JSON, say): dead-letter it like bad input.
-			rejected = append(rejected, events.Rejected{Record: source[i], Cause: events.Poison(err)})
-			r.view.Advance(d.Topic, d.Partition, d.Offset)
-			continue
-		}
-		folded = append(folded, d.Spec.Type)
-	}
-	return folded, links, rejected
-}
-
-// decode returns the decoded record, or the reason it does not decode
-// (malformed, forged, unknown, …), to be dead-lettered; a transaction
-// marker has neither. ErrKeysBehind is retried here until the trust
-// registry catches up; err is only ctx's.
-func (r *Runner) decode(ctx context.Context, rec *kgo.Record) (d *events.Decoded, cause, err error) {
-	if rec.Attrs.IsControl() {
-		return nil, nil, nil // a transaction marker: nothing to fold
-	}
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		d, err := r.dec.Decode(ctx, rec)
-		switch {
-		case err == nil:
-			return d, nil, nil
-		case errors.Is(err, events.ErrKeysBehind):
-			select {
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			case <-time.After(wait):
-			}
-		default:
-			return nil, err, nil
-		}
-	}
-}
-
 // rewind drops the working set and seeks every assigned partition back to
 // the store's offsets, after a step that was not committed.
 func (r *Runner) rewind(ctx context.Context) error {
 	r.mu.Lock()
-	r.view.Forget()
+	r.folder.Forget()
 	var ps []Partition
 	for p := range r.assigned {
 		ps = append(ps, p)
@@ -495,8 +394,4 @@ func (r *Runner) rewind(ctx context.Context) error {
 	}
 	r.client.SetOffsets(set)
 	return nil
-}
-
-func (n *Need) empty() bool {
-	return len(n.Registrations)+len(n.Beats)+len(n.Desired)+len(n.Observed)+len(n.ChainHeads) == 0
 }

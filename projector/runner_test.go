@@ -89,6 +89,20 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
+// intake reads through the rig's decoder and dead-letters to its topic.
+func (r *rig) intake() *events.Intake {
+	r.t.Helper()
+	dlq, err := events.NewDeadLetter(kafkatest.Client(r.t, events.ProducerOpts(nil)...), r.topics[events.TopicDeadLetter])
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	in, err := events.NewIntake(r.dec, dlq)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return in
+}
+
 func newSigner(t *testing.T) *events.Signer {
 	t.Helper()
 	s, err := events.GenerateSigner()

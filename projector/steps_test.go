@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -106,9 +105,11 @@ func newStore(t *testing.T) *sqlstore.Store {
 // client, which must close within 15 s; the test's cleanup calls it too.
 func startRunner(t *testing.T, r *rig, group string, store projector.Store, maxRecords int) (<-chan struct{}, func() error) {
 	t.Helper()
-	runner, cl, err := projector.NewRunner([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))},
-		projector.RunnerConfig{Group: group, Topics: r.topics, MaxRecords: maxRecords},
-		r.dec, kafkatest.Client(t, events.ProducerOpts(nil)...), store, slog.New(slog.DiscardHandler))
+	opts := []projector.Option{projector.WithGroup(group), projector.WithTopics(r.topics)}
+	if maxRecords > 0 {
+		opts = append(opts, projector.WithMaxRecords(maxRecords))
+	}
+	runner, err := projector.NewRunner([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, store, r.intake(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func startRunner(t *testing.T, r *rig, group string, store projector.Store, maxR
 			runErr = errors.New("Run did not return within 30s of its context ending")
 		}
 		var closeErr error
-		if !projector.CloseClient(cl, 15*time.Second) {
+		if !runner.Close(15 * time.Second) {
 			closeErr = errors.New("the runner's client did not close within 15s of Run returning")
 		}
 		return errors.Join(runErr, closeErr)

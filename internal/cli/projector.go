@@ -5,18 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/events"
@@ -135,96 +130,22 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	if err != nil {
 		return err
 	}
-	topics := events.DefaultTopics(o.TopicPrefix)
-	anchor := events.HubAnchor("hub", hub)
-	keys := events.NewFollowingRegistry(anchor)
-	dec, err := events.NewDecoder(events.NewVerifier(keys), events.WithTopics(topics))
+	svc, err := projector.NewService(conn, withCrash(store, os.Getenv(EnvCrashAtCommit)), []events.Key{events.HubAnchor("hub", hub)},
+		projector.WithTopics(events.DefaultTopics(o.TopicPrefix)), projector.WithGroup(o.Group), projector.WithMaxRecords(o.MaxRecords),
+		projector.WithClientOpts(tel.KafkaOpts), projector.WithReadAPI(o.Listen, read.New(store)), projector.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(anchor)), events.WithTopics(topics))
-	if err != nil {
-		return err
-	}
-	clients := []*kgo.Client{}
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	newClient := func(name string, opts ...kgo.Opt) (*kgo.Client, error) {
-		c, err := kgo.NewClient(slices.Concat(conn, opts, tel.KafkaOpts(name))...)
-		if err == nil {
-			clients = append(clients, c)
-		}
-		return c, err
-	}
-	dlq, err := newClient("deadletter", events.ProducerOpts(nil)...)
-	if err != nil {
-		return err
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := dlq.Ping(pingCtx); err != nil {
-		return fmt.Errorf("kafka: %w", err)
-	}
-	trustCl, err := newClient("trust", events.TrustConsumeOpts(topics)...)
-	if err != nil {
-		return err
-	}
-	runner, runCl, err := projector.NewRunner(slices.Concat(conn, tel.KafkaOpts("projector")), projector.RunnerConfig{
-		Group: o.Group, Topics: topics, MaxRecords: o.MaxRecords}, dec, dlq, withCrash(store, os.Getenv(EnvCrashAtCommit)), log)
-	if err != nil {
-		return err
-	}
-	defer closeGroupClient(runCl, 10*time.Second, log)
-	follower := &events.TrustFollower{Client: trustCl, Topic: topics[events.TopicTrust], Decoder: trustDec, Registry: keys, Log: log}
 	log.InfoContext(ctx, "argosy projector started", "version", version.Get().Version, "store", storeKind(o.Store), "listen", o.Listen)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return follower.Run(gctx) })
-	g.Go(func() error { return runner.Run(gctx) })
-	g.Go(func() error { return serveAPI(gctx, o.Listen, read.New(store)) })
+	g.Go(func() error { return svc.Run(gctx) })
 	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
 	return g.Wait()
-}
-
-// closeGroupClient closes the runner's client, giving it d to leave the
-// group; see projector.CloseClient.
-func closeGroupClient(cl *kgo.Client, d time.Duration, log *slog.Logger) {
-	if !projector.CloseClient(cl, d) {
-		log.Warn("leaving the consumer group timed out; the group drops this member after its session timeout", "after", d)
-	}
 }
 
 func storeKind(url string) string {
 	kind, _, _ := strings.Cut(url, "://")
 	return kind
-}
-
-// serveAPI serves h on addr until ctx ends, then shuts down gracefully.
-func serveAPI(ctx context.Context, addr string, h http.Handler) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("read API: %w", err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return errors.Join(srv.Shutdown(sctx), ignoreClosed(<-errc))
-}
-
-func ignoreClosed(err error) error {
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
 }
 
 // EnvCrashAtCommit names a fault-injection setting for tests: "before:N"

@@ -1,0 +1,51 @@
+// Package httpserve serves an HTTP handler for as long as a context lives,
+// then shuts the server down gracefully: the one way Argosy's commands and
+// components serve their APIs and metrics. It is a leaf over the standard
+// library.
+package httpserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ShutdownTimeout bounds the graceful shutdown: requests still running
+// after it are cut.
+const ShutdownTimeout = 10 * time.Second
+
+// Run listens on addr and serves h until ctx ends, then shuts the server
+// down gracefully and returns nil; it returns at once with the error if
+// the address cannot be listened on or the server fails.
+func Run(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return Serve(ctx, ln, h)
+}
+
+// Serve is Run on a listener the caller made; it closes ln.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }() // received below on every path
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("shut down %s: %w", ln.Addr(), err)
+	}
+	return nil
+}

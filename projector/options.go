@@ -1,0 +1,100 @@
+package projector
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/argosyproj/argosy/events"
+)
+
+const instrumentation = "github.com/argosyproj/argosy/projector"
+
+// Option configures a Service, Runner or Folder. Each takes the options
+// that concern it and ignores the rest.
+type Option func(*options)
+
+type options struct {
+	tracers    trace.TracerProvider
+	meters     metric.MeterProvider
+	log        *slog.Logger
+	group      string
+	topics     events.Topics
+	maxRecords int
+	clientOpts func(name string) []kgo.Opt
+	listen     string
+	api        http.Handler
+	leave      time.Duration
+}
+
+// DefaultGroup is the consumer group projector replicas share by default.
+const DefaultGroup = "argosy-projector"
+
+func newOptions(opts []Option) options {
+	o := options{group: DefaultGroup, topics: events.DefaultTopics(""), maxRecords: 10_000, leave: 10 * time.Second,
+		clientOpts: func(string) []kgo.Opt { return nil }}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.tracers == nil {
+		o.tracers = otel.GetTracerProvider()
+	}
+	if o.meters == nil {
+		o.meters = otel.GetMeterProvider()
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+func (o options) tracer() trace.Tracer { return o.tracers.Tracer(instrumentation) }
+
+// events are the options of the components of package events that o's
+// owner makes.
+func (o options) events() []events.Option {
+	return []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
+}
+
+// WithLogger logs to l; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithTracerProvider starts spans with tp rather than the global provider.
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracers = tp } }
+
+// WithMeterProvider records metrics with mp rather than the global provider.
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meters = mp } }
+
+// WithGroup names the consumer group the replicas share; the default is
+// DefaultGroup.
+func WithGroup(group string) Option { return func(o *options) { o.group = group } }
+
+// WithTopics names the topics; the default is events.DefaultTopics("").
+func WithTopics(t events.Topics) Option { return func(o *options) { o.topics = t } }
+
+// WithMaxRecords bounds the records of one fold step; the default is
+// 10,000.
+func WithMaxRecords(n int) Option { return func(o *options) { o.maxRecords = n } }
+
+// WithClientOpts adds options to each Kafka client the component makes,
+// by the client's name ("projector", "trust" or "deadletter"): telemetry
+// hooks, say.
+func WithClientOpts(f func(name string) []kgo.Opt) Option { return func(o *options) { o.clientOpts = f } }
+
+// WithReadAPI makes a Service serve h, the read API (package
+// projector/read serves the views of the Service's store), on address
+// listen while it runs. Without it the Service serves nothing, and its
+// owner may mount the read API where it likes.
+func WithReadAPI(listen string, h http.Handler) Option {
+	return func(o *options) { o.listen, o.api = listen, h }
+}
+
+// WithLeaveTimeout bounds how long a Service waits, once it stops, for its
+// consumer group client to leave the group; the default is 10 s. See
+// Runner.Close.
+func WithLeaveTimeout(d time.Duration) Option { return func(o *options) { o.leave = d } }

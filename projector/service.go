@@ -1,0 +1,148 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/httpserve"
+)
+
+// Service is a projector replica: the trust follower that keeps its key
+// registry up to date, the Runner that folds the log into its Store, and,
+// with WithReadAPI, the read API that serves the views, behind one Run.
+// `argosy projector` is a thin command over it; anything else that must
+// project the log (a development environment, say) runs the same code.
+type Service struct {
+	conn    []kgo.Opt
+	store   Store
+	anchors []events.Key
+	opts    []Option
+	o       options
+}
+
+// NewService returns a Service that folds into store, connecting to Kafka
+// with conn (seed brokers, TLS, SASL), and trusting the trust events that
+// anchors sign (the hub's signing keys, configured out of band). It takes
+// every Option.
+func NewService(conn []kgo.Opt, store Store, anchors []events.Key, opts ...Option) (*Service, error) {
+	o := newOptions(opts)
+	var errs []error
+	if len(conn) == 0 {
+		errs = append(errs, errors.New("kafka connection options are required"))
+	}
+	if store == nil {
+		errs = append(errs, errors.New("a store is required"))
+	}
+	if len(anchors) == 0 {
+		errs = append(errs, errors.New("a trust anchor (the hub's key) is required"))
+	}
+	if o.group == "" {
+		errs = append(errs, errors.New("a consumer group is required"))
+	}
+	if o.maxRecords <= 0 {
+		errs = append(errs, errors.New("a step's records must be bounded by a positive number"))
+	}
+	if (o.listen == "") != (o.api == nil) {
+		errs = append(errs, errors.New("the read API needs both an address and a handler"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("projector: %w", err)
+	}
+	return &Service{conn: conn, store: store, anchors: anchors, opts: opts, o: o}, nil
+}
+
+// Run projects until ctx ends, then stops every part and returns nil; or
+// it returns the first error a part could not recover from. It checks
+// first that Kafka takes the connection's credentials.
+func (s *Service) Run(ctx context.Context) error {
+	keys := events.NewFollowingRegistry(s.anchors...)
+	dec, err := events.NewDecoder(events.NewVerifier(keys), events.WithTopics(s.o.topics))
+	if err != nil {
+		return err
+	}
+	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(s.anchors...)), events.WithTopics(s.o.topics))
+	if err != nil {
+		return err
+	}
+	var clients []*kgo.Client
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	client := func(name string, opts ...kgo.Opt) (*kgo.Client, error) {
+		c, err := kgo.NewClient(slices.Concat(s.conn, opts, s.o.clientOpts(name))...)
+		if err == nil {
+			clients = append(clients, c)
+		}
+		return c, err
+	}
+	dlqClient, err := client("deadletter", events.ProducerOpts(nil)...)
+	if err != nil {
+		return err
+	}
+	if err := ping(ctx, dlqClient); err != nil {
+		return err
+	}
+	dlq, err := events.NewDeadLetter(dlqClient, s.o.topics[events.TopicDeadLetter], s.o.events()...)
+	if err != nil {
+		return err
+	}
+	trustClient, err := client("trust", events.TrustConsumeOpts(s.o.topics)...)
+	if err != nil {
+		return err
+	}
+	// The projector reports bad trust events: the dead-letter topic has
+	// them once per replica start, not once per agent.
+	trustIn, err := events.NewIntake(trustDec, dlq, s.o.events()...)
+	if err != nil {
+		return err
+	}
+	follower, err := events.NewTrustFollower(trustClient, s.o.topics[events.TopicTrust], trustIn, keys, s.o.events()...)
+	if err != nil {
+		return err
+	}
+	in, err := events.NewIntake(dec, dlq, s.o.events()...)
+	if err != nil {
+		return err
+	}
+	runner, err := NewRunner(s.conn, s.store, in, s.opts...)
+	if err != nil {
+		return err
+	}
+	defer s.leave(ctx, runner)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return follower.Run(gctx) })
+	g.Go(func() error { return runner.Run(gctx) })
+	if s.o.api != nil {
+		g.Go(func() error { return httpserve.Run(gctx, s.o.listen, s.o.api) })
+	}
+	return g.Wait()
+}
+
+// leave closes the runner's client, giving it the leave timeout to leave
+// the group; see Runner.Close.
+func (s *Service) leave(ctx context.Context, r *Runner) {
+	if !r.Close(s.o.leave) {
+		s.o.log.WarnContext(ctx, "leaving the consumer group timed out; the group drops this member after its session timeout",
+			"after", s.o.leave)
+	}
+}
+
+// ping checks that Kafka answers and takes the credentials: franz-go
+// retries refused ones quietly, so a ping says why at once.
+func ping(ctx context.Context, cl *kgo.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := cl.Ping(ctx); err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	return nil
+}
