@@ -84,7 +84,9 @@ func WithMaxRecords(n int) Option { return func(o *options) { o.maxRecords = n }
 // WithClientOpts adds options to each Kafka client the component makes,
 // by the client's name ("projector", "trust" or "deadletter"): telemetry
 // hooks, say.
-func WithClientOpts(f func(name string) []kgo.Opt) Option { return func(o *options) { o.clientOpts = f } }
+func WithClientOpts(f func(name string) []kgo.Opt) Option {
+	return func(o *options) { o.clientOpts = f }
+}
 
 // WithReadAPI makes a Service serve h, the read API (package
 // projector/read serves the views of the Service's store), on address
