@@ -48,16 +48,32 @@ type Publisher interface {
 // offset only after the handler returns, so a crash at any point neither
 // loses a change nor applies one twice out of order.
 type Applier struct {
-	Cluster string
-	// Source is the CloudEvents source of the acknowledgements.
-	Source  string
-	ArgoCD  ArgoCD
-	State   StateStore
-	Publish Publisher
-	// Sealing opens repository credentials sealed to this cluster.
-	Sealing events.SealingKey
-	Log     *slog.Logger
+	cluster string
+	source  string // of the acknowledgements
+	argo    ArgoCD
+	state   StateStore
+	publish Publisher
+	sealing events.SealingKey // opens repository credentials sealed to this cluster
+	log     *slog.Logger
+	inst    *instruments
 }
+
+// NewApplier returns the applier of cluster's config events: it applies
+// them to argo, records what it applied in state, and acknowledges each
+// through pub. sealing opens the repository credentials sealed to the
+// cluster. It takes the WithLogger and WithMeterProvider options.
+func NewApplier(cluster string, argo ArgoCD, state StateStore, pub Publisher, sealing events.SealingKey, opts ...Option) (*Applier, error) {
+	if cluster == "" || argo == nil || state == nil || pub == nil {
+		return nil, errors.New("applier: a cluster, an Argo CD, a state store and a publisher are required")
+	}
+	o := newOptions(opts)
+	return &Applier{cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
+		log: o.log, inst: newInstruments(o.meters)}, nil
+}
+
+// Source is the CloudEvents source of the events an agent of cluster
+// publishes.
+func Source(cluster string) string { return "//argosy.dev/spoke/" + cluster }
 
 // change is one config event turned into what to do.
 type change struct {
@@ -73,12 +89,12 @@ type change struct {
 func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 	c, err := a.change(d)
 	if err != nil {
-		return a.reject(ctx, d, schemas.Resource{Cluster: a.Cluster}, "", schemas.RejectInvalid, err)
+		return a.reject(ctx, d, schemas.Resource{Cluster: a.cluster}, "", schemas.RejectInvalid, err)
 	}
 	if c == nil { // nothing to apply (cluster registration): acknowledge
-		return a.ack(ctx, d, schemas.Resource{Cluster: a.Cluster, Name: a.Cluster}, "")
+		return a.ack(ctx, d, schemas.Resource{Cluster: a.cluster, Name: a.cluster}, "")
 	}
-	prev, seen, err := a.State.Get(ctx, c.key)
+	prev, seen, err := a.state.Get(ctx, c.key)
 	if err != nil {
 		return err // retry: the state is not readable now
 	}
@@ -104,25 +120,11 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 		return err // retry
 	}
 	rec := Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition, Offset: d.Offset, Deleted: c.delete}
-	if err := a.State.Put(ctx, c.key, rec); err != nil {
+	if err := a.state.Put(ctx, c.key, rec); err != nil {
 		return err
 	}
 	return a.ack(ctx, d, c.res, c.kind)
 }
-
-// PermanentError marks an apply failure that retrying cannot fix (the API
-// server refused the object).
-type PermanentError struct{ Err error }
-
-func (e *PermanentError) Error() string { return e.Err.Error() }
-func (e *PermanentError) Unwrap() error { return e.Err }
-
-// ConflictError marks a change refused because the object belongs to
-// someone else: in autonomous mode, an Application created in the cluster.
-type ConflictError struct{ Err error }
-
-func (e *ConflictError) Error() string { return e.Err.Error() }
-func (e *ConflictError) Unwrap() error { return e.Err }
 
 func isPermanent(err error) bool {
 	var p *PermanentError
@@ -134,38 +136,38 @@ func (a *Applier) change(d *events.Decoded) (*change, error) {
 	key := func(kind string, r schemas.Resource) string { return kind + "." + r.Namespace + "." + r.Name }
 	switch p := d.Data.(type) {
 	case *schemas.ApplicationUpserted:
-		obj := &Object{Ref: Ref{KindApplication, p.Namespace, p.Name}, Labels: p.Labels, Annotations: p.Annotations, Spec: p.Spec, Generation: p.Generation}
-		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: "applications",
-			do: func(ctx context.Context) error { return a.ArgoCD.Apply(ctx, obj) }}, nil
+		obj := &Object{Ref: Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Annotations: p.Annotations, Spec: p.Spec, Generation: p.Generation}
+		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: schemas.SubjectApplications,
+			do: func(ctx context.Context) error { return a.argo.Apply(ctx, obj) }}, nil
 	case *schemas.ApplicationDeleted:
-		ref := Ref{KindApplication, p.Namespace, p.Name}
-		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: "applications", delete: true,
-			do: func(ctx context.Context) error { return a.ArgoCD.Delete(ctx, ref, p.Cascade) }}, nil
+		ref := Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}
+		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: schemas.SubjectApplications, delete: true,
+			do: func(ctx context.Context) error { return a.argo.Delete(ctx, ref, p.Cascade) }}, nil
 	case *schemas.AppProjectUpserted:
-		obj := &Object{Ref: Ref{KindAppProject, p.Namespace, p.Name}, Labels: p.Labels, Spec: p.Spec, Generation: p.Generation}
-		return &change{key: key(KindAppProject, p.Resource), res: p.Resource, kind: "appprojects",
-			do: func(ctx context.Context) error { return a.ArgoCD.Apply(ctx, obj) }}, nil
+		obj := &Object{Ref: Ref{Kind: KindAppProject, Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Spec: p.Spec, Generation: p.Generation}
+		return &change{key: key(KindAppProject, p.Resource), res: p.Resource, kind: schemas.SubjectAppProjects,
+			do: func(ctx context.Context) error { return a.argo.Apply(ctx, obj) }}, nil
 	case *schemas.AppProjectDeleted:
-		ref := Ref{KindAppProject, p.Namespace, p.Name}
-		return &change{key: key(KindAppProject, p.Resource), res: p.Resource, kind: "appprojects", delete: true,
-			do: func(ctx context.Context) error { return a.ArgoCD.Delete(ctx, ref, false) }}, nil
+		ref := Ref{Kind: KindAppProject, Namespace: p.Namespace, Name: p.Name}
+		return &change{key: key(KindAppProject, p.Resource), res: p.Resource, kind: schemas.SubjectAppProjects, delete: true,
+			do: func(ctx context.Context) error { return a.argo.Delete(ctx, ref, false) }}, nil
 	case *schemas.RepositoryUpserted:
 		obj, err := a.repository(p)
 		if err != nil {
 			return nil, err
 		}
-		return &change{key: key(KindRepository, p.Resource), res: p.Resource, kind: "repositories",
-			do: func(ctx context.Context) error { return a.ArgoCD.Apply(ctx, obj) }}, nil
+		return &change{key: key(KindRepository, p.Resource), res: p.Resource, kind: schemas.SubjectRepositories,
+			do: func(ctx context.Context) error { return a.argo.Apply(ctx, obj) }}, nil
 	case *schemas.RepositoryDeleted:
-		ref := Ref{KindRepository, p.Namespace, p.Name}
-		return &change{key: key(KindRepository, p.Resource), res: p.Resource, kind: "repositories", delete: true,
-			do: func(ctx context.Context) error { return a.ArgoCD.Delete(ctx, ref, false) }}, nil
+		ref := Ref{Kind: KindRepository, Namespace: p.Namespace, Name: p.Name}
+		return &change{key: key(KindRepository, p.Resource), res: p.Resource, kind: schemas.SubjectRepositories, delete: true,
+			do: func(ctx context.Context) error { return a.argo.Delete(ctx, ref, false) }}, nil
 	case *schemas.OperationRequested:
-		ref := Ref{KindApplication, p.Namespace, p.Name}
+		ref := Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}
 		op := Operation{Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
 			DryRun: p.DryRun, HistoryID: p.HistoryID, RefreshType: p.RefreshType}
-		return &change{key: "Operation." + p.RequestID, res: p.Resource, kind: "applications",
-			do: func(ctx context.Context) error { return a.ArgoCD.Operate(ctx, ref, op) }}, nil
+		return &change{key: "Operation." + p.RequestID, res: p.Resource, kind: schemas.SubjectApplications,
+			do: func(ctx context.Context) error { return a.argo.Operate(ctx, ref, op) }}, nil
 	case *schemas.ClusterRegistered, *schemas.ClusterDeregistered:
 		return nil, nil
 	}
@@ -180,7 +182,7 @@ func (a *Applier) repository(p *schemas.RepositoryUpserted) (*Object, error) {
 		data["project"] = p.Project
 	}
 	if p.Credentials != nil {
-		plain, err := events.Open(*p.Credentials, a.Sealing)
+		plain, err := events.Open(*p.Credentials, a.sealing)
 		if err != nil {
 			return nil, fmt.Errorf("repository %s credentials: %w", p.Name, err)
 		}
@@ -192,34 +194,37 @@ func (a *Applier) repository(p *schemas.RepositoryUpserted) (*Object, error) {
 			data[k] = v
 		}
 	}
-	return &Object{Ref: Ref{KindRepository, p.Namespace, p.Name}, Data: data, Generation: p.Generation}, nil
+	return &Object{Ref: Ref{Kind: KindRepository, Namespace: p.Namespace, Name: p.Name}, Data: data, Generation: p.Generation}, nil
 }
 
 func (a *Applier) subject(res schemas.Resource, kind string) string {
 	if kind == "" {
-		return events.Subject{Cluster: a.Cluster}.String()
+		return events.Subject{Cluster: a.cluster}.String()
 	}
-	return events.Subject{Cluster: a.Cluster, Kind: kind, Namespace: res.Namespace, Name: res.Name}.String()
+	return events.Subject{Cluster: a.cluster, Kind: kind, Namespace: res.Namespace, Name: res.Name}.String()
 }
 
 // named fills in the acknowledgement's resource when the event named none.
 func (a *Applier) named(res schemas.Resource) schemas.Resource {
-	res.Cluster = a.Cluster
+	res.Cluster = a.cluster
 	if res.Name == "" {
-		res.Name = a.Cluster
+		res.Name = a.cluster
 	}
 	return res
 }
 
 func (a *Applier) ack(ctx context.Context, d *events.Decoded, res schemas.Resource, kind string) error {
 	res = a.named(res)
-	e, err := events.New(a.Source, events.TypeConfigApplied, a.subject(res, kind), a.Cluster,
+	e, err := events.New(a.source, events.TypeConfigApplied, a.subject(res, kind), a.cluster,
 		schemas.ConfigApplied{Resource: res, EventID: d.Event.ID(), Offset: d.Offset})
 	if err != nil {
 		return events.Fatal(err)
 	}
-	_, err = a.Publish.Publish(events.ContextWithTrace(ctx, d), e)
-	return err // retried by the reader until the acknowledgement is durable
+	if _, err := a.publish.Publish(events.ContextWithTrace(ctx, d), e); err != nil {
+		return err // retried by the reader until the acknowledgement is durable
+	}
+	a.inst.acknowledged(ctx, "")
+	return nil
 }
 
 // Refused acknowledges a record of this cluster's partition that failed
@@ -227,7 +232,7 @@ func (a *Applier) ack(ctx context.Context, d *events.Decoded, res schemas.Resour
 // unverified record claims to be. It is the config reader's OnRefused.
 func (a *Applier) Refused(ctx context.Context, rec *kgo.Record, reason error) error {
 	id := "unknown"
-	res := schemas.Resource{Cluster: a.Cluster}
+	res := schemas.Resource{Cluster: a.cluster}
 	kind := ""
 	if e, err := events.ParseRecord(ctx, rec); err == nil {
 		id = e.ID()
@@ -236,30 +241,32 @@ func (a *Applier) Refused(ctx context.Context, rec *kgo.Record, reason error) er
 		}
 	}
 	res = a.named(res)
-	e, err := events.New(a.Source, events.TypeConfigRejected, a.subject(res, kind), a.Cluster,
+	e, err := events.New(a.source, events.TypeConfigRejected, a.subject(res, kind), a.cluster,
 		schemas.ConfigRejected{Resource: res, EventID: id, Offset: rec.Offset, Code: schemas.RejectUnverified,
 			Reason: events.Reason(reason) + ": " + reason.Error()})
 	if err != nil {
 		return events.Fatal(err)
 	}
-	_, err = a.Publish.Publish(ctx, e)
-	return err
+	if _, err := a.publish.Publish(ctx, e); err != nil {
+		return err
+	}
+	a.inst.acknowledged(ctx, schemas.RejectUnverified)
+	return nil
 }
 
 // reject acknowledges d as rejected and returns a poison error, so that the
 // reader dead-letters it and moves on.
 func (a *Applier) reject(ctx context.Context, d *events.Decoded, res schemas.Resource, kind, code string, cause error) error {
 	res = a.named(res)
-	if a.Log != nil {
-		a.Log.WarnContext(ctx, "config event rejected", "id", d.Event.ID(), "type", d.Spec.Type, "code", code, "err", cause)
-	}
-	e, err := events.New(a.Source, events.TypeConfigRejected, a.subject(res, kind), a.Cluster,
+	a.log.WarnContext(ctx, "config event rejected", "id", d.Event.ID(), "type", d.Spec.Type, "code", code, "err", cause)
+	e, err := events.New(a.source, events.TypeConfigRejected, a.subject(res, kind), a.cluster,
 		schemas.ConfigRejected{Resource: res, EventID: d.Event.ID(), Offset: d.Offset, Code: code, Reason: cause.Error()})
 	if err != nil {
 		return events.Fatal(err)
 	}
-	if _, err := a.Publish.Publish(events.ContextWithTrace(ctx, d), e); err != nil {
+	if _, err := a.publish.Publish(events.ContextWithTrace(ctx, d), e); err != nil {
 		return err
 	}
+	a.inst.acknowledged(ctx, code)
 	return events.Poison(fmt.Errorf("%s: %w", code, cause))
 }

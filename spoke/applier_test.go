@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/internal/kafkatest"
 	"github.com/argosyproj/argosy/internal/kubetest"
 	"github.com/argosyproj/argosy/schemas"
@@ -45,6 +46,13 @@ type world struct {
 	hubKey  *events.Signer
 	reg     *events.Registry
 	dyn     dynamic.Interface
+	keys    spoke.Keys
+	// pub publishes as the spoke does, signed with its key.
+	pub   *events.Producer
+	state *kube.State
+	log   *slog.Logger
+	// argo is the applier's Argo CD; set it before the first run.
+	argo    *argocd.Client
 	applier *spoke.Applier
 	repo    *kubetest.Repo
 	ns      string
@@ -118,10 +126,77 @@ func newWorld(t *testing.T) *world {
 	if w.dyn, err = dynamic.NewForConfig(e.Admin); err != nil {
 		t.Fatal(err)
 	}
-	w.applier = &spoke.Applier{Cluster: w.cluster, Source: "//argosy.dev/spoke/" + w.cluster, ArgoCD: kube.New(w.dyn),
-		State: kube.NewState(w.dyn, kubetest.ArgoNamespace, "argosy-spoke-"+w.cluster), Publish: spokeProducer,
-		Sealing: keys.Sealing, Log: testLog(t)}
+	w.keys, w.pub, w.log = keys, spokeProducer, testLog(t)
+	w.state = newState(t, w.dyn, "argosy-spoke-"+w.cluster)
+	w.argo = newArgo(t, w.dyn)
 	return w
+}
+
+// newArgo is the Argo CD client an agent uses, on dyn.
+func newArgo(t *testing.T, dyn dynamic.Interface, opts ...argocd.Option) *argocd.Client {
+	t.Helper()
+	a, err := argocd.New(dyn, spoke.FieldManager, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// newState is an agent's state in ConfigMap name of the Argo CD namespace.
+func newState(t *testing.T, dyn dynamic.Interface, name string) *kube.State {
+	t.Helper()
+	s, err := kube.NewState(dyn, kubetest.ArgoNamespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newWatcher watches the Applications of the Argo CD namespace.
+func newWatcher(t *testing.T, dyn dynamic.Interface) *argocd.Watcher {
+	t.Helper()
+	wa, err := argocd.NewWatcher(dyn, kubetest.ArgoNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wa
+}
+
+// newApplier is the world's applier on its Argo CD, made once.
+func (w *world) newApplier() *spoke.Applier {
+	w.t.Helper()
+	if w.applier == nil {
+		a, err := spoke.NewApplier(w.cluster, w.argo, w.state, w.pub, w.keys.Sealing, spoke.WithLogger(w.log))
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.applier = a
+	}
+	return w.applier
+}
+
+// reporter publishes the world's status deltas, every 200 ms.
+func (w *world) reporter() *spoke.Reporter {
+	w.t.Helper()
+	rep, err := spoke.NewReporter(w.cluster, w.pub, spoke.WithWindow(200*time.Millisecond))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return rep
+}
+
+// intake reads through dec and dead-letters to the world's topic.
+func (w *world) intake(dec *events.Decoder) *events.Intake {
+	w.t.Helper()
+	dlq, err := events.NewDeadLetter(kafkatest.Client(w.t, events.ProducerOpts(nil)...), w.topics[events.TopicDeadLetter])
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	in, err := events.NewIntake(dec, dlq, events.WithLogger(w.log))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return in
 }
 
 // run reads the spoke's config partition with group until ctx ends.
@@ -132,14 +207,15 @@ func (w *world) run(ctx context.Context, group string) <-chan error {
 		w.t.Fatal(err)
 	}
 	p := events.NewPartitioner(nil).PartitionOf(w.cluster, partitions)
-	rd, err := events.NewReader(cl, dec, events.NewDeadLetter(cl, w.topics[events.TopicDeadLetter]), w.applier.Log,
+	applier := w.newApplier()
+	rd, err := events.NewReader(cl, w.intake(dec),
 		events.ReaderConfig{Topic: w.topics[events.TopicConfig], Partitions: []int32{p}, Group: group,
-			Skip: func(r *kgo.Record) bool { return string(r.Key) != w.cluster }, OnRefused: w.applier.Refused})
+			Skip: func(r *kgo.Record) bool { return string(r.Key) != w.cluster }, OnRefused: applier.Refused}, events.WithLogger(w.log))
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- rd.Run(ctx, w.applier.Handle) }()
+	go func() { done <- rd.Run(ctx, applier.Handle) }()
 	return done
 }
 
@@ -281,7 +357,7 @@ func TestSpokeAppliesAndAcknowledges(t *testing.T) {
 	if _, err := apps.Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after redelivery the deleted Application is back: %v", err)
 	}
-	st, ok, err := w.applier.State.Get(t.Context(), "Application."+kubetest.ArgoNamespace+"."+name)
+	st, ok, err := w.state.Get(t.Context(), "Application."+kubetest.ArgoNamespace+"."+name)
 	if err != nil || !ok || st.Generation != 3 || !st.Deleted || st.EventID != del.ID() {
 		t.Errorf("state %+v %v %v, want generation 3 deleted by %s", st, ok, err, del.ID())
 	}

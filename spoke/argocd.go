@@ -2,15 +2,16 @@ package spoke
 
 import (
 	"context"
-	"encoding/json"
+
+	"github.com/argosyproj/argosy/internal/argocd"
 )
 
-// ArgoCD is everything the spoke does to the local Argo CD. The real one
-// (package spoke/kube) talks to the Kubernetes API with unstructured objects;
-// a simulation can stand in for it (argosy dev, the fleet benchmark) while
-// the rest of the spoke stays the same code.
+// ArgoCD is everything the agent does to the local Argo CD. The real one is
+// internal/argocd's Client, on the Kubernetes API; a simulation can stand in
+// for it (argosy dev, the fleet benchmark) while the rest of the agent stays
+// the same code.
 type ArgoCD interface {
-	// Apply creates or updates obj with server-side apply under the spoke's
+	// Apply creates or updates obj with server-side apply under the agent's
 	// field manager.
 	Apply(ctx context.Context, obj *Object) error
 	// Delete removes the object; for an Application, cascade also deletes
@@ -21,46 +22,30 @@ type ArgoCD interface {
 	Operate(ctx context.Context, ref Ref, op Operation) error
 }
 
-// Kinds of objects the spoke manages.
-const (
-	KindApplication = "Application"
-	KindAppProject  = "AppProject"
-	// KindRepository is an Argo CD repository: a Secret labelled
-	// argocd.argoproj.io/secret-type=repository.
-	KindRepository = "Repository"
+// The types of the ArgoCD seam are internal/argocd's, named here so that
+// the agent's API reads on its own.
+type (
+	// Ref names one object in the local Argo CD.
+	Ref = argocd.Ref
+	// Object is desired state for one object.
+	Object = argocd.Object
+	// Operation is a one-off action on an Application.
+	Operation = argocd.Operation
+	// PermanentError marks an apply failure that retrying cannot fix
+	// (the API server refused the object).
+	PermanentError = argocd.PermanentError
+	// ConflictError marks a change refused because the object belongs
+	// to someone else: in autonomous mode, an Application created in the
+	// cluster.
+	ConflictError = argocd.ConflictError
 )
 
-// Ref names one object in the local Argo CD.
-type Ref struct {
-	Kind      string
-	Namespace string
-	Name      string
-}
+// Kinds of objects the agent manages.
+const (
+	KindApplication = argocd.KindApplication
+	KindAppProject  = argocd.KindAppProject
+	KindRepository  = argocd.KindRepository
+)
 
-// Object is desired state for one object.
-type Object struct {
-	Ref
-	Labels      map[string]string
-	Annotations map[string]string
-	// Spec is the Argo CD spec (Application and AppProject).
-	Spec json.RawMessage
-	// Data is the Secret data of a repository.
-	Data map[string]string
-	// Generation is the hub's generation of the object; it is recorded on
-	// the object as the argosy.dev/generation annotation.
-	Generation int64
-}
-
-// Operation is a one-off action on an Application.
-type Operation struct {
-	// Kind is sync, refresh, rollback or terminate (schemas.Operation*).
-	Kind        string
-	RequestedBy string
-	Revision    string
-	Prune       bool
-	DryRun      bool
-	// HistoryID is the status.history entry to roll back to.
-	HistoryID int64
-	// RefreshType is normal or hard.
-	RefreshType string
-}
+// FieldManager owns the fields the agent applies.
+const FieldManager = "argosy-spoke"

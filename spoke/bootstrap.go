@@ -30,20 +30,34 @@ const bootstrapKey = "bootstrap"
 // copies, and then moves the spoke's config checkpoint past them. The
 // config reader takes over from there. A bootstrap interrupted part way is
 // done again, and the objects it had applied are acknowledged again as
-// redeliveries. It runs once: its end is recorded in State.
+// redeliveries. It runs once: its end is recorded in the state store.
 type Bootstrap struct {
-	Cluster string
-	// Client connects to Kafka; Bootstrap only uses it for admin requests
-	// and makes its own short-lived consumer with ConnOpts.
-	Client    *kgo.Client
-	ConnOpts  []kgo.Opt
-	Topics    events.Topics
-	Partition int32
-	Group     string
-	Decoder   *events.Decoder
-	State     StateStore
-	Handle    func(ctx context.Context, d *events.Decoded) error
-	Log       *slog.Logger
+	cluster   string
+	client    *kgo.Client
+	conn      []kgo.Opt
+	topics    events.Topics
+	partition int32
+	group     string
+	in        *events.Intake
+	state     StateStore
+	handle    events.Handler
+	log       *slog.Logger
+}
+
+// NewBootstrap returns the bootstrap of cluster's config partition, whose
+// offsets group holds. It uses client for admin requests and makes its own
+// short-lived consumers with conn; it takes records through in (which
+// waits while the keys are behind them) and hands each event to handle,
+// the config reader's handler. It takes the WithTopics and WithLogger
+// options.
+func NewBootstrap(cluster string, client *kgo.Client, conn []kgo.Opt, partition int32, group string,
+	in *events.Intake, state StateStore, handle events.Handler, opts ...Option) (*Bootstrap, error) {
+	if cluster == "" || client == nil || partition < 0 || group == "" || in == nil || state == nil || handle == nil {
+		return nil, errors.New("bootstrap: a cluster, a client, a partition, a group, an intake, a state store and a handler are required")
+	}
+	o := newOptions(opts)
+	return &Bootstrap{cluster: cluster, client: client, conn: conn, topics: o.topics,
+		partition: partition, group: group, in: in, state: state, handle: handle, log: o.log}, nil
 }
 
 // ErrNoDesiredTopic means the desired-state topic does not exist (a
@@ -54,13 +68,13 @@ var ErrNoDesiredTopic = errors.New("no desired-state topic")
 // Run bootstraps unless it was done before, and returns the number of
 // objects applied.
 func (b *Bootstrap) Run(ctx context.Context) (int, error) {
-	if _, done, err := b.State.Get(ctx, bootstrapKey); err != nil || done {
+	if _, done, err := b.state.Get(ctx, bootstrapKey); err != nil || done {
 		return 0, err
 	}
 	started := time.Now()
 	latest, last, err := b.read(ctx)
 	if errors.Is(err, ErrNoDesiredTopic) || errors.Is(err, ErrSnapshotMismatch) {
-		b.Log.ErrorContext(ctx, "not bootstrapping; reading the config topic's whole history instead", "err", err)
+		b.log.ErrorContext(ctx, "not bootstrapping; reading the config topic's whole history instead", "err", err)
 		return 0, nil
 	}
 	if err != nil {
@@ -73,14 +87,14 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 		}
 	}
 	if last >= 0 {
-		if err := retry(ctx, b.Log, "checkpoint", kerr.IsRetriable, func() error { return b.checkpoint(ctx, last+1) }); err != nil {
+		if err := retry(ctx, b.log, "checkpoint", kerr.IsRetriable, func() error { return b.checkpoint(ctx, last+1) }); err != nil {
 			return 0, err
 		}
 	}
-	if err := b.State.Put(ctx, bootstrapKey, Applied{Partition: b.Partition, Offset: last}); err != nil {
+	if err := b.state.Put(ctx, bootstrapKey, Applied{Partition: b.partition, Offset: last}); err != nil {
 		return 0, err
 	}
-	b.Log.InfoContext(ctx, "bootstrapped from the desired-state topic", "objects", len(latest),
+	b.log.InfoContext(ctx, "bootstrapped from the desired-state topic", "objects", len(latest),
 		"next_config_offset", last+1, "took", time.Since(started).Round(time.Millisecond))
 	return len(latest), nil
 }
@@ -91,24 +105,24 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 // that does not verify is logged and left out: the config topic holds the
 // original.
 func (b *Bootstrap) read(ctx context.Context) ([]*events.Decoded, int64, error) {
-	topic := b.Topics[events.TopicDesired]
-	adm := kadm.NewClient(b.Client)
+	topic := b.topics[events.TopicDesired]
+	adm := kadm.NewClient(b.client)
 	ends, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		return nil, -1, fmt.Errorf("bootstrap: end of %s: %w", topic, err)
 	}
-	end, ok := ends.Lookup(topic, b.Partition)
+	end, ok := ends.Lookup(topic, b.partition)
 	if ok && errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
 		return nil, -1, fmt.Errorf("bootstrap: %w: %s", ErrNoDesiredTopic, topic)
 	}
 	if !ok || end.Err != nil {
-		return nil, -1, fmt.Errorf("bootstrap: end of %s/%d: %w", topic, b.Partition, errors.Join(end.Err, errors.New("not listed")))
+		return nil, -1, fmt.Errorf("bootstrap: end of %s/%d: %w", topic, b.partition, errors.Join(end.Err, errors.New("not listed")))
 	}
 	if end.Offset == 0 {
 		return nil, -1, nil
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(b.ConnOpts),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {b.Partition: kgo.NewOffset().AtStart()}}),
+	cl, err := kgo.NewClient(append(slices.Clone(b.conn),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {b.partition: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Transaction markers take offsets too; seeing them is how the
 		// loop below knows it reached the end.
@@ -117,7 +131,7 @@ func (b *Bootstrap) read(ctx context.Context) ([]*events.Decoded, int64, error) 
 		return nil, -1, err
 	}
 	defer cl.Close()
-	prefix := b.Cluster + "/"
+	prefix := b.cluster + "/"
 	byKey := map[string]*kgo.Record{}
 	for next := int64(0); next < end.Offset; {
 		fs := cl.PollFetches(ctx)
@@ -142,8 +156,11 @@ func (b *Bootstrap) read(ctx context.Context) ([]*events.Decoded, int64, error) 
 			continue // a tombstone: the object is long gone
 		}
 		d, err := b.place(ctx, r)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, -1, ctxErr
+		}
 		if err != nil {
-			b.Log.WarnContext(ctx, "bootstrap: desired-state record refused; the config topic decides", "key", k, "err", err)
+			b.log.WarnContext(ctx, "bootstrap: desired-state record refused; the config topic decides", "key", k, "err", err)
 			continue
 		}
 		if d.Offset > last {
@@ -168,9 +185,9 @@ func (b *Bootstrap) read(ctx context.Context) ([]*events.Decoded, int64, error) 
 // this check, a forged header could move the spoke's checkpoint past config
 // events it never applied.
 func (b *Bootstrap) confirm(ctx context.Context, d *events.Decoded) error {
-	topic := b.Topics[events.TopicConfig]
-	cl, err := kgo.NewClient(append(slices.Clone(b.ConnOpts),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {b.Partition: kgo.NewOffset().At(d.Offset)}}),
+	topic := b.topics[events.TopicConfig]
+	cl, err := kgo.NewClient(append(slices.Clone(b.conn),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {b.partition: kgo.NewOffset().At(d.Offset)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
 	if err != nil {
 		return err
@@ -182,7 +199,7 @@ func (b *Bootstrap) confirm(ctx context.Context, d *events.Decoded) error {
 			return err
 		}
 		if err := fs.Err0(); err != nil {
-			return fmt.Errorf("bootstrap: read %s/%d@%d: %w", topic, b.Partition, d.Offset, err)
+			return fmt.Errorf("bootstrap: read %s/%d@%d: %w", topic, b.partition, d.Offset, err)
 		}
 		recs := fs.Records()
 		if len(recs) == 0 {
@@ -215,17 +232,17 @@ func (b *Bootstrap) place(ctx context.Context, r *kgo.Record) (*events.Decoded, 
 	if err != nil {
 		return nil, err
 	}
-	d, err := b.Decoder.Decode(ctx, r)
+	d, err := b.in.Take(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	d.Topic, d.Partition, d.Offset = b.Topics[events.TopicConfig], b.Partition, off
+	d.Topic, d.Partition, d.Offset = b.topics[events.TopicConfig], b.partition, off
 	return d, nil
 }
 
 // apply hands one event to Handle, retrying transient failures.
 func (b *Bootstrap) apply(ctx context.Context, d *events.Decoded) error {
-	return retry(ctx, b.Log, "apply "+d.Event.ID(), func(error) bool { return true }, func() error { return b.Handle(ctx, d) })
+	return retry(ctx, b.log, "apply "+d.Event.ID(), func(error) bool { return true }, func() error { return b.handle(ctx, d) })
 }
 
 // retry runs fn until it succeeds, ctx ends or it fails in a way
@@ -250,18 +267,18 @@ func retry(ctx context.Context, log *slog.Logger, what string, transient func(er
 // checkpoint moves the spoke's config offset to next, unless it is already
 // further.
 func (b *Bootstrap) checkpoint(ctx context.Context, next int64) error {
-	adm := kadm.NewClient(b.Client)
-	topic := b.Topics[events.TopicConfig]
-	cur, err := adm.FetchOffsets(ctx, b.Group)
+	adm := kadm.NewClient(b.client)
+	topic := b.topics[events.TopicConfig]
+	cur, err := adm.FetchOffsets(ctx, b.group)
 	if err != nil {
 		return fmt.Errorf("bootstrap: read checkpoint: %w", err)
 	}
-	if c, ok := cur.Lookup(topic, b.Partition); ok && c.Err == nil && c.At >= next {
+	if c, ok := cur.Lookup(topic, b.partition); ok && c.Err == nil && c.At >= next {
 		return nil
 	}
 	var os kadm.Offsets
-	os.Add(kadm.Offset{Topic: topic, Partition: b.Partition, At: next, LeaderEpoch: -1})
-	resp, err := adm.CommitOffsets(ctx, b.Group, os)
+	os.Add(kadm.Offset{Topic: topic, Partition: b.partition, At: next, LeaderEpoch: -1})
+	resp, err := adm.CommitOffsets(ctx, b.group, os)
 	if err == nil {
 		err = resp.Error()
 	}

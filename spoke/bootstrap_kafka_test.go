@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -17,11 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/internal/kafkatest"
 	"github.com/argosyproj/argosy/internal/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 // TestBootstrap writes a long config history for one cluster (and another
@@ -77,9 +76,16 @@ func TestBootstrap(t *testing.T) {
 	}
 	group := "spoke." + w.cluster
 	part := events.NewPartitioner(nil).PartitionOf(w.cluster, partitions)
-	boot := &spoke.Bootstrap{Cluster: w.cluster, Client: kafkatest.Client(t), ConnOpts: []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))},
-		Topics: w.topics, Partition: part, Group: group, Decoder: dec, State: w.applier.State, Handle: w.applier.Handle,
-		Log: slog.New(slog.DiscardHandler)}
+	newBootstrap := func(group string, state spoke.StateStore) *spoke.Bootstrap {
+		t.Helper()
+		b, err := spoke.NewBootstrap(w.cluster, kafkatest.Client(t), []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, part, group,
+			w.intake(dec), state, w.newApplier().Handle, spoke.WithTopics(w.topics))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	boot := newBootstrap(group, w.state)
 	started := time.Now()
 	n, err := boot.Run(ctx)
 	if err != nil {
@@ -101,7 +107,7 @@ func TestBootstrap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g := a.GetAnnotations()[kube.AnnotationGeneration]; g != strconv.Itoa(generations) {
+		if g := a.GetAnnotations()[argocd.AnnotationGeneration]; g != strconv.Itoa(generations) {
 			t.Errorf("%s at generation %s, want %d", a.GetName(), g, generations)
 		}
 	}
@@ -148,13 +154,11 @@ func TestBootstrap(t *testing.T) {
 		if err := kafkatest.Client(t, events.ProducerOpts(nil)...).ProduceSync(ctx, forged).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
-		fresh := *boot
-		fresh.Group = group + ".fresh"
-		fresh.State = kube.NewState(w.dyn, kubetest.ArgoNamespace, "argosy-spoke-fresh-"+w.ns)
+		fresh := newBootstrap(group+".fresh", newState(t, w.dyn, "argosy-spoke-fresh-"+w.ns))
 		if _, err := fresh.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
-		offs, err := kadm.NewClient(kafkatest.Client(t)).FetchOffsets(ctx, fresh.Group)
+		offs, err := kadm.NewClient(kafkatest.Client(t)).FetchOffsets(ctx, group+".fresh")
 		if err != nil {
 			t.Fatal(err)
 		}

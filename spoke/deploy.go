@@ -6,28 +6,17 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/schemas"
 )
 
 // HistoryEntry is one entry of an Application's status.history: a sync that
 // succeeded.
-type HistoryEntry struct {
-	ID         int64
-	Revision   string
-	StartedAt  time.Time
-	FinishedAt time.Time
-	Initiator  string
-}
+type HistoryEntry = argocd.HistoryEntry
 
-// SyncResult is the outcome of an Application's last sync operation
-// (status.operationState), when that operation was a sync or a rollback.
-type SyncResult struct {
-	Phase      string
-	Revision   string
-	Initiator  string
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
+// SyncResult is the outcome of an Application's last sync operation, when
+// that operation was a sync or a rollback.
+type SyncResult = argocd.SyncResult
 
 // DeployMark is what the spoke keeps, durably, about the deployments it
 // recorded for one Application: enough to publish each one once and to

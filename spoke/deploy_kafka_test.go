@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"testing"
@@ -22,7 +21,6 @@ import (
 	"github.com/argosyproj/argosy/internal/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 // TestDeploymentRecords syncs a real Argo CD Application through successes,
@@ -33,11 +31,11 @@ import (
 func TestDeploymentRecords(t *testing.T) {
 	w := newWorld(t)
 	ctx := t.Context()
-	argo := kube.New(w.dyn)
+	argo := w.argo
 	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
 	name := "deploys-" + w.ns
 	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
-	state := kube.NewState(w.dyn, kubetest.ArgoNamespace, "argosy-spoke-deploys-"+w.ns)
+	state := newState(t, w.dyn, "argosy-spoke-deploys-"+w.ns)
 	cm := func(v string) map[string]string {
 		return map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: " + v + "\n"}
 	}
@@ -127,13 +125,16 @@ func (r *recorderRun) stop() {
 
 func startRecorder(t *testing.T, w *world, marks spoke.MarkStore) *recorderRun {
 	ctx, cancel := context.WithCancel(t.Context())
-	rec := &spoke.Recorder{Cluster: w.cluster, Source: w.applier.Source, Publish: w.applier.Publish, Marks: marks,
-		Window: 200 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	rec, err := spoke.NewRecorder(w.cluster, w.pub, marks, spoke.WithWindow(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher := newWatcher(t, w.dyn)
 	r := &recorderRun{cancel: cancel, done: make(chan error, 1), t: t}
 	go func() {
 		err := make(chan error, 2)
 		go func() { err <- rec.Run(ctx) }()
-		go func() { err <- kube.NewWatcher(w.dyn, kubetest.ArgoNamespace).Run(ctx, rec.Observe) }()
+		go func() { err <- watcher.Run(ctx, rec.Observe) }()
 		r.done <- errors.Join(<-err, <-err)
 	}()
 	t.Cleanup(cancel)

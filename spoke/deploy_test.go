@@ -173,13 +173,22 @@ func (f *flaky) ids() map[string]int {
 // deployment is published, none twice under a different id, an Application
 // deleted while the recorder was away gets a gap, and nothing is lost while
 // Kafka is down.
+func newRecorder(t *testing.T, pub spoke.Publisher, marks spoke.MarkStore) *spoke.Recorder {
+	t.Helper()
+	rec, err := spoke.NewRecorder("c1", pub, marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 func TestRecorder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &memMarks{m: map[string]spoke.DeployMark{
 			"argocd/gone": {UID: "g1", LastHistoryID: 6, LastRevision: "x"},
 		}}
 		pub := &flaky{}
-		rec := &spoke.Recorder{Cluster: "c1", Source: "//t", Publish: pub, Marks: store}
+		rec := newRecorder(t, pub, store)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- rec.Run(ctx) }()
@@ -244,7 +253,7 @@ func TestRecorderRepublishesAfterLostMarks(t *testing.T) {
 		store := &memMarks{m: map[string]spoke.DeployMark{}, failing: true}
 		pub := &flaky{}
 		run := func(d time.Duration) {
-			rec := &spoke.Recorder{Cluster: "c1", Source: "//t", Publish: pub, Marks: store}
+			rec := newRecorder(t, pub, store)
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			go func() { done <- rec.Run(ctx) }()

@@ -3,7 +3,7 @@ package spoke
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -14,35 +14,24 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/schemas"
 )
 
-// Modes of the spoke. See docs/spoke.md.
+// Modes of the agent (schemas.ModeManaged, schemas.ModeAutonomous). See
+// docs/spoke.md.
 const (
-	// ModeManaged: the hub is the source of truth. Local edits to the
-	// Applications Argosy manages are reverted and reported; Applications
-	// created in the cluster are left alone.
-	ModeManaged = "managed"
-	// ModeAutonomous: the cluster is the source of truth. Applications
-	// created in the cluster are published to the hub as spoke-owned, and
-	// the hub's events never overwrite or delete them; local edits are not
-	// reverted.
-	ModeAutonomous = "autonomous"
+	ModeManaged    = schemas.ModeManaged
+	ModeAutonomous = schemas.ModeAutonomous
 )
 
 // LocalApp is an Application created in the cluster, as autonomous mode
 // publishes it.
-type LocalApp struct {
-	// Generation is the object's metadata.generation.
-	Generation int64
-	Project    string
-	Labels     map[string]string
-	Spec       json.RawMessage
-}
+type LocalApp = argocd.LocalApp
 
 // Reverter puts back the desired spec of an Argosy-managed object edited in
-// the cluster and returns the fields it restored. spoke/kube's ArgoCD is
-// one.
+// the cluster and returns the fields it restored. internal/argocd's Client
+// is one.
 type Reverter interface {
 	Revert(ctx context.Context, ref Ref) ([]string, error)
 }
@@ -58,16 +47,13 @@ type Reverter interface {
 //
 // A failed revert or publish is retried every Window.
 type Guard struct {
-	Cluster string
-	Source  string
-	Mode    string
-	Revert  Reverter
-	// State finds the config event an Application was applied from.
-	State   StateStore
-	Publish Publisher
-	// Window is how often pending work is done; zero means one second.
-	Window time.Duration
-	Log    *slog.Logger
+	cluster  string
+	mode     string
+	reverter Reverter
+	state    StateStore // finds the config event an Application was applied from
+	publish  Publisher
+	window   time.Duration // how often pending work is done
+	log      *slog.Logger
 
 	mu        sync.Mutex
 	drifted   map[Ref]AppStatus
@@ -79,6 +65,32 @@ type Guard struct {
 // maxUnsent bounds the drift reports kept while Kafka is unreachable.
 const maxUnsent = 1000
 
+// NewGuard returns the guard of cluster, which reverts with revert (in
+// managed mode; nil is allowed in autonomous mode), finds what was applied
+// in state and publishes through pub. It takes the WithMode, WithWindow and
+// WithLogger options.
+func NewGuard(cluster string, revert Reverter, state StateStore, pub Publisher, opts ...Option) (*Guard, error) {
+	o := newOptions(opts)
+	var errs []error
+	if cluster == "" || state == nil || pub == nil {
+		errs = append(errs, errors.New("a cluster, a state store and a publisher are required"))
+	}
+	if err := ValidMode(o.mode); err != nil {
+		errs = append(errs, err)
+	}
+	if o.mode == ModeManaged && revert == nil {
+		errs = append(errs, errors.New("managed mode reverts local edits: the Argo CD must be a Reverter"))
+	}
+	if o.window <= 0 {
+		errs = append(errs, errors.New("the window must be positive"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("guard: %w", err)
+	}
+	return &Guard{cluster: cluster, mode: o.mode, reverter: revert, state: state, publish: pub, window: o.window, log: o.log,
+		drifted: map[Ref]AppStatus{}, local: map[Ref]*LocalApp{}, published: map[Ref]*LocalApp{}}, nil
+}
+
 // Observe takes one status from a StatusSource.
 func (g *Guard) Observe(s AppStatus) {
 	if s.ListDone {
@@ -86,9 +98,6 @@ func (g *Guard) Observe(s AppStatus) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.drifted == nil {
-		g.drifted, g.local = map[Ref]AppStatus{}, map[Ref]*LocalApp{}
-	}
 	ref := Ref{Kind: KindApplication, Namespace: s.Namespace, Name: s.Name}
 	if len(s.Drift) > 0 && !s.Deleted {
 		g.drifted[ref] = s
@@ -100,14 +109,9 @@ func (g *Guard) Observe(s AppStatus) {
 	}
 }
 
-// Run does pending work every Window until ctx ends.
+// Run does pending work every window until ctx ends.
 func (g *Guard) Run(ctx context.Context) error {
-	window := g.Window
-	if window <= 0 {
-		window = time.Second
-	}
-	g.published = map[Ref]*LocalApp{}
-	t := time.NewTicker(window)
+	t := time.NewTicker(g.window)
 	defer t.Stop()
 	for {
 		select {
@@ -119,7 +123,7 @@ func (g *Guard) Run(ctx context.Context) error {
 		drifted, local := maps.Clone(g.drifted), g.local
 		g.drifted, g.local = map[Ref]AppStatus{}, map[Ref]*LocalApp{}
 		g.mu.Unlock()
-		if g.Mode == ModeAutonomous {
+		if g.mode == ModeAutonomous {
 			g.publishLocal(ctx, local)
 			continue
 		}
@@ -136,7 +140,7 @@ func (g *Guard) Run(ctx context.Context) error {
 // revert puts back the desired spec of one drifted Application and reports
 // what it restored.
 func (g *Guard) revert(ctx context.Context, ref Ref, s AppStatus) error {
-	fields, err := g.Revert.Revert(ctx, ref)
+	fields, err := g.reverter.Revert(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -144,7 +148,7 @@ func (g *Guard) revert(ctx context.Context, ref Ref, s AppStatus) error {
 		return nil // already back in line
 	}
 	offset := int64(-1)
-	applied, ok, err := g.State.Get(ctx, KindApplication+"."+ref.Namespace+"."+ref.Name)
+	applied, ok, err := g.state.Get(ctx, KindApplication+"."+ref.Namespace+"."+ref.Name)
 	if err != nil {
 		return err
 	}
@@ -152,9 +156,9 @@ func (g *Guard) revert(ctx context.Context, ref Ref, s AppStatus) error {
 		offset = applied.Offset
 	}
 	g.info(ctx, "reverted a local edit", "application", ref.Namespace+"/"+ref.Name, "fields", fields)
-	e, err := events.New(g.Source, events.TypeDriftReverted,
-		events.Subject{Cluster: g.Cluster, Kind: "applications", Namespace: ref.Namespace, Name: ref.Name}.String(), g.Cluster,
-		schemas.DriftReverted{Resource: schemas.Resource{Cluster: g.Cluster, Namespace: ref.Namespace, Name: ref.Name, Generation: s.Generation},
+	e, err := events.New(Source(g.cluster), events.TypeDriftReverted,
+		events.Subject{Cluster: g.cluster, Kind: schemas.SubjectApplications, Namespace: ref.Namespace, Name: ref.Name}.String(), g.cluster,
+		schemas.DriftReverted{Resource: schemas.Resource{Cluster: g.cluster, Namespace: ref.Namespace, Name: ref.Name, Generation: s.Generation},
 			Kind: KindApplication, Fields: fields, ConfigOffset: offset})
 	if err != nil {
 		return err
@@ -172,7 +176,7 @@ func (g *Guard) sendUnsent(ctx context.Context) {
 	if len(g.unsent) == 0 {
 		return
 	}
-	if _, err := g.Publish.Publish(ctx, g.unsent...); err != nil {
+	if _, err := g.publish.Publish(ctx, g.unsent...); err != nil {
 		if n := len(g.unsent) - maxUnsent; n > 0 {
 			g.warn(ctx, fmt.Sprintf("dropped %d drift reports while Kafka was unreachable", n), err)
 			g.unsent = slices.Delete(g.unsent, 0, n)
@@ -198,12 +202,12 @@ func (g *Guard) publishLocal(ctx context.Context, local map[Ref]*LocalApp) {
 		if old, ok := g.published[ref]; ok && sameLocal(old, app) {
 			continue
 		}
-		e, err := events.New(g.Source, events.TypeApplicationPublished,
-			events.Subject{Cluster: g.Cluster, Kind: "applications", Namespace: ref.Namespace, Name: ref.Name}.String(), g.Cluster,
-			schemas.ApplicationPublished{Resource: schemas.Resource{Cluster: g.Cluster, Namespace: ref.Namespace, Name: ref.Name,
+		e, err := events.New(Source(g.cluster), events.TypeApplicationPublished,
+			events.Subject{Cluster: g.cluster, Kind: schemas.SubjectApplications, Namespace: ref.Namespace, Name: ref.Name}.String(), g.cluster,
+			schemas.ApplicationPublished{Resource: schemas.Resource{Cluster: g.cluster, Namespace: ref.Namespace, Name: ref.Name,
 				Generation: app.Generation}, Project: app.Project, Labels: app.Labels, Spec: app.Spec})
 		if err == nil {
-			_, err = g.Publish.Publish(ctx, e)
+			_, err = g.publish.Publish(ctx, e)
 		}
 		if err != nil {
 			g.mu.Lock()
@@ -223,15 +227,11 @@ func sameLocal(a, b *LocalApp) bool {
 }
 
 func (g *Guard) warn(ctx context.Context, msg string, err error) {
-	if g.Log != nil {
-		g.Log.WarnContext(ctx, msg, "err", err)
-	}
+	g.log.WarnContext(ctx, msg, "err", err)
 }
 
 func (g *Guard) info(ctx context.Context, msg string, args ...any) {
-	if g.Log != nil {
-		g.Log.InfoContext(ctx, msg, args...)
-	}
+	g.log.InfoContext(ctx, msg, args...)
 }
 
 // ValidMode reports whether mode is one the spoke knows.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -16,22 +15,24 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/internal/kafkatest"
 	"github.com/argosyproj/argosy/internal/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 // startGuard runs a Guard in mode over a watcher of the Argo CD namespace
 // until the test ends.
-func startGuard(t *testing.T, w *world, mode string, argo *kube.ArgoCD) {
+func startGuard(t *testing.T, w *world, mode string, argo *argocd.Client) {
 	ctx, cancel := context.WithCancel(t.Context())
-	g := &spoke.Guard{Cluster: w.cluster, Source: w.applier.Source, Mode: mode, Revert: argo, State: w.applier.State,
-		Publish: w.applier.Publish, Window: 200 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	g, err := spoke.NewGuard(w.cluster, argo, w.state, w.pub, spoke.WithMode(mode), spoke.WithWindow(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	errs := make(chan error, 2)
 	go func() { errs <- g.Run(ctx) }()
-	go func() { errs <- kube.NewWatcher(w.dyn, kubetest.ArgoNamespace).Run(ctx, g.Observe) }()
+	go func() { errs <- newWatcher(t, w.dyn).Run(ctx, g.Observe) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := errors.Join(<-errs, <-errs); err != nil {
@@ -81,8 +82,7 @@ func TestManagedModeRevertsDrift(t *testing.T) {
 	up := w.app(1)
 	recs := w.publish(w.hub, up)
 	w.acks(func(last map[string]string, _ int) bool { return last[up.ID()] == "applied" })
-	argo := kube.New(w.dyn)
-	startGuard(t, w, spoke.ModeManaged, argo)
+	startGuard(t, w, spoke.ModeManaged, w.argo)
 
 	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
 	name := "guestbook-" + w.ns
@@ -123,8 +123,8 @@ func TestManagedModeRevertsDrift(t *testing.T) {
 // Applications.
 func TestAutonomousMode(t *testing.T) {
 	w := newWorld(t)
-	argo := kube.New(w.dyn, kube.KeepLocal())
-	w.applier.ArgoCD = argo
+	argo := newArgo(t, w.dyn, argocd.KeepLocal())
+	w.argo = argo
 	ctx, cancel := context.WithCancel(t.Context())
 	done := w.run(ctx, "spoke."+w.cluster)
 	startGuard(t, w, spoke.ModeAutonomous, argo)

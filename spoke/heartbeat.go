@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -37,26 +38,43 @@ func (r *Reporter) Counts() Counts {
 	return c
 }
 
-// Heartbeater publishes a heartbeat every Interval: the agent's version and
-// mode, its Applications by state, and how far it has read the config
+// Heartbeater publishes a heartbeat at every interval: the agent's version
+// and mode, its Applications by state, and how far it has read the config
 // partition.
 type Heartbeater struct {
-	Cluster, Source    string
-	AgentVersion, Mode string
-	ArgoCDVersion      string
-	Interval           time.Duration
-	Publish            Publisher
-	Counts             func() Counts
-	// Progress returns the next config offset to apply and the records
-	// still to apply; nil, or an error, leaves them out.
-	Progress func(ctx context.Context) (next, lag int64, err error)
-	Log      *slog.Logger
+	cluster                     string
+	agentVersion, argoCDVersion string
+	mode                        string
+	interval                    time.Duration
+	publish                     Publisher
+	counts                      func() Counts
+	progress                    func(ctx context.Context) (next, lag int64, err error)
+	log                         *slog.Logger
+}
+
+// NewHeartbeater returns the heartbeater of cluster, which publishes
+// through pub. counts, if not nil, gives the Applications by state;
+// progress, if not nil, gives the next config offset to apply and the
+// records still to apply (an error leaves them out of that heartbeat). It
+// takes the WithHeartbeatInterval, WithMode, WithAgentVersion,
+// WithArgoCDVersion and WithLogger options.
+func NewHeartbeater(cluster string, pub Publisher, counts func() Counts,
+	progress func(ctx context.Context) (next, lag int64, err error), opts ...Option) (*Heartbeater, error) {
+	if cluster == "" || pub == nil {
+		return nil, errors.New("heartbeater: a cluster and a publisher are required")
+	}
+	o := newOptions(opts)
+	if o.heartbeat <= 0 {
+		return nil, errors.New("heartbeater: the interval must be positive")
+	}
+	return &Heartbeater{cluster: cluster, agentVersion: o.agentVersion, argoCDVersion: o.argoCDVersion, mode: o.mode,
+		interval: o.heartbeat, publish: pub, counts: counts, progress: progress, log: o.log}, nil
 }
 
 // Run sends heartbeats until ctx ends. A heartbeat that cannot be sent is
 // dropped: the next one carries the news.
 func (h *Heartbeater) Run(ctx context.Context) error {
-	t := time.NewTicker(h.Interval)
+	t := time.NewTicker(h.interval)
 	defer t.Stop()
 	var seq int64
 	for {
@@ -71,21 +89,21 @@ func (h *Heartbeater) Run(ctx context.Context) error {
 }
 
 func (h *Heartbeater) beat(ctx context.Context, seq int64) {
-	hb := schemas.Heartbeat{Cluster: h.Cluster, AgentVersion: h.AgentVersion, ArgoCDVersion: h.ArgoCDVersion, Mode: h.Mode, Seq: seq}
-	if h.Counts != nil {
-		c := h.Counts()
+	hb := schemas.Heartbeat{Cluster: h.cluster, AgentVersion: h.agentVersion, ArgoCDVersion: h.argoCDVersion, Mode: h.mode, Seq: seq}
+	if h.counts != nil {
+		c := h.counts()
 		hb.Applications, hb.ApplicationsBySync, hb.ApplicationsByHealth = c.Total, c.BySync, c.ByHealth
 	}
-	if h.Progress != nil {
-		if next, lag, err := h.Progress(ctx); err == nil {
+	if h.progress != nil {
+		if next, lag, err := h.progress(ctx); err == nil {
 			hb.ConfigOffset, hb.ConfigLag = next, lag
 		}
 	}
-	e, err := events.New(h.Source, events.TypeHeartbeat, events.Subject{Cluster: h.Cluster}.String(), h.Cluster, hb)
+	e, err := events.New(Source(h.cluster), events.TypeHeartbeat, events.Subject{Cluster: h.cluster}.String(), h.cluster, hb)
 	if err == nil {
-		_, err = h.Publish.Publish(ctx, e)
+		_, err = h.publish.Publish(ctx, e)
 	}
-	if err != nil && ctx.Err() == nil && h.Log != nil {
-		h.Log.WarnContext(ctx, "heartbeat not sent", "err", err)
+	if err != nil && ctx.Err() == nil {
+		h.log.WarnContext(ctx, "heartbeat not sent", "err", err)
 	}
 }

@@ -32,12 +32,15 @@ func (c *capture) Publish(_ context.Context, es ...*event.Event) ([]*kgo.Record,
 func TestHeartbeats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		pub := &capture{}
-		h := &spoke.Heartbeater{Cluster: "c1", Source: "//t", AgentVersion: "v1", Mode: "managed", Interval: 30 * time.Second,
-			Publish: pub,
-			Counts: func() spoke.Counts {
+		h, err := spoke.NewHeartbeater("c1", pub,
+			func() spoke.Counts {
 				return spoke.Counts{Total: 2, BySync: map[string]int{"Synced": 2}, ByHealth: map[string]int{"Healthy": 1, "Degraded": 1}}
 			},
-			Progress: func(context.Context) (int64, int64, error) { return 42, 3, nil }}
+			func(context.Context) (int64, int64, error) { return 42, 3, nil },
+			spoke.WithAgentVersion("v1"), spoke.WithMode(schemas.ModeManaged), spoke.WithHeartbeatInterval(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- h.Run(ctx) }()

@@ -37,15 +37,11 @@ type MarkStore interface {
 // holds the last revisionHistoryLimit of them; an outage longer than that
 // ends in a gap event, never in silence.
 type Recorder struct {
-	Cluster string
-	// Source is the CloudEvents source of the records.
-	Source  string
-	Publish Publisher
-	Marks   MarkStore
-	// Window is how often pending statuses are recorded; zero means one
-	// second.
-	Window time.Duration
-	Log    *slog.Logger
+	cluster string
+	publish Publisher
+	marks   MarkStore
+	window  time.Duration // how often pending statuses are recorded
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	pending  map[string]AppStatus
@@ -54,13 +50,25 @@ type Recorder struct {
 	listed   map[string]bool // the present set when the list completed
 }
 
+// NewRecorder returns the deployment recorder of cluster, which publishes
+// through pub and keeps its marks in marks. It takes the WithWindow and
+// WithLogger options.
+func NewRecorder(cluster string, pub Publisher, marks MarkStore, opts ...Option) (*Recorder, error) {
+	if cluster == "" || pub == nil || marks == nil {
+		return nil, errors.New("recorder: a cluster, a publisher and a mark store are required")
+	}
+	o := newOptions(opts)
+	if o.window <= 0 {
+		return nil, errors.New("recorder: the window must be positive")
+	}
+	return &Recorder{cluster: cluster, publish: pub, marks: marks, window: o.window, log: o.log,
+		pending: map[string]AppStatus{}, present: map[string]bool{}}, nil
+}
+
 // Observe takes one status from a StatusSource.
 func (r *Recorder) Observe(s AppStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pending == nil {
-		r.pending, r.present = map[string]AppStatus{}, map[string]bool{}
-	}
 	if s.ListDone {
 		r.listDone, r.listed = true, map[string]bool{}
 		for k, ok := range r.present {
@@ -73,14 +81,10 @@ func (r *Recorder) Observe(s AppStatus) {
 	r.present[k] = !s.Deleted
 }
 
-// Run records pending statuses every Window until ctx ends.
+// Run records pending statuses every window until ctx ends.
 func (r *Recorder) Run(ctx context.Context) error {
-	window := r.Window
-	if window <= 0 {
-		window = time.Second
-	}
 	var c *markCache // loaded on the first tick
-	t := time.NewTicker(window)
+	t := time.NewTicker(r.window)
 	defer t.Stop()
 	for {
 		select {
@@ -89,7 +93,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		if c == nil {
-			m, err := r.Marks.Marks(ctx)
+			m, err := r.marks.Marks(ctx)
 			if err != nil {
 				r.warn(ctx, "read deployment marks; will retry", err)
 				continue
@@ -110,7 +114,7 @@ func (r *Recorder) stop(ctx context.Context, c *markCache) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := c.save(ctx, r.Marks); err != nil {
+	if err := c.save(ctx, r.marks); err != nil {
 		r.warn(ctx, "deployment marks not saved at stop; their records will be published again", err)
 	}
 	return nil
@@ -162,7 +166,7 @@ func (r *Recorder) flush(ctx context.Context, c *markCache) error {
 	set, remove := map[string]DeployMark{}, []string{}
 	for k, s := range batch {
 		old, seen := c.marks[k]
-		recs, gaps, next := Deployments(r.Cluster, s, old, seen)
+		recs, gaps, next := Deployments(r.cluster, s, old, seen)
 		for _, g := range gaps {
 			evs.add(r.event(events.TypeDeploymentGap, gapID(g), g.Resource, g))
 		}
@@ -181,12 +185,12 @@ func (r *Recorder) flush(ctx context.Context, c *markCache) error {
 				continue
 			}
 			ns, name, _ := strings.Cut(k, "/")
-			g := DeletedGap(r.Cluster, ns, name, m)
+			g := DeletedGap(r.cluster, ns, name, m)
 			evs.add(r.event(events.TypeDeploymentGap, gapID(g), g.Resource, g))
 			remove = append(remove, k)
 		}
 	}
-	if err := evs.publish(ctx, r.Publish); err != nil {
+	if err := evs.publish(ctx, r.publish); err != nil {
 		r.requeue(batch, listDone)
 		return err
 	}
@@ -196,7 +200,7 @@ func (r *Recorder) flush(ctx context.Context, c *markCache) error {
 	for _, k := range remove {
 		c.drop(k)
 	}
-	return c.save(ctx, r.Marks)
+	return c.save(ctx, r.marks)
 }
 
 func (r *Recorder) requeue(batch map[string]AppStatus, listDone bool) {
@@ -213,12 +217,12 @@ func (r *Recorder) requeue(batch map[string]AppStatus, listDone bool) {
 // event builds a deployments-topic event whose id is derived from what it
 // records, so that publishing it again yields the same id.
 func (r *Recorder) event(typ, id string, res schemas.Resource, data any) (*event.Event, error) {
-	e, err := events.New(r.Source, typ, events.Subject{Cluster: r.Cluster, Kind: "applications",
-		Namespace: res.Namespace, Name: res.Name}.String(), r.Cluster, data)
+	e, err := events.New(Source(r.cluster), typ, events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications,
+		Namespace: res.Namespace, Name: res.Name}.String(), r.cluster, data)
 	if err != nil {
 		return nil, err
 	}
-	e.SetID(r.Cluster + "/" + res.Namespace + "/" + res.Name + "/" + id)
+	e.SetID(r.cluster + "/" + res.Namespace + "/" + res.Name + "/" + id)
 	return e, nil
 }
 
@@ -231,9 +235,7 @@ func gapID(g schemas.DeploymentGap) string {
 }
 
 func (r *Recorder) warn(ctx context.Context, msg string, err error) {
-	if r.Log != nil {
-		r.Log.WarnContext(ctx, msg, "err", err)
-	}
+	r.log.WarnContext(ctx, msg, "err", err)
 }
 
 // eventBatch collects events to publish together, and the first error met

@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +24,6 @@ import (
 	"github.com/argosyproj/argosy/internal/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 // TestSealedRepositoryCredentials follows a private repository's password
@@ -53,10 +51,9 @@ func TestSealedRepositoryCredentials(t *testing.T) {
 	done := w.run(ctx, "spoke."+w.cluster)
 	// Status deltas carry Argo CD's condition messages: the leak check
 	// below covers them too.
-	rep := &spoke.Reporter{Cluster: w.cluster, Source: "//argosy.dev/spoke/" + w.cluster, Publish: w.applier.Publish,
-		Window: 200 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	rep := w.reporter()
 	reported := make(chan error, 1)
-	go func() { reported <- rep.Run(ctx, kube.NewWatcher(w.dyn, kubetest.ArgoNamespace)) }()
+	go func() { reported <- rep.Run(ctx, newWatcher(t, w.dyn)) }()
 
 	name := "private-" + w.ns
 	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
@@ -79,7 +76,7 @@ func TestSealedRepositoryCredentials(t *testing.T) {
 	repo := w.sealedRepository(repoRef, url, map[string]string{"username": user, "password": pass})
 	w.publish(w.hub, repo)
 	t.Cleanup(func() {
-		if err := kube.New(w.dyn).Delete(context.Background(), repoRef, false); err != nil {
+		if err := w.argo.Delete(context.Background(), repoRef, false); err != nil {
 			t.Logf("delete repository: %v", err)
 		}
 	})
@@ -139,7 +136,7 @@ func (w *world) sealedRepository(ref spoke.Ref, url string, creds map[string]str
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	sealed, err := events.Seal(w.applier.Sealing.Public, plain)
+	sealed, err := events.Seal(w.keys.Sealing.Public, plain)
 	if err != nil {
 		w.t.Fatal(err)
 	}

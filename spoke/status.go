@@ -3,6 +3,7 @@ package spoke
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -12,47 +13,19 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/schemas"
 )
 
-// AppStatus is what the spoke reports of one local Application.
-type AppStatus struct {
-	Namespace, Name string
-	// Generation is the hub's generation the Application was applied at
-	// (0 for Applications the hub did not write).
-	Generation int64
-	Deleted    bool
-	Sync       *schemas.SyncStatus
-	Health     *schemas.HealthStatus
-	Operation  *schemas.OperationState
-	Conditions []schemas.Condition
-	Resources  *schemas.ResourceSummary
-
-	// For deployment records.
-	UID     string
-	Project string
-	Labels  map[string]string
-	History []HistoryEntry
-	// LastSync is the result of the last sync or rollback operation.
-	LastSync *SyncResult
-
-	// Drift lists the spec fields of an Argosy-managed Application that
-	// differ from its desired spec: a local edit.
-	Drift []string
-	// Local is set for an Application created in the cluster rather than by
-	// Argosy, with what autonomous mode publishes of it.
-	Local *LocalApp
-
-	// ListDone marks the end of the Applications that existed when the
-	// source started: every one of them has been delivered. No other field
-	// is set.
-	ListDone bool
-}
+// AppStatus is what the agent reports of one local Application
+// (internal/argocd reads it from the Application).
+type AppStatus = argocd.AppStatus
 
 // StatusSource watches the local Applications and calls changed with the
 // status of each one that was added, changed or deleted, until ctx ends.
 // Once the Applications that existed at the start have all been delivered,
-// it calls changed with ListDone set. spoke/kube's Watcher is the real one.
+// it calls changed with ListDone set. internal/argocd's Watcher is the real
+// one; Run returns once every goroutine it started has stopped.
 type StatusSource interface {
 	Run(ctx context.Context, changed func(AppStatus)) error
 }
@@ -85,12 +58,10 @@ func (t teeSource) Run(ctx context.Context, changed func(AppStatus)) error {
 // Application waits (so the buffer is bounded by the number of
 // Applications) and is published when Kafka is back.
 type Reporter struct {
-	Cluster string
-	Source  string
-	Publish Publisher
-	// Window coalesces changes; zero means one second.
-	Window time.Duration
-	Log    *slog.Logger
+	cluster string
+	publish Publisher
+	window  time.Duration // coalesces changes
+	log     *slog.Logger
 
 	mu      sync.Mutex
 	pending map[appKey]AppStatus
@@ -112,15 +83,24 @@ type pendingEvent struct {
 	ev     *event.Event
 }
 
-// Run reports until ctx ends.
-func (r *Reporter) Run(ctx context.Context, src StatusSource) error {
-	r.mu.Lock()
-	r.pending, r.sent = map[appKey]AppStatus{}, map[appKey]sentStatus{}
-	r.mu.Unlock()
-	window := r.Window
-	if window <= 0 {
-		window = time.Second
+// NewReporter returns the status reporter of cluster, which publishes
+// through pub. It takes the WithWindow and WithLogger options.
+func NewReporter(cluster string, pub Publisher, opts ...Option) (*Reporter, error) {
+	if cluster == "" || pub == nil {
+		return nil, errors.New("reporter: a cluster and a publisher are required")
 	}
+	o := newOptions(opts)
+	if o.window <= 0 {
+		return nil, errors.New("reporter: the window must be positive")
+	}
+	return &Reporter{cluster: cluster, publish: pub, window: o.window, log: o.log,
+		pending: map[appKey]AppStatus{}, sent: map[appKey]sentStatus{}}, nil
+}
+
+// Run reports the statuses src delivers until ctx ends, and returns once
+// src has stopped.
+func (r *Reporter) Run(ctx context.Context, src StatusSource) error {
+	window := r.window
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return src.Run(gctx, r.observe) })
 	g.Go(func() error {
@@ -167,10 +147,10 @@ func (r *Reporter) flush(ctx context.Context) {
 		if !changed {
 			continue
 		}
-		delta.Resource = schemas.Resource{Cluster: r.Cluster, Namespace: s.Namespace, Name: s.Name, Generation: s.Generation}
+		delta.Resource = schemas.Resource{Cluster: r.cluster, Namespace: s.Namespace, Name: s.Name, Generation: s.Generation}
 		delta.Seq = prev.seq + 1
-		e, err := events.New(r.Source, events.TypeApplicationStatus,
-			events.Subject{Cluster: r.Cluster, Kind: "applications", Namespace: s.Namespace, Name: s.Name}.String(), r.Cluster, delta)
+		e, err := events.New(Source(r.cluster), events.TypeApplicationStatus,
+			events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications, Namespace: s.Namespace, Name: s.Name}.String(), r.cluster, delta)
 		if err != nil {
 			r.logErr(ctx, "status event", err)
 			continue
@@ -184,7 +164,7 @@ func (r *Reporter) flush(ctx context.Context) {
 	for i, e := range evs {
 		es[i] = e.ev
 	}
-	_, err := r.Publish.Publish(ctx, es...)
+	_, err := r.publish.Publish(ctx, es...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range evs {
@@ -203,9 +183,7 @@ func (r *Reporter) flush(ctx context.Context) {
 }
 
 func (r *Reporter) logErr(ctx context.Context, msg string, err error) {
-	if r.Log != nil {
-		r.Log.WarnContext(ctx, msg, "err", err)
-	}
+	r.log.WarnContext(ctx, msg, "err", err)
 }
 
 // Delta returns the status event fields that changed from prev to cur, all

@@ -5,7 +5,6 @@ package spoke_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/argosyproj/argosy/internal/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 // TestStatusDeltas watches a real Argo CD Application through a sync and a
@@ -29,14 +27,13 @@ func TestStatusDeltas(t *testing.T) {
 	w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	rep := &spoke.Reporter{Cluster: w.cluster, Source: "//argosy.dev/spoke/" + w.cluster, Publish: w.applier.Publish,
-		Window: 200 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	rep := w.reporter()
 	done := make(chan error, 1)
-	go func() { done <- rep.Run(ctx, kube.NewWatcher(w.dyn, kubetest.ArgoNamespace)) }()
+	go func() { done <- rep.Run(ctx, newWatcher(t, w.dyn)) }()
 
 	name := "guestbook-" + w.ns
 	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
-	argo := kube.New(w.dyn)
+	argo := w.argo
 	spec, _ := json.Marshal(map[string]any{"project": "default",
 		"source":      map[string]any{"repoURL": w.repo.URL, "path": "app", "targetRevision": "main"},
 		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": w.ns}})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/internal/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
@@ -45,7 +46,7 @@ func TestSpokeRBAC(t *testing.T) {
 	t.Run("the spoke works with it", func(t *testing.T) {
 		ctx := t.Context()
 		f := newFixture(t)
-		f.argo = kube.New(dyn) // act as the spoke's ServiceAccount
+		f.argo = newArgo(t, dyn) // act as the spoke's ServiceAccount
 		f.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": configMap("demo", "one")})
 		name := "rbac-" + f.ns
 		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
@@ -100,7 +101,10 @@ func TestSpokeRBAC(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		state := kube.NewState(dyn, kubetest.ArgoNamespace, "argosy-spoke-rbac-"+f.ns)
+		state, err := kube.NewState(dyn, kubetest.ArgoNamespace, "argosy-spoke-rbac-"+f.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for gen := range int64(2) {
 			if err := state.Put(ctx, "k", spoke.Applied{Generation: gen + 1}); err != nil {
 				t.Fatal(err)
@@ -115,7 +119,7 @@ func TestSpokeRBAC(t *testing.T) {
 		if m, err := state.Marks(ctx); err != nil || m["argocd/x"].LastHistoryID != 3 {
 			t.Fatalf("marks: %+v %v", m, err)
 		}
-		local := kube.New(dyn, kube.KeepLocal()) // autonomous mode reads before it writes
+		local := newArgo(t, dyn, argocd.KeepLocal()) // autonomous mode reads before it writes
 		if err := local.Apply(ctx, f.app(name, 3)); err != nil {
 			t.Fatal(err)
 		}

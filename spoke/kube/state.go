@@ -1,8 +1,12 @@
+// Package kube keeps the agent's state where it survives a restart of the
+// agent, whose pod has a read-only disk: in a ConfigMap, through the
+// Kubernetes API. The agent's access to Argo CD itself is internal/argocd.
 package kube
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/spoke"
 )
 
@@ -28,18 +33,18 @@ type State struct {
 	mu sync.Mutex // serializes read-modify-write of the ConfigMap
 }
 
-var (
-	_ spoke.StateStore = (*State)(nil)
-	_ spoke.MarkStore  = (*State)(nil)
-)
+var _ spoke.Store = (*State)(nil)
 
 // markPrefix starts the data keys of deployment marks: "deployed.<namespace>.<name>"
 // (a namespace has no dots, so the first one after the prefix ends it).
 const markPrefix = "deployed."
 
 // NewState returns a store in ConfigMap namespace/name, created on first Put.
-func NewState(dyn dynamic.Interface, namespace, name string) *State {
-	return &State{cms: dyn.Resource(configMapGVR).Namespace(namespace), name: name}
+func NewState(dyn dynamic.Interface, namespace, name string) (*State, error) {
+	if dyn == nil || namespace == "" || name == "" {
+		return nil, errors.New("state: a dynamic client, a namespace and a name are required")
+	}
+	return &State{cms: dyn.Resource(configMapGVR).Namespace(namespace), name: name}, nil
 }
 
 // Get implements spoke.StateStore.
@@ -130,7 +135,7 @@ func (s *State) update(ctx context.Context, edit func(data map[string]any)) erro
 			data := map[string]any{}
 			edit(data)
 			cm = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-				"metadata": map[string]any{"name": s.name, "labels": map[string]any{LabelManaged: "true"}},
+				"metadata": map[string]any{"name": s.name, "labels": map[string]any{argocd.LabelManaged: "true"}},
 				"data":     data}}
 			_, err = s.cms.Create(ctx, cm, metav1.CreateOptions{})
 		} else if err == nil {

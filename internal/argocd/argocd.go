@@ -1,7 +1,12 @@
-// Package kube is the spoke's real Argo CD: it implements spoke.ArgoCD with
-// client-go's dynamic client and unstructured objects, so that the agent
-// never links Argo CD's own (large) module.
-package kube
+// Package argocd is Argosy's access to an Argo CD through the Kubernetes
+// API: its resource kinds, server-side apply of desired state under a
+// field manager with the hub's generation recorded on the object, the
+// operations Argo CD runs, reading an Application's status into the wire
+// types, and drift detection. It works on client-go's dynamic client and
+// unstructured objects, so that nothing that imports it links Argo CD's own
+// (large) module. It holds no agent logic: the agent (package spoke) and a
+// hub-side mirror both build on it, and neither imports the other.
+package argocd
 
 import (
 	"context"
@@ -17,15 +22,70 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/argosyproj/argosy/schemas"
-	"github.com/argosyproj/argosy/spoke"
 )
 
-// FieldManager owns the fields the spoke applies.
-const FieldManager = "argosy-spoke"
+// Kinds of objects Argosy manages in an Argo CD.
+const (
+	KindApplication = "Application"
+	KindAppProject  = "AppProject"
+	// KindRepository is an Argo CD repository: a Secret labelled
+	// argocd.argoproj.io/secret-type=repository.
+	KindRepository = "Repository"
+)
 
-// Labels and annotations the spoke puts on what it manages.
+// Ref names one object in an Argo CD.
+type Ref struct {
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+// Object is desired state for one object.
+type Object struct {
+	Ref
+	Labels      map[string]string
+	Annotations map[string]string
+	// Spec is the Argo CD spec (Application and AppProject).
+	Spec json.RawMessage
+	// Data is the Secret data of a repository.
+	Data map[string]string
+	// Generation is the hub's generation of the object; it is recorded on
+	// the object as the argosy.dev/generation annotation.
+	Generation int64
+}
+
+// Operation is a one-off action on an Application.
+type Operation struct {
+	// Kind is sync, refresh, rollback or terminate (schemas.Operation*).
+	Kind        string
+	RequestedBy string
+	Revision    string
+	Prune       bool
+	DryRun      bool
+	// HistoryID is the status.history entry to roll back to.
+	HistoryID int64
+	// RefreshType is normal or hard.
+	RefreshType string
+}
+
+// PermanentError marks a change that retrying cannot fix: the API server
+// refused the object itself.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// ConflictError marks a change refused because the object belongs to
+// someone else: under KeepLocal, an object created in the cluster.
+type ConflictError struct{ Err error }
+
+func (e *ConflictError) Error() string { return e.Err.Error() }
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// Labels and annotations Argosy puts on what it manages.
 const (
 	LabelManaged         = "argosy.dev/managed"
 	AnnotationGeneration = "argosy.dev/generation"
@@ -44,49 +104,52 @@ var (
 	secretGVR      = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 )
 
-// ArgoCD is the spoke's Argo CD on a Kubernetes API.
-type ArgoCD struct {
+// Client acts on one Argo CD through a Kubernetes API. It is safe for
+// concurrent use.
+type Client struct {
 	dyn       dynamic.Interface
+	manager   string
 	keepLocal bool
 }
 
-var (
-	_ spoke.ArgoCD   = (*ArgoCD)(nil)
-	_ spoke.Reverter = (*ArgoCD)(nil)
-)
+// Option configures a Client.
+type Option func(*Client)
 
-// Option configures an ArgoCD.
-type Option func(*ArgoCD)
+// KeepLocal makes Apply and Delete refuse, with a ConflictError, to take
+// over or delete an object that exists without the argosy.dev/managed
+// label: in an agent's autonomous mode, Applications created in the
+// cluster belong to the cluster, and the hub never overwrites them.
+func KeepLocal() Option { return func(a *Client) { a.keepLocal = true } }
 
-// KeepLocal makes Apply and Delete refuse, with a spoke.ConflictError, to
-// take over or delete an object that exists without the argosy.dev/managed
-// label: in autonomous mode, Applications created in the cluster belong to
-// the cluster, and the hub never overwrites them.
-func KeepLocal() Option { return func(a *ArgoCD) { a.keepLocal = true } }
-
-// New returns an ArgoCD that acts through dyn.
-func New(dyn dynamic.Interface, opts ...Option) *ArgoCD {
-	a := &ArgoCD{dyn: dyn}
+// New returns a Client that acts through dyn and owns the fields it
+// applies as fieldManager.
+func New(dyn dynamic.Interface, fieldManager string, opts ...Option) (*Client, error) {
+	if dyn == nil || fieldManager == "" {
+		return nil, errors.New("argocd: a dynamic client and a field manager are required")
+	}
+	a := &Client{dyn: dyn, manager: fieldManager}
 	for _, o := range opts {
 		o(a)
 	}
-	return a
+	return a, nil
 }
 
-func (a *ArgoCD) resource(kind, ns string) (dynamic.ResourceInterface, error) {
+func (a *Client) resource(kind, ns string) (dynamic.ResourceInterface, error) {
 	switch kind {
-	case spoke.KindApplication:
+	case KindApplication:
 		return a.dyn.Resource(applicationGVR).Namespace(ns), nil
-	case spoke.KindAppProject:
+	case KindAppProject:
 		return a.dyn.Resource(appProjectGVR).Namespace(ns), nil
-	case spoke.KindRepository:
+	case KindRepository:
 		return a.dyn.Resource(secretGVR).Namespace(ns), nil
 	}
 	return nil, fmt.Errorf("unknown kind %q", kind)
 }
 
-// Apply implements spoke.ArgoCD.
-func (a *ArgoCD) Apply(ctx context.Context, obj *spoke.Object) error {
+// Apply creates or updates obj with server-side apply under the client's
+// field manager, forcing conflicts: the desired spec is the whole spec, so
+// spec fields another manager set are put back too.
+func (a *Client) Apply(ctx context.Context, obj *Object) error {
 	ri, err := a.resource(obj.Kind, obj.Namespace)
 	if err != nil {
 		return err
@@ -103,11 +166,11 @@ func (a *ArgoCD) Apply(ctx context.Context, obj *spoke.Object) error {
 		return err
 	}
 	force := true
-	got, err := ri.Patch(ctx, obj.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	got, err := ri.Patch(ctx, obj.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: a.manager, Force: &force})
 	if err != nil {
 		err = fmt.Errorf("apply %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-			return &spoke.PermanentError{Err: err} // the object itself is wrong
+			return &PermanentError{Err: err} // the object itself is wrong
 		}
 		return err
 	}
@@ -123,7 +186,7 @@ func (a *ArgoCD) Apply(ctx context.Context, obj *spoke.Object) error {
 
 // checkOwner refuses, under KeepLocal, to touch an existing object that
 // Argosy does not manage.
-func (a *ArgoCD) checkOwner(ctx context.Context, ri dynamic.ResourceInterface, ref spoke.Ref) error {
+func (a *Client) checkOwner(ctx context.Context, ri dynamic.ResourceInterface, ref Ref) error {
 	if !a.keepLocal {
 		return nil
 	}
@@ -134,13 +197,13 @@ func (a *ArgoCD) checkOwner(ctx context.Context, ri dynamic.ResourceInterface, r
 	case err != nil:
 		return fmt.Errorf("%s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
 	case cur.GetLabels()[LabelManaged] != "true":
-		return &spoke.ConflictError{Err: fmt.Errorf("%s %s/%s was created in the cluster and belongs to it (autonomous mode)",
+		return &ConflictError{Err: fmt.Errorf("%s %s/%s was created in the cluster and belongs to it (autonomous mode)",
 			ref.Kind, ref.Namespace, ref.Name)}
 	}
 	return nil
 }
 
-func unstructuredOf(obj *spoke.Object) (*unstructured.Unstructured, error) {
+func unstructuredOf(obj *Object) (*unstructured.Unstructured, error) {
 	labels := map[string]any{LabelManaged: "true"}
 	for k, v := range obj.Labels {
 		labels[k] = v
@@ -152,11 +215,11 @@ func unstructuredOf(obj *spoke.Object) (*unstructured.Unstructured, error) {
 	meta := map[string]any{"name": obj.Name, "namespace": obj.Namespace, "labels": labels, "annotations": annotations}
 	u := map[string]any{"metadata": meta}
 	switch obj.Kind {
-	case spoke.KindApplication, spoke.KindAppProject:
+	case KindApplication, KindAppProject:
 		u["apiVersion"], u["kind"] = "argoproj.io/v1alpha1", obj.Kind
 		var spec map[string]any
 		if err := json.Unmarshal(obj.Spec, &spec); err != nil || spec == nil {
-			return nil, &spoke.PermanentError{Err: fmt.Errorf("%s %s/%s: spec is not a JSON object: %w", obj.Kind, obj.Namespace, obj.Name,
+			return nil, &PermanentError{Err: fmt.Errorf("%s %s/%s: spec is not a JSON object: %w", obj.Kind, obj.Namespace, obj.Name,
 				errors.Join(err, errors.New("null")))}
 		}
 		desired, err := json.Marshal(spec) // canonical: sorted keys
@@ -165,7 +228,7 @@ func unstructuredOf(obj *spoke.Object) (*unstructured.Unstructured, error) {
 		}
 		annotations[AnnotationDesiredSpec] = string(desired)
 		u["spec"] = spec
-	case spoke.KindRepository:
+	case KindRepository:
 		u["apiVersion"], u["kind"] = "v1", "Secret"
 		labels[labelSecretType] = "repository"
 		data := map[string]any{}
@@ -177,8 +240,9 @@ func unstructuredOf(obj *spoke.Object) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: u}, nil
 }
 
-// Delete implements spoke.ArgoCD. A missing object is already deleted.
-func (a *ArgoCD) Delete(ctx context.Context, ref spoke.Ref, cascade bool) error {
+// Delete removes the object; for an Application, cascade also deletes the
+// resources Argo CD created for it. A missing object is already deleted.
+func (a *Client) Delete(ctx context.Context, ref Ref, cascade bool) error {
 	ri, err := a.resource(ref.Kind, ref.Namespace)
 	if err != nil {
 		return err
@@ -186,11 +250,14 @@ func (a *ArgoCD) Delete(ctx context.Context, ref spoke.Ref, cascade bool) error 
 	if err := a.checkOwner(ctx, ri, ref); err != nil {
 		return err
 	}
-	if ref.Kind == spoke.KindApplication {
+	if ref.Kind == KindApplication {
 		// Argo CD deletes an Application's resources only while its
-		// resources finalizer is set.
-		if err := a.setFinalizer(ctx, ri, ref.Name, cascade); err != nil {
-			return err
+		// resources finalizer is set. Its controller writes the
+		// Application too, so a conflict is read again and retried.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			return a.setFinalizer(ctx, ri, ref.Name, cascade)
+		}); err != nil {
+			return fmt.Errorf("delete %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
 		}
 	}
 	policy := metav1.DeletePropagationForeground
@@ -201,7 +268,7 @@ func (a *ArgoCD) Delete(ctx context.Context, ref spoke.Ref, cascade bool) error 
 	return nil
 }
 
-func (a *ArgoCD) setFinalizer(ctx context.Context, ri dynamic.ResourceInterface, name string, on bool) error {
+func (a *Client) setFinalizer(ctx context.Context, ri dynamic.ResourceInterface, name string, on bool) error {
 	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -226,9 +293,10 @@ func (a *ArgoCD) setFinalizer(ctx context.Context, ri dynamic.ResourceInterface,
 	return err
 }
 
-// Operate implements spoke.ArgoCD.
-func (a *ArgoCD) Operate(ctx context.Context, ref spoke.Ref, op spoke.Operation) error {
-	ri, err := a.resource(spoke.KindApplication, ref.Namespace)
+// Operate runs an operation on an Application through Argo CD's own
+// mechanisms: the operation field and the refresh annotation.
+func (a *Client) Operate(ctx context.Context, ref Ref, op Operation) error {
+	ri, err := a.resource(KindApplication, ref.Namespace)
 	if err != nil {
 		return err
 	}
@@ -241,14 +309,14 @@ func (a *ArgoCD) Operate(ctx context.Context, ref spoke.Ref, op spoke.Operation)
 		}
 		patch = map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotationRefresh: kind}}}
 	case schemas.OperationSync:
-		patch = operation(op, map[string]any{"revision": op.Revision, "prune": op.Prune, "dryRun": op.DryRun})
+		patch = a.operation(op, map[string]any{"revision": op.Revision, "prune": op.Prune, "dryRun": op.DryRun})
 	case schemas.OperationRollback:
 		sync, err := a.rollbackSync(ctx, ri, ref.Name, op.HistoryID)
 		if err != nil {
 			return err
 		}
 		sync["prune"], sync["dryRun"] = op.Prune, op.DryRun
-		patch = operation(op, sync)
+		patch = a.operation(op, sync)
 	case schemas.OperationTerminate:
 		return a.terminate(ctx, ri, ref)
 	default:
@@ -269,7 +337,7 @@ func (a *ArgoCD) Operate(ctx context.Context, ref spoke.Ref, op spoke.Operation)
 // that the controller's own status writes cannot silently undo it. It
 // returns once the operation is no longer Running, or errs (to be retried)
 // after 30 s.
-func (a *ArgoCD) terminate(ctx context.Context, ri dynamic.ResourceInterface, ref spoke.Ref) error {
+func (a *Client) terminate(ctx context.Context, ri dynamic.ResourceInterface, ref Ref) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		u, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
@@ -295,17 +363,17 @@ func (a *ArgoCD) terminate(ctx context.Context, ri dynamic.ResourceInterface, re
 	return fmt.Errorf("terminate %s/%s: the operation is still running", ref.Namespace, ref.Name)
 }
 
-func operation(op spoke.Operation, sync map[string]any) map[string]any {
+func (a *Client) operation(op Operation, sync map[string]any) map[string]any {
 	by := op.RequestedBy
 	if by == "" {
-		by = FieldManager
+		by = a.manager
 	}
 	return map[string]any{"operation": map[string]any{"initiatedBy": map[string]any{"username": by}, "sync": sync}}
 }
 
 // rollbackSync returns the sync of a rollback to history entry id: its
 // revision and source, as Argo CD's own rollback does.
-func (a *ArgoCD) rollbackSync(ctx context.Context, ri dynamic.ResourceInterface, name string, id int64) (map[string]any, error) {
+func (a *Client) rollbackSync(ctx context.Context, ri dynamic.ResourceInterface, name string, id int64) (map[string]any, error) {
 	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package kube_test
+package argocd_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/argosyproj/argosy/spoke/kube"
+	"github.com/argosyproj/argosy/internal/argocd"
 )
 
 func TestDrift(t *testing.T) {
@@ -24,14 +24,14 @@ func TestDrift(t *testing.T) {
 		want        []string
 	}{
 		{"not managed", nil, func(s map[string]any) { s["project"] = "other" }, nil},
-		{"in line (an int64 equals a JSON number)", map[string]any{kube.AnnotationDesiredSpec: desired}, func(map[string]any) {}, nil},
-		{"a changed field", map[string]any{kube.AnnotationDesiredSpec: desired},
+		{"in line (an int64 equals a JSON number)", map[string]any{argocd.AnnotationDesiredSpec: desired}, func(map[string]any) {}, nil},
+		{"a changed field", map[string]any{argocd.AnnotationDesiredSpec: desired},
 			func(s map[string]any) { s["source"].(map[string]any)["targetRevision"] = "HEAD" }, []string{"spec.source.targetRevision"}},
-		{"an added and a removed field", map[string]any{kube.AnnotationDesiredSpec: desired}, func(s map[string]any) {
+		{"an added and a removed field", map[string]any{argocd.AnnotationDesiredSpec: desired}, func(s map[string]any) {
 			s["syncPolicy"] = map[string]any{"automated": map[string]any{}}
 			delete(s, "revisionHistoryLimit")
 		}, []string{"spec.revisionHistoryLimit", "spec.syncPolicy"}},
-		{"an unreadable annotation is not managed", map[string]any{kube.AnnotationDesiredSpec: "{"}, func(s map[string]any) { s["project"] = "x" }, nil},
+		{"an unreadable annotation is not managed", map[string]any{argocd.AnnotationDesiredSpec: "{"}, func(s map[string]any) { s["project"] = "x" }, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,7 +42,7 @@ func TestDrift(t *testing.T) {
 				meta["annotations"] = tc.annotations
 			}
 			u := &unstructured.Unstructured{Object: map[string]any{"metadata": meta, "spec": s}}
-			if diff := cmp.Diff(tc.want, kube.Drift(u)); diff != "" {
+			if diff := cmp.Diff(tc.want, argocd.Drift(u)); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})

@@ -1,8 +1,9 @@
-package kube
+package argocd
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -15,25 +16,92 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/argosyproj/argosy/schemas"
-	"github.com/argosyproj/argosy/spoke"
 )
 
-// Watcher is a spoke.StatusSource: an informer on the Applications of one
-// namespace.
+// AppStatus is what Argosy reads of one Application: its status in the
+// wire types, and what deployment records and drift detection need.
+type AppStatus struct {
+	Namespace, Name string
+	// Generation is the hub's generation the Application was applied at
+	// (0 for Applications the hub did not write).
+	Generation int64
+	Deleted    bool
+	Sync       *schemas.SyncStatus
+	Health     *schemas.HealthStatus
+	Operation  *schemas.OperationState
+	Conditions []schemas.Condition
+	Resources  *schemas.ResourceSummary
+
+	// For deployment records.
+	UID     string
+	Project string
+	Labels  map[string]string
+	History []HistoryEntry
+	// LastSync is the result of the last sync or rollback operation.
+	LastSync *SyncResult
+
+	// Drift lists the spec fields of an Argosy-managed Application that
+	// differ from its desired spec: a local edit.
+	Drift []string
+	// Local is set for an Application created in the cluster rather than by
+	// Argosy, with what an agent in autonomous mode publishes of it.
+	Local *LocalApp
+
+	// ListDone marks the end of the Applications that existed when the
+	// watch started: every one of them has been delivered. No other field
+	// is set.
+	ListDone bool
+}
+
+// HistoryEntry is one entry of an Application's status.history: a sync that
+// succeeded.
+type HistoryEntry struct {
+	ID         int64
+	Revision   string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Initiator  string
+}
+
+// SyncResult is the outcome of an Application's last sync operation
+// (status.operationState), when that operation was a sync or a rollback.
+type SyncResult struct {
+	Phase      string
+	Revision   string
+	Initiator  string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// LocalApp is an Application created in the cluster, as an agent in
+// autonomous mode publishes it.
+type LocalApp struct {
+	// Generation is the object's metadata.generation.
+	Generation int64
+	Project    string
+	Labels     map[string]string
+	Spec       json.RawMessage
+}
+
+// Watcher is an informer on the Applications of one namespace.
 type Watcher struct {
 	dyn       dynamic.Interface
 	namespace string
 }
 
-var _ spoke.StatusSource = (*Watcher)(nil)
-
 // NewWatcher watches the Applications in namespace.
-func NewWatcher(dyn dynamic.Interface, namespace string) *Watcher {
-	return &Watcher{dyn: dyn, namespace: namespace}
+func NewWatcher(dyn dynamic.Interface, namespace string) (*Watcher, error) {
+	if dyn == nil || namespace == "" {
+		return nil, errors.New("argocd: a dynamic client and a namespace are required")
+	}
+	return &Watcher{dyn: dyn, namespace: namespace}, nil
 }
 
-// Run implements spoke.StatusSource.
-func (w *Watcher) Run(ctx context.Context, changed func(spoke.AppStatus)) error {
+// Run calls changed with the status of each Application that is added,
+// changed or deleted, until ctx ends; once the Applications that existed
+// at the start have all been delivered, it calls changed with ListDone set.
+// It returns when its informer has stopped.
+func (w *Watcher) Run(ctx context.Context, changed func(AppStatus)) error {
 	// A plain informer on a dynamic ListWatch: client-go's dynamicinformer
 	// would link every typed informer and clientset of client-go, whose
 	// package initialisation alone costs the spoke megabytes of memory.
@@ -75,15 +143,15 @@ func (w *Watcher) Run(ctx context.Context, changed func(spoke.AppStatus)) error 
 	// The registration has synced once the handler has been given every
 	// Application of the initial list.
 	if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		changed(spoke.AppStatus{ListDone: true})
+		changed(AppStatus{ListDone: true})
 	}
 	<-done // the informer stops when ctx ends
 	return nil
 }
 
-// StatusOf reads the spoke's view of an Application's status.
-func StatusOf(u *unstructured.Unstructured) spoke.AppStatus {
-	s := spoke.AppStatus{Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Labels: u.GetLabels()}
+// StatusOf reads an Application's status.
+func StatusOf(u *unstructured.Unstructured) AppStatus {
+	s := AppStatus{Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Labels: u.GetLabels()}
 	s.Project, _, _ = unstructured.NestedString(u.Object, "spec", "project")
 	s.History, s.LastSync = deployments(u)
 	s.Drift = Drift(u)
@@ -143,8 +211,8 @@ func StatusOf(u *unstructured.Unstructured) spoke.AppStatus {
 
 // deployments reads status.history and, when the last operation was a sync
 // (or a rollback, which is one), its result.
-func deployments(u *unstructured.Unstructured) ([]spoke.HistoryEntry, *spoke.SyncResult) {
-	var out []spoke.HistoryEntry
+func deployments(u *unstructured.Unstructured) ([]HistoryEntry, *SyncResult) {
+	var out []HistoryEntry
 	hist, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
 	for _, h := range hist {
 		m, ok := h.(map[string]any)
@@ -155,7 +223,7 @@ func deployments(u *unstructured.Unstructured) ([]spoke.HistoryEntry, *spoke.Syn
 		if !ok {
 			continue
 		}
-		e := spoke.HistoryEntry{ID: id, Revision: revision(m), Initiator: initiator(m)}
+		e := HistoryEntry{ID: id, Revision: revision(m), Initiator: initiator(m)}
 		e.StartedAt = timeAt(m, "deployStartedAt")
 		e.FinishedAt = timeAt(m, "deployedAt")
 		if e.StartedAt.IsZero() {
@@ -171,7 +239,7 @@ func deployments(u *unstructured.Unstructured) ([]spoke.HistoryEntry, *spoke.Syn
 		return out, nil
 	}
 	phase, _, _ := unstructured.NestedString(op, "phase")
-	res := &spoke.SyncResult{Phase: phase, StartedAt: timeAt(op, "startedAt"), FinishedAt: timeAt(op, "finishedAt")}
+	res := &SyncResult{Phase: phase, StartedAt: timeAt(op, "startedAt"), FinishedAt: timeAt(op, "finishedAt")}
 	if r, ok, _ := unstructured.NestedMap(op, "syncResult"); ok {
 		res.Revision = revision(r)
 	}
@@ -216,17 +284,17 @@ func timeAt(m map[string]any, field string) time.Time {
 	return t
 }
 
-// localApp is what autonomous mode publishes of an Application created in
-// the cluster.
-func localApp(u *unstructured.Unstructured, project string) *spoke.LocalApp {
+// localApp is what an agent in autonomous mode publishes of an Application
+// created in the cluster.
+func localApp(u *unstructured.Unstructured, project string) *LocalApp {
 	spec, err := json.Marshal(u.Object["spec"])
 	if err != nil {
 		return nil
 	}
-	return &spoke.LocalApp{Generation: u.GetGeneration(), Project: project, Labels: u.GetLabels(), Spec: spec}
+	return &LocalApp{Generation: u.GetGeneration(), Project: project, Labels: u.GetLabels(), Spec: spec}
 }
 
-// slim drops what the spoke never reads from the Applications its informer
+// slim drops what StatusOf never reads from the Applications the informer
 // keeps, which is most of their size: managed fields, the resources of the
 // last sync result, the sources of history entries and of the comparison,
 // and everything of each resource but its kind and health.

@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package argocd_test
 
 import (
 	"encoding/json"
@@ -9,9 +9,8 @@ import (
 
 	"k8s.io/client-go/dynamic"
 
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/internal/kubetest"
-	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 // BenchmarkApply measures server-side applies of Applications against the
@@ -26,7 +25,7 @@ func BenchmarkApply(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	argo := kube.New(dyn)
+	argo := newClient(b, dyn)
 	ns := e.Namespace(b)
 	spec, err := json.Marshal(map[string]any{"project": "default",
 		"source":      map[string]any{"repoURL": "https://git.example.com/apps.git", "path": "app", "targetRevision": "main"},
@@ -38,7 +37,7 @@ func BenchmarkApply(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		obj := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindApplication, Namespace: ns, Name: fmt.Sprintf("app-%03d", i%100)},
+		obj := &argocd.Object{Ref: argocd.Ref{Kind: argocd.KindApplication, Namespace: ns, Name: fmt.Sprintf("app-%03d", i%100)},
 			Spec: spec, Generation: int64(i/100 + 1)}
 		if err := argo.Apply(ctx, obj); err != nil {
 			b.Fatal(err)

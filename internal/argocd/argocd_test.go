@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package argocd_test
 
 import (
 	"context"
@@ -13,16 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/internal/kubetest"
 	"github.com/argosyproj/argosy/schemas"
-	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
 
 type fixture struct {
-	argo *kube.ArgoCD
+	argo *argocd.Client
 	apps dynamic.ResourceInterface
 	ns   string
 	repo *kubetest.Repo
@@ -38,17 +37,27 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{argo: kube.New(dyn), apps: dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace),
+	return &fixture{argo: newClient(t, dyn), apps: dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace),
 		ns: e.Namespace(t), repo: kubetest.NewRepo(t)}
 }
 
-func (f *fixture) app(name string, gen int64) *spoke.Object {
+// newClient is a Client acting as the agent does, under its field manager.
+func newClient(t testing.TB, dyn dynamic.Interface, opts ...argocd.Option) *argocd.Client {
+	t.Helper()
+	c, err := argocd.New(dyn, "argosy-spoke", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (f *fixture) app(name string, gen int64) *argocd.Object {
 	spec, _ := json.Marshal(map[string]any{
 		"project":     "default",
 		"source":      map[string]any{"repoURL": f.repo.URL, "path": "app", "targetRevision": "main"},
 		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": f.ns},
 	})
-	return &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name},
+	return &argocd.Object{Ref: argocd.Ref{Kind: argocd.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name},
 		Spec: spec, Generation: gen, Labels: map[string]string{"team": "web"}}
 }
 
@@ -63,17 +72,17 @@ func TestApplyOperateDelete(t *testing.T) {
 	ctx := t.Context()
 	rev1 := f.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": configMap("demo", "one")})
 	name := "demo-" + f.ns
-	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
+	ref := argocd.Ref{Kind: argocd.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
 	if err := f.argo.Apply(ctx, f.app(name, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync, RequestedBy: "alice"}); err != nil {
+	if err := f.argo.Operate(ctx, ref, argocd.Operation{Kind: schemas.OperationSync, RequestedBy: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	a := kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 		return str(a, "status", "sync", "status") == "Synced" && str(a, "status", "operationState", "phase") == "Succeeded"
 	})
-	if a.GetAnnotations()[kube.AnnotationGeneration] != "1" || a.GetLabels()["team"] != "web" || a.GetLabels()[kube.LabelManaged] != "true" {
+	if a.GetAnnotations()[argocd.AnnotationGeneration] != "1" || a.GetLabels()["team"] != "web" || a.GetLabels()[argocd.LabelManaged] != "true" {
 		t.Errorf("metadata %v %v", a.GetLabels(), a.GetAnnotations())
 	}
 	if by := str(a, "status", "operationState", "operation", "initiatedBy", "username"); by != "alice" {
@@ -84,18 +93,18 @@ func TestApplyOperateDelete(t *testing.T) {
 	if err := f.argo.Apply(ctx, f.app(name, 2)); err != nil { // re-apply: an update
 		t.Fatal(err)
 	}
-	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRefresh, RefreshType: "hard"}); err != nil {
+	if err := f.argo.Operate(ctx, ref, argocd.Operation{Kind: schemas.OperationRefresh, RefreshType: "hard"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync}); err != nil {
+	if err := f.argo.Operate(ctx, ref, argocd.Operation{Kind: schemas.OperationSync}); err != nil {
 		t.Fatal(err)
 	}
 	kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 		return str(a, "status", "sync", "revision") == rev2 && str(a, "status", "operationState", "phase") == "Succeeded" &&
-			a.GetAnnotations()[kube.AnnotationGeneration] == "2"
+			a.GetAnnotations()[argocd.AnnotationGeneration] == "2"
 	})
 
-	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
+	if err := f.argo.Operate(ctx, ref, argocd.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
 		t.Fatal(err)
 	}
 	kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
@@ -124,7 +133,7 @@ func TestTerminate(t *testing.T) {
 	ctx := t.Context()
 	f.repo.Commit(t, "hook", map[string]string{"app/hook.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: hook\n  annotations:\n    argocd.argoproj.io/hook: Sync\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox\n"})
 	name := "hook-" + f.ns
-	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
+	ref := argocd.Ref{Kind: argocd.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
 	if err := f.argo.Apply(ctx, f.app(name, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +142,13 @@ func TestTerminate(t *testing.T) {
 			t.Log(err)
 		}
 	})
-	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync}); err != nil {
+	if err := f.argo.Operate(ctx, ref, argocd.Operation{Kind: schemas.OperationSync}); err != nil {
 		t.Fatal(err)
 	}
 	kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 		return str(a, "status", "operationState", "phase") == "Running"
 	})
-	if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationTerminate}); err != nil {
+	if err := f.argo.Operate(ctx, ref, argocd.Operation{Kind: schemas.OperationTerminate}); err != nil {
 		t.Fatal(err)
 	}
 	a := kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
@@ -154,7 +163,7 @@ func TestTerminate(t *testing.T) {
 func TestRepositorySecret(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
-	obj := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindRepository, Namespace: kubetest.ArgoNamespace, Name: "repo-" + f.ns},
+	obj := &argocd.Object{Ref: argocd.Ref{Kind: argocd.KindRepository, Namespace: kubetest.ArgoNamespace, Name: "repo-" + f.ns},
 		Generation: 1, Data: map[string]string{"url": "https://git.example.com/x.git", "type": "git", "password": "s3cret"}}
 	if err := f.argo.Apply(ctx, obj); err != nil {
 		t.Fatal(err)

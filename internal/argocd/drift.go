@@ -1,4 +1,4 @@
-package kube
+package argocd
 
 import (
 	"context"
@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
-
-	"github.com/argosyproj/argosy/spoke"
 )
 
 // maxDriftFields bounds the paths a drift report lists.
@@ -88,10 +86,10 @@ func diffPaths(path string, want, got any, out *[]string) {
 	}
 }
 
-// Revert implements spoke.Reverter: it puts back the desired spec of a
-// managed Application that was edited in the cluster, and returns the
-// fields it restored (none if there was no drift).
-func (a *ArgoCD) Revert(ctx context.Context, ref spoke.Ref) ([]string, error) {
+// Revert puts back the desired spec of a managed Application that was
+// edited in the cluster, and returns the fields it restored (none if there
+// was no drift).
+func (a *Client) Revert(ctx context.Context, ref Ref) ([]string, error) {
 	ri, err := a.resource(ref.Kind, ref.Namespace)
 	if err != nil {
 		return nil, err
@@ -113,7 +111,7 @@ func (a *ArgoCD) Revert(ctx context.Context, ref spoke.Ref) ([]string, error) {
 // restoreLatest is restore of cur, then of the object read again each time
 // another writer (Argo CD's controller writes the Application's status)
 // changed it in between.
-func (a *ArgoCD) restoreLatest(ctx context.Context, ri dynamic.ResourceInterface, cur *unstructured.Unstructured) ([]string, error) {
+func (a *Client) restoreLatest(ctx context.Context, ri dynamic.ResourceInterface, cur *unstructured.Unstructured) ([]string, error) {
 	var fields []string
 	name := cur.GetName()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -137,7 +135,7 @@ func (a *ArgoCD) restoreLatest(ctx context.Context, ri dynamic.ResourceInterface
 // spec in another form (it prunes fields its schema does not know, for
 // instance), the stored form becomes the desired one, so that the spoke
 // never fights the API server.
-func (a *ArgoCD) restore(ctx context.Context, ri dynamic.ResourceInterface, cur *unstructured.Unstructured) ([]string, error) {
+func (a *Client) restore(ctx context.Context, ri dynamic.ResourceInterface, cur *unstructured.Unstructured) ([]string, error) {
 	fields := Drift(cur)
 	if len(fields) == 0 {
 		return nil, nil
@@ -145,7 +143,7 @@ func (a *ArgoCD) restore(ctx context.Context, ri dynamic.ResourceInterface, cur 
 	desired, _ := desiredSpec(cur)
 	cur = cur.DeepCopy()
 	cur.Object["spec"] = desired
-	got, err := ri.Update(ctx, cur, metav1.UpdateOptions{FieldManager: FieldManager})
+	got, err := ri.Update(ctx, cur, metav1.UpdateOptions{FieldManager: a.manager})
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +160,7 @@ func (a *ArgoCD) restore(ctx context.Context, ri dynamic.ResourceInterface, cur 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := ri.Patch(ctx, got.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := ri.Patch(ctx, got.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: a.manager}); err != nil {
 		return nil, err
 	}
 	return fields, nil

@@ -1,0 +1,359 @@
+package spoke
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// Store is where an agent keeps what must survive its restarts: the
+// Applied record of each object and its deployment marks. spoke/kube's
+// State is one, in a ConfigMap.
+type Store interface {
+	StateStore
+	MarkStore
+}
+
+// Agent is the agent of one workload cluster: it follows the trust topic
+// for the hub's keys, bootstraps from the desired-state topic, reads its
+// cluster's config partition and applies each event to the local Argo CD,
+// and publishes acknowledgements, status deltas, deployment records, drift
+// reports and heartbeats. Everything it needs comes in through New, so
+// many Agents run side by side in one process (a simulated fleet), each
+// with its own clients, state and telemetry, and nothing global.
+type Agent struct {
+	cluster string
+	keys    Keys
+	hub     ed25519.PublicKey
+	conn    []kgo.Opt
+	argo    ArgoCD
+	status  StatusSource
+	store   Store
+	o       options
+	opts    []Option
+}
+
+// New returns the agent of cluster. It signs with keys' signing key and
+// opens credentials sealed to keys' sealing key; it trusts the trust
+// events hubKey signs, and through them the hub's keys, as they are
+// registered and rotated; it connects to Kafka with conn (seed brokers,
+// TLS, SASL); it applies to argo, hears of the local Applications from
+// status and keeps its state in store. It takes every Option; in managed
+// mode (the default) argo must also be a Reverter.
+func New(cluster string, keys Keys, hubKey ed25519.PublicKey, conn []kgo.Opt, argo ArgoCD, status StatusSource, store Store,
+	opts ...Option) (*Agent, error) {
+	o := newOptions(opts)
+	var errs []error
+	if cluster == "" {
+		errs = append(errs, errors.New("a cluster name is required"))
+	}
+	if len(keys.Signing) != ed25519.PrivateKeySize {
+		errs = append(errs, errors.New("the cluster's signing key is required"))
+	}
+	if len(hubKey) != ed25519.PublicKeySize {
+		errs = append(errs, errors.New("the hub's public key is required"))
+	}
+	if len(conn) == 0 {
+		errs = append(errs, errors.New("kafka connection options are required"))
+	}
+	if argo == nil || status == nil || store == nil {
+		errs = append(errs, errors.New("an Argo CD, a status source and a store are required"))
+	}
+	if _, ok := argo.(Reverter); o.mode == ModeManaged && argo != nil && !ok {
+		errs = append(errs, errors.New("managed mode reverts local edits: the Argo CD must be a Reverter"))
+	}
+	if err := ValidMode(o.mode); err != nil {
+		errs = append(errs, err)
+	}
+	if o.partition < -1 {
+		errs = append(errs, errors.New("the partition must be -1 (computed) or a partition number"))
+	}
+	if o.heartbeat <= 0 || o.window <= 0 {
+		errs = append(errs, errors.New("the heartbeat interval and the window must be positive"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("spoke: %w", err)
+	}
+	return &Agent{cluster: cluster, keys: keys, hub: hubKey, conn: conn, argo: argo, status: status, store: store, o: o, opts: opts}, nil
+}
+
+// Group is the consumer group where the agent of cluster commits its
+// config offsets. The agent does not join it; it only stores offsets
+// there.
+func Group(cluster string) string { return "argosy-spoke." + cluster }
+
+// Run runs the agent until ctx ends, then stops every part and returns
+// nil once all of them have stopped; or it returns the first error a part
+// could not recover from. It checks first that Kafka takes the
+// connection's credentials.
+func (a *Agent) Run(ctx context.Context) error {
+	c, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	p, err := a.assemble(c)
+	if err != nil {
+		return err
+	}
+	a.o.log.InfoContext(ctx, "agent started", "cluster", a.cluster, "mode", a.o.mode, "partition", c.partition)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return p.follower.Run(gctx) })
+	g.Go(func() error { return p.heart.Run(gctx) })
+	g.Go(func() error {
+		if _, err := p.boot.Run(gctx); err != nil {
+			if gctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("bootstrap: %w", err)
+		}
+		return p.reader.Run(gctx, p.handle)
+	})
+	g.Go(func() error { return p.recorder.Run(gctx) })
+	g.Go(func() error { return p.guard.Run(gctx) })
+	g.Go(func() error { return p.reporter.Run(gctx, Tee(a.status, p.recorder.Observe, p.guard.Observe)) })
+	return g.Wait()
+}
+
+// conn is an agent's Kafka clients, closed when Run returns.
+type conn struct {
+	prod, read, trust *kgo.Client
+	partition         int32
+}
+
+func (c *conn) close() {
+	for _, cl := range []*kgo.Client{c.prod, c.read, c.trust} {
+		if cl != nil {
+			cl.Close()
+		}
+	}
+}
+
+// connect makes the producer, reader and trust clients, checks that Kafka
+// takes the credentials (franz-go retries refused ones quietly, so a ping
+// says why at once) and finds the config partition.
+func (a *Agent) connect(ctx context.Context) (c *conn, err error) {
+	c = &conn{}
+	defer func() {
+		if err != nil {
+			c.close()
+		}
+	}()
+	client := func(name string, opts ...kgo.Opt) (*kgo.Client, error) {
+		return kgo.NewClient(slices.Concat(opts, a.conn, a.o.clientOpts(name))...)
+	}
+	if c.prod, err = client("producer", events.ProducerOpts(nil)...); err != nil {
+		return nil, err
+	}
+	if c.read, err = client("reader", events.ReaderOpts()...); err != nil {
+		return nil, err
+	}
+	if c.trust, err = client("trust", events.TrustConsumeOpts(a.o.topics)...); err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.read.Ping(pingCtx); err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	if c.partition, err = a.configPartition(ctx, c.read); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parts are an agent's components, made afresh by each Run.
+type parts struct {
+	follower *events.TrustFollower
+	boot     *Bootstrap
+	reader   *events.Reader
+	handle   events.Handler
+	reporter *Reporter
+	recorder *Recorder
+	guard    *Guard
+	heart    *Heartbeater
+}
+
+func (a *Agent) assemble(c *conn) (*parts, error) {
+	evOpts := a.o.events()
+	producer, in, follower, err := a.log(c)
+	if err != nil {
+		return nil, err
+	}
+	p := &parts{follower: follower}
+	applier, err := NewApplier(a.cluster, a.argo, a.store, producer, a.keys.Sealing, a.opts...)
+	if err != nil {
+		return nil, err
+	}
+	p.handle = applier.Handle
+	if f := a.o.applied; f != nil {
+		p.handle = func(ctx context.Context, d *events.Decoded) error {
+			err := applier.Handle(ctx, d)
+			if err == nil {
+				f(ctx, d)
+			}
+			return err
+		}
+	}
+	group := Group(a.cluster)
+	if p.boot, err = NewBootstrap(a.cluster, c.read, a.conn, c.partition, group, in, a.store, applier.Handle, a.opts...); err != nil {
+		return nil, err
+	}
+	if p.reporter, err = NewReporter(a.cluster, producer, a.opts...); err != nil {
+		return nil, err
+	}
+	if p.recorder, err = NewRecorder(a.cluster, producer, a.store, a.opts...); err != nil {
+		return nil, err
+	}
+	revert, _ := a.argo.(Reverter)
+	if p.guard, err = NewGuard(a.cluster, revert, a.store, producer, a.opts...); err != nil {
+		return nil, err
+	}
+	progress := progress(kadm.NewClient(c.read), group, a.o.topics[events.TopicConfig], c.partition)
+	if p.heart, err = NewHeartbeater(a.cluster, producer, p.reporter.Counts, progress, a.opts...); err != nil {
+		return nil, err
+	}
+	p.reader, err = events.NewReader(c.read, in, events.ReaderConfig{
+		Topic: a.o.topics[events.TopicConfig], Partitions: []int32{c.partition}, Group: group,
+		Skip:       func(r *kgo.Record) bool { return string(r.Key) != a.cluster },
+		OnDataLoss: a.resync(producer),
+		OnRefused:  applier.Refused,
+	}, evOpts...)
+	return p, err
+}
+
+// log makes the agent's way in and out of the log: a producer that signs
+// with the cluster's key; an intake for config records whose keys come
+// from the trust topic, dead-lettering what it refuses; and the follower
+// of the trust topic that feeds those keys, anchored at the hub's key.
+func (a *Agent) log(c *conn) (*events.Producer, *events.Intake, *events.TrustFollower, error) {
+	evOpts := a.o.events()
+	signer, err := events.NewSigner(a.keys.Signing)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	producer, err := events.NewProducer(c.prod, signer, a.o.topics, evOpts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	anchor := events.HubAnchor("hub", a.hub)
+	keys := events.NewFollowingRegistry(anchor)
+	dec, err := events.NewDecoder(events.NewVerifier(keys), events.WithTarget(a.cluster), events.WithTopics(a.o.topics))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dlq, err := events.NewDeadLetter(c.prod, a.o.topics[events.TopicDeadLetter], evOpts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in, err := events.NewIntake(dec, dlq, evOpts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(anchor)), events.WithTopics(a.o.topics))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Every agent reads the whole trust topic: the projector dead-letters
+	// a bad trust event, not each of thousands of agents.
+	trustIn, err := events.NewIntake(trustDec, nil, evOpts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	follower, err := events.NewTrustFollower(c.trust, a.o.topics[events.TopicTrust], trustIn, keys, evOpts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return producer, in, follower, nil
+}
+
+// resync returns the data-loss alarm: config records were deleted before
+// the agent applied them, so it asks the hub to append the cluster's
+// desired state again.
+func (a *Agent) resync(p *events.Producer) func(context.Context, *kgo.ErrDataLoss) {
+	return func(ctx context.Context, l *kgo.ErrDataLoss) {
+		a.o.log.ErrorContext(ctx, "config records lost before they were applied; asking for a resync", "from", l.ConsumedTo, "to", l.ResetTo)
+		e, err := events.New(Source(a.cluster), events.TypeResyncRequested, events.Subject{Cluster: a.cluster}.String(), a.cluster,
+			schemas.ResyncRequested{Cluster: a.cluster, Reason: schemas.ResyncDataLoss, LastOffset: l.ConsumedTo - 1, FirstAvailable: l.ResetTo})
+		if err == nil {
+			_, err = p.Publish(ctx, e)
+		}
+		if err != nil {
+			a.o.log.ErrorContext(ctx, "resync request not sent", "err", err)
+		}
+	}
+}
+
+// configPartition is the pinned partition, or the cluster's partition by
+// the Kafka-compatible partitioner. A topic the broker does not know yet
+// (it was just created, or Kafka is still starting) is waited for, up to a
+// minute.
+func (a *Agent) configPartition(ctx context.Context, cl *kgo.Client) (int32, error) {
+	if a.o.partition >= 0 {
+		return a.o.partition, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		p, err := a.partitionOf(ctx, cl)
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return p, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (a *Agent) partitionOf(ctx context.Context, cl *kgo.Client) (int32, error) {
+	topic := a.o.topics[events.TopicConfig]
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("config topic: %w", err)
+	}
+	t, ok := td[topic]
+	if !ok || len(t.Partitions) == 0 {
+		t.Err = errors.Join(t.Err, kerr.UnknownTopicOrPartition)
+	}
+	if t.Err != nil {
+		return 0, fmt.Errorf("config topic %s: %w", topic, t.Err)
+	}
+	return events.NewPartitioner(nil).PartitionOf(a.cluster, int32(len(t.Partitions))), nil
+}
+
+// progress reports the agent's committed config offset and the records
+// after it.
+func progress(adm *kadm.Client, group, topic string, part int32) func(context.Context) (int64, int64, error) {
+	return func(ctx context.Context) (int64, int64, error) {
+		committed, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return 0, 0, err
+		}
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return 0, 0, err
+		}
+		end, ok := ends.Lookup(topic, part)
+		if !ok || end.Err != nil {
+			return 0, 0, errors.New("no end offset")
+		}
+		var next int64
+		if c, ok := committed.Lookup(topic, part); ok && c.Err == nil && c.At >= 0 {
+			next = c.At
+		}
+		return next, max(0, end.Offset-next), nil
+	}
+}

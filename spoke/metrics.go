@@ -1,0 +1,35 @@
+package spoke
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// instruments are an agent's own metrics, made from the meter provider
+// its options name; package events counts what it publishes and reads.
+type instruments struct {
+	acks metric.Int64Counter
+}
+
+func newInstruments(mp metric.MeterProvider) *instruments {
+	acks, err := mp.Meter(instrumentation).Int64Counter("argosy.spoke.acknowledged",
+		metric.WithDescription("Config events the agent acknowledged, by result (applied or rejected) and rejection code."))
+	if err != nil {
+		otel.Handle(err)
+	}
+	return &instruments{acks: acks}
+}
+
+func (in *instruments) acknowledged(ctx context.Context, code string) {
+	if in.acks == nil {
+		return
+	}
+	result := "applied"
+	if code != "" {
+		result = "rejected"
+	}
+	in.acks.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result), attribute.String("code", code)))
+}

@@ -1,0 +1,110 @@
+package spoke
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+const instrumentation = "github.com/argosyproj/argosy/spoke"
+
+// Option configures an Agent or one of its parts. Each takes the options
+// that concern it and ignores the rest.
+type Option func(*options)
+
+type options struct {
+	log           *slog.Logger
+	tracers       trace.TracerProvider
+	meters        metric.MeterProvider
+	topics        events.Topics
+	partition     int32
+	mode          string
+	heartbeat     time.Duration
+	window        time.Duration
+	agentVersion  string
+	argoCDVersion string
+	clientOpts    func(name string) []kgo.Opt
+	applied       func(ctx context.Context, d *events.Decoded)
+}
+
+func newOptions(opts []Option) options {
+	o := options{topics: events.DefaultTopics(""), partition: -1, mode: schemas.ModeManaged, heartbeat: 30 * time.Second,
+		window: time.Second, agentVersion: "dev", clientOpts: func(string) []kgo.Opt { return nil }}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	if o.tracers == nil {
+		o.tracers = otel.GetTracerProvider()
+	}
+	if o.meters == nil {
+		o.meters = otel.GetMeterProvider()
+	}
+	return o
+}
+
+// events are the options of the components of package events an agent
+// makes.
+func (o options) events() []events.Option {
+	return []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
+}
+
+// WithLogger logs to l; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithTracerProvider starts spans with tp rather than the global provider.
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracers = tp } }
+
+// WithMeterProvider records metrics with mp rather than the global
+// provider. Agents that share a process each get their own, or share one
+// whose exporter labels them.
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meters = mp } }
+
+// WithTopics names the topics; the default is events.DefaultTopics("").
+func WithTopics(t events.Topics) Option { return func(o *options) { o.topics = t } }
+
+// WithPartition pins the cluster's config partition; the default, -1,
+// computes it from the cluster's name as the hub's partitioner does.
+func WithPartition(p int32) Option { return func(o *options) { o.partition = p } }
+
+// WithMode sets the agent's mode, schemas.ModeManaged (the default) or
+// schemas.ModeAutonomous; see docs/spoke.md.
+func WithMode(mode string) Option { return func(o *options) { o.mode = mode } }
+
+// WithHeartbeatInterval sets the time between heartbeats; the default is
+// 30 s.
+func WithHeartbeatInterval(d time.Duration) Option { return func(o *options) { o.heartbeat = d } }
+
+// WithWindow sets how often the status reporter, the deployment recorder
+// and the guard do their pending work; changes within it are coalesced.
+// The default is one second.
+func WithWindow(d time.Duration) Option { return func(o *options) { o.window = d } }
+
+// WithAgentVersion is the agent's version, reported in heartbeats.
+func WithAgentVersion(v string) Option { return func(o *options) { o.agentVersion = v } }
+
+// WithArgoCDVersion is the local Argo CD's version, reported in heartbeats.
+func WithArgoCDVersion(v string) Option { return func(o *options) { o.argoCDVersion = v } }
+
+// WithClientOpts adds options to each Kafka client the agent makes, by the
+// client's name ("producer", "reader" or "trust"): telemetry hooks, say.
+// The short-lived clients of a bootstrap get none.
+func WithClientOpts(f func(name string) []kgo.Opt) Option {
+	return func(o *options) { o.clientOpts = f }
+}
+
+// WithApplied calls f after each config event has been applied (or found
+// applied before) and acknowledged, before its offset is committed.
+func WithApplied(f func(ctx context.Context, d *events.Decoded)) Option {
+	return func(o *options) { o.applied = f }
+}
