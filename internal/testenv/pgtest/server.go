@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/argosyproj/argosy/internal/testproc"
-	"github.com/argosyproj/argosy/internal/toolcache"
+	"github.com/argosyproj/argosy/internal/testenv/testproc"
+	"github.com/argosyproj/argosy/internal/testenv/toolcache"
 )
 
 // Superuser is the name of the test server's superuser. It needs no

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/argosyproj/argosy/internal/testproc"
+	"github.com/argosyproj/argosy/internal/testenv/testproc"
 )
 
 // Env is a running Kubernetes API: etcd, kube-apiserver and

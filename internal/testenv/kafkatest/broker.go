@@ -27,8 +27,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/argosyproj/argosy/internal/testproc"
-	"github.com/argosyproj/argosy/internal/toolcache"
+	"github.com/argosyproj/argosy/internal/testenv/testproc"
+	"github.com/argosyproj/argosy/internal/testenv/toolcache"
 )
 
 // Version is the Apache Kafka version the tests run against. It must equal

@@ -13,7 +13,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/argosyproj/argosy/internal/toolcache"
+	"github.com/argosyproj/argosy/internal/testenv/toolcache"
 )
 
 // The versions of the servers the tests run against, in one place. Each is

@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/argosyproj/argosy/internal/pgtest"
+	"github.com/argosyproj/argosy/internal/testenv/pgtest"
 )
 
 const childEnv = "PGTEST_CHILD"

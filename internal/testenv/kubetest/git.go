@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argosyproj/argosy/internal/toolcache"
+	"github.com/argosyproj/argosy/internal/testenv/toolcache"
 )
 
 // Repo is a local git repository of fixture manifests that Argo CD reads

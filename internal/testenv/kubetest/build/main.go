@@ -1,6 +1,7 @@
-// Command build builds and caches the servers internal/kubetest runs (etcd,
-// kube-apiserver, kube-controller-manager, kubectl and Argo CD) and prints
-// where they are. `make kube-tools` runs it; tests build what is missing too.
+// Command build builds and caches the servers internal/testenv/kubetest runs
+// (etcd, kube-apiserver, kube-controller-manager, kubectl and Argo CD) and
+// prints where they are. `make kube-tools` runs it; tests build what is
+// missing too.
 package main
 
 import (
@@ -10,7 +11,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 )
 
 // TestServePrivateRepo checks that a served repository is private: git
