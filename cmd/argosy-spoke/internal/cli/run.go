@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/kafkaconn"
 	"github.com/argosyproj/argosy/internal/telemetry"
@@ -48,38 +49,25 @@ type RunOptions struct {
 	ArgoCDVersion string
 }
 
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // BindFlags binds the options to fs with environment fallbacks.
 func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Cluster, "cluster", env("ARGOSY_CLUSTER", ""), "this cluster's name (env ARGOSY_CLUSTER)")
+	fs.StringVar(&o.Cluster, "cluster", cmdkit.Env("ARGOSY_CLUSTER", ""), "this cluster's name (env ARGOSY_CLUSTER)")
 	o.Kafka.BindFlags(fs, "ARGOSY_")
-	fs.StringVar(&o.TopicPrefix, "topic-prefix", env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
-	part, err := strconv.Atoi(env("ARGOSY_PARTITION", "-1"))
-	if err != nil {
-		part = -2 // Validate reports it
-	}
-	fs.IntVar(&o.Partition, "partition", part, "config partition pinned for this cluster; -1 computes it from the cluster name (env ARGOSY_PARTITION)")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig; empty means in-cluster config (env KUBECONFIG)")
-	fs.StringVar(&o.ArgoNamespace, "argocd-namespace", env("ARGOSY_ARGOCD_NAMESPACE", "argocd"), "namespace of the local Argo CD (env ARGOSY_ARGOCD_NAMESPACE)")
-	fs.StringVar(&o.KeysDir, "keys-dir", env("ARGOSY_KEYS_DIR", ""), "directory of this cluster's keys, from keygen (env ARGOSY_KEYS_DIR)")
-	fs.StringVar(&o.HubKeyFile, "hub-key", env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64 (env ARGOSY_HUB_KEY)")
-	hb, err := time.ParseDuration(env("ARGOSY_HEARTBEAT_INTERVAL", "30s"))
-	if err != nil {
-		hb = 0 // Validate reports it
-	}
-	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", hb, "time between heartbeats (env ARGOSY_HEARTBEAT_INTERVAL)")
-	fs.StringVar(&o.Mode, "mode", env("ARGOSY_MODE", spoke.ModeManaged),
+	fs.StringVar(&o.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
+	fs.IntVar(&o.Partition, "partition", cmdkit.EnvInt("ARGOSY_PARTITION", -1, -2), // malformed: -2, which Validate refuses
+		"config partition pinned for this cluster; -1 computes it from the cluster name (env ARGOSY_PARTITION)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", cmdkit.Env("KUBECONFIG", ""), "kubeconfig; empty means in-cluster config (env KUBECONFIG)")
+	fs.StringVar(&o.ArgoNamespace, "argocd-namespace", cmdkit.Env("ARGOSY_ARGOCD_NAMESPACE", "argocd"), "namespace of the local Argo CD (env ARGOSY_ARGOCD_NAMESPACE)")
+	fs.StringVar(&o.KeysDir, "keys-dir", cmdkit.Env("ARGOSY_KEYS_DIR", ""), "directory of this cluster's keys, from keygen (env ARGOSY_KEYS_DIR)")
+	fs.StringVar(&o.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64 (env ARGOSY_HUB_KEY)")
+	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", cmdkit.EnvDuration("ARGOSY_HEARTBEAT_INTERVAL", 30*time.Second, 0), // malformed: 0, which Validate refuses
+		"time between heartbeats (env ARGOSY_HEARTBEAT_INTERVAL)")
+	fs.StringVar(&o.Mode, "mode", cmdkit.Env("ARGOSY_MODE", spoke.ModeManaged),
 		"managed: the hub is the source of truth and local edits to managed Applications are reverted; "+
 			"autonomous: Applications created in the cluster are published to the hub and never overwritten (env ARGOSY_MODE)")
-	fs.StringVar(&o.ArgoCDVersion, "argocd-version", env("ARGOSY_ARGOCD_VERSION", ""),
+	fs.StringVar(&o.ArgoCDVersion, "argocd-version", cmdkit.Env("ARGOSY_ARGOCD_VERSION", ""),
 		"version of the local Argo CD, reported in heartbeats (env ARGOSY_ARGOCD_VERSION)")
-	fs.StringVar(&o.MetricsAddr, "metrics-address", env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
+	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
 
 // Validate reports missing or malformed options, all at once.
@@ -165,7 +153,12 @@ func run(ctx context.Context, o *RunOptions) error {
 	g.Go(func() error {
 		return p.reporter.Run(gctx, spoke.Tee(kube.NewWatcher(p.dyn, o.ArgoNamespace), p.recorder.Observe, p.guard.Observe))
 	})
-	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
+	g.Go(func() error {
+		if err := cmdkit.Serve(gctx, o.MetricsAddr, tel.Handler()); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		return nil
+	})
 	return g.Wait()
 }
 

@@ -8,11 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
 )
 
 // NewCmdEvents returns `argosy events`, the event catalogue's commands.
-func NewCmdEvents(io IOStreams) *cobra.Command {
+func NewCmdEvents(io cmdkit.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Inspect Argosy's event catalogue",
@@ -23,7 +24,7 @@ func NewCmdEvents(io IOStreams) *cobra.Command {
 
 // EventsTypesOptions are the flags of `argosy events types`.
 type EventsTypesOptions struct {
-	IO     IOStreams
+	IO     cmdkit.IOStreams
 	Output string
 	Family string
 }
@@ -39,7 +40,7 @@ type eventTypeView struct {
 }
 
 // NewCmdEventsTypes returns `argosy events types`.
-func NewCmdEventsTypes(io IOStreams, runF func(context.Context, *EventsTypesOptions) error) *cobra.Command {
+func NewCmdEventsTypes(io cmdkit.IOStreams, runF func(context.Context, *EventsTypesOptions) error) *cobra.Command {
 	opts := &EventsTypesOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "types",
@@ -49,11 +50,11 @@ func NewCmdEventsTypes(io IOStreams, runF func(context.Context, *EventsTypesOpti
   argosy events types -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(opts.Output); err != nil {
+			if err := cmdkit.CheckOutput(opts.Output); err != nil {
 				return err
 			}
 			if opts.Family != "" && !slices.Contains(families(), opts.Family) {
-				return &FlagError{Err: fmt.Errorf("unknown family %q: want one of %s", opts.Family, strings.Join(families(), ", "))}
+				return &cmdkit.FlagError{Err: fmt.Errorf("unknown family %q: want one of %s", opts.Family, strings.Join(families(), ", "))}
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -61,7 +62,7 @@ func NewCmdEventsTypes(io IOStreams, runF func(context.Context, *EventsTypesOpti
 			return eventsTypesRun(c.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	cmdkit.AddOutputFlag(cmd, &opts.Output)
 	cmd.Flags().StringVar(&opts.Family, "family", "", "only this family: "+strings.Join(families(), "|"))
 	if err := cmd.RegisterFlagCompletionFunc("family", cobra.FixedCompletions(families(), cobra.ShellCompDirectiveNoFileComp)); err != nil {
 		cmd.PreRunE = func(*cobra.Command, []string) error { return fmt.Errorf("family flag completion: %w", err) }
@@ -85,5 +86,5 @@ func eventsTypesRun(_ context.Context, opts *EventsTypesOptions) error {
 		views = append(views, v)
 		rows = append(rows, []string{v.Type, v.Family, v.Topic, v.Signer, v.Doc})
 	}
-	return printOut(opts.IO.Out, opts.Output, views, []string{"TYPE", "FAMILY", "TOPIC", "SIGNER", "DESCRIPTION"}, rows)
+	return cmdkit.PrintOut(opts.IO.Out, opts.Output, views, []string{"TYPE", "FAMILY", "TOPIC", "SIGNER", "DESCRIPTION"}, rows)
 }

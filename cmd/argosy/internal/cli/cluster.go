@@ -6,10 +6,12 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 )
 
 // NewCmdCluster returns `argosy cluster`, the commands about one cluster.
-func NewCmdCluster(io IOStreams) *cobra.Command {
+func NewCmdCluster(io cmdkit.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Inspect one cluster",
@@ -20,23 +22,23 @@ func NewCmdCluster(io IOStreams) *cobra.Command {
 
 // ClusterGetOptions are the flags and argument of `argosy cluster get`.
 type ClusterGetOptions struct {
-	IO     IOStreams
+	IO     cmdkit.IOStreams
 	API    APIOptions
 	Output string
 	Name   string
 }
 
 // NewCmdClusterGet returns `argosy cluster get`.
-func NewCmdClusterGet(io IOStreams, runF func(context.Context, *ClusterGetOptions) error) *cobra.Command {
+func NewCmdClusterGet(io cmdkit.IOStreams, runF func(context.Context, *ClusterGetOptions) error) *cobra.Command {
 	opts := &ClusterGetOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "get NAME",
 		Short: "Show a cluster's registration, last heartbeat and connection",
 		Example: `  argosy cluster get prod-eu
   argosy cluster get prod-eu -o yaml`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(opts.Output); err != nil {
+			if err := cmdkit.CheckOutput(opts.Output); err != nil {
 				return err
 			}
 			opts.Name = args[0]
@@ -46,7 +48,7 @@ func NewCmdClusterGet(io IOStreams, runF func(context.Context, *ClusterGetOption
 			return clusterGetRun(c.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	cmdkit.AddOutputFlag(cmd, &opts.Output)
 	addAPIFlags(cmd, &opts.API)
 	return cmd
 }
@@ -61,25 +63,25 @@ func clusterGetRun(ctx context.Context, opts *ClusterGetOptions) error {
 		return err
 	}
 	if opts.Output != "table" {
-		return printOut(opts.IO.Out, opts.Output, cl, nil, nil)
+		return cmdkit.PrintOut(opts.IO.Out, opts.Output, cl, nil, nil)
 	}
-	fields := [][2]string{{"Name", cl.Name}, {"Connected", yesNo(cl.Connected)}}
+	fields := [][2]string{{"Name", cl.Name}, {"Connected", cmdkit.YesNo(cl.Connected)}}
 	if r := cl.Registration; r != nil {
-		fields = append(fields, [2]string{"Registered", yesNo(r.Registered) + ", " + stamp(r.RegisteredAt)},
-			[2]string{"Labels", pairs(r.Labels)})
+		fields = append(fields, [2]string{"Registered", cmdkit.YesNo(r.Registered) + ", " + cmdkit.Stamp(r.RegisteredAt)},
+			[2]string{"Labels", cmdkit.Pairs(r.Labels)})
 	}
 	fields = append(fields, [2]string{"Applications", strconv.Itoa(cl.Applications)})
 	if b := cl.Beat; b != nil {
 		fields = append(fields,
-			[2]string{"Last heartbeat", fmt.Sprintf("%s (seq %d)", stamp(b.At), b.Seq)},
-			[2]string{"Mode", orDash(b.Mode)},
-			[2]string{"Agent", orDash(b.AgentVersion)},
-			[2]string{"Argo CD", orDash(b.ArgoCDVersion)},
-			[2]string{"By sync", pairs(b.BySync)},
-			[2]string{"By health", pairs(b.ByHealth)},
+			[2]string{"Last heartbeat", fmt.Sprintf("%s (seq %d)", cmdkit.Stamp(b.At), b.Seq)},
+			[2]string{"Mode", cmdkit.OrDash(b.Mode)},
+			[2]string{"Agent", cmdkit.OrDash(b.AgentVersion)},
+			[2]string{"Argo CD", cmdkit.OrDash(b.ArgoCDVersion)},
+			[2]string{"By sync", cmdkit.Pairs(b.BySync)},
+			[2]string{"By health", cmdkit.Pairs(b.ByHealth)},
 			[2]string{"Config offset", fmt.Sprintf("%d (lag %d)", b.ConfigOffset, b.ConfigLag)})
 	} else {
 		fields = append(fields, [2]string{"Last heartbeat", "never"})
 	}
-	return printFields(opts.IO.Out, fields)
+	return cmdkit.PrintFields(opts.IO.Out, fields)
 }

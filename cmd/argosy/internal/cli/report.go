@@ -11,12 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/report"
 )
 
 // NewCmdReport returns `argosy report`, the reports over the fleet's history.
-func NewCmdReport(io IOStreams) *cobra.Command {
+func NewCmdReport(io cmdkit.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Report on the fleet's history",
@@ -30,14 +31,14 @@ var reportFormats = []string{"table", "json", "yaml", "csv"}
 
 // ReportDeploymentsOptions are the flags of `argosy report deployments`.
 type ReportDeploymentsOptions struct {
-	IO     IOStreams
+	IO     cmdkit.IOStreams
 	API    APIOptions
 	Output string
 	read.ReportParams
 }
 
 // NewCmdReportDeployments returns `argosy report deployments`.
-func NewCmdReportDeployments(io IOStreams, runF func(context.Context, *ReportDeploymentsOptions) error) *cobra.Command {
+func NewCmdReportDeployments(io cmdkit.IOStreams, runF func(context.Context, *ReportDeploymentsOptions) error) *cobra.Command {
 	opts := &ReportDeploymentsOptions{IO: io}
 	var by, bucket, from, to string
 	cmd := &cobra.Command{
@@ -56,9 +57,9 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
 		Example: `  argosy report deployments --by app
   argosy report deployments --by cluster --bucket week --from 2026-01-01T00:00:00Z
   argosy report deployments --by label --label team -o csv > deployments.csv`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cmdkit.UsageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkFormat(opts.Output, reportFormats); err != nil {
+			if err := cmdkit.CheckOutput(opts.Output, reportFormats...); err != nil {
 				return err
 			}
 			if err := opts.parse(by, bucket, from, to); err != nil {
@@ -70,7 +71,7 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
 			return reportDeploymentsRun(c.Context(), opts)
 		},
 	}
-	addOutputFlagOf(cmd, &opts.Output, reportFormats)
+	cmdkit.AddOutputFlag(cmd, &opts.Output, reportFormats...)
 	addAPIFlags(cmd, &opts.API)
 	f := cmd.Flags()
 	f.StringVar(&by, "by", "", "group by: "+strings.Join(read.Groupings, "|")+" (required)")
@@ -97,17 +98,17 @@ func (o *ReportDeploymentsOptions) parse(by, bucket, from, to string) error {
 	o.By, o.Bucket = report.GroupBy(by), report.Bucket(bucket)
 	switch {
 	case by == "":
-		return &FlagError{Err: fmt.Errorf("--by is required: one of %s", strings.Join(read.Groupings, ", "))}
+		return &cmdkit.FlagError{Err: fmt.Errorf("--by is required: one of %s", strings.Join(read.Groupings, ", "))}
 	case !slices.Contains(read.Groupings, by):
-		return &FlagError{Err: fmt.Errorf("--by %q: want one of %s", by, strings.Join(read.Groupings, ", "))}
+		return &cmdkit.FlagError{Err: fmt.Errorf("--by %q: want one of %s", by, strings.Join(read.Groupings, ", "))}
 	case !slices.Contains(read.Buckets, bucket):
-		return &FlagError{Err: fmt.Errorf("--bucket %q: want one of %s", bucket, strings.Join(read.Buckets, ", "))}
+		return &cmdkit.FlagError{Err: fmt.Errorf("--bucket %q: want one of %s", bucket, strings.Join(read.Buckets, ", "))}
 	case o.By == report.ByLabel && o.Label == "":
-		return &FlagError{Err: errors.New("--by label needs --label KEY")}
+		return &cmdkit.FlagError{Err: errors.New("--by label needs --label KEY")}
 	case o.By != report.ByLabel && o.Label != "":
-		return &FlagError{Err: errors.New("--label goes with --by label only")}
+		return &cmdkit.FlagError{Err: errors.New("--label goes with --by label only")}
 	case !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To):
-		return &FlagError{Err: errors.New("--from must be before --to")}
+		return &cmdkit.FlagError{Err: errors.New("--from must be before --to")}
 	}
 	return nil
 }
@@ -127,16 +128,16 @@ func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) e
 	}
 	switch opts.Output {
 	case "csv":
-		err = printCSV(opts.IO.Out, reportCSVHeader, reportCSV(r, gaps))
+		err = cmdkit.PrintCSV(opts.IO.Out, reportCSVHeader, reportCSV(r, gaps))
 	case "table":
 		header := []string{strings.ToUpper(string(r.By)), strings.ToUpper(string(r.Bucket)), "DEPLOYS", "PER DAY",
 			"FAILURES", "FAILURE RATE", "RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
 		if r.By == report.ByLabel {
 			header[0] = "LABEL " + r.Label
 		}
-		err = printOut(opts.IO.Out, opts.Output, r, header, reportTable(r, gaps))
+		err = cmdkit.PrintOut(opts.IO.Out, opts.Output, r, header, reportTable(r, gaps))
 	default:
-		err = printOut(opts.IO.Out, opts.Output, r, nil, nil)
+		err = cmdkit.PrintOut(opts.IO.Out, opts.Output, r, nil, nil)
 	}
 	if err != nil {
 		return err
@@ -182,7 +183,7 @@ func reportCSV(r *report.Report, gaps map[string]int) [][]string {
 
 // gapNote tells on stderr which groups have deployment gaps, so the numbers
 // of a group that shows no row are not taken as complete either.
-func gapNote(io IOStreams, r *report.Report) error {
+func gapNote(io cmdkit.IOStreams, r *report.Report) error {
 	if len(r.Gaps) == 0 {
 		return nil
 	}

@@ -11,14 +11,15 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 )
 
 // parse runs cmd's flag parsing and checks, and returns what reached runF.
-func parse[O any](t *testing.T, newCmd func(IOStreams, func(context.Context, *O) error) *cobra.Command, args []string) (*O, error) {
+func parse[O any](t *testing.T, newCmd func(cmdkit.IOStreams, func(context.Context, *O) error) *cobra.Command, args []string) (*O, error) {
 	t.Helper()
 	var got *O
-	cmd := newCmd(IOStreams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *O) error {
+	cmd := newCmd(cmdkit.IOStreams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *O) error {
 		got = o
 		return nil
 	})

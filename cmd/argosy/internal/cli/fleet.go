@@ -6,18 +6,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 )
 
 // FleetOptions are the flags of `argosy fleet`.
 type FleetOptions struct {
-	IO     IOStreams
+	IO     cmdkit.IOStreams
 	API    APIOptions
 	Output string
 }
 
 // NewCmdFleet returns `argosy fleet`. runF replaces the behaviour in tests.
-func NewCmdFleet(io IOStreams, runF func(context.Context, *FleetOptions) error) *cobra.Command {
+func NewCmdFleet(io cmdkit.IOStreams, runF func(context.Context, *FleetOptions) error) *cobra.Command {
 	opts := &FleetOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "fleet",
@@ -31,9 +32,9 @@ is how many config events the cluster has yet to read.`,
 		Example: `  argosy fleet
   argosy fleet -o json
   argosy fleet --server http://projector.argosy.svc:8080`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cmdkit.UsageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(opts.Output); err != nil {
+			if err := cmdkit.CheckOutput(opts.Output); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -42,7 +43,7 @@ is how many config events the cluster has yet to read.`,
 			return fleetRun(c.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	cmdkit.AddOutputFlag(cmd, &opts.Output)
 	addAPIFlags(cmd, &opts.API)
 	return cmd
 }
@@ -60,25 +61,18 @@ func fleetRun(ctx context.Context, opts *FleetOptions) error {
 	for _, cl := range clusters {
 		rows = append(rows, fleetRow(cl))
 	}
-	return printOut(opts.IO.Out, opts.Output, clusters,
+	return cmdkit.PrintOut(opts.IO.Out, opts.Output, clusters,
 		[]string{"NAME", "CONNECTED", "LAST HEARTBEAT", "APPS", "SYNC", "HEALTH", "MODE", "AGENT", "ARGO CD", "LAG"}, rows)
 }
 
 func fleetRow(c read.Cluster) []string {
-	row := []string{c.Name, yesNo(c.Connected), "-", strconv.Itoa(c.Applications), "-", "-", "-", "-", "-", "-"}
+	row := []string{c.Name, cmdkit.YesNo(c.Connected), "-", strconv.Itoa(c.Applications), "-", "-", "-", "-", "-", "-"}
 	if b := c.Beat; b != nil {
-		row[2], row[4], row[5] = stamp(b.At), pairs(b.BySync), pairs(b.ByHealth)
-		row[6], row[7], row[8], row[9] = orDash(b.Mode), orDash(b.AgentVersion), orDash(b.ArgoCDVersion), strconv.FormatInt(b.ConfigLag, 10)
+		row[2], row[4], row[5] = cmdkit.Stamp(b.At), cmdkit.Pairs(b.BySync), cmdkit.Pairs(b.ByHealth)
+		row[6], row[7], row[8], row[9] = cmdkit.OrDash(b.Mode), cmdkit.OrDash(b.AgentVersion), cmdkit.OrDash(b.ArgoCDVersion), strconv.FormatInt(b.ConfigLag, 10)
 	}
 	if c.Registration != nil && !c.Registration.Registered {
 		row[1] += " (deregistered)"
 	}
 	return row
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }

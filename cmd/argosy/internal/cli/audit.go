@@ -10,13 +10,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 )
 
 // AuditOptions are the flags of `argosy audit`.
 type AuditOptions struct {
-	IO        IOStreams
+	IO        cmdkit.IOStreams
 	API       APIOptions
 	Output    string
 	Cluster   string
@@ -32,7 +33,7 @@ type AuditOptions struct {
 }
 
 // NewCmdAudit returns `argosy audit` and its verify subcommand.
-func NewCmdAudit(io IOStreams, runF func(context.Context, *AuditOptions) error) *cobra.Command {
+func NewCmdAudit(io cmdkit.IOStreams, runF func(context.Context, *AuditOptions) error) *cobra.Command {
 	opts := &AuditOptions{IO: io, Now: time.Now}
 	var from, to string
 	cmd := &cobra.Command{
@@ -45,9 +46,9 @@ hash to the one before it; 'argosy audit verify' checks the chains.`,
   argosy audit --cluster prod-eu --app guestbook
   argosy audit --actor alice --since 24h
   argosy audit --from 2026-03-01T00:00:00Z --to 2026-03-02T00:00:00Z --limit 500 -o json`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cmdkit.UsageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(opts.Output); err != nil {
+			if err := cmdkit.CheckOutput(opts.Output); err != nil {
 				return err
 			}
 			if err := opts.parse(from, to); err != nil {
@@ -59,7 +60,7 @@ hash to the one before it; 'argosy audit verify' checks the chains.`,
 			return auditRun(c.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	cmdkit.AddOutputFlag(cmd, &opts.Output)
 	addAPIFlags(cmd, &opts.API)
 	f := cmd.Flags()
 	f.StringVar(&opts.Cluster, "cluster", "", "only entries about this cluster")
@@ -85,13 +86,13 @@ func (o *AuditOptions) parse(from, to string) error {
 	}
 	switch {
 	case o.Since != 0 && !o.From.IsZero():
-		return &FlagError{Err: errors.New("give --since or --from, not both")}
+		return &cmdkit.FlagError{Err: errors.New("give --since or --from, not both")}
 	case o.Since < 0:
-		return &FlagError{Err: fmt.Errorf("--since %s: want a positive duration", o.Since)}
+		return &cmdkit.FlagError{Err: fmt.Errorf("--since %s: want a positive duration", o.Since)}
 	case o.Limit < 0 || o.Limit > read.MaxAuditLimit:
-		return &FlagError{Err: fmt.Errorf("--limit %d: want 1 to %d", o.Limit, read.MaxAuditLimit)}
+		return &cmdkit.FlagError{Err: fmt.Errorf("--limit %d: want 1 to %d", o.Limit, read.MaxAuditLimit)}
 	case !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To):
-		return &FlagError{Err: errors.New("--from must be before --to")}
+		return &cmdkit.FlagError{Err: errors.New("--from must be before --to")}
 	}
 	return nil
 }
@@ -112,10 +113,10 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 	}
 	rows := make([][]string, 0, len(entries))
 	for _, e := range entries {
-		rows = append(rows, []string{stamp(e.At), orDash(e.Actor), strings.TrimPrefix(e.Type, "io.argosy."),
-			orDash(e.Cluster), object(e.AuditEntry), generation(e.Generation), results(e.Results)})
+		rows = append(rows, []string{cmdkit.Stamp(e.At), cmdkit.OrDash(e.Actor), strings.TrimPrefix(e.Type, "io.argosy."),
+			cmdkit.OrDash(e.Cluster), object(e.AuditEntry), generation(e.Generation), results(e.Results)})
 	}
-	return printOut(opts.IO.Out, opts.Output, entries,
+	return cmdkit.PrintOut(opts.IO.Out, opts.Output, entries,
 		[]string{"TIME", "ACTOR", "TYPE", "CLUSTER", "OBJECT", "GEN", "RESULT"}, rows)
 }
 
@@ -127,7 +128,7 @@ func object(e projector.AuditEntry) string {
 			parts = append(parts, p)
 		}
 	}
-	return orDash(strings.Join(parts, "/"))
+	return cmdkit.OrDash(strings.Join(parts, "/"))
 }
 
 func generation(g int64) string {
@@ -150,12 +151,12 @@ func results(acks []projector.Ack) string {
 		}
 		out = append(out, r)
 	}
-	return orDash(strings.Join(out, ", "))
+	return cmdkit.OrDash(strings.Join(out, ", "))
 }
 
 // AuditVerifyOptions are the flags of `argosy audit verify`.
 type AuditVerifyOptions struct {
-	IO     IOStreams
+	IO     cmdkit.IOStreams
 	API    APIOptions
 	Output string
 }
@@ -165,7 +166,7 @@ type AuditVerifyOptions struct {
 var ErrChainBroken = errors.New("audit chain broken")
 
 // NewCmdAuditVerify returns `argosy audit verify`.
-func NewCmdAuditVerify(io IOStreams, runF func(context.Context, *AuditVerifyOptions) error) *cobra.Command {
+func NewCmdAuditVerify(io cmdkit.IOStreams, runF func(context.Context, *AuditVerifyOptions) error) *cobra.Command {
 	opts := &AuditVerifyOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -179,9 +180,9 @@ documented in docs/projector.md, so a chain can also be checked without
 Argosy.`,
 		Example: `  argosy audit verify
   argosy audit verify -o json`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cmdkit.UsageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(opts.Output); err != nil {
+			if err := cmdkit.CheckOutput(opts.Output); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -190,7 +191,7 @@ Argosy.`,
 			return auditVerifyRun(c.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	cmdkit.AddOutputFlag(cmd, &opts.Output)
 	addAPIFlags(cmd, &opts.API)
 	return cmd
 }
@@ -212,7 +213,7 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 		}
 		rows = append(rows, []string{p.Topic, strconv.Itoa(int(p.Partition)), strconv.FormatInt(p.Entries, 10), status})
 	}
-	if err := printOut(opts.IO.Out, opts.Output, v, []string{"TOPIC", "PARTITION", "ENTRIES", "STATUS"}, rows); err != nil {
+	if err := cmdkit.PrintOut(opts.IO.Out, opts.Output, v, []string{"TOPIC", "PARTITION", "ENTRIES", "STATUS"}, rows); err != nil {
 		return err
 	}
 	if b := v.Broken; b != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
@@ -42,7 +43,7 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/cli -run %s -update to write it)", err, t.Name())
+		t.Fatalf("%v (run go test ./cmd/argosy/internal/cli -run %s -update to write it)", err, t.Name())
 	}
 	if got != string(want) {
 		t.Errorf("output differs from %s (-update rewrites it)\n--- got:\n%s\n--- want:\n%s", path, got, want)
@@ -92,7 +93,7 @@ func TestAuditVerifyBroken(t *testing.T) {
 	q := readtest.Fleet()
 	q.Entries[2].Name = "payroll" // argosy.config/0 at offset 12
 	out, err := run(t, "audit", "verify", "--server", readServer(t, q))
-	if !errors.Is(err, ErrChainBroken) || errors.As(err, new(*FlagError)) {
+	if !errors.Is(err, ErrChainBroken) || errors.As(err, new(*cmdkit.FlagError)) {
 		t.Fatalf("error %v, want ErrChainBroken", err)
 	}
 	if want := "audit chain broken: argosy.config partition 0 at offset 12: hash does not match the entry's content (the entry was changed)"; err.Error() != want {
@@ -141,8 +142,8 @@ func TestReadCommandErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.errText) {
 				t.Fatalf("error %v, want %q", err, tc.errText)
 			}
-			if got := errors.As(err, new(*FlagError)); got != tc.flagError {
-				t.Errorf("FlagError %v, want %v (%v)", got, tc.flagError, err)
+			if got := errors.As(err, new(*cmdkit.FlagError)); got != tc.flagError {
+				t.Errorf("cmdkit.FlagError %v, want %v (%v)", got, tc.flagError, err)
 			}
 		})
 	}
@@ -180,7 +181,7 @@ func TestServerFlag(t *testing.T) {
 		t.Run(tc.env+strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Setenv(EnvServer, tc.env)
 			var got string
-			cmd := NewCmdFleet(IOStreams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *FleetOptions) error {
+			cmd := NewCmdFleet(cmdkit.IOStreams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *FleetOptions) error {
 				got = o.API.Server
 				return nil
 			})
@@ -197,7 +198,7 @@ func TestServerFlag(t *testing.T) {
 
 func TestAuditSince(t *testing.T) {
 	var out bytes.Buffer
-	opts := &AuditOptions{IO: IOStreams{Out: &out}, API: APIOptions{Server: readServer(t, readtest.Fleet())}, Output: "table",
+	opts := &AuditOptions{IO: cmdkit.IOStreams{Out: &out}, API: APIOptions{Server: readServer(t, readtest.Fleet())}, Output: "table",
 		Since: 61 * time.Minute, Now: readtest.Now}
 	if err := auditRun(t.Context(), opts); err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func TestAuditSince(t *testing.T) {
 // on stderr, away from the table or CSV on stdout.
 func TestReportGapNote(t *testing.T) {
 	var out, errOut bytes.Buffer
-	cmd := NewRoot(IOStreams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	cmd := NewRoot(cmdkit.IOStreams{In: strings.NewReader(""), Out: &out, Err: &errOut})
 	cmd.SetArgs([]string{"report", "deployments", "--by", "cluster", "-o", "csv", "--server", readServer(t, readtest.Fleet())})
 	if err := cmd.ExecuteContext(t.Context()); err != nil {
 		t.Fatal(err)

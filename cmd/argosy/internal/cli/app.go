@@ -6,11 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 )
 
 // NewCmdApp returns `argosy app`, the commands about Applications.
-func NewCmdApp(io IOStreams) *cobra.Command {
+func NewCmdApp(io cmdkit.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "app",
 		Short: "Inspect Applications across the fleet",
@@ -21,7 +22,7 @@ func NewCmdApp(io IOStreams) *cobra.Command {
 
 // AppStatusOptions are the flags and argument of `argosy app status`.
 type AppStatusOptions struct {
-	IO        IOStreams
+	IO        cmdkit.IOStreams
 	API       APIOptions
 	Output    string
 	Cluster   string
@@ -30,7 +31,7 @@ type AppStatusOptions struct {
 }
 
 // NewCmdAppStatus returns `argosy app status`.
-func NewCmdAppStatus(io IOStreams, runF func(context.Context, *AppStatusOptions) error) *cobra.Command {
+func NewCmdAppStatus(io cmdkit.IOStreams, runF func(context.Context, *AppStatusOptions) error) *cobra.Command {
 	opts := &AppStatusOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
@@ -50,9 +51,9 @@ the one the hub wants; STATE says what stands between them:
   argosy app status --cluster prod-eu
   argosy app status guestbook
   argosy app status guestbook --cluster prod-eu --namespace argocd -o yaml`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args: cmdkit.UsageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(opts.Output); err != nil {
+			if err := cmdkit.CheckOutput(opts.Output); err != nil {
 				return err
 			}
 			if len(args) == 1 {
@@ -64,7 +65,7 @@ the one the hub wants; STATE says what stands between them:
 			return appStatusRun(c.Context(), opts)
 		},
 	}
-	addOutputFlag(cmd, &opts.Output)
+	cmdkit.AddOutputFlag(cmd, &opts.Output)
 	addAPIFlags(cmd, &opts.API)
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "only Applications of this cluster")
 	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", "", "only Applications in this namespace")
@@ -87,7 +88,7 @@ func appStatusRun(ctx context.Context, opts *AppStatusOptions) error {
 	for _, a := range apps {
 		rows = append(rows, appRow(a))
 	}
-	return printOut(opts.IO.Out, opts.Output, apps,
+	return cmdkit.PrintOut(opts.IO.Out, opts.Output, apps,
 		[]string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE"}, rows)
 }
 
@@ -107,15 +108,15 @@ func appRow(a projector.AppRow) []string {
 	project, sync, health, revision := "-", "-", "-", "-"
 	var want, applied int64
 	if d := a.Desired; d != nil {
-		project, want = orDash(d.Project), d.Generation
+		project, want = cmdkit.OrDash(d.Project), d.Generation
 	}
 	if o := a.Observed; o != nil {
 		applied = o.AppliedGeneration
 		if o.Sync != nil {
-			sync, revision = orDash(o.Sync.Status), orDash(shortRevision(o.Sync.Revision))
+			sync, revision = cmdkit.OrDash(o.Sync.Status), cmdkit.OrDash(shortRevision(o.Sync.Revision))
 		}
 		if o.Health != nil {
-			health = orDash(o.Health.Status)
+			health = cmdkit.OrDash(o.Health.Status)
 		}
 	}
 	return []string{a.Cluster, a.Namespace, a.Name, project, sync, health, revision,

@@ -26,8 +26,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/cli"
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/internal/cli"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/pgtest"
 	"github.com/argosyproj/argosy/internal/testenv/testproc"

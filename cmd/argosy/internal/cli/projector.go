@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/kafkaconn"
 	"github.com/argosyproj/argosy/internal/telemetry"
@@ -31,7 +31,7 @@ import (
 // ProjectorOptions are the flags of `argosy projector`. Every flag falls
 // back to an environment variable, named in its help.
 type ProjectorOptions struct {
-	IO          IOStreams
+	IO          cmdkit.IOStreams
 	Kafka       kafkaconn.Options
 	Store       string
 	TopicPrefix string
@@ -42,15 +42,8 @@ type ProjectorOptions struct {
 	MaxRecords  int
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // NewCmdProjector returns `argosy projector`.
-func NewCmdProjector(io IOStreams, runF func(context.Context, *ProjectorOptions) error) *cobra.Command {
+func NewCmdProjector(io cmdkit.IOStreams, runF func(context.Context, *ProjectorOptions) error) *cobra.Command {
 	opts := &ProjectorOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "projector",
@@ -68,7 +61,7 @@ fleet, cluster, app, audit and report commands read.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := opts.Validate(); err != nil {
-				return &FlagError{Err: err}
+				return &cmdkit.FlagError{Err: err}
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -78,13 +71,13 @@ fleet, cluster, app, audit and report commands read.`,
 	}
 	fs := cmd.Flags()
 	opts.Kafka.BindFlags(fs, "ARGOSY_")
-	fs.StringVar(&opts.Store, "store", envOr("ARGOSY_STORE", "sqlite://argosy-views.db"),
+	fs.StringVar(&opts.Store, "store", cmdkit.Env("ARGOSY_STORE", "sqlite://argosy-views.db"),
 		"where the views live: sqlite://PATH or postgres://… (env ARGOSY_STORE)")
-	fs.StringVar(&opts.TopicPrefix, "topic-prefix", envOr("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
-	fs.StringVar(&opts.Group, "group", envOr("ARGOSY_PROJECTOR_GROUP", "argosy-projector"), "consumer group the replicas share (env ARGOSY_PROJECTOR_GROUP)")
-	fs.StringVar(&opts.HubKeyFile, "hub-key", envOr("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
-	fs.StringVar(&opts.Listen, "listen", envOr("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the read API (env ARGOSY_LISTEN)")
-	fs.StringVar(&opts.MetricsAddr, "metrics-address", envOr("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9465"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
+	fs.StringVar(&opts.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
+	fs.StringVar(&opts.Group, "group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", "argosy-projector"), "consumer group the replicas share (env ARGOSY_PROJECTOR_GROUP)")
+	fs.StringVar(&opts.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
+	fs.StringVar(&opts.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the read API (env ARGOSY_LISTEN)")
+	fs.StringVar(&opts.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9465"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 	fs.IntVar(&opts.MaxRecords, "max-records", 10_000, "records folded per store transaction at most")
 	return cmd
 }
@@ -183,8 +176,8 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return follower.Run(gctx) })
 	g.Go(func() error { return runner.Run(gctx) })
-	g.Go(func() error { return serveAPI(gctx, o.Listen, read.New(store)) })
-	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, tel.Handler()) })
+	g.Go(func() error { return serve(gctx, "read API", o.Listen, read.New(store)) })
+	g.Go(func() error { return serve(gctx, "metrics", o.MetricsAddr, tel.Handler()) })
 	return g.Wait()
 }
 
@@ -196,35 +189,17 @@ func closeGroupClient(cl *kgo.Client, d time.Duration, log *slog.Logger) {
 	}
 }
 
+// serve serves h on addr until ctx ends; what names it in errors.
+func serve(ctx context.Context, what, addr string, h http.Handler) error {
+	if err := cmdkit.Serve(ctx, addr, h); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 func storeKind(url string) string {
 	kind, _, _ := strings.Cut(url, "://")
 	return kind
-}
-
-// serveAPI serves h on addr until ctx ends, then shuts down gracefully.
-func serveAPI(ctx context.Context, addr string, h http.Handler) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("read API: %w", err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return errors.Join(srv.Shutdown(sctx), ignoreClosed(<-errc))
-}
-
-func ignoreClosed(err error) error {
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
 }
 
 // EnvCrashAtCommit names a fault-injection setting for tests: "before:N"

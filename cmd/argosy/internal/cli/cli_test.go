@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := NewRoot(IOStreams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	cmd := NewRoot(cmdkit.IOStreams{In: strings.NewReader(""), Out: &out, Err: &errOut})
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), err
@@ -36,7 +37,7 @@ func TestEventsTypesFlags(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var got *EventsTypesOptions
-			cmd := NewCmdEventsTypes(IOStreams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *EventsTypesOptions) error {
+			cmd := NewCmdEventsTypes(cmdkit.IOStreams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *EventsTypesOptions) error {
 				got = o
 				return nil
 			})
@@ -79,8 +80,8 @@ func TestEventsTypesOutput(t *testing.T) {
 	if !strings.Contains(out, events.TypeKeyRevoked) || strings.Contains(out, events.TypeHeartbeat) {
 		t.Errorf("--family trust listed:\n%s", out)
 	}
-	if _, err := run(t, "events", "types", "-o", "xml"); !errors.As(err, new(*FlagError)) {
-		t.Errorf("bad -o: %v, want a FlagError", err)
+	if _, err := run(t, "events", "types", "-o", "xml"); !errors.As(err, new(*cmdkit.FlagError)) {
+		t.Errorf("bad -o: %v, want a cmdkit.FlagError", err)
 	}
 }
 
