@@ -1,4 +1,6 @@
-package cli
+// Package report is `argosy report`, the reports over the fleet's history:
+// `report deployments`, the DORA figures, from the read API.
+package report
 
 import (
 	"context"
@@ -11,9 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
-	"github.com/argosyproj/argosy/projector/report"
+	argosyreport "github.com/argosyproj/argosy/projector/report"
 )
 
 // NewCmdReport returns `argosy report`, the reports over the fleet's history.
@@ -32,7 +35,7 @@ var reportFormats = []string{"table", "json", "yaml", "csv"}
 // ReportDeploymentsOptions are the flags of `argosy report deployments`.
 type ReportDeploymentsOptions struct {
 	IO     cmdkit.IOStreams
-	API    APIOptions
+	API    readapi.Options
 	Output string
 	read.ReportParams
 }
@@ -72,11 +75,11 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output, reportFormats...)
-	addAPIFlags(cmd, &opts.API)
+	readapi.AddFlags(cmd, &opts.API)
 	f := cmd.Flags()
 	f.StringVar(&by, "by", "", "group by: "+strings.Join(read.Groupings, "|")+" (required)")
 	f.StringVar(&opts.Label, "label", "", "the label key to group by, with --by label")
-	f.StringVar(&bucket, "bucket", string(report.Day), "bucket of time: "+strings.Join(read.Buckets, "|"))
+	f.StringVar(&bucket, "bucket", string(argosyreport.Day), "bucket of time: "+strings.Join(read.Buckets, "|"))
 	f.StringVar(&from, "from", "", "only deployments that finished at or after this RFC 3339 time (default: 30 days before --to)")
 	f.StringVar(&to, "to", "", "only deployments that finished before this RFC 3339 time (default: now)")
 	for flag, values := range map[string][]string{"by": read.Groupings, "bucket": read.Buckets} {
@@ -89,13 +92,13 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
 
 func (o *ReportDeploymentsOptions) parse(by, bucket, from, to string) error {
 	var err error
-	if o.From, err = parseTime("from", from); err != nil {
+	if o.From, err = readapi.ParseTime("from", from); err != nil {
 		return err
 	}
-	if o.To, err = parseTime("to", to); err != nil {
+	if o.To, err = readapi.ParseTime("to", to); err != nil {
 		return err
 	}
-	o.By, o.Bucket = report.GroupBy(by), report.Bucket(bucket)
+	o.By, o.Bucket = argosyreport.GroupBy(by), argosyreport.Bucket(bucket)
 	switch {
 	case by == "":
 		return &cmdkit.FlagError{Err: fmt.Errorf("--by is required: one of %s", strings.Join(read.Groupings, ", "))}
@@ -103,9 +106,9 @@ func (o *ReportDeploymentsOptions) parse(by, bucket, from, to string) error {
 		return &cmdkit.FlagError{Err: fmt.Errorf("--by %q: want one of %s", by, strings.Join(read.Groupings, ", "))}
 	case !slices.Contains(read.Buckets, bucket):
 		return &cmdkit.FlagError{Err: fmt.Errorf("--bucket %q: want one of %s", bucket, strings.Join(read.Buckets, ", "))}
-	case o.By == report.ByLabel && o.Label == "":
+	case o.By == argosyreport.ByLabel && o.Label == "":
 		return &cmdkit.FlagError{Err: errors.New("--by label needs --label KEY")}
-	case o.By != report.ByLabel && o.Label != "":
+	case o.By != argosyreport.ByLabel && o.Label != "":
 		return &cmdkit.FlagError{Err: errors.New("--label goes with --by label only")}
 	case !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To):
 		return &cmdkit.FlagError{Err: errors.New("--from must be before --to")}
@@ -114,7 +117,7 @@ func (o *ReportDeploymentsOptions) parse(by, bucket, from, to string) error {
 }
 
 func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) error {
-	c, err := opts.API.client()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}
@@ -132,7 +135,7 @@ func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) e
 	case "table":
 		header := []string{strings.ToUpper(string(r.By)), strings.ToUpper(string(r.Bucket)), "DEPLOYS", "PER DAY",
 			"FAILURES", "FAILURE RATE", "RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
-		if r.By == report.ByLabel {
+		if r.By == argosyreport.ByLabel {
 			header[0] = "LABEL " + r.Label
 		}
 		err = cmdkit.PrintOut(opts.IO.Out, opts.Output, r, header, reportTable(r, gaps))
@@ -145,7 +148,7 @@ func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) e
 	return gapNote(opts.IO, r)
 }
 
-func reportTable(r *report.Report, gaps map[string]int) [][]string {
+func reportTable(r *argosyreport.Report, gaps map[string]int) [][]string {
 	rows := make([][]string, 0, len(r.Rows))
 	for _, row := range r.Rows {
 		rows = append(rows, []string{row.Group, row.Start.UTC().Format(time.DateOnly), strconv.Itoa(row.Deployments),
@@ -160,10 +163,10 @@ var reportCSVHeader = []string{"group", "start", "end", "deployments", "deployme
 	"change_failure_rate", "time_to_restore_count", "time_to_restore_median_seconds", "time_to_restore_mean_seconds",
 	"unrestored", "lead_time_count", "lead_time_median_seconds", "lead_time_mean_seconds", "lead_time_unknown", "gaps"}
 
-func reportCSV(r *report.Report, gaps map[string]int) [][]string {
+func reportCSV(r *argosyreport.Report, gaps map[string]int) [][]string {
 	rows := make([][]string, 0, len(r.Rows))
 	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-	durations := func(d *report.Durations) []string {
+	durations := func(d *argosyreport.Durations) []string {
 		if d == nil {
 			return []string{"0", "", ""}
 		}
@@ -183,7 +186,7 @@ func reportCSV(r *report.Report, gaps map[string]int) [][]string {
 
 // gapNote tells on stderr which groups have deployment gaps, so the numbers
 // of a group that shows no row are not taken as complete either.
-func gapNote(io cmdkit.IOStreams, r *report.Report) error {
+func gapNote(io cmdkit.IOStreams, r *argosyreport.Report) error {
 	if len(r.Gaps) == 0 {
 		return nil
 	}
@@ -198,7 +201,7 @@ func gapNote(io cmdkit.IOStreams, r *report.Report) error {
 
 // median formats a summary's median to the second, without trailing zero
 // units (2m, 1h30m, 45s); "-" when there is none.
-func median(d *report.Durations) string {
+func median(d *argosyreport.Durations) string {
 	if d == nil {
 		return "-"
 	}

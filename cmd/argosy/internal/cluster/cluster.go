@@ -1,4 +1,6 @@
-package cli
+// Package cluster is `argosy cluster`, the commands about one cluster:
+// `cluster get`, from the read API.
+package cluster
 
 import (
 	"context"
@@ -7,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 )
 
@@ -23,7 +26,7 @@ func NewCmdCluster(io cmdkit.IOStreams) *cobra.Command {
 // ClusterGetOptions are the flags and argument of `argosy cluster get`.
 type ClusterGetOptions struct {
 	IO     cmdkit.IOStreams
-	API    APIOptions
+	API    readapi.Options
 	Output string
 	Name   string
 }
@@ -49,12 +52,12 @@ func NewCmdClusterGet(io cmdkit.IOStreams, runF func(context.Context, *ClusterGe
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	addAPIFlags(cmd, &opts.API)
+	readapi.AddFlags(cmd, &opts.API)
 	return cmd
 }
 
 func clusterGetRun(ctx context.Context, opts *ClusterGetOptions) error {
-	c, err := opts.API.client()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,6 @@
-package cli
+// Package events is `argosy events`, the commands about Argosy's event
+// catalogue: `events types`.
+package events
 
 import (
 	"context"
@@ -9,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
-	"github.com/argosyproj/argosy/events"
+	argosyevents "github.com/argosyproj/argosy/events"
 )
 
 // NewCmdEvents returns `argosy events`, the event catalogue's commands.
@@ -71,13 +73,13 @@ func NewCmdEventsTypes(io cmdkit.IOStreams, runF func(context.Context, *EventsTy
 }
 
 func families() []string {
-	return []string{string(events.FamilyConfig), string(events.FamilyStatus), string(events.FamilyHub), string(events.FamilyTrust)}
+	return []string{string(argosyevents.FamilyConfig), string(argosyevents.FamilyStatus), string(argosyevents.FamilyHub), string(argosyevents.FamilyTrust)}
 }
 
 func eventsTypesRun(_ context.Context, opts *EventsTypesOptions) error {
 	var views []eventTypeView
 	var rows [][]string
-	for _, s := range events.Catalogue() {
+	for _, s := range argosyevents.Catalogue() {
 		if opts.Family != "" && opts.Family != string(s.Family) {
 			continue
 		}

@@ -1,4 +1,6 @@
-package cli
+// Package audit is `argosy audit`, the audit history from the read API,
+// and `audit verify`, which has the server check its hash chains.
+package audit
 
 import (
 	"context"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
@@ -18,7 +21,7 @@ import (
 // AuditOptions are the flags of `argosy audit`.
 type AuditOptions struct {
 	IO        cmdkit.IOStreams
-	API       APIOptions
+	API       readapi.Options
 	Output    string
 	Cluster   string
 	Namespace string
@@ -61,7 +64,7 @@ hash to the one before it; 'argosy audit verify' checks the chains.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	addAPIFlags(cmd, &opts.API)
+	readapi.AddFlags(cmd, &opts.API)
 	f := cmd.Flags()
 	f.StringVar(&opts.Cluster, "cluster", "", "only entries about this cluster")
 	f.StringVarP(&opts.Namespace, "namespace", "n", "", "only entries about objects in this namespace")
@@ -78,10 +81,10 @@ hash to the one before it; 'argosy audit verify' checks the chains.`,
 
 func (o *AuditOptions) parse(from, to string) error {
 	var err error
-	if o.From, err = parseTime("from", from); err != nil {
+	if o.From, err = readapi.ParseTime("from", from); err != nil {
 		return err
 	}
-	if o.To, err = parseTime("to", to); err != nil {
+	if o.To, err = readapi.ParseTime("to", to); err != nil {
 		return err
 	}
 	switch {
@@ -98,7 +101,7 @@ func (o *AuditOptions) parse(from, to string) error {
 }
 
 func auditRun(ctx context.Context, opts *AuditOptions) error {
-	c, err := opts.API.client()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}
@@ -157,7 +160,7 @@ func results(acks []projector.Ack) string {
 // AuditVerifyOptions are the flags of `argosy audit verify`.
 type AuditVerifyOptions struct {
 	IO     cmdkit.IOStreams
-	API    APIOptions
+	API    readapi.Options
 	Output string
 }
 
@@ -192,12 +195,12 @@ Argosy.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	addAPIFlags(cmd, &opts.API)
+	readapi.AddFlags(cmd, &opts.API)
 	return cmd
 }
 
 func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
-	c, err := opts.API.client()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}

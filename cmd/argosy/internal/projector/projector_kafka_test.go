@@ -1,6 +1,6 @@
 //go:build integration
 
-package cli_test
+package projector_test
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/cli"
+	projectorcmd "github.com/argosyproj/argosy/cmd/argosy/internal/projector"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/pgtest"
@@ -395,7 +395,7 @@ func TestProjectorSurvivesKills(t *testing.T) {
 			load := f.load(40)
 			kills := 0
 			for _, crash := range []string{"before:3", "after:3"} {
-				proc := p.start(cli.EnvCrashAtCommit + "=" + crash)
+				proc := p.start(projectorcmd.EnvCrashAtCommit + "=" + crash)
 				waitExited(t, proc)
 				kills++
 			}

@@ -1,4 +1,4 @@
-package cli
+package events
 
 import (
 	"bytes"
@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
-	"github.com/argosyproj/argosy/events"
+	argosyevents "github.com/argosyproj/argosy/events"
 )
 
+// run runs `argosy events` with args (from "events" on) and returns what
+// it printed.
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := NewRoot(cmdkit.IOStreams{In: strings.NewReader(""), Out: &out, Err: &errOut})
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
+	out, _, err := cmdtest.Run(t, NewCmdEvents, args...)
+	return out, err
 }
 
 func TestEventsTypesFlags(t *testing.T) {
@@ -70,28 +70,17 @@ func TestEventsTypesOutput(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &views); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(views) != len(events.Catalogue()) {
-		t.Errorf("%d types listed, catalogue has %d", len(views), len(events.Catalogue()))
+	if len(views) != len(argosyevents.Catalogue()) {
+		t.Errorf("%d types listed, catalogue has %d", len(views), len(argosyevents.Catalogue()))
 	}
 	out, err = run(t, "events", "types", "--family", "trust")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, events.TypeKeyRevoked) || strings.Contains(out, events.TypeHeartbeat) {
+	if !strings.Contains(out, argosyevents.TypeKeyRevoked) || strings.Contains(out, argosyevents.TypeHeartbeat) {
 		t.Errorf("--family trust listed:\n%s", out)
 	}
 	if _, err := run(t, "events", "types", "-o", "xml"); !errors.As(err, new(*cmdkit.FlagError)) {
 		t.Errorf("bad -o: %v, want a cmdkit.FlagError", err)
-	}
-}
-
-func TestVersionAndCompletion(t *testing.T) {
-	out, err := run(t, "version", "-o", "yaml")
-	if err != nil || !strings.Contains(out, "version: dev") {
-		t.Errorf("version: %v\n%s", err, out)
-	}
-	out, err = run(t, "completion", "bash")
-	if err != nil || !strings.Contains(out, "bash completion") {
-		t.Errorf("completion bash: %v\n%.200s", err, out)
 	}
 }

@@ -1,4 +1,7 @@
-package cli
+// Package projector is `argosy projector`: it composes the projector's
+// runner, its store, the trust follower and the read API, and runs them
+// until it is stopped.
+package projector
 
 import (
 	"context"
@@ -23,7 +26,7 @@ import (
 	"github.com/argosyproj/argosy/internal/kafkaconn"
 	"github.com/argosyproj/argosy/internal/telemetry"
 	"github.com/argosyproj/argosy/internal/version"
-	"github.com/argosyproj/argosy/projector"
+	argosyprojector "github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 )
@@ -165,7 +168,7 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	if err != nil {
 		return err
 	}
-	runner, runCl, err := projector.NewRunner(slices.Concat(conn, tel.KafkaOpts("projector")), projector.RunnerConfig{
+	runner, runCl, err := argosyprojector.NewRunner(slices.Concat(conn, tel.KafkaOpts("projector")), argosyprojector.RunnerConfig{
 		Group: o.Group, Topics: topics, MaxRecords: o.MaxRecords}, dec, dlq, withCrash(store, os.Getenv(EnvCrashAtCommit)), log)
 	if err != nil {
 		return err
@@ -182,9 +185,9 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 }
 
 // closeGroupClient closes the runner's client, giving it d to leave the
-// group; see projector.CloseClient.
+// group; see argosyprojector.CloseClient.
 func closeGroupClient(cl *kgo.Client, d time.Duration, log *slog.Logger) {
-	if !projector.CloseClient(cl, d) {
+	if !argosyprojector.CloseClient(cl, d) {
 		log.Warn("leaving the consumer group timed out; the group drops this member after its session timeout", "after", d)
 	}
 }
@@ -209,13 +212,13 @@ const EnvCrashAtCommit = "ARGOSY_TEST_CRASH_AT_COMMIT"
 
 // crashingStore kills the process around a chosen commit.
 type crashingStore struct {
-	projector.Store
+	argosyprojector.Store
 	before bool
 	n      int
 	count  atomic.Int64
 }
 
-func withCrash(s projector.Store, setting string) projector.Store {
+func withCrash(s argosyprojector.Store, setting string) argosyprojector.Store {
 	when, n, ok := strings.Cut(setting, ":")
 	count, err := strconv.Atoi(n)
 	if !ok || err != nil || count <= 0 || (when != "before" && when != "after") {
@@ -224,7 +227,7 @@ func withCrash(s projector.Store, setting string) projector.Store {
 	return &crashingStore{Store: s, before: when == "before", n: count}
 }
 
-func (c *crashingStore) Commit(ctx context.Context, b *projector.Batch) error {
+func (c *crashingStore) Commit(ctx context.Context, b *argosyprojector.Batch) error {
 	nth := c.count.Add(1) == int64(c.n)
 	if nth && c.before {
 		kill()

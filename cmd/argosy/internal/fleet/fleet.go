@@ -1,4 +1,6 @@
-package cli
+// Package fleet is `argosy fleet`: every cluster the hub knows, whether it
+// is connected, and its Applications' health, from the read API.
+package fleet
 
 import (
 	"context"
@@ -6,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 )
@@ -13,7 +16,7 @@ import (
 // FleetOptions are the flags of `argosy fleet`.
 type FleetOptions struct {
 	IO     cmdkit.IOStreams
-	API    APIOptions
+	API    readapi.Options
 	Output string
 }
 
@@ -44,12 +47,12 @@ is how many config events the cluster has yet to read.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	addAPIFlags(cmd, &opts.API)
+	readapi.AddFlags(cmd, &opts.API)
 	return cmd
 }
 
 func fleetRun(ctx context.Context, opts *FleetOptions) error {
-	c, err := opts.API.client()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}

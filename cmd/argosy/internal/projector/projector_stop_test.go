@@ -1,6 +1,6 @@
 //go:build integration
 
-package cli_test
+package projector_test
 
 import (
 	"strings"

@@ -1,4 +1,6 @@
-package cli
+// Package app is `argosy app`, the commands about Applications across the
+// fleet: `app status`, from the read API.
+package app
 
 import (
 	"context"
@@ -6,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 )
@@ -23,7 +26,7 @@ func NewCmdApp(io cmdkit.IOStreams) *cobra.Command {
 // AppStatusOptions are the flags and argument of `argosy app status`.
 type AppStatusOptions struct {
 	IO        cmdkit.IOStreams
-	API       APIOptions
+	API       readapi.Options
 	Output    string
 	Cluster   string
 	Namespace string
@@ -66,14 +69,14 @@ the one the hub wants; STATE says what stands between them:
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	addAPIFlags(cmd, &opts.API)
+	readapi.AddFlags(cmd, &opts.API)
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "only Applications of this cluster")
 	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", "", "only Applications in this namespace")
 	return cmd
 }
 
 func appStatusRun(ctx context.Context, opts *AppStatusOptions) error {
-	c, err := opts.API.client()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}
