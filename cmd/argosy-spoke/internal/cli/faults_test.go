@@ -136,7 +136,7 @@ func (r *spokeRig) generations() func() map[string][]int64 {
 // ever applied out of order or rejected (so nothing was applied twice), and
 // every event was acknowledged.
 func TestSpokeSurvivesRandomKillsUnderLoad(t *testing.T) {
-	r := newSpokeRig(t)
+	r := newSpokeRig(t, "argosy_testhooks")
 	const apps, gens = 10, 12
 	names := make([]string, apps)
 	for i := range names {

@@ -7,9 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -146,7 +143,7 @@ func run(ctx context.Context, o *RunOptions) error {
 		if _, err := p.boot.Run(gctx); err != nil {
 			return fmt.Errorf("bootstrap: %w", err)
 		}
-		return p.reader.Run(gctx, crashAfter(os.Getenv(EnvCrashAfterApplies), p.applier.Handle))
+		return p.reader.Run(gctx, crashAfter(p.applier.Handle))
 	})
 	g.Go(func() error { return p.recorder.Run(gctx) })
 	g.Go(func() error { return p.guard.Run(gctx) })
@@ -361,28 +358,4 @@ func dynamicClient(kubeconfig string) (dynamic.Interface, error) {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
 	return dynamic.NewForConfig(cfg)
-}
-
-// EnvCrashAfterApplies names a fault-injection setting for tests: when it
-// holds a number n, the process kills itself with SIGKILL right after its
-// n-th config event was applied, recorded and acknowledged, and before the
-// reader commits the offset: the worst moment to crash.
-const EnvCrashAfterApplies = "ARGOSY_TEST_CRASH_AFTER_APPLIES"
-
-func crashAfter(setting string, h events.Handler) events.Handler {
-	n, err := strconv.Atoi(setting)
-	if err != nil || n <= 0 {
-		return h
-	}
-	var applied atomic.Int64
-	return func(ctx context.Context, d *events.Decoded) error {
-		err := h(ctx, d)
-		if err == nil && applied.Add(1) == int64(n) {
-			if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
-				return err
-			}
-			select {} // SIGKILL cannot be caught; this never returns
-		}
-		return err
-	}
 }

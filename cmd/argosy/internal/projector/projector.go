@@ -9,12 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -169,7 +165,7 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 		return err
 	}
 	runner, runCl, err := argosyprojector.NewRunner(slices.Concat(conn, tel.KafkaOpts("projector")), argosyprojector.RunnerConfig{
-		Group: o.Group, Topics: topics, MaxRecords: o.MaxRecords}, dec, dlq, withCrash(store, os.Getenv(EnvCrashAtCommit)), log)
+		Group: o.Group, Topics: topics, MaxRecords: o.MaxRecords}, dec, dlq, withCrash(store), log)
 	if err != nil {
 		return err
 	}
@@ -203,44 +199,4 @@ func serve(ctx context.Context, what, addr string, h http.Handler) error {
 func storeKind(url string) string {
 	kind, _, _ := strings.Cut(url, "://")
 	return kind
-}
-
-// EnvCrashAtCommit names a fault-injection setting for tests: "before:N"
-// or "after:N" makes the process SIGKILL itself right before, or right
-// after, its N-th store commit.
-const EnvCrashAtCommit = "ARGOSY_TEST_CRASH_AT_COMMIT"
-
-// crashingStore kills the process around a chosen commit.
-type crashingStore struct {
-	argosyprojector.Store
-	before bool
-	n      int
-	count  atomic.Int64
-}
-
-func withCrash(s argosyprojector.Store, setting string) argosyprojector.Store {
-	when, n, ok := strings.Cut(setting, ":")
-	count, err := strconv.Atoi(n)
-	if !ok || err != nil || count <= 0 || (when != "before" && when != "after") {
-		return s
-	}
-	return &crashingStore{Store: s, before: when == "before", n: count}
-}
-
-func (c *crashingStore) Commit(ctx context.Context, b *argosyprojector.Batch) error {
-	nth := c.count.Add(1) == int64(c.n)
-	if nth && c.before {
-		kill()
-	}
-	err := c.Store.Commit(ctx, b)
-	if nth && !c.before && err == nil {
-		kill()
-	}
-	return err
-}
-
-func kill() {
-	if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err == nil {
-		select {} // SIGKILL cannot be caught; this never returns
-	}
 }

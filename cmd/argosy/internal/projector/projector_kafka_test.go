@@ -346,9 +346,13 @@ type projectorProc struct {
 	metrics string
 }
 
-func buildArgosy(t *testing.T) string {
+// buildArgosy builds the argosy binary with tags (such as
+// argosy_testhooks, for the fault hooks) and returns its path.
+func buildArgosy(t *testing.T, tags ...string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "argosy")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/argosyproj/argosy/cmd/argosy").CombinedOutput(); err != nil {
+	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, "github.com/argosyproj/argosy/cmd/argosy")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	return bin
@@ -380,7 +384,7 @@ func (p *projectorProc) start(env ...string) *testproc.Proc {
 // after a store commit, then at random moments. Once it has caught up, its
 // views equal a fold of the whole log, chains and all.
 func TestProjectorSurvivesKills(t *testing.T) {
-	bin := buildArgosy(t)
+	bin := buildArgosy(t, "argosy_testhooks")
 	for _, tc := range []struct {
 		name  string
 		store func(t *testing.T) string
