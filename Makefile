@@ -40,10 +40,10 @@ test-unit: test-tools ## Run the tests that need no server.
 	$(GO) test -race -count=1 ./...
 
 test-integration: test-tools kube-tools ## Run the packages whose tests use real servers.
-	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/... ./internal/kubetest/... ./internal/kafkatest/... ./internal/kafkaconn/... ./internal/pgtest/... ./spoke/... ./cmd/... ./projector/... ./internal/cli/...
+	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/... ./internal/testenv/kubetest/... ./internal/testenv/kafkatest/... ./internal/kafkaconn/... ./internal/testenv/pgtest/... ./spoke/... ./cmd/... ./projector/...
 
 kube-tools: test-tools ## Build and cache etcd, kube-apiserver, kubectl, kube-controller-manager and Argo CD.
-	$(GO) run ./internal/kubetest/build >/dev/null
+	$(GO) run ./internal/testenv/kubetest/build >/dev/null
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 	@set -e; for pkg in $$($(GO) list ./...); do \
@@ -73,8 +73,8 @@ tools: $(BIN)/golangci-lint $(BIN)/benchstat
 # The tests run java and mvn (the Kafka broker under test), npm (the
 # AsyncAPI specification schema ships in an npm package), git and
 # redis-server (Argo CD under test), and PostgreSQL's initdb and postgres
-# (internal/pgtest). Missing ones are installed with apt-get on Debian as
-# root; elsewhere this says what to install.
+# (internal/testenv/pgtest). Missing ones are installed with apt-get on
+# Debian as root; elsewhere this says what to install.
 TEST_TOOLS := java:openjdk-17-jre-headless mvn:maven npm:npm git:git redis-server:redis-server
 # Debian keeps PostgreSQL's server binaries off PATH, in
 # /usr/lib/postgresql/<major>/bin; ARGOSY_PG_BIN names another directory.

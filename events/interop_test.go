@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/internal/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 )
 
 // TestPartitionMatchesJavaClient checks that PartitionOf computes, for every

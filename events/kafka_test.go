@@ -22,7 +22,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/events/internal/golden"
-	"github.com/argosyproj/argosy/internal/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 )
 
 func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/internal/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 )
 
 func newReader(t *testing.T, r *rig, dec *events.Decoder, cfg events.ReaderConfig, opts ...events.Option) *events.Reader {

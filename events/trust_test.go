@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/internal/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/schemas"
 )
 

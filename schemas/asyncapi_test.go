@@ -14,7 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 
-	"github.com/argosyproj/argosy/internal/toolcache"
+	"github.com/argosyproj/argosy/internal/testenv/toolcache"
 	"github.com/argosyproj/argosy/schemas"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/argocd"
-	"github.com/argosyproj/argosy/internal/kafkatest"
-	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
 )

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/argosyproj/argosy/cmd/argosy-spoke/internal/cli"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() { os.Exit(cmdkit.Main(cli.NewRoot)) }

@@ -4,7 +4,8 @@ package main
 import (
 	"os"
 
-	"github.com/argosyproj/argosy/internal/cli"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/root"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() { os.Exit(cmdkit.Main(root.NewRoot)) }

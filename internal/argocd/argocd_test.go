@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/argosyproj/argosy/internal/argocd"
-	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 )
 

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/argosyproj/argosy/internal/argocd"
-	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 )
 
 // BenchmarkApply measures server-side applies of Applications against the

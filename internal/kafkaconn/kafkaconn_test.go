@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/argosyproj/argosy/internal/kafkaconn"
-	"github.com/argosyproj/argosy/internal/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 )
 
 // bind binds fresh options to a new flag set and parses args.

@@ -6,17 +6,15 @@
 // once an OTLP endpoint is set; nothing is exported when no exporter or
 // endpoint is configured, though trace context still propagates). Metrics,
 // OpenTelemetry's and franz-go's, are served in the Prometheus format on
-// /metrics.
+// /metrics by Handler; cmd serves it.
 package telemetry
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -106,43 +104,19 @@ func (t *Telemetry) KafkaOpts(client string) []kgo.Opt {
 	return []kgo.Opt{kgo.WithHooks(append(k.Hooks(), m)...)}
 }
 
-// Handler serves the registry in the Prometheus text format.
+// Handler serves /metrics, the registry in the Prometheus text format, and
+// /healthz, which answers 200 while the process serves at all. cmd serves it
+// on the metrics address.
 func (t *Telemetry) Handler() http.Handler {
-	return promhttp.HandlerFor(t.Registry, promhttp.HandlerOpts{Registry: t.Registry})
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(t.Registry, promhttp.HandlerOpts{Registry: t.Registry}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	})
+	return mux
 }
 
 // Shutdown flushes and stops the providers.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return errors.Join(t.tracer.Shutdown(ctx), t.meter.Shutdown(ctx))
-}
-
-// Serve serves /metrics (and /healthz) on addr until ctx ends, then shuts the
-// server down gracefully.
-func Serve(ctx context.Context, addr string, metrics http.Handler) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusOK)
-	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics listen: %w", err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("metrics server: %w", err)
-	case <-ctx.Done():
-	}
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		return fmt.Errorf("metrics shutdown: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("metrics server: %w", err)
-	}
-	return nil
 }

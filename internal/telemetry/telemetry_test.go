@@ -3,20 +3,19 @@ package telemetry
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel"
 )
 
-// TestMetricsEndpoint serves /metrics and checks that OpenTelemetry and
-// franz-go metrics both reach it. kfake stands in for a broker: this is a
-// test of wiring, not of Kafka.
+// TestMetricsEndpoint serves the handler and checks that OpenTelemetry and
+// franz-go metrics both reach /metrics, and that /healthz answers. kfake
+// stands in for a broker: this is a test of wiring, not of Kafka.
 func TestMetricsEndpoint(t *testing.T) {
 	t.Setenv("OTEL_TRACES_EXPORTER", "")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -50,35 +49,33 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, addr, tel.Handler()) }()
-	var body string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			continue
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		body = string(b)
-		break
-	}
+	srv := httptest.NewServer(tel.Handler())
+	defer srv.Close()
+	body := get(t, srv.URL+"/metrics")
 	for _, want := range []string{`argosy_test_count_total{otel_scope_name="test",otel_scope_schema_url="",otel_scope_version=""} 3`, `argosy_kafka_produce_bytes_total{client="test"`, "go_goroutines"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Serve: %v", err)
+	if got := get(t, srv.URL+"/healthz"); got != "" {
+		t.Errorf("/healthz answered %q", got)
 	}
+}
+
+// get returns the body of a 200 answer to GET url.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return string(b)
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/argosyproj/argosy/internal/pgtest"
+	"github.com/argosyproj/argosy/internal/testenv/pgtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/argosyproj/argosy/internal/argocd"
-	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
 	"github.com/argosyproj/argosy/spoke/kube"

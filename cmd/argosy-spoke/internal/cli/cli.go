@@ -5,36 +5,17 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/internal/version"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/spoke"
 )
 
-// Main runs argosy-spoke with the process's arguments and returns the exit
-// code.
-func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cmd := NewRoot(os.Stdout, os.Stderr)
-	cmd.SetArgs(os.Args[1:])
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		return 1
-	}
-	return 0
-}
-
 // NewRoot returns the argosy-spoke root command.
-func NewRoot(out, errOut io.Writer) *cobra.Command {
+func NewRoot(io cmdkit.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "argosy-spoke",
 		Short: "Argosy's agent: applies one cluster's desired state to its Argo CD and reports back",
@@ -45,36 +26,24 @@ heartbeats.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetOut(out)
-	root.SetErr(errOut)
-	root.AddCommand(newCmdVersion(out), NewCmdKeygen(out, nil), NewCmdRun(nil))
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy-spoke", "json", nil), NewCmdKeygen(io, nil), NewCmdRun(nil))
 	return root
-}
-
-func newCmdVersion(out io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version of argosy-spoke",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			enc := json.NewEncoder(out)
-			enc.SetIndent("", "  ")
-			return enc.Encode(version.Get())
-		},
-	}
 }
 
 // KeygenOptions are the flags of `argosy-spoke keygen`.
 type KeygenOptions struct {
-	Out     io.Writer
+	IO      cmdkit.IOStreams
 	Cluster string
 	Dir     string
 }
 
 // NewCmdKeygen returns `argosy-spoke keygen`. runF replaces the behaviour in
 // tests.
-func NewCmdKeygen(out io.Writer, runF func(context.Context, *KeygenOptions) error) *cobra.Command {
-	opts := &KeygenOptions{Out: out}
+func NewCmdKeygen(io cmdkit.IOStreams, runF func(context.Context, *KeygenOptions) error) *cobra.Command {
+	opts := &KeygenOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "keygen",
 		Short: "Create this cluster's signing and sealing keys",
@@ -94,8 +63,8 @@ give the hub. Existing keys are never overwritten.`,
 			return keygenRun(opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Cluster, "cluster", os.Getenv("ARGOSY_CLUSTER"), "this cluster's name (env ARGOSY_CLUSTER)")
-	cmd.Flags().StringVar(&opts.Dir, "dir", os.Getenv("ARGOSY_KEYS_DIR"), "directory to write the keys to (env ARGOSY_KEYS_DIR)")
+	cmd.Flags().StringVar(&opts.Cluster, "cluster", cmdkit.Env("ARGOSY_CLUSTER", ""), "this cluster's name (env ARGOSY_CLUSTER)")
+	cmd.Flags().StringVar(&opts.Dir, "dir", cmdkit.Env("ARGOSY_KEYS_DIR", ""), "directory to write the keys to (env ARGOSY_KEYS_DIR)")
 	return cmd
 }
 
@@ -108,7 +77,7 @@ func keygenRun(opts *KeygenOptions) error {
 		return err
 	}
 	for _, p := range k.Public(opts.Cluster) {
-		fmt.Fprintf(opts.Out, "%s key %s\n", p.Purpose, p.KeyID)
+		fmt.Fprintf(opts.IO.Out, "%s key %s\n", p.Purpose, p.KeyID)
 	}
 	return nil
 }

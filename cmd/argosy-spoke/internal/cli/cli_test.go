@@ -6,9 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/argosyproj/argosy/cmd/argosy-spoke/internal/cli"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/spoke"
 )
@@ -16,7 +18,7 @@ import (
 func TestKeygenWritesLoadableKeys(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
 	var out bytes.Buffer
-	cmd := cli.NewRoot(&out, &out)
+	cmd := cli.NewRoot(cmdkit.IOStreams{Out: &out, Err: &out})
 	cmd.SetArgs([]string{"keygen", "--cluster", "prod-eu-1", "--dir", dir})
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("keygen: %v\n%s", err, out.String())
@@ -47,7 +49,7 @@ func TestKeygenWritesLoadableKeys(t *testing.T) {
 		t.Errorf("open with loaded key: %q, %v", got, err)
 	}
 	// A second keygen never overwrites.
-	cmd = cli.NewRoot(&out, &out)
+	cmd = cli.NewRoot(cmdkit.IOStreams{Out: &out, Err: &out})
 	cmd.SetArgs([]string{"keygen", "--cluster", "prod-eu-1", "--dir", dir})
 	if err := cmd.Execute(); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("second keygen: %v, want an 'exists' error", err)
@@ -55,5 +57,19 @@ func TestKeygenWritesLoadableKeys(t *testing.T) {
 	again, err := spoke.LoadKeys(dir)
 	if err != nil || !again.Signing.Equal(k.Signing) {
 		t.Errorf("keys changed after a refused keygen: %v", err)
+	}
+}
+
+// TestVersionPrintsJSON keeps argosy-spoke version's default: indented
+// JSON, as it has always printed.
+func TestVersionPrintsJSON(t *testing.T) {
+	var out bytes.Buffer
+	cmd := cli.NewRoot(cmdkit.IOStreams{Out: &out, Err: &out})
+	cmd.SetArgs([]string{"version"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\n  \"version\": \"dev\",\n  \"goVersion\": \"" + runtime.Version() + "\"\n}\n"; out.String() != want {
+		t.Errorf("version printed %q, want %q", out.String(), want)
 	}
 }

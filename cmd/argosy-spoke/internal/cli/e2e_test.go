@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/internal/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 )
 

@@ -21,12 +21,12 @@ import (
 
 	"github.com/argosyproj/argosy/cmd/argosy-spoke/internal/cli"
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/internal/kafkatest"
-	"github.com/argosyproj/argosy/internal/kubetest"
-	"github.com/argosyproj/argosy/internal/testproc"
+	"github.com/argosyproj/argosy/internal/argocd"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/testproc"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 // statusSeen is what the spoke published on the status topic.
@@ -106,7 +106,7 @@ func (r *spokeRig) generations() func() map[string][]int64 {
 			if !ok {
 				continue
 			}
-			g, err := strconv.ParseInt(a.GetAnnotations()[kube.AnnotationGeneration], 10, 64)
+			g, err := strconv.ParseInt(a.GetAnnotations()[argocd.AnnotationGeneration], 10, 64)
 			if err != nil {
 				continue
 			}
@@ -136,7 +136,7 @@ func (r *spokeRig) generations() func() map[string][]int64 {
 // ever applied out of order or rejected (so nothing was applied twice), and
 // every event was acknowledged.
 func TestSpokeSurvivesRandomKillsUnderLoad(t *testing.T) {
-	r := newSpokeRig(t)
+	r := newSpokeRig(t, "argosy_testhooks")
 	const apps, gens = 10, 12
 	names := make([]string, apps)
 	for i := range names {
@@ -265,7 +265,11 @@ func TestSpokeCatchesUpAfterBrokerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
-	if err := kube.New(dyn).Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync}); err != nil {
+	argo, err := argocd.New(dyn, spoke.FieldManager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Second)

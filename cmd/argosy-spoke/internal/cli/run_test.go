@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,12 +24,12 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/internal/kafkatest"
-	"github.com/argosyproj/argosy/internal/kubetest"
-	"github.com/argosyproj/argosy/internal/testproc"
+	"github.com/argosyproj/argosy/internal/argocd"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/testproc"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 func TestMain(m *testing.M) {
@@ -62,12 +63,14 @@ type spokeRig struct {
 	syncPolicy map[string]any
 }
 
-func newSpokeRig(t testing.TB) *spokeRig {
-	return newSpokeRigOn(t, kafkatest.Bootstrap(t), func(opts ...kgo.Opt) *kgo.Client { return kafkatest.Client(t, opts...) })
+// newSpokeRig is a rig whose argosy-spoke is built with tags (such as
+// argosy_testhooks, for the fault hooks).
+func newSpokeRig(t testing.TB, tags ...string) *spokeRig {
+	return newSpokeRigOn(t, kafkatest.Bootstrap(t), func(opts ...kgo.Opt) *kgo.Client { return kafkatest.Client(t, opts...) }, tags...)
 }
 
 // newSpokeRigOn is a rig on the broker at addr.
-func newSpokeRigOn(t testing.TB, addr string, client func(opts ...kgo.Opt) *kgo.Client) *spokeRig {
+func newSpokeRigOn(t testing.TB, addr string, client func(opts ...kgo.Opt) *kgo.Client, tags ...string) *spokeRig {
 	e := kubetest.Current(t)
 	ctx := t.Context()
 	if err := e.StartArgoCD(ctx); err != nil {
@@ -75,9 +78,7 @@ func newSpokeRigOn(t testing.TB, addr string, client func(opts ...kgo.Opt) *kgo.
 	}
 	r := &spokeRig{t: t, e: e, dir: t.TempDir(), ns: e.Namespace(t), prefix: kafkatest.Prefix(t), broker: addr, client: client, heartbeat: "1s"}
 	r.cluster, r.topics, r.bin = "spoke-"+r.ns, events.DefaultTopics(r.prefix), filepath.Join(r.dir, "argosy-spoke")
-	if out, err := exec.Command("go", "build", "-o", r.bin, "github.com/argosyproj/argosy/cmd/argosy-spoke").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	buildSpoke(t, r.bin, tags...)
 	if err := events.EnsureTopics(ctx, kadm.NewClient(client()), r.topics, events.TopicPlan(4, 2), 1, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +112,15 @@ func newSpokeRigOn(t testing.TB, addr string, client func(opts ...kgo.Opt) *kgo.
 	}
 	r.apps = dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
 	return r
+}
+
+// buildSpoke builds argosy-spoke into bin with tags.
+func buildSpoke(t testing.TB, bin string, tags ...string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, "github.com/argosyproj/argosy/cmd/argosy-spoke")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
 }
 
 // upserts publishes generation gen of the named Applications.
@@ -172,7 +182,7 @@ func (r *spokeRig) waitGeneration(p *testproc.Proc, name, want string) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		a, err := r.apps.Get(r.t.Context(), name, metav1.GetOptions{})
-		if err == nil && a.GetAnnotations()[kube.AnnotationGeneration] == want {
+		if err == nil && a.GetAnnotations()[argocd.AnnotationGeneration] == want {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -1,0 +1,154 @@
+// Package app is `argosy app`, the commands about Applications across the
+// fleet: `app status`, from the read API.
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/projector"
+)
+
+// NewCmdApp returns `argosy app`, the commands about Applications.
+func NewCmdApp(io cmdkit.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "app",
+		Short: "Inspect Applications across the fleet",
+	}
+	cmd.AddCommand(NewCmdAppStatus(io, nil))
+	return cmd
+}
+
+// AppStatusOptions are the flags and argument of `argosy app status`.
+type AppStatusOptions struct {
+	IO        cmdkit.IOStreams
+	API       readapi.Options
+	Output    string
+	Cluster   string
+	Namespace string
+	Name      string
+}
+
+// NewCmdAppStatus returns `argosy app status`.
+func NewCmdAppStatus(io cmdkit.IOStreams, runF func(context.Context, *AppStatusOptions) error) *cobra.Command {
+	opts := &AppStatusOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "status [NAME]",
+		Short: "Show Applications' sync and health, and whether their cluster applied the newest generation",
+		Long: `Show Applications as the hub wants them and as their clusters report them.
+
+Without NAME it lists every Application (of --cluster, if given). SYNC and
+HEALTH are Argo CD's; GENERATION is the generation the cluster applied over
+the one the hub wants; STATE says what stands between them:
+  applied       the cluster applied the newest generation
+  pending       the cluster has not acknowledged it yet
+  rejected: X   the cluster refused it, with code X
+  deleting      the hub deleted the Application; the cluster still has it
+  deleted       the hub deleted the Application, and so did the cluster
+  unmanaged     the cluster reports an Application the hub does not manage`,
+		Example: `  argosy app status
+  argosy app status --cluster prod-eu
+  argosy app status guestbook
+  argosy app status guestbook --cluster prod-eu --namespace argocd -o yaml`,
+		Args: cmdkit.UsageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := cmdkit.CheckOutput(opts.Output); err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return appStatusRun(c.Context(), opts)
+		},
+	}
+	cmdkit.AddOutputFlag(cmd, &opts.Output)
+	readapi.AddFlags(cmd, &opts.API)
+	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "only Applications of this cluster")
+	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", "", "only Applications in this namespace")
+	return cmd
+}
+
+func appStatusRun(ctx context.Context, opts *AppStatusOptions) error {
+	c, err := opts.API.Client()
+	if err != nil {
+		return err
+	}
+	apps, err := c.Apps(ctx, projector.AppFilter{Cluster: opts.Cluster, Namespace: opts.Namespace, Name: opts.Name})
+	if err != nil {
+		return err
+	}
+	if len(apps) == 0 && opts.Name != "" {
+		return fmt.Errorf("no Application %q%s", opts.Name, where(opts.Cluster, opts.Namespace))
+	}
+	rows := make([][]string, 0, len(apps))
+	for _, a := range apps {
+		rows = append(rows, appRow(a))
+	}
+	return cmdkit.PrintOut(opts.IO.Out, opts.Output, apps,
+		[]string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE"}, rows)
+}
+
+func where(cluster, namespace string) string {
+	switch {
+	case cluster != "" && namespace != "":
+		return fmt.Sprintf(" in namespace %q of cluster %q", namespace, cluster)
+	case cluster != "":
+		return fmt.Sprintf(" on cluster %q", cluster)
+	case namespace != "":
+		return fmt.Sprintf(" in namespace %q", namespace)
+	}
+	return ""
+}
+
+func appRow(a projector.AppRow) []string {
+	project, sync, health, revision := "-", "-", "-", "-"
+	var want, applied int64
+	if d := a.Desired; d != nil {
+		project, want = cmdkit.OrDash(d.Project), d.Generation
+	}
+	if o := a.Observed; o != nil {
+		applied = o.AppliedGeneration
+		if o.Sync != nil {
+			sync, revision = cmdkit.OrDash(o.Sync.Status), cmdkit.OrDash(shortRevision(o.Sync.Revision))
+		}
+		if o.Health != nil {
+			health = cmdkit.OrDash(o.Health.Status)
+		}
+	}
+	return []string{a.Cluster, a.Namespace, a.Name, project, sync, health, revision,
+		fmt.Sprintf("%d/%d", applied, want), appState(a)}
+}
+
+// appState says whether the cluster applied the generation the hub wants.
+func appState(a projector.AppRow) string {
+	d, o := a.Desired, a.Observed
+	switch {
+	case d == nil:
+		return "unmanaged"
+	case d.Deleted && (o == nil || o.Deleted):
+		return "deleted"
+	case d.Deleted:
+		return "deleting"
+	case o != nil && o.Rejected != nil && o.Rejected.Generation >= d.Generation:
+		return "rejected: " + o.Rejected.Code
+	case o != nil && o.AppliedGeneration >= d.Generation:
+		return "applied"
+	}
+	return "pending"
+}
+
+// shortRevision shortens a git commit hash as git does; other revisions
+// (tags, Helm chart versions) stay as they are.
+func shortRevision(r string) string {
+	if len(r) == 40 {
+		return r[:7]
+	}
+	return r
+}

@@ -1,0 +1,124 @@
+package audit
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/spf13/cobra"
+
+	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/projector/read/readtest"
+)
+
+var ignoreIO = cmpopts.IgnoreFields(readapi.Options{}, "HTTPClient")
+
+func TestAuditFlags(t *testing.T) {
+	t.Setenv(readapi.EnvServer, "")
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		args    []string
+		want    AuditOptions
+		wantErr string
+	}{
+		{args: nil, want: AuditOptions{Output: "table"}},
+		{args: []string{"--cluster", "prod-eu", "-n", "argocd", "--app", "guestbook", "--actor", "alice", "--since", "24h",
+			"--limit", "10", "-o", "yaml"},
+			want: AuditOptions{Output: "yaml", Cluster: "prod-eu", Namespace: "argocd", App: "guestbook", Actor: "alice",
+				Since: 24 * time.Hour, Limit: 10}},
+		{args: []string{"--from", "2026-03-01T00:00:00Z", "--to", "2026-03-01T01:00:00.5+01:00"},
+			want: AuditOptions{Output: "table", From: from, To: time.Date(2026, 3, 1, 0, 0, 0, 5e8, time.UTC)}},
+		{args: []string{"--since", "1h", "--from", "2026-03-01T00:00:00Z"}, wantErr: "not both"},
+		{args: []string{"--to", "03/01/2026"}, wantErr: `--to "03/01/2026"`},
+		{args: []string{"--limit", "-1"}, wantErr: "--limit -1"},
+		{args: []string{"--since", "yesterday"}, wantErr: "invalid argument"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			got, err := cmdtest.Parse(t, NewCmdAudit, tc.args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.want.API.Server = readapi.DefaultServer
+			if diff := cmp.Diff(tc.want, *got, ignoreIO, cmpopts.IgnoreFields(AuditOptions{}, "IO", "Now"),
+				cmpopts.EquateApproxTime(0)); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("verify -o yaml", func(t *testing.T) {
+		v, err := cmdtest.Parse(t, NewCmdAuditVerify, []string{"-o", "yaml"})
+		if err != nil || v.Output != "yaml" || v.API.Server != readapi.DefaultServer {
+			t.Errorf("audit verify: %+v, %v", v, err)
+		}
+	})
+}
+
+// TestReadCommands runs `argosy audit` and `argosy audit verify` against
+// the read API serving readtest.Fleet and compares their output with a
+// golden file.
+func TestReadCommands(t *testing.T) {
+	cmdtest.ReadCommands(t, newCmd, cmdtest.ReadServer(t, readtest.Fleet()), []cmdtest.Golden{
+		{File: "audit.txt", Args: []string{"audit"}},
+		{File: "audit-filtered.json", Args: []string{"audit", "--cluster", "prod-eu", "--actor", "bob", "--from", "2026-03-02T10:00:00Z",
+			"--to", "2026-03-02T12:00:00Z", "--limit", "1", "-o", "json"}},
+		{File: "audit-verify.txt", Args: []string{"audit", "verify"}},
+	})
+}
+
+func newCmd(io cmdkit.IOStreams) *cobra.Command { return NewCmdAudit(io, nil) }
+
+func TestAuditVerifyBroken(t *testing.T) {
+	q := readtest.Fleet()
+	q.Entries[2].Name = "payroll" // argosy.config/0 at offset 12
+	out, _, err := cmdtest.Run(t, newCmd, "audit", "verify", "--server", cmdtest.ReadServer(t, q))
+	if !errors.Is(err, ErrChainBroken) || errors.As(err, new(*cmdkit.FlagError)) {
+		t.Fatalf("error %v, want ErrChainBroken", err)
+	}
+	if want := "audit chain broken: argosy.config partition 0 at offset 12: hash does not match the entry's content (the entry was changed)"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	cmdtest.CompareGolden(t, "audit-verify-broken.txt", out)
+}
+
+// TestReadCommandErrors checks what `argosy audit` says when it is given
+// badly.
+func TestReadCommandErrors(t *testing.T) {
+	cmdtest.ReadCommandErrors(t, newCmd, []cmdtest.Failure{
+		{Args: []string{"audit", "nope"}, FlagError: true, Text: `unknown command "nope"`},
+		{Args: []string{"audit", "--since", "1h", "--from", "2026-03-01T00:00:00Z"}, FlagError: true, Text: "give --since or --from, not both"},
+		{Args: []string{"audit", "--from", "yesterday"}, FlagError: true, Text: `--from "yesterday": want an RFC 3339 time`},
+		{Args: []string{"audit", "--limit", "5000"}, FlagError: true, Text: "--limit 5000: want 1 to 1000"},
+		{Args: []string{"audit", "--since", "-1h"}, FlagError: true, Text: "want a positive duration"},
+		{Args: []string{"audit", "--from", "2026-03-02T00:00:00Z", "--to", "2026-03-01T00:00:00Z"}, FlagError: true,
+			Text: "--from must be before --to"},
+	})
+}
+
+func TestReadCommandsHelp(t *testing.T) {
+	cmdtest.ReadCommandsHelp(t, newCmd, []string{"audit"}, []string{"audit", "verify"})
+}
+
+func TestAuditSince(t *testing.T) {
+	var out bytes.Buffer
+	opts := &AuditOptions{IO: cmdkit.IOStreams{Out: &out}, API: readapi.Options{Server: cmdtest.ReadServer(t, readtest.Fleet())},
+		Output: "table", Since: 61 * time.Minute, Now: readtest.Now}
+	if err := auditRun(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(out.String(), "\n"); lines != 4 || !strings.Contains(out.String(), "api/applications.upsert") {
+		t.Errorf("--since 61m listed %d lines, want a header and 3 entries:\n%s", lines, out.String())
+	}
+}

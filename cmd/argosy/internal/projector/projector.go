@@ -1,0 +1,144 @@
+// Package projector is `argosy projector`: flags, then the store and a
+// projector.Service over it with the read API, and the metrics endpoint,
+// until it is stopped.
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/httpserve"
+	"github.com/argosyproj/argosy/internal/kafkaconn"
+	"github.com/argosyproj/argosy/internal/telemetry"
+	"github.com/argosyproj/argosy/internal/version"
+	argosyprojector "github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/sqlstore"
+)
+
+// ProjectorOptions are the flags of `argosy projector`. Every flag falls
+// back to an environment variable, named in its help.
+type ProjectorOptions struct {
+	IO          cmdkit.IOStreams
+	Kafka       kafkaconn.Options
+	Store       string
+	TopicPrefix string
+	Group       string
+	HubKeyFile  string
+	Listen      string
+	MetricsAddr string
+	MaxRecords  int
+}
+
+// NewCmdProjector returns `argosy projector`.
+func NewCmdProjector(io cmdkit.IOStreams, runF func(context.Context, *ProjectorOptions) error) *cobra.Command {
+	opts := &ProjectorOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "projector",
+		Short: "Fold the event log into fleet, audit and deployment views, and serve them",
+		Long: `projector consumes the config, status, deployments and audit topics in a
+consumer group and folds them, exactly once, into a store: an embedded
+SQLite file by default, or PostgreSQL for several replicas. It serves the
+views as HTTP/JSON (the read API; see /api/v1/openapi.yaml), which the
+fleet, cluster, app, audit and report commands read.`,
+		Example: `  # One replica with the embedded store
+  argosy projector --kafka-brokers kafka:9092 --hub-key hub.pub --store sqlite:///var/lib/argosy/views.db
+
+  # Replicas sharing the partitions over PostgreSQL
+  ARGOSY_STORE=postgres://argosy@db:5432/argosy argosy projector --kafka-brokers kafka:9092 --hub-key hub.pub`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				return &cmdkit.FlagError{Err: err}
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return projectorRun(c.Context(), opts)
+		},
+	}
+	fs := cmd.Flags()
+	opts.Kafka.BindFlags(fs, "ARGOSY_")
+	fs.StringVar(&opts.Store, "store", cmdkit.Env("ARGOSY_STORE", "sqlite://argosy-views.db"),
+		"where the views live: sqlite://PATH or postgres://… (env ARGOSY_STORE)")
+	fs.StringVar(&opts.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
+	fs.StringVar(&opts.Group, "group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", argosyprojector.DefaultGroup), "consumer group the replicas share (env ARGOSY_PROJECTOR_GROUP)")
+	fs.StringVar(&opts.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
+	fs.StringVar(&opts.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the read API (env ARGOSY_LISTEN)")
+	fs.StringVar(&opts.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9465"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
+	fs.IntVar(&opts.MaxRecords, "max-records", 10_000, "records folded per store transaction at most")
+	return cmd
+}
+
+// Validate reports missing or malformed options, all at once.
+func (o *ProjectorOptions) Validate() error {
+	errs := []error{o.Kafka.Validate()}
+	if o.HubKeyFile == "" {
+		errs = append(errs, errors.New("--hub-key is required"))
+	}
+	if !strings.HasPrefix(o.Store, "sqlite://") && !strings.HasPrefix(o.Store, "postgres://") && !strings.HasPrefix(o.Store, "postgresql://") {
+		errs = append(errs, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", o.Store))
+	}
+	if o.MaxRecords <= 0 {
+		errs = append(errs, errors.New("--max-records must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func openStore(ctx context.Context, url string) (*sqlstore.Store, error) {
+	if path, ok := strings.CutPrefix(url, "sqlite://"); ok {
+		return sqlstore.OpenSQLite(ctx, path)
+	}
+	return sqlstore.OpenPostgres(ctx, url)
+}
+
+func projectorRun(ctx context.Context, o *ProjectorOptions) error {
+	log := slog.New(slog.NewJSONHandler(o.IO.Err, nil)).With("component", "projector")
+	tel, err := telemetry.Setup(ctx, "argosy-projector", version.Get().Version)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
+		}
+	}()
+	hub, err := events.LoadPublicKey(o.HubKeyFile)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, o.Store)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer store.Close()
+	conn, err := o.Kafka.Opts()
+	if err != nil {
+		return err
+	}
+	svc, err := argosyprojector.NewService(conn, withCrash(store), []events.Key{events.HubAnchor("hub", hub)},
+		argosyprojector.WithTopics(events.DefaultTopics(o.TopicPrefix)), argosyprojector.WithGroup(o.Group),
+		argosyprojector.WithMaxRecords(o.MaxRecords), argosyprojector.WithClientOpts(tel.KafkaOpts),
+		argosyprojector.WithReadAPI(o.Listen, read.New(store)), argosyprojector.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "argosy projector started", "version", version.Get().Version, "store", storeKind(o.Store), "listen", o.Listen)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return svc.Run(gctx) })
+	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
+	return g.Wait()
+}
+
+func storeKind(url string) string {
+	kind, _, _ := strings.Cut(url, "://")
+	return kind
+}

@@ -1,0 +1,223 @@
+// Package report is `argosy report`, the reports over the fleet's history:
+// `report deployments`, the DORA figures, from the read API.
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/projector/read"
+	argosyreport "github.com/argosyproj/argosy/projector/report"
+)
+
+// NewCmdReport returns `argosy report`, the reports over the fleet's history.
+func NewCmdReport(io cmdkit.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Report on the fleet's history",
+	}
+	cmd.AddCommand(NewCmdReportDeployments(io, nil))
+	return cmd
+}
+
+// reportFormats are the formats of `argosy report deployments`.
+var reportFormats = []string{"table", "json", "yaml", "csv"}
+
+// ReportDeploymentsOptions are the flags of `argosy report deployments`.
+type ReportDeploymentsOptions struct {
+	IO     cmdkit.IOStreams
+	API    readapi.Options
+	Output string
+	read.ReportParams
+}
+
+// NewCmdReportDeployments returns `argosy report deployments`.
+func NewCmdReportDeployments(io cmdkit.IOStreams, runF func(context.Context, *ReportDeploymentsOptions) error) *cobra.Command {
+	opts := &ReportDeploymentsOptions{IO: io}
+	var by, bucket, from, to string
+	cmd := &cobra.Command{
+		Use:   "deployments",
+		Short: "Report deployment frequency, change failure rate, time to restore and lead time",
+		Long: `Report the four DORA figures of the deployments that finished between --from
+and --to (by default, the 30 days before now), per group and per day or ISO
+week (UTC; weeks start on Monday). docs/projector.md defines each:
+  DEPLOYS       successful deployments, and PER DAY, the deployment frequency
+  FAILURES      failed syncs, and FAILURE RATE, failures / (deploys + failures)
+  RESTORE       the median time from a failure to the next good deployment;
+                UNRESTORED counts the failures not restored yet
+  LEAD TIME     the median time from commit to deployment, where known
+  GAPS          deployment gaps: the agent cannot prove it recorded every
+                deployment, so that group's numbers may be too low`,
+		Example: `  argosy report deployments --by app
+  argosy report deployments --by cluster --bucket week --from 2026-01-01T00:00:00Z
+  argosy report deployments --by label --label team -o csv > deployments.csv`,
+		Args: cmdkit.UsageArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := cmdkit.CheckOutput(opts.Output, reportFormats...); err != nil {
+				return err
+			}
+			if err := opts.parse(by, bucket, from, to); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return reportDeploymentsRun(c.Context(), opts)
+		},
+	}
+	cmdkit.AddOutputFlag(cmd, &opts.Output, reportFormats...)
+	readapi.AddFlags(cmd, &opts.API)
+	f := cmd.Flags()
+	f.StringVar(&by, "by", "", "group by: "+strings.Join(read.Groupings, "|")+" (required)")
+	f.StringVar(&opts.Label, "label", "", "the label key to group by, with --by label")
+	f.StringVar(&bucket, "bucket", string(argosyreport.Day), "bucket of time: "+strings.Join(read.Buckets, "|"))
+	f.StringVar(&from, "from", "", "only deployments that finished at or after this RFC 3339 time (default: 30 days before --to)")
+	f.StringVar(&to, "to", "", "only deployments that finished before this RFC 3339 time (default: now)")
+	for flag, values := range map[string][]string{"by": read.Groupings, "bucket": read.Buckets} {
+		if err := cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)); err != nil {
+			cmd.PreRunE = func(*cobra.Command, []string) error { return fmt.Errorf("%s flag completion: %w", flag, err) }
+		}
+	}
+	return cmd
+}
+
+func (o *ReportDeploymentsOptions) parse(by, bucket, from, to string) error {
+	var err error
+	if o.From, err = readapi.ParseTime("from", from); err != nil {
+		return err
+	}
+	if o.To, err = readapi.ParseTime("to", to); err != nil {
+		return err
+	}
+	o.By, o.Bucket = argosyreport.GroupBy(by), argosyreport.Bucket(bucket)
+	switch {
+	case by == "":
+		return &cmdkit.FlagError{Err: fmt.Errorf("--by is required: one of %s", strings.Join(read.Groupings, ", "))}
+	case !slices.Contains(read.Groupings, by):
+		return &cmdkit.FlagError{Err: fmt.Errorf("--by %q: want one of %s", by, strings.Join(read.Groupings, ", "))}
+	case !slices.Contains(read.Buckets, bucket):
+		return &cmdkit.FlagError{Err: fmt.Errorf("--bucket %q: want one of %s", bucket, strings.Join(read.Buckets, ", "))}
+	case o.By == argosyreport.ByLabel && o.Label == "":
+		return &cmdkit.FlagError{Err: errors.New("--by label needs --label KEY")}
+	case o.By != argosyreport.ByLabel && o.Label != "":
+		return &cmdkit.FlagError{Err: errors.New("--label goes with --by label only")}
+	case !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To):
+		return &cmdkit.FlagError{Err: errors.New("--from must be before --to")}
+	}
+	return nil
+}
+
+func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) error {
+	c, err := opts.API.Client()
+	if err != nil {
+		return err
+	}
+	r, err := c.DeploymentReport(ctx, opts.ReportParams)
+	if err != nil {
+		return err
+	}
+	gaps := map[string]int{}
+	for _, g := range r.Gaps {
+		gaps[g.Group] = g.Gaps
+	}
+	switch opts.Output {
+	case "csv":
+		err = cmdkit.PrintCSV(opts.IO.Out, reportCSVHeader, reportCSV(r, gaps))
+	case "table":
+		header := []string{strings.ToUpper(string(r.By)), strings.ToUpper(string(r.Bucket)), "DEPLOYS", "PER DAY",
+			"FAILURES", "FAILURE RATE", "RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
+		if r.By == argosyreport.ByLabel {
+			header[0] = "LABEL " + r.Label
+		}
+		err = cmdkit.PrintOut(opts.IO.Out, opts.Output, r, header, reportTable(r, gaps))
+	default:
+		err = cmdkit.PrintOut(opts.IO.Out, opts.Output, r, nil, nil)
+	}
+	if err != nil {
+		return err
+	}
+	return gapNote(opts.IO, r)
+}
+
+func reportTable(r *argosyreport.Report, gaps map[string]int) [][]string {
+	rows := make([][]string, 0, len(r.Rows))
+	for _, row := range r.Rows {
+		rows = append(rows, []string{row.Group, row.Start.UTC().Format(time.DateOnly), strconv.Itoa(row.Deployments),
+			strconv.FormatFloat(row.PerDay, 'f', 2, 64), strconv.Itoa(row.Failures),
+			strconv.FormatFloat(row.ChangeFailureRate*100, 'f', 0, 64) + "%", median(row.TimeToRestore),
+			strconv.Itoa(row.Unrestored), median(row.LeadTime), count(gaps[row.Group])})
+	}
+	return rows
+}
+
+var reportCSVHeader = []string{"group", "start", "end", "deployments", "deployments_per_day", "failures",
+	"change_failure_rate", "time_to_restore_count", "time_to_restore_median_seconds", "time_to_restore_mean_seconds",
+	"unrestored", "lead_time_count", "lead_time_median_seconds", "lead_time_mean_seconds", "lead_time_unknown", "gaps"}
+
+func reportCSV(r *argosyreport.Report, gaps map[string]int) [][]string {
+	rows := make([][]string, 0, len(r.Rows))
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	durations := func(d *argosyreport.Durations) []string {
+		if d == nil {
+			return []string{"0", "", ""}
+		}
+		return []string{strconv.Itoa(d.Count), num(d.Median.Seconds()), num(d.Mean.Seconds())}
+	}
+	for _, row := range r.Rows {
+		line := []string{row.Group, row.Start.UTC().Format(time.RFC3339), row.End.UTC().Format(time.RFC3339),
+			strconv.Itoa(row.Deployments), num(row.PerDay), strconv.Itoa(row.Failures), num(row.ChangeFailureRate)}
+		line = append(line, durations(row.TimeToRestore)...)
+		line = append(line, strconv.Itoa(row.Unrestored))
+		line = append(line, durations(row.LeadTime)...)
+		line = append(line, strconv.Itoa(row.LeadTimeUnknown), strconv.Itoa(gaps[row.Group]))
+		rows = append(rows, line)
+	}
+	return rows
+}
+
+// gapNote tells on stderr which groups have deployment gaps, so the numbers
+// of a group that shows no row are not taken as complete either.
+func gapNote(io cmdkit.IOStreams, r *argosyreport.Report) error {
+	if len(r.Gaps) == 0 {
+		return nil
+	}
+	var groups []string
+	for _, g := range r.Gaps {
+		groups = append(groups, fmt.Sprintf("%s (%d)", g.Group, g.Gaps))
+	}
+	_, err := fmt.Fprintf(io.Err, "Deployment gaps may hide deployments of: %s; their numbers may be too low.\n",
+		strings.Join(groups, ", "))
+	return err
+}
+
+// median formats a summary's median to the second, without trailing zero
+// units (2m, 1h30m, 45s); "-" when there is none.
+func median(d *argosyreport.Durations) string {
+	if d == nil {
+		return "-"
+	}
+	s := d.Median.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func count(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}

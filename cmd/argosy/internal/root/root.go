@@ -1,0 +1,39 @@
+// Package root is the argosy command's root: it wires each noun's commands
+// (events, projector, fleet, cluster, app, audit, report), each a package
+// of its own beside this one, and the version command.
+package root
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/argosyproj/argosy/cmd/argosy/internal/app"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/audit"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/cluster"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/events"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/fleet"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/projector"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/report"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+)
+
+// NewRoot returns the argosy root command.
+func NewRoot(io cmdkit.IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "argosy",
+		Short: "Argosy: an event-sourced control plane for fleets of Argo CD clusters",
+		Long: `Argosy keeps the desired state of many Argo CD clusters in Kafka.
+
+Every change is a signed CloudEvent on a Kafka topic; a hub appends changes,
+an agent in each cluster applies its own, and projectors fold the log into
+views. See docs/design.md for the topics and the event catalogue.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	root.SetFlagErrorFunc(cmdkit.FlagErrorWithUsage)
+	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy", "table", nil), events.NewCmdEvents(io), projector.NewCmdProjector(io, nil),
+		fleet.NewCmdFleet(io, nil), cluster.NewCmdCluster(io), app.NewCmdApp(io), audit.NewCmdAudit(io, nil), report.NewCmdReport(io))
+	return root
+}
