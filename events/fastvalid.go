@@ -57,7 +57,7 @@ func appStatusConforms(v *schemas.ApplicationStatusChanged) bool {
 // heartbeatConforms checks what io.argosy.status.heartbeat.v1 requires of
 // the members v encodes.
 func heartbeatConforms(v *schemas.Heartbeat) bool {
-	return dnsLabel(v.Cluster) && v.AgentVersion != "" && (v.Mode == "managed" || v.Mode == "autonomous") &&
+	return dnsLabel(v.Cluster) && v.AgentVersion != "" && (v.Mode == schemas.ModeManaged || v.Mode == schemas.ModeAutonomous) &&
 		v.ConfigOffset >= 0 && v.Applications >= 0 && v.Seq >= 0 && v.ConfigLag >= 0 &&
 		counts(v.ApplicationsBySync) && counts(v.ApplicationsByHealth)
 }

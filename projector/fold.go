@@ -140,7 +140,7 @@ func Needs(d *events.Decoded) *Need {
 		*schemas.RepositoryDeleted, *schemas.OperationRequested, *schemas.AuditRecorded:
 		n.ChainHeads = []Partition{p}
 	case *schemas.ApplicationStatusChanged, *schemas.ConfigApplied, *schemas.ConfigRejected:
-		if d.Subject.Kind == "applications" {
+		if d.Subject.Kind == schemas.SubjectApplications {
 			n.Observed = []AppKey{key}
 		}
 	}
@@ -213,7 +213,7 @@ func Apply(v *View, d *events.Decoded) error {
 		v.observe(d, p)
 	case *schemas.ConfigApplied:
 		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Applied: true, At: d.LogTime})
-		if d.Subject.Kind == "applications" {
+		if d.Subject.Kind == schemas.SubjectApplications {
 			o := v.observed(d)
 			if p.Generation > o.AppliedGeneration {
 				o.AppliedGeneration = p.Generation
@@ -225,7 +225,7 @@ func Apply(v *View, d *events.Decoded) error {
 		}
 	case *schemas.ConfigRejected:
 		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Code: p.Code, Reason: p.Reason, At: d.LogTime})
-		if d.Subject.Kind == "applications" {
+		if d.Subject.Kind == schemas.SubjectApplications {
 			o := v.observed(d)
 			if p.Generation > o.AppliedGeneration {
 				o.Rejected = &Rejection{Generation: p.Generation, EventID: p.EventID, Code: p.Code, Reason: p.Reason}

@@ -60,7 +60,7 @@ func cluster(name string, labels map[string]string, beat time.Time, apps int) pr
 		Cluster: name, Registered: true, Labels: labels, RegisteredAt: Now().Add(-30 * 24 * time.Hour)}}
 	if !beat.IsZero() {
 		c.Beat = &projector.ClusterBeat{Cluster: name, Seq: 1200, At: beat, AgentVersion: "v0.3.0",
-			ArgoCDVersion: "v2.14.21", Mode: "managed", Applications: apps,
+			ArgoCDVersion: "v2.14.21", Mode: schemas.ModeManaged, Applications: apps,
 			BySync: map[string]int{"Synced": apps}, ByHealth: map[string]int{"Healthy": apps}, ConfigOffset: 41}
 	}
 	return c
@@ -101,18 +101,18 @@ func audit() ([]projector.AuditEntry, []projector.AuditRow) {
 			Name: "prod-eu", Actor: "alice"}},
 		{AuditEntry: projector.AuditEntry{Topic: "argosy.config", Partition: 0, Offset: 11, At: now.Add(-2 * time.Hour),
 			EventID: "ev-guestbook", Type: "io.argosy.config.application.upserted.v1", Cluster: "prod-eu",
-			Kind: "applications", Namespace: "argocd", Name: "guestbook", Generation: 3, Actor: "alice",
+			Kind: schemas.SubjectApplications, Namespace: "argocd", Name: "guestbook", Generation: 3, Actor: "alice",
 			Before: json.RawMessage(`{"project":"web","rev":"1"}`), After: json.RawMessage(`{"project":"web","rev":"2"}`)},
 			Results: []projector.Ack{{EventID: "ev-guestbook", Cluster: "prod-eu", Applied: true, At: now.Add(-2*time.Hour + time.Second)}}},
 		{AuditEntry: projector.AuditEntry{Topic: "argosy.config", Partition: 0, Offset: 12, At: now.Add(-time.Hour),
 			EventID: "ev-billing-5", Type: "io.argosy.config.application.upserted.v1", Cluster: "prod-eu",
-			Kind: "applications", Namespace: "argocd", Name: "billing", Generation: 5, Actor: "bob",
+			Kind: schemas.SubjectApplications, Namespace: "argocd", Name: "billing", Generation: 5, Actor: "bob",
 			After: json.RawMessage(`{"project":"payments"}`)},
 			Results: []projector.Ack{{EventID: "ev-billing-5", Cluster: "prod-eu", Code: schemas.RejectInvalid,
 				Reason: "spec.source.repoURL is empty", At: now.Add(-time.Hour + time.Second)}}},
 		{AuditEntry: projector.AuditEntry{Topic: "argosy.config", Partition: 1, Offset: 4, At: now.Add(-30 * time.Minute),
 			EventID: "ev-guestbook-us", Type: "io.argosy.config.application.upserted.v1", Cluster: "prod-us",
-			Kind: "applications", Namespace: "argocd", Name: "guestbook", Generation: 2, Actor: "carol",
+			Kind: schemas.SubjectApplications, Namespace: "argocd", Name: "guestbook", Generation: 2, Actor: "carol",
 			After: json.RawMessage(`{"project":"web"}`)}},
 		{AuditEntry: projector.AuditEntry{Topic: "argosy.audit", Partition: 0, Offset: 0, At: now.Add(-61 * time.Minute),
 			EventID: "ev-call-1", Type: "io.argosy.hub.audit.recorded.v1", Cluster: "prod-eu", Kind: "api",
