@@ -46,6 +46,11 @@ type Registry struct {
 	through   time.Time
 	// advanced is closed, and replaced, whenever through moves.
 	advanced chan struct{}
+	// want is the latest log time a waiter needs covered; wake, while
+	// the trust topic's reader polls, stops the poll so that it looks
+	// again at once.
+	want time.Time
+	wake func()
 }
 
 // NewRegistry returns a fixed registry that trusts anchors from the beginning
@@ -111,14 +116,23 @@ func (r *Registry) advance(t time.Time) {
 
 // WaitCovers returns once the registry covers log time t (see Covers), or
 // with ctx's error. A reader that met ErrKeysBehind waits here, and goes on
-// the moment the trust topic's reader has caught up.
+// the moment the trust topic's reader has caught up. A wait for a later
+// time than any before tells that reader to look at the trust topic's end
+// as soon as it can say t is covered, rather than at its idle pace.
 func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
 	for {
-		r.mu.RLock()
+		r.mu.Lock()
 		covered, advanced := !r.following || !t.After(r.through), r.advanced
-		r.mu.RUnlock()
+		var wake func()
+		if !covered && t.After(r.want) {
+			r.want, wake = t, r.wake
+		}
+		r.mu.Unlock()
 		if covered {
 			return nil
+		}
+		if wake != nil {
+			wake()
 		}
 		select {
 		case <-ctx.Done():
@@ -126,6 +140,27 @@ func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
 		case <-advanced:
 		}
 	}
+}
+
+// pollFor is how long the trust topic's reader may poll before it looks at
+// the topic's end again: idle, unless a waiter wants a log time covered.
+// A poll that starts at s can cover s less margin, so it lasts until that
+// time plus margin, and then the next one covers it.
+func (r *Registry) pollFor(now time.Time, margin, idle time.Duration) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.want.After(r.through) {
+		return idle
+	}
+	return min(max(r.want.Add(margin).Sub(now), 0), idle)
+}
+
+// setWake sets what WaitCovers calls to stop the trust reader's poll; nil
+// when it is not polling.
+func (r *Registry) setWake(wake func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wake = wake
 }
 
 // Keys returns every known key, valid or not.

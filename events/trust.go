@@ -42,28 +42,39 @@ func NewTrustFollower(client *kgo.Client, topic string, in *Intake, reg *Registr
 }
 
 // TrustConsumeOpts are the consumer options of a TrustFollower's client.
+// A fetch waits up to the follower's idle time at the broker: new trust
+// events come back at once, and a quiet topic costs one fetch per idle time.
 func TrustConsumeOpts(topics Topics) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topics[TopicTrust]: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(time.Second),
+		kgo.FetchMaxWait(trustIdle),
 	}
 }
 
+// trustIdle is how often a TrustFollower looks at the trust topic's end
+// while no reader waits for it.
+const trustIdle = 5 * time.Second
+
 // Run follows the trust topic until ctx ends.
 //
-// It polls for at most a second at a time. Whenever it has applied every
-// record up to the partition's end (its last stable offset, read again after
-// each quiet poll), it advances the registry to the time the poll began less
-// the clock margin, since nothing appended before then can still be on its
-// way.
+// It polls, applies what it reads, and whenever it has applied every
+// record up to the partition's end (its last stable offset, read after
+// each poll), it advances the registry to the time the poll began less the
+// clock margin, since nothing appended before then can still be on its
+// way. While no reader waits it polls for up to 5 s at a time; a reader
+// that waits for a log time (Registry.WaitCovers) cuts the poll short and
+// makes the next one end as soon as that time can be covered, so a record
+// is judged about the margin after its append.
 func (f *TrustFollower) Run(ctx context.Context) error {
 	adm := kadm.NewClient(f.client)
 	next := int64(0)
 	for ctx.Err() == nil {
 		polled := time.Now()
-		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
+		pollCtx, cancel := context.WithTimeout(ctx, f.reg.pollFor(polled, f.margin, trustIdle))
+		f.reg.setWake(cancel)
 		fs := f.client.PollFetches(pollCtx)
+		f.reg.setWake(nil)
 		cancel()
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -85,8 +96,13 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 			return nil
 		}
 		ends, err := adm.ListCommittedOffsets(ctx, f.topic)
-		if err != nil {
-			continue // not known to be at the end: do not advance
+		if err != nil { // not known to be at the end: do not advance
+			f.log.WarnContext(ctx, "trust topic end not listed; will retry", "topic", f.topic, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
 		}
 		if end, ok := ends.Lookup(f.topic, 0); ok && end.Err == nil && next >= end.Offset {
 			f.reg.Advance(polled.Add(-f.margin))
