@@ -187,7 +187,7 @@ type parts struct {
 
 func (a *Agent) assemble(c *conn) (*parts, error) {
 	evOpts := a.o.events()
-	producer, in, follower, err := a.log(c)
+	producer, in, follower, err := a.logIO(c)
 	if err != nil {
 		return nil, err
 	}
@@ -233,11 +233,11 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	return p, err
 }
 
-// log makes the agent's way in and out of the log: a producer that signs
+// logIO makes the agent's way in and out of the log: a producer that signs
 // with the cluster's key; an intake for config records whose keys come
 // from the trust topic, dead-lettering what it refuses; and the follower
 // of the trust topic that feeds those keys, anchored at the hub's key.
-func (a *Agent) log(c *conn) (*events.Producer, *events.Intake, *events.TrustFollower, error) {
+func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustFollower, error) {
 	evOpts := a.o.events()
 	signer, err := events.NewSigner(a.keys.Signing)
 	if err != nil {

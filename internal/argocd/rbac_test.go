@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package argocd_test
 
 import (
 	"fmt"
@@ -25,8 +25,10 @@ import (
 const rbacFile = "../../deploy/rbac/spoke.yaml"
 
 // TestSpokeRBAC installs the spoke's RBAC from deploy/, runs everything the
-// spoke does as that ServiceAccount against a real Argo CD, and checks with
-// SelfSubjectAccessReview that the allowed verbs equal the declared ones.
+// spoke does in its cluster as that ServiceAccount against a real Argo CD
+// (all of it through this package's Client, and its state ConfigMap
+// through spoke/kube), and checks with SelfSubjectAccessReview that the
+// allowed verbs equal the declared ones.
 func TestSpokeRBAC(t *testing.T) {
 	e := kubetest.Current(t)
 	ctx := t.Context()
@@ -46,17 +48,17 @@ func TestSpokeRBAC(t *testing.T) {
 	t.Run("the spoke works with it", func(t *testing.T) {
 		ctx := t.Context()
 		f := newFixture(t)
-		f.argo = newArgo(t, dyn) // act as the spoke's ServiceAccount
+		f.argo = newClient(t, dyn) // act as the spoke's ServiceAccount
 		f.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": configMap("demo", "one")})
 		name := "rbac-" + f.ns
-		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
+		ref := argocd.Ref{Kind: argocd.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name}
 		if err := f.argo.Apply(ctx, f.app(name, 1)); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.argo.Apply(ctx, f.app(name, 2)); err != nil {
 			t.Fatal(err)
 		}
-		for _, op := range []spoke.Operation{{Kind: schemas.OperationRefresh}, {Kind: schemas.OperationSync}} {
+		for _, op := range []argocd.Operation{{Kind: schemas.OperationRefresh}, {Kind: schemas.OperationSync}} {
 			if err := f.argo.Operate(ctx, ref, op); err != nil {
 				t.Fatalf("%s: %v", op.Kind, err)
 			}
@@ -64,7 +66,7 @@ func TestSpokeRBAC(t *testing.T) {
 		kubetest.WaitApplication(t, f.apps, name, func(a *unstructured.Unstructured) bool {
 			return str(a, "status", "operationState", "phase") == "Succeeded"
 		})
-		if err := f.argo.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
+		if err := f.argo.Operate(ctx, ref, argocd.Operation{Kind: schemas.OperationRollback, HistoryID: 0}); err != nil {
 			t.Fatal(err)
 		}
 		// A local edit (as an administrator), which the spoke reverts. Argo
@@ -89,11 +91,11 @@ func TestSpokeRBAC(t *testing.T) {
 		}); err != nil || len(fields) != 1 {
 			t.Fatalf("revert: fields %v, %v", fields, err)
 		}
-		proj := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindAppProject, Namespace: kubetest.ArgoNamespace, Name: "p-" + f.ns},
+		proj := &argocd.Object{Ref: argocd.Ref{Kind: argocd.KindAppProject, Namespace: kubetest.ArgoNamespace, Name: "p-" + f.ns},
 			Spec: []byte(`{"sourceRepos":["*"]}`), Generation: 1}
-		repo := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindRepository, Namespace: kubetest.ArgoNamespace, Name: "r-" + f.ns},
+		repo := &argocd.Object{Ref: argocd.Ref{Kind: argocd.KindRepository, Namespace: kubetest.ArgoNamespace, Name: "r-" + f.ns},
 			Data: map[string]string{"url": "https://git.example.com/r.git"}, Generation: 1}
-		for _, o := range []*spoke.Object{proj, repo} {
+		for _, o := range []*argocd.Object{proj, repo} {
 			if err := f.argo.Apply(ctx, o); err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +121,7 @@ func TestSpokeRBAC(t *testing.T) {
 		if m, err := state.Marks(ctx); err != nil || m["argocd/x"].LastHistoryID != 3 {
 			t.Fatalf("marks: %+v %v", m, err)
 		}
-		local := newArgo(t, dyn, argocd.KeepLocal()) // autonomous mode reads before it writes
+		local := newClient(t, dyn, argocd.KeepLocal()) // autonomous mode reads before it writes
 		if err := local.Apply(ctx, f.app(name, 3)); err != nil {
 			t.Fatal(err)
 		}
