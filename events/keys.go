@@ -143,16 +143,16 @@ func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
 }
 
 // pollFor is how long the trust topic's reader may poll before it looks at
-// the topic's end again: idle, unless a waiter wants a log time covered.
-// A poll that starts at s can cover s less margin, so it lasts until that
-// time plus margin, and then the next one covers it.
-func (r *Registry) pollFor(now time.Time, margin, idle time.Duration) time.Duration {
+// the topic's end again: trustIdle, unless a waiter wants a log time
+// covered. A poll that starts at s can cover s less margin, so it lasts
+// until that time plus margin, and then the next one covers it.
+func (r *Registry) pollFor(now time.Time, margin time.Duration) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.want.After(r.through) {
-		return idle
+		return trustIdle
 	}
-	return min(max(r.want.Add(margin).Sub(now), 0), idle)
+	return min(max(r.want.Add(margin).Sub(now), 0), trustIdle)
 }
 
 // setWake sets what WaitCovers calls to stop the trust reader's poll; nil

@@ -13,12 +13,12 @@ import (
 // it wakes nobody again.
 func TestWaitCoversWakesTheTrustReader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const margin, idle = 2 * time.Second, 5 * time.Second
+		const margin, idle = 2 * time.Second, trustIdle
 		r := NewFollowingRegistry()
 		wakes := 0
 		r.setWake(func() { wakes++ })
 		now := time.Now()
-		if d := r.pollFor(now, margin, idle); d != idle {
+		if d := r.pollFor(now, margin); d != idle {
 			t.Fatalf("no waiter: poll for %s, want %s", d, idle)
 		}
 		want := now.Add(time.Second)
@@ -28,10 +28,10 @@ func TestWaitCoversWakesTheTrustReader(t *testing.T) {
 		if wakes != 1 {
 			t.Fatalf("a waiter woke the reader %d times, want once", wakes)
 		}
-		if d := r.pollFor(now, margin, idle); d != time.Second+margin {
+		if d := r.pollFor(now, margin); d != time.Second+margin {
 			t.Fatalf("waiter for now+1s: poll for %s, want %s", d, time.Second+margin)
 		}
-		if d := r.pollFor(now.Add(time.Minute), margin, idle); d != 0 {
+		if d := r.pollFor(now.Add(time.Minute), margin); d != 0 {
 			t.Fatalf("past the wanted time plus the margin: poll for %s, want 0", d)
 		}
 		r.Advance(now)
@@ -43,7 +43,7 @@ func TestWaitCoversWakesTheTrustReader(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if d := r.pollFor(now, margin, idle); d != idle {
+		if d := r.pollFor(now, margin); d != idle {
 			t.Fatalf("wanted time covered: poll for %s, want %s", d, idle)
 		}
 	})

@@ -71,7 +71,7 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 	next := int64(0)
 	for ctx.Err() == nil {
 		polled := time.Now()
-		pollCtx, cancel := context.WithTimeout(ctx, f.reg.pollFor(polled, f.margin, trustIdle))
+		pollCtx, cancel := context.WithTimeout(ctx, f.reg.pollFor(polled, f.margin))
 		f.reg.setWake(cancel)
 		fs := f.client.PollFetches(pollCtx)
 		f.reg.setWake(nil)
