@@ -1,0 +1,45 @@
+package projector
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+)
+
+// TestEveryFlagHasAnEnvFallback holds the promise of the command's help:
+// every flag names the environment variable it falls back to, and the
+// variable sets the flag's default. A malformed number is refused.
+func TestEveryFlagHasAnEnvFallback(t *testing.T) {
+	NewCmdProjector(cmdkit.IOStreams{}, nil).Flags().VisitAll(func(f *pflag.Flag) {
+		if !strings.Contains(f.Usage, "(env ARGOSY_") {
+			t.Errorf("--%s names no environment variable: %q", f.Name, f.Usage)
+		}
+	})
+	run := func(env map[string]string) (*ProjectorOptions, error) {
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		var got *ProjectorOptions
+		cmd := NewCmdProjector(cmdkit.IOStreams{}, func(_ context.Context, o *ProjectorOptions) error { got = o; return nil })
+		cmd.SetArgs(nil)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		return got, cmd.Execute()
+	}
+	got, err := run(map[string]string{"ARGOSY_KAFKA_BROKERS": "127.0.0.1:9092", "ARGOSY_HUB_KEY": "hub.pub",
+		"ARGOSY_MAX_RECORDS": "7", "ARGOSY_PROJECTOR_GROUP": "replicas"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MaxRecords != 7 || got.Group != "replicas" || got.HubKeyFile != "hub.pub" {
+		t.Errorf("options from the environment: %+v", got)
+	}
+	if _, err := run(map[string]string{"ARGOSY_MAX_RECORDS": "many"}); err == nil || !strings.Contains(err.Error(), "--max-records") {
+		t.Errorf("ARGOSY_MAX_RECORDS=many: %v, want --max-records refused", err)
+	}
+}
