@@ -145,15 +145,20 @@ func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
 // pollFor is how long the trust topic's reader may poll before it looks at
 // the topic's end again: trustIdle, unless a waiter wants a log time
 // covered. A poll that starts at s can cover s less margin, so it lasts
-// until that time plus margin, and then the next one covers it.
+// until that time plus margin, and then the next one covers it. It lasts
+// trustMinPoll at least, for records on their way to arrive: a reader
+// still short of the end covers nothing however often it looks.
 func (r *Registry) pollFor(now time.Time, margin time.Duration) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.want.After(r.through) {
 		return trustIdle
 	}
-	return min(max(r.want.Add(margin).Sub(now), 0), trustIdle)
+	return min(max(r.want.Add(margin).Sub(now), trustMinPoll), trustIdle)
 }
+
+// trustMinPoll is the shortest poll of the trust topic's reader.
+const trustMinPoll = 50 * time.Millisecond
 
 // setWake sets what WaitCovers calls to stop the trust reader's poll; nil
 // when it is not polling.

@@ -100,11 +100,15 @@ func NewReader(client *kgo.Client, in *Intake, cfg ReaderConfig, opts ...Option)
 // ReaderOpts are client options for a Reader's client: on an out-of-range
 // offset (data loss, retention) restart at the earliest offset rather than
 // franz-go's default of one minute back, and read only committed records.
+// Transaction markers come too: each takes an offset, and the reader
+// commits past them, so a partition read to its end has its committed
+// offset at its end, and its lag is zero.
 func ReaderOpts() []kgo.Opt {
 	return []kgo.Opt{kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// The hub writes config events in transactions (ConfigWriter):
 		// never act on a record of an aborted one.
-		kgo.FetchIsolationLevel(kgo.ReadCommitted())}
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords()}
 }
 
 // Run reads until ctx ends (then it returns nil) or a fatal error.
@@ -289,8 +293,8 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 // handle takes one record through the intake and handles it,
 // dead-lettering it if it is poison.
 func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
-	if r.cfg.Skip != nil && r.cfg.Skip(rec) {
-		return nil
+	if rec.Attrs.IsControl() || (r.cfg.Skip != nil && r.cfg.Skip(rec)) {
+		return nil // a transaction marker, or another reader's record
 	}
 	d, err := r.in.Take(ctx, rec)
 	if err != nil {

@@ -48,6 +48,9 @@ func TrustConsumeOpts(topics Topics) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topics[TopicTrust]: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers take offsets: seeing them is how the
+		// follower knows it reached the end of a transactional topic.
+		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(trustIdle),
 	}
 }

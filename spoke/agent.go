@@ -335,14 +335,15 @@ func (a *Agent) partitionOf(ctx context.Context, cl *kgo.Client) (int32, error) 
 }
 
 // progress reports the agent's committed config offset and the records
-// after it.
+// after it, up to the partition's last stable offset: the end a
+// read_committed reader can reach, markers included.
 func progress(adm *kadm.Client, group, topic string, part int32) func(context.Context) (int64, int64, error) {
 	return func(ctx context.Context) (int64, int64, error) {
 		committed, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
 			return 0, 0, err
 		}
-		ends, err := adm.ListEndOffsets(ctx, topic)
+		ends, err := adm.ListCommittedOffsets(ctx, topic)
 		if err != nil {
 			return 0, 0, err
 		}

@@ -304,3 +304,81 @@ func waitApplied(t *testing.T, a *agent, key string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestAgentReportsZeroLagUnderTransactions writes an agent's config events
+// as the hub does, in transactions (ConfigWriter). Once the agent has
+// applied them, its heartbeat must report the partition's last stable
+// offset as its config offset and a lag of zero: transaction markers take
+// offsets too, and an agent that stops short of them reports a lag that
+// never goes away.
+func TestAgentReportsZeroLagUnderTransactions(t *testing.T) {
+	f := newFleet(t, 2)
+	defer f.client.Close()
+	a := f.agent("transactional")
+	txn, err := kgo.NewClient(append(events.ProducerOpts(nil), kgo.SeedBrokers(kafkatest.Bootstrap(t)),
+		kgo.TransactionalID("txn."+f.topics[events.TopicConfig]))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	w, err := events.NewConfigWriter(txn, f.hub, f.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := w.Write(t.Context(), f.upsert(a.cluster, fmt.Sprintf("txn-%d", i), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.run.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitApplied(t, a, "argocd/txn-2")
+	topic := f.topics[events.TopicConfig]
+	part := events.NewPartitioner(nil).PartitionOf(a.cluster, 2)
+	ends, err := kadm.NewClient(f.client).ListCommittedOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, part)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkatest.Bootstrap(t)), kgo.ConsumeTopics(f.topics[events.TopicStatus]),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pollCtx, pollCancel := context.WithTimeout(t.Context(), time.Minute)
+	defer pollCancel()
+	var last schemas.Heartbeat
+	for pollCtx.Err() == nil {
+		for _, rec := range cl.PollFetches(pollCtx).Records() {
+			if header(rec, "ce_type") != events.TypeHeartbeat || string(rec.Key) != a.cluster {
+				continue
+			}
+			last = schemas.Heartbeat{} // the lag is left out when it is zero
+			if err := json.Unmarshal(rec.Value, &last); err != nil {
+				t.Fatal(err)
+			}
+			if last.ConfigLag == 0 && last.ConfigOffset == end.Offset {
+				return
+			}
+		}
+	}
+	t.Fatalf("last heartbeat: config offset %d, lag %d; want the last stable offset %d and no lag", last.ConfigOffset, last.ConfigLag, end.Offset)
+}
+
+// header returns the value of rec's header key, or "".
+func header(rec *kgo.Record, key string) string {
+	for _, h := range rec.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
