@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -48,6 +50,7 @@ type Publisher interface {
 // offset only after the handler returns, so a crash at any point neither
 // loses a change nor applies one twice out of order.
 type Applier struct {
+	budget  time.Duration // for retrying one event's transient failures
 	cluster string
 	source  string // of the acknowledgements
 	argo    ArgoCD
@@ -61,13 +64,17 @@ type Applier struct {
 // NewApplier returns the applier of cluster's config events: it applies
 // them to argo, records what it applied in state, and acknowledges each
 // through pub. sealing opens the repository credentials sealed to the
-// cluster. It takes the WithLogger and WithMeterProvider options.
+// cluster. It takes the WithApplyBudget, WithLogger and WithMeterProvider
+// options.
 func NewApplier(cluster string, argo ArgoCD, state StateStore, pub Publisher, sealing events.SealingKey, opts ...Option) (*Applier, error) {
 	if cluster == "" || argo == nil || state == nil || pub == nil {
 		return nil, errors.New("applier: a cluster, an Argo CD, a state store and a publisher are required")
 	}
 	o := newOptions(opts)
-	return &Applier{cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
+	if o.applyBudget <= 0 {
+		return nil, errors.New("applier: the apply budget must be positive")
+	}
+	return &Applier{budget: o.applyBudget, cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
 		log: o.log, inst: newInstruments(o.meters)}, nil
 }
 
@@ -109,15 +116,15 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 		return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
 			fmt.Errorf("generation %d is not newer than applied generation %d", c.res.Generation, prev.Generation))
 	}
-	if err := c.do(ctx); err != nil {
+	if err := a.perform(ctx, d, c); err != nil {
 		var conflict *ConflictError
 		switch {
 		case errors.As(err, &conflict):
 			return a.reject(ctx, d, c.res, c.kind, schemas.RejectConflict, err)
-		case isPermanent(err):
-			return a.reject(ctx, d, c.res, c.kind, schemas.RejectApplyFailed, err)
+		case ctx.Err() != nil || errors.Is(err, errStateUnreadable):
+			return err // stopping, or the cluster's API is down: the reader tries again
 		}
-		return err // retry
+		return a.reject(ctx, d, c.res, c.kind, schemas.RejectApplyFailed, err)
 	}
 	rec := Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition, Offset: d.Offset, Deleted: c.delete}
 	if err := a.state.Put(ctx, c.key, rec); err != nil {
@@ -126,9 +133,38 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 	return a.ack(ctx, d, c.res, c.kind)
 }
 
-func isPermanent(err error) bool {
-	var p *PermanentError
-	return errors.As(err, &p)
+// errStateUnreadable means an apply ran out of its retry budget while the
+// agent's own state could not be read either: the cluster's API server is
+// down, not the event at fault. The event is retried, not rejected.
+var errStateUnreadable = errors.New("the spoke's state is unreadable too")
+
+// perform does c's change. It retries what argocd.Transient says may pass,
+// with backoff, for at most the apply budget; an error that retrying cannot
+// fix (the object is invalid, it or its namespace does not exist, the agent
+// may not do it) it returns at once, so that the event is rejected and the
+// partition goes on. When the budget runs out it reads the agent's own
+// state: if that fails too, the API server is down and the event waits
+// for it (errStateUnreadable); if not, the event is at fault.
+func (a *Applier) perform(ctx context.Context, d *events.Decoded, c *change) error {
+	deadline := time.Now().Add(a.budget)
+	for attempt, wait := 1, 200*time.Millisecond; ; attempt, wait = attempt+1, min(2*wait, 30*time.Second) {
+		err := c.do(ctx)
+		switch {
+		case err == nil, ctx.Err() != nil, !argocd.Transient(err):
+			return err
+		case time.Now().Add(wait).After(deadline):
+			if _, _, serr := a.state.Get(ctx, c.key); serr != nil {
+				return fmt.Errorf("%w: %w", errStateUnreadable, errors.Join(err, serr))
+			}
+			return fmt.Errorf("gave up after %d attempts in %s: %w", attempt, a.budget, err)
+		}
+		a.log.WarnContext(ctx, "apply failed; will retry", "id", d.Event.ID(), "attempt", attempt, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // change maps a config event to its state key and its effect.

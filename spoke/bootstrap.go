@@ -80,9 +80,9 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	slices.SortFunc(latest, func(x, y *events.Decoded) int { return int(x.Offset - y.Offset) })
-	for _, d := range latest {
-		if err := b.apply(ctx, d); err != nil {
+	slices.SortFunc(latest, func(x, y placed) int { return int(x.d.Offset - y.d.Offset) })
+	for _, p := range latest {
+		if err := b.apply(ctx, p); err != nil {
 			return 0, err
 		}
 	}
@@ -104,7 +104,7 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 // offset the snapshot covers (deletions included; -1 for none). A record
 // that does not verify is logged and left out: the config topic holds the
 // original.
-func (b *Bootstrap) read(ctx context.Context) ([]*events.Decoded, int64, error) {
+func (b *Bootstrap) read(ctx context.Context) ([]placed, int64, error) {
 	topic := b.topics[events.TopicDesired]
 	adm := kadm.NewClient(b.client)
 	ends, err := adm.ListCommittedOffsets(ctx, topic)
@@ -148,7 +148,7 @@ func (b *Bootstrap) read(ctx context.Context) ([]*events.Decoded, int64, error) 
 			}
 		})
 	}
-	var out []*events.Decoded
+	var out []placed
 	last := int64(-1)
 	var lastEvent *events.Decoded
 	for k, r := range byKey {
@@ -170,7 +170,7 @@ func (b *Bootstrap) read(ctx context.Context) ([]*events.Decoded, int64, error) 
 		case events.TypeApplicationDeleted, events.TypeAppProjectDeleted, events.TypeRepositoryDeleted:
 			continue // deleted: nothing to apply on a new cluster
 		}
-		out = append(out, d)
+		out = append(out, placed{d, r})
 	}
 	if lastEvent != nil {
 		if err := b.confirm(ctx, lastEvent); err != nil {
@@ -240,9 +240,25 @@ func (b *Bootstrap) place(ctx context.Context, r *kgo.Record) (*events.Decoded, 
 	return d, nil
 }
 
-// apply hands one event to Handle, retrying transient failures.
-func (b *Bootstrap) apply(ctx context.Context, d *events.Decoded) error {
-	return retry(ctx, b.log, "apply "+d.Event.ID(), func(error) bool { return true }, func() error { return b.handle(ctx, d) })
+// placed is a desired-state record and its event, placed at the config
+// offset it copies.
+type placed struct {
+	d   *events.Decoded
+	rec *kgo.Record
+}
+
+// apply hands one event to the handler as the config reader would. An
+// event the handler refuses (it acknowledged it as rejected) is
+// dead-lettered and passed over, so one bad object never stalls a
+// bootstrap; a fatal error stops it; anything else is retried.
+func (b *Bootstrap) apply(ctx context.Context, p placed) error {
+	err := retry(ctx, b.log, "apply "+p.d.Event.ID(), func(err error) bool { return !events.IsPoison(err) && !events.IsFatal(err) },
+		func() error { return b.handle(ctx, p.d) })
+	if !events.IsPoison(err) {
+		return err
+	}
+	return retry(ctx, b.log, "dead-letter "+p.d.Event.ID(), func(error) bool { return true },
+		func() error { return b.in.Refuse(ctx, events.Rejected{Record: p.rec, Cause: err}) })
 }
 
 // retry runs fn until it succeeds, ctx ends or it fails in a way

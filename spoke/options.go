@@ -33,11 +33,12 @@ type options struct {
 	argoCDVersion string
 	clientOpts    func(name string) []kgo.Opt
 	applied       func(ctx context.Context, d *events.Decoded)
+	applyBudget   time.Duration
 }
 
 func newOptions(opts []Option) options {
 	o := options{topics: events.DefaultTopics(""), partition: -1, mode: schemas.ModeManaged, heartbeat: 30 * time.Second,
-		window: time.Second, agentVersion: "dev", clientOpts: func(string) []kgo.Opt { return nil }}
+		window: time.Second, agentVersion: "dev", applyBudget: 2 * time.Minute, clientOpts: func(string) []kgo.Opt { return nil }}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -102,6 +103,14 @@ func WithArgoCDVersion(v string) Option { return func(o *options) { o.argoCDVers
 func WithClientOpts(f func(name string) []kgo.Opt) Option {
 	return func(o *options) { o.clientOpts = f }
 }
+
+// WithApplyBudget bounds how long the agent retries one config event whose
+// apply fails in a way that may pass (the API server busy or timing out, a
+// conflicting write); after it, the event is rejected as apply_failed and
+// the partition goes on. The default is two minutes. An event the API
+// server refuses outright is rejected at once, and none is rejected while
+// the agent cannot read its own state either.
+func WithApplyBudget(d time.Duration) Option { return func(o *options) { o.applyBudget = d } }
 
 // WithApplied calls f after each config event has been applied (or found
 // applied before) and acknowledged, before its offset is committed.

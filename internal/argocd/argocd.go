@@ -393,5 +393,5 @@ func (a *Client) rollbackSync(ctx context.Context, ri dynamic.ResourceInterface,
 			return map[string]any{"revision": rev, "source": src}, nil
 		}
 	}
-	return nil, errors.New("rollback: no history entry " + strconv.FormatInt(id, 10))
+	return nil, &PermanentError{Err: fmt.Errorf("rollback %s: no history entry %d: Argo CD keeps the last revisionHistoryLimit entries", name, id)}
 }
