@@ -22,12 +22,12 @@ import (
 	"github.com/argosyproj/argosy/spoke"
 )
 
-// appIn is generation gen of Application name in namespace ns.
-func (w *world) appIn(ns, name string, gen int64) *event.Event {
+// appIn is generation 1 of Application name in namespace ns.
+func (w *world) appIn(ns, name string) *event.Event {
 	spec, _ := json.Marshal(map[string]any{"project": "default",
 		"source":      map[string]any{"repoURL": w.repo.URL, "path": "app", "targetRevision": "main"},
 		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": w.ns}})
-	res := schemas.Resource{Cluster: w.cluster, Namespace: ns, Name: name, Generation: gen}
+	res := schemas.Resource{Cluster: w.cluster, Namespace: ns, Name: name, Generation: 1}
 	return w.event(events.TypeApplicationUpserted, res, schemas.ApplicationUpserted{Resource: res, Project: "default", Spec: spec})
 }
 
@@ -78,8 +78,8 @@ func TestPartitionNeverStallsOnARefusedApply(t *testing.T) {
 	w.applyAllWithin(time.Minute, w.app(1))
 	rollback := w.operation(name, schemas.OperationRollback, 99)
 	ghost := w.operation("ghost-"+w.ns, schemas.OperationSync, 0)
-	nowhere := w.appIn("nowhere-"+w.ns, "lost-"+w.ns, 1)
-	good := w.appIn(kubetest.ArgoNamespace, "after-"+w.ns, 1)
+	nowhere := w.appIn("nowhere-"+w.ns, "lost-"+w.ns)
+	good := w.appIn(kubetest.ArgoNamespace, "after-"+w.ns)
 	got := w.applyAllWithin(30*time.Second, rollback, ghost, nowhere, good)
 	for _, e := range []*event.Event{rollback, ghost, nowhere} {
 		if got[e.ID()] != schemas.RejectApplyFailed {
@@ -108,8 +108,8 @@ func TestPartitionNeverStallsOnForbidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.argo = newArgo(t, dyn)
-	forbidden := w.appIn("default", "elsewhere-"+w.ns, 1)
-	good := w.appIn(kubetest.ArgoNamespace, "allowed-"+w.ns, 1)
+	forbidden := w.appIn("default", "elsewhere-"+w.ns)
+	good := w.appIn(kubetest.ArgoNamespace, "allowed-"+w.ns)
 	got := w.applyAllWithin(30*time.Second, forbidden, good)
 	if got[forbidden.ID()] != schemas.RejectApplyFailed || !strings.Contains(w.reason(forbidden.ID()), "forbidden") {
 		t.Errorf("forbidden event: %q (%s), want %q naming forbidden", got[forbidden.ID()], w.reason(forbidden.ID()), schemas.RejectApplyFailed)
@@ -163,8 +163,8 @@ func TestBootstrapPassesARefusedObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, refused, after := w.appIn(kubetest.ArgoNamespace, "before-"+w.ns, 1), w.appIn("nowhere-"+w.ns, "lost-"+w.ns, 1),
-		w.appIn(kubetest.ArgoNamespace, "after-"+w.ns, 1)
+	before, refused, after := w.appIn(kubetest.ArgoNamespace, "before-"+w.ns), w.appIn("nowhere-"+w.ns, "lost-"+w.ns),
+		w.appIn(kubetest.ArgoNamespace, "after-"+w.ns)
 	for _, e := range []*event.Event{before, refused, after} {
 		if _, err := writer.Write(t.Context(), e); err != nil {
 			t.Fatal(err)
