@@ -129,6 +129,11 @@ func (r *Runner) storedOffsets(ctx context.Context, offsets map[string]map[int32
 	if err != nil {
 		return nil, fmt.Errorf("projector: stored offsets: %w", err)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range ps {
+		r.folder.Expect(p, stored[p]) // 0 when none is stored: the start
+	}
 	for p, at := range stored {
 		offsets[p.Topic][p.Partition] = kgo.NewOffset().At(at)
 	}
@@ -155,6 +160,7 @@ func (r *Runner) forget(_ context.Context, _ *kgo.Client, ps map[string][]int32)
 	for t, parts := range ps {
 		for _, p := range parts {
 			delete(r.assigned, Partition{t, p})
+			r.folder.Unexpect(Partition{t, p})
 		}
 	}
 	r.lags.drop(ps)
@@ -382,16 +388,16 @@ func (r *Runner) rewind(ctx context.Context) error {
 		return err
 	}
 	set := map[string]map[int32]kgo.EpochOffset{}
+	r.mu.Lock()
 	for _, p := range ps {
-		at, ok := stored[p]
-		if !ok {
-			at = 0
-		}
+		at := stored[p] // 0 when none is stored: the start
+		r.folder.Expect(p, at)
 		if set[p.Topic] == nil {
 			set[p.Topic] = map[int32]kgo.EpochOffset{}
 		}
 		set[p.Topic][p.Partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
 	}
+	r.mu.Unlock()
 	r.client.SetOffsets(set)
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/pgtest"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 	"github.com/argosyproj/argosy/schemas"
@@ -46,7 +47,7 @@ var spans = tracetest.NewSpanRecorder()
 func TestMain(m *testing.M) {
 	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(meters)))
 	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
-	os.Exit(kafkatest.Main(m))
+	os.Exit(kafkatest.Main(kafkatest.RunFunc(func() int { return pgtest.Main(m) })))
 }
 
 // pins put each cluster on a partition of its own on the per-cluster topics.

@@ -32,6 +32,9 @@ type Folder struct {
 	view   *View
 	tracer trace.Tracer
 	links  []trace.Link // fold spans since the last commit
+	// expect is the stored offset each partition's next step begins at,
+	// where known: Commit sends it as the batch's From.
+	expect map[Partition]int64
 }
 
 // NewFolder returns a Folder over store. It takes the WithTracerProvider
@@ -40,7 +43,7 @@ func NewFolder(store Store, opts ...Option) (*Folder, error) {
 	if store == nil {
 		return nil, errors.New("projector: a store is required")
 	}
-	return &Folder{store: store, view: NewView(), tracer: newOptions(opts).tracer()}, nil
+	return &Folder{store: store, view: NewView(), tracer: newOptions(opts).tracer(), expect: map[Partition]int64{}}, nil
 }
 
 // Step is one batch of the log to fold.
@@ -130,13 +133,40 @@ func (f *Folder) Commit(ctx context.Context, records int) error {
 		trace.WithAttributes(attribute.Int("argosy.records", records)))
 	defer span.End()
 	f.links = nil
-	if err := f.store.Commit(ctx, f.view.Flush()); err != nil {
+	b := f.view.Flush()
+	b.From = map[Partition]int64{}
+	for p := range b.Offsets {
+		if at, ok := f.expect[p]; ok {
+			b.From[p] = at
+		}
+	}
+	if err := f.store.Commit(ctx, b); err != nil {
 		f.view.Forget()
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "store commit failed")
 		return fmt.Errorf("commit: %w", err)
 	}
+	for p, at := range b.Offsets {
+		f.expect[p] = at
+	}
 	return nil
+}
+
+// Expect tells the Folder the stored offset partition p's next step
+// begins at (0 when none is stored): the offset it started reading p
+// from. From then on each Commit is a compare-and-set on p's stored
+// offset, which fails if another writer moved it, and moves the
+// expectation to the offset it stored. A Folder that was never told about
+// p commits it as the store's fence alone allows (never back), which
+// suits a rebuild into a store nothing else writes.
+func (f *Folder) Expect(p Partition, stored int64) { f.expect[p] = stored }
+
+// Unexpect forgets what Expect said about ps: they are not this writer's
+// any more.
+func (f *Folder) Unexpect(ps ...Partition) {
+	for _, p := range ps {
+		delete(f.expect, p)
+	}
 }
 
 // Forget drops the working set; rows are read from the store again when a

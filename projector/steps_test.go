@@ -105,11 +105,18 @@ func newStore(t *testing.T) *sqlstore.Store {
 // client, which must close within 15 s; the test's cleanup calls it too.
 func startRunner(t *testing.T, r *rig, group string, store projector.Store, maxRecords int) (<-chan struct{}, func() error) {
 	t.Helper()
-	opts := []projector.Option{projector.WithGroup(group), projector.WithTopics(r.topics)}
+	opts := []projector.Option{projector.WithGroup(group)}
 	if maxRecords > 0 {
 		opts = append(opts, projector.WithMaxRecords(maxRecords))
 	}
-	runner, err := projector.NewRunner([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, store, r.intake(), opts...)
+	return startRunnerWith(t, r, []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, store, opts...)
+}
+
+// startRunnerWith is startRunner with the client options conn and the
+// Runner's options opts.
+func startRunnerWith(t *testing.T, r *rig, conn []kgo.Opt, store projector.Store, opts ...projector.Option) (<-chan struct{}, func() error) {
+	t.Helper()
+	runner, err := projector.NewRunner(conn, store, r.intake(), append([]projector.Option{projector.WithTopics(r.topics)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,13 @@ type Partition struct {
 // the views and the offsets never disagree: a crash before the commit loses
 // the whole step, which is folded again from the stored offsets.
 type Batch struct {
-	Offsets       map[Partition]int64
+	Offsets map[Partition]int64
+	// From is, for the partitions whose writer knows it, the stored offset
+	// the step began at. A store commits the batch only if each of those
+	// partitions' stored offset is still that (no offset stored counts as
+	// 0): a compare-and-set, so that a replica that lost a partition in the
+	// middle of a step cannot write over what the new owner folded since.
+	From          map[Partition]int64
 	ChainHeads    map[Partition]string
 	Registrations []ClusterRegistration
 	Beats         []ClusterBeat

@@ -14,12 +14,14 @@
 // gaps) are keyed by what identifies the event, so a record folded twice
 // leaves one row.
 //
-// Offsets never move backwards. Several replicas share the partitions
-// through the consumer group, over one PostgreSQL; after a rebalance a
-// replica that lost a partition may still hold a batch of it. If the stored
-// offset of any partition of a batch is already beyond the batch's offset,
-// Commit fails with ErrStaleOffset and the whole transaction rolls back: the
-// zombie is fenced, and the caller drops its working set and rejoins. The
+// Offsets never move backwards, and a batch that names where its step
+// began (Batch.From) is a compare-and-set on it. Several replicas share the
+// partitions through the consumer group, over one PostgreSQL; after a
+// rebalance a replica that lost a partition may still hold a batch of it.
+// If the stored offset of any partition of a batch is no longer the one
+// its step began at, or is beyond the batch's offset, Commit fails with
+// ErrStaleOffset and the whole transaction rolls back: the zombie is
+// fenced, and the caller drops its working set and rejoins. The
 // offset rows are written first, in a fixed order, so two replicas
 // committing the same partition serialize on its row.
 //

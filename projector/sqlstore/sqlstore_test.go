@@ -56,6 +56,7 @@ func testStore(t *testing.T, b backend) {
 		{"Idempotent", testIdempotent},
 		{"Offsets", testOffsets},
 		{"StaleOffsetWritesNothing", testStaleOffsetWritesNothing},
+		{"CompareAndSet", testCompareAndSet},
 		{"TimeOutOfRange", testTimeOutOfRange},
 		{"Reopen", testReopen},
 		{"ConcurrentOpen", testConcurrentOpen},
@@ -460,6 +461,39 @@ func testStaleOffsetWritesNothing(t *testing.T, b backend) {
 	}
 	if diff := cmp.Diff(map[projector.Partition]int64{pStatus0: 100}, got); diff != "" {
 		t.Errorf("Offsets after a stale batch (-want +got):\n%s", diff)
+	}
+}
+
+// testCompareAndSet: a batch that names where its step began (From) lands
+// only if the stored offset is still there, whether it would move the
+// offset forward or not, and writes nothing otherwise. This is what fences
+// a replica that lost a partition in the middle of a step: its batch ends
+// beyond what the new owner committed since, so the one-sided fence alone
+// would take it.
+func testCompareAndSet(t *testing.T, b backend) {
+	loc := b.database(t)
+	owner, zombie := b.store(t, loc), b.store(t, loc)
+	at := func(from, to int64) *projector.Batch {
+		return &projector.Batch{Offsets: map[projector.Partition]int64{pStatus0: to}, From: map[projector.Partition]int64{pStatus0: from},
+			Beats: []projector.ClusterBeat{{Cluster: fmt.Sprintf("c-%d-%d", from, to), At: day(1, 0)}}}
+	}
+	commit(t, owner, at(0, 10)) // none stored counts as 0
+	before := counts(t, owner)
+	for _, bad := range []*projector.Batch{at(0, 100), at(5, 100), at(11, 12)} {
+		if err := zombie.Commit(t.Context(), bad); !errors.Is(err, ErrStaleOffset) {
+			t.Errorf("Commit from %d to %d with 10 stored = %v, want ErrStaleOffset", bad.From[pStatus0], bad.Offsets[pStatus0], err)
+		}
+	}
+	if diff := cmp.Diff(before, counts(t, owner)); diff != "" {
+		t.Errorf("fenced batches changed rows (-before +after):\n%s", diff)
+	}
+	commit(t, owner, at(10, 20))
+	got, err := owner.Offsets(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[projector.Partition]int64{pStatus0: 20}, got); diff != "" {
+		t.Errorf("Offsets (-want +got):\n%s", diff)
 	}
 }
 

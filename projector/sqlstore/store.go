@@ -13,16 +13,17 @@ import (
 	"github.com/argosyproj/argosy/projector"
 )
 
-// ErrStaleOffset is the error of a Commit whose offset for some partition is
-// behind the stored one: another replica has folded the partition further
-// since this one read it, so this one no longer owns it. Nothing of the
-// batch was written. The caller drops its working set (View.Forget) and
-// reads its partitions' offsets again.
-var ErrStaleOffset = errors.New("stale offset: the partition was committed further by another replica")
+// ErrStaleOffset is the error of a Commit whose step did not begin where a
+// partition's stored offset is now, or whose offset would move a stored
+// one back: another replica has folded the partition since this one read
+// it, so this one no longer owns it. Nothing of the batch was written. The
+// caller drops its working set and reads its partitions' offsets again.
+var ErrStaleOffset = errors.New("stale offset: the partition was committed by another replica")
 
 // Commit writes the batch and its offsets in one transaction. It fails with
-// ErrStaleOffset, writing nothing, if a stored offset is beyond the batch's
-// offset for the same partition.
+// ErrStaleOffset, writing nothing, if a partition in the batch's From has
+// another stored offset (a compare-and-set on where the step began), or if
+// a stored offset is beyond the batch's offset for the same partition.
 func (s *Store) Commit(ctx context.Context, b *projector.Batch) (err error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -33,7 +34,7 @@ func (s *Store) Commit(ctx context.Context, b *projector.Batch) (err error) {
 			err = rollback(tx, err)
 		}
 	}()
-	if err := s.fence(ctx, tx, b.Offsets); err != nil {
+	if err := s.fence(ctx, tx, b.Offsets, b.From); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	if err := s.writeRows(ctx, tx, b); err != nil {
@@ -45,18 +46,28 @@ func (s *Store) Commit(ctx context.Context, b *projector.Batch) (err error) {
 	return nil
 }
 
-// fence writes the offsets, partitions in order, unless one would move
-// back.
-func (s *Store) fence(ctx context.Context, tx *sql.Tx, offsets map[projector.Partition]int64) error {
-	q := s.d.bind(`INSERT INTO offsets (topic, part, next_offset) VALUES (?, ?, ?)
+// fence writes the offsets, partitions in order: for a partition in from,
+// only if its stored offset is still from's (none stored counts as 0);
+// for any other, unless it would move back.
+func (s *Store) fence(ctx context.Context, tx *sql.Tx, offsets, from map[projector.Partition]int64) error {
+	forward := s.d.bind(`INSERT INTO offsets (topic, part, next_offset) VALUES (?, ?, ?)
 		ON CONFLICT (topic, part) DO UPDATE SET next_offset = excluded.next_offset
 		WHERE offsets.next_offset <= excluded.next_offset`)
+	swap := s.d.bind(`UPDATE offsets SET next_offset = ? WHERE topic = ? AND part = ? AND next_offset = ?`)
+	first := s.d.bind(`INSERT INTO offsets (topic, part, next_offset) VALUES (?, ?, ?) ON CONFLICT (topic, part) DO NOTHING`)
 	for _, p := range slices.SortedFunc(maps.Keys(offsets), comparePartitions) {
-		res, err := tx.ExecContext(ctx, q, p.Topic, p.Partition, offsets[p])
-		if err != nil {
-			return fmt.Errorf("offset of %s/%d: %w", p.Topic, p.Partition, err)
+		at, cas := from[p]
+		var n int64
+		var err error
+		switch {
+		case !cas:
+			n, err = exec(ctx, tx, forward, p.Topic, p.Partition, offsets[p])
+		default:
+			n, err = exec(ctx, tx, swap, offsets[p], p.Topic, p.Partition, at)
+			if err == nil && n == 0 && at == 0 {
+				n, err = exec(ctx, tx, first, p.Topic, p.Partition, offsets[p])
+			}
 		}
-		n, err := res.RowsAffected()
 		if err != nil {
 			return fmt.Errorf("offset of %s/%d: %w", p.Topic, p.Partition, err)
 		}
@@ -68,9 +79,21 @@ func (s *Store) fence(ctx context.Context, tx *sql.Tx, offsets map[projector.Par
 			p.Topic, p.Partition).Scan(&stored); err != nil {
 			return fmt.Errorf("offset of %s/%d: %w", p.Topic, p.Partition, err)
 		}
+		if cas {
+			return fmt.Errorf("%s/%d: the step began at %d, the store is at %d: %w", p.Topic, p.Partition, at, stored, ErrStaleOffset)
+		}
 		return fmt.Errorf("%s/%d: batch ends at %d, store is at %d: %w", p.Topic, p.Partition, offsets[p], stored, ErrStaleOffset)
 	}
 	return nil
+}
+
+// exec runs q and returns the rows it affected.
+func exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 func comparePartitions(a, b projector.Partition) int {
