@@ -264,10 +264,19 @@ func (v *View) observed(d *events.Decoded) AppObserved {
 
 // observe folds a status delta: the whole status when Full, otherwise the
 // fields it carries. Deltas of one Application come in order on its
-// cluster's status partition.
+// cluster's status partition. A delta names the generation the cluster
+// applied the Application at, so it moves the applied generation on as an
+// acknowledgement does: a view rebuilt after the acknowledgements aged out
+// of the status topic still has it from the agent's periodic whole status.
 func (v *View) observe(d *events.Decoded, p *schemas.ApplicationStatusChanged) {
 	o := v.observed(d)
 	o.Seq, o.UpdatedAt = p.Seq, d.LogTime
+	if p.Generation > o.AppliedGeneration {
+		o.AppliedGeneration = p.Generation
+		if o.Rejected != nil && o.Rejected.Generation <= o.AppliedGeneration {
+			o.Rejected = nil
+		}
+	}
 	switch {
 	case p.Deleted:
 		o.Deleted = true

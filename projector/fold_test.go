@@ -282,3 +282,29 @@ func TestAdvanceNeverMovesBack(t *testing.T) {
 		t.Errorf("offsets (-want +got):\n%s", diff)
 	}
 }
+
+// TestStatusDeltaMovesAppliedGeneration: a status delta names the
+// generation its cluster applied, so a view that never saw the
+// acknowledgement (it aged out of the status topic) still has it, and a
+// rejection of an older generation no longer shows.
+func TestStatusDeltaMovesAppliedGeneration(t *testing.T) {
+	l := &logOf{}
+	res := func(gen int64) schemas.Resource {
+		return schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: gen}
+	}
+	l.add("status", 1, events.TypeConfigRejected, app("web"), &schemas.ConfigRejected{Resource: res(2), EventID: "e2", Code: schemas.RejectApplyFailed})
+	l.add("status", 1, events.TypeApplicationStatus, app("web"), &schemas.ApplicationStatusChanged{Resource: res(3), Seq: 9, Full: true,
+		Health: &schemas.HealthStatus{Status: "Healthy"}})
+	l.add("status", 1, events.TypeApplicationStatus, app("web"), &schemas.ApplicationStatusChanged{Resource: res(1), Seq: 10,
+		Health: &schemas.HealthStatus{Status: "Degraded"}}) // an older generation never moves it back
+	v := projector.NewView()
+	for _, d := range l.recs {
+		if err := projector.Apply(v, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := v.Flush().Observed
+	if len(got) != 1 || got[0].AppliedGeneration != 3 || got[0].Rejected != nil || got[0].Health.Status != "Degraded" {
+		t.Errorf("observed %+v, want applied generation 3, no rejection, health Degraded", got)
+	}
+}

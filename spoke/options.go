@@ -34,11 +34,13 @@ type options struct {
 	clientOpts    func(name string) []kgo.Opt
 	applied       func(ctx context.Context, d *events.Decoded)
 	applyBudget   time.Duration
+	statusResync  time.Duration
 }
 
 func newOptions(opts []Option) options {
 	o := options{topics: events.DefaultTopics(""), partition: -1, mode: schemas.ModeManaged, heartbeat: 30 * time.Second,
-		window: time.Second, agentVersion: "dev", applyBudget: 2 * time.Minute, clientOpts: func(string) []kgo.Opt { return nil }}
+		window: time.Second, agentVersion: "dev", applyBudget: 2 * time.Minute,
+		statusResync: time.Hour, clientOpts: func(string) []kgo.Opt { return nil }}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -111,6 +113,13 @@ func WithClientOpts(f func(name string) []kgo.Opt) Option {
 // server refuses outright is rejected at once, and none is rejected while
 // the agent cannot read its own state either.
 func WithApplyBudget(d time.Duration) Option { return func(o *options) { o.applyBudget = d } }
+
+// WithStatusResync sets how often the agent publishes each Application's
+// whole status again, besides the deltas of what changed, so that the
+// status topic always holds it, however long ago it last changed: a
+// projector rebuilt from the topic then sees every Application's current
+// status. The default is one hour, far inside the status topic's 7 days.
+func WithStatusResync(d time.Duration) Option { return func(o *options) { o.statusResync = d } }
 
 // WithApplied calls f after each config event has been applied (or found
 // applied before) and acknowledged, before its offset is committed.

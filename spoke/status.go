@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"reflect"
 	"sync"
 	"time"
@@ -53,14 +54,17 @@ func (t teeSource) Run(ctx context.Context, changed func(AppStatus)) error {
 
 // Reporter publishes compact status deltas of the local Applications: only
 // the fields that changed since the last delta of the same Application, and
-// the whole status the first time. Changes within Window are coalesced into
-// one delta. While Kafka is unreachable the latest status of each
+// the whole status the first time and again every resync interval, so that
+// the status topic, which keeps 7 days, always holds each Application's
+// whole current status for a projector rebuilt from it. Changes within the
+// window are coalesced into one delta. While Kafka is unreachable the latest status of each
 // Application waits (so the buffer is bounded by the number of
 // Applications) and is published when Kafka is back.
 type Reporter struct {
 	cluster string
 	publish Publisher
 	window  time.Duration // coalesces changes
+	resync  time.Duration // between whole statuses of one Application
 	log     *slog.Logger
 
 	mu      sync.Mutex
@@ -73,6 +77,8 @@ type appKey struct{ namespace, name string }
 type sentStatus struct {
 	status AppStatus
 	seq    int64
+	// nextFull is when the whole status is due again.
+	nextFull time.Time
 }
 
 // pendingEvent is a delta on its way to Kafka.
@@ -80,20 +86,22 @@ type pendingEvent struct {
 	key    appKey
 	status AppStatus
 	seq    int64
+	full   bool
 	ev     *event.Event
 }
 
 // NewReporter returns the status reporter of cluster, which publishes
-// through pub. It takes the WithWindow and WithLogger options.
+// through pub. It takes the WithWindow, WithStatusResync and WithLogger
+// options.
 func NewReporter(cluster string, pub Publisher, opts ...Option) (*Reporter, error) {
 	if cluster == "" || pub == nil {
 		return nil, errors.New("reporter: a cluster and a publisher are required")
 	}
 	o := newOptions(opts)
-	if o.window <= 0 {
-		return nil, errors.New("reporter: the window must be positive")
+	if o.window <= 0 || o.statusResync <= 0 {
+		return nil, errors.New("reporter: the window and the resync interval must be positive")
 	}
-	return &Reporter{cluster: cluster, publish: pub, window: o.window, log: o.log,
+	return &Reporter{cluster: cluster, publish: pub, window: o.window, resync: o.statusResync, log: o.log,
 		pending: map[appKey]AppStatus{}, sent: map[appKey]sentStatus{}}, nil
 }
 
@@ -127,36 +135,25 @@ func (r *Reporter) observe(s AppStatus) {
 	r.pending[appKey{s.Namespace, s.Name}] = s
 }
 
-// flush publishes a delta for every Application whose status changed.
+// flush publishes a delta for every Application whose status changed, and
+// the whole status of every one whose resync is due.
 func (r *Reporter) flush(ctx context.Context) {
+	now := time.Now()
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = map[appKey]AppStatus{}
 	sent := make(map[appKey]sentStatus, len(batch))
-	for k := range batch {
-		if v, ok := r.sent[k]; ok {
+	for k, v := range r.sent {
+		if _, changed := batch[k]; changed || !now.Before(v.nextFull) {
 			sent[k] = v
+		}
+		if _, changed := batch[k]; !changed && !now.Before(v.nextFull) {
+			batch[k] = v.status // due: its whole status again
 		}
 	}
 	r.mu.Unlock()
 
-	var evs []*pendingEvent
-	for k, s := range batch {
-		prev, seen := sent[k]
-		delta, changed := Delta(prev.status, s, !seen)
-		if !changed {
-			continue
-		}
-		delta.Resource = schemas.Resource{Cluster: r.cluster, Namespace: s.Namespace, Name: s.Name, Generation: s.Generation}
-		delta.Seq = prev.seq + 1
-		e, err := events.New(Source(r.cluster), events.TypeApplicationStatus,
-			events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications, Namespace: s.Namespace, Name: s.Name}.String(), r.cluster, delta)
-		if err != nil {
-			r.logErr(ctx, "status event", err)
-			continue
-		}
-		evs = append(evs, &pendingEvent{key: k, status: s, seq: delta.Seq, ev: e})
-	}
+	evs := r.deltas(ctx, batch, sent, now)
 	if len(evs) == 0 {
 		return
 	}
@@ -168,18 +165,51 @@ func (r *Reporter) flush(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range evs {
-		if err != nil {
+		switch {
+		case err != nil:
 			// Keep it for the next flush unless a newer status arrived.
 			if _, newer := r.pending[e.key]; !newer {
 				r.pending[e.key] = e.status
 			}
-			continue
+		case e.status.Deleted:
+			delete(r.sent, e.key) // gone: nothing to resend
+		default:
+			next := r.sent[e.key].nextFull
+			if e.full {
+				// Spread the resyncs of Applications seen together over
+				// a tenth of the interval.
+				next = now.Add(r.resync - rand.N(r.resync/10+1))
+			}
+			r.sent[e.key] = sentStatus{status: e.status, seq: e.seq, nextFull: next}
 		}
-		r.sent[e.key] = sentStatus{status: e.status, seq: e.seq}
 	}
 	if err != nil {
 		r.logErr(ctx, "publish status; will retry", err)
 	}
+}
+
+// deltas builds the events of batch: a delta from what was sent of each,
+// or its whole status when it was never sent or its resync is due.
+func (r *Reporter) deltas(ctx context.Context, batch map[appKey]AppStatus, sent map[appKey]sentStatus, now time.Time) []*pendingEvent {
+	var evs []*pendingEvent
+	for k, s := range batch {
+		prev, seen := sent[k]
+		full := !seen || !now.Before(prev.nextFull)
+		delta, changed := Delta(prev.status, s, full)
+		if !changed {
+			continue
+		}
+		delta.Resource = schemas.Resource{Cluster: r.cluster, Namespace: s.Namespace, Name: s.Name, Generation: s.Generation}
+		delta.Seq = prev.seq + 1
+		e, err := events.New(Source(r.cluster), events.TypeApplicationStatus,
+			events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications, Namespace: s.Namespace, Name: s.Name}.String(), r.cluster, delta)
+		if err != nil {
+			r.logErr(ctx, "status event", err)
+			continue
+		}
+		evs = append(evs, &pendingEvent{key: k, status: s, seq: delta.Seq, full: full, ev: e})
+	}
+	return evs
 }
 
 func (r *Reporter) logErr(ctx context.Context, msg string, err error) {

@@ -42,6 +42,7 @@ type RunOptions struct {
 	Mode          string
 	ArgoCDVersion string
 	ApplyBudget   time.Duration
+	StatusResync  time.Duration
 }
 
 // BindFlags binds the options to fs with environment fallbacks.
@@ -64,6 +65,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		"version of the local Argo CD, reported in heartbeats (env ARGOSY_ARGOCD_VERSION)")
 	fs.DurationVar(&o.ApplyBudget, "apply-retry-budget", cmdkit.EnvDuration("ARGOSY_APPLY_RETRY_BUDGET", 2*time.Minute, 0), // malformed: 0, which Validate refuses
 		"how long one config event's apply is retried while the API server is busy or times out, before the event is rejected (env ARGOSY_APPLY_RETRY_BUDGET)")
+	fs.DurationVar(&o.StatusResync, "status-resync", cmdkit.EnvDuration("ARGOSY_STATUS_RESYNC", time.Hour, 0), // malformed: 0, which Validate refuses
+		"how often each Application's whole status is published again, besides its deltas; keep it well inside the status topic's retention (env ARGOSY_STATUS_RESYNC)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
 
@@ -85,6 +88,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.ApplyBudget <= 0 {
 		errs = append(errs, errors.New("--apply-retry-budget must be a positive duration"))
+	}
+	if o.StatusResync <= 0 {
+		errs = append(errs, errors.New("--status-resync must be a positive duration"))
 	}
 	if err := spoke.ValidMode(o.Mode); err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %w", err))
@@ -179,7 +185,7 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger) (*spoke.A
 	}
 	opts := append([]spoke.Option{spoke.WithTopics(events.DefaultTopics(o.TopicPrefix)), spoke.WithPartition(int32(o.Partition)),
 		spoke.WithMode(o.Mode), spoke.WithHeartbeatInterval(o.Heartbeat), spoke.WithAgentVersion(version.Get().Version),
-		spoke.WithArgoCDVersion(o.ArgoCDVersion), spoke.WithApplyBudget(o.ApplyBudget),
+		spoke.WithArgoCDVersion(o.ArgoCDVersion), spoke.WithApplyBudget(o.ApplyBudget), spoke.WithStatusResync(o.StatusResync),
 		spoke.WithClientOpts(tel.KafkaOpts), spoke.WithLogger(log)}, crashHook()...)
 	return spoke.New(o.Cluster, keys, hub, conn, argo, watcher, state, opts...)
 }
