@@ -122,6 +122,10 @@ type OperationRequested struct {
 	HistoryID int64 `json:"historyId,omitempty"`
 	// RefreshType is "normal" or "hard" (refresh only).
 	RefreshType string `json:"refreshType,omitempty"`
+	// ExpiresAt is when the operation stops being wanted: an agent that
+	// reads it later rejects it as stale rather than perform it. Without
+	// it, the agent bounds the operation's age itself.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 // Heartbeat is the data of io.argosy.status.heartbeat.v1.

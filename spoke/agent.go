@@ -79,8 +79,8 @@ func New(cluster string, keys Keys, hubKey ed25519.PublicKey, conn []kgo.Opt, ar
 	if o.partition < -1 {
 		errs = append(errs, errors.New("the partition must be -1 (computed) or a partition number"))
 	}
-	if o.heartbeat <= 0 || o.window <= 0 || o.applyBudget <= 0 || o.statusResync <= 0 {
-		errs = append(errs, errors.New("the heartbeat interval, the window, the apply budget and the status resync must be positive"))
+	if o.heartbeat <= 0 || o.window <= 0 || o.applyBudget <= 0 || o.statusResync <= 0 || o.operationAge <= 0 {
+		errs = append(errs, errors.New("the heartbeat interval, the window, the apply budget, the status resync and the operations' age must be positive"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("spoke: %w", err)

@@ -24,6 +24,10 @@ type Applied struct {
 	Partition  int32  `json:"partition"`
 	Offset     int64  `json:"offset"`
 	Deleted    bool   `json:"deleted,omitempty"`
+	// Pending marks an operation recorded before it was performed: a
+	// crash right after leaves this record, and the operation is
+	// performed again only if Argo CD shows it was not.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // StateStore keeps Applied records where they survive a restart of the
@@ -51,6 +55,7 @@ type Publisher interface {
 // loses a change nor applies one twice out of order.
 type Applier struct {
 	budget  time.Duration // for retrying one event's transient failures
+	opAge   time.Duration // the oldest an operation without expiry is performed
 	cluster string
 	source  string // of the acknowledgements
 	argo    ArgoCD
@@ -64,17 +69,17 @@ type Applier struct {
 // NewApplier returns the applier of cluster's config events: it applies
 // them to argo, records what it applied in state, and acknowledges each
 // through pub. sealing opens the repository credentials sealed to the
-// cluster. It takes the WithApplyBudget, WithLogger and WithMeterProvider
-// options.
+// cluster. It takes the WithApplyBudget, WithOperationMaxAge, WithLogger and
+// WithMeterProvider options.
 func NewApplier(cluster string, argo ArgoCD, state StateStore, pub Publisher, sealing events.SealingKey, opts ...Option) (*Applier, error) {
 	if cluster == "" || argo == nil || state == nil || pub == nil {
 		return nil, errors.New("applier: a cluster, an Argo CD, a state store and a publisher are required")
 	}
 	o := newOptions(opts)
-	if o.applyBudget <= 0 {
-		return nil, errors.New("applier: the apply budget must be positive")
+	if o.applyBudget <= 0 || o.operationAge <= 0 {
+		return nil, errors.New("applier: the apply budget and the operations' age must be positive")
 	}
-	return &Applier{budget: o.applyBudget, cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
+	return &Applier{budget: o.applyBudget, opAge: o.operationAge, cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
 		log: o.log, inst: newInstruments(o.meters)}, nil
 }
 
@@ -90,6 +95,8 @@ type change struct {
 	do   func(ctx context.Context) error
 	// delete marks a change that removes the object.
 	delete bool
+	// op is set for an operation, which runs at most once and expires.
+	op *schemas.OperationRequested
 }
 
 // Handle implements events.Handler.
@@ -106,15 +113,28 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 		return err // retry: the state is not readable now
 	}
 	if seen && prev.EventID == d.Event.ID() {
-		if prev.Partition == d.Partition && prev.Offset == d.Offset {
-			return a.ack(ctx, d, c.res, c.kind) // a redelivery: already applied
+		if prev.Partition != d.Partition || prev.Offset != d.Offset {
+			return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
+				fmt.Errorf("event %s was applied from %d@%d; this copy at %d@%d is a replay", d.Event.ID(), prev.Partition, prev.Offset, d.Partition, d.Offset))
 		}
-		return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
-			fmt.Errorf("event %s was applied from %d@%d; this copy at %d@%d is a replay", d.Event.ID(), prev.Partition, prev.Offset, d.Partition, d.Offset))
+		done := !prev.Pending
+		if !done { // recorded, then the spoke stopped: did it run?
+			if done, err = a.performed(ctx, c); err != nil {
+				return err
+			}
+		}
+		if done {
+			return a.done(ctx, d, c) // a redelivery: already applied
+		}
 	}
-	if seen && c.res.Generation <= prev.Generation && d.Spec.Type != events.TypeOperationRequested {
+	if seen && c.op == nil && c.res.Generation <= prev.Generation {
 		return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
 			fmt.Errorf("generation %d is not newer than applied generation %d", c.res.Generation, prev.Generation))
+	}
+	if c.op != nil {
+		if err := a.intend(ctx, d, c); err != nil {
+			return err
+		}
 	}
 	if err := a.perform(ctx, d, c); err != nil {
 		var conflict *ConflictError
@@ -126,11 +146,65 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 		}
 		return a.reject(ctx, d, c.res, c.kind, schemas.RejectApplyFailed, err)
 	}
+	return a.done(ctx, d, c)
+}
+
+// done records that c was applied from d and acknowledges it.
+func (a *Applier) done(ctx context.Context, d *events.Decoded, c *change) error {
 	rec := Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition, Offset: d.Offset, Deleted: c.delete}
 	if err := a.state.Put(ctx, c.key, rec); err != nil {
 		return err
 	}
 	return a.ack(ctx, d, c.res, c.kind)
+}
+
+// intend refuses an operation asked for too long ago, and otherwise
+// records, durably, that it is about to be performed: a crash between the
+// Argo CD call and the record of its end then neither loses nor repeats
+// it.
+func (a *Applier) intend(ctx context.Context, d *events.Decoded, c *change) error {
+	expires := d.Event.Time().Add(a.opAge)
+	if c.op.ExpiresAt != nil {
+		expires = *c.op.ExpiresAt
+	}
+	if now := time.Now(); now.After(expires) {
+		return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
+			fmt.Errorf("operation %s expired at %s, %s ago: not performed", c.op.RequestID, expires.UTC().Format(time.RFC3339),
+				now.Sub(expires).Round(time.Second)))
+	}
+	return a.state.Put(ctx, c.key, Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition,
+		Offset: d.Offset, Pending: true})
+}
+
+// OperationChecker tells whether the sync or rollback asked for by a
+// request was performed on an Application. internal/argocd's Client is
+// one: it finds the request's id in the operation Argo CD runs or ran last.
+type OperationChecker interface {
+	Performed(ctx context.Context, ref Ref, requestID string) (bool, error)
+}
+
+// performed reports whether an operation recorded as pending was
+// performed. A refresh or a terminate is harmless to repeat: it is not.
+// Without an OperationChecker a sync or rollback is taken as performed, so
+// that it never runs twice.
+func (a *Applier) performed(ctx context.Context, c *change) (bool, error) {
+	if c.op == nil {
+		return false, nil
+	}
+	switch c.op.Operation {
+	case schemas.OperationSync, schemas.OperationRollback:
+	default:
+		return false, nil
+	}
+	checker, ok := a.argo.(OperationChecker)
+	if !ok {
+		return true, nil
+	}
+	ran, err := checker.Performed(ctx, Ref{Kind: KindApplication, Namespace: c.op.Namespace, Name: c.op.Name}, c.op.RequestID)
+	if err != nil {
+		return false, fmt.Errorf("operation %s: %w", c.op.RequestID, err)
+	}
+	return ran, nil
 }
 
 // errStateUnreadable means an apply ran out of its retry budget while the
@@ -200,9 +274,9 @@ func (a *Applier) change(d *events.Decoded) (*change, error) {
 			do: func(ctx context.Context) error { return a.argo.Delete(ctx, ref, false) }}, nil
 	case *schemas.OperationRequested:
 		ref := Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}
-		op := Operation{Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
+		op := Operation{RequestID: p.RequestID, Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
 			DryRun: p.DryRun, HistoryID: p.HistoryID, RefreshType: p.RefreshType}
-		return &change{key: "Operation." + p.RequestID, res: p.Resource, kind: schemas.SubjectApplications,
+		return &change{key: "Operation." + p.RequestID, res: p.Resource, kind: schemas.SubjectApplications, op: p,
 			do: func(ctx context.Context) error { return a.argo.Operate(ctx, ref, op) }}, nil
 	case *schemas.ClusterRegistered, *schemas.ClusterDeregistered:
 		return nil, nil

@@ -35,12 +35,13 @@ type options struct {
 	applied       func(ctx context.Context, d *events.Decoded)
 	applyBudget   time.Duration
 	statusResync  time.Duration
+	operationAge  time.Duration
 }
 
 func newOptions(opts []Option) options {
 	o := options{topics: events.DefaultTopics(""), partition: -1, mode: schemas.ModeManaged, heartbeat: 30 * time.Second,
 		window: time.Second, agentVersion: "dev", applyBudget: 2 * time.Minute,
-		statusResync: time.Hour, clientOpts: func(string) []kgo.Opt { return nil }}
+		statusResync: time.Hour, operationAge: 10 * time.Minute, clientOpts: func(string) []kgo.Opt { return nil }}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -113,6 +114,13 @@ func WithClientOpts(f func(name string) []kgo.Opt) Option {
 // server refuses outright is rejected at once, and none is rejected while
 // the agent cannot read its own state either.
 func WithApplyBudget(d time.Duration) Option { return func(o *options) { o.applyBudget = d } }
+
+// WithOperationMaxAge bounds how long after it was asked for an operation
+// without its own expiry (OperationRequested.ExpiresAt, which the hub
+// sets) is still performed; an older one is rejected as stale. The
+// default is ten minutes: a sync requested last week is not run by an
+// agent that reads it today.
+func WithOperationMaxAge(d time.Duration) Option { return func(o *options) { o.operationAge = d } }
 
 // WithStatusResync sets how often the agent publishes each Application's
 // whole status again, besides the deltas of what changed, so that the

@@ -5,6 +5,7 @@ package spoke_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func (w *world) appIn(ns, name string) *event.Event {
 func (w *world) operation(name, op string, historyID int64) *event.Event {
 	res := schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 1}
 	return w.event(events.TypeOperationRequested, res, schemas.OperationRequested{Resource: res,
-		RequestID: "req-" + name + "-" + op, Operation: op, HistoryID: historyID})
+		RequestID: fmt.Sprintf("req-%s-%s-%d", name, op, time.Now().UnixNano()), Operation: op, HistoryID: historyID})
 }
 
 // applyAllWithin publishes es with the hub's key and waits, at most within,

@@ -59,6 +59,10 @@ type Object struct {
 
 // Operation is a one-off action on an Application.
 type Operation struct {
+	// RequestID names the request the operation answers. A sync or a
+	// rollback carries it in the operation's info (InfoRequest), where
+	// Performed finds it.
+	RequestID string
 	// Kind is sync, refresh, rollback or terminate (schemas.Operation*).
 	Kind        string
 	RequestedBy string
@@ -93,9 +97,12 @@ const (
 	// JSON, so that the spoke can tell a local edit from desired state and
 	// restore it, even while Kafka is unreachable.
 	AnnotationDesiredSpec = "argosy.dev/desired-spec"
-	labelSecretType       = "argocd.argoproj.io/secret-type"
-	annotationRefresh     = "argocd.argoproj.io/refresh"
-	resourcesFinalizer    = "resources-finalizer.argocd.argoproj.io"
+	// InfoRequest is the name of the operation info entry that holds the
+	// id of the request a sync or rollback answers.
+	InfoRequest        = "argosy.dev/request"
+	labelSecretType    = "argocd.argoproj.io/secret-type"
+	annotationRefresh  = "argocd.argoproj.io/refresh"
+	resourcesFinalizer = "resources-finalizer.argocd.argoproj.io"
 )
 
 var (
@@ -368,7 +375,39 @@ func (a *Client) operation(op Operation, sync map[string]any) map[string]any {
 	if by == "" {
 		by = a.manager
 	}
-	return map[string]any{"operation": map[string]any{"initiatedBy": map[string]any{"username": by}, "sync": sync}}
+	o := map[string]any{"initiatedBy": map[string]any{"username": by}, "sync": sync}
+	if op.RequestID != "" {
+		o["info"] = []any{map[string]any{"name": InfoRequest, "value": op.RequestID}}
+	}
+	return map[string]any{"operation": o}
+}
+
+// Performed reports whether the sync or rollback that answers request id
+// reached the Application: it is the operation waiting for Argo CD's
+// controller, or the one the controller runs or ran last. Argo CD keeps
+// only the last operation, so a later one hides it. A missing Application
+// performed nothing.
+func (a *Client) Performed(ctx context.Context, ref Ref, requestID string) (bool, error) {
+	ri, err := a.resource(KindApplication, ref.Namespace)
+	if err != nil {
+		return false, err
+	}
+	u, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("application %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	for _, path := range [][]string{{"operation", "info"}, {"status", "operationState", "operation", "info"}} {
+		infos, _, _ := unstructured.NestedSlice(u.Object, path...)
+		for _, i := range infos {
+			if m, ok := i.(map[string]any); ok && m["name"] == InfoRequest && m["value"] == requestID {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // rollbackSync returns the sync of a rollback to history entry id: its

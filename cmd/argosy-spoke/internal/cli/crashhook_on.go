@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/spoke"
 )
 
@@ -24,9 +25,40 @@ func crashHook() []spoke.Option {
 	var applied atomic.Int64
 	return []spoke.Option{spoke.WithApplied(func(context.Context, *events.Decoded) {
 		if applied.Add(1) == int64(n) {
-			if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err == nil {
-				select {} // SIGKILL cannot be caught; this never returns
-			}
+			kill()
 		}
 	})}
+}
+
+// crashArgo wraps a to kill the process right after the operation that
+// EnvCrashAfterOperations names reached Argo CD, if it names one.
+func crashArgo(a *argocd.Client) spoke.ArgoCD {
+	n, err := strconv.Atoi(os.Getenv(EnvCrashAfterOperations))
+	if err != nil || n <= 0 {
+		return a
+	}
+	c := &crashingArgo{Client: a}
+	c.n.Store(int64(n))
+	return c
+}
+
+// crashingArgo is an Argo CD that kills the process after its n-th
+// operation; it keeps the Client's Revert and Performed.
+type crashingArgo struct {
+	*argocd.Client
+	n, done atomic.Int64 // the operation to crash after, and those done
+}
+
+func (c *crashingArgo) Operate(ctx context.Context, ref argocd.Ref, op argocd.Operation) error {
+	err := c.Client.Operate(ctx, ref, op)
+	if err == nil && c.done.Add(1) == c.n.Load() {
+		kill()
+	}
+	return err
+}
+
+func kill() {
+	if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err == nil {
+		select {} // SIGKILL cannot be caught; this never returns
+	}
 }

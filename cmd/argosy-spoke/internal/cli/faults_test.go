@@ -16,6 +16,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/twmb/franz-go/pkg/kgo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
@@ -286,5 +287,65 @@ func TestSpokeCatchesUpAfterBrokerRestart(t *testing.T) {
 	})
 	if a := after.acks[up2.ID()]; a[0] != "applied" {
 		t.Errorf("generation 2 acknowledged %v", a)
+	}
+}
+
+// TestOperationRunsOnceAcrossACrash kills the real spoke right after a
+// sync reached Argo CD and before the spoke recorded it, the worst moment:
+// the restarted spoke reads the same event again, finds the sync in Argo
+// CD's own operation state and does not run it a second time. Argo CD
+// records every sync it runs in the Application's history, so one sync
+// leaves one entry.
+func TestOperationRunsOnceAcrossACrash(t *testing.T) {
+	r := newSpokeRig(t, "argosy_testhooks")
+	name := "once-" + r.ns
+	r.upserts(1, name)
+	p := r.start()
+	r.waitGeneration(p, name, "1")
+	if err := p.Terminate(30 * time.Second); err != nil {
+		t.Fatalf("%v; log:\n%s", err, p.LogTail())
+	}
+	res := schemas.Resource{Cluster: r.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 1}
+	sync, err := events.New("//argosy.dev/hub/test", events.TypeOperationRequested,
+		events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications, Namespace: res.Namespace, Name: name}.String(), r.cluster,
+		schemas.OperationRequested{Resource: res, RequestID: "req-once-" + r.ns, Operation: schemas.OperationSync, RequestedBy: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.prod.Publish(t.Context(), sync); err != nil {
+		t.Fatal(err)
+	}
+	r.env = []string{cli.EnvCrashAfterOperations + "=1"}
+	p = r.start()
+	waitExit(t, p)
+	r.env = nil
+	// The sync runs to its end while the spoke is down; the restarted one
+	// reads the request again.
+	apps := r.apps
+	kubetest.WaitApplication(t, apps, name, func(a *unstructured.Unstructured) bool {
+		phase, _, _ := unstructured.NestedString(a.Object, "status", "operationState", "phase")
+		_, pending, _ := unstructured.NestedMap(a.Object, "operation")
+		return phase == "Succeeded" && !pending
+	})
+	p = r.start()
+	seen := r.readStatus(func(s *statusSeen) bool { return len(s.acks[sync.ID()]) > 0 })
+	var hist []any
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && len(hist) < 2; time.Sleep(time.Second) {
+		a, err := apps.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist, _, _ = unstructured.NestedSlice(a.Object, "status", "history")
+	}
+	if err := p.Terminate(30 * time.Second); err != nil {
+		t.Fatalf("%v; log:\n%s", err, p.LogTail())
+	}
+	if len(hist) != 1 {
+		t.Errorf("the Application's history has %d syncs, want the one asked for: %v", len(hist), hist)
+	}
+	for _, ack := range seen.acks[sync.ID()] {
+		if ack != "applied" {
+			t.Errorf("the sync was acknowledged %v, want only applied", seen.acks[sync.ID()])
+		}
 	}
 }

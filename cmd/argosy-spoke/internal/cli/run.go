@@ -43,6 +43,7 @@ type RunOptions struct {
 	ArgoCDVersion string
 	ApplyBudget   time.Duration
 	StatusResync  time.Duration
+	OperationAge  time.Duration
 }
 
 // BindFlags binds the options to fs with environment fallbacks.
@@ -67,6 +68,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		"how long one config event's apply is retried while the API server is busy or times out, before the event is rejected (env ARGOSY_APPLY_RETRY_BUDGET)")
 	fs.DurationVar(&o.StatusResync, "status-resync", cmdkit.EnvDuration("ARGOSY_STATUS_RESYNC", time.Hour, 0), // malformed: 0, which Validate refuses
 		"how often each Application's whole status is published again, besides its deltas; keep it well inside the status topic's retention (env ARGOSY_STATUS_RESYNC)")
+	fs.DurationVar(&o.OperationAge, "operation-max-age", cmdkit.EnvDuration("ARGOSY_OPERATION_MAX_AGE", 10*time.Minute, 0), // malformed: 0, which Validate refuses
+		"how long after it was asked for an operation that names no expiry is still performed (env ARGOSY_OPERATION_MAX_AGE)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
 
@@ -91,6 +94,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.StatusResync <= 0 {
 		errs = append(errs, errors.New("--status-resync must be a positive duration"))
+	}
+	if o.OperationAge <= 0 {
+		errs = append(errs, errors.New("--operation-max-age must be a positive duration"))
 	}
 	if err := spoke.ValidMode(o.Mode); err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %w", err))
@@ -171,7 +177,7 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger) (*spoke.A
 	if o.Mode == spoke.ModeAutonomous {
 		argoOpts = append(argoOpts, argocd.KeepLocal())
 	}
-	argo, err := argocd.New(dyn, spoke.FieldManager, argoOpts...)
+	client, err := argocd.New(dyn, spoke.FieldManager, argoOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -185,9 +191,9 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger) (*spoke.A
 	}
 	opts := append([]spoke.Option{spoke.WithTopics(events.DefaultTopics(o.TopicPrefix)), spoke.WithPartition(int32(o.Partition)),
 		spoke.WithMode(o.Mode), spoke.WithHeartbeatInterval(o.Heartbeat), spoke.WithAgentVersion(version.Get().Version),
-		spoke.WithArgoCDVersion(o.ArgoCDVersion), spoke.WithApplyBudget(o.ApplyBudget), spoke.WithStatusResync(o.StatusResync),
+		spoke.WithArgoCDVersion(o.ArgoCDVersion), spoke.WithApplyBudget(o.ApplyBudget), spoke.WithStatusResync(o.StatusResync), spoke.WithOperationMaxAge(o.OperationAge),
 		spoke.WithClientOpts(tel.KafkaOpts), spoke.WithLogger(log)}, crashHook()...)
-	return spoke.New(o.Cluster, keys, hub, conn, argo, watcher, state, opts...)
+	return spoke.New(o.Cluster, keys, hub, conn, crashArgo(client), watcher, state, opts...)
 }
 
 func dynamicClient(kubeconfig string) (dynamic.Interface, error) {
