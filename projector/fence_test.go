@@ -149,7 +149,8 @@ func openStore(t *testing.T, open func(context.Context) (*sqlstore.Store, error)
 	return s
 }
 
-// compareChains checks that got holds want's audit chains, each intact.
+// compareChains checks that got holds the audit chains of want, a clean
+// fold of the same log, each intact.
 func compareChains(t *testing.T, want, got *sqlstore.Store) {
 	t.Helper()
 	parts, err := want.ChainPartitions(t.Context())

@@ -157,6 +157,20 @@ func (f *fleet) agent(cluster string, opts ...spoke.Option) *agent {
 	return a
 }
 
+// start runs the agent until the returned func stops it; Run must return
+// nil then.
+func (a *agent) start(t *testing.T) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.run.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // counter sums the agent's counter name over the data points whose
 // attribute key has value want ("" matches all).
 func (a *agent) counter(t *testing.T, name, key, want string) int64 {
@@ -253,15 +267,7 @@ func TestAgentFollowsHubKeyRotation(t *testing.T) {
 	f := newFleet(t, 2)
 	defer f.client.Close()
 	a := f.agent("rotating")
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.run.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer a.start(t)()
 	before := f.upsert(a.cluster, "before", 1)
 	f.publish(f.prod, before)
 	waitApplied(t, a, "argocd/before")
@@ -330,15 +336,7 @@ func TestAgentReportsZeroLagUnderTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.run.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer a.start(t)()
 	waitApplied(t, a, "argocd/txn-2")
 	topic := f.topics[events.TopicConfig]
 	part := events.NewPartitioner(nil).PartitionOf(a.cluster, 2)
