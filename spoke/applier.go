@@ -220,25 +220,16 @@ var errStateUnreadable = errors.New("the spoke's state is unreadable too")
 // state: if that fails too, the API server is down and the event waits
 // for it (errStateUnreadable); if not, the event is at fault.
 func (a *Applier) perform(ctx context.Context, d *events.Decoded, c *change) error {
-	deadline := time.Now().Add(a.budget)
-	for attempt, wait := 1, 200*time.Millisecond; ; attempt, wait = attempt+1, min(2*wait, 30*time.Second) {
-		err := c.do(ctx)
-		switch {
-		case err == nil, ctx.Err() != nil, !argocd.Transient(err):
-			return err
-		case time.Now().Add(wait).After(deadline):
-			if _, _, serr := a.state.Get(ctx, c.key); serr != nil {
-				return fmt.Errorf("%w: %w", errStateUnreadable, errors.Join(err, serr))
-			}
-			return fmt.Errorf("gave up after %d attempts in %s: %w", attempt, a.budget, err)
-		}
-		a.log.WarnContext(ctx, "apply failed; will retry", "id", d.Event.ID(), "attempt", attempt, "in", wait, "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
+	deadline, attempts := time.Now().Add(a.budget), 0
+	err := retry(ctx, a.log, "apply "+d.Event.ID(), func(err error) bool { return argocd.Transient(err) && time.Now().Before(deadline) },
+		func() error { attempts++; return c.do(ctx) })
+	if err == nil || ctx.Err() != nil || !argocd.Transient(err) {
+		return err
 	}
+	if _, _, serr := a.state.Get(ctx, c.key); serr != nil { // the budget ran out
+		return fmt.Errorf("%w: %w", errStateUnreadable, errors.Join(err, serr))
+	}
+	return fmt.Errorf("gave up after %d attempts in %s: %w", attempts, a.budget, err)
 }
 
 // change maps a config event to its state key and its effect.

@@ -87,7 +87,7 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 		}
 	}
 	if last >= 0 {
-		if err := retry(ctx, b.log, "checkpoint", kerr.IsRetriable, func() error { return b.checkpoint(ctx, last+1) }); err != nil {
+		if err := retry(ctx, b.log, "bootstrap: checkpoint", kerr.IsRetriable, func() error { return b.checkpoint(ctx, last+1) }); err != nil {
 			return 0, err
 		}
 	}
@@ -252,12 +252,12 @@ type placed struct {
 // dead-lettered and passed over, so one bad object never stalls a
 // bootstrap; a fatal error stops it; anything else is retried.
 func (b *Bootstrap) apply(ctx context.Context, p placed) error {
-	err := retry(ctx, b.log, "apply "+p.d.Event.ID(), func(err error) bool { return !events.IsPoison(err) && !events.IsFatal(err) },
+	err := retry(ctx, b.log, "bootstrap: apply "+p.d.Event.ID(), func(err error) bool { return !events.IsPoison(err) && !events.IsFatal(err) },
 		func() error { return b.handle(ctx, p.d) })
 	if !events.IsPoison(err) {
 		return err
 	}
-	return retry(ctx, b.log, "dead-letter "+p.d.Event.ID(), func(error) bool { return true },
+	return retry(ctx, b.log, "bootstrap: dead-letter "+p.d.Event.ID(), func(error) bool { return true },
 		func() error { return b.in.Refuse(ctx, events.Rejected{Record: p.rec, Cause: err}) })
 }
 
@@ -270,7 +270,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, transient func(er
 		if err == nil || !transient(err) {
 			return err
 		}
-		log.WarnContext(ctx, "bootstrap: "+what+" failed; will retry", "err", err)
+		log.WarnContext(ctx, what+" failed; will retry", "in", backoff, "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
