@@ -85,14 +85,8 @@ func TestRunnerFencedAfterLosingItsPartitionsMidStep(t *testing.T) {
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t)
-			c1, c2 := r.signers["c1"], r.signers["c2"]
-			for gen := int64(1); gen <= 10; gen++ {
-				r.publish(t.Context(), r.hub, appUpsert(t, "c1", "guestbook", gen), appUpsert(t, "c2", "guestbook", gen))
-				r.publish(t.Context(), c1, appStatus(t, "c1", gen, "Progressing"), heartbeat(t, "c1", gen, "v1"))
-				r.publish(t.Context(), c2, appStatus(t, "c2", gen, "Healthy"))
-			}
-			ends := r.endOffsets(r.topics[events.TopicConfig], r.topics[events.TopicStatus],
-				r.topics[events.TopicDeployments], r.topics[events.TopicAudit])
+			r.workload(10)
+			ends := r.endOffsets(r.folded()...)
 			want := r.fold()
 
 			sa, sb := open(t)

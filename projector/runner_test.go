@@ -233,14 +233,30 @@ func (r *rig) endOffsets(topics ...string) map[projector.Partition]int64 {
 	return ends
 }
 
+// folded are the names of the topics the projector folds.
+func (r *rig) folded() []string {
+	return []string{r.topics[events.TopicConfig], r.topics[events.TopicStatus], r.topics[events.TopicDeployments], r.topics[events.TopicAudit]}
+}
+
+// workload publishes gens generations of the two clusters' Application,
+// with c1's status and heartbeat and c2's status after each.
+func (r *rig) workload(gens int64) {
+	r.t.Helper()
+	c1, c2 := r.signers["c1"], r.signers["c2"]
+	for gen := int64(1); gen <= gens; gen++ {
+		r.publish(r.t.Context(), r.hub, appUpsert(r.t, "c1", "guestbook", gen), appUpsert(r.t, "c2", "guestbook", gen))
+		r.publish(r.t.Context(), c1, appStatus(r.t, "c1", gen, "Progressing"), heartbeat(r.t, "c1", gen, "v1"))
+		r.publish(r.t.Context(), c2, appStatus(r.t, "c2", gen, "Healthy"))
+	}
+}
+
 // fold runs a Runner over the rig's topics into a new SQLite store until the
 // store's offsets reach the ends of the folded topics, then stops it. Run
 // must return nil, and the client must close promptly.
 func (r *rig) fold() *sqlstore.Store {
 	t := r.t
 	t.Helper()
-	ends := r.endOffsets(r.topics[events.TopicConfig], r.topics[events.TopicStatus],
-		r.topics[events.TopicDeployments], r.topics[events.TopicAudit])
+	ends := r.endOffsets(r.folded()...)
 	store := newStore(t)
 	stopped, stop := startRunner(t, r, r.topics[events.TopicConfig]+".projector", store, 0)
 	caughtUp := waitCaughtUp(t.Context(), store, ends, stopped)

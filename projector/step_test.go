@@ -37,8 +37,7 @@ func TestFolderRebuildsWhatTheRunnerFolds(t *testing.T) {
 	}
 	r.produce(events.TopicStatus, &kgo.Record{Key: []byte("c2"), Value: []byte("not an event")})
 	r.produceCommitted(events.TopicConfig, r.signed(r.hub, appUpsert(t, "c1", "committed", 1)))
-	folded := []string{r.topics[events.TopicConfig], r.topics[events.TopicStatus], r.topics[events.TopicDeployments], r.topics[events.TopicAudit]}
-	ends := r.endOffsets(folded...)
+	ends := r.endOffsets(r.folded()...)
 	live := r.fold()
 
 	rebuilt := newStore(t)

@@ -30,8 +30,7 @@ func TestRunnerYieldsToRebalanceWhileIdle(t *testing.T) {
 	r := newRig(t)
 	r.publish(t.Context(), r.signers["c1"], appStatus(t, "c1", 1, "Healthy"), heartbeat(t, "c1", 1, "v1"))
 	r.publish(t.Context(), r.signers["c2"], appStatus(t, "c2", 1, "Healthy"))
-	ends := r.endOffsets(r.topics[events.TopicConfig], r.topics[events.TopicStatus],
-		r.topics[events.TopicDeployments], r.topics[events.TopicAudit])
+	ends := r.endOffsets(r.folded()...)
 
 	store := newStore(t)
 	group := r.topics[events.TopicConfig] + ".projector"
@@ -46,8 +45,7 @@ func TestRunnerYieldsToRebalanceWhileIdle(t *testing.T) {
 	got := map[string][]int32{}
 	assigned := make(chan struct{})
 	joiner := kafkatest.Client(t, kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(r.topics[events.TopicConfig], r.topics[events.TopicStatus],
-			r.topics[events.TopicDeployments], r.topics[events.TopicAudit]),
+		kgo.ConsumeTopics(r.folded()...),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -172,14 +170,8 @@ func (s *failingStore) Commit(ctx context.Context, b *projector.Batch) error {
 // equal those of a run without failures: nothing lost, nothing twice.
 func TestRunnerFoldsAgainAfterAFailedCommit(t *testing.T) {
 	r := newRig(t)
-	c1, c2 := r.signers["c1"], r.signers["c2"]
-	for gen := int64(1); gen <= 5; gen++ {
-		r.publish(t.Context(), r.hub, appUpsert(t, "c1", "guestbook", gen), appUpsert(t, "c2", "guestbook", gen))
-		r.publish(t.Context(), c1, appStatus(t, "c1", gen, "Progressing"), heartbeat(t, "c1", gen, "v1"))
-		r.publish(t.Context(), c2, appStatus(t, "c2", gen, "Healthy"))
-	}
-	ends := r.endOffsets(r.topics[events.TopicConfig], r.topics[events.TopicStatus],
-		r.topics[events.TopicDeployments], r.topics[events.TopicAudit])
+	r.workload(5)
+	ends := r.endOffsets(r.folded()...)
 	want := r.fold()
 
 	before := sumsBy(t, "argosy.projector.steps", "result")

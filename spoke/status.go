@@ -144,11 +144,13 @@ func (r *Reporter) flush(ctx context.Context) {
 	r.pending = map[appKey]AppStatus{}
 	sent := make(map[appKey]sentStatus, len(batch))
 	for k, v := range r.sent {
-		if _, changed := batch[k]; changed || !now.Before(v.nextFull) {
+		_, changed := batch[k]
+		due := !now.Before(v.nextFull)
+		if changed || due {
 			sent[k] = v
 		}
-		if _, changed := batch[k]; !changed && !now.Before(v.nextFull) {
-			batch[k] = v.status // due: its whole status again
+		if due && !changed {
+			batch[k] = v.status // its whole status again
 		}
 	}
 	r.mu.Unlock()
