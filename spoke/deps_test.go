@@ -1,7 +1,11 @@
 package spoke_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,5 +33,56 @@ func TestSpokeBinaryDoesNotLinkArgoCD(t *testing.T) {
 				t.Errorf("argosy-spoke links %s", d)
 			}
 		}
+	}
+}
+
+// TestLibrariesReadNoEnvironmentAndSetNoGlobals holds what lets many agents
+// share a process (docs/design.md): no library package reads an
+// environment variable or installs a global OpenTelemetry provider or
+// propagator. Only cmd, and the plumbing it alone uses (internal/kafkaconn,
+// internal/telemetry), may.
+func TestLibrariesReadNoEnvironmentAndSetNoGlobals(t *testing.T) {
+	libs := []string{"github.com/argosyproj/argosy/events/...", "github.com/argosyproj/argosy/schemas/...",
+		"github.com/argosyproj/argosy/projector/...", "github.com/argosyproj/argosy/spoke/...",
+		"github.com/argosyproj/argosy/internal/argocd/...", "github.com/argosyproj/argosy/internal/httpserve/..."}
+	out, err := exec.Command("go", append([]string{"list", "-f", `{{range .GoFiles}}{{$.Dir}}/{{.}} {{end}}`}, libs...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	files := strings.Fields(string(out))
+	if len(files) < 20 {
+		t.Fatalf("go list found %d library files; want them all", len(files))
+	}
+	banned := map[string]map[string]bool{
+		"os":                       {"Getenv": true, "LookupEnv": true, "Environ": true, "Setenv": true},
+		"go.opentelemetry.io/otel": {"SetTracerProvider": true, "SetMeterProvider": true, "SetTextMapPropagator": true},
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]string{} // local name -> banned import path
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if _, ok := banned[p]; ok {
+				name := p[strings.LastIndex(p, "/")+1:]
+				if imp.Name != nil {
+					name = imp.Name.Name
+				}
+				names[name] = p
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && banned[names[x.Name]][sel.Sel.Name] {
+				t.Errorf("%s: %s.%s in a library", fset.Position(sel.Pos()), names[x.Name], sel.Sel.Name)
+			}
+			return true
+		})
 	}
 }
