@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -59,7 +58,7 @@ func (in *Intake) Take(ctx context.Context, rec *kgo.Record) (*Decoded, error) {
 		if !waited {
 			count(ctx, in.inst.keysBehind)
 		}
-		if err := in.dec.waitKeys(ctx, rec.Timestamp); err != nil {
+		if err := in.dec.verifier.keys.WaitCovers(ctx, rec.Timestamp); err != nil {
 			return nil, err
 		}
 	}
@@ -79,28 +78,6 @@ func (in *Intake) Refuse(ctx context.Context, rs ...Rejected) error {
 	for _, r := range rs {
 		in.log.WarnContext(ctx, msg, "topic", r.Record.Topic, "partition", r.Record.Partition,
 			"offset", r.Record.Offset, "reason", Reason(r.Cause), "err", r.Cause)
-	}
-	return nil
-}
-
-// coverWaiter is a KeySource that can say when it has caught up; *Registry
-// is one.
-type coverWaiter interface {
-	WaitCovers(ctx context.Context, t time.Time) error
-}
-
-// waitKeys returns once the decoder's keys cover log time t, or with ctx's
-// error.
-func (d *Decoder) waitKeys(ctx context.Context, t time.Time) error {
-	if w, ok := d.verifier.keys.(coverWaiter); ok {
-		return w.WaitCovers(ctx, t)
-	}
-	for wait := 10 * time.Millisecond; !d.verifier.keys.Covers(t); wait = min(2*wait, time.Second) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
 	}
 	return nil
 }

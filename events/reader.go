@@ -293,8 +293,8 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 // handle takes one record through the intake and handles it,
 // dead-lettering it if it is poison.
 func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
-	if rec.Attrs.IsControl() || (r.cfg.Skip != nil && r.cfg.Skip(rec)) {
-		return nil // a transaction marker, or another reader's record
+	if r.cfg.Skip != nil && r.cfg.Skip(rec) {
+		return nil
 	}
 	d, err := r.in.Take(ctx, rec)
 	if err != nil {

@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -24,6 +25,8 @@ type KeySource interface {
 	// Covers reports whether the source has applied every trust event up
 	// to log time t, so that a key it does not know at t is truly unknown.
 	Covers(t time.Time) bool
+	// WaitCovers returns once Covers(t) holds, or with ctx's error.
+	WaitCovers(ctx context.Context, t time.Time) error
 }
 
 // Verifier checks an event's DSSE signature against the keys of a KeySource
