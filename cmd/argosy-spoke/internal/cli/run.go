@@ -56,7 +56,7 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", cmdkit.Env("KUBECONFIG", ""), "kubeconfig; empty means in-cluster config (env KUBECONFIG)")
 	fs.StringVar(&o.ArgoNamespace, "argocd-namespace", cmdkit.Env("ARGOSY_ARGOCD_NAMESPACE", "argocd"), "namespace of the local Argo CD (env ARGOSY_ARGOCD_NAMESPACE)")
 	fs.StringVar(&o.KeysDir, "keys-dir", cmdkit.Env("ARGOSY_KEYS_DIR", ""), "directory of this cluster's keys, from keygen (env ARGOSY_KEYS_DIR)")
-	fs.StringVar(&o.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64 (env ARGOSY_HUB_KEY)")
+	fs.StringVar(&o.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor; keys it rotates to on the trust topic are followed (env ARGOSY_HUB_KEY)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", cmdkit.EnvDuration("ARGOSY_HEARTBEAT_INTERVAL", 30*time.Second, 0), // malformed: 0, which Validate refuses
 		"time between heartbeats (env ARGOSY_HEARTBEAT_INTERVAL)")
 	fs.StringVar(&o.Mode, "mode", cmdkit.Env("ARGOSY_MODE", spoke.ModeManaged),
