@@ -89,14 +89,14 @@ func (s *memStore) Put(_ context.Context, key string, a spoke.Applied) error {
 
 // fleet is a hub's producer and topics on the real broker, for agents.
 type fleet struct {
-	t      *testing.T
+	t      testing.TB
 	topics events.Topics
 	hub    *events.Signer
 	client *kgo.Client
 	prod   *events.Producer
 }
 
-func newFleet(t *testing.T, configPartitions int32) *fleet {
+func newFleet(t testing.TB, configPartitions int32) *fleet {
 	t.Helper()
 	f := &fleet{t: t, topics: events.DefaultTopics(kafkatest.Prefix(t)), hub: signer(t)}
 	var err error
@@ -159,8 +159,8 @@ func (f *fleet) agent(cluster string, opts ...spoke.Option) *agent {
 
 // start runs the agent until the returned func stops it; Run must return
 // nil then.
-func (a *agent) start(t *testing.T) (stop func()) {
-	ctx, cancel := context.WithCancel(t.Context())
+func (a *agent) start(t testing.TB) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.run.Run(ctx) }()
 	return func() {
@@ -379,4 +379,34 @@ func header(rec *kgo.Record, key string) string {
 		}
 	}
 	return ""
+}
+
+// BenchmarkAgentApplyLatency measures the time from a config event's append
+// (the hub's Publish returning) to the agent's apply of it, one event at a
+// time on the real broker, with the agent following the trust topic as in
+// production. It reports the median and the largest.
+//
+//	go test -tags integration -run '^$' -bench BenchmarkAgentApplyLatency -benchtime 20x ./spoke/
+func BenchmarkAgentApplyLatency(b *testing.B) {
+	f := newFleet(b, 2)
+	defer f.client.Close()
+	a := f.agent("latency")
+	defer a.start(b)()
+	var took []time.Duration
+	gen := int64(0)
+	for b.Loop() {
+		gen++
+		start := time.Now()
+		f.publish(f.prod, f.upsert(a.cluster, "app", gen))
+		for a.argo.snapshot()["argocd/app"] != gen {
+			if time.Since(start) > time.Minute {
+				b.Fatalf("generation %d not applied within a minute", gen)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "ms-p50")
+	b.ReportMetric(float64(took[len(took)-1].Milliseconds()), "ms-max")
 }

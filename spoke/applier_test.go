@@ -83,7 +83,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func signer(t *testing.T) *events.Signer {
+func signer(t testing.TB) *events.Signer {
 	s, err := events.GenerateSigner()
 	if err != nil {
 		t.Fatal(err)
