@@ -140,17 +140,18 @@ type agent struct {
 	run     *spoke.Agent
 }
 
-func (f *fleet) agent(cluster string, opts ...spoke.Option) *agent {
+// agent is an Agent of cluster with an Argo CD in memory and a meter
+// provider of its own.
+func (f *fleet) agent(cluster string) *agent {
 	f.t.Helper()
 	keys, err := spoke.GenerateKeys()
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	a := &agent{cluster: cluster, argo: &fakeArgo{applied: map[string]int64{}}, metrics: sdkmetric.NewManualReader()}
-	opts = append([]spoke.Option{spoke.WithTopics(f.topics), spoke.WithHeartbeatInterval(time.Second),
-		spoke.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(a.metrics)))}, opts...)
 	a.run, err = spoke.New(cluster, keys, f.hub.Public(), []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(f.t))},
-		a.argo, noApps{}, newMemStore(), opts...)
+		a.argo, noApps{}, newMemStore(), spoke.WithTopics(f.topics), spoke.WithHeartbeatInterval(time.Second),
+		spoke.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(a.metrics))))
 	if err != nil {
 		f.t.Fatal(err)
 	}
