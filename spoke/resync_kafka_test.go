@@ -21,20 +21,6 @@ import (
 	"github.com/argosyproj/argosy/spoke"
 )
 
-// feed is a StatusSource that delivers what a test sends it.
-type feed chan spoke.AppStatus
-
-func (f feed) Run(ctx context.Context, changed func(spoke.AppStatus)) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case s := <-f:
-			changed(s)
-		}
-	}
-}
-
 // TestStatusOutlivesTheStatusTopicsRetention reports two Applications'
 // statuses, then one change, and deletes the start of the status topic,
 // the whole statuses sent first included, as retention does. A projector
