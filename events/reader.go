@@ -56,6 +56,10 @@ type ReaderConfig struct {
 	// before it is dead-lettered: a spoke acknowledges such records as
 	// rejected. An error from it is retried like a handler error.
 	OnRefused func(ctx context.Context, rec *kgo.Record, reason error) error
+	// OnCommit, if set, is told each offset committed for a partition: the
+	// offset of the next record to read. Nothing below it is delivered
+	// again unless the group's offsets are reset.
+	OnCommit func(partition int32, next int64)
 	// MaxBackoff caps the wait between retries of a failing handler.
 	MaxBackoff time.Duration
 }
@@ -223,6 +227,9 @@ func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handl
 			cancel()
 			if cerr != nil {
 				return errors.Join(err, cerr)
+			}
+			if r.cfg.OnCommit != nil {
+				r.cfg.OnCommit(done.Partition, done.Offset+1)
 			}
 		}
 		if err != nil {
