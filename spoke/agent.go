@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -122,6 +123,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return p.recorder.Run(gctx) })
 	g.Go(func() error { return p.guard.Run(gctx) })
+	g.Go(func() error { return a.prune(gctx, p.committed) })
 	g.Go(func() error { return p.reporter.Run(gctx, Tee(a.status, p.recorder.Observe, p.guard.Observe)) })
 	return g.Wait()
 }
@@ -183,6 +185,9 @@ type parts struct {
 	recorder *Recorder
 	guard    *Guard
 	heart    *Heartbeater
+	// committed is the config partition's committed offset, -1 before
+	// the first commit of this Run.
+	committed *atomic.Int64
 }
 
 func (a *Agent) assemble(c *conn) (*parts, error) {
@@ -191,7 +196,8 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parts{follower: follower}
+	p := &parts{follower: follower, committed: &atomic.Int64{}}
+	p.committed.Store(-1)
 	applier, err := NewApplier(a.cluster, a.argo, a.store, producer, a.keys.Sealing, a.opts...)
 	if err != nil {
 		return nil, err
@@ -229,6 +235,7 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 		Skip:       func(r *kgo.Record) bool { return string(r.Key) != a.cluster },
 		OnDataLoss: a.resync(producer),
 		OnRefused:  applier.Refused,
+		OnCommit:   func(_ int32, next int64) { p.committed.Store(next) },
 	}, evOpts...)
 	return p, err
 }
@@ -276,6 +283,45 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 		return nil, nil, nil, err
 	}
 	return producer, in, follower, nil
+}
+
+// prune keeps the state bounded when the store is a Pruner: every half
+// of the operations' maximum age, it forgets the records of operations
+// and deleted objects that are older than that age and below the config
+// partition's committed offset. No redelivery brings their events back,
+// and an operation replayed from further back has expired, so forgetting
+// them neither repeats an operation nor lets an older generation in.
+// Records applied by the bootstrap, whose offsets are the desired topic's,
+// are forgotten only once the config offset has passed theirs too: later,
+// never sooner.
+func (a *Agent) prune(ctx context.Context, committed *atomic.Int64) error {
+	pruner, ok := a.store.(Pruner)
+	if !ok {
+		return nil
+	}
+	inst := newInstruments(a.o.meters)
+	t := time.NewTicker(max(a.o.operationAge/2, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		below := committed.Load()
+		if below < 0 {
+			continue
+		}
+		before := time.Now().Add(-a.o.operationAge)
+		n, err := pruner.Prune(ctx, func(_ string, r Applied) bool { return r.Offset < below && r.At.Before(before) })
+		if n > 0 {
+			inst.pruned.Add(ctx, int64(n))
+			a.o.log.DebugContext(ctx, "state pruned", "records", n, "below", below)
+		}
+		if err != nil && ctx.Err() == nil {
+			a.o.log.WarnContext(ctx, "prune the state; will retry", "err", err)
+		}
+	}
 }
 
 // resync returns the data-loss alarm: config records were deleted before

@@ -49,7 +49,9 @@ func (f *fakeArgo) Delete(_ context.Context, ref spoke.Ref, _ bool) error {
 
 func (f *fakeArgo) Operate(context.Context, spoke.Ref, spoke.Operation) error { return nil }
 
-func (f *fakeArgo) Revert(context.Context, spoke.Ref) ([]string, error) { return nil, nil }
+func (f *fakeArgo) Revert(context.Context, spoke.Ref, json.RawMessage) ([]string, json.RawMessage, error) {
+	return nil, nil, nil
+}
 
 func (f *fakeArgo) snapshot() map[string]int64 {
 	f.mu.Lock()

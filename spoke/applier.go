@@ -28,6 +28,19 @@ type Applied struct {
 	// crash right after leaves this record, and the operation is
 	// performed again only if Argo CD shows it was not.
 	Pending bool `json:"pending,omitempty"`
+	// At is when the record was written.
+	At time.Time `json:"at,omitzero"`
+	// Transient marks a record the agent forgets once nothing can deliver
+	// its event again (see Pruner): that of an operation or of a deleted
+	// object. Only live objects are remembered for good, so the state
+	// grows with what the cluster holds, not with its history.
+	Transient bool `json:"transient,omitempty"`
+	// Spec is the desired spec of an Application as the hub sent it, the
+	// baseline drift protection restores, and SpecHash its SpecHash. They
+	// live in the agent's own state, never on the object they protect, so
+	// that editing the object cannot switch the protection off.
+	Spec     json.RawMessage `json:"spec,omitempty"`
+	SpecHash string          `json:"specHash,omitempty"`
 }
 
 // StateStore keeps Applied records where they survive a restart of the
@@ -35,6 +48,17 @@ type Applied struct {
 type StateStore interface {
 	Get(ctx context.Context, key string) (Applied, bool, error)
 	Put(ctx context.Context, key string, a Applied) error
+}
+
+// Pruner is a StateStore that forgets records: Prune deletes every
+// Transient record for which forget returns true and returns how many it
+// deleted. kube.State is one. An agent whose store is a Pruner forgets
+// the records of operations and deleted objects once they are older than
+// the operations' maximum age and below the committed offset of the
+// config partition: no redelivery can bring their events back then, and
+// an operation replayed from further back has expired.
+type Pruner interface {
+	Prune(ctx context.Context, forget func(key string, a Applied) bool) (int, error)
 }
 
 // Publisher appends signed events durably; *events.Producer is one.
@@ -97,6 +121,19 @@ type change struct {
 	delete bool
 	// op is set for an operation, which runs at most once and expires.
 	op *schemas.OperationRequested
+	// spec is an Application's desired spec, the baseline of drift
+	// protection.
+	spec json.RawMessage
+}
+
+// record is what the state keeps of c, applied from d.
+func (c *change) record(d *events.Decoded, pending bool) Applied {
+	a := Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition, Offset: d.Offset, Deleted: c.delete,
+		Pending: pending, At: time.Now().UTC(), Transient: c.delete || c.op != nil}
+	if c.spec != nil {
+		a.Spec, a.SpecHash = c.spec, argocd.SpecHash(c.spec)
+	}
+	return a
 }
 
 // Handle implements events.Handler.
@@ -151,8 +188,7 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 
 // done records that c was applied from d and acknowledges it.
 func (a *Applier) done(ctx context.Context, d *events.Decoded, c *change) error {
-	rec := Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition, Offset: d.Offset, Deleted: c.delete}
-	if err := a.state.Put(ctx, c.key, rec); err != nil {
+	if err := a.state.Put(ctx, c.key, c.record(d, false)); err != nil {
 		return err
 	}
 	return a.ack(ctx, d, c.res, c.kind)
@@ -172,8 +208,7 @@ func (a *Applier) intend(ctx context.Context, d *events.Decoded, c *change) erro
 			fmt.Errorf("operation %s expired at %s, %s ago: not performed", c.op.RequestID, expires.UTC().Format(time.RFC3339),
 				now.Sub(expires).Round(time.Second)))
 	}
-	return a.state.Put(ctx, c.key, Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition,
-		Offset: d.Offset, Pending: true})
+	return a.state.Put(ctx, c.key, c.record(d, true))
 }
 
 // OperationChecker tells whether the sync or rollback asked for by a
@@ -238,7 +273,7 @@ func (a *Applier) change(d *events.Decoded) (*change, error) {
 	switch p := d.Data.(type) {
 	case *schemas.ApplicationUpserted:
 		obj := &Object{Ref: Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Annotations: p.Annotations, Spec: p.Spec, Generation: p.Generation}
-		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: schemas.SubjectApplications,
+		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: schemas.SubjectApplications, spec: p.Spec,
 			do: func(ctx context.Context) error { return a.argo.Apply(ctx, obj) }}, nil
 	case *schemas.ApplicationDeleted:
 		ref := Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}

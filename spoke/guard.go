@@ -3,6 +3,7 @@ package spoke
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,18 +30,21 @@ const (
 // publishes it.
 type LocalApp = argocd.LocalApp
 
-// Reverter puts back the desired spec of an Argosy-managed object edited in
-// the cluster and returns the fields it restored. internal/argocd's Client
-// is one.
+// Reverter puts back desired, the spec the agent applied, on an Application
+// edited in the cluster. It returns the fields it restored and, when the
+// API server stores desired in another form, that form, which becomes the
+// desired spec. internal/argocd's Client is one.
 type Reverter interface {
-	Revert(ctx context.Context, ref Ref) ([]string, error)
+	Revert(ctx context.Context, ref Ref, desired json.RawMessage) (fields []string, stored json.RawMessage, err error)
 }
 
 // Guard keeps the local Applications in line with the spoke's mode. It
 // observes the same statuses as the Reporter.
-//   - Managed mode: an Argosy-managed Application whose spec drifted is
-//     reverted, and trust.drift.reverted names the fields and the config
-//     event whose state was restored.
+//   - Managed mode: an Application whose spec differs from the one the
+//     agent applied, as its own state records it, is reverted, and
+//     trust.drift.reverted names the fields and the config event whose
+//     state was restored. Nothing on the Application itself (a label, an
+//     annotation) decides whether it is protected.
 //   - Autonomous mode: every Application created in the cluster is
 //     published as trust.application.published whenever its spec, labels
 //     or project change (and once more when the spoke starts).
@@ -50,13 +54,14 @@ type Guard struct {
 	cluster  string
 	mode     string
 	reverter Reverter
-	state    StateStore // finds the config event an Application was applied from
+	state    StateStore // holds the spec and the config event an Application was applied from
 	publish  Publisher
 	window   time.Duration // how often pending work is done
 	log      *slog.Logger
 
 	mu        sync.Mutex
-	drifted   map[Ref]AppStatus
+	observed  map[Ref]string // the spec hash of Applications whose spec changed
+	inLine    map[Ref]string // the spec hash last found in line, not checked again
 	local     map[Ref]*LocalApp
 	published map[Ref]*LocalApp // Run's own: what was last published
 	unsent    []*event.Event    // Run's own: drift reports Kafka did not take yet
@@ -88,7 +93,7 @@ func NewGuard(cluster string, revert Reverter, state StateStore, pub Publisher, 
 		return nil, fmt.Errorf("guard: %w", err)
 	}
 	return &Guard{cluster: cluster, mode: o.mode, reverter: revert, state: state, publish: pub, window: o.window, log: o.log,
-		drifted: map[Ref]AppStatus{}, local: map[Ref]*LocalApp{}, published: map[Ref]*LocalApp{}}, nil
+		observed: map[Ref]string{}, inLine: map[Ref]string{}, local: map[Ref]*LocalApp{}, published: map[Ref]*LocalApp{}}, nil
 }
 
 // Observe takes one status from a StatusSource.
@@ -99,10 +104,13 @@ func (g *Guard) Observe(s AppStatus) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ref := Ref{Kind: KindApplication, Namespace: s.Namespace, Name: s.Name}
-	if len(s.Drift) > 0 && !s.Deleted {
-		g.drifted[ref] = s
-	} else {
-		delete(g.drifted, ref)
+	switch {
+	case g.mode != ModeManaged:
+	case s.Deleted || s.SpecHash == "":
+		delete(g.observed, ref)
+		delete(g.inLine, ref)
+	case g.inLine[ref] != s.SpecHash: // a status change alone is not checked
+		g.observed[ref] = s.SpecHash
 	}
 	if s.Local != nil && !s.Deleted {
 		g.local[ref] = s.Local
@@ -120,46 +128,54 @@ func (g *Guard) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		g.mu.Lock()
-		drifted, local := maps.Clone(g.drifted), g.local
-		g.drifted, g.local = map[Ref]AppStatus{}, map[Ref]*LocalApp{}
+		observed, local := g.observed, g.local
+		g.observed, g.local = map[Ref]string{}, map[Ref]*LocalApp{}
 		g.mu.Unlock()
 		if g.mode == ModeAutonomous {
 			g.publishLocal(ctx, local)
 			continue
 		}
 		g.sendUnsent(ctx)
-		for ref, s := range drifted {
-			if err := g.revert(ctx, ref, s); err != nil {
-				g.retry(ref, s)
+		for ref, hash := range observed {
+			if err := g.check(ctx, ref, hash); err != nil {
+				g.retry(ref, hash)
 				g.warn(ctx, "revert a local edit of "+ref.Namespace+"/"+ref.Name+"; will retry", err)
 			}
 		}
 	}
 }
 
-// revert puts back the desired spec of one drifted Application and reports
-// what it restored.
-func (g *Guard) revert(ctx context.Context, ref Ref, s AppStatus) error {
-	fields, err := g.reverter.Revert(ctx, ref)
+// check reverts ref if its spec, of hash, is not the one the agent applied.
+func (g *Guard) check(ctx context.Context, ref Ref, hash string) error {
+	key := KindApplication + "." + ref.Namespace + "." + ref.Name
+	rec, ok, err := g.state.Get(ctx, key)
 	if err != nil {
 		return err
+	}
+	if !ok || rec.Deleted || rec.SpecHash == "" || rec.SpecHash == hash {
+		g.mu.Lock()
+		g.inLine[ref] = hash // not the agent's, or in line
+		g.mu.Unlock()
+		return nil
+	}
+	fields, stored, err := g.reverter.Revert(ctx, ref, rec.Spec)
+	if err != nil {
+		return err
+	}
+	if stored != nil { // the API server keeps the spec in its own form
+		rec.Spec, rec.SpecHash = stored, argocd.SpecHash(stored)
+		if err := g.state.Put(ctx, key, rec); err != nil {
+			return err
+		}
 	}
 	if len(fields) == 0 {
 		return nil // already back in line
 	}
-	offset := int64(-1)
-	applied, ok, err := g.state.Get(ctx, KindApplication+"."+ref.Namespace+"."+ref.Name)
-	if err != nil {
-		return err
-	}
-	if ok {
-		offset = applied.Offset
-	}
 	g.info(ctx, "reverted a local edit", "application", ref.Namespace+"/"+ref.Name, "fields", fields)
 	e, err := events.New(Source(g.cluster), events.TypeDriftReverted,
 		events.Subject{Cluster: g.cluster, Kind: schemas.SubjectApplications, Namespace: ref.Namespace, Name: ref.Name}.String(), g.cluster,
-		schemas.DriftReverted{Resource: schemas.Resource{Cluster: g.cluster, Namespace: ref.Namespace, Name: ref.Name, Generation: s.Generation},
-			Kind: KindApplication, Fields: fields, ConfigOffset: offset})
+		schemas.DriftReverted{Resource: schemas.Resource{Cluster: g.cluster, Namespace: ref.Namespace, Name: ref.Name, Generation: rec.Generation},
+			Kind: KindApplication, Fields: fields, ConfigOffset: rec.Offset})
 	if err != nil {
 		return err
 	}
@@ -187,11 +203,11 @@ func (g *Guard) sendUnsent(ctx context.Context) {
 	g.unsent = nil
 }
 
-func (g *Guard) retry(ref Ref, s AppStatus) {
+func (g *Guard) retry(ref Ref, hash string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, newer := g.drifted[ref]; !newer {
-		g.drifted[ref] = s
+	if _, newer := g.observed[ref]; !newer {
+		g.observed[ref] = hash
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/argocd"
@@ -73,7 +74,9 @@ func statusEvent[T any](t *testing.T, w *world, ok func(*T) bool) *T {
 // TestManagedModeRevertsDrift edits an Argosy-managed Application in the
 // cluster, as kubectl edit would, and checks that the spoke puts the desired
 // spec back, removes the field the edit added, and reports both fields and
-// the config event it restored.
+// the config event it restored. The same edit strips Argosy's label and
+// annotations from the object: the protection lives in the spoke's state,
+// so that does not switch it off.
 func TestManagedModeRevertsDrift(t *testing.T) {
 	w := newWorld(t)
 	w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
@@ -86,18 +89,27 @@ func TestManagedModeRevertsDrift(t *testing.T) {
 
 	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
 	name := "guestbook-" + w.ns
-	a, err := apps.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _, _ := unstructured.NestedMap(a.Object, "spec")
-	if err := unstructured.SetNestedField(a.Object, "HEAD", "spec", "source", "targetRevision"); err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedMap(a.Object, map[string]any{"prune": true}, "spec", "syncPolicy", "automated"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := apps.Update(ctx, a, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+	var want map[string]any
+	// Argo CD's controller writes the Application too: edit the latest.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		a, err := apps.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		want, _, _ = unstructured.NestedMap(a.Object, "spec")
+		if err := unstructured.SetNestedField(a.Object, "HEAD", "spec", "source", "targetRevision"); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedMap(a.Object, map[string]any{"prune": true}, "spec", "syncPolicy", "automated"); err != nil {
+			return err
+		}
+		a.SetAnnotations(nil)
+		labels := a.GetLabels()
+		delete(labels, argocd.LabelManaged)
+		a.SetLabels(labels)
+		_, err = apps.Update(ctx, a, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	kubetest.WaitApplication(t, apps, name, func(u *unstructured.Unstructured) bool {

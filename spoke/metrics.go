@@ -11,7 +11,8 @@ import (
 // instruments are an agent's own metrics, made from the meter provider
 // its options name; package events counts what it publishes and reads.
 type instruments struct {
-	acks metric.Int64Counter
+	acks   metric.Int64Counter
+	pruned metric.Int64Counter
 }
 
 func newInstruments(mp metric.MeterProvider) *instruments {
@@ -20,7 +21,12 @@ func newInstruments(mp metric.MeterProvider) *instruments {
 	if err != nil {
 		otel.Handle(err)
 	}
-	return &instruments{acks: acks}
+	pruned, err := mp.Meter(instrumentation).Int64Counter("argosy.spoke.state.pruned",
+		metric.WithDescription("Records of operations and deleted objects the agent forgot from its state."))
+	if err != nil {
+		otel.Handle(err)
+	}
+	return &instruments{acks: acks, pruned: pruned}
 }
 
 func (in *instruments) acknowledged(ctx context.Context, code string) {

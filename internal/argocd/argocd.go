@@ -93,10 +93,6 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 const (
 	LabelManaged         = "argosy.dev/managed"
 	AnnotationGeneration = "argosy.dev/generation"
-	// AnnotationDesiredSpec holds the spec the hub wants, as canonical
-	// JSON, so that the spoke can tell a local edit from desired state and
-	// restore it, even while Kafka is unreachable.
-	AnnotationDesiredSpec = "argosy.dev/desired-spec"
 	// InfoRequest is the name of the operation info entry that holds the
 	// id of the request a sync or rollback answers.
 	InfoRequest        = "argosy.dev/request"
@@ -184,7 +180,7 @@ func (a *Client) Apply(ctx context.Context, obj *Object) error {
 	if _, ok := u.Object["spec"]; ok {
 		// Server-side apply keeps spec fields that another manager set (a
 		// local kubectl edit); the desired spec is the whole spec.
-		if _, err := a.restoreLatest(ctx, ri, got); err != nil {
+		if _, _, err := a.putBack(ctx, ri, got, obj.Spec); err != nil {
 			return fmt.Errorf("apply %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
 		}
 	}
@@ -229,11 +225,6 @@ func unstructuredOf(obj *Object) (*unstructured.Unstructured, error) {
 			return nil, &PermanentError{Err: fmt.Errorf("%s %s/%s: spec is not a JSON object: %w", obj.Kind, obj.Namespace, obj.Name,
 				errors.Join(err, errors.New("null")))}
 		}
-		desired, err := json.Marshal(spec) // canonical: sorted keys
-		if err != nil {
-			return nil, err
-		}
-		annotations[AnnotationDesiredSpec] = string(desired)
 		u["spec"] = spec
 	case KindRepository:
 		u["apiVersion"], u["kind"] = "v1", "Secret"

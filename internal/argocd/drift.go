@@ -2,7 +2,10 @@ package argocd
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -12,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 )
@@ -20,35 +22,46 @@ import (
 // maxDriftFields bounds the paths a drift report lists.
 const maxDriftFields = 20
 
-// Drift returns the spec fields of an Argosy-managed object that differ from
-// the desired spec recorded in its argosy.dev/desired-spec annotation, as
-// JSON paths ("spec.source.targetRevision"), sorted. It returns nil for an
-// object without that annotation (not managed) or without drift.
-func Drift(u *unstructured.Unstructured) []string {
-	desired, ok := desiredSpec(u)
-	if !ok {
-		return nil
+// SpecHash is a digest of spec (JSON bytes, or a decoded JSON value such as
+// an unstructured object's spec) in canonical form: sorted keys, numbers
+// as JSON numbers. Two specs have the same hash exactly when they are
+// equal as JSON values. It is "" for a spec that is not JSON.
+func SpecHash(spec any) string {
+	canon, err := canonical(spec)
+	if err != nil {
+		return ""
 	}
-	cur, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}
+
+// canonical is spec as canonical JSON.
+func canonical(spec any) ([]byte, error) {
+	if raw, ok := spec.(json.RawMessage); ok {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, err
+		}
+		spec = v
+	}
+	return json.Marshal(normalize(spec))
+}
+
+// Diff returns the fields of current, an object's spec, that differ from
+// desired, as JSON paths ("spec.source.targetRevision"), sorted; nil when
+// they are equal.
+func Diff(desired json.RawMessage, current any) []string {
+	var want any
+	if err := json.Unmarshal(desired, &want); err != nil {
+		return []string{"spec"}
+	}
 	var paths []string
-	diffPaths("spec", normalize(desired), normalize(cur), &paths)
+	diffPaths("spec", want, normalize(current), &paths)
 	sort.Strings(paths)
 	if len(paths) > maxDriftFields {
 		paths = append(paths[:maxDriftFields], "…")
 	}
 	return paths
-}
-
-func desiredSpec(u *unstructured.Unstructured) (map[string]any, bool) {
-	raw, ok := u.GetAnnotations()[AnnotationDesiredSpec]
-	if !ok {
-		return nil, false
-	}
-	var spec map[string]any
-	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		return nil, false
-	}
-	return spec, true
 }
 
 // normalize makes numbers compare equal whatever their Go type, by a JSON
@@ -86,82 +99,62 @@ func diffPaths(path string, want, got any, out *[]string) {
 	}
 }
 
-// Revert puts back the desired spec of a managed Application that was
-// edited in the cluster, and returns the fields it restored (none if there
-// was no drift).
-func (a *Client) Revert(ctx context.Context, ref Ref) ([]string, error) {
+// Revert puts back desired, the spec the agent applied, on a managed
+// Application that was edited in the cluster. It returns the fields it
+// restored (none if there was no drift) and, when the API server stores
+// desired in another form (it prunes fields its schema does not know, for
+// instance), that stored form: the caller takes it as the desired spec
+// from then on, so that the agent never fights the API server.
+func (a *Client) Revert(ctx context.Context, ref Ref, desired json.RawMessage) (fields []string, stored json.RawMessage, err error) {
 	ri, err := a.resource(ref.Kind, ref.Namespace)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cur, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	if err == nil {
+		fields, stored, err = a.putBack(ctx, ri, cur, desired)
+	}
 	if apierrors.IsNotFound(err) {
-		return nil, nil // deleted meanwhile; the hub's next event decides
+		return nil, nil, nil // deleted meanwhile; the hub's next event decides
 	}
 	if err != nil {
-		return nil, fmt.Errorf("revert %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+		return nil, nil, fmt.Errorf("revert %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
 	}
-	fields, err := a.restoreLatest(ctx, ri, cur)
-	if err != nil {
-		return nil, fmt.Errorf("revert %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
-	}
-	return fields, nil
+	return fields, stored, nil
 }
 
-// restoreLatest is restore of cur, then of the object read again each time
-// another writer (Argo CD's controller writes the Application's status)
-// changed it in between.
-func (a *Client) restoreLatest(ctx context.Context, ri dynamic.ResourceInterface, cur *unstructured.Unstructured) ([]string, error) {
-	var fields []string
+// putBack replaces the spec of cur with desired when they differ, with
+// updates that fail on a concurrent write (Argo CD's controller writes the
+// Application's status), reading the object again after each. It returns
+// the fields that differed and, if the API server stores desired in
+// another form, that form as canonical JSON.
+func (a *Client) putBack(ctx context.Context, ri dynamic.ResourceInterface, cur *unstructured.Unstructured, desired json.RawMessage) (fields []string, stored json.RawMessage, err error) {
+	var spec map[string]any
+	if err := json.Unmarshal(desired, &spec); err != nil || spec == nil {
+		return nil, nil, errors.New("the desired spec is not a JSON object")
+	}
 	name := cur.GetName()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if cur == nil {
 			var err error
 			if cur, err = ri.Get(ctx, name, metav1.GetOptions{}); err != nil {
 				return err
 			}
 		}
-		var err error
-		fields, err = a.restore(ctx, ri, cur)
+		if fields = Diff(desired, cur.Object["spec"]); len(fields) == 0 {
+			return nil
+		}
+		next := cur.DeepCopy()
 		cur = nil
+		next.Object["spec"] = spec
+		got, err := ri.Update(ctx, next, metav1.UpdateOptions{FieldManager: a.manager})
+		if err != nil {
+			return err
+		}
+		if len(Diff(desired, got.Object["spec"])) > 0 {
+			stored, err = canonical(got.Object["spec"])
+		}
 		return err
 	})
-	return fields, err
-}
-
-// restore replaces the spec of cur with its desired spec when they differ,
-// with an update that fails on a concurrent write (the caller retries). It
-// returns the fields that differed. If the API server stores the desired
-// spec in another form (it prunes fields its schema does not know, for
-// instance), the stored form becomes the desired one, so that the spoke
-// never fights the API server.
-func (a *Client) restore(ctx context.Context, ri dynamic.ResourceInterface, cur *unstructured.Unstructured) ([]string, error) {
-	fields := Drift(cur)
-	if len(fields) == 0 {
-		return nil, nil
-	}
-	desired, _ := desiredSpec(cur)
-	cur = cur.DeepCopy()
-	cur.Object["spec"] = desired
-	got, err := ri.Update(ctx, cur, metav1.UpdateOptions{FieldManager: a.manager})
-	if err != nil {
-		return nil, err
-	}
-	if len(Drift(got)) == 0 {
-		return fields, nil
-	}
-	stored, err := json.Marshal(normalize(got.Object["spec"]))
-	if err != nil {
-		return nil, err
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": got.GetResourceVersion(),
-		"annotations":     map[string]any{AnnotationDesiredSpec: string(stored)}}})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := ri.Patch(ctx, got.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: a.manager}); err != nil {
-		return nil, err
-	}
-	return fields, nil
+	return fields, stored, err
 }

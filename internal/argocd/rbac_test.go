@@ -86,7 +86,7 @@ func TestSpokeRBAC(t *testing.T) {
 		}
 		var fields []string
 		if err := retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
-			fields, err = f.argo.Revert(ctx, ref)
+			fields, _, err = f.argo.Revert(ctx, ref, f.app(name, 2).Spec)
 			return err
 		}); err != nil || len(fields) != 1 {
 			t.Fatalf("revert: fields %v, %v", fields, err)
@@ -121,6 +121,12 @@ func TestSpokeRBAC(t *testing.T) {
 		if m, err := state.Marks(ctx); err != nil || m["argocd/x"].LastHistoryID != 3 {
 			t.Fatalf("marks: %+v %v", m, err)
 		}
+		if err := state.Put(ctx, "gone", spoke.Applied{Generation: 1, Deleted: true, Transient: true}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := state.Prune(ctx, func(string, spoke.Applied) bool { return true }); err != nil || n != 1 {
+			t.Fatalf("prune: %d, %v", n, err)
+		}
 		local := newClient(t, dyn, argocd.KeepLocal()) // autonomous mode reads before it writes
 		if err := local.Apply(ctx, f.app(name, 3)); err != nil {
 			t.Fatal(err)
@@ -145,7 +151,12 @@ func TestSpokeRBAC(t *testing.T) {
 				for _, g := range r.APIGroups {
 					for _, res := range r.Resources {
 						for _, v := range r.Verbs {
-							declared[fmt.Sprintf("%s/%s/%s", g, res, v)] = true
+							if len(r.ResourceNames) == 0 {
+								declared[fmt.Sprintf("%s/%s/%s", g, res, v)] = true
+							}
+							for _, name := range r.ResourceNames {
+								declared[fmt.Sprintf("%s/%s/%s/%s", g, res, v, name)] = true
+							}
 						}
 					}
 				}
@@ -157,22 +168,30 @@ func TestSpokeRBAC(t *testing.T) {
 			{"", "secrets"}, {"", "configmaps"}, {"", "pods"}, {"", "serviceaccounts"}, {"apps", "deployments"},
 			{"rbac.authorization.k8s.io", "roles"}, {"rbac.authorization.k8s.io", "rolebindings"},
 		}
+		// Objects the Role names: each is checked by name, beside one it
+		// does not name.
+		names := map[string][]string{"coordination.k8s.io/leases": {"argosy-spoke", "kube-controller-manager"}}
 		reviews := kubetest.Clientset(t, cfg).AuthorizationV1().SelfSubjectAccessReviews()
 		var allowed []string
 		for _, r := range resources {
 			for _, v := range verbs {
-				for _, ns := range []string{kubetest.ArgoNamespace, "default"} {
-					rev, err := reviews.Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
-						ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: v, Group: r.group, Resource: r.resource}}}, metav1.CreateOptions{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					key := fmt.Sprintf("%s/%s/%s", r.group, r.resource, v)
-					switch {
-					case rev.Status.Allowed && ns != kubetest.ArgoNamespace:
-						t.Errorf("allowed %s in namespace %s", key, ns)
-					case rev.Status.Allowed:
-						allowed = append(allowed, key)
+				for _, name := range append([]string{""}, names[r.group+"/"+r.resource]...) {
+					for _, ns := range []string{kubetest.ArgoNamespace, "default"} {
+						rev, err := reviews.Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+							ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: v, Group: r.group, Resource: r.resource, Name: name}}}, metav1.CreateOptions{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						key := fmt.Sprintf("%s/%s/%s", r.group, r.resource, v)
+						if name != "" {
+							key += "/" + name
+						}
+						switch {
+						case rev.Status.Allowed && ns != kubetest.ArgoNamespace:
+							t.Errorf("allowed %s in namespace %s", key, ns)
+						case rev.Status.Allowed && (name == "" || !declared[fmt.Sprintf("%s/%s/%s", r.group, r.resource, v)]):
+							allowed = append(allowed, key)
+						}
 					}
 				}
 			}

@@ -40,9 +40,10 @@ type AppStatus struct {
 	// LastSync is the result of the last sync or rollback operation.
 	LastSync *SyncResult
 
-	// Drift lists the spec fields of an Argosy-managed Application that
-	// differ from its desired spec: a local edit.
-	Drift []string
+	// SpecHash is the SpecHash of the Application's spec: the agent tells a
+	// local edit of a managed Application by comparing it with the hash of
+	// the spec it applied.
+	SpecHash string
 	// Local is set for an Application created in the cluster rather than by
 	// Argosy, with what an agent in autonomous mode publishes of it.
 	Local *LocalApp
@@ -154,7 +155,7 @@ func StatusOf(u *unstructured.Unstructured) AppStatus {
 	s := AppStatus{Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Labels: u.GetLabels()}
 	s.Project, _, _ = unstructured.NestedString(u.Object, "spec", "project")
 	s.History, s.LastSync = deployments(u)
-	s.Drift = Drift(u)
+	s.SpecHash = SpecHash(u.Object["spec"])
 	if u.GetLabels()[LabelManaged] != "true" {
 		s.Local = localApp(u, s.Project)
 	}

@@ -1,15 +1,16 @@
 // Package kube keeps the agent's state where it survives a restart of the
-// agent, whose pod has a read-only disk: in a ConfigMap, through the
+// agent, whose pod has a read-only disk: in ConfigMaps, through the
 // Kubernetes API. The agent's access to Argo CD itself is internal/argocd.
 package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,129 +24,264 @@ import (
 
 var configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// State keeps what the spoke has applied in a ConfigMap, so that it survives
-// a restart of the spoke (whose pod has a read-only disk). One data key per
-// object; the value is the spoke.Applied record as JSON.
+// State keeps what the spoke has applied in ConfigMaps, so that it survives
+// a restart of the spoke (whose pod has a read-only disk). Each key has a
+// ConfigMap of its own, so a write costs the same with ten Applications as
+// with ten thousand, and no object nears the API server's 1 MiB limit. An
+// Application's ConfigMap also holds its deployment mark.
+//
+// The ConfigMaps are named <name>-<hash of the key> and labelled
+// argosy.dev/state=<name>; their data keys are:
+//
+//	key       the state key ("Application.<namespace>.<name>")
+//	applied   the spoke.Applied record as JSON, without its spec
+//	spec      the desired spec, for Applications
+//	deployed  the spoke.DeployMark as JSON
+//
+// Records marked Transient are also labelled argosy.dev/transient=true,
+// so that Prune lists only those.
 type State struct {
 	cms  dynamic.ResourceInterface
 	name string
-
-	mu sync.Mutex // serializes read-modify-write of the ConfigMap
 }
 
-var _ spoke.Store = (*State)(nil)
+var (
+	_ spoke.Store  = (*State)(nil)
+	_ spoke.Pruner = (*State)(nil)
+)
 
-// markPrefix starts the data keys of deployment marks: "deployed.<namespace>.<name>"
-// (a namespace has no dots, so the first one after the prefix ends it).
-const markPrefix = "deployed."
+// Labels and data keys of the state's ConfigMaps.
+const (
+	LabelState     = "argosy.dev/state"
+	LabelTransient = "argosy.dev/transient"
+	dataKey        = "key"
+	dataApplied    = "applied"
+	dataSpec       = "spec"
+	dataMark       = "deployed"
+	listPage       = 500
+)
 
-// NewState returns a store in ConfigMap namespace/name, created on first Put.
+// NewState returns a store in ConfigMaps of namespace whose names start
+// with name.
 func NewState(dyn dynamic.Interface, namespace, name string) (*State, error) {
 	if dyn == nil || namespace == "" || name == "" {
 		return nil, errors.New("state: a dynamic client, a namespace and a name are required")
 	}
+	if len(name) > 63 { // it is a label's value too
+		return nil, fmt.Errorf("state: name %q is longer than 63 characters", name)
+	}
 	return &State{cms: dyn.Resource(configMapGVR).Namespace(namespace), name: name}, nil
 }
 
-// Get implements spoke.StateStore.
+// hashLen is the length of the key's hash in a ConfigMap's name.
+const hashLen = 20
+
+// object is the name of key's ConfigMap.
+func (s *State) object(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return s.name + "-" + hex.EncodeToString(sum[:])[:hashLen]
+}
+
+// Get implements spoke.StateStore. The record comes with its spec.
 func (s *State) Get(ctx context.Context, key string) (spoke.Applied, bool, error) {
-	cm, err := s.cms.Get(ctx, s.name, metav1.GetOptions{})
+	cm, err := s.cms.Get(ctx, s.object(key), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return spoke.Applied{}, false, nil
 	}
 	if err != nil {
 		return spoke.Applied{}, false, fmt.Errorf("read spoke state: %w", err)
 	}
-	raw, ok, err := unstructured.NestedString(cm.Object, "data", key)
-	if err != nil || !ok {
+	data, err := s.data(cm, key)
+	if err != nil {
 		return spoke.Applied{}, false, err
+	}
+	return applied(data, key)
+}
+
+// data is cm's data, checked to be key's.
+func (s *State) data(cm *unstructured.Unstructured, key string) (map[string]string, error) {
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	if got := data[dataKey]; got != key {
+		return nil, fmt.Errorf("spoke state %s holds key %q, not %q", cm.GetName(), got, key)
+	}
+	return data, nil
+}
+
+func applied(data map[string]string, key string) (spoke.Applied, bool, error) {
+	raw, ok := data[dataApplied]
+	if !ok {
+		return spoke.Applied{}, false, nil
 	}
 	var a spoke.Applied
 	if err := json.Unmarshal([]byte(raw), &a); err != nil {
 		return spoke.Applied{}, false, fmt.Errorf("spoke state %s: %w", key, err)
+	}
+	if spec, ok := data[dataSpec]; ok {
+		a.Spec = json.RawMessage(spec)
 	}
 	return a, true, nil
 }
 
 // Put implements spoke.StateStore. It returns once the record is stored.
 func (s *State) Put(ctx context.Context, key string, a spoke.Applied) error {
+	spec := a.Spec
+	a.Spec = nil
 	raw, err := json.Marshal(a)
 	if err != nil {
 		return err
 	}
-	return s.update(ctx, func(data map[string]any) { data[key] = string(raw) })
+	return s.update(ctx, key, func(data map[string]string) {
+		data[dataApplied] = string(raw)
+		if spec != nil {
+			data[dataSpec] = string(spec)
+		} else {
+			delete(data, dataSpec)
+		}
+	})
 }
 
 // Marks implements spoke.MarkStore.
 func (s *State) Marks(ctx context.Context) (map[string]spoke.DeployMark, error) {
 	out := map[string]spoke.DeployMark{}
-	cm, err := s.cms.Get(ctx, s.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read spoke state: %w", err)
-	}
-	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-	for k, raw := range data {
-		rest, ok := strings.CutPrefix(k, markPrefix)
+	err := s.list(ctx, "", func(data map[string]string) error {
+		raw, ok := data[dataMark]
 		if !ok {
-			continue
+			return nil
 		}
-		ns, name, _ := strings.Cut(rest, ".")
+		app, ok := appOf(data[dataKey])
+		if !ok {
+			return nil
+		}
 		var m spoke.DeployMark
 		if err := json.Unmarshal([]byte(raw), &m); err != nil {
-			return nil, fmt.Errorf("spoke state %s: %w", k, err)
+			return fmt.Errorf("spoke state %s: %w", data[dataKey], err)
 		}
-		out[ns+"/"+name] = m
-	}
-	return out, nil
+		out[app] = m
+		return nil
+	})
+	return out, err
 }
 
-// SaveMarks implements spoke.MarkStore, in one update of the ConfigMap.
+// SaveMarks implements spoke.MarkStore, one ConfigMap per Application.
 func (s *State) SaveMarks(ctx context.Context, set map[string]spoke.DeployMark, remove []string) error {
-	enc := make(map[string]string, len(set))
-	for k, m := range set {
+	for app, m := range set {
 		raw, err := json.Marshal(m)
 		if err != nil {
 			return err
 		}
-		enc[markKey(k)] = string(raw)
+		if err := s.update(ctx, appKey(app), func(data map[string]string) { data[dataMark] = string(raw) }); err != nil {
+			return err
+		}
 	}
-	return s.update(ctx, func(data map[string]any) {
-		for k, v := range enc {
-			data[k] = v
+	for _, app := range remove {
+		if err := s.update(ctx, appKey(app), func(data map[string]string) { delete(data, dataMark) }); err != nil {
+			return err
 		}
-		for _, k := range remove {
-			delete(data, markKey(k))
-		}
-	})
+	}
+	return nil
 }
 
-func markKey(app string) string { return markPrefix + strings.Replace(app, "/", ".", 1) }
+// Prune implements spoke.Pruner.
+func (s *State) Prune(ctx context.Context, forget func(key string, a spoke.Applied) bool) (int, error) {
+	var keys []string
+	err := s.list(ctx, LabelTransient+"=true", func(data map[string]string) error {
+		key := data[dataKey]
+		a, ok, err := applied(data, key)
+		if err == nil && ok && a.Transient && forget(key, a) {
+			keys = append(keys, key)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i, key := range keys {
+		if err := s.update(ctx, key, func(data map[string]string) {
+			delete(data, dataApplied)
+			delete(data, dataSpec)
+		}); err != nil {
+			return i, err
+		}
+	}
+	return len(keys), nil
+}
 
-// update changes the ConfigMap's data with edit, creating the ConfigMap if
-// needed, and retries on conflicts with other writers.
-func (s *State) update(ctx context.Context, edit func(data map[string]any)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// appKey is the state key of Application namespace/name, whose ConfigMap
+// holds its deployment mark.
+func appKey(app string) string {
+	ns, name, _ := strings.Cut(app, "/")
+	return spoke.KindApplication + "." + ns + "." + name
+}
+
+// appOf is the inverse of appKey (a namespace has no dots).
+func appOf(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, spoke.KindApplication+".")
+	if !ok {
+		return "", false
+	}
+	ns, name, ok := strings.Cut(rest, ".")
+	return ns + "/" + name, ok
+}
+
+// list calls each with the data of every ConfigMap of the state that
+// matches selector, a page at a time.
+func (s *State) list(ctx context.Context, selector string, each func(data map[string]string) error) error {
+	sel := LabelState + "=" + s.name
+	if selector != "" {
+		sel += "," + selector
+	}
+	opts := metav1.ListOptions{LabelSelector: sel, Limit: listPage}
 	for {
-		cm, err := s.cms.Get(ctx, s.name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			data := map[string]any{}
-			edit(data)
-			cm = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-				"metadata": map[string]any{"name": s.name, "labels": map[string]any{argocd.LabelManaged: "true"}},
-				"data":     data}}
-			_, err = s.cms.Create(ctx, cm, metav1.CreateOptions{})
-		} else if err == nil {
-			data, _, _ := unstructured.NestedMap(cm.Object, "data")
-			if data == nil {
-				data = map[string]any{}
+		l, err := s.cms.List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("read spoke state: %w", err)
+		}
+		for i := range l.Items {
+			data, _, _ := unstructured.NestedStringMap(l.Items[i].Object, "data")
+			if err := each(data); err != nil {
+				return err
 			}
-			edit(data)
-			cm.Object["data"] = data
-			_, err = s.cms.Update(ctx, cm, metav1.UpdateOptions{})
+		}
+		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			return nil
+		}
+	}
+}
+
+// update changes the data of key's ConfigMap with edit, creating the
+// ConfigMap if needed and deleting it once it holds nothing but its key,
+// and retries on conflicts with other writers.
+func (s *State) update(ctx context.Context, key string, edit func(data map[string]string)) error {
+	name := s.object(key)
+	for {
+		cm, err := s.cms.Get(ctx, name, metav1.GetOptions{})
+		var data map[string]string
+		switch {
+		case apierrors.IsNotFound(err):
+			cm, data = nil, map[string]string{dataKey: key}
+		case err != nil:
+			return fmt.Errorf("write spoke state: %w", err)
+		default:
+			if data, err = s.data(cm, key); err != nil {
+				return err
+			}
+		}
+		edit(data)
+		switch {
+		case len(data) == 1 && cm == nil:
+			return nil
+		case len(data) == 1:
+			rv := cm.GetResourceVersion()
+			err = s.cms.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+		case cm == nil:
+			_, err = s.cms.Create(ctx, s.configMap(name, data), metav1.CreateOptions{})
+		default:
+			next := s.configMap(name, data)
+			next.SetResourceVersion(cm.GetResourceVersion())
+			_, err = s.cms.Update(ctx, next, metav1.UpdateOptions{})
 		}
 		switch {
 		case err == nil:
@@ -156,4 +292,18 @@ func (s *State) update(ctx context.Context, edit func(data map[string]any)) erro
 			return fmt.Errorf("write spoke state: %w", err)
 		}
 	}
+}
+
+func (s *State) configMap(name string, data map[string]string) *unstructured.Unstructured {
+	labels := map[string]any{argocd.LabelManaged: "true", LabelState: s.name}
+	var a spoke.Applied
+	if raw, ok := data[dataApplied]; ok && json.Unmarshal([]byte(raw), &a) == nil && a.Transient {
+		labels[LabelTransient] = "true"
+	}
+	d := make(map[string]any, len(data))
+	for k, v := range data {
+		d[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "labels": labels}, "data": d}}
 }

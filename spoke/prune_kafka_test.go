@@ -1,0 +1,122 @@
+//go:build integration
+
+package spoke_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/spoke"
+	"github.com/argosyproj/argosy/spoke/kube"
+)
+
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// TestStateForgetsOldOperationsAndDeletes runs a whole agent, with its
+// state in ConfigMaps, over an Application, a refresh of it, and an
+// AppProject created and deleted. Once the operations' maximum age has
+// passed and the offsets are committed, the state keeps the Application's
+// record (with the spec drift protection restores) and nothing of the
+// refresh or of the deleted AppProject: it grows with what the cluster
+// holds, not with its history. A stale copy of the old delete is still
+// refused by its age once its record is gone.
+func TestStateForgetsOldOperationsAndDeletes(t *testing.T) {
+	w := newWorld(t)
+	w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
+	const maxAge = 5 * time.Second
+	agent, err := spoke.New(w.cluster, w.keys, w.hubKey.Public(), []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, w.argo,
+		newWatcher(t, w.dyn), w.state, spoke.WithTopics(w.topics), spoke.WithOperationMaxAge(maxAge), spoke.WithLogger(w.log),
+		spoke.WithHeartbeatInterval(time.Second), spoke.WithWindow(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	name := "guestbook-" + w.ns
+	app := w.app(1)
+	refresh := w.operation(name, schemas.OperationRefresh, 0)
+	proj := schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: "p-" + w.ns, Generation: 1}
+	projUp := w.event(events.TypeAppProjectUpserted, proj, schemas.AppProjectUpserted{Resource: proj, Spec: []byte(`{"sourceRepos":["*"]}`)})
+	proj.Generation = 2
+	projDel := w.event(events.TypeAppProjectDeleted, proj, schemas.AppProjectDeleted{Resource: proj})
+	es := []string{app.ID(), refresh.ID(), projUp.ID(), projDel.ID()}
+	w.publish(w.hub, app, refresh, projUp, projDel)
+	w.acks(func(m map[string]string, _ int) bool {
+		for _, id := range es {
+			if m[id] != "applied" && m[id] != "" {
+				t.Fatalf("event %s: %s", id, m[id])
+			}
+			if m[id] == "" {
+				return false
+			}
+		}
+		return true
+	})
+
+	var p schemas.OperationRequested
+	if err := refresh.DataAs(&p); err != nil {
+		t.Fatal(err)
+	}
+	appKey := spoke.KindApplication + "." + kubetest.ArgoNamespace + "." + name
+	opKey, projKey := "Operation."+p.RequestID, spoke.KindAppProject+"."+proj.Namespace+"."+proj.Name
+	for _, k := range []string{opKey, projKey} {
+		if _, ok, err := w.state.Get(t.Context(), k); err != nil || !ok {
+			t.Fatalf("record %s right after the apply: %v, %v; want it kept until it is old", k, ok, err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, opKept, err1 := w.state.Get(t.Context(), opKey)
+		_, projKept, err2 := w.state.Get(t.Context(), projKey)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if !opKept && !projKept {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute the state still holds the operation (%v) or the deleted AppProject (%v)", opKept, projKept)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	a, ok, err := w.state.Get(t.Context(), appKey)
+	if err != nil || !ok || a.Transient || a.SpecHash == "" || argocd.SpecHash(a.Spec) != a.SpecHash {
+		t.Fatalf("the Application's record %+v (%v, %v): want it kept, with its spec", a, ok, err)
+	}
+	cms, err := w.dyn.Resource(configMaps).Namespace(kubetest.ArgoNamespace).List(t.Context(),
+		metav1.ListOptions{LabelSelector: kube.LabelState + "=argosy-spoke-" + w.cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		if key, _, _ := unstructured.NestedString(cm.Object, "data", "key"); key == opKey || key == projKey {
+			t.Errorf("ConfigMap %s of %s is left after its record was forgotten", cm.GetName(), key)
+		}
+	}
+
+	// Past its age, a copy of the refresh from back then is refused as
+	// stale, not performed.
+	w.publish(w.hub, refresh)
+	if got := w.acks(func(_ map[string]string, n int) bool { return n > len(es) }); got[refresh.ID()] != schemas.RejectStale {
+		t.Errorf("an old refresh delivered again: %q, want %q", got[refresh.ID()], schemas.RejectStale)
+	}
+}
