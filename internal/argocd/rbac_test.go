@@ -3,9 +3,11 @@
 package argocd_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -127,6 +129,15 @@ func TestSpokeRBAC(t *testing.T) {
 		if n, err := state.Prune(ctx, func(string, spoke.Applied) bool { return true }); err != nil || n != 1 {
 			t.Fatalf("prune: %d, %v", n, err)
 		}
+		lease, err := kube.NewLease(dyn, kubetest.ArgoNamespace, "argosy-spoke", "rbac-test",
+			kube.LeaseTiming{Duration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := false
+		if err := lease.Run(ctx, func(context.Context) error { held = true; time.Sleep(time.Second); return nil }); err != nil || !held {
+			t.Fatalf("lease: held %v, %v", held, err)
+		}
 		local := newClient(t, dyn, argocd.KeepLocal()) // autonomous mode reads before it writes
 		if err := local.Apply(ctx, f.app(name, 3)); err != nil {
 			t.Fatal(err)
@@ -166,7 +177,7 @@ func TestSpokeRBAC(t *testing.T) {
 		resources := []struct{ group, resource string }{
 			{"argoproj.io", "applications"}, {"argoproj.io", "appprojects"}, {"argoproj.io", "applicationsets"},
 			{"", "secrets"}, {"", "configmaps"}, {"", "pods"}, {"", "serviceaccounts"}, {"apps", "deployments"},
-			{"rbac.authorization.k8s.io", "roles"}, {"rbac.authorization.k8s.io", "rolebindings"},
+			{"rbac.authorization.k8s.io", "roles"}, {"rbac.authorization.k8s.io", "rolebindings"}, {"coordination.k8s.io", "leases"},
 		}
 		// Objects the Role names: each is checked by name, beside one it
 		// does not name.

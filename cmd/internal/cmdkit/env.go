@@ -18,28 +18,28 @@ func Env(name, def string) string {
 // EnvInt is Env for an integer flag. A value that does not parse gives bad,
 // which the options' Validate must refuse, so that the mistake is reported
 // with the others.
-func EnvInt(name string, def, bad int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return bad
-	}
-	return n
+func EnvInt(name string, def, bad int) int { return envParsed(name, def, bad, strconv.Atoi) }
+
+// EnvFloat is Env for a number flag. A value that does not parse gives bad,
+// which the options' Validate must refuse.
+func EnvFloat(name string, def, bad float64) float64 {
+	return envParsed(name, def, bad, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) })
 }
 
 // EnvDuration is Env for a duration flag. A value that does not parse gives
 // bad, which the options' Validate must refuse.
 func EnvDuration(name string, def, bad time.Duration) time.Duration {
+	return envParsed(name, def, bad, time.ParseDuration)
+}
+
+func envParsed[T any](name string, def, bad T, parse func(string) (T, error)) T {
 	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
-	d, err := time.ParseDuration(v)
+	x, err := parse(v)
 	if err != nil {
 		return bad
 	}
-	return d
+	return x
 }

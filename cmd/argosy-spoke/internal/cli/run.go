@@ -44,6 +44,10 @@ type RunOptions struct {
 	ApplyBudget   time.Duration
 	StatusResync  time.Duration
 	OperationAge  time.Duration
+	KubeQPS       float64
+	KubeBurst     int
+	Lease         string
+	LeaseTiming   kube.LeaseTiming
 }
 
 // BindFlags binds the options to fs with environment fallbacks.
@@ -70,6 +74,19 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		"how often each Application's whole status is published again, besides its deltas; keep it well inside the status topic's retention (env ARGOSY_STATUS_RESYNC)")
 	fs.DurationVar(&o.OperationAge, "operation-max-age", cmdkit.EnvDuration("ARGOSY_OPERATION_MAX_AGE", 10*time.Minute, 0), // malformed: 0, which Validate refuses
 		"how long after it was asked for an operation that names no expiry is still performed (env ARGOSY_OPERATION_MAX_AGE)")
+	fs.Float64Var(&o.KubeQPS, "kube-api-qps", cmdkit.EnvFloat("ARGOSY_KUBE_API_QPS", 50, 0), // malformed: 0, which Validate refuses
+		"requests per second to the cluster's API server, sustained; each applied event takes about four (env ARGOSY_KUBE_API_QPS)")
+	fs.IntVar(&o.KubeBurst, "kube-api-burst", cmdkit.EnvInt("ARGOSY_KUBE_API_BURST", 100, 0), // malformed: 0, which Validate refuses
+		"requests to the cluster's API server allowed in a burst above --kube-api-qps (env ARGOSY_KUBE_API_BURST)")
+	fs.StringVar(&o.Lease, "lease", cmdkit.Env("ARGOSY_LEASE", "argosy-spoke"),
+		"Lease in the Argo CD namespace that makes one spoke process the cluster's only writer; the others wait for it. Empty: no Lease, for a spoke that is surely alone (env ARGOSY_LEASE)")
+	d := kube.DefaultLeaseTiming
+	fs.DurationVar(&o.LeaseTiming.Duration, "lease-duration", cmdkit.EnvDuration("ARGOSY_LEASE_DURATION", d.Duration, 0),
+		"how long a waiting spoke waits after the holder's last renewal before it takes the Lease (env ARGOSY_LEASE_DURATION)")
+	fs.DurationVar(&o.LeaseTiming.RenewDeadline, "lease-renew-deadline", cmdkit.EnvDuration("ARGOSY_LEASE_RENEW_DEADLINE", d.RenewDeadline, 0),
+		"how long the holder tries to renew before it stops applying and exits; shorter than --lease-duration (env ARGOSY_LEASE_RENEW_DEADLINE)")
+	fs.DurationVar(&o.LeaseTiming.RetryPeriod, "lease-retry-period", cmdkit.EnvDuration("ARGOSY_LEASE_RETRY_PERIOD", d.RetryPeriod, 0),
+		"how often the holder renews and a waiting spoke tries (env ARGOSY_LEASE_RETRY_PERIOD)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
 
@@ -100,6 +117,12 @@ func (o *RunOptions) Validate() error {
 	}
 	if err := spoke.ValidMode(o.Mode); err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %w", err))
+	}
+	if t := o.LeaseTiming; o.Lease != "" && !(t.Duration > t.RenewDeadline && t.RenewDeadline > t.RetryPeriod && t.RetryPeriod > 0) {
+		errs = append(errs, errors.New("want --lease-duration > --lease-renew-deadline > --lease-retry-period > 0"))
+	}
+	if o.KubeQPS <= 0 || o.KubeBurst <= 0 {
+		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
 	}
 	if o.Partition < -1 {
 		errs = append(errs, errors.New("--partition must be -1 or a partition number"))
@@ -143,20 +166,32 @@ func run(ctx context.Context, o *RunOptions) error {
 			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
 		}
 	}()
-	agent, err := o.agent(tel, log)
+	dyn, err := dynamicClient(o.Kubeconfig, float32(o.KubeQPS), o.KubeBurst)
 	if err != nil {
 		return err
 	}
+	agent, err := o.agent(tel, log, dyn)
+	if err != nil {
+		return err
+	}
+	runAgent := agent.Run
+	if o.Lease != "" {
+		lease, err := kube.NewLease(dyn, o.ArgoNamespace, o.Lease, holder(), o.LeaseTiming, log)
+		if err != nil {
+			return err
+		}
+		runAgent = func(ctx context.Context) error { return lease.Run(ctx, agent.Run) }
+	}
 	log.InfoContext(ctx, "argosy-spoke started", "version", version.Get().Version, "mode", o.Mode)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return agent.Run(gctx) })
+	g.Go(func() error { return runAgent(gctx) })
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
 	return g.Wait()
 }
 
 // agent is the spoke.Agent the options describe, on the local cluster's
 // API server.
-func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger) (*spoke.Agent, error) {
+func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger, dyn dynamic.Interface) (*spoke.Agent, error) {
 	keys, err := spoke.LoadKeys(o.KeysDir)
 	if err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
@@ -166,10 +201,6 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger) (*spoke.A
 		return nil, err
 	}
 	conn, err := o.Kafka.Opts()
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamicClient(o.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +227,20 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger) (*spoke.A
 	return spoke.New(o.Cluster, keys, hub, conn, crashArgo(client), watcher, state, opts...)
 }
 
-func dynamicClient(kubeconfig string) (dynamic.Interface, error) {
+// holder names this process as a holder of the Lease: the host (the pod's
+// name, in a cluster) and the process id.
+func holder() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "argosy-spoke"
+	}
+	return fmt.Sprintf("%s_%d", host, os.Getpid())
+}
+
+// dynamicClient is a client of the cluster's API server at qps requests
+// per second, with bursts of burst; client-go's default (5 and 10) would
+// bound the agent to one or two applies a second.
+func dynamicClient(kubeconfig string, qps float32, burst int) (dynamic.Interface, error) {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig != "" {
@@ -207,5 +251,6 @@ func dynamicClient(kubeconfig string) (dynamic.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
+	cfg.QPS, cfg.Burst = qps, burst
 	return dynamic.NewForConfig(cfg)
 }

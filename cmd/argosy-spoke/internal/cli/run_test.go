@@ -30,6 +30,7 @@ import (
 	"github.com/argosyproj/argosy/internal/testenv/testproc"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
+	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 func TestMain(m *testing.M) {
@@ -161,15 +162,28 @@ func (r *spokeRig) publishUpserts(gen int64, names ...string) ([]*event.Event, e
 	return es, nil
 }
 
-func (r *spokeRig) start() *testproc.Proc {
+// rigLease is the Lease timing of the rig's spokes: short, so that a spoke
+// restarted after a SIGKILL waits little for its predecessor's Lease.
+var rigLease = kube.LeaseTiming{Duration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}
+
+// lease is the name of the rig's Lease, one per rig: the tests share the
+// Argo CD namespace.
+func (r *spokeRig) lease() string { return "argosy-spoke-" + r.ns }
+
+func (r *spokeRig) start() *testproc.Proc { return r.startNamed("argosy-spoke") }
+
+// startNamed starts a spoke whose log is name's, beside others.
+func (r *spokeRig) startNamed(name string) *testproc.Proc {
 	ports, err := testproc.FreePorts(1)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	p, err := testproc.Start(r.dir, "argosy-spoke", r.bin, []string{"run",
+	p, err := testproc.Start(r.dir, name, r.bin, []string{"run",
 		"--cluster", r.cluster, "--kafka-brokers", r.broker, "--topic-prefix", r.prefix,
 		"--kubeconfig", r.e.Kubeconfig, "--keys-dir", filepath.Join(r.dir, "keys"), "--hub-key", filepath.Join(r.dir, "hub.pub"),
-		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", r.heartbeat, "--argocd-version", "v2.14.21"}, r.env)
+		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", r.heartbeat, "--argocd-version", "v2.14.21",
+		"--lease", r.lease(), "--lease-duration", rigLease.Duration.String(), "--lease-renew-deadline", rigLease.RenewDeadline.String(),
+		"--lease-retry-period", rigLease.RetryPeriod.String()}, r.env)
 	if err != nil {
 		r.t.Fatal(err)
 	}
