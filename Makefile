@@ -1,7 +1,9 @@
 # Argosy's build. `make test` runs every test, starting the real servers it
 # needs by itself: an Apache Kafka broker from Maven Central's jars, etcd,
 # kube-apiserver and Argo CD built from their Go modules (make kube-tools),
-# and PostgreSQL from Debian's packages (make test-tools). Tools and jars
+# PostgreSQL from Debian's packages (make test-tools), and a Python virtual
+# environment with PyPI's packages pinned in
+# events/internal/pyreader/requirements.txt. Tools, jars and environments
 # are cached under $(CACHE), never in the repository.
 
 GO        ?= go
@@ -72,20 +74,23 @@ tools: $(BIN)/golangci-lint $(BIN)/benchstat
 
 # The tests run java and mvn (the Kafka broker under test), npm (the
 # AsyncAPI specification schema ships in an npm package), git and
-# redis-server (Argo CD under test), and PostgreSQL's initdb and postgres
-# (internal/testenv/pgtest). Missing ones are installed with apt-get on
-# Debian as root; elsewhere this says what to install.
+# redis-server (Argo CD under test), PostgreSQL's initdb and postgres
+# (internal/testenv/pgtest), and python3 with its venv module (the Python
+# reader of events/internal/pyreader, whose environment the test makes).
+# Missing ones are installed with apt-get on Debian as root; elsewhere this
+# says what to install.
 TEST_TOOLS := java:openjdk-17-jre-headless mvn:maven npm:npm git:git redis-server:redis-server
 # Debian keeps PostgreSQL's server binaries off PATH, in
 # /usr/lib/postgresql/<major>/bin; ARGOSY_PG_BIN names another directory.
 PG_INITDB  := $(if $(ARGOSY_PG_BIN),$(ARGOSY_PG_BIN)/initdb,/usr/lib/postgresql/*/bin/initdb)
-test-tools: ## Install java, mvn, npm, git, redis-server and PostgreSQL if they are missing (Debian, as root).
+test-tools: ## Install java, mvn, npm, git, redis-server, PostgreSQL and python3 with venv if they are missing (Debian, as root).
 	@missing=; for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
 	compgen -G '$(PG_INITDB)' >/dev/null || missing="$$missing postgresql"; \
+	python3 -c 'import venv, ensurepip' 2>/dev/null || missing="$$missing python3 python3-venv"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else echo "missing tools, please install:$$missing (Java 17+, Maven, npm, git, redis, PostgreSQL 13+ server; or set ARGOSY_PG_BIN)"; exit 1; fi; \
+	  else echo "missing tools, please install:$$missing (Java 17+, Maven, npm, git, redis, PostgreSQL 13+ server, Python 3.10+ with venv; or set ARGOSY_PG_BIN)"; exit 1; fi; \
 	fi
 
 $(BIN)/golangci-lint:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -24,6 +23,11 @@ const HeaderConfigOffset = "argosy-config-offset"
 // desired-state topic therefore see exactly the committed config, and a new
 // agent reads its cluster's current objects from there instead of the
 // config topic's whole history.
+//
+// A copy is the same event (id, attributes, data and trace context) with
+// its partitionkey set to the object's key and signed again, so that its
+// record key, its partitionkey and the partitionkey its signature covers
+// are one value, as the CloudEvents Kafka binding has it.
 //
 // A deletion is copied too, as the signed delete event rather than a
 // tombstone, so that a reader can verify every record it relies on; the
@@ -70,6 +74,10 @@ func (w *ConfigWriter) Write(ctx context.Context, es ...*event.Event) (recs []*k
 	if err != nil {
 		return nil, err
 	}
+	copies, of, err := w.copies(ctx, es)
+	if err != nil {
+		return nil, err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	cl := w.p.client
@@ -87,11 +95,8 @@ func (w *ConfigWriter) Write(ctx context.Context, es ...*event.Event) (recs []*k
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return nil, fmt.Errorf("config writer: produce: %w", err)
 	}
-	var copies []*kgo.Record
-	for i, r := range recs {
-		if c := desiredCopy(es[i], r, w.p.topics[TopicDesired]); c != nil {
-			copies = append(copies, c)
-		}
+	for i, c := range copies {
+		c.Headers = append(c.Headers, kgo.RecordHeader{Key: HeaderConfigOffset, Value: []byte(strconv.FormatInt(recs[of[i]].Offset, 10))})
 	}
 	if err := cl.ProduceSync(ctx, copies...).FirstErr(); err != nil {
 		return nil, fmt.Errorf("config writer: produce desired state: %w", err)
@@ -105,22 +110,38 @@ func (w *ConfigWriter) Write(ctx context.Context, es ...*event.Event) (recs []*k
 	return recs, nil
 }
 
-// desiredCopy is the desired-state record of a config record: a copy keyed
-// by the object, or a tombstone for a deletion; nil for events that are not
-// state (operations, cluster registration).
-func desiredCopy(e *event.Event, r *kgo.Record, topic string) *kgo.Record {
-	subj, err := ParseSubject(e.Subject())
-	if err != nil || subj.Kind == "" {
-		return nil
+// copies returns the desired-state copies of the signed events es, and for
+// each the index in es of the event it copies. Operations and cluster
+// registrations are not state and have none; a deletion's copy is the
+// signed delete event, not a tombstone.
+func (w *ConfigWriter) copies(ctx context.Context, es []*event.Event) (copies []*kgo.Record, of []int, err error) {
+	for i, e := range es {
+		switch e.Type() {
+		case TypeApplicationUpserted, TypeAppProjectUpserted, TypeRepositoryUpserted,
+			TypeApplicationDeleted, TypeAppProjectDeleted, TypeRepositoryDeleted:
+		default:
+			continue
+		}
+		subj, err := ParseSubject(e.Subject())
+		if err != nil || subj.Kind == "" {
+			continue
+		}
+		c := e.Clone()
+		c.SetExtension(ExtPartitionKey, DesiredKey(subj))
+		if err := w.p.signer.Sign(ctx, &c); err != nil {
+			return nil, nil, err
+		}
+		r, err := EventRecord(ctx, &c)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := checkSize(r, MaxEventBytes-len(HeaderConfigOffset)-20); err != nil {
+			return nil, nil, fmt.Errorf("config writer: desired-state copy of %s: %w", e.ID(), err)
+		}
+		r.Topic = w.p.topics[TopicDesired]
+		copies, of = append(copies, r), append(of, i)
 	}
-	switch e.Type() {
-	case TypeApplicationUpserted, TypeAppProjectUpserted, TypeRepositoryUpserted,
-		TypeApplicationDeleted, TypeAppProjectDeleted, TypeRepositoryDeleted:
-	default:
-		return nil
-	}
-	headers := append(slices.Clone(r.Headers), kgo.RecordHeader{Key: HeaderConfigOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))})
-	return &kgo.Record{Topic: topic, Key: []byte(DesiredKey(subj)), Value: r.Value, Headers: headers}
+	return copies, of, nil
 }
 
 // DesiredKey is the desired-state topic's key of an object.

@@ -200,3 +200,47 @@ func TestDesignDocCoversCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenDesiredSamplesDecode decodes the desired-state samples with
+// today's code. A copy keys its record by the object and, since it is
+// signed again with that key as its partitionkey, carries the same value in
+// ce_partitionkey. The legacy samples are copies as the hub wrote them
+// before: the config record's headers unchanged, so the signed
+// ce_partitionkey names the cluster while the key names the object. They
+// must decode forever, taking partitionkey from the header.
+func TestGoldenDesiredSamplesDecode(t *testing.T) {
+	dec := goldenDecoder(t, events.WithTarget(golden.ClusterName), events.WithTopics(events.DefaultTopics("")))
+	paths, err := filepath.Glob(filepath.Join(goldenDir, "desired", "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no desired-state samples: %v", err)
+	}
+	for _, path := range paths {
+		name := filepath.Base(path)
+		t.Run(name, func(t *testing.T) {
+			s, err := golden.Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := dec.Decode(context.Background(), s.Record())
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if typ := strings.TrimSuffix(strings.TrimPrefix(name, "legacy-"), ".json"); d.Spec.Type != typ {
+				t.Errorf("type %q, file says %q", d.Spec.Type, typ)
+			}
+			if want := events.DesiredKey(d.Subject); s.Key != want {
+				t.Errorf("key %q, want %q", s.Key, want)
+			}
+			want := s.Key
+			if strings.HasPrefix(name, "legacy-") {
+				want = golden.ClusterName
+			}
+			if got := d.Event.Extensions()[events.ExtPartitionKey]; got != want {
+				t.Errorf("signed partitionkey %v, want %q", got, want)
+			}
+			if _, err := events.ConfigOffset(s.Record()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -20,7 +21,16 @@ func TestDesiredKeysShareTheClusterPartition(t *testing.T) {
 	}
 }
 
+// TestDesiredCopy checks which config events get a desired-state copy, and
+// that a copy is the same event keyed by its object: record key,
+// partitionkey and the partitionkey its signature covers agree.
 func TestDesiredCopy(t *testing.T) {
+	hub, err := GenerateSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &ConfigWriter{p: &Producer{signer: hub, topics: Topics{TopicDesired: "desired"}}}
+	verifier := NewVerifier(NewRegistry(HubAnchor("hub", hub.Public())))
 	tests := []struct {
 		typ, subject string
 		copied       bool
@@ -33,20 +43,44 @@ func TestDesiredCopy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.typ, func(t *testing.T) {
-			e := event.New()
-			e.SetType(tc.typ)
-			e.SetSubject(tc.subject)
-			r := &kgo.Record{Value: []byte("v"), Offset: 42, Headers: []kgo.RecordHeader{{Key: "ce_id", Value: []byte("x")}}}
-			c := desiredCopy(&e, r, "desired")
-			if (c != nil) != tc.copied {
-				t.Fatalf("copied %v, want %v", c != nil, tc.copied)
+			e, err := New("//argosy.dev/hub", tc.typ, tc.subject, "c1", map[string]string{"x": "y"})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if c == nil {
+			if err := hub.Sign(t.Context(), e); err != nil {
+				t.Fatal(err)
+			}
+			copies, of, err := w.copies(t.Context(), []*event.Event{e})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (len(copies) == 1) != tc.copied || len(of) != len(copies) {
+				t.Fatalf("%d copies, want copied %v", len(copies), tc.copied)
+			}
+			if !tc.copied {
 				return
 			}
-			off, err := ConfigOffset(c)
-			if err != nil || off != 42 || string(c.Value) != "v" || c.Topic != "desired" || len(c.Headers) != 2 {
-				t.Errorf("copy %+v (offset %d, %v)", c, off, err)
+			c := copies[0]
+			subj, _ := ParseSubject(tc.subject)
+			if string(c.Key) != DesiredKey(subj) || c.Topic != "desired" || string(c.Value) != string(e.Data()) {
+				t.Errorf("copy key %q topic %q value %q", c.Key, c.Topic, c.Value)
+			}
+			ce, err := ParseRecord(t.Context(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ce.ID() != e.ID() || stringExt(ce, ExtPartitionKey) != string(c.Key) {
+				t.Errorf("copy id %s partitionkey %q, want %s and the key %q", ce.ID(), stringExt(ce, ExtPartitionKey), e.ID(), c.Key)
+			}
+			v, _, err := verifier.Verify(ce, time.Now(), nil)
+			if err != nil {
+				t.Fatalf("copy does not verify: %v", err)
+			}
+			if got := stringExt(v, ExtPartitionKey); got != string(c.Key) {
+				t.Errorf("signed partitionkey %q, want the key %q", got, c.Key)
+			}
+			if stringExt(e, ExtPartitionKey) != "c1" {
+				t.Error("copying changed the config event")
 			}
 		})
 	}

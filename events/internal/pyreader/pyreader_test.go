@@ -1,0 +1,107 @@
+//go:build integration
+
+package pyreader
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/toolcache"
+)
+
+func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
+
+//go:embed requirements.txt
+var requirements []byte
+
+// TestPythonReaderReadsEveryTopic writes a workload to every topic of the
+// topic plan, through the code the hub and the agents use, and has the
+// Python reader read all of it: every record must pass every check the
+// document describes, and the reader must have seen exactly what was
+// written. It also verifies the golden samples.
+func TestPythonReaderReadsEveryTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	started := time.Now()
+	python, err := toolcache.PythonVenv(ctx, "pyreader", requirements)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("python environment ready in %s", time.Since(started).Round(time.Millisecond))
+
+	w := newWorkload(t, 4, 3)
+	w.run(ctx)
+
+	topics := map[events.Topic]string{}
+	for role := range events.TopicPlan(1, 1) {
+		topics[role] = w.topics[role]
+	}
+	topicsJSON, err := json.Marshal(topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started = time.Now()
+	cmd := exec.CommandContext(ctx, python, "reader.py",
+		"--bootstrap", kafkatest.Bootstrap(t),
+		"--topics", string(topicsJSON),
+		"--anchor", base64.StdEncoding.EncodeToString(w.hub.Public()), "--anchor-owner", hubName,
+		"--design", "../../../docs/design.md", "--schemas", "../../../schemas/json",
+		"--golden", "../../testdata/golden")
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	t.Logf("python reader ran in %s", time.Since(started).Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("python reader: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	t.Logf("python reader:\n%s", stdout.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var summary struct {
+		Counts map[string]map[string]int `json:"counts"`
+		Golden int                       `json:"golden"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &summary); err != nil {
+		t.Fatalf("python reader's summary: %v\n%s", err, stdout.String())
+	}
+	if diff := cmp.Diff(w.written, summary.Counts); diff != "" {
+		t.Errorf("records read by type, per topic (-written +read):\n%s", diff)
+	}
+	if summary.Golden < len(events.Catalogue())+1 {
+		t.Errorf("python reader verified %d golden samples, want one per type and more", summary.Golden)
+	}
+}
+
+// ensureTopics makes the workload's topics from the topic plan.
+func ensureTopics(t *testing.T, topics events.Topics, configPartitions, statusPartitions int32) {
+	t.Helper()
+	adm := kadm.NewClient(kafkatest.Client(t))
+	plan := events.TopicPlan(configPartitions, statusPartitions)
+	if err := events.EnsureTopics(t.Context(), adm, topics, plan, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for role := range plan {
+		if topics[role] == "" {
+			t.Fatalf("the topic plan has %s, the workload no topic for it", role)
+		}
+		names = append(names, topics[role])
+	}
+	kafkatest.DeleteAtEnd(t, names...)
+}
+
+var errRefused = errors.New("refused by the test's handler")

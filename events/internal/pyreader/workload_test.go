@@ -1,0 +1,222 @@
+//go:build integration
+
+package pyreader
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/events/internal/golden"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+const (
+	hubName = "hub"
+	// east is partitioned by its name; pinned is pinned to a partition
+	// its name would not give it, and rotates its key half way.
+	east   = "east-1"
+	pinned = "pinned-7"
+)
+
+// workload writes to every topic what the hub and two agents would.
+type workload struct {
+	t      *testing.T
+	topics events.Topics
+	pins   map[string]int32
+	hub    *events.Signer
+	// keys of the clusters: pinned's first key is rotated to next;
+	// spare is registered and revoked.
+	keys        map[string]*events.Signer
+	next, spare *events.Signer
+	// written counts the records written, by topic role and event type,
+	// as the Python reader reports what it read.
+	written map[string]map[string]int
+}
+
+func newWorkload(t *testing.T, configPartitions, statusPartitions int32) *workload {
+	w := &workload{t: t, topics: events.DefaultTopics(kafkatest.Prefix(t)), keys: map[string]*events.Signer{},
+		written: map[string]map[string]int{}}
+	w.hub, w.next, w.spare = signer(t), signer(t), signer(t)
+	w.keys[east], w.keys[pinned] = signer(t), signer(t)
+	// A pin the partitioner would not choose, so the reader must know it.
+	natural := events.NewPartitioner(nil).PartitionOf(pinned, configPartitions)
+	w.pins = map[string]int32{pinned: (natural + 1) % configPartitions}
+	ensureTopics(t, w.topics, configPartitions, statusPartitions)
+	return w
+}
+
+func signer(t *testing.T) *events.Signer {
+	s, err := events.GenerateSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// run writes the workload: keys, then config and its desired-state
+// copies, then each cluster's status and deployments, a key rotation in
+// the middle, the hub's audit and one dead letter.
+func (w *workload) run(ctx context.Context) {
+	t := w.t
+	trust := w.producer(w.hub)
+	for _, c := range []string{east, pinned} {
+		w.publish(ctx, trust, w.keyEvent(events.TypeKeyRegistered, c, w.keys[c].KeyID(), keyRegistered(c, w.keys[c].Public())))
+	}
+	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRegistered, east, w.spare.KeyID(), keyRegistered(east, w.spare.Public())))
+	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRevoked, east, w.spare.KeyID(), schemas.KeyRevoked{KeyID: w.spare.KeyID(), Reason: "test"}))
+
+	cw, err := events.NewConfigWriter(kafkatest.Client(t, append(events.ProducerOpts(w.pins),
+		kgo.TransactionalID("txn."+w.topics[events.TopicConfig]))...), w.hub, w.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := w.producer(w.hub)
+	for _, c := range []string{east, pinned} {
+		es := w.samples(c, func(sp events.Spec) bool { return sp.Topic == events.TopicConfig })
+		if _, err := cw.Write(ctx, es...); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			w.count(events.TopicConfig, e.Type())
+			switch e.Type() {
+			case events.TypeClusterRegistered, events.TypeClusterDeregistered, events.TypeOperationRequested:
+			default:
+				w.count(events.TopicDesired, e.Type())
+			}
+		}
+		for _, e := range w.samples(c, func(sp events.Spec) bool { return sp.Topic == events.TopicAudit }) {
+			w.publish(ctx, audit, e)
+		}
+	}
+
+	agent := map[string]*events.Producer{east: w.producer(w.keys[east]), pinned: w.producer(w.keys[pinned])}
+	observed := func(sp events.Spec) bool {
+		return sp.Topic == events.TopicStatus || sp.Topic == events.TopicDeployments
+	}
+	var statusRecs []*kgo.Record
+	for _, c := range []string{east, pinned} {
+		for _, e := range w.samples(c, observed) {
+			statusRecs = append(statusRecs, w.publish(ctx, agent[c], e))
+		}
+	}
+	// Log times are milliseconds: keep the rotation clear of the events
+	// the old key signed, and of those the new one signs.
+	time.Sleep(20 * time.Millisecond)
+	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRotated, pinned, w.keys[pinned].KeyID(),
+		schemas.KeyRotated{KeyID: w.keys[pinned].KeyID(), Next: keyRegistered(pinned, w.next.Public())}))
+	time.Sleep(20 * time.Millisecond)
+	rotated := w.producer(w.next)
+	for _, e := range w.samples(pinned, observed) {
+		w.publish(ctx, rotated, e)
+	}
+
+	dlq, err := events.NewDeadLetter(kafkatest.Client(t, events.ProducerOpts(nil)...), w.topics[events.TopicDeadLetter])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Send(ctx, statusRecs[0], events.Poison(errRefused)); err != nil {
+		t.Fatal(err)
+	}
+	w.count(events.TopicDeadLetter, headerValue(statusRecs[0], "ce_type"))
+}
+
+func (w *workload) producer(s *events.Signer) *events.Producer {
+	p, err := events.NewProducer(kafkatest.Client(w.t, events.ProducerOpts(nil)...), s, w.topics)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return p
+}
+
+func (w *workload) publish(ctx context.Context, p *events.Producer, e *event.Event) *kgo.Record {
+	recs, err := p.Publish(ctx, e)
+	if err != nil {
+		w.t.Fatalf("publish %s: %v", e.Type(), err)
+	}
+	sp, _ := events.Lookup(e.Type())
+	w.count(sp.Topic, e.Type())
+	return recs[0]
+}
+
+func (w *workload) count(role events.Topic, typ string) {
+	if w.written[string(role)] == nil {
+		w.written[string(role)] = map[string]int{}
+	}
+	w.written[string(role)][typ]++
+}
+
+// keyEvent is a trust event about key id, keyed by the key's owner.
+func (w *workload) keyEvent(typ, owner, id string, data any) *event.Event {
+	e, err := events.New("//argosy.dev/hub/test", typ, "keys/"+id, owner, data)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return e
+}
+
+func keyRegistered(owner string, pub ed25519.PublicKey) schemas.KeyRegistered {
+	return schemas.KeyRegistered{KeyID: events.KeyID(pub), Owner: owner, Role: schemas.RoleCluster,
+		Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(pub)}
+}
+
+// samples returns a fresh event of each catalogued type that keep
+// accepts (key events aside), about cluster, with the golden samples' data.
+func (w *workload) samples(cluster string, keep func(events.Spec) bool) []*event.Event {
+	t := w.t
+	var out []*event.Event
+	for _, sp := range events.Catalogue() {
+		if !keep(sp) || sp.Topic == events.TopicTrust && sp.Signer == schemas.RoleHub {
+			continue
+		}
+		s, err := golden.Read("../../testdata/golden/" + sp.Type + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var data map[string]any
+		if err := json.Unmarshal([]byte(s.Value), &data); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := data["cluster"]; ok {
+			data["cluster"] = cluster
+		}
+		if sp.Type == events.TypeClusterRegistered {
+			delete(data, "partition")
+			if pin, ok := w.pins[cluster]; ok {
+				data["partition"] = pin
+			}
+			data["signingKeyId"] = w.keys[cluster].KeyID()
+		}
+		if sp.Type == events.TypeClusterRegistered || sp.Type == events.TypeClusterDeregistered {
+			data["name"] = cluster
+		}
+		subj := headerValue(s.Record(), "ce_subject")
+		if p, err := events.ParseSubject(subj); err == nil {
+			p.Cluster = cluster
+			subj = p.String()
+		}
+		e, err := events.New("//argosy.dev/test/"+cluster, sp.Type, subj, cluster, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func headerValue(r *kgo.Record, name string) string {
+	for _, h := range r.Headers {
+		if h.Key == name {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
