@@ -38,6 +38,16 @@ type LeaseTiming struct {
 	Duration, RenewDeadline, RetryPeriod time.Duration
 }
 
+// Validate says why t cannot work, if it cannot: the duration must be
+// longer than the renew deadline, longer than the retry period, longer
+// than zero.
+func (t LeaseTiming) Validate() error {
+	if t.RetryPeriod <= 0 || t.RenewDeadline <= t.RetryPeriod || t.Duration <= t.RenewDeadline {
+		return fmt.Errorf("lease timing: want duration (%s) > renew deadline (%s) > retry period (%s) > 0", t.Duration, t.RenewDeadline, t.RetryPeriod)
+	}
+	return nil
+}
+
 // DefaultLeaseTiming is client-go's and kube-controller-manager's default.
 var DefaultLeaseTiming = LeaseTiming{Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 
@@ -77,8 +87,8 @@ func NewLease(dyn dynamic.Interface, namespace, name, holder string, timing Leas
 	if dyn == nil || namespace == "" || name == "" || holder == "" {
 		errs = append(errs, errors.New("a dynamic client, a namespace, a name and a holder are required"))
 	}
-	if !(timing.Duration > timing.RenewDeadline && timing.RenewDeadline > timing.RetryPeriod && timing.RetryPeriod > 0) {
-		errs = append(errs, fmt.Errorf("timing %+v: want the duration longer than the renew deadline, longer than the retry period, longer than 0", timing))
+	if err := timing.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("lease: %w", err)

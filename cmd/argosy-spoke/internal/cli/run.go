@@ -118,8 +118,8 @@ func (o *RunOptions) Validate() error {
 	if err := spoke.ValidMode(o.Mode); err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %w", err))
 	}
-	if t := o.LeaseTiming; o.Lease != "" && !(t.Duration > t.RenewDeadline && t.RenewDeadline > t.RetryPeriod && t.RetryPeriod > 0) {
-		errs = append(errs, errors.New("want --lease-duration > --lease-renew-deadline > --lease-retry-period > 0"))
+	if err := o.LeaseTiming.Validate(); o.Lease != "" && err != nil {
+		errs = append(errs, fmt.Errorf("--lease-duration, --lease-renew-deadline, --lease-retry-period: %w", err))
 	}
 	if o.KubeQPS <= 0 || o.KubeBurst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
