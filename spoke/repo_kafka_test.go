@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/schemas"
@@ -90,7 +91,7 @@ func TestSealedRepositoryCredentials(t *testing.T) {
 		if got[app.ID()] != "applied" || got[repo.ID()] != "applied" {
 			t.Errorf("acknowledgements: application %q, repository %q; want both applied", got[app.ID()], got[repo.ID()])
 		}
-		s, err := kubetest.Clientset(t, kubetest.Current(t).Admin).CoreV1().Secrets(repoRef.Namespace).Get(t.Context(), repoRef.Name, metav1.GetOptions{})
+		s, err := kubetest.Clientset(t, kubetest.Current(t).Admin).CoreV1().Secrets(repoRef.Namespace).Get(t.Context(), argocd.RepositorySecretPrefix+repoRef.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,9 +32,25 @@ const (
 	KindApplication = "Application"
 	KindAppProject  = "AppProject"
 	// KindRepository is an Argo CD repository: a Secret labelled
-	// argocd.argoproj.io/secret-type=repository.
+	// argocd.argoproj.io/secret-type=repository, named
+	// RepositorySecretPrefix and the repository's name.
 	KindRepository = "Repository"
 )
+
+// RepositorySecretPrefix starts the name of every Secret the client writes
+// or deletes for a repository. The Argo CD namespace holds Argo CD's own
+// Secrets too (argocd-secret, cluster credentials); with the prefix, no
+// repository event can name one of them. RBAC cannot confine a writer to
+// a name prefix, so this is where it is enforced.
+const RepositorySecretPrefix = "argosy-repo-"
+
+// objectName is the name of ref's object in the cluster.
+func objectName(ref Ref) string {
+	if ref.Kind == KindRepository {
+		return RepositorySecretPrefix + ref.Name
+	}
+	return ref.Name
+}
 
 // Ref names one object in an Argo CD.
 type Ref struct {
@@ -169,7 +185,7 @@ func (a *Client) Apply(ctx context.Context, obj *Object) error {
 		return err
 	}
 	force := true
-	got, err := ri.Patch(ctx, obj.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: a.manager, Force: &force})
+	got, err := ri.Patch(ctx, objectName(obj.Ref), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: a.manager, Force: &force})
 	if err != nil {
 		err = fmt.Errorf("apply %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
@@ -188,9 +204,10 @@ func (a *Client) Apply(ctx context.Context, obj *Object) error {
 }
 
 // checkOwner refuses, under KeepLocal, to touch an existing object that
-// Argosy does not manage.
+// Argosy does not manage. A repository's Secret is Argosy's by its name,
+// and the agent may not read Secrets.
 func (a *Client) checkOwner(ctx context.Context, ri dynamic.ResourceInterface, ref Ref) error {
-	if !a.keepLocal {
+	if !a.keepLocal || ref.Kind == KindRepository {
 		return nil
 	}
 	cur, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
@@ -215,7 +232,7 @@ func unstructuredOf(obj *Object) (*unstructured.Unstructured, error) {
 	for k, v := range obj.Annotations {
 		annotations[k] = v
 	}
-	meta := map[string]any{"name": obj.Name, "namespace": obj.Namespace, "labels": labels, "annotations": annotations}
+	meta := map[string]any{"name": objectName(obj.Ref), "namespace": obj.Namespace, "labels": labels, "annotations": annotations}
 	u := map[string]any{"metadata": meta}
 	switch obj.Kind {
 	case KindApplication, KindAppProject:
@@ -259,7 +276,7 @@ func (a *Client) Delete(ctx context.Context, ref Ref, cascade bool) error {
 		}
 	}
 	policy := metav1.DeletePropagationForeground
-	err = ri.Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &policy})
+	err = ri.Delete(ctx, objectName(ref), metav1.DeleteOptions{PropagationPolicy: &policy})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
 	}

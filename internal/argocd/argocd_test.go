@@ -9,6 +9,8 @@ import (
 	"os"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -159,16 +161,19 @@ func TestTerminate(t *testing.T) {
 }
 
 // TestRepositorySecret applies a repository as Argo CD expects it: a Secret
-// labelled as a repository.
+// labelled as a repository, named with Argosy's prefix. A repository that
+// bears the name of one of Argo CD's own Secrets neither changes nor
+// deletes it.
 func TestRepositorySecret(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
+	secrets := kubetest.Clientset(t, kubetest.Current(t).Admin).CoreV1().Secrets(kubetest.ArgoNamespace)
 	obj := &argocd.Object{Ref: argocd.Ref{Kind: argocd.KindRepository, Namespace: kubetest.ArgoNamespace, Name: "repo-" + f.ns},
 		Generation: 1, Data: map[string]string{"url": "https://git.example.com/x.git", "type": "git", "password": "s3cret"}}
 	if err := f.argo.Apply(ctx, obj); err != nil {
 		t.Fatal(err)
 	}
-	s, err := kubetest.Clientset(t, kubetest.Current(t).Admin).CoreV1().Secrets(kubetest.ArgoNamespace).Get(ctx, obj.Name, metav1.GetOptions{})
+	s, err := secrets.Get(ctx, argocd.RepositorySecretPrefix+obj.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +182,33 @@ func TestRepositorySecret(t *testing.T) {
 	}
 	if err := f.argo.Delete(ctx, obj.Ref, false); err != nil {
 		t.Fatal(err)
+	}
+	// Foreground deletion: the Secret may linger, marked, until the
+	// garbage collector has seen it.
+	if gone, err := secrets.Get(ctx, s.Name, metav1.GetOptions{}); err == nil && gone.DeletionTimestamp == nil {
+		t.Error("the repository's Secret is not deleted")
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+
+	own := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "argocd-secret-" + f.ns}, StringData: map[string]string{"admin.password": "keep"}}
+	if _, err := secrets.Create(ctx, own, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hostile := &argocd.Object{Ref: argocd.Ref{Kind: argocd.KindRepository, Namespace: kubetest.ArgoNamespace, Name: own.Name},
+		Generation: 1, Data: map[string]string{"url": "https://evil.example.com/x.git", "admin.password": "taken"}}
+	if err := f.argo.Apply(ctx, hostile); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.argo.Delete(ctx, hostile.Ref, false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := secrets.Get(ctx, own.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Argo CD's own Secret after a repository of its name was applied and deleted: %v", err)
+	}
+	if string(got.Data["admin.password"]) != "keep" || got.Labels["argocd.argoproj.io/secret-type"] != "" {
+		t.Errorf("Argo CD's own Secret was changed: labels %v, data %v", got.Labels, got.Data)
 	}
 }
 
