@@ -104,6 +104,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer c.close()
+	if err := a.checkPartitions(ctx, c.partitions); err != nil {
+		return err
+	}
 	p, err := a.assemble(c)
 	if err != nil {
 		return err
@@ -132,6 +135,7 @@ func (a *Agent) Run(ctx context.Context) error {
 type conn struct {
 	prod, read, trust *kgo.Client
 	partition         int32
+	partitions        int32 // of the config topic
 }
 
 func (c *conn) close() {
@@ -169,7 +173,7 @@ func (a *Agent) connect(ctx context.Context) (c *conn, err error) {
 	if err := c.read.Ping(pingCtx); err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	if c.partition, err = a.configPartition(ctx, c.read); err != nil {
+	if c.partition, c.partitions, err = a.configPartition(ctx, c.read); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -342,29 +346,35 @@ func (a *Agent) resync(p *events.Producer) func(context.Context, *kgo.ErrDataLos
 }
 
 // configPartition is the pinned partition, or the cluster's partition by
-// the Kafka-compatible partitioner. A topic the broker does not know yet
-// (it was just created, or Kafka is still starting) is waited for, up to a
-// minute.
-func (a *Agent) configPartition(ctx context.Context, cl *kgo.Client) (int32, error) {
-	if a.o.partition >= 0 {
-		return a.o.partition, nil
-	}
+// the Kafka-compatible partitioner, and the config topic's partition count.
+// A topic the broker does not know yet (it was just created, or Kafka is
+// still starting) is waited for, up to a minute.
+func (a *Agent) configPartition(ctx context.Context, cl *kgo.Client) (partition, partitions int32, err error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		p, err := a.partitionOf(ctx, cl)
-		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return p, err
+		partitions, err = a.partitionCount(ctx, cl)
+		if err == nil {
+			if a.o.partition >= partitions {
+				return 0, 0, fmt.Errorf("pinned partition %d: the config topic has %d", a.o.partition, partitions)
+			}
+			if a.o.partition >= 0 {
+				return a.o.partition, partitions, nil
+			}
+			return events.NewPartitioner(nil).PartitionOf(a.cluster, partitions), partitions, nil
+		}
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return 0, 0, err
 		}
 		select {
 		case <-ctx.Done():
-			return 0, err
+			return 0, 0, err
 		case <-time.After(wait):
 		}
 	}
 }
 
-func (a *Agent) partitionOf(ctx context.Context, cl *kgo.Client) (int32, error) {
+func (a *Agent) partitionCount(ctx context.Context, cl *kgo.Client) (int32, error) {
 	topic := a.o.topics[events.TopicConfig]
 	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
 	if err != nil {
@@ -377,7 +387,36 @@ func (a *Agent) partitionOf(ctx context.Context, cl *kgo.Client) (int32, error) 
 	if t.Err != nil {
 		return 0, fmt.Errorf("config topic %s: %w", topic, t.Err)
 	}
-	return events.NewPartitioner(nil).PartitionOf(a.cluster, int32(len(t.Partitions))), nil
+	return int32(len(t.Partitions)), nil
+}
+
+// ErrPartitionsChanged means the config topic's partition count is not the
+// one the agent first ran with: partitions were added, so clusters map to
+// other partitions than the ones their history is on. See docs/kafka.md,
+// "Growing the config topic".
+var ErrPartitionsChanged = errors.New("the config topic's partition count changed")
+
+// partitionsKey is the state key of the config topic's partition count as
+// the agent first ran with it.
+const partitionsKey = "partitions"
+
+// checkPartitions holds the config topic to the partition count it had
+// when the agent first ran, recorded in the agent's state then.
+func (a *Agent) checkPartitions(ctx context.Context, partitions int32) error {
+	rec, ok, err := a.store.Get(ctx, partitionsKey)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return a.store.Put(ctx, partitionsKey, Applied{Partitions: partitions, At: time.Now().UTC()})
+	}
+	if rec.Partitions != partitions {
+		return fmt.Errorf("%w: %s has %d partitions, but this agent first ran with %d (recorded %s): cluster %s's events may now "+
+			"be on another partition than its history. A config topic is not grown in place; create topics with the new count "+
+			"under a new prefix and re-drive every cluster onto them (docs/kafka.md)", ErrPartitionsChanged,
+			a.o.topics[events.TopicConfig], partitions, rec.Partitions, rec.At.Format(time.RFC3339), a.cluster)
+	}
+	return nil
 }
 
 // progress reports the agent's committed config offset and the records

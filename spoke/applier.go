@@ -41,6 +41,9 @@ type Applied struct {
 	// that editing the object cannot switch the protection off.
 	Spec     json.RawMessage `json:"spec,omitempty"`
 	SpecHash string          `json:"specHash,omitempty"`
+	// Partitions is set on the agent's "partitions" record only: the
+	// config topic's partition count when the agent first ran.
+	Partitions int32 `json:"partitions,omitempty"`
 }
 
 // StateStore keeps Applied records where they survive a restart of the
