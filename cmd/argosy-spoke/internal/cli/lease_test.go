@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/internal/testenv/testproc"
 )
 
@@ -32,7 +31,7 @@ func TestOneSpokeWritesPerCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := dyn.Resource(schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}).
-		Namespace(kubetest.ArgoNamespace)
+		Namespace(r.ns)
 	waitHolder := func(p *testproc.Proc) time.Duration {
 		t.Helper()
 		start, want := time.Now(), fmt.Sprintf("_%d", p.Pid())

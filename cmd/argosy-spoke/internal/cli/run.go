@@ -35,6 +35,7 @@ type RunOptions struct {
 	Partition     int
 	Kubeconfig    string
 	ArgoNamespace string
+	Namespace     string
 	KeysDir       string
 	HubKeyFile    string
 	MetricsAddr   string
@@ -59,6 +60,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		"config partition pinned for this cluster; -1 computes it from the cluster name (env ARGOSY_PARTITION)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", cmdkit.Env("KUBECONFIG", ""), "kubeconfig; empty means in-cluster config (env KUBECONFIG)")
 	fs.StringVar(&o.ArgoNamespace, "argocd-namespace", cmdkit.Env("ARGOSY_ARGOCD_NAMESPACE", "argocd"), "namespace of the local Argo CD (env ARGOSY_ARGOCD_NAMESPACE)")
+	fs.StringVar(&o.Namespace, "namespace", cmdkit.Env("ARGOSY_NAMESPACE", "argosy-spoke"),
+		"the spoke's own namespace, which holds its state (ConfigMaps) and its Lease; the spoke needs no ConfigMap in the Argo CD namespace (env ARGOSY_NAMESPACE)")
 	fs.StringVar(&o.KeysDir, "keys-dir", cmdkit.Env("ARGOSY_KEYS_DIR", ""), "directory of this cluster's keys, from keygen (env ARGOSY_KEYS_DIR)")
 	fs.StringVar(&o.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor; keys it rotates to on the trust topic are followed (env ARGOSY_HUB_KEY)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", cmdkit.EnvDuration("ARGOSY_HEARTBEAT_INTERVAL", 30*time.Second, 0), // malformed: 0, which Validate refuses
@@ -79,7 +82,7 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeBurst, "kube-api-burst", cmdkit.EnvInt("ARGOSY_KUBE_API_BURST", 100, 0), // malformed: 0, which Validate refuses
 		"requests to the cluster's API server allowed in a burst above --kube-api-qps (env ARGOSY_KUBE_API_BURST)")
 	fs.StringVar(&o.Lease, "lease", cmdkit.Env("ARGOSY_LEASE", "argosy-spoke"),
-		"Lease in the Argo CD namespace that makes one spoke process the cluster's only writer; the others wait for it. Empty: no Lease, for a spoke that is surely alone (env ARGOSY_LEASE)")
+		"Lease in the spoke's own namespace that makes one spoke process the cluster's only writer; the others wait for it. Empty: no Lease, for a spoke that is surely alone (env ARGOSY_LEASE)")
 	d := kube.DefaultLeaseTiming
 	fs.DurationVar(&o.LeaseTiming.Duration, "lease-duration", cmdkit.EnvDuration("ARGOSY_LEASE_DURATION", d.Duration, 0),
 		"how long a waiting spoke waits after the holder's last renewal before it takes the Lease (env ARGOSY_LEASE_DURATION)")
@@ -97,7 +100,7 @@ func (o *RunOptions) Validate() error {
 		errs = append(errs, err)
 	}
 	for _, f := range []struct{ flag, value string }{
-		{"--cluster", o.Cluster}, {"--keys-dir", o.KeysDir}, {"--hub-key", o.HubKeyFile},
+		{"--cluster", o.Cluster}, {"--keys-dir", o.KeysDir}, {"--hub-key", o.HubKeyFile}, {"--namespace", o.Namespace},
 	} {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("%s is required", f.flag))
@@ -176,7 +179,7 @@ func run(ctx context.Context, o *RunOptions) error {
 	}
 	runAgent := agent.Run
 	if o.Lease != "" {
-		lease, err := kube.NewLease(dyn, o.ArgoNamespace, o.Lease, holder(), o.LeaseTiming, log)
+		lease, err := kube.NewLease(dyn, o.Namespace, o.Lease, holder(), o.LeaseTiming, log)
 		if err != nil {
 			return err
 		}
@@ -216,7 +219,7 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger, dyn dynam
 	if err != nil {
 		return nil, err
 	}
-	state, err := kube.NewState(dyn, o.ArgoNamespace, "argosy-spoke-state")
+	state, err := kube.NewState(dyn, o.Namespace, "argosy-spoke-state")
 	if err != nil {
 		return nil, err
 	}

@@ -182,7 +182,7 @@ func (r *spokeRig) startNamed(name string) *testproc.Proc {
 		"--cluster", r.cluster, "--kafka-brokers", r.broker, "--topic-prefix", r.prefix,
 		"--kubeconfig", r.e.Kubeconfig, "--keys-dir", filepath.Join(r.dir, "keys"), "--hub-key", filepath.Join(r.dir, "hub.pub"),
 		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", r.heartbeat, "--argocd-version", "v2.14.21",
-		"--lease", r.lease(), "--lease-duration", rigLease.Duration.String(), "--lease-renew-deadline", rigLease.RenewDeadline.String(),
+		"--namespace", r.ns, "--lease", r.lease(), "--lease-duration", rigLease.Duration.String(), "--lease-renew-deadline", rigLease.RenewDeadline.String(),
 		"--lease-retry-period", rigLease.RetryPeriod.String()}, r.env)
 	if err != nil {
 		r.t.Fatal(err)
