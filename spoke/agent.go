@@ -20,7 +20,7 @@ import (
 
 // Store is where an agent keeps what must survive its restarts: the
 // Applied record of each object and its deployment marks. spoke/kube's
-// State is one, in a ConfigMap.
+// State is one, in a ConfigMap per key; it is also a Pruner.
 type Store interface {
 	StateStore
 	MarkStore

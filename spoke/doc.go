@@ -13,7 +13,7 @@
 //   - ArgoCD, the small interface to the local Argo CD, implemented on the
 //     Kubernetes API by spoke/kube;
 //   - Applier, the handler of the config reader: it applies each event once
-//     and in generation order, records what it applied in a ConfigMap
+//     and in generation order, records what it applied in ConfigMaps
 //     (kube.State), and acknowledges every event as applied or rejected.
 //
 // Still to come with the spoke issue: the run command that wires these to
