@@ -237,7 +237,7 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	p.reader, err = events.NewReader(c.read, in, events.ReaderConfig{
 		Topic: a.o.topics[events.TopicConfig], Partitions: []int32{c.partition}, Group: group,
 		Skip:       func(r *kgo.Record) bool { return string(r.Key) != a.cluster },
-		OnDataLoss: a.resync(producer),
+		OnDataLoss: a.recover(p.boot, producer),
 		OnRefused:  applier.Refused,
 		OnCommit:   func(_ int32, next int64) { p.committed.Store(next) },
 	}, evOpts...)
@@ -328,12 +328,20 @@ func (a *Agent) prune(ctx context.Context, committed *atomic.Int64) error {
 	}
 }
 
-// resync returns the data-loss alarm: config records were deleted before
-// the agent applied them, so it asks the hub to append the cluster's
-// desired state again.
-func (a *Agent) resync(p *events.Producer) func(context.Context, *kgo.ErrDataLoss) {
+// recover returns the data-loss handler: config records were deleted
+// before the agent applied them. It applies their effect from the
+// desired-state topic (Bootstrap.Recover), and publishes
+// resync.requested either way, so that the loss is on the record; the
+// hub, once it consumes that request, re-appends the cluster's desired
+// state for a loss the desired-state topic cannot repair (it is missing,
+// or does not match the config topic).
+func (a *Agent) recover(boot *Bootstrap, p *events.Producer) func(context.Context, *kgo.ErrDataLoss) {
 	return func(ctx context.Context, l *kgo.ErrDataLoss) {
-		a.o.log.ErrorContext(ctx, "config records lost before they were applied; asking for a resync", "from", l.ConsumedTo, "to", l.ResetTo)
+		a.o.log.ErrorContext(ctx, "config records lost before they were applied; recovering from the desired-state topic",
+			"from", l.ConsumedTo, "to", l.ResetTo)
+		if _, err := boot.Recover(ctx, l.ConsumedTo, l.ResetTo); err != nil && ctx.Err() == nil {
+			a.o.log.ErrorContext(ctx, "recovery from the desired-state topic failed; the resync request is the way back", "err", err)
+		}
 		e, err := events.New(Source(a.cluster), events.TypeResyncRequested, events.Subject{Cluster: a.cluster}.String(), a.cluster,
 			schemas.ResyncRequested{Cluster: a.cluster, Reason: schemas.ResyncDataLoss, LastOffset: l.ConsumedTo - 1, FirstAvailable: l.ResetTo})
 		if err == nil {

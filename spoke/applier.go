@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -91,6 +92,10 @@ type Applier struct {
 	sealing events.SealingKey // opens repository credentials sealed to this cluster
 	log     *slog.Logger
 	inst    *instruments
+
+	// mu makes Handle one event at a time: the config reader and a
+	// recovery from the desired-state topic both call it.
+	mu sync.Mutex
 }
 
 // NewApplier returns the applier of cluster's config events: it applies
@@ -141,6 +146,8 @@ func (c *change) record(d *events.Decoded, pending bool) Applied {
 
 // Handle implements events.Handler.
 func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	c, err := a.change(d)
 	if err != nil {
 		return a.reject(ctx, d, schemas.Resource{Cluster: a.cluster}, "", schemas.RejectInvalid, err)

@@ -72,7 +72,7 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	started := time.Now()
-	latest, last, err := b.read(ctx)
+	latest, last, err := b.read(ctx, false)
 	if errors.Is(err, ErrNoDesiredTopic) || errors.Is(err, ErrSnapshotMismatch) {
 		b.log.ErrorContext(ctx, "not bootstrapping; reading the config topic's whole history instead", "err", err)
 		return 0, nil
@@ -103,8 +103,10 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 // objects, each placed at the config offset it copies, and the last config
 // offset the snapshot covers (deletions included; -1 for none). A record
 // that does not verify is logged and left out: the config topic holds the
-// original.
-func (b *Bootstrap) read(ctx context.Context) ([]placed, int64, error) {
+// original. With deletes, the latest deletions are returned too, and the
+// last offset is not confirmed against the config topic (whose record may
+// be the one lost).
+func (b *Bootstrap) read(ctx context.Context, deletes bool) ([]placed, int64, error) {
 	topic := b.topics[events.TopicDesired]
 	adm := kadm.NewClient(b.client)
 	ends, err := adm.ListCommittedOffsets(ctx, topic)
@@ -168,11 +170,13 @@ func (b *Bootstrap) read(ctx context.Context) ([]placed, int64, error) {
 		}
 		switch d.Spec.Type {
 		case events.TypeApplicationDeleted, events.TypeAppProjectDeleted, events.TypeRepositoryDeleted:
-			continue // deleted: nothing to apply on a new cluster
+			if !deletes {
+				continue // deleted: nothing to apply on a new cluster
+			}
 		}
 		out = append(out, placed{d, r})
 	}
-	if lastEvent != nil {
+	if lastEvent != nil && !deletes {
 		if err := b.confirm(ctx, lastEvent); err != nil {
 			return nil, -1, err
 		}
@@ -211,6 +215,31 @@ func (b *Bootstrap) confirm(ctx context.Context, d *events.Decoded) error {
 		}
 		return nil
 	}
+}
+
+// Recover applies what the config partition lost before the agent read
+// it: records were deleted (retention, a truncation) between config
+// offsets from and to. The compacted desired-state topic still holds the
+// latest copy of every object, deletions included, each naming the config
+// offset it copies; Recover applies those whose offset is in the lost
+// range, in offset order, as the config reader would have, and returns how
+// many it applied. Copies from before or after the range are the config
+// reader's: it applied them, or will. The applier's order checks hold, so
+// nothing older than what was applied is ever put back.
+func (b *Bootstrap) Recover(ctx context.Context, from, to int64) (int, error) {
+	latest, _, err := b.read(ctx, true)
+	if err != nil {
+		return 0, err
+	}
+	latest = slices.DeleteFunc(latest, func(p placed) bool { return p.d.Offset < from || p.d.Offset >= to })
+	slices.SortFunc(latest, func(x, y placed) int { return int(x.d.Offset - y.d.Offset) })
+	for _, p := range latest {
+		if err := b.apply(ctx, p); err != nil {
+			return 0, err
+		}
+	}
+	b.log.InfoContext(ctx, "recovered lost config records from the desired-state topic", "objects", len(latest), "from", from, "to", to)
+	return len(latest), nil
 }
 
 // ErrSnapshotMismatch means the desired-state topic does not match the
