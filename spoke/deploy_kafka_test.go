@@ -68,7 +68,7 @@ func TestDeploymentRecords(t *testing.T) {
 	deploy(rev[1], "Succeeded") // history 1
 	bad := w.repo.Commit(t, "broken", map[string]string{"app/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  value: [1, 2]\n"})
 	deploy(bad, "Failed") // no history entry; a failed record
-	readDeployments(t, w, 3)
+	readDeployments(t, w, name, 3)
 	recorder.stop()
 
 	// Four syncs while the recorder is away; the history keeps two.
@@ -81,7 +81,7 @@ func TestDeploymentRecords(t *testing.T) {
 		deploy(rev[len(rev)-1], "Succeeded") // history 2..5
 	}
 	recorder = startRecorder(t, w, state)
-	readDeployments(t, w, 6)
+	readDeployments(t, w, name, 6)
 	recorder.stop()
 
 	if err := argo.Delete(ctx, ref, true); err != nil {
@@ -89,7 +89,7 @@ func TestDeploymentRecords(t *testing.T) {
 	}
 	kubetest.WaitGone(t, func() error { _, err := apps.Get(ctx, name, metav1.GetOptions{}); return err })
 	recorder = startRecorder(t, w, state)
-	got := readDeployments(t, w, 7)
+	got := readDeployments(t, w, name, 7)
 	recorder.stop()
 
 	lines := slices.Collect(maps.Values(got))
@@ -142,9 +142,12 @@ func startRecorder(t *testing.T, w *world, marks spoke.MarkStore) *recorderRun {
 }
 
 // readDeployments reads the deployments topic from the start until it holds
-// n distinct event ids, and returns each as a line to compare. A second copy
-// of an id must be identical to the first.
-func readDeployments(t *testing.T, w *world, n int) map[string]string {
+// n distinct event ids of Application app, and returns each as a line to
+// compare. A second copy of an id must be identical to the first. The
+// recorder sees every Application of the shared Argo CD namespace, those of
+// other tests (and of earlier runs, under -count) too: their records are
+// passed over.
+func readDeployments(t *testing.T, w *world, app string, n int) map[string]string {
 	t.Helper()
 	dec, err := events.NewDecoder(events.NewVerifier(w.reg))
 	if err != nil {
@@ -167,12 +170,18 @@ func readDeployments(t *testing.T, w *world, n int) map[string]string {
 			var line string
 			switch p := d.Data.(type) {
 			case *schemas.DeploymentRecorded:
+				if p.Name != app {
+					continue
+				}
 				id := "failed"
 				if p.HistoryID != nil {
 					id = fmt.Sprint(*p.HistoryID)
 				}
 				line = fmt.Sprintf("record %s %s %s after %s by %s", id, p.Phase, p.Revision, p.PreviousRevision, p.Initiator)
 			case *schemas.DeploymentGap:
+				if p.Name != app {
+					continue
+				}
 				to := "?"
 				if p.ToHistoryID != nil {
 					to = fmt.Sprint(*p.ToHistoryID)
