@@ -277,9 +277,24 @@ func (a *Applier) perform(ctx context.Context, d *events.Decoded, c *change) err
 	return fmt.Errorf("gave up after %d attempts in %s: %w", attempts, a.budget, err)
 }
 
+// key is the state key of an object.
+func key(kind string, r schemas.Resource) string { return kind + "." + r.Namespace + "." + r.Name }
+
+// objectKey is the state key of the object a deletion removes.
+func objectKey(d *events.Decoded) (string, bool) {
+	switch p := d.Data.(type) {
+	case *schemas.ApplicationDeleted:
+		return key(KindApplication, p.Resource), true
+	case *schemas.AppProjectDeleted:
+		return key(KindAppProject, p.Resource), true
+	case *schemas.RepositoryDeleted:
+		return key(KindRepository, p.Resource), true
+	}
+	return "", false
+}
+
 // change maps a config event to its state key and its effect.
 func (a *Applier) change(d *events.Decoded) (*change, error) {
-	key := func(kind string, r schemas.Resource) string { return kind + "." + r.Namespace + "." + r.Name }
 	switch p := d.Data.(type) {
 	case *schemas.ApplicationUpserted:
 		obj := &Object{Ref: Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Annotations: p.Annotations, Spec: p.Spec, Generation: p.Generation}

@@ -171,7 +171,16 @@ func (b *Bootstrap) read(ctx context.Context, deletes bool) ([]placed, int64, er
 		switch d.Spec.Type {
 		case events.TypeApplicationDeleted, events.TypeAppProjectDeleted, events.TypeRepositoryDeleted:
 			if !deletes {
-				continue // deleted: nothing to apply on a new cluster
+				// Nothing to delete on a new cluster; but a bootstrap that
+				// was cut short, or a state that outlived its cluster's
+				// topics, may hold the object.
+				held, err := b.holds(ctx, d)
+				if err != nil {
+					return nil, -1, err
+				}
+				if !held {
+					continue
+				}
 			}
 		}
 		out = append(out, placed{d, r})
@@ -184,12 +193,48 @@ func (b *Bootstrap) read(ctx context.Context, deletes bool) ([]placed, int64, er
 	return out, last, nil
 }
 
+// holds says whether the agent's state has the object d deletes as live.
+func (b *Bootstrap) holds(ctx context.Context, d *events.Decoded) (bool, error) {
+	key, ok := objectKey(d)
+	if !ok {
+		return false, nil
+	}
+	rec, ok, err := b.state.Get(ctx, key)
+	return ok && !rec.Deleted, err
+}
+
 // confirm checks that the config record at the offset a desired-state
 // record names is the same event. The offset header is not signed: without
 // this check, a forged header could move the spoke's checkpoint past config
-// events it never applied.
+// events it never applied. A record the config topic no longer holds
+// (retention deleted it) cannot be checked, and need not be: nothing at or
+// below its offset can be read any more, so the checkpoint skips nothing.
+// An offset at or past the topic's end is refused.
 func (b *Bootstrap) confirm(ctx context.Context, d *events.Decoded) error {
 	topic := b.topics[events.TopicConfig]
+	adm := kadm.NewClient(b.client)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	ends, err2 := adm.ListEndOffsets(ctx, topic)
+	if err2 == nil {
+		err2 = ends.Error()
+	}
+	if err := errors.Join(err, err2); err != nil {
+		return fmt.Errorf("bootstrap: offsets of %s: %w", topic, err)
+	}
+	start, _ := starts.Lookup(topic, b.partition)
+	end, _ := ends.Lookup(topic, b.partition)
+	switch {
+	case d.Offset >= end.Offset:
+		return fmt.Errorf("bootstrap: %w: the desired-state copy of event %s names config offset %d, past the end of %s/%d (%d)",
+			ErrSnapshotMismatch, d.Event.ID(), d.Offset, topic, b.partition, end.Offset)
+	case d.Offset < start.Offset:
+		b.log.InfoContext(ctx, "bootstrap: the config record of the snapshot's last change is gone; nothing before it can be read",
+			"offset", d.Offset, "first_available", start.Offset)
+		return nil
+	}
 	cl, err := kgo.NewClient(append(slices.Clone(b.conn),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {b.partition: kgo.NewOffset().At(d.Offset)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
