@@ -184,10 +184,10 @@ func (s *Store) Load(ctx context.Context, need *projector.Need) (*projector.Rows
 		what string
 		run  func() error
 	}{
-		{"registrations", func() error { return s.loadRegistrations(ctx, need.Registrations, r.Registrations) }},
-		{"heartbeats", func() error { return s.loadBeats(ctx, need.Beats, r.Beats) }},
-		{"desired applications", func() error { return s.loadDesired(ctx, need.Desired, r.Desired) }},
-		{"observed applications", func() error { return s.loadObserved(ctx, need.Observed, r.Observed) }},
+		{"registrations", func() error { return loadRows(ctx, s, &registrationRows, need.Registrations, r.Registrations) }},
+		{"heartbeats", func() error { return loadRows(ctx, s, &beatRows, need.Beats, r.Beats) }},
+		{"desired applications", func() error { return loadRows(ctx, s, &desiredRows, need.Desired, r.Desired) }},
+		{"observed applications", func() error { return loadRows(ctx, s, &observedRows, need.Observed, r.Observed) }},
 		{"chain heads", func() error { return s.loadChainHeads(ctx, need.ChainHeads, r.ChainHeads) }},
 	}
 	for _, st := range steps {
@@ -198,54 +198,61 @@ func (s *Store) Load(ctx context.Context, need *projector.Need) (*projector.Rows
 	return r, nil
 }
 
-func (s *Store) loadRegistrations(ctx context.Context, keys []string, out map[string]projector.ClusterRegistration) error {
-	return loadRows(ctx, s, `SELECT `+registrationCols("")+` FROM registrations`, `cluster = ?`, len(keys),
-		func(i int) []any { return []any{keys[i]} }, scanRegistration,
-		func(v projector.ClusterRegistration) string { return v.Cluster }, out)
-}
-
-func (s *Store) loadBeats(ctx context.Context, keys []string, out map[string]projector.ClusterBeat) error {
-	return loadRows(ctx, s, `SELECT `+beatCols("")+` FROM beats`, `cluster = ?`, len(keys),
-		func(i int) []any { return []any{keys[i]} }, scanBeat,
-		func(v projector.ClusterBeat) string { return v.Cluster }, out)
+// keyed is a view table whose rows Load reads by key: its query (the
+// table's columns, no WHERE clause), the condition that matches one key
+// and that key's arguments, its scan function and the key of a row. The
+// tables are package values, so that a Load with no keys to read, the
+// common case once a working set is warm, builds no query.
+type keyed[K comparable, V any] struct {
+	query string
+	term  string
+	args  func(K) []any
+	scan  func() ([]any, func() (*V, error))
+	key   func(*V) K
 }
 
 const appKeyTerm = `(cluster = ? AND namespace = ? AND name = ?)`
 
-func appKeyArgs(keys []projector.AppKey) func(i int) []any {
-	return func(i int) []any { return []any{keys[i].Cluster, keys[i].Namespace, keys[i].Name} }
-}
+func clusterArgs(c string) []any          { return []any{c} }
+func appKeyArgs(k projector.AppKey) []any { return []any{k.Cluster, k.Namespace, k.Name} }
 
-func (s *Store) loadDesired(ctx context.Context, keys []projector.AppKey, out map[projector.AppKey]projector.AppDesired) error {
-	return loadRows(ctx, s, `SELECT `+desiredCols("")+` FROM desired_apps`, appKeyTerm, len(keys), appKeyArgs(keys),
-		scanDesired, func(v projector.AppDesired) projector.AppKey { return v.AppKey }, out)
-}
+var (
+	registrationRows = keyed[string, projector.ClusterRegistration]{
+		query: `SELECT ` + registrationCols("") + ` FROM registrations`, term: `cluster = ?`, args: clusterArgs,
+		scan: scanRegistration, key: func(v *projector.ClusterRegistration) string { return v.Cluster },
+	}
+	beatRows = keyed[string, projector.ClusterBeat]{
+		query: `SELECT ` + beatCols("") + ` FROM beats`, term: `cluster = ?`, args: clusterArgs,
+		scan: scanBeat, key: func(v *projector.ClusterBeat) string { return v.Cluster },
+	}
+	desiredRows = keyed[projector.AppKey, projector.AppDesired]{
+		query: `SELECT ` + desiredCols("") + ` FROM desired_apps`, term: appKeyTerm, args: appKeyArgs,
+		scan: scanDesired, key: func(v *projector.AppDesired) projector.AppKey { return v.AppKey },
+	}
+	observedRows = keyed[projector.AppKey, projector.AppObserved]{
+		query: `SELECT ` + observedCols("") + ` FROM observed_apps`, term: appKeyTerm, args: appKeyArgs,
+		scan: scanObserved, key: func(v *projector.AppObserved) projector.AppKey { return v.AppKey },
+	}
+)
 
-func (s *Store) loadObserved(ctx context.Context, keys []projector.AppKey, out map[projector.AppKey]projector.AppObserved) error {
-	return loadRows(ctx, s, `SELECT `+observedCols("")+` FROM observed_apps`, appKeyTerm, len(keys), appKeyArgs(keys),
-		scanObserved, func(v projector.AppObserved) projector.AppKey { return v.AppKey }, out)
-}
-
-// loadRows reads the n keyed rows of query (whose term matches one key, with
-// args(i) its arguments), scans each with scan, and stores each row found
-// under key(row).
-func loadRows[K comparable, V any](ctx context.Context, s *Store, query, term string, n int, args func(i int) []any,
-	scan func() ([]any, func() (*V, error)), key func(V) K, out map[K]V) error {
-	if n == 0 {
+// loadRows reads t's rows of keys and stores each row found under its key.
+func loadRows[K comparable, V any](ctx context.Context, s *Store, t *keyed[K, V], keys []K, out map[K]V) error {
+	if len(keys) == 0 {
 		return nil
 	}
-	return s.inChunks(ctx, query, n, term, args, func(rows *sql.Rows) error {
-		dest, build := scan()
-		if err := rows.Scan(dest...); err != nil {
-			return err
-		}
-		v, err := build()
-		if err != nil || v == nil {
-			return err
-		}
-		out[key(*v)] = *v
-		return nil
-	})
+	return s.inChunks(ctx, t.query, len(keys), t.term, func(i int) []any { return t.args(keys[i]) },
+		func(rows *sql.Rows) error {
+			dest, build := t.scan()
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			v, err := build()
+			if err != nil || v == nil {
+				return err
+			}
+			out[t.key(v)] = *v
+			return nil
+		})
 }
 
 func (s *Store) loadChainHeads(ctx context.Context, keys []projector.Partition, out map[projector.Partition]string) error {
