@@ -127,6 +127,19 @@ func (f *fleet) upsert(cluster, name string, gen int64) *event.Event {
 	return e
 }
 
+// configWriter appends config events as the hub does, in transactions
+// under the transactional id name (and the fleet's topics), until the test
+// ends.
+func (f *fleet) configWriter(name string) *events.ConfigWriter {
+	f.t.Helper()
+	txn := kafkatest.Client(f.t, append(events.ProducerOpts(nil), kgo.TransactionalID(name+"."+f.topics[events.TopicConfig]))...)
+	w, err := events.NewConfigWriter(txn, f.hub, f.topics)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return w
+}
+
 func (f *fleet) publish(p *events.Producer, es ...*event.Event) {
 	f.t.Helper()
 	if _, err := p.Publish(f.t.Context(), es...); err != nil {
@@ -324,16 +337,7 @@ func TestAgentReportsZeroLagUnderTransactions(t *testing.T) {
 	f := newFleet(t, 2)
 	defer f.client.Close()
 	a := f.agent("transactional")
-	txn, err := kgo.NewClient(append(events.ProducerOpts(nil), kgo.SeedBrokers(kafkatest.Bootstrap(t)),
-		kgo.TransactionalID("txn."+f.topics[events.TopicConfig]))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	w, err := events.NewConfigWriter(txn, f.hub, f.topics)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := f.configWriter("txn")
 	for i := range 3 {
 		if _, err := w.Write(t.Context(), f.upsert(a.cluster, fmt.Sprintf("txn-%d", i), 1)); err != nil {
 			t.Fatal(err)

@@ -34,16 +34,7 @@ func TestAgentRecoversLostConfigRecords(t *testing.T) {
 	topic := f.topics[events.TopicConfig]
 	part := events.NewPartitioner(nil).PartitionOf(cluster, 2)
 	adm := kadm.NewClient(f.client)
-	txn, err := kgo.NewClient(append(events.ProducerOpts(nil), kgo.SeedBrokers(kafkatest.Bootstrap(t)),
-		kgo.TransactionalID("txn.lossy."+topic))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	w, err := events.NewConfigWriter(txn, f.hub, f.topics)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := f.configWriter("txn.lossy")
 	keys, err := spoke.GenerateKeys()
 	if err != nil {
 		t.Fatal(err)
