@@ -91,7 +91,7 @@ func TestManagedModeRevertsDrift(t *testing.T) {
 	name := "guestbook-" + w.ns
 	var want map[string]any
 	// Argo CD's controller writes the Application too: edit the latest.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		a, err := apps.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -37,6 +37,13 @@ const (
 	KindRepository = "Repository"
 )
 
+// conflictBackoff paces the retries of an update that lost a race with
+// another writer of the object, mostly Argo CD's controller, which writes a
+// new Application's status several times in its first second: 10 ms, then
+// 50 ms, 250 ms and 1.25 s. client-go's DefaultRetry (five tries 10 ms
+// apart) gave up while the controller was still writing.
+var conflictBackoff = retry.DefaultBackoff
+
 // RepositorySecretPrefix starts the name of every Secret the client writes
 // or deletes for a repository. The Argo CD namespace holds Argo CD's own
 // Secrets too (argocd-secret, cluster credentials); with the prefix, no
@@ -269,7 +276,7 @@ func (a *Client) Delete(ctx context.Context, ref Ref, cascade bool) error {
 		// Argo CD deletes an Application's resources only while its
 		// resources finalizer is set. Its controller writes the
 		// Application too, so a conflict is read again and retried.
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := retry.RetryOnConflict(conflictBackoff, func() error {
 			return a.setFinalizer(ctx, ri, ref.Name, cascade)
 		}); err != nil {
 			return fmt.Errorf("delete %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)

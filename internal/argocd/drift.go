@@ -134,7 +134,7 @@ func (a *Client) putBack(ctx context.Context, ri dynamic.ResourceInterface, cur 
 		return nil, nil, errors.New("the desired spec is not a JSON object")
 	}
 	name := cur.GetName()
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(conflictBackoff, func() error {
 		if cur == nil {
 			var err error
 			if cur, err = ri.Get(ctx, name, metav1.GetOptions{}); err != nil {

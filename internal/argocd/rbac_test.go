@@ -77,7 +77,7 @@ func TestSpokeRBAC(t *testing.T) {
 		}
 		// A local edit (as an administrator), which the spoke reverts. Argo
 		// CD writes the Application too, so both retry on conflicts.
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 			edited, err := f.apps.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -91,7 +91,7 @@ func TestSpokeRBAC(t *testing.T) {
 			t.Fatal(err)
 		}
 		var fields []string
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
+		if err := retry.RetryOnConflict(retry.DefaultBackoff, func() (err error) {
 			fields, _, err = f.argo.Revert(ctx, ref, f.app(name, 2).Spec)
 			return err
 		}); err != nil || len(fields) != 1 {
