@@ -68,14 +68,7 @@ func TestGoldenSamplesDecode(t *testing.T) {
 	seen := map[string]bool{}
 	for _, path := range goldenFiles(t) {
 		t.Run(strings.TrimPrefix(path, goldenDir+"/"), func(t *testing.T) {
-			s, err := golden.Read(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := dec.Decode(context.Background(), s.Record())
-			if err != nil {
-				t.Fatalf("decode: %v", err)
-			}
+			s, d := decodeGolden(t, dec, path)
 			typ := strings.TrimSuffix(filepath.Base(path), ".json")
 			if d.Spec.Type != typ {
 				t.Errorf("type %q, file says %q", d.Spec.Type, typ)
@@ -217,14 +210,7 @@ func TestGoldenDesiredSamplesDecode(t *testing.T) {
 	for _, path := range paths {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
-			s, err := golden.Read(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := dec.Decode(context.Background(), s.Record())
-			if err != nil {
-				t.Fatalf("decode: %v", err)
-			}
+			s, d := decodeGolden(t, dec, path)
 			if typ := strings.TrimSuffix(strings.TrimPrefix(name, "legacy-"), ".json"); d.Spec.Type != typ {
 				t.Errorf("type %q, file says %q", d.Spec.Type, typ)
 			}
@@ -243,4 +229,18 @@ func TestGoldenDesiredSamplesDecode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decodeGolden reads the golden sample at path and decodes its record.
+func decodeGolden(t *testing.T, dec *events.Decoder, path string) (golden.Sample, *events.Decoded) {
+	t.Helper()
+	s, err := golden.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dec.Decode(context.Background(), s.Record())
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	return s, d
 }
