@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/argosyproj/argosy/spoke/kube"
 )
 
 // BenchmarkSpokeFootprint runs the real binary with 100 Applications and
@@ -27,7 +29,8 @@ func BenchmarkSpokeFootprint(b *testing.B) {
 
 func footprint(t testing.TB) (mem map[string]int, millicores float64) {
 	r := newSpokeRig(t)
-	r.heartbeat = "30s" // the default: idle means idle
+	r.heartbeat = "30s"                     // the default: idle means idle
+	r.leaseTiming = kube.DefaultLeaseTiming // renewed every 2 s, as in production
 	r.env = strings.Fields(os.Getenv("ARGOSY_FOOTPRINT_ENV"))
 	names := make([]string, 100)
 	for i := range names {

@@ -60,6 +60,8 @@ type spokeRig struct {
 	env []string
 	// heartbeat is the spoke's --heartbeat-interval (1s in tests).
 	heartbeat string
+	// leaseTiming is the spokes' Lease timing (rigLease unless set).
+	leaseTiming kube.LeaseTiming
 	// syncPolicy, when set, is the Applications' spec.syncPolicy.
 	syncPolicy map[string]any
 }
@@ -77,7 +79,8 @@ func newSpokeRigOn(t testing.TB, addr string, client func(opts ...kgo.Opt) *kgo.
 	if err := e.StartArgoCD(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := &spokeRig{t: t, e: e, dir: t.TempDir(), ns: e.Namespace(t), prefix: kafkatest.Prefix(t), broker: addr, client: client, heartbeat: "1s"}
+	r := &spokeRig{t: t, e: e, dir: t.TempDir(), ns: e.Namespace(t), prefix: kafkatest.Prefix(t), broker: addr, client: client, heartbeat: "1s",
+		leaseTiming: rigLease}
 	r.cluster, r.topics, r.bin = "spoke-"+r.ns, events.DefaultTopics(r.prefix), filepath.Join(r.dir, "argosy-spoke")
 	buildSpoke(t, r.bin, tags...)
 	if err := events.EnsureTopics(ctx, kadm.NewClient(client()), r.topics, events.TopicPlan(4, 2), 1, 1); err != nil {
@@ -182,8 +185,8 @@ func (r *spokeRig) startNamed(name string) *testproc.Proc {
 		"--cluster", r.cluster, "--kafka-brokers", r.broker, "--topic-prefix", r.prefix,
 		"--kubeconfig", r.e.Kubeconfig, "--keys-dir", filepath.Join(r.dir, "keys"), "--hub-key", filepath.Join(r.dir, "hub.pub"),
 		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", r.heartbeat, "--argocd-version", "v2.14.21",
-		"--namespace", r.ns, "--lease", r.lease(), "--lease-duration", rigLease.Duration.String(), "--lease-renew-deadline", rigLease.RenewDeadline.String(),
-		"--lease-retry-period", rigLease.RetryPeriod.String()}, r.env)
+		"--namespace", r.ns, "--lease", r.lease(), "--lease-duration", r.leaseTiming.Duration.String(),
+		"--lease-renew-deadline", r.leaseTiming.RenewDeadline.String(), "--lease-retry-period", r.leaseTiming.RetryPeriod.String()}, r.env)
 	if err != nil {
 		r.t.Fatal(err)
 	}
