@@ -66,13 +66,21 @@ func NewBootstrap(cluster string, client *kgo.Client, conn []kgo.Opt, partition 
 var ErrNoDesiredTopic = errors.New("no desired-state topic")
 
 // Run bootstraps unless it was done before, and returns the number of
-// objects applied.
+// objects applied. It records that it started before it applies anything:
+// a bootstrap cut short (a crash, a stop) runs again on the next start,
+// and only then can the agent's state hold an object the snapshot has
+// since deleted. A new cluster has nothing to delete, and its bootstrap
+// reads nothing from the state for the snapshot's deletions.
 func (b *Bootstrap) Run(ctx context.Context) (int, error) {
-	if _, done, err := b.state.Get(ctx, bootstrapKey); err != nil || done {
+	rec, resumed, err := b.state.Get(ctx, bootstrapKey)
+	if err != nil || (resumed && !rec.Pending) {
 		return 0, err
 	}
 	started := time.Now()
-	latest, last, err := b.read(ctx, false)
+	latest, last, lastEvent, err := b.read(ctx)
+	if err == nil && lastEvent != nil {
+		err = b.confirm(ctx, lastEvent)
+	}
 	if errors.Is(err, ErrNoDesiredTopic) || errors.Is(err, ErrSnapshotMismatch) {
 		b.log.ErrorContext(ctx, "not bootstrapping; reading the config topic's whole history instead", "err", err)
 		return 0, nil
@@ -80,11 +88,17 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	slices.SortFunc(latest, func(x, y placed) int { return int(x.d.Offset - y.d.Offset) })
-	for _, p := range latest {
-		if err := b.apply(ctx, p); err != nil {
+	if !resumed {
+		if err := b.state.Put(ctx, bootstrapKey, Applied{Partition: b.partition, Offset: -1, Pending: true}); err != nil {
 			return 0, err
 		}
+	}
+	latest, err = b.liveOrHeld(ctx, latest, resumed)
+	if err != nil {
+		return 0, err
+	}
+	if err := b.applyInOrder(ctx, latest); err != nil {
+		return 0, err
 	}
 	if last >= 0 {
 		if err := retry(ctx, b.log, "bootstrap: checkpoint", kerr.IsRetriable, func() error { return b.checkpoint(ctx, last+1) }); err != nil {
@@ -94,34 +108,66 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 	if err := b.state.Put(ctx, bootstrapKey, Applied{Partition: b.partition, Offset: last}); err != nil {
 		return 0, err
 	}
-	b.log.InfoContext(ctx, "bootstrapped from the desired-state topic", "objects", len(latest),
+	b.log.InfoContext(ctx, "bootstrapped from the desired-state topic", "objects", len(latest), "resumed", resumed,
 		"next_config_offset", last+1, "took", time.Since(started).Round(time.Millisecond))
 	return len(latest), nil
 }
 
-// read returns the latest live desired-state event of each of the cluster's
-// objects, each placed at the config offset it copies, and the last config
-// offset the snapshot covers (deletions included; -1 for none). A record
-// that does not verify is logged and left out: the config topic holds the
-// original. With deletes, the latest deletions are returned too, and the
-// last offset is not confirmed against the config topic (whose record may
-// be the one lost).
-func (b *Bootstrap) read(ctx context.Context, deletes bool) ([]placed, int64, error) {
+// liveOrHeld drops the deletions of latest, but for those of objects the
+// agent's state holds when the bootstrap resumes one cut short.
+func (b *Bootstrap) liveOrHeld(ctx context.Context, latest []placed, resumed bool) ([]placed, error) {
+	out := latest[:0]
+	for _, p := range latest {
+		if key, deletion := objectKey(p.d); deletion {
+			if !resumed {
+				continue
+			}
+			rec, ok, err := b.state.Get(ctx, key)
+			if err != nil {
+				return nil, err
+			}
+			if !ok || rec.Deleted {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// applyInOrder applies events in config-offset order, as the config reader
+// would have.
+func (b *Bootstrap) applyInOrder(ctx context.Context, ps []placed) error {
+	slices.SortFunc(ps, func(x, y placed) int { return int(x.d.Offset - y.d.Offset) })
+	for _, p := range ps {
+		if err := b.apply(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read returns the latest desired-state event of each of the cluster's
+// objects (a deletion included), each placed at the config offset it
+// copies, and the last config offset the snapshot covers and its event
+// (-1 and nil for none). A record that does not verify is logged and left
+// out: the config topic holds the original.
+func (b *Bootstrap) read(ctx context.Context) ([]placed, int64, *events.Decoded, error) {
 	topic := b.topics[events.TopicDesired]
 	adm := kadm.NewClient(b.client)
 	ends, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
-		return nil, -1, fmt.Errorf("bootstrap: end of %s: %w", topic, err)
+		return nil, -1, nil, fmt.Errorf("bootstrap: end of %s: %w", topic, err)
 	}
 	end, ok := ends.Lookup(topic, b.partition)
 	if ok && errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
-		return nil, -1, fmt.Errorf("bootstrap: %w: %s", ErrNoDesiredTopic, topic)
+		return nil, -1, nil, fmt.Errorf("bootstrap: %w: %s", ErrNoDesiredTopic, topic)
 	}
 	if !ok || end.Err != nil {
-		return nil, -1, fmt.Errorf("bootstrap: end of %s/%d: %w", topic, b.partition, errors.Join(end.Err, errors.New("not listed")))
+		return nil, -1, nil, fmt.Errorf("bootstrap: end of %s/%d: %w", topic, b.partition, errors.Join(end.Err, errors.New("not listed")))
 	}
 	if end.Offset == 0 {
-		return nil, -1, nil
+		return nil, -1, nil, nil
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(b.conn),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {b.partition: kgo.NewOffset().AtStart()}}),
@@ -130,7 +176,7 @@ func (b *Bootstrap) read(ctx context.Context, deletes bool) ([]placed, int64, er
 		// loop below knows it reached the end.
 		kgo.KeepControlRecords())...)
 	if err != nil {
-		return nil, -1, err
+		return nil, -1, nil, err
 	}
 	defer cl.Close()
 	prefix := b.cluster + "/"
@@ -138,10 +184,10 @@ func (b *Bootstrap) read(ctx context.Context, deletes bool) ([]placed, int64, er
 	for next := int64(0); next < end.Offset; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, -1, err
+			return nil, -1, nil, err
 		}
 		if err := fs.Err0(); err != nil {
-			return nil, -1, fmt.Errorf("bootstrap: read %s: %w", topic, err)
+			return nil, -1, nil, fmt.Errorf("bootstrap: read %s: %w", topic, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
@@ -159,7 +205,7 @@ func (b *Bootstrap) read(ctx context.Context, deletes bool) ([]placed, int64, er
 		}
 		d, err := b.place(ctx, r)
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, -1, ctxErr
+			return nil, -1, nil, ctxErr
 		}
 		if err != nil {
 			b.log.WarnContext(ctx, "bootstrap: desired-state record refused; the config topic decides", "key", k, "err", err)
@@ -168,39 +214,9 @@ func (b *Bootstrap) read(ctx context.Context, deletes bool) ([]placed, int64, er
 		if d.Offset > last {
 			last, lastEvent = d.Offset, d
 		}
-		switch d.Spec.Type {
-		case events.TypeApplicationDeleted, events.TypeAppProjectDeleted, events.TypeRepositoryDeleted:
-			if !deletes {
-				// Nothing to delete on a new cluster; but a bootstrap that
-				// was cut short, or a state that outlived its cluster's
-				// topics, may hold the object.
-				held, err := b.holds(ctx, d)
-				if err != nil {
-					return nil, -1, err
-				}
-				if !held {
-					continue
-				}
-			}
-		}
 		out = append(out, placed{d, r})
 	}
-	if lastEvent != nil && !deletes {
-		if err := b.confirm(ctx, lastEvent); err != nil {
-			return nil, -1, err
-		}
-	}
-	return out, last, nil
-}
-
-// holds says whether the agent's state has the object d deletes as live.
-func (b *Bootstrap) holds(ctx context.Context, d *events.Decoded) (bool, error) {
-	key, ok := objectKey(d)
-	if !ok {
-		return false, nil
-	}
-	rec, ok, err := b.state.Get(ctx, key)
-	return ok && !rec.Deleted, err
+	return out, last, lastEvent, nil
 }
 
 // confirm checks that the config record at the offset a desired-state
@@ -272,16 +288,13 @@ func (b *Bootstrap) confirm(ctx context.Context, d *events.Decoded) error {
 // reader's: it applied them, or will. The applier's order checks hold, so
 // nothing older than what was applied is ever put back.
 func (b *Bootstrap) Recover(ctx context.Context, from, to int64) (int, error) {
-	latest, _, err := b.read(ctx, true)
+	latest, _, _, err := b.read(ctx)
 	if err != nil {
 		return 0, err
 	}
 	latest = slices.DeleteFunc(latest, func(p placed) bool { return p.d.Offset < from || p.d.Offset >= to })
-	slices.SortFunc(latest, func(x, y placed) int { return int(x.d.Offset - y.d.Offset) })
-	for _, p := range latest {
-		if err := b.apply(ctx, p); err != nil {
-			return 0, err
-		}
+	if err := b.applyInOrder(ctx, latest); err != nil {
+		return 0, err
 	}
 	b.log.InfoContext(ctx, "recovered lost config records from the desired-state topic", "objects", len(latest), "from", from, "to", to)
 	return len(latest), nil

@@ -125,7 +125,12 @@ func TestAgentRecoversLostConfigRecords(t *testing.T) {
 		want(t, a, recovered)
 	})
 	t.Run("a bootstrap cut short deletes what the state holds", func(t *testing.T) {
+		// What a bootstrap leaves when it stops after applying two objects:
+		// its pending record, and theirs.
 		held := newMemStore()
+		if err := held.Put(t.Context(), "bootstrap", spoke.Applied{Offset: -1, Pending: true}); err != nil {
+			t.Fatal(err)
+		}
 		for _, name := range []string{"web", "old"} {
 			if err := held.Put(t.Context(), spoke.KindApplication+".argocd."+name, spoke.Applied{Generation: 1, EventID: "earlier-" + name}); err != nil {
 				t.Fatal(err)
