@@ -129,6 +129,7 @@ func TestRunnerFencedAfterLosingItsPartitionsMidStep(t *testing.T) {
 	}
 }
 
+// openStore opens a store with open and closes it at the test's end.
 func openStore(t *testing.T, open func(context.Context) (*sqlstore.Store, error)) *sqlstore.Store {
 	t.Helper()
 	s, err := open(t.Context())

@@ -85,16 +85,8 @@ func TestRunnerYieldsToRebalanceWhileIdle(t *testing.T) {
 // newStore opens a fresh SQLite store that the test closes at its end.
 func newStore(t *testing.T) *sqlstore.Store {
 	t.Helper()
-	store, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "views.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := store.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return store
+	path := filepath.Join(t.TempDir(), "views.db")
+	return openStore(t, func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenSQLite(ctx, path) })
 }
 
 // startRunner runs a Runner of group over the rig's topics into store, with
