@@ -295,9 +295,8 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 // partition's committed offset. No redelivery brings their events back,
 // and an operation replayed from further back has expired, so forgetting
 // them neither repeats an operation nor lets an older generation in.
-// Records applied by the bootstrap, whose offsets are the desired topic's,
-// are forgotten only once the config offset has passed theirs too: later,
-// never sooner.
+// Records applied by the bootstrap carry the config offset of the event
+// they copy, so the same rule holds for them.
 func (a *Agent) prune(ctx context.Context, committed *atomic.Int64) error {
 	pruner, ok := a.store.(Pruner)
 	if !ok {
