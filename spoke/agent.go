@@ -149,8 +149,8 @@ func (c *conn) close() {
 // connect makes the producer, reader and trust clients, checks that Kafka
 // takes the credentials (franz-go retries refused ones quietly, so a ping
 // says why at once) and finds the config partition.
-func (a *Agent) connect(ctx context.Context) (c *conn, err error) {
-	c = &conn{}
+func (a *Agent) connect(ctx context.Context) (_ *conn, err error) {
+	c := &conn{} // not the result, which is nil on an error
 	defer func() {
 		if err != nil {
 			c.close()
