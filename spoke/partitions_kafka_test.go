@@ -20,8 +20,9 @@ import (
 // TestAgentRefusesAGrownConfigTopic grows the config topic (and the
 // desired-state topic with it) under an agent that has run on it: its
 // cluster now maps to another partition, so the agent refuses to start,
-// says why and how to grow, and applies nothing. An agent starting afresh
-// on the grown topics runs.
+// says why and how to grow, and applies nothing. An agent pinned to a
+// partition the topic does not have is refused too. An agent starting
+// afresh on the grown topics runs.
 func TestAgentRefusesAGrownConfigTopic(t *testing.T) {
 	f := newFleet(t, 2)
 	keys, err := spoke.GenerateKeys()
@@ -65,6 +66,15 @@ func TestAgentRefusesAGrownConfigTopic(t *testing.T) {
 	}
 	if applied() != 1 {
 		t.Errorf("the refused agent applied generation %d", applied())
+	}
+
+	pinned, err := spoke.New("east", keys, f.hub.Public(), []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, argo, noApps{},
+		newMemStore(), spoke.WithTopics(f.topics), spoke.WithPartition(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pinned.Run(runCtx); err == nil || !strings.Contains(err.Error(), "pinned partition 4") {
+		t.Errorf("an agent pinned past the topic's 4 partitions: %v, want a refusal", err)
 	}
 
 	fresh, cancelFresh := context.WithCancel(t.Context())
