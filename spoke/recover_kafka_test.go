@@ -3,7 +3,9 @@
 package spoke_test
 
 import (
+	"context"
 	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,9 +122,13 @@ func TestAgentRecoversLostConfigRecords(t *testing.T) {
 		want(t, a, recovered)
 	})
 	t.Run("a new agent bootstraps although the snapshot's last config record is gone", func(t *testing.T) {
-		a := agentOn(t, newMemStore(), map[string]int64{})
+		store := &readsOf{memStore: newMemStore()}
+		a := agentOn(t, store, map[string]int64{})
 		defer a.start(t)()
 		want(t, a, recovered)
+		if n := store.count(spoke.KindApplication + ".argocd.old"); n != 0 {
+			t.Errorf("a first bootstrap read the state %d times for an object the snapshot deletes, want none", n)
+		}
 	})
 	t.Run("a bootstrap cut short deletes what the state holds", func(t *testing.T) {
 		// What a bootstrap leaves when it stops after applying two objects:
@@ -140,4 +146,27 @@ func TestAgentRecoversLostConfigRecords(t *testing.T) {
 		defer a.start(t)()
 		want(t, a, recovered)
 	})
+}
+
+// readsOf is a memStore that counts reads by key.
+type readsOf struct {
+	*memStore
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (s *readsOf) Get(ctx context.Context, key string) (spoke.Applied, bool, error) {
+	s.mu.Lock()
+	if s.reads == nil {
+		s.reads = map[string]int{}
+	}
+	s.reads[key]++
+	s.mu.Unlock()
+	return s.memStore.Get(ctx, key)
+}
+
+func (s *readsOf) count(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads[key]
 }
