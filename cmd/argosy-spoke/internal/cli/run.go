@@ -76,13 +76,13 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StatusResync, "status-resync", cmdkit.EnvDuration("ARGOSY_STATUS_RESYNC", time.Hour, 0), // malformed: 0, which Validate refuses
 		"how often each Application's whole status is published again, besides its deltas; keep it well inside the status topic's retention (env ARGOSY_STATUS_RESYNC)")
 	fs.DurationVar(&o.OperationAge, "operation-max-age", cmdkit.EnvDuration("ARGOSY_OPERATION_MAX_AGE", 10*time.Minute, 0), // malformed: 0, which Validate refuses
-		"how long after it was asked for an operation that names no expiry is still performed (env ARGOSY_OPERATION_MAX_AGE)")
+		"how long after it was asked for an operation that names no expiry is still performed; the state forgets the records of operations and deleted objects once they are older (env ARGOSY_OPERATION_MAX_AGE)")
 	fs.Float64Var(&o.KubeQPS, "kube-api-qps", cmdkit.EnvFloat("ARGOSY_KUBE_API_QPS", 50, 0), // malformed: 0, which Validate refuses
 		"requests per second to the cluster's API server, sustained; each applied event takes about four (env ARGOSY_KUBE_API_QPS)")
 	fs.IntVar(&o.KubeBurst, "kube-api-burst", cmdkit.EnvInt("ARGOSY_KUBE_API_BURST", 100, 0), // malformed: 0, which Validate refuses
 		"requests to the cluster's API server allowed in a burst above --kube-api-qps (env ARGOSY_KUBE_API_BURST)")
 	fs.StringVar(&o.Lease, "lease", cmdkit.Env("ARGOSY_LEASE", "argosy-spoke"),
-		"Lease in the spoke's own namespace that makes one spoke process the cluster's only writer; the others wait for it. Empty: no Lease, for a spoke that is surely alone (env ARGOSY_LEASE)")
+		"Lease in the spoke's own namespace that makes one spoke process the cluster's only writer; the others wait for it. Empty: no Lease, for a spoke that is surely alone. deploy/rbac/spoke.yaml grants the Lease argosy-spoke only (env ARGOSY_LEASE)")
 	d := kube.DefaultLeaseTiming
 	fs.DurationVar(&o.LeaseTiming.Duration, "lease-duration", cmdkit.EnvDuration("ARGOSY_LEASE_DURATION", d.Duration, 0),
 		"how long a waiting spoke waits after the holder's last renewal before it takes the Lease (env ARGOSY_LEASE_DURATION)")
