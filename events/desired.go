@@ -111,19 +111,22 @@ func (w *ConfigWriter) Write(ctx context.Context, es ...*event.Event) (recs []*k
 }
 
 // copies returns the desired-state copies of the signed events es, and for
-// each the index in es of the event it copies. Operations and cluster
-// registrations are not state and have none; a deletion's copy is the
-// signed delete event, not a tombstone.
+// each the index in es of the event it copies. Operations are not state and
+// have none; a deletion's copy is the signed delete event, not a tombstone.
+// A cluster's registration (and its deregistration) is copied under the
+// cluster's name, so the topic holds the fleet's membership and labels as
+// well as its objects.
 func (w *ConfigWriter) copies(ctx context.Context, es []*event.Event) (copies []*kgo.Record, of []int, err error) {
 	for i, e := range es {
 		switch e.Type() {
 		case TypeApplicationUpserted, TypeAppProjectUpserted, TypeRepositoryUpserted,
-			TypeApplicationDeleted, TypeAppProjectDeleted, TypeRepositoryDeleted:
+			TypeApplicationDeleted, TypeAppProjectDeleted, TypeRepositoryDeleted,
+			TypeClusterRegistered, TypeClusterDeregistered:
 		default:
 			continue
 		}
 		subj, err := ParseSubject(e.Subject())
-		if err != nil || subj.Kind == "" {
+		if err != nil {
 			continue
 		}
 		c := e.Clone()
@@ -144,8 +147,13 @@ func (w *ConfigWriter) copies(ctx context.Context, es []*event.Event) (copies []
 	return copies, of, nil
 }
 
-// DesiredKey is the desired-state topic's key of an object.
+// DesiredKey is the desired-state topic's key of an object
+// ("cluster/kind/namespace/name"), or of a cluster itself (its name) for a
+// subject that names no object.
 func DesiredKey(s Subject) string {
+	if s.Kind == "" {
+		return s.Cluster
+	}
 	return s.Cluster + "/" + s.Kind + "/" + s.Namespace + "/" + s.Name
 }
 

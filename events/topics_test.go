@@ -14,9 +14,11 @@ import (
 func TestDesiredKeysShareTheClusterPartition(t *testing.T) {
 	p := NewPartitioner(map[string]int32{"pinned": 5})
 	for _, cluster := range []string{"prod-eu-1", "edge-7", "pinned", "a"} {
-		key := DesiredKey(Subject{Cluster: cluster, Kind: "applications", Namespace: "argocd", Name: "web"})
-		if got, want := p.Partition(&kgo.Record{Key: []byte(key)}, 12), int(p.PartitionOf(cluster, 12)); got != want {
-			t.Errorf("%s: partition %d, want the cluster's %d", key, got, want)
+		for _, s := range []Subject{{Cluster: cluster, Kind: "applications", Namespace: "argocd", Name: "web"}, {Cluster: cluster}} {
+			key := DesiredKey(s)
+			if got, want := p.Partition(&kgo.Record{Key: []byte(key)}, 12), int(p.PartitionOf(cluster, 12)); got != want {
+				t.Errorf("%s: partition %d, want the cluster's %d", key, got, want)
+			}
 		}
 	}
 }
@@ -39,7 +41,8 @@ func TestDesiredCopy(t *testing.T) {
 		{TypeApplicationDeleted, "clusters/c1/applications/argocd/web", true},
 		{TypeRepositoryUpserted, "clusters/c1/repositories/argocd/r", true},
 		{TypeOperationRequested, "clusters/c1/applications/argocd/web", false},
-		{TypeClusterRegistered, "clusters/c1", false},
+		{TypeClusterRegistered, "clusters/c1", true},
+		{TypeClusterDeregistered, "clusters/c1", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.typ, func(t *testing.T) {
