@@ -273,9 +273,15 @@ func (b *Broker) ready(ctx context.Context) error {
 }
 
 // clusterID returns a random Kafka cluster id: 16 bytes, URL-safe base64
-// without padding, as kafka-storage random-uuid prints.
+// without padding, as kafka-storage random-uuid prints. Like Kafka's own
+// Uuid.randomUuid, it never begins with '-': the storage tool's argument
+// parser would take such an id for an option and refuse to format.
 func clusterID() string {
-	var id [16]byte
-	rand.Read(id[:]) // never fails since Go 1.24
-	return base64.RawURLEncoding.EncodeToString(id[:])
+	for {
+		var id [16]byte
+		rand.Read(id[:]) // never fails since Go 1.24
+		if s := base64.RawURLEncoding.EncodeToString(id[:]); s[0] != '-' {
+			return s
+		}
+	}
 }

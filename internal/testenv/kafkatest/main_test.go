@@ -14,3 +14,13 @@ func TestPrefix(t *testing.T) {
 		}
 	})
 }
+
+// TestClusterIDNeverLooksLikeAnOption checks many ids: one in 64 would begin
+// with '-' if nothing prevented it, and the storage tool would refuse it.
+func TestClusterIDNeverLooksLikeAnOption(t *testing.T) {
+	for range 5000 {
+		if id := clusterID(); id[0] == '-' || len(id) != 22 {
+			t.Fatalf("cluster id %q", id)
+		}
+	}
+}
