@@ -36,6 +36,10 @@ const (
 	// latest config event of each object, written in the same transaction
 	// as the config topic's copy. A new agent starts from it.
 	TopicDesired Topic = "desired"
+	// TopicPlacements holds the placements: Applications the hub keeps on
+	// every cluster whose labels match a selector. Compacted, keyed by
+	// "namespace/name", one partition.
+	TopicPlacements Topic = "placements"
 )
 
 // Event types. Each is versioned: a change that is not backward compatible
@@ -57,6 +61,8 @@ const (
 	TypeDeploymentRecorded   = "io.argosy.status.deployment.recorded.v1"
 	TypeDeploymentGap        = "io.argosy.status.deployment.gap.v1"
 	TypeAuditRecorded        = "io.argosy.hub.audit.recorded.v1"
+	TypePlacementUpserted    = "io.argosy.hub.placement.upserted.v1"
+	TypePlacementDeleted     = "io.argosy.hub.placement.deleted.v1"
 	TypeKeyRegistered        = "io.argosy.trust.key.registered.v1"
 	TypeKeyRotated           = "io.argosy.trust.key.rotated.v1"
 	TypeKeyRevoked           = "io.argosy.trust.key.revoked.v1"
@@ -129,6 +135,10 @@ var catalogue = []Spec{
 		"Deployments of an Application that the agent may have missed, named instead of lost silently."),
 	entry[schemas.AuditRecorded](TypeAuditRecorded, FamilyHub, TopicAudit, hub,
 		"One call to the hub's API."),
+	entry[schemas.PlacementUpserted](TypePlacementUpserted, FamilyHub, TopicPlacements, hub,
+		"An Application to keep on every cluster whose labels match a selector."),
+	entry[schemas.PlacementDeleted](TypePlacementDeleted, FamilyHub, TopicPlacements, hub,
+		"A placement is gone; its Applications go by its prune policy."),
 	entry[schemas.KeyRegistered](TypeKeyRegistered, FamilyTrust, TopicTrust, hub,
 		"A public key became known."),
 	entry[schemas.KeyRotated](TypeKeyRotated, FamilyTrust, TopicTrust, hub,

@@ -62,12 +62,15 @@ func NewConfigWriter(client *kgo.Client, signer *Signer, topics Topics, opts ...
 }
 
 // Write signs and appends config events in one transaction and returns
-// their config records once the transaction is committed. Nothing is
-// visible to read-committed readers if it fails.
+// their records (in the order of es) once the transaction is committed.
+// Nothing is visible to read-committed readers if it fails. Audit records
+// may go in the same transaction (the hub writes the audit record of the
+// call that made a change with the change), and so may placements; neither
+// gets a copy.
 func (w *ConfigWriter) Write(ctx context.Context, es ...*event.Event) (recs []*kgo.Record, err error) {
 	for _, e := range es {
-		if sp, ok := Lookup(e.Type()); !ok || sp.Topic != TopicConfig {
-			return nil, fmt.Errorf("config writer: %s is not a config event", e.Type())
+		if sp, ok := Lookup(e.Type()); !ok || (sp.Topic != TopicConfig && sp.Topic != TopicAudit && sp.Topic != TopicPlacements) {
+			return nil, fmt.Errorf("config writer: %s is not a config, audit or placement event", e.Type())
 		}
 	}
 	recs, err = w.p.encodeAll(ctx, es)

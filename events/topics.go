@@ -27,6 +27,7 @@ func DefaultTopics(prefix string) Topics {
 		TopicTrust:       prefix + "argosy.trust",
 		TopicDeadLetter:  prefix + "argosy.deadletter",
 		TopicDesired:     prefix + "argosy.desired",
+		TopicPlacements:  prefix + "argosy.placements",
 	}
 }
 
@@ -68,6 +69,7 @@ func TopicPlan(configPartitions, statusPartitions int32) map[Topic]TopicSpec {
 		TopicTrust:       {Partitions: 1, Configs: base(forever)},
 		TopicDeadLetter:  {Partitions: 1, Configs: base(month)},
 		TopicDesired:     {Partitions: configPartitions, Configs: compacted(base(forever))},
+		TopicPlacements:  {Partitions: 1, Configs: compacted(base(forever))},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/argosyproj/argosy/schemas"
@@ -47,6 +48,15 @@ func samples() map[string]sample {
 		Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: pubKey,
 	}
 	return map[string]sample{
+		"io.argosy.hub.placement.upserted.v1": {
+			full: schemas.PlacementUpserted{Namespace: "argocd", Name: "guestbook", Generation: 3, Selector: "env=prod,region in (eu,us)",
+				Prune: schemas.PruneDelete, Project: "default", Labels: labels, Annotations: map[string]string{"argosy.dev/owner": "team-payments"}, Spec: appSpec},
+			minimal: schemas.PlacementUpserted{Namespace: "argocd", Name: "guestbook", Prune: schemas.PruneOrphan, Project: "default", Spec: emptySpec},
+		},
+		"io.argosy.hub.placement.deleted.v1": {
+			full:    schemas.PlacementDeleted{Namespace: "argocd", Name: "guestbook", Generation: 4, Prune: schemas.PruneDelete},
+			minimal: schemas.PlacementDeleted{Namespace: "argocd", Name: "guestbook", Prune: schemas.PruneOrphan},
+		},
 		"io.argosy.config.application.upserted.v1": {
 			full: schemas.ApplicationUpserted{Resource: resource, Project: "default", Labels: labels,
 				Annotations: map[string]string{"argosy.dev/owner": "team-payments"}, Spec: appSpec},
@@ -77,7 +87,8 @@ func samples() map[string]sample {
 		"io.argosy.config.cluster.registered.v1": {
 			full: schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: "prod-eu-1", Namespace: "argocd", Name: "prod-eu-1", Generation: 1},
 				Labels: map[string]string{"region": "eu-west-1"}, Partition: ptr(int32(3)),
-				SigningKeyID: "cluster-prod-eu-1-signing-1", SealingKeyID: "cluster-prod-eu-1-sealing-1"},
+				SigningKeyID: "cluster-prod-eu-1-signing-1", SealingKeyID: "cluster-prod-eu-1-sealing-1",
+				JoinToken: &schemas.JoinToken{SHA256: strings.Repeat("ab", 32), ExpiresAt: t1}},
 			minimal: schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: "edge-7", Name: "edge-7"}},
 		},
 		"io.argosy.config.cluster.deregistered.v1": {

@@ -91,6 +91,16 @@ type ClusterRegistered struct {
 	// trust topic.
 	SigningKeyID string `json:"signingKeyId,omitempty"`
 	SealingKeyID string `json:"sealingKeyId,omitempty"`
+	// JoinToken is a one-time token the cluster's spoke proves to register
+	// its keys, until it is used (only its hash is in the event).
+	JoinToken *JoinToken `json:"joinToken,omitempty"`
+}
+
+// JoinToken is a cluster's one-time join token, as the log holds it.
+type JoinToken struct {
+	// SHA256 is the hex SHA-256 of the token.
+	SHA256    string    `json:"sha256"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // ClusterDeregistered is the data of io.argosy.config.cluster.deregistered.v1.
@@ -303,6 +313,47 @@ type AuditRecorded struct {
 	EventIDs []string `json:"eventIds,omitempty"`
 }
 
+// Prune policies of a placement: what becomes of the Application on a
+// cluster that stops matching (or of every one, when the placement is
+// deleted).
+const (
+	// PruneDelete deletes the Application and its resources.
+	PruneDelete = "delete"
+	// PruneOrphan deletes the Application and leaves its resources
+	// running, unmanaged.
+	PruneOrphan = "orphan"
+)
+
+// PlacementUpserted is the data of io.argosy.hub.placement.upserted.v1: an
+// Application to keep on every registered cluster whose labels match
+// Selector, now and as clusters join, change labels or leave.
+type PlacementUpserted struct {
+	// Namespace and Name name the placement and the Application it places.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Generation increases by one with every change the hub accepts for
+	// the placement.
+	Generation int64 `json:"generation"`
+	// Selector is a Kubernetes label selector over the clusters' labels.
+	Selector string `json:"selector"`
+	// Prune is PruneDelete or PruneOrphan.
+	Prune       string            `json:"prune"`
+	Project     string            `json:"project"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Spec is the Application's spec, as on each cluster.
+	Spec json.RawMessage `json:"spec"`
+}
+
+// PlacementDeleted is the data of io.argosy.hub.placement.deleted.v1: the
+// placement is gone, and its Applications go by its prune policy.
+type PlacementDeleted struct {
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	Prune      string `json:"prune"`
+}
+
 // Key roles and purposes used by the trust events.
 const (
 	RoleHub        = "hub"
@@ -381,6 +432,9 @@ type ResyncRequested struct {
 // ClusterName returns the cluster the payload is about; readers check that it
 // matches the event's signed subject.
 func (r Resource) ClusterName() string { return r.Cluster }
+
+// Object returns the Resource a payload embeds.
+func (r Resource) Object() Resource { return r }
 
 // ClusterName returns the cluster the heartbeat comes from.
 func (h Heartbeat) ClusterName() string { return h.Cluster }

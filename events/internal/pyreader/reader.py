@@ -395,7 +395,7 @@ def read_live(args, failures, summary):
     reader = Reader(design, args.schemas, keys)
     deadline = time.monotonic() + args.timeout
     # The trust topic first: it decides which keys are valid when.
-    order = ["trust", "config", "desired", "status", "deployments", "audit", "deadletter"]
+    order = ["trust", "config", "desired", "placements", "status", "deployments", "audit", "deadletter"]
     if sorted(order) != sorted(topics):
         raise SystemExit(f"topics {sorted(topics)}, want {sorted(order)}")
     records = {role: read_topic(args.bootstrap, topics[role], deadline) for role in order}
@@ -471,7 +471,7 @@ def read_golden(args, failures, summary):
     keys = Keys([Key(k["id"], k["owner"], k["role"], "signing", "ed25519", b64(k["publicKey"]), anchor=k["role"] == "hub")
                  for k in kf["keys"]])
     reader = Reader(design, args.schemas, keys)
-    roles = {"argosy." + r: r for r in ["config", "desired", "status", "deployments", "audit", "trust"]}
+    roles = {"argosy." + r: r for r in ["config", "desired", "placements", "status", "deployments", "audit", "trust"]}
     count = 0
     for path in sorted(golden.glob("**/*io.argosy.*.json")):
         s = json.loads(path.read_text())

@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func (w *workload) run(ctx context.Context) {
 		for _, e := range es {
 			w.count(events.TopicConfig, e.Type())
 			switch e.Type() {
-			case events.TypeClusterRegistered, events.TypeClusterDeregistered, events.TypeOperationRequested:
+			case events.TypeOperationRequested:
 			default:
 				w.count(events.TopicDesired, e.Type())
 			}
@@ -96,6 +97,9 @@ func (w *workload) run(ctx context.Context) {
 		for _, e := range w.samples(c, func(sp events.Spec) bool { return sp.Topic == events.TopicAudit }) {
 			w.publish(ctx, audit, e)
 		}
+	}
+	for _, e := range w.samples(east, func(sp events.Spec) bool { return sp.Topic == events.TopicPlacements }) {
+		w.publish(ctx, audit, e)
 	}
 
 	agent := map[string]*events.Producer{east: w.producer(w.keys[east]), pinned: w.producer(w.keys[pinned])}
@@ -203,7 +207,11 @@ func (w *workload) samples(cluster string, keep func(events.Spec) bool) []*event
 			p.Cluster = cluster
 			subj = p.String()
 		}
-		e, err := events.New("//argosy.dev/test/"+cluster, sp.Type, subj, cluster, data)
+		key := cluster
+		if sp.Topic == events.TopicPlacements {
+			key = strings.TrimPrefix(subj, "placements/")
+		}
+		e, err := events.New("//argosy.dev/test/"+cluster, sp.Type, subj, key, data)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -134,3 +134,42 @@ func JavaCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	}
 	return exec.CommandContext(ctx, "java", append([]string{"-Xmx256m", "-cp", filepath.Join(lib, "*")}, args...)...), nil
 }
+
+// Committed reads every committed record of topic, as a read-committed
+// consumer sees them once every transaction in it has ended: it reads to
+// the high watermark, which a read-committed fetch reaches only when the
+// commit markers (written by the broker after a commit returns) are in.
+// Transaction markers are left out.
+func Committed(t testing.TB, topic string) []*kgo.Record {
+	t.Helper()
+	ends, err := kadm.NewClient(Client(t)).ListEndOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	cl := Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var out []*kgo.Record
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v (partitions still to read: %v)", topic, ctx.Err(), want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+			if r.Offset+1 >= want[r.Partition] {
+				delete(want, r.Partition)
+			}
+		})
+	}
+	return out
+}

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/binding/format"
@@ -66,7 +67,13 @@ func run(dir string) error {
 		if sp.Signer == schemas.RoleCluster {
 			signer = cl
 		}
-		e, err := events.New("//argosy.dev/"+string(sp.Family)+"/golden", s.typ, s.subject, golden.ClusterName, s.data)
+		// Placements are keyed "namespace/name"; everything else by the
+		// golden cluster.
+		key, placement := strings.CutPrefix(s.subject, "placements/")
+		if !placement {
+			key = golden.ClusterName
+		}
+		e, err := events.New("//argosy.dev/"+string(sp.Family)+"/golden", s.typ, s.subject, key, s.data)
 		if err != nil {
 			return err
 		}
@@ -184,6 +191,10 @@ func samples(clusterPub []byte) []sample {
 		{events.TypeDriftReverted, app(schemas.SubjectApplications).String(), schemas.DriftReverted{Resource: res(7), Kind: "Application",
 			Fields: []string{"spec.source.targetRevision"}, ConfigOffset: 41}},
 		{events.TypeResyncRequested, cluster, schemas.ResyncRequested{Cluster: golden.ClusterName, Reason: schemas.ResyncDataLoss, LastOffset: 41, FirstAvailable: 100}},
+		{typ: events.TypePlacementUpserted, subject: "placements/argocd/guestbook", data: schemas.PlacementUpserted{Namespace: "argocd", Name: "guestbook", Generation: 2,
+			Selector: "env=prod,region in (eu-west-1)", Prune: schemas.PruneDelete, Project: "default", Labels: map[string]string{"team": "web"}, Spec: spec}},
+		{typ: events.TypePlacementDeleted, subject: "placements/argocd/guestbook", data: schemas.PlacementDeleted{Namespace: "argocd", Name: "guestbook", Generation: 3,
+			Prune: schemas.PruneOrphan}},
 	}
 }
 
