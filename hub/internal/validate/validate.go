@@ -1,0 +1,299 @@
+// Package validate checks the manifests the hub accepts with Argo CD's own
+// types: strict decoding into github.com/argoproj/argo-cd/v2's v1alpha1
+// Application and AppProject (v2.14.21), the CRDs' schemas, the rules the
+// CRDs cannot express, and an AppProject's rules for an Application.
+//
+// Every rejection is an *Error naming each wrong field by its JSON path
+// (spec.source.repoURL) and saying what to do about it. Fields the cluster
+// sets (metadata.uid, resourceVersion, creationTimestamp, generation,
+// managedFields, ownerReferences, selfLink, deletionTimestamp) and the
+// status are refused rather than ignored: a manifest read back from a
+// cluster and applied as it is would otherwise look accepted while those
+// fields were dropped. So are operation (operations have an API of their
+// own) and finalizers (argosy app delete --cascade decides what a deletion
+// takes with it).
+//
+// It is the only package that links Argo CD's module (see docs/hub.md); the
+// argosy CLI and the spoke never do.
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// APIVersion is the only version of Argo CD's kinds the hub accepts.
+const APIVersion = "argoproj.io/v1alpha1"
+
+// FieldError is one wrong field.
+type FieldError struct {
+	// Field is the JSON path of the field, such as spec.source.repoURL.
+	Field  string
+	Reason string
+}
+
+// Error is a rejected manifest: every wrong field found.
+type Error struct {
+	Fields []FieldError
+}
+
+func (e *Error) Error() string {
+	parts := make([]string, 0, len(e.Fields))
+	for _, f := range e.Fields {
+		parts = append(parts, f.Field+": "+f.Reason)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *Error) add(field, format string, args ...any) {
+	e.Fields = append(e.Fields, FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (e *Error) err() error {
+	if len(e.Fields) == 0 {
+		return nil
+	}
+	return e
+}
+
+// App is a validated Application: what the hub writes into an
+// io.argosy.config.application.upserted.v1 event.
+type App struct {
+	Namespace, Name, Project string
+	Labels, Annotations      map[string]string
+	// Spec is the spec as the manifest gave it, in compact JSON.
+	Spec json.RawMessage
+}
+
+// Project is a validated AppProject.
+type Project struct {
+	Namespace, Name string
+	Labels          map[string]string
+	Spec            json.RawMessage
+}
+
+// Application validates an Application manifest (YAML or JSON). A manifest
+// that names no namespace gets defaultNamespace.
+func Application(manifest []byte, defaultNamespace string) (*App, error) {
+	var a v1alpha1.Application
+	raw, verr := decode(manifest, "Application", &a, applicationSchema)
+	if verr.err() != nil {
+		return nil, verr
+	}
+	checkMeta(verr, a.Name, raw)
+	spec := a.Spec
+	if spec.Project == "" {
+		verr.add("spec.project", "required: the AppProject the Application belongs to (default for Argo CD's default project)")
+	}
+	switch {
+	case spec.Source == nil && len(spec.Sources) == 0:
+		verr.add("spec.source", "required: give spec.source, or spec.sources for several")
+	case spec.Source != nil && len(spec.Sources) > 0:
+		verr.add("spec.sources", "give spec.source or spec.sources, not both")
+	}
+	for i, src := range spec.GetSources() {
+		field := "spec.source"
+		if len(spec.Sources) > 0 {
+			field = fmt.Sprintf("spec.sources[%d]", i)
+		}
+		if src.RepoURL == "" {
+			verr.add(field+".repoURL", "required: the repository (or Helm registry) to deploy from")
+		}
+	}
+	d := spec.Destination
+	switch {
+	case d.Server == "" && d.Name == "":
+		verr.add("spec.destination", "give server (https://kubernetes.default.svc for the cluster Argo CD runs in) or name")
+	case d.Server != "" && d.Name != "":
+		verr.add("spec.destination", "give server or name, not both")
+	}
+	if err := verr.err(); err != nil {
+		return nil, err
+	}
+	specJSON, err := compact(raw["spec"])
+	if err != nil {
+		return nil, err
+	}
+	return &App{Namespace: namespaceOr(a.Namespace, defaultNamespace), Name: a.Name, Project: spec.Project,
+		Labels: a.Labels, Annotations: a.Annotations, Spec: specJSON}, nil
+}
+
+// AppProject validates an AppProject manifest (YAML or JSON).
+func AppProject(manifest []byte, defaultNamespace string) (*Project, error) {
+	var p v1alpha1.AppProject
+	raw, verr := decode(manifest, "AppProject", &p, appProjectSchema)
+	if verr.err() != nil {
+		return nil, verr
+	}
+	checkMeta(verr, p.Name, raw)
+	if err := verr.err(); err != nil {
+		return nil, err
+	}
+	spec := raw["spec"]
+	if len(spec) == 0 {
+		spec = json.RawMessage(`{}`)
+	}
+	specJSON, err := compact(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Project{Namespace: namespaceOr(p.Namespace, defaultNamespace), Name: p.Name, Labels: p.Labels, Spec: specJSON}, nil
+}
+
+// Permitted checks app against the rules of its AppProject, whose spec
+// projectSpec is: every source's repository must be among sourceRepos and
+// the destination among destinations, deny ("!") entries included, as
+// Argo CD matches them. A project that permits only its own clusters
+// (permitOnlyProjectScopedClusters) cannot be checked here, since the hub
+// does not know the clusters Argo CD has: Argo CD checks it on the cluster.
+func Permitted(app *App, projectSpec json.RawMessage) error {
+	var spec v1alpha1.ApplicationSpec
+	if err := json.Unmarshal(app.Spec, &spec); err != nil {
+		return fmt.Errorf("validate: the Application's spec: %w", err)
+	}
+	proj := v1alpha1.AppProject{}
+	proj.Name = app.Project
+	if err := json.Unmarshal(projectSpec, &proj.Spec); err != nil {
+		return fmt.Errorf("validate: the AppProject's spec: %w", err)
+	}
+	verr := &Error{}
+	for i, src := range spec.GetSources() {
+		field := "spec.source.repoURL"
+		if len(spec.Sources) > 0 {
+			field = fmt.Sprintf("spec.sources[%d].repoURL", i)
+		}
+		if !proj.IsSourcePermitted(src) {
+			verr.add(field, "repository %q is not permitted in project %q (its sourceRepos: %s)", src.RepoURL, app.Project, listOf(proj.Spec.SourceRepos))
+		}
+	}
+	ok, err := proj.IsDestinationPermitted(spec.Destination, func(string) ([]*v1alpha1.Cluster, error) {
+		return nil, errUnknowable
+	})
+	if !ok && !errors.Is(err, errUnknowable) {
+		verr.add("spec.destination", "destination %s is not permitted in project %q (its destinations: %s)",
+			destination(spec.Destination), app.Project, destinations(proj.Spec.Destinations))
+	}
+	return verr.err()
+}
+
+var errUnknowable = errors.New("the project's own clusters are known only on the cluster")
+
+var (
+	dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	dns1123Label     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+)
+
+// serverSet are the metadata fields the cluster sets.
+var serverSet = []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "ownerReferences",
+	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
+
+// checkMeta checks metadata's name and namespace and refuses the fields the
+// cluster sets.
+func checkMeta(verr *Error, name string, raw map[string]json.RawMessage) {
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(raw["metadata"], &meta); err != nil || meta == nil {
+		verr.add("metadata", "required: an object with at least a name")
+		return
+	}
+	switch {
+	case name == "":
+		verr.add("metadata.name", "required")
+	case len(name) > 253 || !dns1123Subdomain.MatchString(name):
+		verr.add("metadata.name", "%q is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')", name)
+	}
+	var ns string
+	if v, ok := meta["namespace"]; ok && json.Unmarshal(v, &ns) == nil && ns != "" && (len(ns) > 63 || !dns1123Label.MatchString(ns)) {
+		verr.add("metadata.namespace", "%q is not a DNS-1123 label", ns)
+	}
+	for _, f := range serverSet {
+		if _, ok := meta[f]; ok {
+			verr.add("metadata."+f, "set by the cluster, not by a manifest: leave it out")
+		}
+	}
+	if _, ok := meta["finalizers"]; ok {
+		verr.add("metadata.finalizers", "the hub does not write finalizers: argosy app delete --cascade decides whether a deletion takes the Application's resources with it")
+	}
+}
+
+// decode parses a manifest strictly into v, after checking its apiVersion,
+// kind and top-level fields and its CRD's schema, and returns its top-level
+// fields as JSON.
+func decode(manifest []byte, kind string, v any, schema func(any) []FieldError) (map[string]json.RawMessage, *Error) {
+	verr := &Error{}
+	j, err := yaml.YAMLToJSON(manifest)
+	if err != nil {
+		verr.add("(manifest)", "not YAML or JSON: %v", err)
+		return nil, verr
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(j, &raw); err != nil || raw == nil {
+		verr.add("(manifest)", "want an object (a whole %s, apiVersion %s)", kind, APIVersion)
+		return nil, verr
+	}
+	var head struct{ APIVersion, Kind string }
+	_ = json.Unmarshal(j, &head) // a wrong shape leaves the fields empty, which the checks below refuse
+	if head.APIVersion != APIVersion {
+		verr.add("apiVersion", "%q: want %s", head.APIVersion, APIVersion)
+	}
+	if head.Kind != kind {
+		verr.add("kind", "%q: want %s", head.Kind, kind)
+	}
+	for _, k := range slices.Sorted(mapsKeys(raw)) {
+		switch k {
+		case "apiVersion", "kind", "metadata", "spec":
+		case "status":
+			verr.add("status", "set by Argo CD on the cluster, not by a manifest: leave it out")
+		case "operation":
+			verr.add("operation", "operations are requests of their own: argosy app sync|refresh|rollback|terminate")
+		default:
+			verr.add(k, "unknown field")
+		}
+	}
+	if _, ok := raw["spec"]; !ok && kind == "Application" {
+		verr.add("spec", "required")
+	}
+	if verr.err() != nil {
+		return nil, verr
+	}
+	var doc any
+	if err := json.Unmarshal(j, &doc); err != nil {
+		verr.add("(manifest)", "%v", err)
+		return nil, verr
+	}
+	verr.Fields = append(verr.Fields, schema(doc)...)
+	if verr.err() != nil {
+		return nil, verr
+	}
+	strict, err := sigsjson.UnmarshalStrict(j, v)
+	for _, s := range strict {
+		verr.add(strictField(s), "%s", strictReason(s))
+	}
+	if err != nil {
+		verr.add(typeField(err), "%v", err)
+	}
+	return raw, verr
+}
+
+func compact(b json.RawMessage) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func namespaceOr(ns, def string) string {
+	if ns == "" {
+		return def
+	}
+	return ns
+}
