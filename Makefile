@@ -31,8 +31,9 @@ BENCHCOUNT  ?= 1
 
 all: build
 
-build: ## Build bin/argosy and bin/argosy-spoke.
+build: ## Build bin/argosy, bin/argosy-hub and bin/argosy-spoke.
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-hub ./cmd/argosy-hub
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-spoke ./cmd/argosy-spoke
 
 test: test-tools kube-tools ## Run every test: unit, integration (real Kafka, Kubernetes, Argo CD, PostgreSQL), schema and golden checks.
@@ -42,7 +43,7 @@ test-unit: test-tools ## Run the tests that need no server.
 	$(GO) test -race -count=1 ./...
 
 test-integration: test-tools kube-tools ## Run the packages whose tests use real servers.
-	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/... ./internal/testenv/kubetest/... ./internal/testenv/kafkatest/... ./internal/kafkaconn/... ./internal/testenv/pgtest/... ./spoke/... ./cmd/... ./projector/...
+	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/... ./internal/testenv/kubetest/... ./internal/testenv/kafkatest/... ./internal/kafkaconn/... ./internal/testenv/pgtest/... ./spoke/... ./cmd/... ./projector/... ./hub/...
 
 kube-tools: test-tools ## Build and cache etcd, kube-apiserver, kubectl, kube-controller-manager and Argo CD.
 	$(GO) run ./internal/testenv/kubetest/build >/dev/null
@@ -62,13 +63,17 @@ bench: test-tools ## Run the micro-benchmarks and the Kafka throughput benchmark
 lint: $(BIN)/golangci-lint ## Run golangci-lint (config: .golangci.yml).
 	$(BIN)/golangci-lint run ./...
 
-generate: ## Write golden wire samples for event types that have none.
+generate: ## Write golden wire samples for event types that have none, the hub's OpenAPI document (hub/openapi.json) and its copies of Argo CD's CRDs.
 	$(GO) run ./events/internal/golden/gen -dir events/testdata/golden
+	$(GO) generate ./hub/...
+
+# Files that generate writes.
+GENERATED := events/testdata hub/openapi.json hub/internal/validate/crds
 
 verify: generate ## Fail if go.mod, go.sum or generated files are stale.
 	$(GO) mod tidy
-	@git diff --exit-code -- go.mod go.sum events/testdata || { echo "stale: commit the changes above"; exit 1; }
-	@test -z "$$(git status --porcelain -- events/testdata)" || { git status --porcelain -- events/testdata; echo "new generated files: commit them"; exit 1; }
+	@git diff --exit-code -- go.mod go.sum $(GENERATED) || { echo "stale: commit the changes above"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || { git status --porcelain -- $(GENERATED); echo "new generated files: commit them"; exit 1; }
 
 tools: $(BIN)/golangci-lint $(BIN)/benchstat
 

@@ -1,7 +1,13 @@
-// Package hub takes changes (HTTP API, CLI, mirrored Application objects) and
-// appends them to the log as signed events. It never holds credentials to
-// workload clusters.
+// Package hub is Argosy's write side: an HTTP API that validates,
+// authorizes and audits each change and appends it to the log as signed
+// events, answering once they are durable. It never connects to a workload
+// cluster and holds no state of its own: every replica reads what it needs
+// from the log (the ledger), writes to a config partition only after
+// fencing every other writer of it and reading it to its end, and keeps
+// placements' Applications on the clusters their selectors match.
 //
-// It is empty until the hub issue lands; it may import projector (read side),
-// events and schemas, and never spoke.
+// Server (New, Run) is the component; hub/api is its client and wire
+// types; hub/internal/validate checks manifests with Argo CD's types.
+// docs/hub.md describes the API and the concurrency design. It may import
+// projector (read side), events and schemas, and never spoke.
 package hub

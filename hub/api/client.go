@@ -1,0 +1,227 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Client calls the hub's write API.
+type Client struct {
+	base  *url.URL
+	hc    *http.Client
+	token string
+}
+
+// NewClient returns a client of the hub at base (http://host:port),
+// sending token as a bearer token when it is not empty. A nil hc is
+// http.DefaultClient.
+func NewClient(base, token string, hc *http.Client) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("hub URL %q: want http://host:port or https://host:port", base)
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: u, hc: hc, token: token}, nil
+}
+
+// BaseURL returns the hub's URL.
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// WriteOptions are the options of every write.
+type WriteOptions struct {
+	// DryRun checks the write and answers with what it would append.
+	DryRun bool
+	// IdempotencyKey names the write, so that a retry writes nothing
+	// twice.
+	IdempotencyKey string
+	// IfMatch is the generation a single object must be at.
+	IfMatch *int64
+}
+
+// ResponseError is an error answer of the hub.
+type ResponseError struct {
+	Status int
+	Body   Error
+}
+
+func (e *ResponseError) Error() string {
+	msg := fmt.Sprintf("the hub answered %d: %s", e.Status, e.Body.Error)
+	for _, f := range e.Body.Fields {
+		msg += "\n  " + f.Field + ": " + f.Reason
+	}
+	if e.Body.Hint != "" {
+		msg += "\n  next: " + e.Body.Hint
+	}
+	return msg
+}
+
+// StatusOf returns the HTTP status of a ResponseError in err, or 0.
+func StatusOf(err error) int {
+	var re *ResponseError
+	if errors.As(err, &re) {
+		return re.Status
+	}
+	return 0
+}
+
+// Whoami returns who the client's token speaks for.
+func (c *Client) Whoami(ctx context.Context) (*Identity, error) {
+	var out Identity
+	return &out, c.do(ctx, http.MethodGet, "/api/v1/whoami", nil, nil, WriteOptions{}, &out)
+}
+
+// Objects lists the hub's latest word on each object, filtered by cluster
+// and kind ("" for any).
+func (c *Client) Objects(ctx context.Context, cluster, kind string) ([]Object, error) {
+	q := url.Values{}
+	if cluster != "" {
+		q.Set("cluster", cluster)
+	}
+	if kind != "" {
+		q.Set("kind", kind)
+	}
+	var out ObjectList
+	return out.Items, c.do(ctx, http.MethodGet, "/api/v1/objects", q, nil, WriteOptions{}, &out)
+}
+
+// RegisterCluster registers a cluster, or changes its registration.
+func (c *Client) RegisterCluster(ctx context.Context, name string, req ClusterRequest, o WriteOptions) (*Result, error) {
+	return c.write(ctx, http.MethodPut, "/api/v1/clusters/"+url.PathEscape(name), nil, req, o)
+}
+
+// Join proves a cluster's join token and registers its public keys; it
+// needs no bearer token (the join token is the credential).
+func (c *Client) Join(ctx context.Context, cluster string, req JoinRequest) (*Result, error) {
+	return c.write(ctx, http.MethodPost, "/api/v1/clusters/"+url.PathEscape(cluster)+"/join", nil, req, WriteOptions{})
+}
+
+// DeregisterCluster ends a cluster's registration and revokes its keys.
+func (c *Client) DeregisterCluster(ctx context.Context, name, reason string, o WriteOptions) (*Result, error) {
+	q := url.Values{}
+	if reason != "" {
+		q.Set("reason", reason)
+	}
+	return c.write(ctx, http.MethodDelete, "/api/v1/clusters/"+url.PathEscape(name), q, nil, o)
+}
+
+// Apply applies an Application ("applications") or AppProject
+// ("appprojects") manifest to clusters.
+func (c *Client) Apply(ctx context.Context, kind string, req ApplyRequest, o WriteOptions) (*Result, error) {
+	return c.write(ctx, http.MethodPost, "/api/v1/"+kind, nil, req, o)
+}
+
+// Delete deletes an object (kind applications, appprojects or
+// repositories) of a cluster. cascade applies to Applications.
+func (c *Client) Delete(ctx context.Context, kind, cluster, namespace, name string, cascade bool, o WriteOptions) (*Result, error) {
+	q := url.Values{}
+	if kind == KindApplications {
+		q.Set("cascade", strconv.FormatBool(cascade))
+	}
+	return c.write(ctx, http.MethodDelete, objectPath(kind, cluster, namespace, name), q, nil, o)
+}
+
+// Operate asks a cluster to run an operation on an Application.
+func (c *Client) Operate(ctx context.Context, cluster, namespace, name string, req OperationRequest, o WriteOptions) (*Result, error) {
+	return c.write(ctx, http.MethodPost, objectPath(KindApplications, cluster, namespace, name)+"/operations", nil, req, o)
+}
+
+// PutRepository adds or changes a repository of a cluster.
+func (c *Client) PutRepository(ctx context.Context, cluster, namespace, name string, req RepositoryRequest, o WriteOptions) (*Result, error) {
+	return c.write(ctx, http.MethodPut, objectPath(KindRepositories, cluster, namespace, name), nil, req, o)
+}
+
+// ApplyPlacement places an Application on every cluster the request's
+// selector matches, now and later.
+func (c *Client) ApplyPlacement(ctx context.Context, req PlacementRequest, o WriteOptions) (*Result, error) {
+	return c.write(ctx, http.MethodPost, "/api/v1/placements", nil, req, o)
+}
+
+// DeletePlacement deletes a placement; its Applications go by its prune
+// policy.
+func (c *Client) DeletePlacement(ctx context.Context, namespace, name string, o WriteOptions) (*Result, error) {
+	return c.write(ctx, http.MethodDelete, "/api/v1/placements/"+url.PathEscape(namespace)+"/"+url.PathEscape(name), nil, nil, o)
+}
+
+// Placements lists the placements and their state on each cluster.
+func (c *Client) Placements(ctx context.Context) ([]Placement, error) {
+	var out PlacementList
+	return out.Items, c.do(ctx, http.MethodGet, "/api/v1/placements", nil, nil, WriteOptions{}, &out)
+}
+
+func objectPath(kind, cluster, namespace, name string) string {
+	return "/api/v1/clusters/" + url.PathEscape(cluster) + "/" + kind + "/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
+}
+
+func (c *Client) write(ctx context.Context, method, path string, q url.Values, body any, o WriteOptions) (*Result, error) {
+	if o.DryRun {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("dryRun", "true")
+	}
+	var out Result
+	if err := c.do(ctx, method, path, q, body, o, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any, o WriteOptions, out any) error {
+	u := c.base.JoinPath(path)
+	u.RawQuery = q.Encode()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if o.IdempotencyKey != "" {
+		req.Header.Set(HeaderIdempotencyKey, o.IdempotencyKey)
+	}
+	if o.IfMatch != nil {
+		req.Header.Set(HeaderIfMatch, `"`+strconv.FormatInt(*o.IfMatch, 10)+`"`)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("calling the hub at %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("reading the hub's answer: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		re := &ResponseError{Status: resp.StatusCode}
+		if json.Unmarshal(b, &re.Body) != nil || re.Body.Error == "" {
+			re.Body.Error = strings.TrimSpace(string(b))
+		}
+		return re
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("the hub's answer to %s %s is not what this client understands: %w", method, path, err)
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package hub
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argosyproj/argosy/hub/api"
+)
+
+// Roles. A viewer reads; a deployer also applies, deletes and operates
+// Applications; an admin also registers clusters and manages AppProjects
+// and repositories. Each is limited to its projects and its clusters.
+const (
+	RoleViewer   = "viewer"
+	RoleDeployer = "deployer"
+	RoleAdmin    = "admin"
+)
+
+// Token is one bearer token the hub accepts, as the tokens file holds it:
+// the token itself is never stored, only its SHA-256.
+type Token struct {
+	// Name is the actor the token speaks for, as the audit names it.
+	Name string `json:"name"`
+	// SHA256 is the hex SHA-256 of the token.
+	SHA256 string `json:"sha256"`
+	Role   string `json:"role"`
+	// Projects limits the token to Applications of these AppProjects (and,
+	// for an admin, to these AppProjects); empty means every project.
+	Projects []string `json:"projects,omitempty"`
+	// Clusters limits the token to the clusters this label selector
+	// matches; empty means every cluster.
+	Clusters string `json:"clusters,omitempty"`
+}
+
+// TokenFile is the tokens file.
+type TokenFile struct {
+	Tokens []Token `json:"tokens"`
+}
+
+// NewToken returns a new random token and its entry for the tokens file.
+func NewToken(name, role string, projects []string, clusters string) (string, Token, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", Token{}, err
+	}
+	tok := "argosy_" + base64.RawURLEncoding.EncodeToString(b)
+	t := Token{Name: name, SHA256: HashToken(tok), Role: role, Projects: projects, Clusters: clusters}
+	if _, err := newPrincipal(t); err != nil {
+		return "", Token{}, err
+	}
+	return tok, t, nil
+}
+
+// HashToken returns the hex SHA-256 of a token.
+func HashToken(tok string) string {
+	s := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(s[:])
+}
+
+// LoadTokens reads a tokens file.
+func LoadTokens(path string) ([]Token, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokens file: %w", err)
+	}
+	var f TokenFile
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return nil, fmt.Errorf("tokens file %s: %w", path, err)
+	}
+	return f.Tokens, nil
+}
+
+// principal is an authenticated caller.
+type principal struct {
+	api.Identity
+	selector labels.Selector
+}
+
+func newPrincipal(t Token) (*principal, error) {
+	var errs []error
+	if t.Name == "" {
+		errs = append(errs, errors.New("a name is required"))
+	}
+	if !slices.Contains([]string{RoleViewer, RoleDeployer, RoleAdmin}, t.Role) {
+		errs = append(errs, fmt.Errorf("role %q: want viewer, deployer or admin", t.Role))
+	}
+	if b, err := hex.DecodeString(t.SHA256); err != nil || len(b) != sha256.Size {
+		errs = append(errs, errors.New("sha256: want 64 hex digits"))
+	}
+	sel, err := labels.Parse(t.Clusters)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("clusters: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("token %q: %w", t.Name, err)
+	}
+	return &principal{Identity: api.Identity{Actor: t.Name, Role: t.Role, Projects: t.Projects, Clusters: t.Clusters}, selector: sel}, nil
+}
+
+// authenticator finds the principal of a request's bearer token.
+type authenticator struct {
+	byHash map[[sha256.Size]byte]*principal
+}
+
+func newAuthenticator(tokens []Token) (*authenticator, error) {
+	a := &authenticator{byHash: map[[sha256.Size]byte]*principal{}}
+	var errs []error
+	for _, t := range tokens {
+		p, err := newPrincipal(t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var h [sha256.Size]byte
+		b, _ := hex.DecodeString(t.SHA256)
+		copy(h[:], b)
+		if _, dup := a.byHash[h]; dup {
+			errs = append(errs, fmt.Errorf("token %q: the same token twice", t.Name))
+		}
+		a.byHash[h] = p
+	}
+	if len(a.byHash) == 0 && len(errs) == 0 {
+		errs = append(errs, errors.New("no tokens: the hub would accept no one"))
+	}
+	return a, errors.Join(errs...)
+}
+
+// errUnauthenticated is a request without a token the hub knows.
+var errUnauthenticated = errors.New("unauthenticated")
+
+func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" {
+		return nil, fmt.Errorf("%w: no bearer token (send Authorization: Bearer <token>)", errUnauthenticated)
+	}
+	// Tokens are looked up by their hash: the lookup's timing depends on
+	// the hash, which tells nothing about a token the caller does not have.
+	p, ok := a.byHash[sha256.Sum256([]byte(tok))]
+	if !ok {
+		return nil, fmt.Errorf("%w: the token is not one this hub accepts", errUnauthenticated)
+	}
+	return p, nil
+}
+
+// Actions the hub authorizes.
+const (
+	actionRead             = "read"
+	actionApplyApplication = "applications.apply"
+	actionDeleteApp        = "applications.delete"
+	actionOperate          = "applications.operate"
+	actionApplyProject     = "appprojects.apply"
+	actionDeleteProject    = "appprojects.delete"
+	actionApplyRepository  = "repositories.apply"
+	actionDeleteRepository = "repositories.delete"
+	actionRegisterCluster  = "clusters.register"
+	actionDeregister       = "clusters.deregister"
+	actionApplyPlacement   = "placements.apply"
+	actionDeletePlacement  = "placements.delete"
+	// actionPlace is the hub's own: the placer writing a placement's
+	// Applications.
+	actionPlace = "placements.reconcile"
+	// actionJoin is a spoke proving its join token.
+	actionJoin = "clusters.join"
+)
+
+// minRole is the least role each action needs.
+var minRole = map[string]string{
+	actionRead:             RoleViewer,
+	actionApplyApplication: RoleDeployer, actionDeleteApp: RoleDeployer, actionOperate: RoleDeployer,
+	actionApplyProject: RoleAdmin, actionDeleteProject: RoleAdmin,
+	actionApplyRepository: RoleAdmin, actionDeleteRepository: RoleAdmin,
+	actionRegisterCluster: RoleAdmin, actionDeregister: RoleAdmin,
+	actionApplyPlacement: RoleDeployer, actionDeletePlacement: RoleDeployer, actionPlace: RoleAdmin,
+}
+
+var rank = map[string]int{RoleViewer: 1, RoleDeployer: 2, RoleAdmin: 3}
+
+// errDenied is a call the caller may not make.
+var errDenied = errors.New("denied")
+
+// allow checks that p may take action on a cluster with clusterLabels
+// (nil: no cluster) in project ("": no project).
+func (p *principal) allow(action, cluster string, clusterLabels map[string]string, project string) error {
+	if rank[p.Role] < rank[minRole[action]] {
+		return fmt.Errorf("%w: %s may not %s: role %s, and it needs %s", errDenied, p.Actor, action, p.Role, minRole[action])
+	}
+	if cluster != "" && !p.selector.Matches(labels.Set(clusterLabels)) {
+		return fmt.Errorf("%w: %s may not %s on cluster %q: its labels do not match %q", errDenied, p.Actor, action, cluster, p.Clusters)
+	}
+	if project != "" && len(p.Projects) > 0 && !slices.Contains(p.Projects, project) {
+		return fmt.Errorf("%w: %s may not %s in project %q: allowed projects are %s", errDenied, p.Actor, action, project, strings.Join(p.Projects, ", "))
+	}
+	return nil
+}

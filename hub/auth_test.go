@@ -1,0 +1,112 @@
+package hub
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestPrincipalAllow(t *testing.T) {
+	mk := func(role, clusters string, projects ...string) *principal {
+		t.Helper()
+		_, tok, err := NewToken("u", role, projects, clusters)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newPrincipal(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dev := map[string]string{"env": "dev"}
+	prod := map[string]string{"env": "prod"}
+	tests := []struct {
+		name    string
+		p       *principal
+		action  string
+		cluster string
+		labels  map[string]string
+		project string
+		allowed bool
+	}{
+		{"viewer reads", mk(RoleViewer, ""), actionRead, "", nil, "", true},
+		{"viewer may not apply", mk(RoleViewer, ""), actionApplyApplication, "c", dev, "p", false},
+		{"deployer applies", mk(RoleDeployer, ""), actionApplyApplication, "c", dev, "p", true},
+		{"deployer may not register", mk(RoleDeployer, ""), actionRegisterCluster, "c", dev, "", false},
+		{"deployer may not apply projects", mk(RoleDeployer, ""), actionApplyProject, "c", dev, "p", false},
+		{"admin registers", mk(RoleAdmin, ""), actionRegisterCluster, "c", dev, "", true},
+		{"selector matches", mk(RoleDeployer, "env=dev"), actionApplyApplication, "c", dev, "p", true},
+		{"selector does not match", mk(RoleDeployer, "env=dev"), actionApplyApplication, "c", prod, "p", false},
+		{"selector on an unlabelled cluster", mk(RoleDeployer, "env=dev"), actionApplyApplication, "c", nil, "p", false},
+		{"project allowed", mk(RoleDeployer, "", "web"), actionApplyApplication, "c", dev, "web", true},
+		{"project not allowed", mk(RoleDeployer, "", "web"), actionApplyApplication, "c", dev, "api", false},
+		{"admin scoped to a project", mk(RoleAdmin, "", "web"), actionApplyProject, "c", dev, "api", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.p.allow(tc.action, tc.cluster, tc.labels, tc.project)
+			if (err == nil) != tc.allowed || (err != nil && !errors.Is(err, errDenied)) {
+				t.Errorf("allow = %v, want allowed %v", err, tc.allowed)
+			}
+		})
+	}
+}
+
+func TestTokens(t *testing.T) {
+	tok, entry, err := NewToken("alice", RoleAdmin, nil, "env in (dev,staging)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entry.SHA256 == tok || entry.SHA256 != HashToken(tok) {
+		t.Fatalf("the entry holds %q, want the token's hash", entry.SHA256)
+	}
+	a, err := newAuthenticator([]Token{entry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		header string
+		ok     bool
+	}{
+		{"Bearer " + tok, true},
+		{"Bearer " + tok + "x", false},
+		{"bearer " + tok, false},
+		{tok, false},
+		{"", false},
+		{"Bearer " + entry.SHA256, false}, // the hash is not the token
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Authorization", tc.header)
+		p, err := a.authenticate(r)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, errUnauthenticated)) || (tc.ok && p.Actor != "alice") {
+			t.Errorf("%q: %v, %v; want ok %v", tc.header, p, err, tc.ok)
+		}
+	}
+	for _, bad := range []Token{
+		{Name: "", SHA256: entry.SHA256, Role: RoleAdmin},
+		{Name: "x", SHA256: "abc", Role: RoleAdmin},
+		{Name: "x", SHA256: entry.SHA256, Role: "root"},
+		{Name: "x", SHA256: entry.SHA256, Role: RoleAdmin, Clusters: "env in ("},
+	} {
+		if _, err := newAuthenticator([]Token{bad}); err == nil {
+			t.Errorf("token %+v accepted", bad)
+		}
+	}
+	if _, err := newAuthenticator(nil); err == nil {
+		t.Error("no tokens accepted")
+	}
+	if _, err := newAuthenticator([]Token{entry, entry}); err == nil {
+		t.Error("the same token twice accepted")
+	}
+	path := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(path, []byte("tokens:\n- name: a\n  sha256: "+entry.SHA256+"\n  role: viewer\n  extra: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadTokens(path); err == nil {
+		t.Error("a tokens file with an unknown field loaded")
+	}
+}

@@ -1,0 +1,223 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/api"
+)
+
+// change is one event a call makes on one cluster.
+type change struct {
+	cluster string
+	// key is the desired-state key of the object (the cluster's name for
+	// a registration).
+	key  string
+	kind string
+	// build makes the event from the object's latest entry (exists is
+	// false for an object never written). It runs under the partition's
+	// lock, on a ledger read to the partition's end; an error, such as a
+	// conflict, writes nothing of the partition.
+	build func(cur entry, exists bool) (*pending, error)
+}
+
+// idNamespace derives the event ids of idempotent writes.
+var idNamespace = uuid.MustParse("6f6d8b8e-5a4e-4c2b-9a7e-61726773792e")
+
+// eventID returns the id of the event a change makes: derived from the
+// idempotency key, the actor, the action and the object when the call has
+// a key, so that a retry names the same event; random otherwise.
+func eventID(c *call, ch change) string {
+	k := c.idempotencyKey
+	if k == "" {
+		return uuid.NewString()
+	}
+	return uuid.NewSHA1(idNamespace, []byte(strings.Join([]string{c.p.Actor, k, c.action, ch.key}, "\x00"))).String()
+}
+
+// commit writes the changes, each partition's in one transaction with the
+// call's audit record, and answers once all are durable. A dry run builds
+// them against the ledger as it stands and writes nothing.
+func (s *Server) commit(ctx context.Context, c *call, changes []change) (*api.Result, error) {
+	res := &api.Result{Events: []api.Written{}}
+	if c.dryRun {
+		res.DryRun = true
+		for _, ch := range changes {
+			cur, ok := s.ledger.get(ch.key)
+			p, err := ch.build(cur, ok)
+			if err != nil {
+				return nil, err
+			}
+			if p != nil {
+				res.Events = append(res.Events, describe(p, nil))
+			}
+		}
+		return res, nil
+	}
+	byPartition := map[int32][]change{}
+	for _, ch := range changes {
+		p := s.partitionOf(ch.cluster)
+		byPartition[p] = append(byPartition[p], ch)
+	}
+	c.audited = true
+	replayed := 0
+	for _, p := range slices.Sorted(maps.Keys(byPartition)) {
+		n, err := s.commitPartition(ctx, c, p, byPartition[p], res)
+		if err != nil {
+			return nil, partial(err, res)
+		}
+		replayed += n
+	}
+	if replayed == len(changes) && len(changes) > 0 {
+		res.Replayed = true
+	}
+	return res, nil
+}
+
+// commitPartition writes one partition's changes; it returns how many were
+// already written under the call's idempotency key.
+func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []change, res *api.Result) (int, error) {
+	var replayed []api.Written
+	decide := func() ([]pending, error) {
+		replayed = replayed[:0]
+		var out []pending
+		for _, ch := range chs {
+			id := eventID(c, ch)
+			if w, ok := s.ledger.lookupID(id); ok {
+				replayed = append(replayed, w.describe(id))
+				continue
+			}
+			cur, ok := s.ledger.get(ch.key)
+			pd, err := ch.build(cur, ok)
+			if err != nil {
+				return nil, err
+			}
+			if pd == nil {
+				continue
+			}
+			pd.event.SetID(id)
+			if pd.entry != nil {
+				pd.entry.id = id
+			}
+			out = append(out, *pd)
+		}
+		return out, nil
+	}
+	audit := func(ps []pending) ([]*event.Event, error) {
+		ids := make([]string, 0, len(ps))
+		for _, p := range ps {
+			ids = append(ids, p.event.ID())
+		}
+		cc := *c
+		cc.events = ids
+		e, err := s.auditEvent(&cc, http.StatusOK)
+		return []*event.Event{e}, err
+	}
+	ps, recs, err := s.writer.write(ctx, configLane(p), decide, audit)
+	if err != nil {
+		return 0, err
+	}
+	if len(ps) == 0 {
+		// Nothing new: the call's audit record is written on the way out.
+		c.audited = false
+	}
+	for i, pd := range ps {
+		w := describe(&pd, recs[i])
+		res.Events = append(res.Events, w)
+		c.events = append(c.events, w.ID)
+	}
+	for _, w := range replayed {
+		res.Events = append(res.Events, w)
+		c.events = append(c.events, w.ID)
+	}
+	s.inst.written(ctx, len(ps))
+	return len(replayed), nil
+}
+
+// describe lists a pending event as the answer does.
+func describe(p *pending, rec *kgo.Record) api.Written {
+	subj, _ := events.ParseSubject(p.event.Subject())
+	w := api.Written{ID: p.event.ID(), Type: p.event.Type(), Cluster: subj.Cluster, Kind: subj.Kind,
+		Namespace: subj.Namespace, Name: subj.Name, Generation: p.generation}
+	if subj.Kind == "" {
+		w.Kind, w.Name = api.KindClusters, subj.Cluster
+	}
+	if rec != nil {
+		off := rec.Offset
+		w.Partition, w.Offset = rec.Partition, &off
+	}
+	return w
+}
+
+// describe lists an event the ledger saw as the answer does.
+func (w written) describe(id string) api.Written {
+	off := w.offset
+	out := api.Written{ID: id, Type: w.typ, Generation: w.generation, Partition: w.partition, Offset: &off}
+	if parts := strings.SplitN(w.key, "/", 4); len(parts) == 4 {
+		out.Cluster, out.Kind, out.Namespace, out.Name = parts[0], parts[1], parts[2], parts[3]
+	} else {
+		out.Cluster, out.Kind, out.Name = w.key, api.KindClusters, w.key
+	}
+	return out
+}
+
+// partial adds to a failed call's error what it wrote before failing.
+func partial(err error, res *api.Result) error {
+	if len(res.Events) == 0 {
+		return err
+	}
+	ids := make([]string, 0, len(res.Events))
+	for _, w := range res.Events {
+		ids = append(ids, w.ID)
+	}
+	ae := failf(http.StatusServiceUnavailable, "%v; %d events were written before the failure (%s): retry with the same %s to write the rest",
+		err, len(ids), strings.Join(ids, ", "), api.HeaderIdempotencyKey)
+	return ae
+}
+
+// partitionOf returns the config partition of a cluster: its pin, if its
+// registration has one the topic can hold, else the partitioner's choice.
+func (s *Server) partitionOf(cluster string) int32 {
+	pins := map[string]int32{}
+	if e, ok := s.ledger.get(cluster); ok && e.pin != nil {
+		pins[cluster] = *e.pin
+	}
+	return events.NewPartitioner(pins).PartitionOf(cluster, s.partitions)
+}
+
+// generationFor checks an expected generation against an object's entry
+// and returns the next generation. An object never written, or deleted,
+// is at generation 0 for the check.
+func generationFor(expected *int64, cur entry, exists bool, what string) (int64, error) {
+	at := int64(0)
+	if exists && !cur.deleted {
+		at = cur.generation
+	}
+	if expected != nil && *expected != at {
+		g := at
+		msg := fmt.Sprintf("%s is at generation %d, not %d: it changed since you read it", what, at, *expected)
+		if *expected == 0 {
+			msg = fmt.Sprintf("%s already exists (generation %d)", what, at)
+		}
+		return 0, &apiError{status: http.StatusConflict, body: api.Error{Error: msg, Generation: &g,
+			Hint: "read its generation again (argosy app list, argosy cluster list), then retry"}}
+	}
+	if exists {
+		return cur.generation + 1, nil
+	}
+	return 1, nil
+}
+
+// newEvent builds a hub event about a cluster's object.
+func newEvent(typ string, subj events.Subject, data any) (*event.Event, error) {
+	return events.New(Source, typ, subj.String(), subj.Cluster, data)
+}

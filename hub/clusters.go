@@ -1,0 +1,374 @@
+package hub
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func validName(s string) bool { return len(s) <= 63 && dns1123Label.MatchString(s) }
+
+// registerCluster registers a cluster with its public keys, or changes its
+// labels or pin. The keys go to the trust topic first, so a spoke's first
+// events already verify; a registration that fails after them leaves keys
+// that a retry registers again, which changes nothing.
+func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
+	name := r.PathValue("name")
+	if !validName(name) {
+		return nil, invalid("name", fmt.Sprintf("%q is not a cluster name (a DNS-1123 label: lower-case letters, digits and '-', at most 63)", name))
+	}
+	var req api.ClusterRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if err := c.p.allow(actionRegisterCluster, name, req.Labels, ""); err != nil {
+		return nil, err
+	}
+	if req.Partition != nil && (*req.Partition < 0 || *req.Partition >= s.partitions) {
+		return nil, invalid("partition", fmt.Sprintf("%d: the config topic has partitions 0 to %d", *req.Partition, s.partitions-1))
+	}
+	var keys []*event.Event
+	var signing, sealing string
+	if req.SigningKey != "" || req.SealingKey != "" {
+		var err error
+		if keys, signing, sealing, err = clusterKeys(name, req.SigningKey, req.SealingKey); err != nil {
+			return nil, err
+		}
+	}
+	ttl, err := joinTTL(req.JoinTokenTTL)
+	if err != nil {
+		return nil, err
+	}
+	token, join, err := newJoinToken(s.o.now().Add(ttl))
+	if err != nil {
+		return nil, err
+	}
+	if !c.dryRun && len(keys) > 0 {
+		if _, err := s.audit.Publish(r.Context(), keys...); err != nil {
+			return nil, fmt.Errorf("registering the keys of cluster %q: %w", name, err)
+		}
+	}
+	issued := false
+	subj := events.Subject{Cluster: name}
+	res, err := s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
+		build: func(cur entry, exists bool) (*pending, error) {
+			gen, err := generationFor(req.ExpectedGeneration, cur, exists, "cluster "+name)
+			if err != nil {
+				return nil, err
+			}
+			data := schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen},
+				Labels: req.Labels, Partition: req.Partition, SigningKeyID: signing, SealingKeyID: sealing}
+			if len(keys) == 0 && exists && !cur.deleted && cur.signingKey != "" {
+				data.SigningKeyID, data.SealingKeyID = cur.signingKey, cur.sealingKey
+			}
+			// A change that names no partition keeps the cluster's pin, so
+			// that relabelling never moves it.
+			if data.Partition == nil && exists && !cur.deleted {
+				data.Partition = cur.pin
+			}
+			// Without keys, the cluster's spoke registers them itself by
+			// proving a join token.
+			issued = data.SigningKeyID == ""
+			if issued {
+				data.JoinToken = join
+			}
+			return s.upsert(events.TypeClusterRegistered, subj, data, gen,
+				&entry{labels: req.Labels, pin: data.Partition, signingKey: data.SigningKeyID, sealingKey: data.SealingKeyID, join: data.JoinToken})
+		}}})
+	if err == nil && issued && !res.Replayed {
+		res.JoinToken, res.JoinTokenExpiresAt = token, &join.ExpiresAt
+	}
+	return res, err
+}
+
+// DefaultJoinTokenTTL is how long a join token is accepted by default.
+const DefaultJoinTokenTTL = 24 * time.Hour
+
+func joinTTL(v string) (time.Duration, error) {
+	if v == "" {
+		return DefaultJoinTokenTTL, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 || d > 30*24*time.Hour {
+		return 0, invalid("joinTokenTTL", fmt.Sprintf("%q: want a duration such as 24h, at most 720h", v))
+	}
+	return d, nil
+}
+
+// newJoinToken returns a random join token and what the log keeps of it.
+func newJoinToken(expires time.Time) (string, *schemas.JoinToken, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, err
+	}
+	tok := "argosy_join_" + base64.RawURLEncoding.EncodeToString(b)
+	return tok, &schemas.JoinToken{SHA256: HashToken(tok), ExpiresAt: expires.UTC().Truncate(time.Second)}, nil
+}
+
+// join registers a cluster's keys on the proof of its join token. The join
+// token is the credential, so the route takes no bearer token; it is audited
+// as "join:<cluster>". A token is good once, until it expires, and only for
+// the cluster it was issued to.
+func (s *Server) join(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	c := &call{id: uuid.NewString(), action: actionJoin, cluster: name, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr,
+		p: &principal{Identity: api.Identity{Actor: "join:" + name}}}
+	v, err := s.joinCluster(r, c, name)
+	s.finish(w, r, c, v, err)
+}
+
+func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error) {
+	var req api.JoinRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	keys, signing, sealing, err := clusterKeys(name, req.SigningKey, req.SealingKey)
+	if err != nil {
+		return nil, err
+	}
+	check := func(cur entry, exists bool) error {
+		switch {
+		case !exists || cur.deleted || cur.typ != events.TypeClusterRegistered:
+			return failf(http.StatusUnauthorized, "cluster %q is not registered: the join token is not good for it", name)
+		case cur.join == nil && cur.signingKey != "":
+			return failf(http.StatusConflict, "cluster %q has joined already: its join token was used", name)
+		case cur.join == nil || subtle.ConstantTimeCompare([]byte(HashToken(req.Token)), []byte(cur.join.SHA256)) != 1:
+			return failf(http.StatusUnauthorized, "the join token is not cluster %q's", name)
+		case !s.o.now().Before(cur.join.ExpiresAt):
+			return &apiError{status: http.StatusUnauthorized, body: api.Error{Error: fmt.Sprintf("cluster %q's join token expired at %s", name, cur.join.ExpiresAt.Format(time.RFC3339)),
+				Hint: "argosy cluster register " + name + " --overwrite (issues a new token)"}}
+		}
+		return nil
+	}
+	cur, ok := s.ledger.get(name)
+	if err := check(cur, ok); err != nil {
+		return nil, err
+	}
+	if _, err := s.audit.Publish(r.Context(), keys...); err != nil {
+		return nil, fmt.Errorf("registering the keys of cluster %q: %w", name, err)
+	}
+	return s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
+		build: func(cur entry, exists bool) (*pending, error) {
+			if err := check(cur, exists); err != nil {
+				return nil, err
+			}
+			gen := cur.generation + 1
+			data := schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen},
+				Labels: cur.labels, Partition: cur.pin, SigningKeyID: signing, SealingKeyID: sealing}
+			return s.upsert(events.TypeClusterRegistered, events.Subject{Cluster: name}, data, gen,
+				&entry{labels: cur.labels, pin: cur.pin, signingKey: signing, sealingKey: sealing})
+		}}})
+}
+
+// clusterKeys checks a registration's public keys and returns their trust
+// events and ids.
+func clusterKeys(name, signingKey, sealingKey string) ([]*event.Event, string, string, error) {
+	var out []*event.Event
+	ids := [2]string{}
+	for i, k := range []struct{ field, value, purpose, alg string }{
+		{"signingKey", signingKey, schemas.PurposeSigning, "ed25519"},
+		{"sealingKey", sealingKey, schemas.PurposeSealing, "x25519"},
+	} {
+		pub, err := base64.StdEncoding.DecodeString(k.value)
+		if k.value == "" || err != nil || len(pub) != ed25519.PublicKeySize {
+			return nil, "", "", invalid(k.field, "want the cluster's public key, standard base64 of 32 bytes (argosy-spoke keygen writes it)")
+		}
+		id := events.KeyID(pub)
+		ids[i] = id
+		e, err := events.New(Source, events.TypeKeyRegistered, "keys/"+id, name, schemas.KeyRegistered{KeyID: id, Owner: name,
+			Role: schemas.RoleCluster, Purpose: k.purpose, Algorithm: k.alg, PublicKey: k.value})
+		if err != nil {
+			return nil, "", "", err
+		}
+		out = append(out, e)
+	}
+	return out, ids[0], ids[1], nil
+}
+
+// deregisterCluster ends a cluster's registration, then revokes its keys:
+// from the revocation's place in the log on, its events are refused
+// everywhere.
+func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
+	name := r.PathValue("name")
+	cur, err := s.cluster(name, "name")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.p.allow(actionDeregister, name, cur.labels, ""); err != nil {
+		return nil, err
+	}
+	expected, err := ifMatch(r)
+	if err != nil {
+		return nil, err
+	}
+	reason := r.URL.Query().Get("reason")
+	res, err := s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
+		build: func(cur entry, exists bool) (*pending, error) {
+			if !exists || cur.deleted {
+				return nil, &apiError{status: http.StatusConflict, body: api.Error{Error: fmt.Sprintf("cluster %q was deregistered meanwhile", name)}}
+			}
+			gen, err := generationFor(expected, cur, exists, "cluster "+name)
+			if err != nil {
+				return nil, err
+			}
+			data := schemas.ClusterDeregistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen}, Reason: reason}
+			return s.upsert(events.TypeClusterDeregistered, events.Subject{Cluster: name}, data, gen, &entry{deleted: true})
+		}}})
+	if err != nil || res.DryRun {
+		return res, err
+	}
+	if err := s.revoke(r.Context(), name, cur, reason); err != nil {
+		return nil, partial(err, res)
+	}
+	return res, nil
+}
+
+// revoke revokes a deregistered cluster's keys.
+func (s *Server) revoke(ctx context.Context, name string, cur entry, reason string) error {
+	if reason == "" {
+		reason = "cluster " + name + " deregistered"
+	}
+	var es []*event.Event
+	for _, id := range []string{cur.signingKey, cur.sealingKey} {
+		if id == "" {
+			continue
+		}
+		e, err := events.New(Source, events.TypeKeyRevoked, "keys/"+id, name, schemas.KeyRevoked{KeyID: id, Reason: reason})
+		if err != nil {
+			return err
+		}
+		es = append(es, e)
+	}
+	if len(es) == 0 {
+		return nil
+	}
+	if _, err := s.audit.Publish(ctx, es...); err != nil {
+		return fmt.Errorf("revoking the keys of cluster %q: %w", name, err)
+	}
+	return nil
+}
+
+// putRepository adds or changes a repository of a cluster's Argo CD, its
+// credentials sealed to the cluster's key: the hub never writes them in
+// the clear.
+func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
+	subj := events.Subject{Cluster: r.PathValue("cluster"), Kind: schemas.SubjectRepositories, Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	cl, err := s.cluster(subj.Cluster, "cluster")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.p.allow(actionApplyRepository, subj.Cluster, cl.labels, ""); err != nil {
+		return nil, err
+	}
+	var req api.RepositoryRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if req.URL == "" {
+		return nil, invalid("url", "required: the repository's URL")
+	}
+	if req.Type == "" {
+		req.Type = "git"
+	}
+	if req.Type != "git" && req.Type != "helm" {
+		return nil, invalid("type", fmt.Sprintf("%q: want git or helm", req.Type))
+	}
+	var sealed *schemas.Sealed
+	if len(req.Credentials) > 0 {
+		if sealed, err = s.seal(cl, req.Credentials); err != nil {
+			return nil, err
+		}
+	}
+	return s.commit(r.Context(), c, []change{{cluster: subj.Cluster, key: events.DesiredKey(subj), kind: api.KindRepositories,
+		build: func(cur entry, exists bool) (*pending, error) {
+			gen, err := generationFor(req.ExpectedGeneration, cur, exists, fmt.Sprintf("repository %s/%s on cluster %q", subj.Namespace, subj.Name, subj.Cluster))
+			if err != nil {
+				return nil, err
+			}
+			data := schemas.RepositoryUpserted{Resource: schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: gen},
+				URL: req.URL, Type: req.Type, Project: req.Project, Credentials: sealed}
+			return s.upsert(events.TypeRepositoryUpserted, subj, data, gen, &entry{project: req.Project, url: req.URL})
+		}}})
+}
+
+// seal encrypts credentials to a cluster's sealing key, as the trust topic
+// holds it.
+func (s *Server) seal(cl entry, creds map[string]string) (*schemas.Sealed, error) {
+	k, ok := s.keys.Key(cl.sealingKey)
+	if !ok || len(k.Public) != 32 || !k.ValidAt(s.o.now()) {
+		return nil, failf(http.StatusConflict, "the cluster's sealing key %q is not (or no longer) on the trust topic, so credentials cannot be sealed to it; register the cluster's keys again", cl.sealingKey)
+	}
+	plain, err := json.Marshal(creds)
+	if err != nil {
+		return nil, err
+	}
+	var pub [32]byte
+	copy(pub[:], k.Public)
+	sealed, err := events.Seal(&pub, plain)
+	if err != nil {
+		return nil, err
+	}
+	return &sealed, nil
+}
+
+// operate asks a cluster to sync, refresh, roll back or terminate an
+// Application. Operations are not state: each is its own event, at the
+// Application's generation.
+func (s *Server) operate(r *http.Request, c *call) (any, error) {
+	subj, cur, err := s.object(r, schemas.SubjectApplications)
+	if err != nil {
+		return nil, err
+	}
+	cl, _ := s.ledger.get(subj.Cluster)
+	if err := c.p.allow(actionOperate, subj.Cluster, cl.labels, cur.project); err != nil {
+		return nil, err
+	}
+	var req api.OperationRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if req.RefreshType != "" && req.RefreshType != "normal" && req.RefreshType != "hard" {
+		return nil, invalid("refreshType", fmt.Sprintf("%q: want normal or hard", req.RefreshType))
+	}
+	switch req.Operation {
+	case schemas.OperationSync, schemas.OperationRefresh, schemas.OperationTerminate:
+	case schemas.OperationRollback:
+		if req.HistoryID <= 0 {
+			return nil, invalid("historyId", "a rollback needs the Argo CD history id to go back to: the deployment records carry it (historyId in GET /api/v1/deployments)")
+		}
+	default:
+		return nil, invalid("operation", fmt.Sprintf("%q: want sync, refresh, rollback or terminate", req.Operation))
+	}
+	expires := s.o.now().Add(time.Hour).UTC().Truncate(time.Second)
+	return s.commit(r.Context(), c, []change{{cluster: subj.Cluster, key: events.DesiredKey(subj) + "#" + req.Operation, kind: api.KindApplications,
+		build: func(cur entry, exists bool) (*pending, error) {
+			app, ok := s.ledger.get(events.DesiredKey(subj))
+			if !ok || app.deleted {
+				return nil, &apiError{status: http.StatusConflict, body: api.Error{Error: fmt.Sprintf("%s was deleted meanwhile", subj)}}
+			}
+			data := schemas.OperationRequested{Resource: schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: app.generation},
+				RequestID: uuid.NewString(), Operation: req.Operation, RequestedBy: c.p.Actor, Revision: req.Revision, Prune: req.Prune,
+				DryRun: req.DryRun, HistoryID: req.HistoryID, RefreshType: req.RefreshType, ExpiresAt: &expires}
+			ev, err := newEvent(events.TypeOperationRequested, subj, data)
+			if err != nil {
+				return nil, err
+			}
+			return &pending{key: events.DesiredKey(subj), event: ev, generation: app.generation}, nil
+		}}})
+}

@@ -1,0 +1,362 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// maxBody bounds a request body.
+const maxBody = 2 << 20
+
+// route is one endpoint of the hub's own. openapi.yaml documents each, and
+// a test holds the two to the same set.
+type route struct {
+	method, path, action string
+	serve                func(s *Server, r *http.Request, c *call) (any, error)
+}
+
+func routes() []route {
+	return []route{
+		{http.MethodGet, "/api/v1/whoami", actionRead, (*Server).whoami},
+		{http.MethodGet, "/api/v1/objects", actionRead, (*Server).objects},
+		{http.MethodPut, "/api/v1/clusters/{name}", actionRegisterCluster, (*Server).registerCluster},
+		{http.MethodDelete, "/api/v1/clusters/{name}", actionDeregister, (*Server).deregisterCluster},
+		{http.MethodPost, "/api/v1/applications", actionApplyApplication, (*Server).applyApplication},
+		{http.MethodDelete, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}", actionDeleteApp, (*Server).deleteApplication},
+		{http.MethodPost, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/operations", actionOperate, (*Server).operate},
+		{http.MethodPost, "/api/v1/appprojects", actionApplyProject, (*Server).applyProject},
+		{http.MethodDelete, "/api/v1/clusters/{cluster}/appprojects/{namespace}/{name}", actionDeleteProject, (*Server).deleteProject},
+		{http.MethodPut, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", actionApplyRepository, (*Server).putRepository},
+		{http.MethodDelete, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", actionDeleteRepository, (*Server).deleteRepository},
+		{http.MethodGet, "/api/v1/placements", actionRead, (*Server).placements},
+		{http.MethodPost, "/api/v1/placements", actionApplyPlacement, (*Server).applyPlacement},
+		{http.MethodDelete, "/api/v1/placements/{namespace}/{name}", actionDeletePlacement, (*Server).deletePlacement},
+	}
+}
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range routes() {
+		pattern := rt.method + " " + rt.path
+		mux.Handle(pattern, s.traced(pattern, s.handle(rt)))
+	}
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if _, err := w.Write(OpenAPI); err != nil {
+			s.o.log.DebugContext(r.Context(), "writing the OpenAPI document", "err", err)
+		}
+	})
+	// A spoke joining proves its join token instead of a bearer token.
+	mux.Handle("POST /api/v1/clusters/{name}/join", s.traced("POST /api/v1/clusters/{name}/join", http.HandlerFunc(s.join)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-s.ready:
+			w.WriteHeader(http.StatusOK)
+		default:
+			http.Error(w, "the hub is reading the log", http.StatusServiceUnavailable)
+		}
+	})
+	if s.o.read != nil {
+		read := route{action: actionRead, serve: nil}
+		mux.Handle("GET /api/v1/", s.handle(read))
+	}
+	return mux
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// call is what one API call did, for its audit record.
+type call struct {
+	id string
+	p  *principal
+	// method, path and remote are the request's; placements reconciled
+	// by the hub itself have their own.
+	method, path, remote string
+	// idempotencyKey is the request's Idempotency-Key; dryRun its
+	// ?dryRun.
+	idempotencyKey string
+	dryRun         bool
+	action         string
+	cluster        string
+	target         string
+	events         []string
+	// audited is set when the call's audit record went into the
+	// transaction of the events it wrote.
+	audited bool
+}
+
+// apiError is an error the caller should see as it is.
+type apiError struct {
+	status int
+	body   api.Error
+}
+
+func (e *apiError) Error() string { return e.body.Error }
+
+func failf(status int, format string, args ...any) *apiError {
+	return &apiError{status: status, body: api.Error{Error: fmt.Sprintf(format, args...)}}
+}
+
+// handle authenticates, serves and audits one call. A read route with no
+// serve function is the read API's.
+func (s *Server) handle(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &call{id: uuid.NewString(), action: rt.action, cluster: r.PathValue("cluster"), target: target(r),
+			method: r.Method, path: r.URL.Path, remote: r.RemoteAddr, idempotencyKey: r.Header.Get(api.HeaderIdempotencyKey)}
+		var dryErr error
+		c.dryRun, dryErr = boolParam(r, "dryRun", false)
+		if c.cluster == "" && strings.HasPrefix(rt.path, "/api/v1/clusters/{name}") {
+			c.cluster = r.PathValue("name")
+		}
+		p, err := s.auth.authenticate(r)
+		if err != nil {
+			s.finish(w, r, c, nil, &apiError{status: http.StatusUnauthorized,
+				body: api.Error{Error: err.Error(), Hint: "argosy login " + hubURL(r) + " --token …"}})
+			return
+		}
+		c.p = p
+		if err := p.allow(rt.action, "", nil, ""); err != nil {
+			s.finish(w, r, c, nil, err)
+			return
+		}
+		if dryErr != nil {
+			s.finish(w, r, c, nil, dryErr)
+			return
+		}
+		if rt.serve == nil {
+			s.serveRead(w, r, c)
+			return
+		}
+		v, err := rt.serve(s, r, c)
+		s.finish(w, r, c, v, err)
+	})
+}
+
+// serveRead passes a read to the read API once its audit record is
+// durable.
+func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, c *call) {
+	if err := s.auditCall(r, c, http.StatusOK); err != nil {
+		s.writeError(w, r, failf(http.StatusServiceUnavailable, "the call could not be audited, so it was not served: %v", err))
+		return
+	}
+	s.o.read.ServeHTTP(w, r)
+}
+
+// finish audits the call, unless its write did, and answers it.
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, c *call, v any, err error) {
+	status := http.StatusOK
+	if err != nil {
+		err = s.classify(r.Context(), err)
+		var ae *apiError
+		errors.As(err, &ae)
+		status = ae.status
+	}
+	if !c.audited && (c.action != actionRead || s.o.auditReads || status >= 400) {
+		if aerr := s.auditCall(r, c, status); aerr != nil {
+			s.o.log.ErrorContext(r.Context(), "auditing a call", "err", aerr, "request", c.id)
+			if err == nil && len(c.events) == 0 {
+				err = failf(http.StatusServiceUnavailable, "the call could not be audited, so it was not served: %v", aerr)
+			}
+		}
+	}
+	s.inst.request(r.Context(), c.action, status)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(r.Context(), w, http.StatusOK, v)
+}
+
+// classify turns any error into an apiError.
+func (s *Server) classify(ctx context.Context, err error) *apiError {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, errDenied):
+		return failf(http.StatusForbidden, "%v", err)
+	case errors.Is(err, ErrBusy):
+		return failf(http.StatusServiceUnavailable, "%v", err)
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return failf(http.StatusServiceUnavailable, "request canceled")
+	}
+	trace.SpanFromContext(ctx).RecordError(err)
+	s.o.log.ErrorContext(ctx, "hub request failed", "err", err)
+	return failf(http.StatusInternalServerError, "internal error: %v", err)
+}
+
+// auditCall appends the call's audit record.
+func (s *Server) auditCall(r *http.Request, c *call, status int) error {
+	e, err := s.auditEvent(c, status)
+	if err != nil {
+		return err
+	}
+	_, err = s.audit.Publish(r.Context(), e)
+	return err
+}
+
+func (s *Server) auditEvent(c *call, status int) (*event.Event, error) {
+	actor := "anonymous"
+	if c.p != nil {
+		actor = c.p.Actor
+	}
+	outcome := "allowed"
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		outcome = "denied"
+	case status >= 400:
+		outcome = "failed"
+	}
+	data := schemas.AuditRecorded{RequestID: c.id, Actor: actor, Action: c.action, Method: c.method, Path: c.path,
+		Cluster: c.cluster, Target: c.target, Outcome: outcome, StatusCode: status, RemoteAddr: c.remote, EventIDs: c.events}
+	subject, key := "", "hub"
+	if validName(c.cluster) {
+		subject, key = events.Subject{Cluster: c.cluster}.String(), c.cluster
+	} else {
+		data.Cluster = ""
+	}
+	return events.New(Source, events.TypeAuditRecorded, subject, key, data)
+}
+
+// target names the object of a call from its path: "kind/namespace/name".
+func target(r *http.Request) string {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if ns == "" || name == "" {
+		return ""
+	}
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/api/v1/clusters/"), "/")
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[1] + "/" + ns + "/" + name
+}
+
+func hubURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// decodeBody decodes a JSON request body strictly into v.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			return invalid(te.Field, fmt.Sprintf("want a %s, got a JSON %s", te.Type, te.Value))
+		case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
+			return failf(http.StatusBadRequest, "the body is not JSON: %v", err)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return invalid(f, "unknown field")
+		}
+		return failf(http.StatusBadRequest, "reading the body: %v", err)
+	}
+	if dec.More() {
+		return failf(http.StatusBadRequest, "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// invalid is a 400 naming one field.
+func invalid(field, reason string) *apiError {
+	return &apiError{status: http.StatusBadRequest, body: api.Error{Error: field + ": " + reason,
+		Fields: []api.FieldError{{Field: field, Reason: reason}}}}
+}
+
+// ifMatch returns the generation the If-Match header expects, if any.
+func ifMatch(r *http.Request) (*int64, error) {
+	v := strings.Trim(r.Header.Get(api.HeaderIfMatch), `"`)
+	if v == "" {
+		return nil, nil
+	}
+	g, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || g < 0 {
+		return nil, invalid(api.HeaderIfMatch, fmt.Sprintf("%q: want a generation, a whole number ≥ 0", v))
+	}
+	return &g, nil
+}
+
+// boolParam reads a boolean query parameter: absent is def, and anything
+// strconv.ParseBool does not take is a 400, never a guess.
+func boolParam(r *http.Request, name string, def bool) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalid(name, fmt.Sprintf("%q: want true or false", v))
+	}
+	return b, nil
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := s.classify(r.Context(), err)
+	s.writeJSON(r.Context(), w, ae.status, ae.body)
+}
+
+func (s *Server) writeJSON(ctx context.Context, w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.o.log.ErrorContext(ctx, "encoding a hub response", "err", err)
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		s.o.log.DebugContext(ctx, "writing a hub response", "err", err)
+	}
+}
+
+// traced wraps next in a server span named after the route, continuing the
+// caller's trace.
+func (s *Server) traced(pattern string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := s.tracer.Start(ctx, pattern, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path)))
+		defer span.End()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
+		if sw.status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(sw.status))
+		}
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}

@@ -1,0 +1,384 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// entry is what the ledger knows of one object or cluster: its latest
+// config event.
+type entry struct {
+	id         string
+	typ        string
+	generation int64
+	deleted    bool
+	partition  int32
+	offset     int64 // of the config record
+	project    string
+	labels     map[string]string
+	// spec is kept for AppProjects only: applications are checked
+	// against it.
+	spec json.RawMessage
+	// signingKey and sealingKey are a cluster's key ids, pin its pinned
+	// partition.
+	signingKey, sealingKey string
+	pin                    *int32
+	// join is a cluster's unused join token.
+	join *schemas.JoinToken
+	// url is a repository's.
+	url string
+}
+
+// written is a config event the ledger has seen within the idempotency
+// window, by id: a retried request finds what it wrote here.
+type written struct {
+	key        string
+	typ        string
+	generation int64
+	partition  int32
+	offset     int64
+	at         time.Time
+}
+
+// ledger is the hub's index of the log: the latest config event of every
+// object and cluster (from the compacted desired-state topic, read from
+// its start) and the ids of the config events appended within the
+// idempotency window (from the config topic, read from the window's start).
+// It holds no state of its own: every replica builds the same one from the
+// log, and a write decides against it only once it has read its partition
+// to the end (see owner.sync).
+type ledger struct {
+	topics events.Topics
+	window time.Duration
+	log    *slog.Logger
+	in     *events.Intake
+	// lag delays each record the follower takes: tests use it to hold a
+	// replica's ledger behind the log.
+	lag time.Duration
+
+	mu         sync.Mutex
+	objects    map[string]*entry     // by desired-state key
+	placements map[string]*placement // by "namespace/name"
+	ids        map[string]written
+	// next is the next offset to read of each partition, by topic name;
+	// moved tells waiters that it moved.
+	next  map[string]map[int32]int64
+	moved chan struct{}
+}
+
+func newLedger(topics events.Topics, in *events.Intake, window time.Duration, log *slog.Logger) *ledger {
+	return &ledger{topics: topics, in: in, window: window, log: log, objects: map[string]*entry{}, placements: map[string]*placement{},
+		ids: map[string]written{}, next: map[string]map[int32]int64{}, moved: make(chan struct{})}
+}
+
+// consumeOpts returns the options of the ledger's client: the desired-state
+// topic from its start and the config topic from the window's start (or
+// its last stable offset, if that is earlier: a transaction still open may
+// yet commit), read committed, transaction markers included so that the
+// offsets reach the last stable offset.
+func (l *ledger) consumeOpts(ctx context.Context, adm *kadm.Client, now time.Time) ([]kgo.Opt, error) {
+	config, desired, placements := l.topics[events.TopicConfig], l.topics[events.TopicDesired], l.topics[events.TopicPlacements]
+	starts := map[string]map[int32]int64{config: {}, desired: {}, placements: {}}
+	listings := []struct {
+		topic string
+		list  func() (kadm.ListedOffsets, error)
+	}{
+		{config, func() (kadm.ListedOffsets, error) {
+			return adm.ListOffsetsAfterMilli(ctx, now.Add(-l.window).UnixMilli(), config)
+		}},
+		{config, func() (kadm.ListedOffsets, error) { return adm.ListCommittedOffsets(ctx, config) }},
+		{desired, func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, desired) }},
+		{placements, func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, placements) }},
+	}
+	for _, ls := range listings {
+		listed, err := ls.list()
+		if err == nil {
+			err = listed.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("hub: where to start reading %s: %w", ls.topic, err)
+		}
+		listed.Each(func(o kadm.ListedOffset) {
+			if cur, ok := starts[ls.topic][o.Partition]; !ok || o.Offset < cur {
+				starts[ls.topic][o.Partition] = o.Offset
+			}
+		})
+	}
+	parts := map[string]map[int32]kgo.Offset{}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for t, ps := range starts {
+		parts[t] = map[int32]kgo.Offset{}
+		for p, off := range ps {
+			parts[t][p] = kgo.NewOffset().At(off)
+			l.advance(t, p, off)
+		}
+	}
+	return []kgo.Opt{kgo.ConsumePartitions(parts), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, nil
+}
+
+// follow reads the client's records into the ledger until ctx ends.
+func (l *ledger) follow(ctx context.Context, cl *kgo.Client) error {
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil //nolint:nilerr // a stop, not a failure
+		}
+		var errs []error
+		fs.EachError(func(t string, p int32, err error) {
+			errs = append(errs, fmt.Errorf("hub: reading %s/%d: %w", t, p, err))
+		})
+		if err := errors.Join(errs...); err != nil {
+			l.log.WarnContext(ctx, "reading the log; retrying", "err", err)
+		}
+		var batch []*kgo.Record
+		fs.EachRecord(func(r *kgo.Record) { batch = append(batch, r) })
+		for _, r := range batch {
+			if err := l.take(ctx, r); err != nil {
+				if ctx.Err() != nil {
+					return nil //nolint:nilerr // a stop, not a failure
+				}
+				return err
+			}
+		}
+		l.pruneIDs(time.Now())
+	}
+}
+
+// take folds one record into the ledger and moves its partition's offset.
+func (l *ledger) take(ctx context.Context, r *kgo.Record) error {
+	if l.lag > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(l.lag):
+		}
+	}
+	d, err := l.in.Take(ctx, r)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		// Spokes and projectors judge the record for themselves; the
+		// ledger only leaves it out.
+		l.log.WarnContext(ctx, "hub: a record of the log does not decode; left out of the ledger",
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", events.Reason(err), "err", err)
+	case d != nil:
+		l.fold(d, r)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.advance(r.Topic, r.Partition, r.Offset+1)
+	return nil
+}
+
+// advance moves a partition's next offset forward and wakes the waiters.
+// l.mu is held.
+func (l *ledger) advance(topic string, p int32, next int64) {
+	m := l.next[topic]
+	if m == nil {
+		m = map[int32]int64{}
+		l.next[topic] = m
+	}
+	if next > m[p] {
+		m[p] = next
+		close(l.moved)
+		l.moved = make(chan struct{})
+	}
+}
+
+// fold records a decoded event: a desired-state copy updates its object,
+// a config event its id.
+func (l *ledger) fold(d *events.Decoded, r *kgo.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch r.Topic {
+	case l.topics[events.TopicDesired]:
+		off, err := events.ConfigOffset(r)
+		if err != nil {
+			return
+		}
+		l.put(string(r.Key), entryOf(d, off))
+	case l.topics[events.TopicPlacements]:
+		if pl := placementOf(d); pl != nil {
+			l.putPlacement(pl)
+		}
+	case l.topics[events.TopicConfig]:
+		res := resourceOf(d.Data)
+		l.ids[d.Event.ID()] = written{key: events.DesiredKey(d.Subject), typ: d.Spec.Type, generation: res.Generation,
+			partition: r.Partition, offset: r.Offset, at: r.Timestamp}
+	}
+}
+
+// put replaces the entry of key if e is newer. l.mu is held.
+func (l *ledger) put(key string, e *entry) {
+	if old, ok := l.objects[key]; ok && old.generation > e.generation {
+		return
+	}
+	l.objects[key] = e
+}
+
+func (l *ledger) pruneIDs(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, w := range l.ids {
+		if now.Sub(w.at) > l.window {
+			delete(l.ids, id)
+		}
+	}
+}
+
+// recorded folds events this replica has just committed, so that its next
+// decision sees them before the follower reads them back.
+func (l *ledger) recorded(es []pending, recs []*kgo.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, p := range es {
+		rec := recs[i]
+		if p.placement != nil {
+			pl := *p.placement
+			pl.id, pl.offset = p.event.ID(), rec.Offset
+			l.putPlacement(&pl)
+			continue
+		}
+		l.ids[p.event.ID()] = written{key: p.key, typ: p.event.Type(), generation: p.generation,
+			partition: rec.Partition, offset: rec.Offset, at: rec.Timestamp}
+		if p.entry == nil {
+			continue
+		}
+		e := *p.entry
+		e.id, e.partition, e.offset = p.event.ID(), rec.Partition, rec.Offset
+		l.put(p.key, &e)
+	}
+}
+
+// list returns the latest word on every object and cluster, filtered by
+// cluster and kind ("" for any), in key order.
+func (l *ledger) list(cluster, kind string) []api.Object {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []api.Object
+	for _, key := range slices.Sorted(maps.Keys(l.objects)) {
+		e := l.objects[key]
+		o := api.Object{Kind: api.KindClusters, Generation: e.generation, Deleted: e.deleted, Project: e.project,
+			Labels: e.labels, URL: e.url, Pin: e.pin, EventID: e.id, Partition: e.partition, Offset: e.offset}
+		if parts := strings.SplitN(key, "/", 4); len(parts) == 4 {
+			o.Cluster, o.Kind, o.Namespace, o.Name = parts[0], parts[1], parts[2], parts[3]
+		} else {
+			o.Cluster, o.Name = key, key
+		}
+		if (cluster == "" || o.Cluster == cluster) && (kind == "" || o.Kind == kind) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// get returns a copy of the entry of key.
+func (l *ledger) get(key string) (entry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.objects[key]
+	if !ok {
+		return entry{}, false
+	}
+	return *e, true
+}
+
+// lookupID returns what the config event id wrote, if the ledger saw it.
+func (l *ledger) lookupID(id string) (written, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w, ok := l.ids[id]
+	return w, ok
+}
+
+// clusters returns the registered clusters (not deregistered), by name.
+func (l *ledger) clusters() map[string]entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]entry{}
+	for k, e := range l.objects {
+		if e.typ == events.TypeClusterRegistered {
+			out[k] = *e
+		}
+	}
+	return out
+}
+
+// movedChan returns a channel closed the next time the ledger reads on.
+func (l *ledger) movedChan() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.moved
+}
+
+// wait returns once the ledger has read every partition in ends up to its
+// offset there.
+func (l *ledger) wait(ctx context.Context, ends map[string]map[int32]int64) error {
+	for {
+		l.mu.Lock()
+		behind := false
+		for t, ps := range ends {
+			for p, end := range ps {
+				if l.next[t][p] < end {
+					behind = true
+				}
+			}
+		}
+		moved := l.moved
+		l.mu.Unlock()
+		if !behind {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-moved:
+		}
+	}
+}
+
+// entryOf returns the entry a desired-state event makes.
+func entryOf(d *events.Decoded, offset int64) *entry {
+	res := resourceOf(d.Data)
+	e := &entry{id: d.Event.ID(), typ: d.Spec.Type, generation: res.Generation, partition: d.Partition, offset: offset}
+	switch p := d.Data.(type) {
+	case *schemas.ApplicationUpserted:
+		e.project, e.labels = p.Project, p.Labels
+	case *schemas.AppProjectUpserted:
+		e.labels, e.spec = p.Labels, slices.Clone(p.Spec)
+	case *schemas.ClusterRegistered:
+		e.labels, e.signingKey, e.sealingKey, e.pin, e.join = p.Labels, p.SigningKeyID, p.SealingKeyID, p.Partition, p.JoinToken
+	case *schemas.RepositoryUpserted:
+		e.project, e.url = p.Project, p.URL
+	case *schemas.ApplicationDeleted, *schemas.AppProjectDeleted, *schemas.RepositoryDeleted, *schemas.ClusterDeregistered:
+		e.deleted = true
+	}
+	return e
+}
+
+// resourceOf returns the Resource a config payload embeds (the zero one
+// for a payload that embeds none).
+func resourceOf(data any) schemas.Resource {
+	if o, ok := data.(interface{ Object() schemas.Resource }); ok {
+		return o.Object()
+	}
+	return schemas.Resource{}
+}

@@ -1,0 +1,41 @@
+package hub
+
+import (
+	"context"
+	"strconv"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// instruments are the hub's metrics.
+type instruments struct {
+	requests metric.Int64Counter
+	events   metric.Int64Counter
+}
+
+func newInstruments(mp metric.MeterProvider) *instruments {
+	m := mp.Meter(instrumentation)
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithDescription(desc))
+		if err != nil {
+			otel.Handle(err)
+		}
+		return c
+	}
+	return &instruments{
+		requests: counter("argosy.hub.requests", "API calls, by action and status code."),
+		events:   counter("argosy.hub.events.written", "Config events the hub appended durably."),
+	}
+}
+
+func (i *instruments) request(ctx context.Context, action string, status int) {
+	i.requests.Add(ctx, 1, metric.WithAttributes(attribute.String("action", action), attribute.String("code", strconv.Itoa(status))))
+}
+
+func (i *instruments) written(ctx context.Context, n int) {
+	if n > 0 {
+		i.events.Add(ctx, int64(n))
+	}
+}

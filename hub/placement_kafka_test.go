@@ -1,0 +1,153 @@
+//go:build integration
+
+package hub_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// appManifest is the Application web.
+func appManifest() json.RawMessage {
+	return json.RawMessage(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},
+	"spec":{"project":"default","source":{"repoURL":"https://git.example/apps.git","path":"web","targetRevision":"main"},
+	"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}}`)
+}
+
+// waitPlaced waits until the placement web is on the clusters of want, in
+// the states want gives.
+func waitPlaced(t *testing.T, c *api.Client, want map[string]string) {
+	const name = "web"
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ps, err := c.Placements(t.Context())
+		got := map[string]string{}
+		if err == nil {
+			for _, p := range ps {
+				if p.Name == name {
+					for _, pc := range p.Clusters {
+						got[pc.Cluster] = pc.State
+					}
+				}
+			}
+		}
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("placement %s on %v (%v), want %v", name, got, err, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestPlacementFollowsTheLabels places an Application on env=staging with
+// two replicas running their placers: it reaches the staging clusters and
+// no other; a cluster registered later with the label receives it; one
+// relabelled away loses it (prune policy delete: a cascading delete); the
+// placement's deletion removes the rest. Each change is exactly one event
+// on the cluster's partition, however many replicas place, and each is
+// audited.
+func TestPlacementFollowsTheLabels(t *testing.T) {
+	r := newRig(t, 4)
+	a := r.client(r.start(hub.WithPlaceInterval(time.Second)), "root")
+	b := r.client(r.start(hub.WithPlaceInterval(time.Second)), "root")
+	r.register(a, "s1", map[string]string{"env": "staging"})
+	r.register(a, "s2", map[string]string{"env": "staging"})
+	r.register(a, "p1", map[string]string{"env": "prod"})
+	if _, err := b.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: "env=staging", Manifest: appManifest()}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, a, map[string]string{"s1": "placed", "s2": "placed"})
+
+	r.register(b, "s3", map[string]string{"env": "staging"})
+	waitPlaced(t, a, map[string]string{"s1": "placed", "s2": "placed", "s3": "placed"})
+
+	one := int64(1)
+	if _, err := a.RegisterCluster(t.Context(), "s2", api.ClusterRequest{Labels: map[string]string{"env": "prod"}, ExpectedGeneration: &one}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, b, map[string]string{"s1": "placed", "s3": "placed"})
+
+	if _, err := a.DeletePlacement(t.Context(), "argocd", "web", api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, b, map[string]string{})
+	time.Sleep(2 * time.Second) // the placers' next passes must find nothing to do
+
+	type ev struct {
+		cluster string
+		typ     string
+		cascade bool
+	}
+	count := map[ev]int{}
+	placedIDs := map[string]bool{}
+	for _, d := range r.decoded(r.records(events.TopicConfig)) {
+		switch p := d.Data.(type) {
+		case *schemas.ApplicationUpserted:
+			count[ev{p.Cluster, "upsert", false}]++
+			placedIDs[d.Event.ID()] = true
+			if p.Labels[hub.LabelPlacement] != "web" {
+				t.Errorf("placed Application without its placement label: %v", p.Labels)
+			}
+		case *schemas.ApplicationDeleted:
+			count[ev{p.Cluster, "delete", p.Cascade}]++
+			placedIDs[d.Event.ID()] = true
+		}
+	}
+	want := map[ev]int{
+		{"s1", "upsert", false}: 1, {"s1", "delete", true}: 1,
+		{"s2", "upsert", false}: 1, {"s2", "delete", true}: 1,
+		{"s3", "upsert", false}: 1, {"s3", "delete", true}: 1,
+	}
+	if fmt.Sprint(count) != fmt.Sprint(want) {
+		t.Errorf("events by cluster %v, want exactly %v", count, want)
+	}
+	audited := map[string]bool{}
+	for _, d := range ofType(r.decoded(r.records(events.TopicAudit)), events.TypeAuditRecorded) {
+		if a := d.Data.(*schemas.AuditRecorded); a.Action == "placements.reconcile" {
+			for _, id := range a.EventIDs {
+				audited[id] = true
+			}
+		}
+	}
+	for id := range placedIDs {
+		if !audited[id] {
+			t.Errorf("placed event %s has no audit record", id)
+		}
+	}
+}
+
+// TestPlacementLeavesOthersAlone checks that a placement never overwrites
+// an Application of the same name it does not own, shows the conflict,
+// and that a cluster-scoped token may not place by selector.
+func TestPlacementLeavesOthersAlone(t *testing.T) {
+	r := newRig(t, 2)
+	url := r.start(hub.WithPlaceInterval(time.Second))
+	root := r.client(url, "root")
+	r.register(root, "d1", map[string]string{"env": "dev"})
+	if _, err := root.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"d1"}, Manifest: appManifest()}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.client(url, "dev-deployer").ApplyPlacement(t.Context(), api.PlacementRequest{Selector: "env=dev", Manifest: appManifest()}, api.WriteOptions{})
+	if api.StatusOf(err) != http.StatusForbidden {
+		t.Errorf("a cluster-scoped deployer places = %v, want 403", err)
+	}
+	if _, err := root.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: "env=dev", Manifest: appManifest()}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, root, map[string]string{"d1": "conflict: an Application of that name is not this placement's"})
+	objs, err := root.Objects(t.Context(), "d1", api.KindApplications)
+	if err != nil || len(objs) != 1 || objs[0].Generation != 1 {
+		t.Errorf("d1's Application %+v, %v: want it untouched at generation 1", objs, err)
+	}
+}

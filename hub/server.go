@@ -1,0 +1,330 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/httpserve"
+)
+
+const instrumentation = "github.com/argosyproj/argosy/hub"
+
+// Defaults of the server's options.
+const (
+	// DefaultIdempotencyWindow is how long an idempotency key is honoured.
+	DefaultIdempotencyWindow = 24 * time.Hour
+	// DefaultTransactionalPrefix begins the transactional id of each config
+	// partition's writer; every replica of a hub uses the same ids.
+	DefaultTransactionalPrefix = "argosy-hub-config-"
+	// DefaultNamespace is where Argo CD's objects go when a manifest
+	// names no namespace.
+	DefaultNamespace = "argocd"
+	// DefaultPlaceInterval is how often the placer goes over every
+	// placement even when the log has not moved.
+	DefaultPlaceInterval = 30 * time.Second
+	// Source is the CloudEvents source of the hub's events.
+	Source = "//argosy.dev/hub"
+)
+
+// Server is the hub: the write API, with the read API it is given beside
+// it, over the log. It keeps no state of its own; any number of replicas
+// may serve the same topics.
+type Server struct {
+	conn    []kgo.Opt
+	signer  *events.Signer
+	anchors []events.Key
+	auth    *authenticator
+	o       options
+	tracer  trace.Tracer
+	inst    *instruments
+
+	ledger *ledger
+	writer *writer
+	audit  *events.Producer
+	keys   *events.Registry
+	mux    *http.ServeMux
+	ready  chan struct{}
+	placer *placer
+	// partitions is the config topic's partition count.
+	partitions int32
+}
+
+// New returns a hub that connects to Kafka with conn, signs with signer
+// (its key must be one of anchors, the hub keys readers trust), and accepts
+// the bearer tokens in tokens. It takes every Option.
+func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []Token, opts ...Option) (*Server, error) {
+	o := newOptions(opts)
+	var errs []error
+	if len(conn) == 0 {
+		errs = append(errs, errors.New("kafka connection options are required"))
+	}
+	if signer == nil {
+		errs = append(errs, errors.New("a signing key is required"))
+	} else if !slices.ContainsFunc(anchors, func(k events.Key) bool { return k.ID == signer.KeyID() }) {
+		errs = append(errs, fmt.Errorf("the signing key %s is not among the trust anchors", signer.KeyID()))
+	}
+	auth, err := newAuthenticator(tokens)
+	errs = append(errs, err)
+	if (o.listen == "") == (o.listener == nil) {
+		errs = append(errs, errors.New("give either an address or a listener to serve on"))
+	}
+	if o.window <= 0 {
+		errs = append(errs, errors.New("the idempotency window must be positive"))
+	}
+	for _, role := range []events.Topic{events.TopicConfig, events.TopicDesired, events.TopicAudit, events.TopicTrust, events.TopicPlacements} {
+		if o.topics[role] == "" {
+			errs = append(errs, fmt.Errorf("no %s topic configured", role))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: auth, o: o,
+		tracer: o.tracers.Tracer(instrumentation), inst: newInstruments(o.meters), ready: make(chan struct{})}
+	s.mux = s.routes()
+	s.placer = &placer{s: s, pokes: make(chan struct{}, 1), period: o.placeEvery}
+	return s, nil
+}
+
+// Run serves the API until ctx ends, then stops every part and returns
+// nil; or it returns the first error a part could not recover from.
+func (s *Server) Run(ctx context.Context) error {
+	var clients []*kgo.Client
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	client := func(name string, opts ...kgo.Opt) (*kgo.Client, error) {
+		c, err := kgo.NewClient(slices.Concat(s.conn, opts, s.o.clientOpts(name))...)
+		if err == nil {
+			clients = append(clients, c)
+		}
+		return c, err
+	}
+	admClient, err := client("hub-admin")
+	if err != nil {
+		return err
+	}
+	adm := kadm.NewClient(admClient)
+	if s.partitions, err = ping(ctx, adm, s.o.topics); err != nil {
+		return err
+	}
+	auditClient, err := client("hub-audit", events.ProducerOpts(nil)...)
+	if err != nil {
+		return err
+	}
+	if s.audit, err = events.NewProducer(auditClient, s.signer, s.o.topics, s.o.events()...); err != nil {
+		return err
+	}
+	s.keys = events.NewFollowingRegistry(s.anchors...)
+	follower, err := s.trustFollower(client)
+	if err != nil {
+		return err
+	}
+	dec, err := events.NewDecoder(events.NewVerifier(s.keys), events.WithTopics(s.o.topics))
+	if err != nil {
+		return err
+	}
+	in, err := events.NewIntake(dec, nil, s.o.events()...)
+	if err != nil {
+		return err
+	}
+	s.ledger = newLedger(s.o.topics, in, s.o.window, s.o.log)
+	s.ledger.lag = s.o.ledgerLag
+	lopts, err := s.ledger.consumeOpts(ctx, adm, s.o.now())
+	if err != nil {
+		return err
+	}
+	ledgerClient, err := client("hub-ledger", lopts...)
+	if err != nil {
+		return err
+	}
+	s.writer = &writer{conn: s.conn, clientOpts: s.o.clientOpts, signer: s.signer, topics: s.o.topics,
+		txnPrefix: s.o.txnPrefix, ledger: s.ledger, adm: adm, eventOpts: s.o.events(), owners: map[string]*owner{}}
+	defer s.writer.close()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return follower.Run(gctx) })
+	g.Go(func() error { return s.ledger.follow(gctx, ledgerClient) })
+	g.Go(func() error { return s.catchUp(gctx, adm) })
+	g.Go(func() error { return s.placer.run(gctx) })
+	g.Go(func() error {
+		if s.o.listener != nil {
+			return httpserve.Serve(gctx, s.o.listener, s)
+		}
+		return httpserve.Run(gctx, s.o.listen, s)
+	})
+	return g.Wait()
+}
+
+func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, error)) (*events.TrustFollower, error) {
+	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(s.anchors...)), events.WithTopics(s.o.topics))
+	if err != nil {
+		return nil, err
+	}
+	// The projector dead-letters bad trust events; the hub only logs them.
+	trustIn, err := events.NewIntake(trustDec, nil, s.o.events()...)
+	if err != nil {
+		return nil, err
+	}
+	trustClient, err := client("hub-trust", events.TrustConsumeOpts(s.o.topics)...)
+	if err != nil {
+		return nil, err
+	}
+	return events.NewTrustFollower(trustClient, s.o.topics[events.TopicTrust], trustIn, s.keys, s.o.events()...)
+}
+
+// catchUp marks the hub ready once the ledger has read what the log held
+// when it started.
+func (s *Server) catchUp(ctx context.Context, adm *kadm.Client) error {
+	ends := map[string]map[int32]int64{}
+	for _, role := range []events.Topic{events.TopicConfig, events.TopicDesired, events.TopicPlacements} {
+		t := s.o.topics[role]
+		listed, err := adm.ListCommittedOffsets(ctx, t)
+		if err != nil {
+			return fmt.Errorf("hub: end of %s: %w", t, err)
+		}
+		if err := listed.Error(); err != nil {
+			return fmt.Errorf("hub: end of %s: %w", t, err)
+		}
+		ends[t] = map[int32]int64{}
+		listed.Each(func(o kadm.ListedOffset) { ends[t][o.Partition] = o.Offset })
+	}
+	if err := s.ledger.wait(ctx, ends); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	close(s.ready)
+	s.o.log.InfoContext(ctx, "hub ready: the ledger has read the log")
+	return nil
+}
+
+// ping checks that Kafka answers, takes the credentials and has the
+// topics, and returns the config topic's partition count.
+func ping(ctx context.Context, adm *kadm.Client, topics events.Topics) (int32, error) {
+	names := []string{topics[events.TopicConfig], topics[events.TopicDesired], topics[events.TopicAudit], topics[events.TopicTrust], topics[events.TopicPlacements]}
+	td, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return 0, fmt.Errorf("hub: kafka: %w", err)
+	}
+	for _, n := range names {
+		t, ok := td[n]
+		if !ok || t.Err != nil {
+			return 0, fmt.Errorf("hub: topic %s: %w", n, errors.Join(t.Err, errors.New("missing")))
+		}
+	}
+	c, d := td[topics[events.TopicConfig]], td[topics[events.TopicDesired]]
+	if len(c.Partitions) != len(d.Partitions) {
+		return 0, fmt.Errorf("hub: %s has %d partitions and %s %d: they must have as many", c.Topic, len(c.Partitions), d.Topic, len(d.Partitions))
+	}
+	return int32(len(c.Partitions)), nil
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+type options struct {
+	topics     events.Topics
+	listen     string
+	listener   net.Listener
+	read       http.Handler
+	log        *slog.Logger
+	tracers    trace.TracerProvider
+	meters     metric.MeterProvider
+	clientOpts func(name string) []kgo.Opt
+	txnPrefix  string
+	window     time.Duration
+	namespace  string
+	now        func() time.Time
+	auditReads bool
+	ledgerLag  time.Duration // tests only: see export_test.go
+	placeEvery time.Duration
+}
+
+func newOptions(opts []Option) options {
+	o := options{topics: events.DefaultTopics(""), log: slog.New(slog.DiscardHandler), tracers: otel.GetTracerProvider(),
+		meters: otel.GetMeterProvider(), clientOpts: func(string) []kgo.Opt { return nil }, txnPrefix: DefaultTransactionalPrefix,
+		window: DefaultIdempotencyWindow, namespace: DefaultNamespace, now: time.Now, auditReads: true, placeEvery: DefaultPlaceInterval}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+func (o options) events() []events.Option {
+	return []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
+}
+
+// WithTopics sets the topic names (default events.DefaultTopics("")).
+func WithTopics(t events.Topics) Option { return func(o *options) { o.topics = t } }
+
+// WithListen sets the address the API is served on.
+func WithListen(addr string) Option { return func(o *options) { o.listen = addr } }
+
+// WithListener serves the API on ln, which Run closes.
+func WithListener(ln net.Listener) Option { return func(o *options) { o.listener = ln } }
+
+// WithReadAPI serves h (the projector's read API, projector/read) for the
+// read routes beside the hub's own, behind the same authentication.
+func WithReadAPI(h http.Handler) Option { return func(o *options) { o.read = h } }
+
+// WithLogger sets the logger (default: none).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithTracerProvider sets the tracer provider (default: the global one).
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracers = tp } }
+
+// WithMeterProvider sets the meter provider (default: the global one).
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meters = mp } }
+
+// WithClientOpts adds options, by client name, to every Kafka client the
+// hub makes (telemetry hooks, say).
+func WithClientOpts(f func(name string) []kgo.Opt) Option {
+	return func(o *options) {
+		if f != nil {
+			o.clientOpts = f
+		}
+	}
+}
+
+// WithTransactionalPrefix sets the prefix of the config writers'
+// transactional ids (default DefaultTransactionalPrefix). Replicas of one
+// hub must share it.
+func WithTransactionalPrefix(p string) Option { return func(o *options) { o.txnPrefix = p } }
+
+// WithIdempotencyWindow sets how long idempotency keys are honoured
+// (default DefaultIdempotencyWindow). The hub reads this much of the config
+// topic when it starts.
+func WithIdempotencyWindow(d time.Duration) Option { return func(o *options) { o.window = d } }
+
+// WithAuditReads sets whether read calls are audited too (default true).
+func WithAuditReads(v bool) Option { return func(o *options) { o.auditReads = v } }
+
+// WithClock sets the clock (default time.Now).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithPlaceInterval sets how often the placer goes over every placement
+// even when the log has not moved (default DefaultPlaceInterval).
+func WithPlaceInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.placeEvery = d
+		}
+	}
+}
