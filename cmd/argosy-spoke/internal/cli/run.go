@@ -49,6 +49,8 @@ type RunOptions struct {
 	KubeBurst     int
 	Lease         string
 	LeaseTiming   kube.LeaseTiming
+	JoinToken     string
+	HubURL        string
 }
 
 // BindFlags binds the options to fs with environment fallbacks.
@@ -90,6 +92,9 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		"how long the holder tries to renew before it stops applying and exits; shorter than --lease-duration (env ARGOSY_LEASE_RENEW_DEADLINE)")
 	fs.DurationVar(&o.LeaseTiming.RetryPeriod, "lease-retry-period", cmdkit.EnvDuration("ARGOSY_LEASE_RETRY_PERIOD", d.RetryPeriod, 0),
 		"how often the holder renews and a waiting spoke tries (env ARGOSY_LEASE_RETRY_PERIOD)")
+	fs.StringVar(&o.JoinToken, "join-token", cmdkit.Env("ARGOSY_JOIN_TOKEN", ""),
+		"the one-time join token of this cluster's registration (argosy cluster register): on start, keys are made in --keys-dir if it has none, and registered with the hub at --hub-url (env ARGOSY_JOIN_TOKEN)")
+	fs.StringVar(&o.HubURL, "hub-url", cmdkit.Env("ARGOSY_HUB_URL", ""), "the hub's API, for --join-token (env ARGOSY_HUB_URL)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
 
@@ -105,6 +110,9 @@ func (o *RunOptions) Validate() error {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("%s is required", f.flag))
 		}
+	}
+	if (o.JoinToken == "") != (o.HubURL == "") {
+		errs = append(errs, errors.New("--join-token and --hub-url go together"))
 	}
 	if o.Heartbeat <= 0 {
 		errs = append(errs, errors.New("--heartbeat-interval must be a positive duration"))
@@ -169,6 +177,11 @@ func run(ctx context.Context, o *RunOptions) error {
 			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
 		}
 	}()
+	if o.JoinToken != "" {
+		if err := join(ctx, o, log); err != nil {
+			return err
+		}
+	}
 	dyn, err := dynamicClient(o.Kubeconfig, float32(o.KubeQPS), o.KubeBurst)
 	if err != nil {
 		return err

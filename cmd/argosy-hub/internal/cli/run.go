@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/internal/httpserve"
+	"github.com/argosyproj/argosy/internal/kafkaconn"
+	"github.com/argosyproj/argosy/internal/telemetry"
+	"github.com/argosyproj/argosy/internal/version"
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/sqlstore"
+)
+
+// RunOptions are the flags of `argosy-hub run`. Every flag falls back to an
+// environment variable, named in its help.
+type RunOptions struct {
+	IO          cmdkit.IOStreams
+	Kafka       kafkaconn.Options
+	TopicPrefix string
+	HubKey      string
+	Anchors     []string
+	Tokens      string
+	Listen      string
+	MetricsAddr string
+	Store       string
+	Fold        bool
+	Group       string
+	Window      time.Duration
+	AuditReads  bool
+}
+
+// BindFlags binds the options to fs with environment fallbacks.
+func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
+	o.Kafka.BindFlags(fs, "ARGOSY_")
+	fs.StringVar(&o.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
+	fs.StringVar(&o.HubKey, "hub-key", cmdkit.Env("ARGOSY_HUB_PRIVATE_KEY", ""), "file holding the hub's Ed25519 signing key, from argosy-hub keygen (env ARGOSY_HUB_PRIVATE_KEY)")
+	fs.StringSliceVar(&o.Anchors, "trust-anchor", nil, "file of another hub public key to trust, such as the key before a rotation; repeatable")
+	fs.StringVar(&o.Tokens, "tokens", cmdkit.Env("ARGOSY_TOKENS", ""), "the tokens file, from argosy-hub token new (env ARGOSY_TOKENS)")
+	fs.StringVar(&o.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the API (env ARGOSY_LISTEN)")
+	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9466"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
+	fs.StringVar(&o.Store, "store", cmdkit.Env("ARGOSY_STORE", ""),
+		"the projector's store (sqlite://PATH or postgres://…), whose views the read routes serve; empty: no read routes (env ARGOSY_STORE)")
+	fs.BoolVar(&o.Fold, "fold", cmdkit.Env("ARGOSY_FOLD", "") == "true",
+		"also run a projector replica in this process, folding into --store (env ARGOSY_FOLD=true)")
+	fs.StringVar(&o.Group, "projector-group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", projector.DefaultGroup), "the projector replicas' consumer group, with --fold (env ARGOSY_PROJECTOR_GROUP)")
+	fs.DurationVar(&o.Window, "idempotency-window", cmdkit.EnvDuration("ARGOSY_IDEMPOTENCY_WINDOW", hub.DefaultIdempotencyWindow, 0), // malformed: 0, which Validate refuses
+		"how long an Idempotency-Key is honoured; the hub reads this much of the config topic at start (env ARGOSY_IDEMPOTENCY_WINDOW)")
+	fs.BoolVar(&o.AuditReads, "audit-reads", cmdkit.Env("ARGOSY_AUDIT_READS", "true") != "false", "audit read calls too, not only writes and denials (env ARGOSY_AUDIT_READS)")
+}
+
+// Validate reports missing or malformed options, all at once.
+func (o *RunOptions) Validate() error {
+	errs := []error{o.Kafka.Validate()}
+	for _, f := range []struct{ flag, value string }{{"--hub-key", o.HubKey}, {"--tokens", o.Tokens}, {"--listen", o.Listen}} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("%s is required", f.flag))
+		}
+	}
+	if o.Store != "" && !strings.HasPrefix(o.Store, "sqlite://") && !strings.HasPrefix(o.Store, "postgres://") && !strings.HasPrefix(o.Store, "postgresql://") {
+		errs = append(errs, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", o.Store))
+	}
+	if o.Fold && o.Store == "" {
+		errs = append(errs, errors.New("--fold needs --store"))
+	}
+	if o.Window <= 0 {
+		errs = append(errs, errors.New("--idempotency-window must be a positive duration"))
+	}
+	return errors.Join(errs...)
+}
+
+// NewCmdRun returns `argosy-hub run`.
+func NewCmdRun(io cmdkit.IOStreams, runF func(context.Context, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Serve the hub's API until stopped",
+		Long: `run serves the API (docs/hub.md; the document is at /openapi.json). Every
+write is validated, authorized, signed with --hub-key and appended to Kafka
+with its audit record before it is answered. With --store the read routes
+(fleet, applications, audit, deployments, reports) serve the projector's
+views; with --fold this process also folds the log into that store.`,
+		Example: `  argosy-hub keygen --dir ./hub
+  argosy-hub token new admin --role admin --file ./hub/tokens.yaml
+  argosy-hub run --kafka-brokers kafka:9092 --hub-key ./hub/hub.key --tokens ./hub/tokens.yaml \
+    --store sqlite://views.db --fold`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				return &cmdkit.FlagError{Err: err}
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runRun(c.Context(), opts)
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	return cmd
+}
+
+func runRun(ctx context.Context, o *RunOptions) error {
+	log := slog.New(slog.NewJSONHandler(o.IO.Err, nil)).With("component", "hub")
+	tel, err := telemetry.Setup(ctx, "argosy-hub", version.Get().Version)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
+		}
+	}()
+	signer, err := LoadSigner(o.HubKey)
+	if err != nil {
+		return err
+	}
+	anchors := []events.Key{events.HubAnchor("hub", signer.Public())}
+	for _, f := range o.Anchors {
+		pub, err := events.LoadPublicKey(f)
+		if err != nil {
+			return err
+		}
+		anchors = append(anchors, events.HubAnchor("hub", pub))
+	}
+	tokens, err := hub.LoadTokens(o.Tokens)
+	if err != nil {
+		return err
+	}
+	conn, err := o.Kafka.Opts()
+	if err != nil {
+		return err
+	}
+	topics := events.DefaultTopics(o.TopicPrefix)
+	opts := []hub.Option{hub.WithTopics(topics), hub.WithListen(o.Listen), hub.WithLogger(log), hub.WithIdempotencyWindow(o.Window),
+		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts))}
+	g, gctx := errgroup.WithContext(ctx)
+	if o.Store != "" {
+		store, err := openStore(ctx, o.Store)
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		defer store.Close()
+		opts = append(opts, hub.WithReadAPI(read.New(store, read.WithLogger(log))))
+		if o.Fold {
+			svc, err := projector.NewService(conn, store, anchors, projector.WithTopics(topics), projector.WithGroup(o.Group),
+				projector.WithClientOpts(tel.KafkaOpts), projector.WithLogger(log.With("component", "projector")))
+			if err != nil {
+				return err
+			}
+			g.Go(func() error { return svc.Run(gctx) })
+		}
+	}
+	srv, err := hub.New(conn, signer, anchors, tokens, opts...)
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "argosy hub started", "version", version.Get().Version, "listen", o.Listen, "key", signer.KeyID())
+	g.Go(func() error { return srv.Run(gctx) })
+	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
+	return g.Wait()
+}
+
+func openStore(ctx context.Context, url string) (*sqlstore.Store, error) {
+	if path, ok := strings.CutPrefix(url, "sqlite://"); ok {
+		return sqlstore.OpenSQLite(ctx, path)
+	}
+	return sqlstore.OpenPostgres(ctx, url)
+}
