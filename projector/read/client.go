@@ -19,13 +19,24 @@ import (
 
 // Client calls a read API server.
 type Client struct {
-	base *url.URL
-	hc   *http.Client
+	base  *url.URL
+	hc    *http.Client
+	token string
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithToken makes the client send token as a bearer token
+// (Authorization: Bearer token) with every request, as a server that
+// authenticates its callers (the hub) wants. An empty token sends none.
+func WithToken(token string) ClientOption {
+	return func(c *Client) { c.token = token }
 }
 
 // NewClient returns a client of the server at base, an http or https URL
 // such as http://127.0.0.1:8080. hc may be nil for http.DefaultClient.
-func NewClient(base string, hc *http.Client) (*Client, error) {
+func NewClient(base string, hc *http.Client, opts ...ClientOption) (*Client, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("server URL %q: want http://HOST:PORT or https://HOST:PORT: %w", base, err)
@@ -40,7 +51,11 @@ func NewClient(base string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{base: u, hc: hc}, nil
+	c := &Client{base: u, hc: hc}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // APIError is an error response of the server.
@@ -167,6 +182,9 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 		return fmt.Errorf("read API request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("read API: %w", err)

@@ -140,3 +140,58 @@ func TestClientErrors(t *testing.T) {
 		t.Errorf("Clusters from a closed server: %v", err)
 	}
 }
+
+// TestClientToken checks that a client made WithToken sends it as a bearer
+// token with every request, that one without sends no Authorization, and
+// that a 401 reaches the caller as an APIError with the server's message.
+func TestClientToken(t *testing.T) {
+	const token = "s3cr3t"
+	h := newHandler(readtest.Fleet())
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("Authorization")
+		seen = append(seen, got)
+		if got != "Bearer "+token {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			if _, err := w.Write([]byte(`{"error":"invalid or missing bearer token"}`)); err != nil {
+				t.Error(err)
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	tests := []struct {
+		name   string
+		opts   []read.ClientOption
+		header string
+		status int
+	}{
+		{"token", []read.ClientOption{read.WithToken(token)}, "Bearer " + token, 0},
+		{"no option", nil, "", http.StatusUnauthorized},
+		{"empty token", []read.ClientOption{read.WithToken("")}, "", http.StatusUnauthorized},
+		{"wrong token", []read.ClientOption{read.WithToken("nope")}, "Bearer nope", http.StatusUnauthorized},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			seen = nil
+			c, err := read.NewClient(srv.URL, srv.Client(), tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Clusters(t.Context())
+			_, err2 := c.Cluster(t.Context(), "prod-eu")
+			if len(seen) != 2 || seen[0] != tc.header || seen[1] != tc.header {
+				t.Errorf("Authorization headers %q, want %q twice", seen, tc.header)
+			}
+			var ae *read.APIError
+			switch {
+			case tc.status == 0 && (err != nil || err2 != nil):
+				t.Errorf("errors %v, %v", err, err2)
+			case tc.status != 0 && (!errors.As(err, &ae) || ae.Status != tc.status || ae.Message != "invalid or missing bearer token"):
+				t.Errorf("error %v, want a %d APIError with the server's message", err, tc.status)
+			}
+		})
+	}
+}

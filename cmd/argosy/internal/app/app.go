@@ -1,5 +1,8 @@
 // Package app is `argosy app`, the commands about Applications across the
-// fleet: `app status`, from the read API.
+// fleet: `app status`, from the read API; `app list` and `app get`, the
+// hub's word joined with the clusters' reports; and the writes `app
+// apply`, `app delete` and the operations (sync, refresh, rollback,
+// terminate), through the hub's API.
 package app
 
 import (
@@ -17,9 +20,15 @@ import (
 func NewCmdApp(io cmdkit.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "app",
-		Short: "Inspect Applications across the fleet",
+		Short: "Apply, operate and inspect Applications across the fleet",
+		Long: `Apply Argo CD Applications to clusters through the hub, delete them, ask a
+cluster's Argo CD to sync, refresh, roll back or terminate one, and see
+them: as the hub holds them (list, get) and as the clusters report them
+(status, get).`,
 	}
-	cmd.AddCommand(NewCmdAppStatus(io, nil))
+	cmd.AddCommand(NewCmdAppStatus(io, nil), NewCmdAppList(io, nil), NewCmdAppGet(io, nil), NewCmdAppApply(io, nil), NewCmdAppPlacements(io, nil),
+		NewCmdAppDelete(io, nil), NewCmdAppSync(io, nil), NewCmdAppRefresh(io, nil), NewCmdAppRollback(io, nil),
+		NewCmdAppTerminate(io, nil))
 	return cmd
 }
 
@@ -82,7 +91,7 @@ func appStatusRun(ctx context.Context, opts *AppStatusOptions) error {
 	}
 	apps, err := c.Apps(ctx, projector.AppFilter{Cluster: opts.Cluster, Namespace: opts.Namespace, Name: opts.Name})
 	if err != nil {
-		return err
+		return opts.API.Explain(err)
 	}
 	if len(apps) == 0 && opts.Name != "" {
 		return fmt.Errorf("no Application %q%s", opts.Name, where(opts.Cluster, opts.Namespace))

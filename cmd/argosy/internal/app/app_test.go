@@ -42,9 +42,9 @@ func TestAppStatusAndClusterGetFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := AppStatusOptions{API: readapi.Options{Server: readapi.DefaultServer}, Output: "json", Cluster: "prod-eu", Namespace: "argocd",
+	want := AppStatusOptions{Output: "json", Cluster: "prod-eu", Namespace: "argocd",
 		Name: "guestbook"}
-	if diff := cmp.Diff(want, *app, cmpopts.IgnoreFields(readapi.Options{}, "HTTPClient"), cmpopts.IgnoreFields(AppStatusOptions{}, "IO")); diff != "" {
+	if diff := cmp.Diff(want, *app, cmpopts.IgnoreUnexported(readapi.Options{}), cmpopts.IgnoreFields(AppStatusOptions{}, "IO")); diff != "" {
 		t.Errorf("app status (-want +got):\n%s", diff)
 	}
 }

@@ -112,7 +112,7 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 	}
 	entries, err := c.Audit(ctx, f)
 	if err != nil {
-		return err
+		return opts.API.Explain(err)
 	}
 	rows := make([][]string, 0, len(entries))
 	for _, e := range entries {
@@ -206,7 +206,7 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 	}
 	v, err := c.VerifyAudit(ctx)
 	if err != nil {
-		return err
+		return opts.API.Explain(err)
 	}
 	rows := make([][]string, 0, len(v.Partitions))
 	for _, p := range v.Partitions {

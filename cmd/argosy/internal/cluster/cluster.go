@@ -1,5 +1,7 @@
-// Package cluster is `argosy cluster`, the commands about one cluster:
-// `cluster get`, from the read API.
+// Package cluster is `argosy cluster`, the commands about clusters:
+// `cluster get`, from the read API; `cluster list`, the hub's
+// registrations; and the writes `cluster register`, `cluster label` and
+// `cluster deregister`, through the hub's API.
 package cluster
 
 import (
@@ -9,17 +11,24 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/hub/api"
 )
 
-// NewCmdCluster returns `argosy cluster`, the commands about one cluster.
+// NewCmdCluster returns `argosy cluster`, the commands about clusters.
 func NewCmdCluster(io cmdkit.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Inspect one cluster",
+		Short: "Register, label, list and inspect clusters",
+		Long: `Register clusters with the hub, change their labels, deregister them, list
+the hub's registrations (cluster list), and show one cluster as the read API
+sees it (cluster get: its heartbeat and connection). argosy fleet lists
+every cluster with its connection and its Applications' health.`,
 	}
-	cmd.AddCommand(NewCmdClusterGet(io, nil))
+	cmd.AddCommand(NewCmdClusterGet(io, nil), NewCmdClusterList(io, nil), NewCmdClusterRegister(io, nil),
+		NewCmdClusterLabel(io, nil), NewCmdClusterDeregister(io, nil))
 	return cmd
 }
 
@@ -53,6 +62,7 @@ func NewCmdClusterGet(io cmdkit.IOStreams, runF func(context.Context, *ClusterGe
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
 	readapi.AddFlags(cmd, &opts.API)
+	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.API, api.KindClusters, nil)
 	return cmd
 }
 
@@ -63,7 +73,7 @@ func clusterGetRun(ctx context.Context, opts *ClusterGetOptions) error {
 	}
 	cl, err := c.Cluster(ctx, opts.Name)
 	if err != nil {
-		return err
+		return opts.API.Explain(err)
 	}
 	if opts.Output != "table" {
 		return cmdkit.PrintOut(opts.IO.Out, opts.Output, cl, nil, nil)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
@@ -24,14 +26,35 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
+// Isolate keeps the test's commands away from the user's argosy config
+// and environment: ARGOSY_CONFIG names a file in a new temporary
+// directory, which does not exist yet, and ARGOSY_SERVER, ARGOSY_TOKEN and
+// ARGOSY_CONTEXT are empty until the test ends. It returns the config
+// file's path.
+func Isolate(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	t.Setenv(config.EnvConfig, path)
+	for _, name := range []string{readapi.EnvServer, readapi.EnvToken, readapi.EnvContext} {
+		t.Setenv(name, "")
+	}
+	return path
+}
+
 // Run runs the command newCmd returns as a child of a root named argosy,
 // set up as the real root is (a flag that does not parse is a
 // cmdkit.FlagError), with args, such as "fleet", "-o", "json". It returns
 // what the command wrote to stdout and to stderr.
 func Run(t testing.TB, newCmd func(cmdkit.IOStreams) *cobra.Command, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return RunWithInput(t, newCmd, "", args...)
+}
+
+// RunWithInput is Run with stdin on standard input.
+func RunWithInput(t testing.TB, newCmd func(cmdkit.IOStreams) *cobra.Command, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	io := cmdkit.IOStreams{In: strings.NewReader(""), Out: &out, Err: &errOut}
+	io := cmdkit.IOStreams{In: strings.NewReader(stdin), Out: &out, Err: &errOut}
 	root := &cobra.Command{Use: "argosy", SilenceUsage: true, SilenceErrors: true}
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
@@ -102,6 +125,7 @@ type Golden struct {
 // each output with its golden file.
 func ReadCommands(t *testing.T, newCmd func(cmdkit.IOStreams) *cobra.Command, server string, runs []Golden) {
 	t.Helper()
+	Isolate(t)
 	for _, r := range runs {
 		t.Run(r.File, func(t *testing.T) {
 			out, _, err := Run(t, newCmd, append(slices.Clone(r.Args), "--server", server)...)
@@ -126,6 +150,7 @@ type Failure struct {
 // ReadCommandErrors runs each failure and checks its error.
 func ReadCommandErrors(t *testing.T, newCmd func(cmdkit.IOStreams) *cobra.Command, runs []Failure) {
 	t.Helper()
+	Isolate(t)
 	for _, r := range runs {
 		t.Run(strings.Join(r.Args, " "), func(t *testing.T) {
 			_, _, err := Run(t, newCmd, r.Args...)
@@ -140,19 +165,26 @@ func ReadCommandErrors(t *testing.T, newCmd func(cmdkit.IOStreams) *cobra.Comman
 }
 
 // ReadCommandsHelp checks that the help of each read command (a command
-// line from the noun on) has examples, --server and -o.
+// line from the noun on) has examples, --server, --context, --token and
+// -o, and prints no token even when ARGOSY_TOKEN holds one.
 func ReadCommandsHelp(t *testing.T, newCmd func(cmdkit.IOStreams) *cobra.Command, commands ...[]string) {
 	t.Helper()
+	Isolate(t)
+	const secret = "help-must-not-print-this"
+	t.Setenv(readapi.EnvToken, secret)
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			out, _, err := Run(t, newCmd, append(slices.Clone(args), "--help")...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"Examples:", "argosy " + strings.Join(args, " "), "--server", "-o, --output"} {
+			for _, want := range []string{"Examples:", "argosy " + strings.Join(args, " "), "--server", "--context", "--token", "-o, --output"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("help lacks %q:\n%s", want, out)
 				}
+			}
+			if strings.Contains(out, secret) {
+				t.Errorf("help prints ARGOSY_TOKEN's token:\n%s", out)
 			}
 		})
 	}

@@ -34,6 +34,7 @@ Argo CD's sync and health status, as its last heartbeat reported them; LAG
 is how many config events the cluster has yet to read.`,
 		Example: `  argosy fleet
   argosy fleet -o json
+  argosy fleet --context prod
   argosy fleet --server http://projector.argosy.svc:8080`,
 		Args: cmdkit.UsageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -58,7 +59,7 @@ func fleetRun(ctx context.Context, opts *FleetOptions) error {
 	}
 	clusters, err := c.Clusters(ctx)
 	if err != nil {
-		return err
+		return opts.API.Explain(err)
 	}
 	rows := make([][]string, 0, len(clusters))
 	for _, cl := range clusters {

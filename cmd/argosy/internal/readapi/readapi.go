@@ -1,47 +1,317 @@
-// Package readapi binds the flags of the argosy commands that read the
-// projector's read API (fleet, cluster, app, audit and report) and makes
-// their client. It lives apart from cmdkit, which the spoke's binary links
-// too, so that only the argosy binary links the read API's client.
+// Package readapi binds the flags of the argosy commands that call a
+// server (the read commands fleet, cluster, app, audit and report, and the
+// commands of the hub's own API, package hubapi), resolves which server to
+// call with which token, and makes their clients: the read API's and the
+// hub's (hub/api, which links neither the hub's server nor Argo CD). It
+// lives apart from cmdkit, which the spoke's binary links too, so that
+// only the argosy binary links the clients and the config file.
+//
+// The server is the first of: --server, ARGOSY_SERVER, the server of the
+// context --context (or ARGOSY_CONTEXT) names, the current context's
+// server, http://127.0.0.1:8080. The token is the first of: --token,
+// ARGOSY_TOKEN, the chosen context's token, none. The current context
+// applies only to its own server: with --server naming another, its token
+// stays home. A context named with --context always applies.
 package readapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector/read"
 )
 
-// The read API's address: the --server flag, or ARGOSY_SERVER, or this.
+// The environment variables behind the flags, and the server when nothing
+// names one.
 const (
 	EnvServer     = "ARGOSY_SERVER"
+	EnvToken      = "ARGOSY_TOKEN"
+	EnvContext    = "ARGOSY_CONTEXT"
 	DefaultServer = "http://127.0.0.1:8080"
 )
 
-// Options are the flags of every command that reads the read API.
+// Options are the flags of every command that calls a server.
 type Options struct {
-	// Server is the read API's base URL.
+	// Server is --server; empty for the environment's, the context's or
+	// the default.
 	Server string
-	// HTTPClient is the client to call it with; nil for a default one.
+	// Context is --context; empty for the environment's or the current
+	// context.
+	Context string
+	// Token is --token; empty for the environment's or the context's.
+	Token string
+	// HTTPClient is the client to call the server with; nil for a default
+	// one.
 	HTTPClient *http.Client
+
+	// target is what Client resolved, for Explain.
+	target *Target
 }
 
-// AddFlags binds --server, whose default is ARGOSY_SERVER when set.
+// AddFlags binds --server, --context and --token. Their defaults are empty
+// and the environment is read when the command runs, so that --help never
+// prints a token.
 func AddFlags(cmd *cobra.Command, o *Options) {
-	cmd.Flags().StringVar(&o.Server, "server", cmdkit.Env(EnvServer, DefaultServer), "base URL of the read API (env "+EnvServer+")")
+	f := cmd.Flags()
+	f.StringVar(&o.Server, "server", "", "base URL of the hub or read API (default $"+EnvServer+
+		", else the context's server, else "+DefaultServer+")")
+	f.StringVar(&o.Context, "context", "", "context of the argosy config file to use (default $"+EnvContext+
+		", else the current context)")
+	f.StringVar(&o.Token, "token", "", "bearer token to send (default $"+EnvToken+", else the context's token)")
+	if err := cmd.RegisterFlagCompletionFunc("context", CompleteContexts); err != nil {
+		// cannot happen for a flag just added; surface it if it does
+		cmd.PreRunE = func(*cobra.Command, []string) error { return fmt.Errorf("--context completion: %w", err) }
+	}
 }
 
-// Client checks --server and returns a client of it; a bad URL is a
+// CompleteContexts completes the names of the config file's contexts.
+func CompleteContexts(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	path, err := config.Path()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+	}
+	return cfg.Names(), cobra.ShellCompDirectiveNoFileComp
+}
+
+// CompleteContextArg completes a context's name as a command's first
+// argument, and nothing after it.
+func CompleteContextArg(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return CompleteContexts(c, args, toComplete)
+}
+
+// Target is a resolved server and how to call it.
+type Target struct {
+	// Server is the server's base URL.
+	Server string
+	// ServerFrom says where Server came from: "--server", "ARGOSY_SERVER",
+	// `context "NAME"` or "default".
+	ServerFrom string
+	// Token is the bearer token to send; empty for none.
+	Token string
+	// TokenFrom says where Token came from: "--token", "ARGOSY_TOKEN" or
+	// `context "NAME"`; empty for none.
+	TokenFrom string
+	// Context is the context that applies, nil for none.
+	Context *config.Context
+	// Skipped is the current context when it did not apply because the
+	// server is another: its token was not sent.
+	Skipped *config.Context
+}
+
+// Resolve works out the server and the token, reading the config file
+// when the flags and the environment leave either open or --context names
+// a context.
+func (o *Options) Resolve() (*Target, error) {
+	t := &Target{Server: o.Server, ServerFrom: "--server", Token: o.Token, TokenFrom: "--token"}
+	if t.Server == "" {
+		t.Server, t.ServerFrom = os.Getenv(EnvServer), EnvServer
+	}
+	if t.Token == "" {
+		t.Token, t.TokenFrom = os.Getenv(EnvToken), EnvToken
+	}
+	name, from := o.Context, "--context"
+	if name == "" {
+		name, from = os.Getenv(EnvContext), EnvContext
+	}
+	if t.Server == "" || t.Token == "" || name != "" {
+		x, err := loadContext(name, from)
+		if err != nil {
+			return nil, err
+		}
+		t.apply(x, name != "")
+	}
+	if t.Server == "" {
+		t.Server, t.ServerFrom = DefaultServer, "default"
+	}
+	if t.Token == "" {
+		t.TokenFrom = ""
+	}
+	return t, nil
+}
+
+// apply fills what the flags and the environment left open from the
+// context x, if it applies: when named explicitly, or when its server is
+// the one to call.
+func (t *Target) apply(x *config.Context, explicit bool) {
+	switch {
+	case x == nil:
+		return
+	case !explicit && t.Server != "" && !SameServer(t.Server, x.Server):
+		t.Skipped = x
+		return
+	}
+	t.Context = x
+	from := fmt.Sprintf("context %q", x.Name)
+	if t.Server == "" && x.Server != "" {
+		t.Server, t.ServerFrom = x.Server, from
+	}
+	if t.Token == "" && x.Token != "" {
+		t.Token, t.TokenFrom = x.Token, from
+	}
+}
+
+// loadContext returns the context named name (given with the flag or
+// variable from), else the current one, else nil. A config file that
+// cannot be found is no context, unless a name is given.
+func loadContext(name, from string) (*config.Context, error) {
+	path, err := config.Path()
+	if err != nil && name == "" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if name != "" {
+		x := cfg.Find(name)
+		if x == nil {
+			return nil, &cmdkit.FlagError{Err: fmt.Errorf("%s %q: no such context in %s: %s", from, name, path, cfg.Known())}
+		}
+		return x, nil
+	}
+	x, err := cfg.Current()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; run: argosy context use NAME", path, err)
+	}
+	return x, nil
+}
+
+// Client resolves the server and the token and returns a client that
+// sends the token. A bad URL given with --server or ARGOSY_SERVER is a
 // cmdkit.FlagError.
 func (o *Options) Client() (*read.Client, error) {
-	c, err := read.NewClient(o.Server, o.HTTPClient)
+	t, err := o.Resolve()
 	if err != nil {
-		return nil, &cmdkit.FlagError{Err: fmt.Errorf("--server: %w", err)}
+		return nil, err
 	}
+	c, err := read.NewClient(t.Server, o.HTTPClient, read.WithToken(t.Token))
+	if err != nil {
+		if t.Context != nil && t.ServerFrom != "--server" && t.ServerFrom != EnvServer {
+			return nil, fmt.Errorf("%s: %w; run: argosy login SERVER --name %s", t.ServerFrom, err, t.Context.Name)
+		}
+		return nil, &cmdkit.FlagError{Err: fmt.Errorf("%s: %w", t.ServerFrom, err)}
+	}
+	o.target = t
 	return c, nil
+}
+
+// HubClient is Client for the hub's own API (package hub/api): the
+// objects it holds and its writes.
+func (o *Options) HubClient() (*api.Client, error) {
+	t, err := o.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	c, err := api.NewClient(t.Server, t.Token, o.HTTPClient)
+	if err != nil {
+		if t.Context != nil && t.ServerFrom != "--server" && t.ServerFrom != EnvServer {
+			return nil, fmt.Errorf("%s: %w; run: argosy login SERVER --name %s", t.ServerFrom, err, t.Context.Name)
+		}
+		return nil, &cmdkit.FlagError{Err: fmt.Errorf("%s: %w", t.ServerFrom, err)}
+	}
+	o.target = t
+	return c, nil
+}
+
+// Target returns what Client or HubClient resolved, nil before either.
+func (o *Options) Target() *Target { return o.target }
+
+// Explain turns a 401 or 403 answer to a call of a client Client or
+// HubClient made into an error that says which server refused which token
+// and what to do; other errors it returns as they are.
+func (o *Options) Explain(err error) error {
+	if o.target == nil {
+		return err
+	}
+	return o.target.Explain(err)
+}
+
+// refusal returns the status and message of an error answer of either
+// API.
+func refusal(err error) (status int, msg string, ok bool) {
+	var ae *read.APIError
+	if errors.As(err, &ae) {
+		return ae.Status, ae.Message, true
+	}
+	var re *api.ResponseError
+	if errors.As(err, &re) {
+		return re.Status, re.Body.Error, true
+	}
+	return 0, "", false
+}
+
+// Explain is Options.Explain for a call to t.
+func (t *Target) Explain(err error) error {
+	code, message, ok := refusal(err)
+	if !ok || (code != http.StatusUnauthorized && code != http.StatusForbidden) {
+		return err
+	}
+	status := fmt.Sprintf("(%d %s)", code, http.StatusText(code))
+	login := "argosy login " + t.Server + " --token TOKEN"
+	if t.Context != nil {
+		login += " --name " + t.Context.Name
+	}
+	var msg string
+	switch {
+	case t.Token == "" && t.Skipped != nil:
+		msg = fmt.Sprintf("the hub at %s wants a token and none was sent %s: %s; the current context %q is for %s, "+
+			"so its token was not sent: pass --context %s if it is the same hub, or run: %s",
+			t.Server, status, message, t.Skipped.Name, t.Skipped.Server, t.Skipped.Name, login)
+	case t.Token == "":
+		msg = fmt.Sprintf("the hub at %s wants a token and none was sent %s: %s; run: %s",
+			t.Server, status, message, login)
+	case code == http.StatusForbidden:
+		msg = fmt.Sprintf("the hub at %s refused the request %s: %s; the token from %s is good but may not do this: "+
+			"ask the hub's administrator for a role that may, or log in with another token: %s",
+			t.Server, status, message, t.TokenFrom, login)
+	default:
+		msg = fmt.Sprintf("the hub at %s refused the token from %s %s: %s; run: %s",
+			t.Server, t.TokenFrom, status, message, login)
+	}
+	return &authError{msg: msg, err: err}
+}
+
+// authError is a 401 or 403 with what to do about it; it unwraps to the
+// read.APIError or api.ResponseError.
+type authError struct {
+	msg string
+	err error
+}
+
+func (e *authError) Error() string { return e.msg }
+func (e *authError) Unwrap() error { return e.err }
+
+// SameServer reports whether the base URLs a and b name the same server:
+// the same scheme, host and port, and path, but for case in the host and a
+// trailing slash.
+func SameServer(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host) &&
+		strings.TrimSuffix(ua.Path, "/") == strings.TrimSuffix(ub.Path, "/")
 }
 
 // ParseTime parses the RFC 3339 value of --flag; empty is the zero time, and

@@ -123,7 +123,7 @@ func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) e
 	}
 	r, err := c.DeploymentReport(ctx, opts.ReportParams)
 	if err != nil {
-		return err
+		return opts.API.Explain(err)
 	}
 	gaps := map[string]int{}
 	for _, g := range r.Gaps {

@@ -1,6 +1,7 @@
 // Package root is the argosy command's root: it wires each noun's commands
-// (events, projector, fleet, cluster, app, audit, report), each a package
-// of its own beside this one, and the version command.
+// (events, projector, fleet, cluster, app, project, repo, audit, report,
+// context), each a package of its own beside this one, login and logout,
+// and the version command.
 package root
 
 import (
@@ -8,10 +9,14 @@ import (
 
 	"github.com/argosyproj/argosy/cmd/argosy/internal/app"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/audit"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/auth"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cluster"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/contexts"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/events"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/fleet"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/project"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/projector"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/repo"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/report"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 )
@@ -25,7 +30,10 @@ func NewRoot(io cmdkit.IOStreams) *cobra.Command {
 
 Every change is a signed CloudEvent on a Kafka topic; a hub appends changes,
 an agent in each cluster applies its own, and projectors fold the log into
-views. See docs/design.md for the topics and the event catalogue.`,
+views. The cluster, app, project and repo commands change the fleet through
+the hub's API; fleet, app status, audit and report read the views. See
+docs/hub.md for the hub and docs/design.md for the topics and the event
+catalogue.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -34,6 +42,8 @@ views. See docs/design.md for the topics and the event catalogue.`,
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(cmdkit.FlagErrorWithUsage)
 	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy", "table", nil), events.NewCmdEvents(io), projector.NewCmdProjector(io, nil),
-		fleet.NewCmdFleet(io, nil), cluster.NewCmdCluster(io), app.NewCmdApp(io), audit.NewCmdAudit(io, nil), report.NewCmdReport(io))
+		fleet.NewCmdFleet(io, nil), cluster.NewCmdCluster(io), app.NewCmdApp(io), project.NewCmdProject(io), repo.NewCmdRepo(io),
+		audit.NewCmdAudit(io, nil), report.NewCmdReport(io),
+		auth.NewCmdLogin(io, nil), auth.NewCmdLogout(io, nil), contexts.NewCmdContext(io))
 	return root
 }

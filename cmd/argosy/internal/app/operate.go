@@ -1,0 +1,175 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// AppOperationOptions are the flags and argument of `argosy app sync`,
+// `refresh`, `rollback` and `terminate`.
+type AppOperationOptions struct {
+	IO    cmdkit.IOStreams
+	Write hubapi.Options
+	// Operation is sync, refresh, rollback or terminate.
+	Operation   string
+	Name        string
+	Cluster     string
+	Namespace   string
+	Revision    string
+	Prune       bool
+	HistoryID   int64
+	RefreshType string
+}
+
+// operation is what tells one operation's command from another's.
+type operation struct {
+	short, long, example string
+	flags                func(*cobra.Command, *AppOperationOptions)
+	check                func(*AppOperationOptions) error
+}
+
+var operations = map[string]operation{
+	schemas.OperationSync: {
+		short: "Ask a cluster to sync an Application",
+		long: `Ask --cluster's Argo CD to sync the Application NAME: to --revision if given,
+else to its target revision, deleting what it no longer manages with --prune.`,
+		example: `  argosy app sync guestbook --cluster prod-eu
+  argosy app sync guestbook --cluster prod-eu --revision v1.4.2 --prune`,
+		flags: func(c *cobra.Command, o *AppOperationOptions) {
+			c.Flags().StringVar(&o.Revision, "revision", "", "the revision to sync to (default: the Application's target revision)")
+			c.Flags().BoolVar(&o.Prune, "prune", false, "delete the resources the Application no longer manages")
+		},
+	},
+	schemas.OperationRefresh: {
+		short: "Ask a cluster to refresh an Application",
+		long: `Ask --cluster's Argo CD to compare the Application NAME with its source again;
+--refresh-type hard also drops the cached manifests and generates them anew.`,
+		example: `  argosy app refresh guestbook --cluster prod-eu
+  argosy app refresh guestbook --cluster prod-eu --refresh-type hard`,
+		flags: func(c *cobra.Command, o *AppOperationOptions) {
+			c.Flags().StringVar(&o.RefreshType, "refresh-type", "normal", "normal, or hard to regenerate the manifests")
+			hubapi.CompleteFlag(c, "refresh-type", cobra.FixedCompletions([]string{"normal", "hard"}, cobra.ShellCompDirectiveNoFileComp))
+		},
+		check: func(o *AppOperationOptions) error {
+			if o.RefreshType != "normal" && o.RefreshType != "hard" {
+				return fmt.Errorf("--refresh-type %q: want normal or hard", o.RefreshType)
+			}
+			return nil
+		},
+	},
+	schemas.OperationRollback: {
+		short: "Ask a cluster to roll an Application back to a revision of its history",
+		long: `Ask --cluster's Argo CD to sync the Application NAME to the revision of its
+history entry --history-id (argocd app history lists them on the cluster),
+deleting what that revision does not manage with --prune.`,
+		example: `  argosy app rollback guestbook --cluster prod-eu --history-id 12`,
+		flags: func(c *cobra.Command, o *AppOperationOptions) {
+			c.Flags().Int64Var(&o.HistoryID, "history-id", 0, "the history entry to roll back to (required)")
+			c.Flags().BoolVar(&o.Prune, "prune", false, "delete the resources that revision does not manage")
+		},
+		check: func(o *AppOperationOptions) error {
+			if o.HistoryID <= 0 {
+				return errors.New("--history-id is required: the history entry to roll back to, a whole number ≥ 1")
+			}
+			return nil
+		},
+	},
+	schemas.OperationTerminate: {
+		short:   "Ask a cluster to stop an Application's running operation",
+		long:    `Ask --cluster's Argo CD to terminate the operation (a sync, say) running on the Application NAME.`,
+		example: `  argosy app terminate guestbook --cluster prod-eu`,
+	},
+}
+
+// NewCmdAppSync returns `argosy app sync`. runF replaces the behaviour in
+// tests.
+func NewCmdAppSync(io cmdkit.IOStreams, runF func(context.Context, *AppOperationOptions) error) *cobra.Command {
+	return newCmdAppOperation(io, schemas.OperationSync, runF)
+}
+
+// NewCmdAppRefresh returns `argosy app refresh`.
+func NewCmdAppRefresh(io cmdkit.IOStreams, runF func(context.Context, *AppOperationOptions) error) *cobra.Command {
+	return newCmdAppOperation(io, schemas.OperationRefresh, runF)
+}
+
+// NewCmdAppRollback returns `argosy app rollback`.
+func NewCmdAppRollback(io cmdkit.IOStreams, runF func(context.Context, *AppOperationOptions) error) *cobra.Command {
+	return newCmdAppOperation(io, schemas.OperationRollback, runF)
+}
+
+// NewCmdAppTerminate returns `argosy app terminate`.
+func NewCmdAppTerminate(io cmdkit.IOStreams, runF func(context.Context, *AppOperationOptions) error) *cobra.Command {
+	return newCmdAppOperation(io, schemas.OperationTerminate, runF)
+}
+
+func newCmdAppOperation(io cmdkit.IOStreams, op string, runF func(context.Context, *AppOperationOptions) error) *cobra.Command {
+	opts := &AppOperationOptions{IO: io, Operation: op}
+	spec := operations[op]
+	cmd := &cobra.Command{
+		Use:   op + " NAME --cluster CLUSTER",
+		Short: spec.short,
+		Long: spec.long + `
+
+The hub appends the request to the cluster's config events, at the
+Application's generation, and answers once it is durable; the cluster's
+agent runs it when it reads it, and drops it if that is more than an hour
+after the request. argosy app get NAME -o yaml shows the operation's state
+as the cluster reports it. Operating needs a deployer token.
+` + hubapi.WriteHelp,
+		Example: spec.example,
+		Args:    cmdkit.UsageArgs(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := opts.Write.Check(); err != nil {
+				return err
+			}
+			opts.Name = args[0]
+			if opts.Cluster == "" {
+				return &cmdkit.FlagError{Err: errors.New("--cluster is required: the cluster whose Argo CD runs it")}
+			}
+			if spec.check != nil {
+				if err := spec.check(opts); err != nil {
+					return &cmdkit.FlagError{Err: err}
+				}
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return appOperationRun(c.Context(), opts)
+		},
+	}
+	hubapi.AddWriteFlags(cmd, &opts.Write)
+	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "the cluster whose Argo CD runs it (required)")
+	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", hubapi.DefaultNamespace, "the Application's namespace")
+	if spec.flags != nil {
+		spec.flags(cmd, opts)
+	}
+	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.Write.API, api.KindApplications, &opts.Cluster)
+	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.Write.API))
+	return cmd
+}
+
+func appOperationRun(ctx context.Context, opts *AppOperationOptions) error {
+	s, err := opts.Write.Session()
+	if err != nil {
+		return err
+	}
+	req := api.OperationRequest{Operation: opts.Operation, Revision: opts.Revision, Prune: opts.Prune, HistoryID: opts.HistoryID}
+	if opts.Operation == schemas.OperationRefresh {
+		req.RefreshType = opts.RefreshType
+	}
+	res, err := s.Write(ctx, nil, func(ctx context.Context, o api.WriteOptions) (*api.Result, error) {
+		return s.Client.Operate(ctx, opts.Cluster, opts.Namespace, opts.Name, req, o)
+	})
+	if err != nil {
+		return err
+	}
+	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+}

@@ -1,0 +1,205 @@
+package cluster
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// publicKeysFile is the file of public keys `argosy-spoke keygen --dir`
+// writes (spoke.PublicKeysFile).
+const publicKeysFile = "public.json"
+
+// ClusterRegisterOptions are the flags and argument of `argosy cluster
+// register`.
+type ClusterRegisterOptions struct {
+	IO    cmdkit.IOStreams
+	Write hubapi.Options
+	Name  string
+	// Labels is --labels.
+	Labels map[string]string
+	// KeysFile is the public keys' file: --public-keys, or public.json in
+	// --keys-dir; empty for none.
+	KeysFile string
+	// Partition is --partition; nil when not given.
+	Partition *int32
+	// Overwrite is --overwrite: change a registered cluster.
+	Overwrite bool
+	// IfGeneration is --if-generation; nil when not given.
+	IfGeneration *int64
+	// JoinTokenTTL is --join-token-ttl.
+	JoinTokenTTL string
+}
+
+// NewCmdClusterRegister returns `argosy cluster register`. runF replaces
+// the behaviour in tests.
+func NewCmdClusterRegister(io cmdkit.IOStreams, runF func(context.Context, *ClusterRegisterOptions) error) *cobra.Command {
+	opts := &ClusterRegisterOptions{IO: io}
+	var keysDir string
+	var partition int32
+	var gen int64
+	cmd := &cobra.Command{
+		Use:   "register NAME --labels K=V,… [--keys-dir DIR]",
+		Short: "Register a cluster and its labels, with a join token or its public keys",
+		Long: `Register the cluster NAME with the hub, with its labels, on the config
+topic. From then on the hub accepts writes for it.
+
+Without keys, the hub answers with a one-time join token (printed once,
+good for --join-token-ttl): the cluster's spoke proves it on first start
+(argosy-spoke run --join-token … --hub-url …), makes its keys and registers
+them. With the keys argosy-spoke keygen --dir DIR wrote to DIR/public.json
+(--keys-dir DIR, or --public-keys FILE), they go to the trust topic at once,
+for spokes given their keys (air-gapped setups). Either way, once the keys
+are registered the hub seals repository credentials to the cluster's key,
+and readers accept its status.
+
+A cluster that is registered already is a conflict, so that a typo cannot
+replace another cluster's registration: --overwrite changes it instead.
+--overwrite reads the registration's generation first and writes only if
+no one changed it in between; its labels become --labels (argosy cluster
+label changes some and keeps the others), and its keys stay unless new ones
+are given. A change that names no --partition keeps the cluster's pin.
+
+Registering needs an admin token.
+` + hubapi.WriteHelp,
+		Example: `  argosy cluster register prod-eu --labels env=prod,region=eu      # prints a join token
+  argosy-spoke keygen --cluster edge-7 --dir ./edge-7-keys
+  argosy cluster register edge-7 --labels env=edge --keys-dir ./edge-7-keys
+  argosy cluster register prod-eu --labels env=prod,region=eu,tier=1 --overwrite
+  argosy cluster register edge-7 --public-keys edge-7.json --partition 3 --dry-run`,
+		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := opts.Write.Check(); err != nil {
+				return err
+			}
+			opts.Name = args[0]
+			if err := opts.parse(c, keysDir, partition, gen); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return clusterRegisterRun(c.Context(), opts)
+		},
+	}
+	hubapi.AddWriteFlags(cmd, &opts.Write)
+	f := cmd.Flags()
+	f.StringToStringVar(&opts.Labels, "labels", nil, "the cluster's labels, K=V,K2=V2 (with --overwrite, all of them)")
+	f.StringVar(&keysDir, "keys-dir", "", "the directory argosy-spoke keygen --dir wrote the cluster's keys to (its public.json is read)")
+	f.StringVar(&opts.KeysFile, "public-keys", "", "the public keys file argosy-spoke keygen wrote (public.json)")
+	f.Int32Var(&partition, "partition", 0, "pin the cluster to this config partition (default: the partitioner's choice)")
+	f.BoolVar(&opts.Overwrite, "overwrite", false, "change the registration of a cluster registered already")
+	f.StringVar(&opts.JoinTokenTTL, "join-token-ttl", "", "how long the join token is good, without keys (default 24h on the hub)")
+	hubapi.AddGenerationFlag(cmd, &gen, "the registration")
+	return cmd
+}
+
+// parse checks the flags that depend on each other.
+func (o *ClusterRegisterOptions) parse(c *cobra.Command, keysDir string, partition int32, gen int64) error {
+	switch {
+	case keysDir != "" && o.KeysFile != "":
+		return &cmdkit.FlagError{Err: errors.New("give --keys-dir or --public-keys, not both")}
+	case keysDir != "":
+		o.KeysFile = filepath.Join(keysDir, publicKeysFile)
+	}
+	if c.Flags().Changed("partition") {
+		if partition < 0 {
+			return &cmdkit.FlagError{Err: fmt.Errorf("--partition %d: want a partition number, ≥ 0", partition)}
+		}
+		o.Partition = &partition
+	}
+	var err error
+	o.IfGeneration, err = hubapi.ParseGeneration(c, gen)
+	return err
+}
+
+func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error {
+	req := api.ClusterRequest{Labels: opts.Labels, Partition: opts.Partition, ExpectedGeneration: opts.IfGeneration, JoinTokenTTL: opts.JoinTokenTTL}
+	if opts.KeysFile != "" {
+		var err error
+		if req.SigningKey, req.SealingKey, err = readPublicKeys(opts.KeysFile, opts.Name); err != nil {
+			return err
+		}
+	}
+	s, err := opts.Write.Session()
+	if err != nil {
+		return err
+	}
+	if opts.Overwrite {
+		cur, err := hubapi.Find(ctx, s.Client, api.KindClusters, opts.Name, "", opts.Name)
+		if err != nil {
+			return s.Explain(err)
+		}
+		if cur != nil && req.ExpectedGeneration == nil {
+			req.ExpectedGeneration = &cur.Generation
+		}
+	}
+	if req.ExpectedGeneration == nil {
+		zero := int64(0)
+		req.ExpectedGeneration = &zero
+	}
+	res, err := s.Write(ctx, nil, func(ctx context.Context, o api.WriteOptions) (*api.Result, error) {
+		return s.Client.RegisterCluster(ctx, opts.Name, req, o)
+	})
+	if err != nil {
+		if !opts.Overwrite && opts.IfGeneration == nil {
+			hubapi.SetHint(err, http.StatusConflict, fmt.Sprintf("to change its labels: argosy cluster register %s --labels … --overwrite, or argosy cluster label %s K=V", opts.Name, opts.Name))
+		} else {
+			hubapi.SetHint(err, http.StatusConflict, "the registration changed meanwhile: argosy cluster list shows it; run the command again")
+		}
+		return err
+	}
+	if err := hubapi.PrintResult(opts.IO, opts.Write.Output, res); err != nil {
+		return err
+	}
+	if res.JoinToken != "" && opts.Write.Output == "table" {
+		fmt.Fprintf(opts.IO.Err, "\nJoin token for %s, shown once, good until %s:\n  %s\nOn the cluster, the spoke joins with it on first start:\n"+
+			"  argosy-spoke run --cluster %s --join-token %s --hub-url %s --keys-dir DIR --hub-key hub.pub --kafka-brokers …\n",
+			opts.Name, res.JoinTokenExpiresAt.Format(time.RFC3339), res.JoinToken, opts.Name, res.JoinToken, s.Client.BaseURL())
+	}
+	return nil
+}
+
+// readPublicKeys reads the signing and sealing public keys of cluster from
+// the file argosy-spoke keygen wrote.
+func readPublicKeys(path, cluster string) (signing, sealing string, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", fmt.Errorf("the cluster's public keys: %w", err)
+	}
+	var keys []schemas.KeyRegistered
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return "", "", fmt.Errorf("%s: not the public keys argosy-spoke keygen writes: %w", path, err)
+	}
+	for _, k := range keys {
+		if k.Owner != cluster {
+			return "", "", fmt.Errorf("%s: the keys are cluster %q's, not %q's: argosy-spoke keygen --cluster %s wrote them", path, k.Owner, cluster, k.Owner)
+		}
+		if raw, err := base64.StdEncoding.DecodeString(k.PublicKey); err != nil || len(raw) != 32 {
+			return "", "", fmt.Errorf("%s: the %s key is not 32 bytes of standard base64", path, k.Purpose)
+		}
+		switch k.Purpose {
+		case schemas.PurposeSigning:
+			signing = k.PublicKey
+		case schemas.PurposeSealing:
+			sealing = k.PublicKey
+		}
+	}
+	if signing == "" || sealing == "" {
+		return "", "", fmt.Errorf("%s: want a signing and a sealing key, as argosy-spoke keygen writes them", path)
+	}
+	return signing, sealing, nil
+}
