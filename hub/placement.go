@@ -22,8 +22,8 @@ import (
 // Labels the hub puts on an Application it places: which placement owns
 // it, and at which of the placement's generations it was written.
 const (
-	LabelPlacement           = "argosy.dev/placement"
-	LabelPlacementGeneration = "argosy.dev/placement-generation"
+	LabelPlacement           = api.LabelPlacement
+	LabelPlacementGeneration = api.LabelPlacementGeneration
 )
 
 // placement is the ledger's latest word on one placement.

@@ -19,6 +19,13 @@ const (
 	HeaderIfMatch = "If-Match"
 )
 
+// Labels the hub puts on an Application a placement writes: the
+// placement's name, and the placement generation it was written from.
+const (
+	LabelPlacement           = "argosy.dev/placement"
+	LabelPlacementGeneration = "argosy.dev/placement-generation"
+)
+
 // Kinds of objects, as they appear in paths and in Written.Kind.
 const (
 	KindApplications = "applications"

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -94,16 +95,33 @@ func appGetRun(ctx context.Context, opts *AppGetOptions) error {
 		known = false
 		fmt.Fprintf(opts.IO.Err, "Note: no status from the read API, so SYNC, HEALTH and STATE are unknown: %v\n", err)
 	}
+	header := []string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE"}
+	placed := slices.ContainsFunc(views, func(v AppView) bool { return v.Hub.Labels[api.LabelPlacement] != "" })
+	if placed {
+		header = append(header, "PLACEMENT")
+	}
 	rows := make([][]string, 0, len(views))
 	for _, v := range views {
 		row := appRow(v.row())
 		if !known {
 			row[4], row[5], row[6], row[7], row[8] = "-", "-", "-", fmt.Sprintf("?/%d", v.Hub.Generation), "unknown"
 		}
+		if placed {
+			row = append(row, placement(v.Hub))
+		}
 		rows = append(rows, row)
 	}
-	return cmdkit.PrintOut(opts.IO.Out, opts.Output, views,
-		[]string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE"}, rows)
+	return cmdkit.PrintOut(opts.IO.Out, opts.Output, views, header, rows)
+}
+
+// placement names the placement that wrote an Application, and from which
+// of its generations ("guestbook@3"), or "-".
+func placement(o api.Object) string {
+	name := o.Labels[api.LabelPlacement]
+	if name == "" {
+		return "-"
+	}
+	return name + "@" + o.Labels[api.LabelPlacementGeneration]
 }
 
 // joinStatus fills in each view's status from the read API.

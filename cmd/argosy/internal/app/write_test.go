@@ -380,3 +380,20 @@ func TestAppWritesHelp(t *testing.T) {
 	}
 	cmdtest.ReadCommandsHelp(t, NewCmdApp, cmds...)
 }
+
+// TestAppGetShowsPlacement checks that app get names the placement that
+// wrote an Application, and its generation, when one did.
+func TestAppGetShowsPlacement(t *testing.T) {
+	cmdtest.Isolate(t)
+	h := cmdtest.NewFakeHub(t,
+		api.Object{Cluster: "s1", Kind: api.KindApplications, Namespace: "argocd", Name: "web", Project: "default", Generation: 2,
+			Labels: map[string]string{api.LabelPlacement: "web", api.LabelPlacementGeneration: "3"}},
+		api.Object{Cluster: "s2", Kind: api.KindApplications, Namespace: "argocd", Name: "web", Project: "default", Generation: 1})
+	stdout, _, err := run(t, h, cmdtest.ViewerToken, "", "get", "web")
+	want := "CLUSTER  NAMESPACE  NAME  PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE    PLACEMENT\n" +
+		"s1       argocd     web   default  -     -       -         ?/2         unknown  web@3\n" +
+		"s2       argocd     web   default  -     -       -         ?/1         unknown  -\n"
+	if err != nil || stdout != want {
+		t.Errorf("app get: %v\n%s\nwant\n%s", err, stdout, want)
+	}
+}
