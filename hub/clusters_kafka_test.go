@@ -6,13 +6,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/sqlstore"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -311,5 +316,44 @@ func TestRelabelKeepsThePin(t *testing.T) {
 	objs, err := c.Objects(t.Context(), "big", api.KindClusters)
 	if err != nil || len(objs) != 1 || objs[0].Pin == nil || *objs[0].Pin != 3 {
 		t.Errorf("after relabelling: %+v, %v; want pinned to 3", objs, err)
+	}
+}
+
+// TestAuditReadsOff checks that with WithAuditReads(false) successful reads,
+// the hub's and the read API's, leave no audit record, while denials and
+// writes still do.
+func TestAuditReadsOff(t *testing.T) {
+	r := newRig(t, 2)
+	store, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "views.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	url := r.start(hub.WithAuditReads(false), hub.WithReadAPI(read.New(store)))
+	root := r.client(url, "root")
+	if _, err := root.Objects(t.Context(), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := read.NewClient(url, nil, read.WithToken(r.tokens["auditor"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Clusters(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.client(url, "auditor").DeregisterCluster(t.Context(), "x", "", api.WriteOptions{}); api.StatusOf(err) != http.StatusForbidden {
+		t.Fatalf("viewer deregisters = %v, want 403", err)
+	}
+	var actions []string
+	for _, d := range ofType(r.decoded(r.records(events.TopicAudit)), events.TypeAuditRecorded) {
+		a := d.Data.(*schemas.AuditRecorded)
+		actions = append(actions, a.Actor+" "+a.Action+" "+a.Outcome)
+	}
+	if want := []string{"auditor clusters.deregister denied"}; !slices.Equal(actions, want) {
+		t.Errorf("audit records %q, want only %q", actions, want)
 	}
 }
