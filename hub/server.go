@@ -294,7 +294,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meters = mp } }
 
 // WithClientOpts adds options, by client name, to every Kafka client the
-// hub makes (telemetry hooks, say).
+// hub makes (telemetry hooks, say). No two clients open at once share a
+// name: each config partition's writer is hub-writer-<partition>, the
+// placements' hub-writer-placements.
 func WithClientOpts(f func(name string) []kgo.Opt) Option {
 	return func(o *options) {
 		if f != nil {

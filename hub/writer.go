@@ -143,7 +143,7 @@ func (w *writer) sync(ctx context.Context, o *owner) error {
 		return nil
 	}
 	if o.client == nil {
-		opts := slices.Concat(w.conn, events.ProducerOpts(nil), w.clientOpts("hub-writer"),
+		opts := slices.Concat(w.conn, events.ProducerOpts(nil), w.clientOpts("hub-writer-"+o.id),
 			[]kgo.Opt{kgo.TransactionalID(w.txnPrefix + o.id),
 				kgo.RecordPartitioner(ownedPartition(o.partition))})
 		cl, err := kgo.NewClient(opts...)
