@@ -147,7 +147,7 @@ func (d *Decoder) Decode(ctx context.Context, r *kgo.Record) (*Decoded, error) {
 	if err := d.checkEnvelope(e, out); err != nil {
 		return nil, err
 	}
-	signed, signer, err := d.verifier.check(e, r.Timestamp, func(k Key) error { return authorize(sp, out.Subject, k) })
+	signed, signer, env, err := d.verifier.check(e, r.Timestamp, func(k Key) error { return authorize(sp, out.Subject, k) })
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +155,9 @@ func (d *Decoder) Decode(ctx context.Context, r *kgo.Record) (*Decoded, error) {
 	keepVerified(e, signed)
 	out.Event, out.Signer = e, signer
 	if out.Data, err = decodeData(sp, e.Data()); err != nil {
+		return nil, err
+	}
+	if err := d.verifier.checkSuccessor(env, out.Data); err != nil {
 		return nil, err
 	}
 	if c, ok := out.Data.(interface{ ClusterName() string }); ok && out.Subject.Cluster != "" && c.ClusterName() != out.Subject.Cluster {

@@ -26,9 +26,14 @@ type Key struct {
 	Until     time.Time
 	// Reason is why the key stopped being valid.
 	Reason string
-	// Anchor marks a key configured out of band rather than registered in
-	// the log. Only anchors may sign trust events.
+	// Anchor marks a trust anchor: a key configured out of band, or the
+	// successor of an anchor by a rotation both keys signed. Only anchors
+	// may sign trust events.
 	Anchor bool
+	// Logged is the log time of the first trust event that named the key:
+	// its registration, or the rotation that introduced it. It is zero
+	// for an anchor only configured out of band.
+	Logged time.Time
 }
 
 // ValidAt reports whether the key may sign an event appended at t.
@@ -88,6 +93,22 @@ func (r *Registry) Key(id string) (Key, bool) {
 	k, ok := r.keys[id]
 	return k, ok
 }
+
+// Anchors returns the registry's trust anchors as a KeySource that covers
+// every log time: the keys that verify trust events. The trust topic has
+// one partition and its one reader applies each event before it decodes
+// the next, so every rotation before a trust event is applied by the
+// time it is judged. Readers of other topics use the registry itself.
+func (r *Registry) Anchors() KeySource { return anchors{r} }
+
+type anchors struct{ r *Registry }
+
+func (a anchors) Key(id string) (Key, bool) {
+	k, ok := a.r.Key(id)
+	return k, ok && k.Anchor
+}
+func (anchors) Covers(time.Time) bool                       { return true }
+func (anchors) WaitCovers(context.Context, time.Time) error { return nil }
 
 // Covers implements KeySource.
 func (r *Registry) Covers(t time.Time) bool {
@@ -216,14 +237,22 @@ func (r *Registry) register(p schemas.KeyRegistered, at time.Time) error {
 		if old.Owner != k.Owner || old.Role != k.Role || old.Purpose != k.Purpose {
 			return fmt.Errorf("key %s is already registered to %s %s", k.ID, old.Role, old.Owner)
 		}
-		return nil // registered again: the first registration stands
+		// Registered again: the first registration stands. An anchor
+		// published in the log keeps its validity from configuration.
+		if old.Logged.IsZero() {
+			old.Logged = at
+			r.keys[k.ID] = old
+		}
+		return nil
 	}
 	r.keys[k.ID] = k
 	return nil
 }
 
 // rotate ends the old key and starts the new one at at. The new key must
-// have the old one's owner, role and purpose.
+// have the old one's owner, role and purpose. The successor of an anchor
+// is an anchor: the Decoder accepts a hub key's rotation only with the
+// successor's signature beside the old key's.
 func (r *Registry) rotate(p schemas.KeyRotated, at time.Time) error {
 	old, ok := r.keys[p.KeyID]
 	if !ok {
@@ -240,7 +269,14 @@ func (r *Registry) rotate(p schemas.KeyRotated, at time.Time) error {
 	if cur, ok := r.keys[next.ID]; ok && (cur.Owner != next.Owner || cur.Role != next.Role || cur.Purpose != next.Purpose) {
 		return fmt.Errorf("rotate key %s: key %s is already registered to %s %s", old.ID, next.ID, cur.Role, cur.Owner)
 	} else if !ok {
+		next.Anchor = old.Anchor
 		r.keys[next.ID] = next
+	} else {
+		cur.Anchor = cur.Anchor || old.Anchor
+		if cur.Logged.IsZero() {
+			cur.Logged = at
+		}
+		r.keys[next.ID] = cur
 	}
 	r.end(old.ID, at, "rotated to "+next.ID)
 	return nil
@@ -266,7 +302,7 @@ func keyFrom(p schemas.KeyRegistered, at time.Time) (Key, error) {
 		return Key{}, fmt.Errorf("key id %s does not match its public key (%s)", p.KeyID, id)
 	}
 	return Key{ID: p.KeyID, Owner: p.Owner, Role: p.Role, Purpose: p.Purpose, Algorithm: p.Algorithm,
-		Public: pub, Since: at}, nil
+		Public: pub, Since: at, Logged: at}, nil
 }
 
 // end sets a key's Until to at unless it already ended earlier. The caller

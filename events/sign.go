@@ -41,11 +41,14 @@ func KeyID(pub []byte) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// Signer signs events with one Ed25519 key.
+// Signer signs events with one Ed25519 key, or, made by Cosigner, with
+// two.
 type Signer struct {
 	key ed25519.PrivateKey
 	id  string
 	env *dsse.EnvelopeSigner
+	// ids are the ids of every key it signs with, its own first.
+	ids []string
 }
 
 // NewSigner returns a signer for key.
@@ -54,6 +57,7 @@ func NewSigner(key ed25519.PrivateKey) (*Signer, error) {
 		return nil, fmt.Errorf("ed25519 private key: want %d bytes, got %d", ed25519.PrivateKeySize, len(key))
 	}
 	s := &Signer{key: key, id: KeyID(key.Public().(ed25519.PublicKey))}
+	s.ids = []string{s.id}
 	env, err := dsse.NewEnvelopeSigner(dsseKey{s})
 	if err != nil {
 		return nil, fmt.Errorf("dsse signer: %w", err)
@@ -61,6 +65,28 @@ func NewSigner(key ed25519.PrivateKey) (*Signer, error) {
 	s.env = env
 	return s, nil
 }
+
+// Cosigner returns a signer that signs every event with s's key and with
+// next's, two signatures in one envelope; its KeyID and Public stay s's.
+// It serves the rotation of s's key to next's: readers that know either
+// key accept its events, and a key.rotated event of a hub key must carry
+// the successor's signature, proof that the rotation's author holds it.
+func (s *Signer) Cosigner(next *Signer) (*Signer, error) {
+	if next == nil || next.id == s.id || len(s.ids) > 1 || len(next.ids) > 1 {
+		return nil, errors.New("cosigner: want two different single-key signers")
+	}
+	c := &Signer{key: s.key, id: s.id, ids: []string{s.id, next.id}}
+	env, err := dsse.NewEnvelopeSigner(dsseKey{s}, dsseKey{next})
+	if err != nil {
+		return nil, fmt.Errorf("dsse signer: %w", err)
+	}
+	c.env = env
+	return c, nil
+}
+
+// KeyIDs returns the ids of every key the signer signs with, its own
+// first.
+func (s *Signer) KeyIDs() []string { return slices.Clone(s.ids) }
 
 // GenerateSigner returns a signer for a new random key.
 func GenerateSigner() (*Signer, error) {

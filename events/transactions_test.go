@@ -105,7 +105,7 @@ func TestTrustFollowerReachesTheEndOfTransactions(t *testing.T) {
 
 	anchor := events.HubAnchor("hub", r.f.hub.Public())
 	keys := events.NewFollowingRegistry(anchor)
-	dec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(anchor)), events.WithTopics(r.topics))
+	dec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(r.topics))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,9 @@ type TrustFollower struct {
 // NewTrustFollower returns a follower of topic, the trust topic, that
 // feeds reg. client must consume the topic's partition 0 from the start
 // (see TrustConsumeOpts), and nothing else. Only trust anchors sign trust
-// events, so in decodes against a plain registry of the anchors
-// (NewRegistry), never against the following registry it feeds. It takes
+// events, so in decodes against reg.Anchors(), which covers every log
+// time, never against reg itself, which covers a time only once this
+// follower has read past it. It takes
 // the WithLogger and WithClockMargin options: when the follower has read to
 // the end, it advances the registry to the local clock less the margin,
 // for the broker's clock to be behind ours.

@@ -37,8 +37,10 @@ func keyRotated(t *testing.T, from, to *events.Signer) *event.Event {
 // hub key is rotated while it runs: an event signed by the old key before
 // the rotation and one signed by the new key after it are handled; one
 // signed by the old key after the rotation is dead-lettered as signed by a
-// revoked key, and so is a trust event no anchor signed. Nothing is judged
-// before the follower has read the trust topic past it.
+// revoked key, and so is a trust event no anchor signed and a rotation the
+// successor key did not sign. The successor is an anchor: a cluster key it
+// registers is known. Nothing is judged before the follower has read the
+// trust topic past it.
 func TestTrustFollowerRotatesTheHubKey(t *testing.T) {
 	r := newRig(t, 1, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -64,9 +66,22 @@ func TestTrustFollowerRotatesTheHubKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	both, err := oldKey.Cosigner(newKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone := keyRotated(t, oldKey, newSigner(t)) // its successor did not sign it
+	joined, err := events.New("//argosy.dev/hub/test", events.TypeKeyRegistered, "keys/"+r.f.stranger.KeyID(), "cluster-z",
+		schemas.KeyRegistered{KeyID: r.f.stranger.KeyID(), Owner: "cluster-z", Role: schemas.RoleCluster, Purpose: schemas.PurposeSigning,
+			Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(r.f.stranger.Public())})
+	if err != nil {
+		t.Fatal(err)
+	}
 	publish(producer(oldKey), before)
-	publish(producer(oldKey), keyRotated(t, oldKey, newKey))
+	publish(producer(oldKey), lone)
+	publish(producer(both), keyRotated(t, oldKey, newKey))
 	publish(producer(r.f.stranger), forged)
+	publish(producer(newKey), joined) // the successor is an anchor: it signs trust events
 	publish(producer(newKey), after)
 	publish(producer(oldKey), stale)
 
@@ -77,7 +92,7 @@ func TestTrustFollowerRotatesTheHubKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(anchor)), events.WithTopics(r.topics))
+	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(r.topics))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +125,7 @@ func TestTrustFollowerRotatesTheHubKey(t *testing.T) {
 			return nil
 		})
 	})
-	dead := consumeRaw(t, r.topics[events.TopicDeadLetter], 2)
+	dead := consumeRaw(t, r.topics[events.TopicDeadLetter], 3)
 	cancel()
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
@@ -119,11 +134,17 @@ func TestTrustFollowerRotatesTheHubKey(t *testing.T) {
 	for _, rec := range dead {
 		reasons[header(rec, "ce_id")] = header(rec, events.HeaderDLQReason)
 	}
-	want := map[string]string{stale.ID(): "revoked_key", forged.ID(): "unknown_key"}
+	want := map[string]string{stale.ID(): "revoked_key", forged.ID(): "unknown_key", lone.ID(): "not_authorized"}
 	for id, reason := range want {
 		if reasons[id] != reason {
 			t.Errorf("dead letters %v: want %s dead-lettered as %s", reasons, id, reason)
 		}
+	}
+	if k, ok := keys.Key(r.f.stranger.KeyID()); !ok || k.Owner != "cluster-z" {
+		t.Errorf("key %s = %+v: want it registered to cluster-z by the successor anchor", r.f.stranger.KeyID(), k)
+	}
+	if k, ok := keys.Key(newKey.KeyID()); !ok || !k.Anchor {
+		t.Errorf("successor key = %+v: want an anchor", k)
 	}
 	mu.Lock()
 	defer mu.Unlock()

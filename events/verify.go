@@ -70,7 +70,7 @@ func NewVerifier(keys KeySource) *Verifier { return &Verifier{keys: keys} }
 // key; one valid signature suffices, from a known key that was valid at at
 // and that accept (nil: any key) allows to sign e.
 func (v *Verifier) Verify(e *event.Event, at time.Time, accept func(Key) error) (*event.Event, Key, error) {
-	signed, key, err := v.check(e, at, accept)
+	signed, key, _, err := v.check(e, at, accept)
 	if err != nil {
 		return nil, Key{}, err
 	}
@@ -79,36 +79,36 @@ func (v *Verifier) Verify(e *event.Event, at time.Time, accept func(Key) error) 
 	return &out, key, nil
 }
 
-// check is Verify without the copy: it returns the signed extensions' names
-// and the key that verified e.
-func (v *Verifier) check(e *event.Event, at time.Time, accept func(Key) error) ([]string, Key, error) {
+// check is Verify without the copy: it returns the signed extensions' names,
+// the key that verified e and e's envelope.
+func (v *Verifier) check(e *event.Event, at time.Time, accept func(Key) error) ([]string, Key, *dsse.Envelope, error) {
 	if accept == nil {
 		accept = func(Key) error { return nil }
 	}
 	env, err := envelopeOf(e)
 	if err != nil {
-		return nil, Key{}, err
+		return nil, Key{}, nil, err
 	}
 	signed, err := parseSignedExtAttrs(stringExt(e, ExtSignedExtAttrs))
 	if err != nil {
-		return nil, Key{}, reject(ErrBadSignature, err)
+		return nil, Key{}, nil, reject(ErrBadSignature, err)
 	}
 	material, err := verificationMaterial(e, signed)
 	if err != nil {
-		return nil, Key{}, reject(ErrBadSignature, err)
+		return nil, Key{}, nil, reject(ErrBadSignature, err)
 	}
 	payload, err := base64.StdEncoding.DecodeString(env.Payload)
 	if err != nil || len(payload) != 32 {
-		return nil, Key{}, reject(ErrBadSignature, errors.New("verification material is not a 32-byte digest"))
+		return nil, Key{}, nil, reject(ErrBadSignature, errors.New("verification material is not a 32-byte digest"))
 	}
 	if !bytes.Equal(payload, material) {
-		return nil, Key{}, reject(ErrBadSignature, errors.New("event does not match its verification material"))
+		return nil, Key{}, nil, reject(ErrBadSignature, errors.New("event does not match its verification material"))
 	}
 	key, err := v.checkSignatures(env, payload, at, accept)
 	if err != nil {
-		return nil, Key{}, err
+		return nil, Key{}, nil, err
 	}
-	return signed, key, nil
+	return signed, key, env, nil
 }
 
 func envelopeOf(e *event.Event) (*dsse.Envelope, error) {
@@ -203,6 +203,36 @@ func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.T
 	default:
 		return Key{}, reject(ErrRevokedKey, revoked)
 	}
+}
+
+// checkSuccessor refuses a rotation of a hub key that the successor key
+// did not sign too. The successor of a trust anchor is an anchor, so the
+// rotation must show that its author holds the new key, not only the old
+// one. Other data passes.
+func (v *Verifier) checkSuccessor(env *dsse.Envelope, data any) error {
+	rot, ok := data.(*schemas.KeyRotated)
+	if !ok || rot.Next.Role != schemas.RoleHub {
+		return nil
+	}
+	pub, err := base64.StdEncoding.DecodeString(rot.Next.PublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return reject(ErrMalformed, fmt.Errorf("rotation of key %s: the successor's public key is not 32 bytes of base64", rot.KeyID))
+	}
+	payload, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return reject(ErrBadSignature, err)
+	}
+	pae := dsse.PAE(env.PayloadType, payload)
+	id := KeyID(pub)
+	for _, s := range env.Signatures {
+		if s.KeyID != id {
+			continue
+		}
+		if sig, err := base64.StdEncoding.DecodeString(s.Sig); err == nil && v.verify(pub, pae, sig) {
+			return nil
+		}
+	}
+	return reject(ErrNotAuthorized, fmt.Errorf("rotation of hub key %s to %s is not signed by %s: a hub key's successor must sign its rotation too", rot.KeyID, id, id))
 }
 
 // keepVerified removes e's unsigned extensions and cuts its time to the

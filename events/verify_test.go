@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -526,4 +527,108 @@ func TestWaitCovers(t *testing.T) {
 			t.Fatalf("a fixed registry covers every time: %v", err)
 		}
 	})
+}
+
+// TestHubKeyRotationNeedsBothKeys decodes rotations of the hub's anchor
+// key as the trust topic's reader does: one signed by the old key alone is
+// refused, as is one signed by the new key alone; one both keys signed is
+// accepted and makes the successor an anchor, which then signs trust
+// events, while the old key signs none after the rotation.
+func TestHubKeyRotationNeedsBothKeys(t *testing.T) {
+	old, next := newSigner(t), newSigner(t)
+	keys := events.NewFollowingRegistry(events.HubAnchor("hub", old.Public()))
+	dec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.AcceptCreateTime(), events.WithStaleness(24*time.Hour, 24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotation := func() *event.Event {
+		e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRotated, "keys/"+old.KeyID(), "hub",
+			schemas.KeyRotated{KeyID: old.KeyID(), Next: schemas.KeyRegistered{KeyID: next.KeyID(), Owner: "hub", Role: schemas.RoleHub,
+				Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(next.Public())}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	clusterKey := func() *event.Event {
+		s := newSigner(t)
+		e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRegistered, "keys/"+s.KeyID(), "cluster-a",
+			schemas.KeyRegistered{KeyID: s.KeyID(), Owner: "cluster-a", Role: schemas.RoleCluster, Purpose: schemas.PurposeSigning,
+				Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(s.Public())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	t0 := time.Now().Add(-time.Hour)
+	take := func(e *event.Event, at time.Duration) error {
+		t.Helper()
+		r := record(t, e)
+		r.Timestamp = t0.Add(at)
+		d, err := dec.Decode(t.Context(), r)
+		if err == nil {
+			err = keys.Apply(d)
+		}
+		return err
+	}
+	both, err := old.Cosigner(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := take(sign(t, old, rotation()), time.Minute); !errors.Is(err, events.ErrNotAuthorized) {
+		t.Fatalf("rotation signed by the old key alone: %v, want ErrNotAuthorized", err)
+	}
+	if err := take(sign(t, next, rotation()), time.Minute); !errors.Is(err, events.ErrUnknownKey) {
+		t.Fatalf("rotation signed by the new key alone: %v, want ErrUnknownKey", err)
+	}
+	if k, _ := keys.Key(old.KeyID()); !k.Until.IsZero() {
+		t.Fatal("a refused rotation ended the old key")
+	}
+	if err := take(sign(t, old, clusterKey()), 2*time.Minute); err != nil {
+		t.Fatalf("the anchor registers a cluster key before the rotation: %v", err)
+	}
+	if err := take(sign(t, both, rotation()), 3*time.Minute); err != nil {
+		t.Fatalf("rotation signed by both keys: %v", err)
+	}
+	if k, ok := keys.Key(next.KeyID()); !ok || !k.Anchor || !k.Since.Equal(t0.Add(3*time.Minute)) {
+		t.Fatalf("successor %+v: want an anchor from the rotation on", k)
+	}
+	if err := take(sign(t, next, clusterKey()), 4*time.Minute); err != nil {
+		t.Fatalf("the successor registers a cluster key: %v", err)
+	}
+	if err := take(sign(t, old, clusterKey()), 4*time.Minute); !errors.Is(err, events.ErrRevokedKey) {
+		t.Fatalf("the retired key registers a cluster key: %v, want ErrRevokedKey", err)
+	}
+}
+
+// TestCosigner checks that a cosigned event carries both signatures and
+// that a reader knowing either key alone accepts it.
+func TestCosigner(t *testing.T) {
+	a, b := newSigner(t), newSigner(t)
+	both, err := a.Cosigner(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if both.KeyID() != a.KeyID() || !slices.Equal(both.KeyIDs(), []string{a.KeyID(), b.KeyID()}) {
+		t.Fatalf("KeyID %s, KeyIDs %v", both.KeyID(), both.KeyIDs())
+	}
+	if _, err := both.Cosigner(b); err == nil {
+		t.Error("a cosigner of a cosigner was made")
+	}
+	if _, err := a.Cosigner(a); err == nil {
+		t.Error("a key cosigning with itself was made")
+	}
+	for _, s := range []*events.Signer{a, b} {
+		dec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(events.HubAnchor("hub", s.Public()))), events.AcceptCreateTime())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := dec.Decode(t.Context(), record(t, sign(t, both, appUpsert(t, "cluster-a"))))
+		if err != nil {
+			t.Fatalf("reader of %s: %v", s.KeyID(), err)
+		}
+		if d.Signer.ID != s.KeyID() {
+			t.Errorf("verified by %s, want %s", d.Signer.ID, s.KeyID())
+		}
+	}
 }

@@ -172,7 +172,7 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, error)) (*events.TrustFollower, error) {
-	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(s.anchors...)), events.WithTopics(s.o.topics))
+	trustDec, err := events.NewDecoder(events.NewVerifier(s.keys.Anchors()), events.WithTopics(s.o.topics))
 	if err != nil {
 		return nil, err
 	}

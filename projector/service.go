@@ -67,7 +67,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(s.anchors...)), events.WithTopics(s.o.topics))
+	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(s.o.topics))
 	if err != nil {
 		return err
 	}

@@ -272,7 +272,7 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	trustDec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(anchor)), events.WithTopics(a.o.topics))
+	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(a.o.topics))
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -295,7 +295,15 @@ func TestAgentFollowsHubKeyRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.publish(f.prod, rotation)
+	both, err := f.hub.Cosigner(next) // a hub key's rotation carries both keys' signatures
+	if err != nil {
+		t.Fatal(err)
+	}
+	bothProd, err := events.NewProducer(f.client, both, f.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.publish(bothProd, rotation)
 	stale := f.upsert(a.cluster, "stale", 1)
 	f.publish(f.prod, stale) // the retired key, after the rotation
 	nextProd, err := events.NewProducer(f.client, next, f.topics)

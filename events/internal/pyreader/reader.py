@@ -184,6 +184,7 @@ class Keys:
             if data["keyId"] not in self.keys:
                 raise Refused(f"rotation of unknown key {data['keyId']}")
             k = self.key_from(data["next"], at)
+            k.anchor = self.keys[data["keyId"]].anchor  # an anchor's successor is one
             self.keys.setdefault(k.id, k)
             self.end(data["keyId"], at)
         elif typ == "io.argosy.trust.key.revoked.v1":
@@ -279,8 +280,28 @@ class Reader:
             if reason:
                 why.append(reason)
                 continue
+            self.check_successor(attrs.get("type"), data, sigs, pae)
             return k
         raise Refused("no signature taken: " + "; ".join(why))
+
+    @staticmethod
+    def check_successor(typ, data, sigs, pae):
+        """A rotation of a hub key must be signed by the successor key too."""
+        if typ != "io.argosy.trust.key.rotated.v1":
+            return
+        nxt = json.loads(data).get("next") or {}
+        if nxt.get("role") != "hub":
+            return
+        public = b64(nxt["publicKey"])
+        for s in sigs:
+            if s.get("keyid") != key_id(public):
+                continue
+            try:
+                VerifyKey(public).verify(pae, b64(s["sig"]))
+                return
+            except BadSignatureError:
+                pass
+        raise Refused(f"rotation of hub key {nxt.get('keyId')} is not signed by the successor")
 
     def check(self, topic_role, headers, key, value, at, legacy_copy=False):
         """Checks one record read from a topic of role topic_role; returns

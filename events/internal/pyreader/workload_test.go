@@ -65,7 +65,8 @@ func signer(t *testing.T) *events.Signer {
 
 // run writes the workload: keys, then config and its desired-state
 // copies, then each cluster's status and deployments, a key rotation in
-// the middle, the hub's audit and one dead letter.
+// the middle, the hub's audit, a rotation of the hub's key and what its
+// successor signs, and one dead letter.
 func (w *workload) run(ctx context.Context) {
 	t := w.t
 	trust := w.producer(w.hub)
@@ -121,6 +122,23 @@ func (w *workload) run(ctx context.Context) {
 	rotated := w.producer(w.next)
 	for _, e := range w.samples(pinned, observed) {
 		w.publish(ctx, rotated, e)
+	}
+
+	// The hub's key is rotated, signed by both keys; the successor, an
+	// anchor now, signs trust events and the hub's audit.
+	time.Sleep(20 * time.Millisecond)
+	nextHub := signer(t)
+	both, err := w.hub.Cosigner(nextHub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hubNext := keyRegistered(hubName, nextHub.Public())
+	hubNext.Role = schemas.RoleHub
+	w.publish(ctx, w.producer(both), w.keyEvent(events.TypeKeyRotated, hubName, w.hub.KeyID(), schemas.KeyRotated{KeyID: w.hub.KeyID(), Next: hubNext}))
+	time.Sleep(20 * time.Millisecond)
+	w.publish(ctx, w.producer(nextHub), w.keyEvent(events.TypeKeyRevoked, pinned, w.next.KeyID(), schemas.KeyRevoked{KeyID: w.next.KeyID(), Reason: "test"}))
+	for _, e := range w.samples(east, func(sp events.Spec) bool { return sp.Topic == events.TopicAudit }) {
+		w.publish(ctx, w.producer(nextHub), e)
 	}
 
 	dlq, err := events.NewDeadLetter(kafkatest.Client(t, events.ProducerOpts(nil)...), w.topics[events.TopicDeadLetter])
