@@ -49,6 +49,9 @@ func eventID(c *call, ch change) string {
 // them against the ledger as it stands and writes nothing.
 func (s *Server) commit(ctx context.Context, c *call, changes []change) (*api.Result, error) {
 	res := &api.Result{Events: []api.Written{}}
+	if err := s.signingErr(); err != nil {
+		return nil, err
+	}
 	if c.dryRun {
 		res.DryRun = true
 		for _, ch := range changes {

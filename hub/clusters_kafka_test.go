@@ -42,7 +42,7 @@ func TestRegisterCluster(t *testing.T) {
 		t.Errorf("registration %+v", reg)
 	}
 	trust := r.decoded(r.records(events.TopicTrust))
-	if got := ofType(trust, events.TypeKeyRegistered); len(got) != 2 {
+	if got := clusterKeysRegistered(trust); len(got) != 2 {
 		t.Errorf("%d keys registered, want the signing and the sealing key", len(got))
 	}
 	desired := r.records(events.TopicDesired)
@@ -285,7 +285,7 @@ func TestJoinToken(t *testing.T) {
 	if last.Cluster != "edge-1" || last.SigningKeyID == "" || last.JoinToken != nil {
 		t.Errorf("the joined registration %+v: want keys and no token", last)
 	}
-	if n := len(ofType(r.decoded(r.records(events.TopicTrust)), events.TypeKeyRegistered)); n != 2 {
+	if n := len(clusterKeysRegistered(r.decoded(r.records(events.TopicTrust)))); n != 2 {
 		t.Errorf("%d keys registered, want edge-1's two", n)
 	}
 	outcomes := map[string]int{}

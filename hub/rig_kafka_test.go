@@ -23,6 +23,7 @@ import (
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
@@ -66,12 +67,17 @@ func newRig(t testing.TB, partitions int32) *rig {
 // it is ready.
 func (r *rig) start(opts ...hub.Option) string {
 	r.t.Helper()
+	return r.startAs(r.signer, []events.Key{events.HubAnchor("hub", r.signer.Public())}, opts...)
+}
+
+// startAs is start with another signer and anchors.
+func (r *rig) startAs(signer *events.Signer, anchors []events.Key, opts ...hub.Option) string {
+	r.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	s, err := hub.New([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(r.t))}, r.signer,
-		[]events.Key{events.HubAnchor("hub", r.signer.Public())}, r.list,
+	s, err := hub.New([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(r.t))}, signer, anchors, r.list,
 		append([]hub.Option{hub.WithTopics(r.topics), hub.WithListener(ln),
 			hub.WithTransactionalPrefix(r.topics[events.TopicConfig] + "-writer-")}, opts...)...)
 	if err != nil {
@@ -178,6 +184,18 @@ func ofType(ds []*events.Decoded, typ string) []*events.Decoded {
 	var out []*events.Decoded
 	for _, d := range ds {
 		if d.Spec.Type == typ {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// clusterKeysRegistered returns the registrations of clusters' keys among
+// trust events: the hub also registers its own key.
+func clusterKeysRegistered(ds []*events.Decoded) []*events.Decoded {
+	var out []*events.Decoded
+	for _, d := range ofType(ds, events.TypeKeyRegistered) {
+		if d.Data.(*schemas.KeyRegistered).Role == schemas.RoleCluster {
 			out = append(out, d)
 		}
 	}

@@ -103,6 +103,7 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 // Run serves the API until ctx ends, then stops every part and returns
 // nil; or it returns the first error a part could not recover from.
 func (s *Server) Run(ctx context.Context) error {
+	started := s.o.now()
 	var clients []*kgo.Client
 	defer func() {
 		for _, c := range clients {
@@ -162,6 +163,7 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.ledger.follow(gctx, ledgerClient) })
 	g.Go(func() error { return s.catchUp(gctx, adm) })
 	g.Go(func() error { return s.placer.run(gctx) })
+	g.Go(func() error { return s.publishKey(gctx, started) })
 	g.Go(func() error {
 		if s.o.listener != nil {
 			return httpserve.Serve(gctx, s.o.listener, s)

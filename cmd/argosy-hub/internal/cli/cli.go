@@ -1,6 +1,6 @@
 // Package cli is the argosy-hub command tree and the hub's composition
-// root: run (the server), keygen (the hub's signing key) and token (the
-// bearer tokens it accepts).
+// root: run (the server), keygen and rotate (the hub's signing key) and
+// token (the bearer tokens it accepts).
 package cli
 
 import (
@@ -37,7 +37,7 @@ never connects to a workload cluster. Any number of replicas may run.`,
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(cmdkit.FlagErrorWithUsage)
-	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy-hub", "json", nil), NewCmdRun(io, nil), NewCmdKeygen(io, nil), NewCmdToken(io))
+	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy-hub", "json", nil), NewCmdRun(io, nil), NewCmdKeygen(io, nil), NewCmdToken(io), NewCmdRotate(io, nil))
 	return root
 }
 

@@ -31,6 +31,7 @@ type RunOptions struct {
 	Kafka       kafkaconn.Options
 	TopicPrefix string
 	HubKey      string
+	NextHubKey  string
 	Anchors     []string
 	Tokens      string
 	Listen      string
@@ -47,7 +48,9 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Kafka.BindFlags(fs, "ARGOSY_")
 	fs.StringVar(&o.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
 	fs.StringVar(&o.HubKey, "hub-key", cmdkit.Env("ARGOSY_HUB_PRIVATE_KEY", ""), "file holding the hub's Ed25519 signing key, from argosy-hub keygen (env ARGOSY_HUB_PRIVATE_KEY)")
-	fs.StringSliceVar(&o.Anchors, "trust-anchor", nil, "file of another hub public key to trust, such as the key before a rotation; repeatable")
+	fs.StringVar(&o.NextHubKey, "next-hub-key", cmdkit.Env("ARGOSY_HUB_NEXT_PRIVATE_KEY", ""),
+		"file of the key --hub-key is about to be rotated to: every event is signed by both until the rotation (argosy-hub rotate) (env ARGOSY_HUB_NEXT_PRIVATE_KEY)")
+	fs.StringSliceVar(&o.Anchors, "trust-anchor", nil, "file of another hub public key to trust, such as the first key, before any rotation, that readers pin; repeatable")
 	fs.StringVar(&o.Tokens, "tokens", cmdkit.Env("ARGOSY_TOKENS", ""), "the tokens file, from argosy-hub token new (env ARGOSY_TOKENS)")
 	fs.StringVar(&o.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the API (env ARGOSY_LISTEN)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9466"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
@@ -126,13 +129,22 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	anchors := []events.Key{events.HubAnchor("hub", signer.Public())}
+	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
+	if o.NextHubKey != "" {
+		next, err := LoadSigner(o.NextHubKey)
+		if err != nil {
+			return err
+		}
+		if signer, err = signer.Cosigner(next); err != nil {
+			return fmt.Errorf("--next-hub-key: %w", err)
+		}
+	}
 	for _, f := range o.Anchors {
 		pub, err := events.LoadPublicKey(f)
 		if err != nil {
 			return err
 		}
-		anchors = append(anchors, events.HubAnchor("hub", pub))
+		anchors = append(anchors, events.HubAnchor(hub.HubKeyOwner, pub))
 	}
 	tokens, err := hub.LoadTokens(o.Tokens)
 	if err != nil {
