@@ -59,7 +59,7 @@ func samples() map[string]sample {
 		},
 		"io.argosy.config.application.upserted.v1": {
 			full: schemas.ApplicationUpserted{Resource: resource, Project: "default", Labels: labels,
-				Annotations: map[string]string{"argosy.dev/owner": "team-payments"}, Spec: appSpec},
+				Annotations: map[string]string{"argosy.dev/owner": "team-payments"}, Spec: appSpec, Adopt: true},
 			minimal: schemas.ApplicationUpserted{Resource: minResource, Project: "default", Spec: emptySpec},
 		},
 		"io.argosy.config.application.deleted.v1": {

@@ -38,6 +38,10 @@ type ApplicationUpserted struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Spec is the Argo CD ApplicationSpec (argoproj.io/v1alpha1) as JSON.
 	Spec json.RawMessage `json:"spec"`
+	// Adopt takes over an Application that exists in the cluster without
+	// being Argosy's (in autonomous mode, one the cluster owns): the spoke
+	// applies Spec to it in place, and manages it from then on.
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // ApplicationDeleted is the data of io.argosy.config.application.deleted.v1.

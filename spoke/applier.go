@@ -297,7 +297,8 @@ func objectKey(d *events.Decoded) (string, bool) {
 func (a *Applier) change(d *events.Decoded) (*change, error) {
 	switch p := d.Data.(type) {
 	case *schemas.ApplicationUpserted:
-		obj := &Object{Ref: Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Annotations: p.Annotations, Spec: p.Spec, Generation: p.Generation}
+		obj := &Object{Ref: Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Annotations: p.Annotations,
+			Spec: p.Spec, Generation: p.Generation, Adopt: p.Adopt}
 		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: schemas.SubjectApplications, spec: p.Spec,
 			do: func(ctx context.Context) error { return a.argo.Apply(ctx, obj) }}, nil
 	case *schemas.ApplicationDeleted:

@@ -132,7 +132,8 @@ func TestManagedModeRevertsDrift(t *testing.T) {
 // TestAutonomousMode creates an Application in the cluster and checks that
 // an autonomous spoke publishes it, refuses the hub's attempts to overwrite
 // or delete it (acknowledged as conflicts), and still applies the hub's own
-// Applications.
+// Applications. Then the hub adopts it: the spoke takes the same object
+// over in place (same uid), and the hub's next change applies to it.
 func TestAutonomousMode(t *testing.T) {
 	w := newWorld(t)
 	argo := newArgo(t, w.dyn, argocd.KeepLocal())
@@ -178,6 +179,34 @@ func TestAutonomousMode(t *testing.T) {
 	}
 	if path, _, _ := unstructured.NestedString(a.Object, "spec", "source", "path"); path != "local" {
 		t.Errorf("the local Application was overwritten: path %q", path)
+	}
+
+	// The hub adopts it with the spec it published: the spoke takes it
+	// over in place, and from then on the hub's changes apply to it.
+	res.Generation = 3
+	adopt := w.event(events.TypeApplicationUpserted, res, schemas.ApplicationUpserted{Resource: res, Project: p.Project, Labels: p.Labels,
+		Spec: p.Spec, Adopt: true})
+	res.Generation = 4
+	change := w.event(events.TypeApplicationUpserted, res, schemas.ApplicationUpserted{Resource: res, Project: "default", Labels: p.Labels,
+		Spec: json.RawMessage(`{"project":"default","source":{"repoURL":"` + w.repo.URL + `","path":"app","targetRevision":"main"},` +
+			`"destination":{"server":"https://kubernetes.default.svc","namespace":"` + w.ns + `"}}`)})
+	w.publish(w.hub, adopt, change)
+	got = w.acks(func(last map[string]string, n int) bool { return n >= 5 })
+	if got[adopt.ID()] != "applied" || got[change.ID()] != "applied" {
+		t.Errorf("acknowledgements %v: want the adoption and the change after it applied", got)
+	}
+	b, err := apps.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the adopted Application is gone: %v", err)
+	}
+	if b.GetUID() != a.GetUID() || b.GetCreationTimestamp() != a.GetCreationTimestamp() {
+		t.Errorf("the Application was re-created: uid %s, was %s", b.GetUID(), a.GetUID())
+	}
+	if b.GetLabels()[argocd.LabelManaged] != "true" || b.GetLabels()["team"] != "edge" || b.GetAnnotations()[argocd.AnnotationGeneration] != "4" {
+		t.Errorf("adopted Application: labels %v, annotations %v; want it managed at generation 4, its labels kept", b.GetLabels(), b.GetAnnotations())
+	}
+	if path, _, _ := unstructured.NestedString(b.Object, "spec", "source", "path"); path != "app" {
+		t.Errorf("the hub's change after adoption was not applied: path %q", path)
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -78,6 +78,10 @@ type Object struct {
 	// Generation is the hub's generation of the object; it is recorded on
 	// the object as the argosy.dev/generation annotation.
 	Generation int64
+	// Adopt lets Apply take over, under KeepLocal, an object that exists
+	// without the argosy.dev/managed label: it is updated in place, not
+	// re-created, and is Argosy's from then on.
+	Adopt bool
 }
 
 // Operation is a one-off action on an Application.
@@ -144,7 +148,8 @@ type Option func(*Client)
 // KeepLocal makes Apply and Delete refuse, with a ConflictError, to take
 // over or delete an object that exists without the argosy.dev/managed
 // label: in an agent's autonomous mode, Applications created in the
-// cluster belong to the cluster, and the hub never overwrites them.
+// cluster belong to the cluster, and the hub never overwrites them unless
+// it adopts them (Object.Adopt).
 func KeepLocal() Option { return func(a *Client) { a.keepLocal = true } }
 
 // New returns a Client that acts through dyn and owns the fields it
@@ -188,8 +193,10 @@ func (a *Client) Apply(ctx context.Context, obj *Object) error {
 	if err != nil {
 		return err
 	}
-	if err := a.checkOwner(ctx, ri, obj.Ref); err != nil {
-		return err
+	if !obj.Adopt {
+		if err := a.checkOwner(ctx, ri, obj.Ref); err != nil {
+			return err
+		}
 	}
 	force := true
 	got, err := ri.Patch(ctx, objectName(obj.Ref), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: a.manager, Force: &force})
