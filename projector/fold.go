@@ -139,7 +139,7 @@ func Needs(d *events.Decoded) *Need {
 	case *schemas.AppProjectUpserted, *schemas.AppProjectDeleted, *schemas.RepositoryUpserted,
 		*schemas.RepositoryDeleted, *schemas.OperationRequested, *schemas.AuditRecorded:
 		n.ChainHeads = []Partition{p}
-	case *schemas.ApplicationStatusChanged, *schemas.ConfigApplied, *schemas.ConfigRejected:
+	case *schemas.ApplicationStatusChanged, *schemas.ConfigApplied, *schemas.ConfigRejected, *schemas.ApplicationPublished:
 		if d.Subject.Kind == schemas.SubjectApplications {
 			n.Observed = []AppKey{key}
 		}
@@ -221,6 +221,17 @@ func Apply(v *View, d *events.Decoded) error {
 			if o.Rejected != nil && o.Rejected.Generation <= o.AppliedGeneration {
 				o.Rejected = nil
 			}
+			o.Local = nil // the hub's now
+			v.putObserved(o)
+		}
+	case *schemas.ApplicationPublished:
+		if d.Subject.Kind == schemas.SubjectApplications {
+			spec, err := compact(p.Spec)
+			if err != nil {
+				return fmt.Errorf("application %s/%s spec: %w", p.Namespace, p.Name, err)
+			}
+			o := v.observed(d)
+			o.Local = &LocalApp{Project: p.Project, Labels: p.Labels, Spec: spec, Generation: p.Generation, EventID: d.Event.ID(), At: d.LogTime}
 			v.putObserved(o)
 		}
 	case *schemas.ConfigRejected:
@@ -279,7 +290,7 @@ func (v *View) observe(d *events.Decoded, p *schemas.ApplicationStatusChanged) {
 	}
 	switch {
 	case p.Deleted:
-		o.Deleted = true
+		o.Deleted, o.Local = true, nil
 	case p.Full:
 		o.Deleted, o.Sync, o.Health, o.Operation, o.Conditions, o.Resources = false, p.Sync, p.Health, p.Operation, p.Conditions, p.Resources
 	default:

@@ -308,3 +308,37 @@ func TestStatusDeltaMovesAppliedGeneration(t *testing.T) {
 		t.Errorf("observed %+v, want applied generation 3, no rejection, health Degraded", got)
 	}
 }
+
+// TestPublishedApplicationUntilAdopted: what a cluster publishes of an
+// Application it owns shows as the observed row's Local, the newest
+// publication winning, until the hub's first change to it is applied.
+func TestPublishedApplicationUntilAdopted(t *testing.T) {
+	l := &logOf{}
+	res := func(gen int64) schemas.Resource {
+		return schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: gen}
+	}
+	l.add("status", 1, events.TypeApplicationPublished, app("web"), &schemas.ApplicationPublished{Resource: res(1), Project: "default",
+		Spec: json.RawMessage(`{"project": "default", "source": {"path": "one"}}`)})
+	l.add("status", 1, events.TypeApplicationPublished, app("web"), &schemas.ApplicationPublished{Resource: res(2), Project: "team",
+		Labels: map[string]string{"team": "edge"}, Spec: json.RawMessage(`{"project":"team","source":{"path":"two"}}`)})
+	v := projector.NewView()
+	fold := func() []projector.AppObserved {
+		t.Helper()
+		for _, d := range l.recs {
+			if err := projector.Apply(v, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.recs = nil
+		return v.Flush().Observed
+	}
+	got := fold()
+	if len(got) != 1 || got[0].Local == nil || got[0].Local.Project != "team" || got[0].Local.Generation != 2 ||
+		string(got[0].Local.Spec) != `{"project":"team","source":{"path":"two"}}` || got[0].Local.Labels["team"] != "edge" {
+		t.Fatalf("observed %+v: want the second publication as Local", got)
+	}
+	l.add("status", 1, events.TypeConfigApplied, app("web"), &schemas.ConfigApplied{Resource: res(3), EventID: "adopt"})
+	if got := fold(); len(got) != 1 || got[0].Local != nil || got[0].AppliedGeneration != 3 {
+		t.Errorf("observed %+v: want no Local once the hub's generation 3 is applied", got)
+	}
+}

@@ -75,8 +75,23 @@ type AppObserved struct {
 	AppliedGeneration int64 `json:"appliedGeneration"`
 	// Rejected is the last rejection, if it is newer than the applied
 	// generation.
-	Rejected  *Rejection `json:"rejected,omitempty"`
-	UpdatedAt time.Time  `json:"updatedAt"`
+	Rejected *Rejection `json:"rejected,omitempty"`
+	// Local is the Application as its cluster last published it while it
+	// owned it (autonomous mode), until the hub's first change to it is
+	// applied: what `argosy app adopt` takes over.
+	Local     *LocalApp `json:"local,omitempty"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// LocalApp is an Application a cluster owns, as it published it.
+type LocalApp struct {
+	Project string            `json:"project"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Spec    json.RawMessage   `json:"spec"`
+	// Generation is the Application object's own metadata.generation.
+	Generation int64     `json:"generation"`
+	EventID    string    `json:"eventId"`
+	At         time.Time `json:"at"`
 }
 
 // Rejection is a config event a cluster refused.

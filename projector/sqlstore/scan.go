@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -24,7 +25,7 @@ var (
 	desiredColumns = []string{"cluster", "namespace", "name", "project", "labels", "generation", "deleted", "spec",
 		"event_id", "updated_at"}
 	observedColumns = []string{"cluster", "namespace", "name", "seq", "deleted", "sync", "health", "operation",
-		"conditions", "resources", "applied_generation", "rejected", "updated_at"}
+		"conditions", "resources", "applied_generation", "rejected", "updated_at", "local"}
 	ackColumns   = []string{"event_id", "cluster", "applied", "code", "reason", "at"}
 	callColumns  = []string{"request_id", "actor", "action", "outcome", "at", "event_ids"}
 	auditColumns = []string{"topic", "part", "off", "at", "event_id", "type", "cluster", "kind", "namespace", "name",
@@ -193,8 +194,8 @@ func scanObserved() ([]any, func() (*projector.AppObserved, error)) {
 	var cluster, ns, name sql.NullString
 	var seq, applied, at sql.NullInt64
 	var deleted sql.NullBool
-	var syncJ, health, op, conds, res, rejected []byte
-	dest := []any{&cluster, &ns, &name, &seq, &deleted, &syncJ, &health, &op, &conds, &res, &applied, &rejected, &at}
+	var syncJ, health, op, conds, res, rejected, local []byte
+	dest := []any{&cluster, &ns, &name, &seq, &deleted, &syncJ, &health, &op, &conds, &res, &applied, &rejected, &at, &local}
 	return dest, func() (*projector.AppObserved, error) {
 		if !cluster.Valid {
 			return nil, nil
@@ -208,6 +209,16 @@ func scanObserved() ([]any, func() (*projector.AppObserved, error)) {
 		d.json(conds, &v.Conditions, "conditions")
 		d.json(res, &v.Resources, "resources")
 		d.json(rejected, &v.Rejected, "rejected")
+		d.json(local, &v.Local, "local")
+		if v.Local != nil && d.err == nil {
+			// A JSON column keeps the value, not its bytes (PostgreSQL's
+			// jsonb spaces it out): compact the spec as the fold wrote it.
+			var b bytes.Buffer
+			if err := json.Compact(&b, v.Local.Spec); err != nil {
+				return nil, fmt.Errorf("local: %w", err)
+			}
+			v.Local.Spec = b.Bytes()
+		}
 		return v, d.err
 	}
 }

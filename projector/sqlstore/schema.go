@@ -75,6 +75,11 @@ var migrations = [][]string{
 			detail TEXT NOT NULL, at BIGINT)`,
 		`CREATE INDEX gaps_cluster_at ON gaps (cluster, at)`,
 	},
+	{
+		// What a cluster in autonomous mode published of an Application
+		// it owns, for adoption.
+		`ALTER TABLE observed_apps ADD COLUMN local $JSON`,
+	},
 }
 
 // migrate brings the schema up to the newest version, in one transaction.

@@ -132,6 +132,8 @@ func fixture() *projector.Batch {
 				Conditions:        []schemas.Condition{{Type: "SyncError", Message: "x"}},
 				Resources:         &schemas.ResourceSummary{Total: 3, ByKind: map[string]int{"Deployment": 1}},
 				AppliedGeneration: 2, Rejected: &projector.Rejection{Generation: 3, EventID: "e3", Code: "invalid"},
+				Local: &projector.LocalApp{Project: "p3", Labels: map[string]string{"team": "edge"},
+					Spec: json.RawMessage(`{"project":"p3"}`), Generation: 4, EventID: "e5", At: day(2, 12)},
 				UpdatedAt: day(2, 10)},
 			{AppKey: key("c3", "default", "x"), Seq: 1, Deleted: true, Conditions: []schemas.Condition{}, UpdatedAt: day(2, 11)},
 		},

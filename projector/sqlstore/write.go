@@ -248,7 +248,7 @@ func observedRow(v *projector.AppObserved) ([]any, error) {
 	var e encoder
 	return []any{v.Cluster, v.Namespace, v.Name, v.Seq, v.Deleted, e.json(v.Sync), e.json(v.Health),
 		e.json(v.Operation), e.json(v.Conditions), e.json(v.Resources), v.AppliedGeneration, e.json(v.Rejected),
-		e.time(v.UpdatedAt)}, e.err
+		e.time(v.UpdatedAt), e.json(v.Local)}, e.err
 }
 
 func chainHeadRows(heads map[projector.Partition]string) [][]any {
