@@ -58,6 +58,9 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 	if err := checkTargets(req.Clusters, req.ExpectedGeneration); err != nil {
 		return nil, err
 	}
+	if req.Adopt && len(req.Clusters) != 1 {
+		return nil, invalid("clusters", "adopt takes one cluster: the one whose Application is taken over")
+	}
 	app, err := validate.Application(req.Manifest, s.o.namespace)
 	if err != nil {
 		return nil, validationError(err)
@@ -78,12 +81,17 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 		subj := events.Subject{Cluster: name, Kind: schemas.SubjectApplications, Namespace: app.Namespace, Name: app.Name}
 		changes = append(changes, change{cluster: name, key: events.DesiredKey(subj), kind: api.KindApplications,
 			build: func(cur entry, exists bool) (*pending, error) {
+				if req.Adopt && exists && !cur.deleted {
+					return nil, &apiError{status: http.StatusConflict, body: api.Error{
+						Error: fmt.Sprintf("the hub manages Application %s/%s on cluster %q already, at generation %d: there is nothing to adopt", subj.Namespace, subj.Name, name, cur.generation),
+						Hint:  fmt.Sprintf("argosy app apply -f FILE --cluster %s changes it", name)}}
+				}
 				gen, err := generationFor(req.ExpectedGeneration, cur, exists, fmt.Sprintf("Application %s/%s on cluster %q", subj.Namespace, subj.Name, name))
 				if err != nil {
 					return nil, err
 				}
 				data := schemas.ApplicationUpserted{Resource: schemas.Resource{Cluster: name, Namespace: app.Namespace, Name: app.Name, Generation: gen},
-					Project: app.Project, Labels: app.Labels, Annotations: app.Annotations, Spec: app.Spec}
+					Project: app.Project, Labels: app.Labels, Annotations: app.Annotations, Spec: app.Spec, Adopt: req.Adopt}
 				return s.upsert(events.TypeApplicationUpserted, subj, data, gen, &entry{project: app.Project, labels: app.Labels})
 			}})
 	}
@@ -120,6 +128,9 @@ func (s *Server) applyProject(r *http.Request, c *call) (any, error) {
 	}
 	if err := checkTargets(req.Clusters, req.ExpectedGeneration); err != nil {
 		return nil, err
+	}
+	if req.Adopt {
+		return nil, invalid("adopt", "only Applications are adopted")
 	}
 	proj, err := validate.AppProject(req.Manifest, s.o.namespace)
 	if err != nil {

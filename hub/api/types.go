@@ -45,6 +45,12 @@ type ApplyRequest struct {
 	// ExpectedGeneration, with one cluster only, is the generation the
 	// object must be at (0: it must not exist yet); else 409.
 	ExpectedGeneration *int64 `json:"expectedGeneration,omitempty"`
+	// Adopt, for an Application on one cluster, takes over the
+	// Application of that name that exists in the cluster without being
+	// the hub's (one a spoke in autonomous mode owns): the spoke applies
+	// Manifest to it in place, never re-creating it. 409 if the hub
+	// manages it already.
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // ClusterRequest registers a cluster, or changes its labels.

@@ -28,7 +28,7 @@ them: as the hub holds them (list, get) and as the clusters report them
 	}
 	cmd.AddCommand(NewCmdAppStatus(io, nil), NewCmdAppList(io, nil), NewCmdAppGet(io, nil), NewCmdAppApply(io, nil), NewCmdAppPlacements(io, nil),
 		NewCmdAppDelete(io, nil), NewCmdAppSync(io, nil), NewCmdAppRefresh(io, nil), NewCmdAppRollback(io, nil),
-		NewCmdAppTerminate(io, nil))
+		NewCmdAppTerminate(io, nil), NewCmdAppAdopt(io, nil))
 	return cmd
 }
 

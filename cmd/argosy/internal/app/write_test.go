@@ -375,7 +375,7 @@ func TestAppDeleteAndOperate(t *testing.T) {
 
 func TestAppWritesHelp(t *testing.T) {
 	var cmds [][]string
-	for _, verb := range []string{"list", "get", "apply", "delete", "sync", "refresh", "rollback", "terminate"} {
+	for _, verb := range []string{"list", "get", "apply", "delete", "sync", "refresh", "rollback", "terminate", "adopt"} {
 		cmds = append(cmds, []string{"app", verb})
 	}
 	cmdtest.ReadCommandsHelp(t, NewCmdApp, cmds...)

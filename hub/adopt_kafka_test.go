@@ -1,0 +1,60 @@
+//go:build integration
+
+package hub_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// TestAdopt: adopting an Application appends an upsert marked adopt, for
+// one cluster only; adopting one the hub manages already is a conflict
+// that names the command to change it, and AppProjects are not adopted.
+func TestAdopt(t *testing.T) {
+	r := newRig(t, 1)
+	root := r.client(r.start(), "root")
+	r.register(root, "edge-1", nil)
+	r.register(root, "edge-2", nil)
+	manifest := json.RawMessage(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"local-web","namespace":"argocd"},
+		"spec":{"project":"default","source":{"repoURL":"https://git.example.com/web.git","path":"app","targetRevision":"main"},
+		"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}}`)
+	adopt := func(clusters ...string) (*api.Result, error) {
+		return root.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: clusters, Manifest: manifest, Adopt: true}, api.WriteOptions{})
+	}
+	if _, err := adopt("edge-1", "edge-2"); api.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("adopting on two clusters = %v, want 400", err)
+	}
+	res, err := adopt("edge-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re *api.ResponseError
+	if _, err := adopt("edge-1"); api.StatusOf(err) != http.StatusConflict || !asResponse(err, &re) || !contains(re.Body.Hint, "argosy app apply") {
+		t.Errorf("adopting again = %v, want 409 with a hint", err)
+	}
+	project := json.RawMessage(`{"apiVersion":"argoproj.io/v1alpha1","kind":"AppProject","metadata":{"name":"p"},"spec":{}}`)
+	if _, err := root.Apply(t.Context(), api.KindAppProjects, api.ApplyRequest{Clusters: []string{"edge-1"}, Manifest: project, Adopt: true},
+		api.WriteOptions{}); api.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("adopting an AppProject = %v, want 400", err)
+	}
+	var found bool
+	for _, d := range ofType(r.decoded(r.records(events.TopicConfig)), events.TypeApplicationUpserted) {
+		p := d.Data.(*schemas.ApplicationUpserted)
+		if d.Event.ID() == res.Events[0].ID {
+			found = true
+			if !p.Adopt || p.Cluster != "edge-1" || p.Generation != 1 {
+				t.Errorf("adoption event %+v: want adopt on edge-1 at generation 1", p)
+			}
+		} else {
+			t.Errorf("unexpected upsert %+v", p)
+		}
+	}
+	if !found {
+		t.Error("the adoption is not on the config topic")
+	}
+}
