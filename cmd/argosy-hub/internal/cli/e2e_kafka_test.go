@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/argosyproj/argosy/cmd/argosy-hub/internal/cli"
@@ -124,10 +126,94 @@ func TestHubEndToEnd(t *testing.T) {
 	})
 }
 
+// TestAdoptEndToEnd adopts an Application that a spoke in autonomous mode
+// owns, with the real binaries: the argosy-spoke publishes the Application
+// created in its cluster, the hub's projector keeps it, `argosy app adopt`
+// sends it back as an adoption, and the spoke takes the same object over
+// (same uid), after which the hub's change to it applies.
+func TestAdoptEndToEnd(t *testing.T) {
+	e := kubetest.Current(t)
+	if err := e.StartArgoCD(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, buildHub(t))
+	hubc, _, url := f.startWith("hub", []string{"--store", "sqlite://" + filepath.Join(f.dir, "views.db"), "--fold",
+		"--projector-group", f.prefix + "projector"})
+	ns := e.Namespace(t)
+	cluster := "edge-" + ns
+	reg, err := hubc.RegisterCluster(t.Context(), cluster, api.ClusterRequest{Labels: map[string]string{"env": "edge"}}, api.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSpoke(t, e, f, url, cluster, reg.JoinToken, "--mode", "autonomous")
+
+	dyn, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	name := "local-" + ns
+	spec := func(path string) map[string]any {
+		return map[string]any{"project": "default",
+			"source":      map[string]any{"repoURL": "https://git.example.com/local.git", "path": path, "targetRevision": "main"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns}}
+	}
+	created, err := apps.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1",
+		"kind": "Application", "metadata": map[string]any{"name": name, "labels": map[string]any{"team": "edge"}}, "spec": spec("local")}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the hub's views show what the cluster published", func() bool {
+		var list struct {
+			Items []struct {
+				Observed *struct {
+					Local *struct{ Project string } `json:"local"`
+				} `json:"observed"`
+			} `json:"items"`
+		}
+		return getJSON(t, url+"/api/v1/applications?cluster="+cluster+"&name="+name, f.token, &list) && len(list.Items) == 1 &&
+			list.Items[0].Observed != nil && list.Items[0].Observed.Local != nil
+	})
+
+	argosy := filepath.Join(t.TempDir(), "argosy")
+	if out, err := exec.Command("go", "build", "-o", argosy, "github.com/argosyproj/argosy/cmd/argosy").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(t.Context(), argosy, "app", "adopt", name, "--cluster", cluster, "--server", url, "--token", f.token)
+	cmd.Env = append(os.Environ(), "ARGOSY_CONFIG="+filepath.Join(t.TempDir(), "config.yaml"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("argosy app adopt: %v\n%s", err, out)
+	}
+	waitFor(t, 2*time.Minute, "the spoke takes the Application over", func() bool {
+		a, err := apps.Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && a.GetLabels()[argocd.LabelManaged] == "true" && a.GetAnnotations()[argocd.AnnotationGeneration] == "1"
+	})
+	manifest, err := json.Marshal(map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name, "namespace": kubetest.ArgoNamespace}, "spec": spec("next")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{cluster}, Manifest: manifest}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the hub's change applies to the adopted Application", func() bool {
+		a, err := apps.Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && unstructuredString(a.Object, "spec", "source", "path") == "next"
+	})
+	a, err := apps.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.GetUID() != created.GetUID() {
+		t.Errorf("the Application was re-created: uid %s, was %s", a.GetUID(), created.GetUID())
+	}
+}
+
 // startSpoke runs the real argosy-spoke binary for the cluster on the
 // real Argo CD until the test ends: it makes its keys and joins with the
 // token on first start, trusting the hub's key as keygen wrote it.
-func startSpoke(t *testing.T, e *kubetest.Env, f *fixture, hubURL, cluster, token string) {
+func startSpoke(t *testing.T, e *kubetest.Env, f *fixture, hubURL, cluster, token string, args ...string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "argosy-spoke")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/argosyproj/argosy/cmd/argosy-spoke").CombinedOutput(); err != nil {
@@ -138,11 +224,11 @@ func startSpoke(t *testing.T, e *kubetest.Env, f *fixture, hubURL, cluster, toke
 		t.Fatal(err)
 	}
 	ns := e.Namespace(t)
-	p, err := testproc.Start(f.dir, "argosy-spoke", bin, []string{"run", "--cluster", cluster,
+	p, err := testproc.Start(f.dir, "argosy-spoke", bin, append([]string{"run", "--cluster", cluster,
 		"--kafka-brokers", kafkatest.Bootstrap(t), "--topic-prefix", f.prefix, "--kubeconfig", e.Kubeconfig,
 		"--keys-dir", filepath.Join(f.dir, "spoke-keys"), "--hub-key", filepath.Join(f.dir, cli.PublicKeyFile),
 		"--join-token", token, "--hub-url", hubURL, "--namespace", ns, "--lease", "argosy-spoke-" + ns,
-		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", "1s"}, nil)
+		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--heartbeat-interval", "1s"}, args...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
