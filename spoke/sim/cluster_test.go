@@ -1,0 +1,221 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/spoke"
+	"github.com/argosyproj/argosy/spoke/sim"
+)
+
+var ref = spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "web"}
+
+func apply(t *testing.T, c *sim.Cluster, gen int64, rev string) {
+	t.Helper()
+	spec := json.RawMessage(`{"project":"default","source":{"repoURL":"https://git.example.com/web.git","targetRevision":"` + rev + `"}}`)
+	if err := c.Apply(t.Context(), &spoke.Object{Ref: ref, Spec: spec, Generation: gen}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func status(t *testing.T, c *sim.Cluster) spoke.AppStatus {
+	t.Helper()
+	s, ok := c.Status(ref)
+	if !ok {
+		t.Fatal("no such Application")
+	}
+	return s
+}
+
+// fixed behaves the same every time: syncs of 1 s, health after 1 s.
+func fixed(fail, degrade float64) sim.Behaviour {
+	return sim.Behaviour{SyncTime: [2]time.Duration{time.Second, time.Second}, HealthTime: [2]time.Duration{time.Second, time.Second},
+		FailRate: fail, RetryAfter: 10 * time.Second, DegradeRate: degrade, RecoverTime: [2]time.Duration{time.Minute, time.Minute}}
+}
+
+// TestSyncThenHealthy: a new Application syncs (Running, then Succeeded
+// with a history entry), is Progressing, then Healthy; a new revision
+// syncs again with a second history entry.
+func TestSyncThenHealthy(t *testing.T) {
+	c := sim.NewCluster(sim.WithBehaviour(fixed(0, 0)), sim.WithSeed(1))
+	apply(t, c, 1, "v1")
+	s := status(t, c)
+	if s.Sync.Status != sim.OutOfSync || s.Health.Status != sim.Progressing || s.Operation.Phase != sim.Running || s.Generation != 1 {
+		t.Fatalf("after apply: sync %v health %v op %v", s.Sync, s.Health, s.Operation)
+	}
+	now := time.Now().Add(2 * time.Second)
+	c.Step(now, time.Second)
+	s = status(t, c)
+	if s.Sync.Status != sim.Synced || s.Health.Status != sim.Progressing || s.Operation.Phase != sim.Succeeded || len(s.History) != 1 ||
+		s.LastSync.Phase != sim.Succeeded || s.Sync.Revision != s.History[0].Revision || len(s.Sync.Revision) != 40 {
+		t.Fatalf("after the sync: sync %v health %v op %v history %v", s.Sync, s.Health, s.Operation, s.History)
+	}
+	c.Step(now.Add(2*time.Second), time.Second)
+	if s = status(t, c); s.Health.Status != sim.Healthy {
+		t.Fatalf("health %v, want Healthy", s.Health)
+	}
+	first := s.Sync.Revision
+	apply(t, c, 2, "v2")
+	c.Step(time.Now().Add(2*time.Second), time.Second)
+	s = status(t, c)
+	if len(s.History) != 2 || s.History[1].ID != 2 || s.Sync.Revision == first || s.Generation != 2 {
+		t.Fatalf("after v2: history %v revision %s", s.History, s.Sync.Revision)
+	}
+	apply(t, c, 3, "v2") // the same source: nothing to sync
+	if s = status(t, c); s.Operation.Phase != sim.Succeeded || s.Generation != 3 {
+		t.Errorf("the same revision started a sync: %v", s.Operation)
+	}
+}
+
+// TestFailedSyncIsRetried: a failed sync leaves the Application OutOfSync
+// with a SyncError condition and a failed last sync and no history entry,
+// and is tried again after RetryAfter.
+func TestFailedSyncIsRetried(t *testing.T) {
+	c := sim.NewCluster(sim.WithBehaviour(fixed(1, 0)), sim.WithSeed(1))
+	apply(t, c, 1, "v1")
+	now := time.Now().Add(2 * time.Second)
+	c.Step(now, time.Second)
+	s := status(t, c)
+	if s.Sync.Status != sim.OutOfSync || s.Operation.Phase != sim.Failed || s.LastSync.Phase != sim.Failed || len(s.History) != 0 ||
+		len(s.Conditions) != 1 || s.Conditions[0].Type != "SyncError" {
+		t.Fatalf("after a failed sync: %+v", s)
+	}
+	c.Step(now.Add(11*time.Second), 11*time.Second)
+	if s = status(t, c); s.Operation.Phase != sim.Running {
+		t.Errorf("not retried: %v", s.Operation)
+	}
+}
+
+// TestDegradedRecovers: an Application that turns Degraded after a sync
+// recovers to Healthy after RecoverTime.
+func TestDegradedRecovers(t *testing.T) {
+	c := sim.NewCluster(sim.WithBehaviour(fixed(0, 1)), sim.WithSeed(1))
+	apply(t, c, 1, "v1")
+	now := time.Now()
+	c.Step(now.Add(2*time.Second), time.Second)
+	c.Step(now.Add(4*time.Second), time.Second)
+	if s := status(t, c); s.Health.Status != sim.Degraded || s.Health.Message == "" {
+		t.Fatalf("health %v, want Degraded", s.Health)
+	}
+	c.Step(now.Add(2*time.Minute), time.Second)
+	if s := status(t, c); s.Health.Status != sim.Healthy {
+		t.Fatalf("health %v, want Healthy after recovering", s.Health)
+	}
+}
+
+// TestDriftAndRevert: a local edit changes the spec's hash; Revert puts
+// the desired spec back.
+func TestDriftAndRevert(t *testing.T) {
+	b := fixed(0, 0)
+	b.DriftRate = 1e9 // certain within any step
+	c := sim.NewCluster(sim.WithBehaviour(b), sim.WithSeed(1))
+	apply(t, c, 1, "v1")
+	before := status(t, c).SpecHash
+	c.Step(time.Now(), time.Minute)
+	s := status(t, c)
+	if s.SpecHash == before || s.Sync.Status != sim.OutOfSync {
+		t.Fatalf("no drift: hash %s, sync %v", s.SpecHash, s.Sync)
+	}
+	desired := json.RawMessage(`{"project":"default","source":{"repoURL":"https://git.example.com/web.git","targetRevision":"v1"}}`)
+	if _, _, err := c.Revert(t.Context(), ref, desired); err != nil {
+		t.Fatal(err)
+	}
+	if s = status(t, c); s.SpecHash != before {
+		t.Errorf("after revert: hash %s, want %s", s.SpecHash, before)
+	}
+}
+
+// TestOperations: sync and rollback run as requested and are found by
+// their request id; terminate fails the running operation; deleting
+// delivers a deleted status.
+func TestOperations(t *testing.T) {
+	c := sim.NewCluster(sim.WithBehaviour(fixed(0, 0)), sim.WithSeed(1))
+	apply(t, c, 1, "v1")
+	c.Step(time.Now().Add(2*time.Second), time.Second)
+	apply(t, c, 2, "v2")
+	c.Step(time.Now().Add(2*time.Second), time.Second)
+	if err := c.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationRollback, RequestID: "r1", HistoryID: 1, RequestedBy: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := c.Performed(t.Context(), ref, "r1"); !ok {
+		t.Error("the rollback is not found by its request id")
+	}
+	c.Step(time.Now().Add(2*time.Second), time.Second)
+	s := status(t, c)
+	if len(s.History) != 3 || s.History[2].Revision != s.History[0].Revision || s.History[2].Initiator != "alice" || s.Sync.Status != sim.OutOfSync {
+		t.Fatalf("after the rollback: history %v sync %v", s.History, s.Sync)
+	}
+	if err := c.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationSync, RequestID: "r2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationTerminate, RequestID: "r3"}); err != nil {
+		t.Fatal(err)
+	}
+	if s = status(t, c); s.Operation.Phase != sim.Failed {
+		t.Errorf("after terminate: %v", s.Operation)
+	}
+	var errPerm *spoke.PermanentError
+	if err := c.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationRollback, HistoryID: 99}); err == nil || !asPermanent(err, &errPerm) {
+		t.Errorf("rollback to a missing entry: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan spoke.AppStatus, 16)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, func(s spoke.AppStatus) { got <- s }) }()
+	if s := <-got; s.Name != "web" {
+		t.Fatalf("first status %+v", s)
+	}
+	if s := <-got; !s.ListDone {
+		t.Fatalf("want ListDone, got %+v", s)
+	}
+	if err := c.Delete(t.Context(), ref, true); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; !s.Deleted || s.Name != "web" {
+		t.Fatalf("want the deletion, got %+v", s)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSnapshot: a Cluster and a Store carry on from what they wrote.
+func TestSnapshot(t *testing.T) {
+	c := sim.NewCluster(sim.WithBehaviour(fixed(0, 0)), sim.WithSeed(1))
+	apply(t, c, 1, "v1")
+	c.Step(time.Now().Add(2*time.Second), time.Second)
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sim.NewCluster()
+	if err := json.Unmarshal(b, d); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := status(t, c), status(t, d); a.UID != b.UID || len(b.History) != 1 || a.SpecHash != b.SpecHash {
+		t.Errorf("restored %+v, want %+v", b, a)
+	}
+	st := sim.NewStore()
+	if err := st.Put(t.Context(), "k", spoke.Applied{Generation: 3}); err != nil {
+		t.Fatal(err)
+	}
+	b, err = json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2 := sim.NewStore()
+	if err := json.Unmarshal(b, st2); err != nil {
+		t.Fatal(err)
+	}
+	if a, ok, _ := st2.Get(t.Context(), "k"); !ok || a.Generation != 3 {
+		t.Errorf("restored store: %+v %v", a, ok)
+	}
+}
+
+func asPermanent(err error, target **spoke.PermanentError) bool { return errors.As(err, target) }
