@@ -274,6 +274,11 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 	err = r.retry(ctx, func(ctx context.Context) error {
 		var err error
 		committed, err = r.adm.FetchOffsets(ctx, r.cfg.Group)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			// A group that never committed: some brokers say so rather
+			// than answer with no offsets.
+			committed, err = nil, nil
+		}
 		return classify(err)
 	})
 	if err != nil {

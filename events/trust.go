@@ -101,6 +101,9 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 		}
 		ends, err := adm.ListCommittedOffsets(ctx, f.topic)
 		if err != nil { // not known to be at the end: do not advance
+			if ctx.Err() != nil {
+				return nil
+			}
 			f.log.WarnContext(ctx, "trust topic end not listed; will retry", "topic", f.topic, "err", err)
 			select {
 			case <-ctx.Done():
