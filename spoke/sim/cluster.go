@@ -299,7 +299,7 @@ func (c *Cluster) finish(a *app, now time.Time, ok bool, msg string) {
 		return
 	}
 	a.Conditions = nil
-	id := int64(1)
+	id := int64(0) // Argo CD's first history id
 	if n := len(a.History); n > 0 {
 		id = a.History[n-1].ID + 1
 	}

@@ -62,7 +62,7 @@ func TestSyncThenHealthy(t *testing.T) {
 	apply(t, c, 2, "v2")
 	c.Step(time.Now().Add(2*time.Second), time.Second)
 	s = status(t, c)
-	if len(s.History) != 2 || s.History[1].ID != 2 || s.Sync.Revision == first || s.Generation != 2 {
+	if len(s.History) != 2 || s.History[0].ID != 0 || s.History[1].ID != 1 || s.Sync.Revision == first || s.Generation != 2 {
 		t.Fatalf("after v2: history %v revision %s", s.History, s.Sync.Revision)
 	}
 	apply(t, c, 3, "v2") // the same source: nothing to sync
@@ -138,7 +138,7 @@ func TestOperations(t *testing.T) {
 	c.Step(time.Now().Add(2*time.Second), time.Second)
 	apply(t, c, 2, "v2")
 	c.Step(time.Now().Add(2*time.Second), time.Second)
-	if err := c.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationRollback, RequestID: "r1", HistoryID: 1, RequestedBy: "alice"}); err != nil {
+	if err := c.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationRollback, RequestID: "r1", HistoryID: 0, RequestedBy: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _ := c.Performed(t.Context(), ref, "r1"); !ok {
@@ -219,3 +219,34 @@ func TestSnapshot(t *testing.T) {
 }
 
 func asPermanent(err error, target **spoke.PermanentError) bool { return errors.As(err, target) }
+
+// TestDeploymentsWithoutGaps feeds the simulated statuses to the agent's
+// deployment recorder: every sync is a record, and none is a gap (history
+// ids start where Argo CD's do).
+func TestDeploymentsWithoutGaps(t *testing.T) {
+	c := sim.NewCluster(sim.WithBehaviour(fixed(0, 0)), sim.WithSeed(1))
+	var mark spoke.DeployMark
+	seen, records := false, 0
+	observe := func() {
+		t.Helper()
+		recs, gaps, next := spoke.Deployments("c1", status(t, c), mark, seen)
+		if len(gaps) > 0 {
+			t.Fatalf("gaps %+v", gaps)
+		}
+		records += len(recs)
+		mark, seen = next, true
+	}
+	apply(t, c, 1, "v1")
+	observe()
+	for i, rev := range []string{"v1", "v2", "v3"} {
+		if i > 0 {
+			apply(t, c, int64(i+1), rev)
+			observe()
+		}
+		c.Step(time.Now().Add(time.Duration(2*(i+1))*time.Second), time.Second)
+		observe()
+	}
+	if records != 3 {
+		t.Errorf("%d deployment records, want 3", records)
+	}
+}
