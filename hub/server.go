@@ -137,7 +137,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dec, err := events.NewDecoder(events.NewVerifier(s.keys), events.WithTopics(s.o.topics))
+	dec, err := events.NewDecoder(events.NewVerifier(s.keys), append([]events.DecoderOption{events.WithTopics(s.o.topics)}, s.o.decoder...)...)
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, error)) (*events.TrustFollower, error) {
-	trustDec, err := events.NewDecoder(events.NewVerifier(s.keys.Anchors()), events.WithTopics(s.o.topics))
+	trustDec, err := events.NewDecoder(events.NewVerifier(s.keys.Anchors()), append([]events.DecoderOption{events.WithTopics(s.o.topics)}, s.o.decoder...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +257,7 @@ type options struct {
 	auditReads bool
 	ledgerLag  time.Duration // tests only: see export_test.go
 	placeEvery time.Duration
+	decoder    []events.DecoderOption
 }
 
 func newOptions(opts []Option) options {
@@ -305,6 +306,14 @@ func WithClientOpts(f func(name string) []kgo.Opt) Option {
 			o.clientOpts = f
 		}
 	}
+}
+
+// WithDecoderOptions adds options to every decoder the hub builds. Only a
+// broker that cannot stamp records with its LogAppendTime calls for one:
+// argosy dev's embedded broker, with events.AcceptCreateTime (it sets
+// each batch's time itself as it takes it; docs/dev.md).
+func WithDecoderOptions(opts ...events.DecoderOption) Option {
+	return func(o *options) { o.decoder = append(o.decoder, opts...) }
 }
 
 // WithTransactionalPrefix sets the prefix of the config writers'

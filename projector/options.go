@@ -30,6 +30,7 @@ type options struct {
 	listen     string
 	api        http.Handler
 	leave      time.Duration
+	decoder    []events.DecoderOption
 }
 
 // DefaultGroup is the consumer group projector replicas share by default.
@@ -86,6 +87,14 @@ func WithMaxRecords(n int) Option { return func(o *options) { o.maxRecords = n }
 // hooks, say.
 func WithClientOpts(f func(name string) []kgo.Opt) Option {
 	return func(o *options) { o.clientOpts = f }
+}
+
+// WithDecoderOptions adds options to every decoder the Service builds. Only a
+// broker that cannot stamp records with its LogAppendTime calls for one:
+// argosy dev's embedded broker, with events.AcceptCreateTime (it sets
+// each batch's time itself as it takes it; docs/dev.md).
+func WithDecoderOptions(opts ...events.DecoderOption) Option {
+	return func(o *options) { o.decoder = append(o.decoder, opts...) }
 }
 
 // WithReadAPI makes a Service serve h, the read API (package

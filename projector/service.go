@@ -63,11 +63,11 @@ func NewService(conn []kgo.Opt, store Store, anchors []events.Key, opts ...Optio
 // first that Kafka takes the connection's credentials.
 func (s *Service) Run(ctx context.Context) error {
 	keys := events.NewFollowingRegistry(s.anchors...)
-	dec, err := events.NewDecoder(events.NewVerifier(keys), events.WithTopics(s.o.topics))
+	dec, err := events.NewDecoder(events.NewVerifier(keys), append([]events.DecoderOption{events.WithTopics(s.o.topics)}, s.o.decoder...)...)
 	if err != nil {
 		return err
 	}
-	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(s.o.topics))
+	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), append([]events.DecoderOption{events.WithTopics(s.o.topics)}, s.o.decoder...)...)
 	if err != nil {
 		return err
 	}

@@ -260,7 +260,8 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	}
 	anchor := events.HubAnchor("hub", a.hub)
 	keys := events.NewFollowingRegistry(anchor)
-	dec, err := events.NewDecoder(events.NewVerifier(keys), events.WithTarget(a.cluster), events.WithTopics(a.o.topics))
+	dec, err := events.NewDecoder(events.NewVerifier(keys), append([]events.DecoderOption{events.WithTarget(a.cluster), events.WithTopics(a.o.topics)},
+		a.o.decoderOpts...)...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -272,7 +273,7 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(a.o.topics))
+	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), append([]events.DecoderOption{events.WithTopics(a.o.topics)}, a.o.decoderOpts...)...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

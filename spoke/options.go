@@ -36,6 +36,7 @@ type options struct {
 	applyBudget   time.Duration
 	statusResync  time.Duration
 	operationAge  time.Duration
+	decoderOpts   []events.DecoderOption
 }
 
 func newOptions(opts []Option) options {
@@ -105,6 +106,14 @@ func WithArgoCDVersion(v string) Option { return func(o *options) { o.argoCDVers
 // The short-lived clients of a bootstrap get none.
 func WithClientOpts(f func(name string) []kgo.Opt) Option {
 	return func(o *options) { o.clientOpts = f }
+}
+
+// WithDecoderOptions adds options to every decoder the agent builds. Only a
+// broker that cannot stamp records with its LogAppendTime calls for one:
+// argosy dev's embedded broker, with events.AcceptCreateTime (it sets
+// each batch's time itself as it takes it; docs/dev.md).
+func WithDecoderOptions(opts ...events.DecoderOption) Option {
+	return func(o *options) { o.decoderOpts = append(o.decoderOpts, opts...) }
 }
 
 // WithApplyBudget bounds how long the agent retries one config event whose
