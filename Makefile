@@ -27,7 +27,7 @@ INTEGRATION := -tags integration
 FUZZTIME    ?= 60s
 BENCHCOUNT  ?= 1
 
-.PHONY: all build test test-unit test-integration fuzz bench lint generate verify tools test-tools kube-tools clean
+.PHONY: all build run test test-unit test-integration fuzz bench lint generate verify tools test-tools kube-tools clean
 
 all: build
 
@@ -35,6 +35,12 @@ build: ## Build bin/argosy, bin/argosy-hub and bin/argosy-spoke.
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-hub ./cmd/argosy-hub
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-spoke ./cmd/argosy-spoke
+
+run: ## Run the whole system with a simulated fleet (argosy dev; ARGS="--clusters 50", say). Needs only Go.
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-hub ./cmd/argosy-hub
+	@echo 'bin/argosy is built: put bin/ on your PATH (export PATH="$$PWD/bin:$$PATH") to use it from another terminal.'
+	bin/argosy dev $(ARGS)
 
 test: test-tools kube-tools ## Run every test: unit, integration (real Kafka, Kubernetes, Argo CD, PostgreSQL), schema and golden checks.
 	$(GO) test -race -count=1 $(INTEGRATION) ./...

@@ -12,6 +12,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/auth"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cluster"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/contexts"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/dev"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/events"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/fleet"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/project"
@@ -44,6 +45,6 @@ catalogue.`,
 	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy", "table", nil), events.NewCmdEvents(io), projector.NewCmdProjector(io, nil),
 		fleet.NewCmdFleet(io, nil), cluster.NewCmdCluster(io), app.NewCmdApp(io), project.NewCmdProject(io), repo.NewCmdRepo(io),
 		audit.NewCmdAudit(io, nil), report.NewCmdReport(io),
-		auth.NewCmdLogin(io, nil), auth.NewCmdLogout(io, nil), contexts.NewCmdContext(io))
+		auth.NewCmdLogin(io, nil), auth.NewCmdLogout(io, nil), contexts.NewCmdContext(io), dev.NewCmdDev(io, nil))
 	return root
 }

@@ -1,0 +1,334 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/yaml"
+
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/internal/fleetsim"
+	"github.com/argosyproj/argosy/internal/httpserve"
+	"github.com/argosyproj/argosy/internal/telemetry"
+	"github.com/argosyproj/argosy/internal/version"
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/sqlstore"
+	"github.com/argosyproj/argosy/spoke"
+)
+
+// DevOptions are the flags of `argosy-hub dev`.
+type DevOptions struct {
+	IO          cmdkit.IOStreams
+	Clusters    int
+	DataDir     string
+	Broker      string
+	BrokerPort  int
+	Listen      string
+	MetricsAddr string
+	Reset       bool
+	Offline     time.Duration
+	Quiet       bool
+}
+
+// DevReady is what argosy-hub dev writes to DIR/dev.json once it serves:
+// what the argosy CLI needs to make a context for it.
+type DevReady struct {
+	URL      string   `json:"url"`
+	Token    string   `json:"token"`
+	DataDir  string   `json:"dataDir"`
+	Clusters []string `json:"clusters"`
+	PID      int      `json:"pid"`
+}
+
+// DevReadyFile is DevReady's file in the data directory.
+const DevReadyFile = "dev.json"
+
+// DefaultDevDir is argosy dev's data directory: argosy/dev under
+// $XDG_DATA_HOME, or ~/.local/share.
+func DefaultDevDir() string {
+	base := os.Getenv("XDG_DATA_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(os.TempDir(), "argosy-dev")
+		}
+		base = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(base, "argosy", "dev")
+}
+
+// NewCmdDev returns `argosy-hub dev`.
+func NewCmdDev(io cmdkit.IOStreams, runF func(context.Context, *DevOptions) error) *cobra.Command {
+	opts := &DevOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole system in this process, with a simulated fleet",
+		Long: `dev runs all of Argosy in one process, with nothing else to install or run:
+an embedded Kafka-compatible broker (its log in --data-dir, so the fleet and
+its history survive a restart), the hub with a generated key and admin
+token, the projector on a SQLite store, and a fleet of --clusters simulated
+clusters labelled with env, region and tier. Each cluster runs the real
+spoke agent, joined through the real join flow; only its Argo CD is
+simulated (docs/dev.md says how it behaves). Every few minutes a cluster
+goes offline for a while and comes back.
+
+Once ready it prints the hub's URL, the admin token and commands to try,
+and writes them to DIR/dev.json. argosy dev runs this and writes a context
+for the argosy CLI. Ctrl-C stops everything cleanly; --reset starts over.`,
+		Example: `  argosy-hub dev
+  argosy-hub dev --clusters 50 --listen 127.0.0.1:9080
+  argosy-hub dev --broker 127.0.0.1:9092   # a real Kafka instead of the embedded one
+  argosy-hub dev --reset`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if opts.Clusters < 1 || opts.Clusters > 10000 {
+				return &cmdkit.FlagError{Err: fmt.Errorf("--clusters %d: want 1 to 10000", opts.Clusters)}
+			}
+			if opts.DataDir == "" {
+				return &cmdkit.FlagError{Err: errors.New("--data-dir must not be empty")}
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return devRun(c.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Clusters, "clusters", 20, "how many simulated clusters")
+	f.StringVar(&opts.DataDir, "data-dir", cmdkit.Env("ARGOSY_DEV_DIR", DefaultDevDir()), "where the broker's log, the views, the keys and the fleet live (env ARGOSY_DEV_DIR)")
+	f.StringVar(&opts.Broker, "broker", "", "a Kafka to use (host:port) instead of the embedded broker")
+	f.IntVar(&opts.BrokerPort, "broker-port", 0, "port of the embedded broker on 127.0.0.1 (default: any free one)")
+	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address of the hub's API")
+	f.StringVar(&opts.MetricsAddr, "metrics-address", "127.0.0.1:9467", "address of /metrics and /healthz")
+	f.BoolVar(&opts.Reset, "reset", false, "delete --data-dir first: a new broker log, new keys, a new fleet")
+	f.DurationVar(&opts.Offline, "offline-every", 3*time.Minute, "how often, on average, a cluster goes offline for a while (0: never)")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print only the ready message and errors")
+	return cmd
+}
+
+func devRun(ctx context.Context, o *DevOptions) error {
+	level := slog.LevelWarn
+	if !o.Quiet {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(o.IO.Err, &slog.HandlerOptions{Level: level}))
+	if o.Reset {
+		if err := os.RemoveAll(o.DataDir); err != nil {
+			return fmt.Errorf("--reset: %w", err)
+		}
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return err
+	}
+	_ = os.Remove(filepath.Join(o.DataDir, DevReadyFile)) // not ready yet
+	signer, token, tokens, err := devCredentials(filepath.Join(o.DataDir, "hub"))
+	if err != nil {
+		return err
+	}
+	seed := o.Broker
+	var decoderOpts []events.DecoderOption
+	if seed == "" {
+		decoderOpts = append(decoderOpts, events.AcceptCreateTime())
+		b, err := startBroker(filepath.Join(o.DataDir, "kafka"), o.BrokerPort)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		seed = b.ListenAddrs()[0]
+	}
+	conn := []kgo.Opt{kgo.SeedBrokers(seed)}
+	topics := events.DefaultTopics("")
+	if err := devTopics(ctx, conn, topics); err != nil {
+		return err
+	}
+	tel, err := telemetry.Setup(ctx, "argosy-dev", version.Get().Version)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tel.Shutdown(context.WithoutCancel(ctx)) }()
+	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(o.DataDir, "views.db"))
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer store.Close()
+	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
+	svc, err := projector.NewService(conn, store, anchors, projector.WithTopics(topics), projector.WithClientOpts(tel.KafkaOpts),
+		projector.WithLogger(log.With("component", "projector")), projector.WithDecoderOptions(decoderOpts...))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	srv, err := hub.New(conn, signer, anchors, tokens, hub.WithTopics(topics), hub.WithListener(ln), hub.WithLogger(log.With("component", "hub")),
+		hub.WithReadAPI(read.New(store, read.WithLogger(log))), hub.WithClientOpts(tel.KafkaOpts), hub.WithDecoderOptions(decoderOpts...))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	url := "http://" + ln.Addr().String()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return svc.Run(gctx) })
+	g.Go(func() error { return srv.Run(gctx) })
+	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
+	g.Go(func() error {
+		client, err := api.NewClient(url, token, nil)
+		if err != nil {
+			return err
+		}
+		if err := waitReady(gctx, url); err != nil {
+			return err
+		}
+		fleet, err := fleetsim.New(fleetsim.Config{Clusters: o.Clusters, Prefix: "sim", Hub: client, HubKey: signer.Public(), Conn: conn,
+			Topics: topics, Dir: filepath.Join(o.DataDir, "fleet"), Offline: o.Offline, OfflineFor: [2]time.Duration{30 * time.Second, 90 * time.Second},
+			Log: log.With("component", "fleet"), AgentOpts: []spoke.Option{spoke.WithDecoderOptions(decoderOpts...)}})
+		if err != nil {
+			return err
+		}
+		if err := fleet.Join(gctx); err != nil {
+			if gctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		ready := DevReady{URL: url, Token: token, DataDir: o.DataDir, Clusters: fleet.Names(), PID: os.Getpid()}
+		if err := writeReady(o.DataDir, ready); err != nil {
+			return err
+		}
+		printReady(o.IO, ready)
+		return fleet.Run(gctx)
+	})
+	err = g.Wait()
+	_ = os.Remove(filepath.Join(o.DataDir, DevReadyFile))
+	if ctx.Err() != nil {
+		fmt.Fprintln(o.IO.Err, "argosy dev stopped; its data stays in "+o.DataDir)
+	}
+	return err
+}
+
+// devCredentials makes the hub's key and an admin token in dir the first
+// time, and reads them after.
+func devCredentials(dir string) (*events.Signer, string, []hub.Token, error) {
+	keyFile, tokenFile, tokensFile := filepath.Join(dir, PrivateKeyFile), filepath.Join(dir, "admin.token"), filepath.Join(dir, "tokens.yaml")
+	if _, err := os.Stat(keyFile); errors.Is(err, fs.ErrNotExist) {
+		if err := keygenRun(&KeygenOptions{IO: cmdkit.IOStreams{Out: discardWriter{}}, Dir: dir}); err != nil {
+			return nil, "", nil, err
+		}
+		tok, entry, err := hub.NewToken("admin", hub.RoleAdmin, nil, "")
+		if err != nil {
+			return nil, "", nil, err
+		}
+		b, err := yaml.Marshal(hub.TokenFile{Tokens: []hub.Token{entry}})
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if err := os.WriteFile(tokensFile, b, 0o600); err != nil {
+			return nil, "", nil, err
+		}
+		if err := os.WriteFile(tokenFile, []byte(tok+"\n"), 0o600); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	signer, err := LoadSigner(keyFile)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	tok, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("dev: %w (argosy dev --reset starts over)", err)
+	}
+	tokens, err := hub.LoadTokens(tokensFile)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return signer, strings.TrimSpace(string(tok)), tokens, nil
+}
+
+// devTopics makes Argosy's topics if they are missing: four config
+// partitions, four status partitions, one replica.
+func devTopics(ctx context.Context, conn []kgo.Opt, topics events.Topics) error {
+	cl, err := kgo.NewClient(conn...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := events.EnsureTopics(ctx, kadm.NewClient(cl), topics, events.TopicPlan(4, 4), 1, 1); err != nil {
+		return fmt.Errorf("topics: %w", err)
+	}
+	return nil
+}
+
+// waitReady waits for the hub at url to answer /readyz.
+func waitReady(ctx context.Context, url string) error {
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func writeReady(dir string, r DevReady) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, DevReadyFile)
+	if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}
+
+func printReady(io cmdkit.IOStreams, r DevReady) {
+	fmt.Fprintf(io.Out, `
+Argosy is ready: the hub, the projector and %d simulated clusters, in one process.
+  hub:    %s
+  token:  %s
+  data:   %s
+
+Try, in another terminal (argosy dev makes the context "dev" for these; else run argosy login %s --token TOKEN first):
+  argosy fleet
+  argosy app apply -f docs/examples/guestbook.yaml --selector env=staging
+  argosy app placements guestbook
+  argosy app status guestbook
+  argosy audit
+  argosy report deployments --by app
+
+Ctrl-C stops it; the fleet and its history are kept for the next run (argosy dev --reset starts over).
+`, len(r.Clusters), r.URL, r.Token, r.DataDir, r.URL)
+}
+
+type discardWriter struct{}
+
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,161 @@
+//go:build integration
+
+package dev_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/argosyproj/argosy/internal/testenv/testproc"
+)
+
+// TestDevAsANewUser does what the README tells a new user to: it runs
+// argosy dev (the built binaries, no Kafka, no Kubernetes), then, as from
+// a second terminal, the commands it prints: the fleet, an app placed on
+// every env=staging cluster, watched until it converges, its audit trail
+// and a deployment report. Ctrl-C stops everything with status 0. Run
+// again, it finds the same fleet and the app where it was.
+func TestDevAsANewUser(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	for _, b := range []string{"argosy", "argosy-hub"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, b), "github.com/argosyproj/argosy/cmd/"+b).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", b, err, out)
+		}
+	}
+	ports, err := testproc.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"ARGOSY_CONFIG=" + filepath.Join(dir, "config.yaml"), "ARGOSY_SERVER=", "ARGOSY_TOKEN=", "ARGOSY_CONTEXT="}
+	data := filepath.Join(dir, "data")
+	start := func(name string) *testproc.Proc {
+		t.Helper()
+		p, err := testproc.Start(dir, name, filepath.Join(bin, "argosy"), []string{"dev", "--data-dir", data, "--clusters", "6",
+			"--listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+			"--offline-every", "0"}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Stop(5 * time.Second) })
+		waitFor(t, 3*time.Minute, name+" says it is ready and made a context", func() bool {
+			return strings.Contains(p.LogTail(), `Context "dev"`)
+		}, p)
+		return p
+	}
+	try := func(args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(bin, "argosy"), args...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Dir = filepath.Join("..", "..", "..", "..") // the repository, where the README's commands run
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("argosy %s: %w\n%s%s", strings.Join(args, " "), err, out.String(), stderr.String())
+		}
+		return out.String(), nil
+	}
+	argosy := func(args ...string) string {
+		t.Helper()
+		out, err := try(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	p := start("dev")
+	var fleet []struct {
+		Name      string `json:"name"`
+		Connected bool   `json:"connected"`
+	}
+	waitFor(t, time.Minute, "six connected clusters", func() bool {
+		return json.Unmarshal([]byte(argosy("fleet", "-o", "json")), &fleet) == nil && len(fleet) == 6 &&
+			!slices.ContainsFunc(fleet, func(c struct {
+				Name      string `json:"name"`
+				Connected bool   `json:"connected"`
+			}) bool {
+				return !c.Connected
+			})
+	}, p)
+	argosy("app", "apply", "-f", "docs/examples/guestbook.yaml", "--selector", "env=staging")
+	staging := []string{"sim-001", "sim-004"} // fleetsim.Labels: every third cluster from the second
+	converged := func() bool {
+		var apps []struct {
+			Cluster  string                      `json:"cluster"`
+			Desired  *struct{ Generation int64 } `json:"desired"`
+			Observed *struct {
+				AppliedGeneration int64                    `json:"appliedGeneration"`
+				Sync              *struct{ Status string } `json:"sync"`
+			} `json:"observed"`
+		}
+		out, err := try("app", "status", "guestbook", "-o", "json") // an error until the placement wrote it
+		if err != nil || json.Unmarshal([]byte(out), &apps) != nil || len(apps) != len(staging) {
+			return false
+		}
+		for i, a := range apps {
+			if a.Cluster != staging[i] || a.Observed == nil || a.Observed.AppliedGeneration != 1 || a.Observed.Sync == nil || a.Observed.Sync.Status != "Synced" {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor(t, 2*time.Minute, "guestbook applied and synced on every staging cluster", converged, p)
+	if out := argosy("audit"); !strings.Contains(out, "applications/argocd/guestbook") || !strings.Contains(out, "placements.apply") {
+		t.Errorf("the audit trail does not show the placement and its applications:\n%s", out)
+	}
+	waitFor(t, time.Minute, "a deployment report with both deployments", func() bool {
+		var rep struct {
+			Rows []struct {
+				Group       string `json:"group"`
+				Deployments int    `json:"deployments"`
+			} `json:"rows"`
+		}
+		if json.Unmarshal([]byte(argosy("report", "deployments", "--by", "app", "-o", "json")), &rep) != nil {
+			return false
+		}
+		n := 0
+		for _, r := range rep.Rows {
+			n += r.Deployments
+		}
+		return n >= len(staging)
+	}, p)
+
+	// Ctrl-C: the terminal signals the whole foreground process group.
+	if err := syscall.Kill(-p.Pid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.WaitExit(time.Minute); !ok || err != nil {
+		t.Fatalf("argosy dev after Ctrl-C: exited %v, %v\n%s", ok, err, p.LogTail())
+	}
+	if !strings.Contains(p.LogTail(), "argosy dev stopped") {
+		t.Errorf("no word that it stopped:\n%s", p.LogTail())
+	}
+
+	p = start("dev-again")
+	waitFor(t, time.Minute, "the same fleet and app after a restart", func() bool {
+		return json.Unmarshal([]byte(argosy("fleet", "-o", "json")), &fleet) == nil && len(fleet) == 6 && converged()
+	}, p)
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, ok func() bool, p *testproc.Proc) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("argosy dev exited (%v) while waiting for %s:\n%s", err, what, p.LogTail())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s; argosy dev says:\n%s", within, what, p.LogTail())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
