@@ -41,6 +41,7 @@ type DevOptions struct {
 	DataDir     string
 	Broker      string
 	BrokerPort  int
+	TopicPrefix string
 	Listen      string
 	MetricsAddr string
 	Reset       bool
@@ -115,6 +116,7 @@ for the argosy CLI. Ctrl-C stops everything cleanly; --reset starts over.`,
 	f.IntVar(&opts.Clusters, "clusters", 20, "how many simulated clusters")
 	f.StringVar(&opts.DataDir, "data-dir", cmdkit.Env("ARGOSY_DEV_DIR", DefaultDevDir()), "where the broker's log, the views, the keys and the fleet live (env ARGOSY_DEV_DIR)")
 	f.StringVar(&opts.Broker, "broker", "", "a Kafka to use (host:port) instead of the embedded broker")
+	f.StringVar(&opts.TopicPrefix, "topic-prefix", "", "prefix of Argosy's topic names, to share a --broker")
 	f.IntVar(&opts.BrokerPort, "broker-port", 0, "port of the embedded broker on 127.0.0.1 (default: any free one)")
 	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address of the hub's API")
 	f.StringVar(&opts.MetricsAddr, "metrics-address", "127.0.0.1:9467", "address of /metrics and /healthz")
@@ -155,7 +157,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 		seed = b.ListenAddrs()[0]
 	}
 	conn := []kgo.Opt{kgo.SeedBrokers(seed)}
-	topics := events.DefaultTopics("")
+	topics := events.DefaultTopics(o.TopicPrefix)
 	if err := devTopics(ctx, conn, topics); err != nil {
 		return err
 	}

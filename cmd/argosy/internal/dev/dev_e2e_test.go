@@ -4,8 +4,10 @@ package dev_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/testproc"
 )
 
@@ -159,3 +164,75 @@ func waitFor(t *testing.T, within time.Duration, what string, ok func() bool, p 
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// TestDevOnARealBroker runs argosy-hub dev with --broker: the real Kafka
+// stamps records with its LogAppendTime, and the components, which accept
+// nothing else then, run the fleet on it.
+func TestDevOnARealBroker(t *testing.T) {
+	dir := t.TempDir()
+	hubBin := filepath.Join(dir, "argosy-hub")
+	if out, err := exec.Command("go", "build", "-o", hubBin, "github.com/argosyproj/argosy/cmd/argosy-hub").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	ports, err := testproc.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := kafkatest.Prefix(t)
+	p, err := testproc.Start(dir, "dev", hubBin, []string{"dev", "--data-dir", filepath.Join(dir, "data"), "--clusters", "3",
+		"--broker", kafkatest.Bootstrap(t), "--topic-prefix", prefix, "--offline-every", "0",
+		"--listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[1])}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Terminate(time.Minute); err != nil {
+			t.Error(err)
+		}
+		names, _ := kadm.NewClient(kafkatest.Client(t)).ListTopics(context.Background())
+		var ours []string
+		for _, n := range names.Names() {
+			if strings.HasPrefix(n, prefix) {
+				ours = append(ours, n)
+			}
+		}
+		kafkatest.DeleteAtEnd(t, ours...)
+	}()
+	waitFor(t, 2*time.Minute, "ready", func() bool { return strings.Contains(p.LogTail(), "Argosy is ready") }, p)
+	var ready struct {
+		URL   string `json:"url"`
+		Token string `json:"token"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "data", "dev.json"))
+	if err != nil || json.Unmarshal(b, &ready) != nil {
+		t.Fatalf("dev.json: %v %s", err, b)
+	}
+	waitFor(t, time.Minute, "three clusters heartbeating through the real broker", func() bool {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ready.URL+"/api/v1/clusters", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+ready.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var list struct {
+			Items []struct {
+				Connected bool `json:"connected"`
+			} `json:"items"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&list) != nil || len(list.Items) != 3 {
+			return false
+		}
+		for _, c := range list.Items {
+			if !c.Connected {
+				return false
+			}
+		}
+		return true
+	}, p)
+}
+
+func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
