@@ -37,8 +37,7 @@ build: ## Build bin/argosy, bin/argosy-hub and bin/argosy-spoke.
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-spoke ./cmd/argosy-spoke
 
 run: ## Run the whole system with a simulated fleet (argosy dev; ARGS="--clusters 50", say). Needs only Go.
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-hub ./cmd/argosy-hub
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/argosy ./cmd/argosy-hub
 	@echo 'bin/argosy is built: put bin/ on your PATH (export PATH="$$PWD/bin:$$PATH") to use it from another terminal.'
 	bin/argosy dev $(ARGS)
 
