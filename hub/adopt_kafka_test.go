@@ -5,9 +5,12 @@ package hub_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -56,5 +59,59 @@ func TestAdopt(t *testing.T) {
 	}
 	if !found {
 		t.Error("the adoption is not on the config topic")
+	}
+}
+
+// TestSourceCommit: a change's source commit goes into its events, a
+// placement's into each cluster's; a commit from the future, or one that
+// is not a full commit id, is a 400 naming the field.
+func TestSourceCommit(t *testing.T) {
+	r := newRig(t, 1)
+	root := r.client(r.start(hub.WithPlaceInterval(100*time.Millisecond)), "root")
+	r.register(root, "edge-1", map[string]string{"env": "edge"})
+	manifest := json.RawMessage(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},
+		"spec":{"project":"default","source":{"repoURL":"https://git.example.com/web.git","path":"app","targetRevision":"main"},
+		"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}}`)
+	commit := &api.SourceCommit{Revision: strings.Repeat("a1", 20), CommittedAt: time.Now().Add(-time.Hour).UTC().Truncate(time.Second)}
+	if _, err := root.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"edge-1"}, Manifest: manifest, Commit: commit},
+		api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		commit api.SourceCommit
+		field  string
+	}{
+		{api.SourceCommit{Revision: commit.Revision, CommittedAt: time.Now().Add(time.Hour)}, "commit.committedAt"},
+		{api.SourceCommit{Revision: "main", CommittedAt: commit.CommittedAt}, "commit.revision"},
+	} {
+		_, err := root.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"edge-1"}, Manifest: manifest, Commit: &tc.commit}, api.WriteOptions{})
+		var re *api.ResponseError
+		if api.StatusOf(err) != http.StatusBadRequest || !asResponse(err, &re) || len(re.Body.Fields) != 1 || re.Body.Fields[0].Field != tc.field {
+			t.Errorf("commit %+v: %v, want 400 naming %s", tc.commit, err, tc.field)
+		}
+	}
+	placed := json.RawMessage(strings.Replace(string(manifest), `"name":"web"`, `"name":"placed"`, 1))
+	if _, err := root.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: "env=edge", Manifest: placed, Commit: commit}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := map[string]*schemas.SourceCommit{}
+		for _, d := range ofType(r.decoded(r.records(events.TopicConfig)), events.TypeApplicationUpserted) {
+			p := d.Data.(*schemas.ApplicationUpserted)
+			got[p.Name] = p.Commit
+		}
+		if len(got) == 2 {
+			for name, c := range got {
+				if c == nil || c.Revision != commit.Revision || !c.CommittedAt.Equal(commit.CommittedAt) {
+					t.Errorf("%s carries commit %+v, want %+v", name, c, commit)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("upserts %v: want web and the placement's", got)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

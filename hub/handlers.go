@@ -3,7 +3,9 @@ package hub
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"time"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
@@ -65,6 +67,10 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 	if err != nil {
 		return nil, validationError(err)
 	}
+	commit, err := s.sourceCommit(req.Commit)
+	if err != nil {
+		return nil, err
+	}
 	c.target = api.KindApplications + "/" + app.Namespace + "/" + app.Name
 	var changes []change
 	for i, name := range req.Clusters {
@@ -91,7 +97,7 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 					return nil, err
 				}
 				data := schemas.ApplicationUpserted{Resource: schemas.Resource{Cluster: name, Namespace: app.Namespace, Name: app.Name, Generation: gen},
-					Project: app.Project, Labels: app.Labels, Annotations: app.Annotations, Spec: app.Spec, Adopt: req.Adopt}
+					Project: app.Project, Labels: app.Labels, Annotations: app.Annotations, Spec: app.Spec, Adopt: req.Adopt, Commit: commit}
 				return s.upsert(events.TypeApplicationUpserted, subj, data, gen, &entry{project: app.Project, labels: app.Labels})
 			}})
 	}
@@ -131,6 +137,9 @@ func (s *Server) applyProject(r *http.Request, c *call) (any, error) {
 	}
 	if req.Adopt {
 		return nil, invalid("adopt", "only Applications are adopted")
+	}
+	if req.Commit != nil {
+		return nil, invalid("commit", "only Applications deploy a source commit")
 	}
 	proj, err := validate.AppProject(req.Manifest, s.o.namespace)
 	if err != nil {
@@ -297,4 +306,29 @@ func (s *Server) deleteRepository(r *http.Request, c *call) (any, error) {
 	return s.remove(r, c, schemas.SubjectRepositories, events.TypeRepositoryDeleted, "", func(res schemas.Resource) any {
 		return schemas.RepositoryDeleted{Resource: res, URL: cur.url}
 	})
+}
+
+// commitRevision is a full git commit id, SHA-1 or SHA-256.
+var commitRevision = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// maxCommitSkew is how far in the future a commit time may be: the
+// committer's clock may run ahead of the hub's.
+const maxCommitSkew = 5 * time.Minute
+
+// sourceCommit checks a change's source commit.
+func (s *Server) sourceCommit(c *api.SourceCommit) (*schemas.SourceCommit, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if !commitRevision.MatchString(c.Revision) {
+		return nil, invalid("commit.revision", fmt.Sprintf("%q: want the commit's full id, 40 (or 64) lowercase hexadecimal digits", c.Revision))
+	}
+	if c.CommittedAt.IsZero() {
+		return nil, invalid("commit.committedAt", "required: when the commit was made (RFC 3339)")
+	}
+	if now := s.o.now(); c.CommittedAt.After(now.Add(maxCommitSkew)) {
+		return nil, invalid("commit.committedAt", fmt.Sprintf("%s is in the future (the hub's clock says %s)",
+			c.CommittedAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+	}
+	return &schemas.SourceCommit{Revision: c.Revision, CommittedAt: c.CommittedAt.UTC()}, nil
 }

@@ -402,6 +402,7 @@ var schemaOf = map[string]struct {
 	"ObjectList":        {"ObjectList", reflect.TypeFor[api.ObjectList]()},
 	"Identity":          {"Identity", reflect.TypeFor[api.Identity]()},
 	"PlacementRequest":  {"PlacementRequest", reflect.TypeFor[api.PlacementRequest]()},
+	"SourceCommit":      {"SourceCommit", reflect.TypeFor[api.SourceCommit]()},
 	"Placement":         {"Placement", reflect.TypeFor[api.Placement]()},
 	"PlacedCluster":     {"PlacedCluster", reflect.TypeFor[api.PlacedCluster]()},
 	"PlacementList":     {"PlacementList", reflect.TypeFor[api.PlacementList]()},

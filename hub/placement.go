@@ -105,6 +105,10 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 	if err != nil {
 		return nil, validationError(err)
 	}
+	commit, err := s.sourceCommit(req.Commit)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.p.allow(actionApplyPlacement, "", nil, app.Project); err != nil {
 		return nil, err
 	}
@@ -120,7 +124,7 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 			return nil, err
 		}
 		data := schemas.PlacementUpserted{Namespace: app.Namespace, Name: app.Name, Generation: gen, Selector: sel.String(),
-			Prune: req.Prune, Project: app.Project, Labels: app.Labels, Annotations: app.Annotations, Spec: app.Spec}
+			Prune: req.Prune, Project: app.Project, Labels: app.Labels, Annotations: app.Annotations, Spec: app.Spec, Commit: commit}
 		return s.placementEvent(events.TypePlacementUpserted, key, data, &placement{PlacementUpserted: data, selector: sel})
 	})
 }
@@ -386,6 +390,6 @@ func (p *placer) build(pl placement, cluster string, matches bool, cur entry, ex
 		ls = map[string]string{}
 	}
 	ls[LabelPlacement], ls[LabelPlacementGeneration] = pl.Name, strconv.FormatInt(pl.Generation, 10)
-	data := schemas.ApplicationUpserted{Resource: res, Project: pl.Project, Labels: ls, Annotations: pl.Annotations, Spec: pl.Spec}
+	data := schemas.ApplicationUpserted{Resource: res, Project: pl.Project, Labels: ls, Annotations: pl.Annotations, Spec: pl.Spec, Commit: pl.Commit}
 	return p.s.upsert(events.TypeApplicationUpserted, subj, data, gen, &entry{project: pl.Project, labels: ls})
 }

@@ -59,7 +59,8 @@ func samples() map[string]sample {
 		},
 		"io.argosy.config.application.upserted.v1": {
 			full: schemas.ApplicationUpserted{Resource: resource, Project: "default", Labels: labels,
-				Annotations: map[string]string{"argosy.dev/owner": "team-payments"}, Spec: appSpec, Adopt: true},
+				Annotations: map[string]string{"argosy.dev/owner": "team-payments"}, Spec: appSpec, Adopt: true,
+				Commit: &schemas.SourceCommit{Revision: "9f2c1e7a3b5d4c6e8f0a1b2c3d4e5f6a7b8c9d0e", CommittedAt: t0.Add(-time.Hour)}},
 			minimal: schemas.ApplicationUpserted{Resource: minResource, Project: "default", Spec: emptySpec},
 		},
 		"io.argosy.config.application.deleted.v1": {
@@ -132,7 +133,7 @@ func samples() map[string]sample {
 			full: schemas.DeploymentRecorded{Resource: resource, DeploymentID: "dep-311", Revision: "9f2c1e7",
 				PreviousRevision: "41b0d9a", Phase: "Succeeded", Initiator: "automated", StartedAt: t0, FinishedAt: t1,
 				Images: []string{"ghcr.example.com/payments/guestbook:1.8.2"}, Project: "payments", Labels: labels,
-				AppUID: "5b8f0c2e-2f43-4f0e-9d54-0c9a3c1b7e21", HistoryID: ptr[int64](11)},
+				AppUID: "5b8f0c2e-2f43-4f0e-9d54-0c9a3c1b7e21", HistoryID: ptr[int64](11), RevisionCommittedAt: ptr(t0.Add(-time.Hour))},
 			minimal: schemas.DeploymentRecorded{Resource: minResource, DeploymentID: "dep-1", Revision: "41b0d9a",
 				Phase: "Failed", StartedAt: t0, FinishedAt: t1},
 		},

@@ -38,10 +38,20 @@ type ApplicationUpserted struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Spec is the Argo CD ApplicationSpec (argoproj.io/v1alpha1) as JSON.
 	Spec json.RawMessage `json:"spec"`
+	// Commit is the source commit this change deploys, when its author
+	// says: spokes put its time on the deployments of that revision.
+	Commit *SourceCommit `json:"commit,omitempty"`
 	// Adopt takes over an Application that exists in the cluster without
 	// being Argosy's (in autonomous mode, one the cluster owns): the spoke
 	// applies Spec to it in place, and manages it from then on.
 	Adopt bool `json:"adopt,omitempty"`
+}
+
+// SourceCommit is a source commit and when it was committed.
+type SourceCommit struct {
+	// Revision is the commit's full id (40 or 64 hexadecimal digits).
+	Revision    string    `json:"revision"`
+	CommittedAt time.Time `json:"committedAt"`
 }
 
 // ApplicationDeleted is the data of io.argosy.config.application.deleted.v1.
@@ -266,6 +276,9 @@ type DeploymentRecorded struct {
 	// HistoryID is the id of the Application's status.history entry; absent
 	// for failed syncs, which Argo CD keeps no history entry for.
 	HistoryID *int64 `json:"historyId,omitempty"`
+	// RevisionCommittedAt is when Revision was committed, where the change
+	// that asked for it said (ApplicationUpserted.Commit); nil otherwise.
+	RevisionCommittedAt *time.Time `json:"revisionCommittedAt,omitempty"`
 }
 
 // Deployment gap reasons.
@@ -347,6 +360,9 @@ type PlacementUpserted struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Spec is the Application's spec, as on each cluster.
 	Spec json.RawMessage `json:"spec"`
+	// Commit is the source commit the placement deploys, where its author
+	// said; each cluster's upsert carries it.
+	Commit *SourceCommit `json:"commit,omitempty"`
 }
 
 // PlacementDeleted is the data of io.argosy.hub.placement.deleted.v1: the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -297,7 +298,7 @@ func objectKey(d *events.Decoded) (string, bool) {
 func (a *Applier) change(d *events.Decoded) (*change, error) {
 	switch p := d.Data.(type) {
 	case *schemas.ApplicationUpserted:
-		obj := &Object{Ref: Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Annotations: p.Annotations,
+		obj := &Object{Ref: Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Annotations: commitAnnotations(p),
 			Spec: p.Spec, Generation: p.Generation, Adopt: p.Adopt}
 		return &change{key: key(KindApplication, p.Resource), res: p.Resource, kind: schemas.SubjectApplications, spec: p.Spec,
 			do: func(ctx context.Context) error { return a.argo.Apply(ctx, obj) }}, nil
@@ -431,4 +432,20 @@ func (a *Applier) reject(ctx context.Context, d *events.Decoded, res schemas.Res
 	}
 	a.inst.acknowledged(ctx, code)
 	return events.Poison(fmt.Errorf("%s: %w", code, cause))
+}
+
+// commitAnnotations are an upserted Application's annotations, with its
+// source commit, if the change names one: the recorder finds them on the
+// Application when that revision is deployed.
+func commitAnnotations(p *schemas.ApplicationUpserted) map[string]string {
+	if p.Commit == nil {
+		return p.Annotations
+	}
+	out := maps.Clone(p.Annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[argocd.AnnotationCommitRevision] = p.Commit.Revision
+	out[argocd.AnnotationCommitTime] = p.Commit.CommittedAt.UTC().Format(time.RFC3339)
+	return out
 }

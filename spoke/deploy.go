@@ -81,14 +81,16 @@ func Deployments(cluster string, s AppStatus, mark DeployMark, seen bool) ([]sch
 		}
 		recs = append(recs, schemas.DeploymentRecorded{Resource: res, DeploymentID: s.UID + "/" + strconv.FormatInt(h.ID, 10),
 			Revision: orUnknown(h.Revision), PreviousRevision: prev, Phase: "Succeeded", Initiator: h.Initiator,
-			StartedAt: h.StartedAt, FinishedAt: h.FinishedAt, Project: s.Project, Labels: s.Labels, AppUID: s.UID, HistoryID: ptr(h.ID)})
+			StartedAt: h.StartedAt, FinishedAt: h.FinishedAt, Project: s.Project, Labels: s.Labels, AppUID: s.UID, HistoryID: ptr(h.ID),
+			RevisionCommittedAt: committedAt(s, h.Revision)})
 		mark.LastHistoryID, mark.LastRevision = h.ID, h.Revision
 	}
 	if f := s.LastSync; f != nil && failed(f.Phase) && !f.FinishedAt.IsZero() && f.StartedAt.After(mark.LastFailure) {
 		recs = append(recs, schemas.DeploymentRecorded{Resource: res,
 			DeploymentID: s.UID + "/failed/" + f.StartedAt.UTC().Format(time.RFC3339Nano),
 			Revision:     orUnknown(f.Revision), PreviousRevision: mark.LastRevision, Phase: f.Phase, Initiator: f.Initiator,
-			StartedAt: f.StartedAt, FinishedAt: f.FinishedAt, Project: s.Project, Labels: s.Labels, AppUID: s.UID})
+			StartedAt: f.StartedAt, FinishedAt: f.FinishedAt, Project: s.Project, Labels: s.Labels, AppUID: s.UID,
+			RevisionCommittedAt: committedAt(s, f.Revision)})
 		mark.LastFailure = f.StartedAt
 	}
 	slices.SortStableFunc(recs, func(a, b schemas.DeploymentRecorded) int { return a.FinishedAt.Compare(b.FinishedAt) })
@@ -108,6 +110,15 @@ func lastRecorded(m DeployMark) *int64 {
 		return nil
 	}
 	return ptr(m.LastHistoryID)
+}
+
+// committedAt is when rev was committed, if the hub's change that the
+// Application carries named that commit; nil otherwise, never a guess.
+func committedAt(s AppStatus, rev string) *time.Time {
+	if rev == "" || s.CommitRevision != rev || s.CommitTime.IsZero() {
+		return nil
+	}
+	return ptr(s.CommitTime)
 }
 
 func failed(phase string) bool { return phase == "Failed" || phase == "Error" }

@@ -281,3 +281,29 @@ func TestRecorderRepublishesAfterLostMarks(t *testing.T) {
 		}
 	})
 }
+
+// TestDeploymentsCarryCommitTime: a deployment of the revision the hub's
+// change named carries that commit's time; a deployment of any other
+// revision, or of one a change without a commit asked for, carries none.
+func TestDeploymentsCarryCommitTime(t *testing.T) {
+	committed := t0.Add(-time.Hour)
+	s := spoke.AppStatus{Namespace: "argocd", Name: "web", UID: "u1", History: hist(0, 2), CommitRevision: "revb", CommitTime: committed}
+	s.LastSync = &spoke.SyncResult{Phase: "Failed", Revision: "revb", StartedAt: t0.Add(5 * time.Minute), FinishedAt: t0.Add(6 * time.Minute)}
+	recs, _, _ := spoke.Deployments("c1", s, spoke.DeployMark{}, false)
+	got := map[string]*time.Time{}
+	for _, r := range recs {
+		got[r.DeploymentID] = r.RevisionCommittedAt
+	}
+	for id, want := range map[string]*time.Time{"u1/0": nil, "u1/1": &committed, "u1/2": nil, "u1/failed/2026-03-01T10:05:00Z": &committed} {
+		if g, ok := got[id]; !ok || (g == nil) != (want == nil) || (g != nil && !g.Equal(*want)) {
+			t.Errorf("%s: committed at %v, want %v (records %v)", id, g, want, got)
+		}
+	}
+	s.CommitRevision, s.CommitTime = "", time.Time{}
+	recs, _, _ = spoke.Deployments("c1", s, spoke.DeployMark{}, false)
+	for _, r := range recs {
+		if r.RevisionCommittedAt != nil {
+			t.Errorf("%s carries a commit time with no commit named", r.DeploymentID)
+		}
+	}
+}

@@ -45,6 +45,11 @@ type ApplyRequest struct {
 	// ExpectedGeneration, with one cluster only, is the generation the
 	// object must be at (0: it must not exist yet); else 409.
 	ExpectedGeneration *int64 `json:"expectedGeneration,omitempty"`
+	// Commit, for an Application, is the source commit this change
+	// deploys and when it was committed (CI knows): spokes put the time on
+	// the deployments of that revision, and reports measure lead time from
+	// it.
+	Commit *SourceCommit `json:"commit,omitempty"`
 	// Adopt, for an Application on one cluster, takes over the
 	// Application of that name that exists in the cluster without being
 	// the hub's (one a spoke in autonomous mode owns): the spoke applies
@@ -201,6 +206,16 @@ type PlacementRequest struct {
 	// ExpectedGeneration is the generation the placement must be at (0: it
 	// must not exist yet); else 409.
 	ExpectedGeneration *int64 `json:"expectedGeneration,omitempty"`
+	// Commit is as ApplyRequest's: each cluster's Application carries it.
+	Commit *SourceCommit `json:"commit,omitempty"`
+}
+
+// SourceCommit is a source commit and when it was committed.
+type SourceCommit struct {
+	// Revision is the commit's full id: 40 (or, for SHA-256
+	// repositories, 64) lowercase hexadecimal digits.
+	Revision    string    `json:"revision"`
+	CommittedAt time.Time `json:"committedAt"`
 }
 
 // Placement is a placement and its state on each cluster.

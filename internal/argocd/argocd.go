@@ -120,6 +120,11 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 const (
 	LabelManaged         = "argosy.dev/managed"
 	AnnotationGeneration = "argosy.dev/generation"
+	// AnnotationCommitRevision and AnnotationCommitTime are the source
+	// commit the hub's change deploys and when it was committed, where the
+	// change said (schemas.ApplicationUpserted.Commit).
+	AnnotationCommitRevision = "argosy.dev/commit-revision"
+	AnnotationCommitTime     = "argosy.dev/commit-time"
 	// InfoRequest is the name of the operation info entry that holds the
 	// id of the request a sync or rollback answers.
 	InfoRequest        = "argosy.dev/request"

@@ -40,6 +40,12 @@ type AppStatus struct {
 	// LastSync is the result of the last sync or rollback operation.
 	LastSync *SyncResult
 
+	// CommitRevision and CommitTime are the source commit the hub's last
+	// change deploys and when it was committed, from the Application's
+	// annotations, where the change said.
+	CommitRevision string
+	CommitTime     time.Time
+
 	// SpecHash is the SpecHash of the Application's spec: the agent tells a
 	// local edit of a managed Application by comparing it with the hash of
 	// the spec it applied.
@@ -161,6 +167,9 @@ func StatusOf(u *unstructured.Unstructured) AppStatus {
 	}
 	if g, err := strconv.ParseInt(u.GetAnnotations()[AnnotationGeneration], 10, 64); err == nil {
 		s.Generation = g // absent on Applications the hub did not write
+	}
+	if t, err := time.Parse(time.RFC3339, u.GetAnnotations()[AnnotationCommitTime]); err == nil {
+		s.CommitRevision, s.CommitTime = u.GetAnnotations()[AnnotationCommitRevision], t
 	}
 	get := func(path ...string) string {
 		v, _, _ := unstructured.NestedString(u.Object, path...)

@@ -32,8 +32,9 @@ type ReportParams struct {
 // every record that finished at or after From, including those after To,
 // which tell when a failure in range was restored.
 //
-// The default is report.Deployments without commit times, so lead time is
-// absent; a Reporter that knows commit times sets req.CommitTime first.
+// The default is report.Deployments, whose lead time comes from the
+// commit times the records carry; a Reporter that knows commit times from
+// elsewhere sets req.CommitTime first.
 type Reporter interface {
 	DeploymentReport(ctx context.Context, recs []projector.Deployment, req report.Request) (report.Report, error)
 }

@@ -77,7 +77,7 @@ type Request struct {
 	// finish time. Both are required.
 	From, To time.Time
 	// CommitTime returns the commit time of a deployment's revision, if it
-	// is known; nil means it never is, and lead time is absent.
+	// is known; nil means RecordedCommitTime, the time the record carries.
 	CommitTime func(projector.Deployment) (time.Time, bool)
 	// Gaps are the deployment gaps to count per group; optional.
 	Gaps []projector.Gap
@@ -189,4 +189,14 @@ func Deployments(recs []projector.Deployment, req Request) (Report, error) {
 		Gaps:    countGaps(recs, apps, &req, from, to),
 		Ignored: b.ignored,
 	}, nil
+}
+
+// RecordedCommitTime is the commit time a deployment record carries
+// (revisionCommittedAt: the spoke sets it when the change that asked for
+// the revision named that commit), and whether it carries one.
+func RecordedCommitTime(d projector.Deployment) (time.Time, bool) {
+	if d.RevisionCommittedAt == nil {
+		return time.Time{}, false
+	}
+	return *d.RevisionCommittedAt, true
 }

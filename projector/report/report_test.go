@@ -403,3 +403,23 @@ func TestBucketStart(t *testing.T) {
 		})
 	}
 }
+
+// TestLeadTimeFromRecords: without a CommitTime, lead time comes from the
+// commit time each record carries; a record without one is unknown.
+func TestLeadTimeFromRecords(t *testing.T) {
+	recs := deps(rec{id: "1", app: "c1/argocd/web", at: jan(2, 10, 0)}, rec{id: "2", app: "c1/argocd/web", at: jan(2, 11, 0)},
+		rec{id: "3", app: "c1/argocd/web", at: jan(2, 12, 0)})
+	c1, c2 := jan(2, 9, 30), jan(2, 10, 0)
+	recs[0].RevisionCommittedAt, recs[1].RevisionCommittedAt = &c1, &c2
+	rep, err := Deployments(recs, Request{By: ByApp, Bucket: Day, From: jan(2, 0, 0), To: jan(3, 0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 1 {
+		t.Fatalf("rows %+v", rep.Rows)
+	}
+	r := rep.Rows[0]
+	if r.LeadTime == nil || r.LeadTime.Count != 2 || r.LeadTime.Median != 45*time.Minute || r.LeadTimeUnknown != 1 {
+		t.Errorf("lead time %+v, unknown %d: want 30 and 60 minutes, median 45, one unknown", r.LeadTime, r.LeadTimeUnknown)
+	}
+}

@@ -134,11 +134,11 @@ func (b *builder) success(a *acc, d *projector.Deployment) {
 	if d.Revision == d.PreviousRevision {
 		return // a sync of the same revision is no change to measure
 	}
-	if b.req.CommitTime == nil {
-		a.leadUnknown++
-		return
+	commitTime := b.req.CommitTime
+	if commitTime == nil {
+		commitTime = RecordedCommitTime
 	}
-	c, ok := b.req.CommitTime(*d)
+	c, ok := commitTime(*d)
 	if !ok || c.After(d.FinishedAt) {
 		a.leadUnknown++
 		return

@@ -32,7 +32,7 @@ var (
 		"generation", "actor", "before", "after", "prev_hash", "hash"}
 	deploymentColumns = []string{"deployment_id", "event_id", "cluster", "namespace", "name", "generation", "revision",
 		"previous_revision", "phase", "initiator", "started_at", "finished_at", "images", "project", "labels",
-		"app_uid", "history_id"}
+		"app_uid", "history_id", "revision_committed_at"}
 	gapColumns = []string{"event_id", "cluster", "namespace", "name", "generation", "app_uid", "reason",
 		"from_history_id", "to_history_id", "last_recorded", "detail", "at"}
 )
@@ -247,15 +247,19 @@ func scanAudit() ([]any, func() projector.AuditEntry) {
 
 func scanDeployment(rows *sql.Rows) (projector.Deployment, error) {
 	var v projector.Deployment
-	var started, finished, history sql.NullInt64
+	var started, finished, history, committed sql.NullInt64
 	var images, labels []byte
 	err := rows.Scan(&v.DeploymentID, &v.EventID, &v.Cluster, &v.Namespace, &v.Name, &v.Generation, &v.Revision,
 		&v.PreviousRevision, &v.Phase, &v.Initiator, &started, &finished, &images, &v.Project, &labels,
-		&v.AppUID, &history)
+		&v.AppUID, &history, &committed)
 	if err != nil {
 		return v, err
 	}
 	v.StartedAt, v.FinishedAt, v.HistoryID = fromNanos(started), fromNanos(finished), ptrInt64(history)
+	if committed.Valid {
+		at := fromNanos(committed)
+		v.RevisionCommittedAt = &at
+	}
 	var d decoder
 	d.json(images, &v.Images, "images")
 	d.json(labels, &v.Labels, "labels")

@@ -80,6 +80,10 @@ var migrations = [][]string{
 		// it owns, for adoption.
 		`ALTER TABLE observed_apps ADD COLUMN local $JSON`,
 	},
+	{
+		// When a deployed revision was committed, for lead time.
+		`ALTER TABLE deployments ADD COLUMN revision_committed_at BIGINT`,
+	},
 }
 
 // migrate brings the schema up to the newest version, in one transaction.

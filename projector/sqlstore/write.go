@@ -221,6 +221,14 @@ func (e *encoder) time(t time.Time) any {
 	return v
 }
 
+// timePtr is t's column value, NULL for nil.
+func (e *encoder) timePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return e.time(*t)
+}
+
 func (e *encoder) json(v any) any {
 	out, err := jsonText(v)
 	e.note(err)
@@ -289,7 +297,7 @@ func deploymentRow(v *projector.Deployment) ([]any, error) {
 	var e encoder
 	return []any{v.DeploymentID, v.EventID, v.Cluster, v.Namespace, v.Name, v.Generation, v.Revision,
 		v.PreviousRevision, v.Phase, v.Initiator, e.time(v.StartedAt), e.time(v.FinishedAt), e.json(v.Images),
-		v.Project, e.json(v.Labels), v.AppUID, nullInt64(v.HistoryID)}, e.err
+		v.Project, e.json(v.Labels), v.AppUID, nullInt64(v.HistoryID), e.timePtr(v.RevisionCommittedAt)}, e.err
 }
 
 func gapRow(v *projector.Gap) ([]any, error) {

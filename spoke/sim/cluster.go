@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -97,7 +98,9 @@ type app struct {
 	Generation int64             `json:"generation"`
 	Project    string            `json:"project"`
 	Labels     map[string]string `json:"labels,omitempty"`
-	Spec       json.RawMessage   `json:"spec"`
+	// Annotations are the hub's: the generation and the source commit.
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Spec        json.RawMessage   `json:"spec"`
 	// Revision is the commit the spec's source resolves to.
 	Revision string `json:"revision"`
 	// Synced is the revision of the last successful sync.
@@ -190,6 +193,7 @@ func (c *Cluster) Apply(_ context.Context, obj *spoke.Object) error {
 		c.apps[obj.Ref] = a
 	}
 	a.Generation, a.Project, a.Labels, a.Spec, a.Drifted = obj.Generation, spec.Project, maps.Clone(obj.Labels), obj.Spec, nil
+	a.Annotations = maps.Clone(obj.Annotations)
 	if rev := revisionOf(obj.Spec); rev != a.Revision || !ok {
 		a.Revision = rev
 		a.Sync = OutOfSync
@@ -471,6 +475,9 @@ func (a *app) status(ref spoke.Ref) spoke.AppStatus {
 	if a.Health == Degraded {
 		s.Health.Message = "Deployment has not progressed: 0 of 3 replicas available"
 	}
+	if t, err := time.Parse(time.RFC3339, a.Annotations[argocd.AnnotationCommitTime]); err == nil {
+		s.CommitRevision, s.CommitTime = a.Annotations[argocd.AnnotationCommitRevision], t
+	}
 	if a.LastSync != nil {
 		ls := *a.LastSync
 		s.LastSync = &ls
@@ -485,17 +492,27 @@ func (a *app) status(ref spoke.Ref) spoke.AppStatus {
 	return s
 }
 
-// revisionOf is the commit a spec's source resolves to: made up, and the
-// same for the same source.
+// revisionOf is the commit a spec's source resolves to: its target
+// revision if that is a full commit id, as Argo CD does, else made up, and
+// the same for the same source.
 func revisionOf(spec json.RawMessage) string {
 	var s struct {
 		Source  json.RawMessage   `json:"source"`
 		Sources []json.RawMessage `json:"sources"`
 	}
-	_ = json.Unmarshal(spec, &s)                                                             // a spec that is not JSON was refused by Apply
+	_ = json.Unmarshal(spec, &s) // a spec that is not JSON was refused by Apply
+	var src struct {
+		TargetRevision string `json:"targetRevision"`
+	}
+	if json.Unmarshal(s.Source, &src) == nil && commitID.MatchString(src.TargetRevision) {
+		return src.TargetRevision
+	}
 	sum := sha1.Sum(append(append([]byte{}, s.Source...), []byte(fmt.Sprint(s.Sources))...)) //nolint:gosec // a made-up commit id
 	return hex.EncodeToString(sum[:])
 }
+
+// commitID is a full git commit id.
+var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // snapshot is a Cluster as Save writes it.
 type snapshot struct {

@@ -32,7 +32,8 @@ import (
 // binary joins with it on first start (making its keys, which the hub
 // registers) and trusts the hub's public key from keygen, an Application is
 // applied through the API and syncs, its status and deployment show in the
-// hub's views (folded by the hub process's own projector), and deleting it
+// hub's views (folded by the hub process's own projector), the deployment
+// record carrying the commit time the apply named, and deleting it
 // through the API removes it from Argo CD. The audit history names each
 // call.
 func TestHubEndToEnd(t *testing.T) {
@@ -58,7 +59,9 @@ func TestHubEndToEnd(t *testing.T) {
 	"spec":{"project":"default","source":{"repoURL":%q,"path":"app","targetRevision":"main"},
 	"destination":{"server":"https://kubernetes.default.svc","namespace":%q},"syncPolicy":{"automated":{"prune":true}}}}`,
 		name, kubetest.ArgoNamespace, repo.URL, ns)
-	res, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{cluster}, Manifest: json.RawMessage(manifest)}, api.WriteOptions{IdempotencyKey: "apply-1"})
+	committed := time.Now().Add(-90 * time.Minute).UTC().Truncate(time.Second) // CI says when rev was committed
+	res, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{cluster}, Manifest: json.RawMessage(manifest),
+		Commit: &api.SourceCommit{Revision: rev, CommittedAt: committed}}, api.WriteOptions{IdempotencyKey: "apply-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +94,13 @@ func TestHubEndToEnd(t *testing.T) {
 		}
 		var deps struct {
 			Items []struct {
-				Revision string `json:"revision"`
+				Revision            string     `json:"revision"`
+				RevisionCommittedAt *time.Time `json:"revisionCommittedAt"`
 			} `json:"items"`
 		}
 		return list.Items[0].Observed != nil && list.Items[0].Observed.AppliedGeneration == 1 &&
-			getJSON(t, url+"/api/v1/deployments?cluster="+cluster+"&app="+name, f.token, &deps) && len(deps.Items) == 1 && deps.Items[0].Revision == rev
+			getJSON(t, url+"/api/v1/deployments?cluster="+cluster+"&app="+name, f.token, &deps) && len(deps.Items) == 1 && deps.Items[0].Revision == rev &&
+			deps.Items[0].RevisionCommittedAt != nil && deps.Items[0].RevisionCommittedAt.Equal(committed)
 	})
 	if _, err := hubc.Delete(t.Context(), api.KindApplications, cluster, kubetest.ArgoNamespace, name, true, api.WriteOptions{}); err != nil {
 		t.Fatal(err)

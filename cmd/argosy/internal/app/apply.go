@@ -36,6 +36,12 @@ selector stops matching by --prune (delete: with its resources; orphan:
 its resources stay). argosy app placements shows where it is. A placement
 needs a deployer token not limited to some clusters.
 
+--commit-time says when the source commit this deploys was made (CI knows:
+git log -1 --format=%cI), and --commit-revision which commit (default: the
+manifest's spec.source.targetRevision, if it is a full commit id). Each
+cluster's deployment of that revision carries the time, and argosy report
+deployments measures lead time from it (docs/projector.md).
+
 --if-generation N, with one object and one cluster, applies it only if the
 Application is at generation N there (0: only if it does not exist yet);
 with --selector, only if the placement is at generation N. argosy app get
@@ -45,7 +51,8 @@ shows the generation. Applying needs a deployer token.
   argosy app apply -f apps/ --cluster staging --dry-run
   kustomize build overlays/prod | argosy app apply -f - --cluster prod-eu,prod-us
   argosy app apply -f guestbook.yaml --cluster prod-eu --if-generation 3
-  argosy app apply -f guestbook.yaml --selector 'env=staging,region in (eu,us)' --prune orphan`,
+  argosy app apply -f guestbook.yaml --selector 'env=staging,region in (eu,us)' --prune orphan
+  argosy app apply -f guestbook.yaml --cluster prod-eu --commit-time "$(git log -1 --format=%cI)" --commit-revision "$(git rev-parse HEAD)"`,
 		Args: cmdkit.UsageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := opts.Parse(c, gen); err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -24,7 +25,7 @@ import (
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
-var ignore = cmp.Options{cmpopts.IgnoreUnexported(readapi.Options{}, hubapi.Options{}),
+var ignore = cmp.Options{cmpopts.IgnoreUnexported(readapi.Options{}, hubapi.Options{}, hubapi.ApplyOptions{}),
 	cmpopts.IgnoreFields(AppApplyOptions{}, "IO"), cmpopts.IgnoreFields(AppGetOptions{}, "IO"), cmpopts.IgnoreFields(AppListOptions{}, "IO"),
 	cmpopts.IgnoreFields(AppDeleteOptions{}, "IO"), cmpopts.IgnoreFields(AppOperationOptions{}, "IO")}
 
@@ -395,5 +396,53 @@ func TestAppGetShowsPlacement(t *testing.T) {
 		"s2       argocd     web   default  -     -       -         ?/1         unknown  -\n"
 	if err != nil || stdout != want {
 		t.Errorf("app get: %v\n%s\nwant\n%s", err, stdout, want)
+	}
+}
+
+// TestAppApplyCommit checks what --commit-time and --commit-revision
+// send: the commit named, or the manifest's target revision when it is a
+// commit id; and the errors when there is no commit id to send.
+func TestAppApplyCommit(t *testing.T) {
+	cmdtest.Isolate(t)
+	h := fleetHub(t, false)
+	const sha = "4f2a9c1d6e8b0a2c4e6f8a0b2c4d6e8f0a1b2c3d"
+	pinned := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: guestbook}\nspec: {project: web, source: {targetRevision: " + sha + "}}\n"
+	sent := func() *api.SourceCommit {
+		t.Helper()
+		reqs := h.Requests()
+		var req api.ApplyRequest
+		if err := json.Unmarshal([]byte(reqs[len(reqs)-1].Body), &req); err != nil {
+			t.Fatal(err)
+		}
+		return req.Commit
+	}
+	if _, _, err := run(t, h, cmdtest.AdminToken, pinned, "apply", "-f", "-", "--cluster", "prod-eu", "--commit-time", "2026-11-20T10:04:05Z"); err != nil {
+		t.Fatal(err)
+	}
+	if c := sent(); c == nil || c.Revision != sha || !c.CommittedAt.Equal(time.Date(2026, 11, 20, 10, 4, 5, 0, time.UTC)) {
+		t.Errorf("commit sent %+v, want %s at 2026-11-20T10:04:05Z", c, sha)
+	}
+	other := strings.Repeat("ab", 20)
+	if _, _, err := run(t, h, cmdtest.AdminToken, twoApps, "apply", "-f", "-", "--cluster", "prod-eu", "--commit-time", "2026-11-20T10:04:05+01:00",
+		"--commit-revision", other); err != nil {
+		t.Fatal(err)
+	}
+	if c := sent(); c == nil || c.Revision != other {
+		t.Errorf("commit sent %+v, want %s", c, other)
+	}
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{twoApps, []string{"--commit-time", "2026-11-20T10:04:05Z"}, "--commit-time needs --commit-revision: spec.source.targetRevision"},
+		{pinned, []string{"--commit-time", "yesterday"}, `--commit-time "yesterday": want RFC 3339`},
+		{pinned, []string{"--commit-revision", sha}, "--commit-revision needs --commit-time"},
+		{pinned, []string{"--commit-time", "2026-11-20T10:04:05Z", "--commit-revision", "abc123"}, `--commit-revision "abc123": want the commit's full id`},
+	} {
+		if _, _, err := run(t, h, cmdtest.AdminToken, tc.stdin, append([]string{"apply", "-f", "-", "--cluster", "prod-eu"}, tc.args...)...); err == nil ||
+			!strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }

@@ -2,9 +2,12 @@ package hubapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +32,11 @@ type ApplyOptions struct {
 	Selector  string
 	Prune     string
 	Placement bool
+	// CommitTime is --commit-time, and CommitRevision --commit-revision
+	// (app apply only): the source commit the change deploys.
+	CommitTime     time.Time
+	CommitRevision string
+	commitTime     string
 }
 
 // ApplyHelp says how manifests are read, for app apply and project apply.
@@ -54,6 +62,8 @@ func AddApplyFlags(cmd *cobra.Command, o *ApplyOptions, gen *int64, placements b
 	if placements {
 		f.StringVarP(&o.Selector, "selector", "l", "", "place it on every cluster whose labels match this selector, now and as clusters join or change labels (env=prod,region in (eu,us))")
 		f.StringVar(&o.Prune, "prune", "delete", "with --selector, what becomes of it where the selector stops matching: delete (with its resources) or orphan (its resources stay)")
+		f.StringVar(&o.commitTime, "commit-time", "", "when the source commit this deploys was made (RFC 3339, as CI knows it): the clusters' deployment records and reports measure lead time from it")
+		f.StringVar(&o.CommitRevision, "commit-revision", "", "with --commit-time, the commit's full id (default: the manifest's spec.source.targetRevision, if it is one)")
 	}
 	AddGenerationFlag(cmd, gen, "the object")
 	CompleteFlag(cmd, "cluster", CompleteClusters(&o.Write.API))
@@ -85,7 +95,44 @@ func (o *ApplyOptions) Parse(cmd *cobra.Command, gen int64) error {
 		return &cmdkit.FlagError{Err: errors.New("--if-generation applies to one object on one cluster: each cluster's object has a generation of its own")}
 	}
 	o.NamespaceSet = cmd.Flags().Changed("namespace")
+	switch {
+	case o.commitTime != "":
+		if o.CommitTime, err = time.Parse(time.RFC3339, o.commitTime); err != nil {
+			return &cmdkit.FlagError{Err: fmt.Errorf("--commit-time %q: want RFC 3339, as 2026-11-20T10:04:05Z or git log --format=%%cI prints", o.commitTime)}
+		}
+	case o.CommitRevision != "":
+		return &cmdkit.FlagError{Err: errors.New("--commit-revision needs --commit-time: when that commit was made")}
+	}
 	return nil
+}
+
+// commitID is a full git commit id, SHA-1 or SHA-256.
+var commitID = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// commit is the source commit m deploys, per --commit-time and
+// --commit-revision; nil without --commit-time.
+func (o *ApplyOptions) commit(m Manifest) (*api.SourceCommit, error) {
+	if o.CommitTime.IsZero() {
+		return nil, nil
+	}
+	rev := o.CommitRevision
+	if rev == "" {
+		var spec struct {
+			Spec struct {
+				Source struct {
+					TargetRevision string `json:"targetRevision"`
+				} `json:"source"`
+			} `json:"spec"`
+		}
+		_ = json.Unmarshal(m.JSON, &spec) // checked already: it is an Application
+		if rev = spec.Spec.Source.TargetRevision; !commitID.MatchString(rev) {
+			return nil, &cmdkit.FlagError{Err: fmt.Errorf("%s: --commit-time needs --commit-revision: spec.source.targetRevision %q is not a commit id", m.Source, rev)}
+		}
+	}
+	if !commitID.MatchString(rev) {
+		return nil, &cmdkit.FlagError{Err: fmt.Errorf("--commit-revision %q: want the commit's full id, 40 (or 64) lowercase hexadecimal digits", rev)}
+	}
+	return &api.SourceCommit{Revision: rev, CommittedAt: o.CommitTime}, nil
 }
 
 // Apply applies the manifests of o.Files, which must all be of kind
@@ -109,12 +156,18 @@ func Apply(ctx context.Context, io cmdkit.IOStreams, o *ApplyOptions, kind strin
 		return err
 	}
 	var done []*api.Result
+	commits := make([]*api.SourceCommit, len(ms))
 	for i, m := range ms {
-		req := api.ApplyRequest{Clusters: o.Clusters, Manifest: m.JSON, ExpectedGeneration: o.IfGeneration}
+		if commits[i], err = o.commit(m); err != nil {
+			return err
+		}
+	}
+	for i, m := range ms {
+		req := api.ApplyRequest{Clusters: o.Clusters, Manifest: m.JSON, ExpectedGeneration: o.IfGeneration, Commit: commits[i]}
 		res, err := s.Write(ctx, nil, func(ctx context.Context, wo api.WriteOptions) (*api.Result, error) {
 			if o.Placement {
 				return s.Client.ApplyPlacement(ctx, api.PlacementRequest{Selector: o.Selector, Prune: o.Prune, Manifest: m.JSON,
-					ExpectedGeneration: o.IfGeneration}, wo)
+					ExpectedGeneration: o.IfGeneration, Commit: commits[i]}, wo)
 			}
 			return s.Client.Apply(ctx, path, req, wo)
 		})

@@ -16,7 +16,7 @@ import (
 	"github.com/argosyproj/argosy/hub/api"
 )
 
-var ignore = cmp.Options{cmpopts.IgnoreUnexported(readapi.Options{}, hubapi.Options{}),
+var ignore = cmp.Options{cmpopts.IgnoreUnexported(readapi.Options{}, hubapi.Options{}, hubapi.ApplyOptions{}),
 	cmpopts.IgnoreFields(ProjectApplyOptions{}, "IO"), cmpopts.IgnoreFields(hubapi.ListOptions{}, "IO"), cmpopts.IgnoreFields(ProjectDeleteOptions{}, "IO")}
 
 func TestProjectFlags(t *testing.T) {
