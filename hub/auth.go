@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -43,9 +44,11 @@ type Token struct {
 	Clusters string `json:"clusters,omitempty"`
 }
 
-// TokenFile is the tokens file.
+// TokenFile is the tokens file: bearer tokens, and optionally an OIDC
+// issuer whose ID tokens the hub accepts too.
 type TokenFile struct {
-	Tokens []Token `json:"tokens"`
+	Tokens []Token `json:"tokens,omitempty"`
+	OIDC   *OIDC   `json:"oidc,omitempty"`
 }
 
 // NewToken returns a new random token and its entry for the tokens file.
@@ -68,23 +71,32 @@ func HashToken(tok string) string {
 	return hex.EncodeToString(s[:])
 }
 
-// LoadTokens reads a tokens file.
+// LoadTokens reads a tokens file's tokens.
 func LoadTokens(path string) ([]Token, error) {
+	f, err := LoadTokenFile(path)
+	return f.Tokens, err
+}
+
+// LoadTokenFile reads a tokens file.
+func LoadTokenFile(path string) (TokenFile, error) {
+	var f TokenFile
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("tokens file: %w", err)
+		return f, fmt.Errorf("tokens file: %w", err)
 	}
-	var f TokenFile
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
-		return nil, fmt.Errorf("tokens file %s: %w", path, err)
+		return f, fmt.Errorf("tokens file %s: %w", path, err)
 	}
-	return f.Tokens, nil
+	return f, nil
 }
 
 // principal is an authenticated caller.
 type principal struct {
 	api.Identity
 	selector labels.Selector
+	// noRole, when set, is why an authenticated caller has no role (an
+	// OIDC token whose groups grant none): every action is denied.
+	noRole string
 }
 
 func newPrincipal(t Token) (*principal, error) {
@@ -108,14 +120,24 @@ func newPrincipal(t Token) (*principal, error) {
 	return &principal{Identity: api.Identity{Actor: t.Name, Role: t.Role, Projects: t.Projects, Clusters: t.Clusters}, selector: sel}, nil
 }
 
-// authenticator finds the principal of a request's bearer token.
+// authenticator finds the principal of a request's bearer token: a token
+// of the tokens file, or an OIDC ID token.
 type authenticator struct {
 	byHash map[[sha256.Size]byte]*principal
+	oidc   *oidcAuth
+	// verified counts OIDC verifications by outcome.
+	verified func(ctx context.Context, outcome string)
 }
 
-func newAuthenticator(tokens []Token) (*authenticator, error) {
-	a := &authenticator{byHash: map[[sha256.Size]byte]*principal{}}
+func newAuthenticator(tokens []Token, oidcCfg *OIDC) (*authenticator, error) {
+	a := &authenticator{byHash: map[[sha256.Size]byte]*principal{}, verified: func(context.Context, string) {}}
 	var errs []error
+	if oidcCfg != nil {
+		var err error
+		if a.oidc, err = newOIDCAuth(*oidcCfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, t := range tokens {
 		p, err := newPrincipal(t)
 		if err != nil {
@@ -130,8 +152,8 @@ func newAuthenticator(tokens []Token) (*authenticator, error) {
 		}
 		a.byHash[h] = p
 	}
-	if len(a.byHash) == 0 && len(errs) == 0 {
-		errs = append(errs, errors.New("no tokens: the hub would accept no one"))
+	if len(a.byHash) == 0 && oidcCfg == nil && len(errs) == 0 {
+		errs = append(errs, errors.New("no tokens and no OIDC issuer: the hub would accept no one"))
 	}
 	return a, errors.Join(errs...)
 }
@@ -147,10 +169,15 @@ func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 	// Tokens are looked up by their hash: the lookup's timing depends on
 	// the hash, which tells nothing about a token the caller does not have.
 	p, ok := a.byHash[sha256.Sum256([]byte(tok))]
-	if !ok {
-		return nil, fmt.Errorf("%w: the token is not one this hub accepts", errUnauthenticated)
+	switch {
+	case ok:
+		return p, nil
+	case a.oidc != nil && isJWT(tok):
+		p, outcome, err := a.oidc.authenticate(r.Context(), tok)
+		a.verified(r.Context(), outcome)
+		return p, err
 	}
-	return p, nil
+	return nil, fmt.Errorf("%w: the token is not one this hub accepts", errUnauthenticated)
 }
 
 // Actions the hub authorizes.
@@ -192,6 +219,9 @@ var errDenied = errors.New("denied")
 // allow checks that p may take action on a cluster with clusterLabels
 // (nil: no cluster) in project ("": no project).
 func (p *principal) allow(action, cluster string, clusterLabels map[string]string, project string) error {
+	if p.noRole != "" {
+		return fmt.Errorf("%w: %s", errDenied, p.noRole)
+	}
 	if rank[p.Role] < rank[minRole[action]] {
 		return fmt.Errorf("%w: %s may not %s: role %s, and it needs %s", errDenied, p.Actor, action, p.Role, minRole[action])
 	}

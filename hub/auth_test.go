@@ -64,7 +64,7 @@ func TestTokens(t *testing.T) {
 	if entry.SHA256 == tok || entry.SHA256 != HashToken(tok) {
 		t.Fatalf("the entry holds %q, want the token's hash", entry.SHA256)
 	}
-	a, err := newAuthenticator([]Token{entry})
+	a, err := newAuthenticator([]Token{entry}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,14 +92,14 @@ func TestTokens(t *testing.T) {
 		{Name: "x", SHA256: entry.SHA256, Role: "root"},
 		{Name: "x", SHA256: entry.SHA256, Role: RoleAdmin, Clusters: "env in ("},
 	} {
-		if _, err := newAuthenticator([]Token{bad}); err == nil {
+		if _, err := newAuthenticator([]Token{bad}, nil); err == nil {
 			t.Errorf("token %+v accepted", bad)
 		}
 	}
-	if _, err := newAuthenticator(nil); err == nil {
+	if _, err := newAuthenticator(nil, nil); err == nil {
 		t.Error("no tokens accepted")
 	}
-	if _, err := newAuthenticator([]Token{entry, entry}); err == nil {
+	if _, err := newAuthenticator([]Token{entry, entry}, nil); err == nil {
 		t.Error("the same token twice accepted")
 	}
 	path := filepath.Join(t.TempDir(), "tokens.yaml")

@@ -130,7 +130,7 @@ func (s *Server) handle(rt route) http.Handler {
 		p, err := s.auth.authenticate(r)
 		if err != nil {
 			s.finish(w, r, c, nil, &apiError{status: http.StatusUnauthorized,
-				body: api.Error{Error: err.Error(), Hint: "argosy login " + hubURL(r) + " --token …"}})
+				body: api.Error{Error: err.Error(), Hint: oidcHint(r, err)}})
 			return
 		}
 		c.p = p

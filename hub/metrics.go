@@ -13,6 +13,7 @@ import (
 type instruments struct {
 	requests metric.Int64Counter
 	events   metric.Int64Counter
+	oidc     metric.Int64Counter
 }
 
 func newInstruments(mp metric.MeterProvider) *instruments {
@@ -27,6 +28,7 @@ func newInstruments(mp metric.MeterProvider) *instruments {
 	return &instruments{
 		requests: counter("argosy.hub.requests", "API calls, by action and status code."),
 		events:   counter("argosy.hub.events.written", "Config events the hub appended durably."),
+		oidc:     counter("argosy.hub.oidc.verifications", "OIDC ID tokens presented, by outcome: allowed, no_role, expired, invalid, unavailable."),
 	}
 }
 
@@ -38,4 +40,8 @@ func (i *instruments) written(ctx context.Context, n int) {
 	if n > 0 {
 		i.events.Add(ctx, int64(n))
 	}
+}
+
+func (i *instruments) oidcVerified(ctx context.Context, outcome string) {
+	i.oidc.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 }

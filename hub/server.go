@@ -77,7 +77,7 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 	} else if !slices.ContainsFunc(anchors, func(k events.Key) bool { return k.ID == signer.KeyID() }) {
 		errs = append(errs, fmt.Errorf("the signing key %s is not among the trust anchors", signer.KeyID()))
 	}
-	auth, err := newAuthenticator(tokens)
+	auth, err := newAuthenticator(tokens, o.oidc)
 	errs = append(errs, err)
 	if (o.listen == "") == (o.listener == nil) {
 		errs = append(errs, errors.New("give either an address or a listener to serve on"))
@@ -95,6 +95,7 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 	}
 	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: auth, o: o,
 		tracer: o.tracers.Tracer(instrumentation), inst: newInstruments(o.meters), ready: make(chan struct{})}
+	s.auth.verified = s.inst.oidcVerified
 	s.mux = s.routes()
 	s.placer = &placer{s: s, pokes: make(chan struct{}, 1), period: o.placeEvery}
 	return s, nil
@@ -164,6 +165,9 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.catchUp(gctx, adm) })
 	g.Go(func() error { return s.placer.run(gctx) })
 	g.Go(func() error { return s.publishKey(gctx, started) })
+	if s.auth.oidc != nil {
+		g.Go(func() error { return s.auth.oidc.discover(gctx) })
+	}
 	g.Go(func() error {
 		if s.o.listener != nil {
 			return httpserve.Serve(gctx, s.o.listener, s)
@@ -258,6 +262,7 @@ type options struct {
 	ledgerLag  time.Duration // tests only: see export_test.go
 	placeEvery time.Duration
 	decoder    []events.DecoderOption
+	oidc       *OIDC
 }
 
 func newOptions(opts []Option) options {
@@ -315,6 +320,10 @@ func WithClientOpts(f func(name string) []kgo.Opt) Option {
 func WithDecoderOptions(opts ...events.DecoderOption) Option {
 	return func(o *options) { o.decoder = append(o.decoder, opts...) }
 }
+
+// WithOIDC makes the hub accept ID tokens of an OpenID Connect issuer as
+// bearer tokens too (the tokens file's oidc section; docs/hub.md).
+func WithOIDC(cfg OIDC) Option { return func(o *options) { o.oidc = &cfg } }
 
 // WithTransactionalPrefix sets the prefix of the config writers'
 // transactional ids (default DefaultTransactionalPrefix). Replicas of one

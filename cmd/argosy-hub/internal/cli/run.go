@@ -51,7 +51,7 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NextHubKey, "next-hub-key", cmdkit.Env("ARGOSY_HUB_NEXT_PRIVATE_KEY", ""),
 		"file of the key --hub-key is about to be rotated to: every event is signed by both until the rotation (argosy-hub rotate) (env ARGOSY_HUB_NEXT_PRIVATE_KEY)")
 	fs.StringSliceVar(&o.Anchors, "trust-anchor", nil, "file of another hub public key to trust, such as the first key, before any rotation, that readers pin; repeatable")
-	fs.StringVar(&o.Tokens, "tokens", cmdkit.Env("ARGOSY_TOKENS", ""), "the tokens file, from argosy-hub token new (env ARGOSY_TOKENS)")
+	fs.StringVar(&o.Tokens, "tokens", cmdkit.Env("ARGOSY_TOKENS", ""), "the tokens file, from argosy-hub token new, with an optional oidc section (env ARGOSY_TOKENS)")
 	fs.StringVar(&o.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the API (env ARGOSY_LISTEN)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9466"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 	fs.StringVar(&o.Store, "store", cmdkit.Env("ARGOSY_STORE", ""),
@@ -94,7 +94,18 @@ func NewCmdRun(io cmdkit.IOStreams, runF func(context.Context, *RunOptions) erro
 write is validated, authorized, signed with --hub-key and appended to Kafka
 with its audit record before it is answered. With --store the read routes
 (fleet, applications, audit, deployments, reports) serve the projector's
-views; with --fold this process also folds the log into that store.`,
+views; with --fold this process also folds the log into that store.
+
+Callers present a bearer token from the tokens file (--tokens), or, if its
+oidc section names an OpenID Connect issuer, an ID token from that issuer,
+whose groups map to roles (docs/hub.md#authentication-and-authorization):
+
+  oidc:
+    issuer: https://idp.example.com
+    clientID: argosy
+    groups:
+    - {group: platform, role: admin}
+    - {group: team-a, role: deployer, projects: [team-a], clusters: "env=staging"}`,
 		Example: `  argosy-hub keygen --dir ./hub
   argosy-hub token new admin --role admin --file ./hub/tokens.yaml
   argosy-hub run --kafka-brokers kafka:9092 --hub-key ./hub/hub.key --tokens ./hub/tokens.yaml \
@@ -146,7 +157,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		}
 		anchors = append(anchors, events.HubAnchor(hub.HubKeyOwner, pub))
 	}
-	tokens, err := hub.LoadTokens(o.Tokens)
+	tokenFile, err := hub.LoadTokenFile(o.Tokens)
 	if err != nil {
 		return err
 	}
@@ -157,6 +168,9 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	topics := events.DefaultTopics(o.TopicPrefix)
 	opts := []hub.Option{hub.WithTopics(topics), hub.WithListen(o.Listen), hub.WithLogger(log), hub.WithIdempotencyWindow(o.Window),
 		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts))}
+	if tokenFile.OIDC != nil {
+		opts = append(opts, hub.WithOIDC(*tokenFile.OIDC))
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	if o.Store != "" {
 		store, err := openStore(ctx, o.Store)
@@ -174,7 +188,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 			g.Go(func() error { return svc.Run(gctx) })
 		}
 	}
-	srv, err := hub.New(conn, signer, anchors, tokens, opts...)
+	srv, err := hub.New(conn, signer, anchors, tokenFile.Tokens, opts...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,195 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/argosyproj/argosy/hub/api"
+)
+
+// OIDC makes the hub accept ID tokens from an OpenID Connect issuer as
+// bearer tokens, beside the tokens of the tokens file. It is the tokens
+// file's oidc section.
+type OIDC struct {
+	// Issuer is the issuer's URL, as its tokens' iss claim says; the hub
+	// finds its keys through Issuer/.well-known/openid-configuration.
+	Issuer string `json:"issuer"`
+	// ClientID is the audience an ID token must name (its aud claim).
+	ClientID string `json:"clientID"`
+	// UsernameClaim names the caller in the audit, as oidc:<value>
+	// (default "email"; "sub" always exists).
+	UsernameClaim string `json:"usernameClaim,omitempty"`
+	// GroupsClaim holds the caller's groups (default "groups").
+	GroupsClaim string `json:"groupsClaim,omitempty"`
+	// Groups grant roles: the first entry whose group the token names
+	// decides the caller's role and scopes, so list the widest first. A
+	// token none of whose groups is listed is refused (403).
+	Groups []OIDCGroup `json:"groups"`
+}
+
+// OIDCGroup is the role and scopes an OIDC group grants, as a Token's.
+type OIDCGroup struct {
+	Group    string   `json:"group"`
+	Role     string   `json:"role"`
+	Projects []string `json:"projects,omitempty"`
+	Clusters string   `json:"clusters,omitempty"`
+}
+
+// oidcAuth verifies ID tokens. Its verifier is made once the issuer's
+// discovery document has been read (discover, which Run runs).
+type oidcAuth struct {
+	cfg    OIDC
+	groups []*principal // by cfg.Groups' order; Actor is set per call
+
+	mu       sync.Mutex
+	verifier *oidc.IDTokenVerifier
+	lastErr  error
+}
+
+func newOIDCAuth(cfg OIDC) (*oidcAuth, error) {
+	var errs []error
+	if cfg.Issuer == "" {
+		errs = append(errs, errors.New("oidc.issuer is required: the issuer's URL"))
+	}
+	if cfg.ClientID == "" {
+		errs = append(errs, errors.New("oidc.clientID is required: the audience ID tokens name"))
+	}
+	if len(cfg.Groups) == 0 {
+		errs = append(errs, errors.New("oidc.groups is required: no group would have a role"))
+	}
+	if cfg.UsernameClaim == "" {
+		cfg.UsernameClaim = "email"
+	}
+	if cfg.GroupsClaim == "" {
+		cfg.GroupsClaim = "groups"
+	}
+	a := &oidcAuth{cfg: cfg}
+	for i, g := range cfg.Groups {
+		if g.Group == "" {
+			errs = append(errs, fmt.Errorf("oidc.groups[%d].group is required", i))
+		}
+		p, err := newPrincipal(Token{Name: "oidc", SHA256: strings.Repeat("0", 64), Role: g.Role, Projects: g.Projects, Clusters: g.Clusters})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("oidc.groups[%d] (%s): %w", i, g.Group, errors.Unwrap(err)))
+			continue
+		}
+		a.groups = append(a.groups, p)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// discover reads the issuer's discovery document until it succeeds or ctx
+// ends, retrying with backoff; until then ID tokens are refused with the
+// reason. ctx lives as long as the hub: go-oidc fetches the issuer's keys
+// with it when they rotate.
+func (a *oidcAuth) discover(ctx context.Context) error {
+	wait := time.Second
+	for {
+		p, err := oidc.NewProvider(ctx, a.cfg.Issuer)
+		a.mu.Lock()
+		if err == nil {
+			a.verifier, a.lastErr = p.Verifier(&oidc.Config{ClientID: a.cfg.ClientID}), nil
+		} else {
+			a.lastErr = err
+		}
+		a.mu.Unlock()
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
+
+// isJWT tells a bearer that may be an ID token: three dot-separated parts.
+func isJWT(tok string) bool { return strings.Count(tok, ".") == 2 }
+
+// authenticate verifies an ID token and maps its groups to a principal.
+// A valid token whose groups grant nothing yields a principal with no
+// role, refused (403) by allow with the reason.
+func (a *oidcAuth) authenticate(ctx context.Context, tok string) (*principal, string, error) {
+	a.mu.Lock()
+	v, lastErr := a.verifier, a.lastErr
+	a.mu.Unlock()
+	if v == nil {
+		if lastErr == nil {
+			lastErr = errors.New("its discovery document is being read")
+		}
+		return nil, "unavailable", fmt.Errorf("%w: the OIDC issuer %s is not reachable yet (%w); try again", errUnauthenticated, a.cfg.Issuer, lastErr)
+	}
+	idt, err := v.Verify(ctx, tok)
+	if err != nil {
+		outcome := "invalid"
+		var expired *oidc.TokenExpiredError
+		if errors.As(err, &expired) {
+			outcome = "expired"
+		}
+		return nil, outcome, fmt.Errorf("%w: the ID token does not verify: %w", errUnauthenticated, err)
+	}
+	var claims map[string]any
+	if err := idt.Claims(&claims); err != nil {
+		return nil, "invalid", fmt.Errorf("%w: the ID token's claims: %w", errUnauthenticated, err)
+	}
+	name, _ := claims[a.cfg.UsernameClaim].(string)
+	if name == "" {
+		name = idt.Subject
+	}
+	groups := stringsClaim(claims[a.cfg.GroupsClaim])
+	actor := "oidc:" + name
+	for i, g := range a.cfg.Groups {
+		if slices.Contains(groups, g.Group) {
+			p := *a.groups[i]
+			p.Actor = actor
+			return &p, "allowed", nil
+		}
+	}
+	listed := make([]string, len(a.cfg.Groups))
+	for i, g := range a.cfg.Groups {
+		listed[i] = g.Group
+	}
+	return &principal{Identity: api.Identity{Actor: actor}, selector: labels.Nothing(),
+			noRole: fmt.Sprintf("none of %s's groups %v (claim %q) has a role here; the hub's oidc.groups are %v", actor, groups, a.cfg.GroupsClaim, listed)},
+		"no_role", nil
+}
+
+// stringsClaim reads a claim that is a list of strings, or one string.
+func stringsClaim(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// oidcHint says why a request was refused at authentication, for the
+// hint: an ID token must be renewed, a static one is looked up.
+func oidcHint(r *http.Request, err error) string {
+	if strings.Contains(err.Error(), "ID token") {
+		return "get a new ID token from your identity provider and argosy login " + hubURL(r) + " --token …"
+	}
+	return "argosy login " + hubURL(r) + " --token …"
+}

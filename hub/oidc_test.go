@@ -1,0 +1,175 @@
+package hub
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/argosyproj/argosy/internal/testenv/oidctest"
+)
+
+// oidcAuthenticator returns an authenticator of iss's ID tokens for
+// client "argosy" that has read the issuer's discovery document.
+func oidcAuthenticator(t *testing.T, iss *oidctest.Issuer) *authenticator {
+	t.Helper()
+	a, err := newAuthenticator(nil, &OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []OIDCGroup{
+		{Group: "platform", Role: RoleAdmin},
+		{Group: "team-a", Role: RoleDeployer, Projects: []string{"team-a"}, Clusters: "env in (staging)"},
+		{Group: "everyone", Role: RoleViewer},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	if err := a.oidc.discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func authWith(t *testing.T, a *authenticator, tok string) (*principal, error) {
+	t.Helper()
+	r := httptest.NewRequestWithContext(t.Context(), "GET", "/api/v1/objects", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return a.authenticate(r)
+}
+
+// TestOIDCTokens verifies ID tokens from a local issuer: the first listed
+// group a token names decides the role and scopes; a token naming no
+// listed group is authenticated but denied everything, with the reason;
+// expired tokens, tokens for another audience or from another issuer,
+// tokens signed by a key the issuer does not publish and tampered tokens
+// are refused.
+func TestOIDCTokens(t *testing.T) {
+	iss := oidctest.New(t)
+	a := oidcAuthenticator(t, iss)
+	claims := func(groups ...string) oidctest.Claims {
+		return oidctest.Claims{Subject: "u-1", Audience: "argosy", Extra: map[string]any{"email": "alice@example.com", "groups": groups}}
+	}
+	p, err := authWith(t, a, iss.Token(t, claims("everyone", "team-a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Actor != "oidc:alice@example.com" || p.Role != RoleDeployer || len(p.Projects) != 1 || p.Clusters != "env in (staging)" {
+		t.Errorf("team-a listed before everyone: principal %+v, want team-a's deployer", p.Identity)
+	}
+	if err := p.allow(actionApplyApplication, "c", map[string]string{"env": "prod"}, "team-a"); !errors.Is(err, errDenied) {
+		t.Errorf("team-a on prod: %v, want denied by its cluster scope", err)
+	}
+	if p, err = authWith(t, a, iss.Token(t, claims("platform", "team-a"))); err != nil || p.Role != RoleAdmin {
+		t.Errorf("platform: %+v, %v; want admin", p, err)
+	}
+	one := claims()
+	one.Extra["groups"] = "everyone" // a claim of one string
+	if p, err = authWith(t, a, iss.Token(t, one)); err != nil || p.Role != RoleViewer {
+		t.Errorf("groups as a string: %+v, %v; want viewer", p, err)
+	}
+	p, err = authWith(t, a, iss.Token(t, claims("contractors")))
+	if err != nil {
+		t.Fatalf("a valid token with no listed group: %v, want it authenticated", err)
+	}
+	if err := p.allow(actionRead, "", nil, ""); !errors.Is(err, errDenied) || !strings.Contains(err.Error(), "contractors") {
+		t.Errorf("a valid token with no listed group: allow = %v, want denied naming its groups", err)
+	}
+	noEmail := claims("everyone")
+	delete(noEmail.Extra, "email")
+	if p, err = authWith(t, a, iss.Token(t, noEmail)); err != nil || p.Actor != "oidc:u-1" {
+		t.Errorf("no email: %+v, %v; want the subject as the actor", p, err)
+	}
+
+	expired := claims("platform")
+	expired.Expiry = time.Now().Add(-time.Minute)
+	otherAudience := claims("platform")
+	otherAudience.Audience = "another-app"
+	otherIssuer := claims("platform")
+	otherIssuer.Issuer = "https://idp.example.com"
+	good := iss.Token(t, claims("everyone"))
+	parts := strings.Split(good, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts[1] = base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(payload), "everyone", "platform", 1)))
+	tampered := strings.Join(parts, ".")
+	header := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
+	unsigned := header + "." + parts[1] + "."
+	for name, tok := range map[string]string{
+		"expired":               iss.Token(t, expired),
+		"another audience":      iss.Token(t, otherAudience),
+		"another issuer":        iss.Token(t, otherIssuer),
+		"a key not published":   iss.TokenSignedBy(t, claims("platform")),
+		"tampered":              tampered,
+		"alg none":              unsigned,
+		"not a token at all":    "a.b.c",
+		"an unknown bare token": "argosy_nope",
+	} {
+		if p, err := authWith(t, a, tok); !errors.Is(err, errUnauthenticated) {
+			t.Errorf("%s: %+v, %v; want unauthenticated", name, p, err)
+		}
+	}
+}
+
+// TestOIDCUnreachable: while the issuer cannot be read, ID tokens are
+// refused with the reason, and the file's tokens still work.
+func TestOIDCUnreachable(t *testing.T) {
+	tok, entry, err := NewToken("ci", RoleDeployer, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAuthenticator([]Token{entry}, &OIDC{Issuer: "http://127.0.0.1:1", ClientID: "argosy", Groups: []OIDCGroup{{Group: "g", Role: RoleViewer}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := authWith(t, a, "x.y.z"); !errors.Is(err, errUnauthenticated) || !strings.Contains(err.Error(), "not reachable") {
+		t.Errorf("before discovery: %v", err)
+	}
+	if p, err := authWith(t, a, tok); err != nil || p.Actor != "ci" {
+		t.Errorf("the file's token: %+v, %v", p, err)
+	}
+}
+
+// TestOIDCConfig: the tokens file's oidc section is checked as tokens are,
+// and a file with only an issuer is enough.
+func TestOIDCConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		path := filepath.Join(dir, "tokens.yaml")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	f, err := LoadTokenFile(write("oidc:\n  issuer: https://idp.example.com\n  clientID: argosy\n  groups:\n  - {group: platform, role: admin}\n"))
+	if err != nil || f.OIDC == nil {
+		t.Fatalf("LoadTokenFile = %+v, %v", f, err)
+	}
+	if _, err := newAuthenticator(f.Tokens, f.OIDC); err != nil {
+		t.Errorf("an OIDC-only file: %v", err)
+	}
+	for body, want := range map[string]string{
+		"oidc:\n  clientID: argosy\n  groups:\n  - {group: g, role: admin}\n":                                       "oidc.issuer is required",
+		"oidc:\n  issuer: https://i\n  groups:\n  - {group: g, role: admin}\n":                                      "oidc.clientID is required",
+		"oidc:\n  issuer: https://i\n  clientID: a\n":                                                               "oidc.groups is required",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: owner}\n":                       `oidc.groups[0] (g): role "owner"`,
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: admin, clusters: 'env in ('}\n": "oidc.groups[0] (g): clusters",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {role: admin}\n":                                 "oidc.groups[0].group is required",
+	} {
+		f, err := LoadTokenFile(write(body))
+		if err == nil {
+			_, err = newAuthenticator(f.Tokens, f.OIDC)
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+	if _, err := LoadTokenFile(write("oidc:\n  issuer: https://i\n  client: a\n")); err == nil {
+		t.Error("an unknown key was accepted")
+	}
+}
