@@ -38,3 +38,15 @@ func TestEnvFallbacks(t *testing.T) {
 		})
 	}
 }
+
+func TestDevDir(t *testing.T) {
+	t.Setenv("ARGOSY_DEV_DIR", "")
+	t.Setenv("XDG_DATA_HOME", "/data")
+	if got := cmdkit.DevDir(); got != "/data/argosy/dev" {
+		t.Errorf("DevDir = %q, want /data/argosy/dev", got)
+	}
+	t.Setenv("ARGOSY_DEV_DIR", "/elsewhere")
+	if got := cmdkit.DevDir(); got != "/elsewhere" {
+		t.Errorf("DevDir = %q, want $ARGOSY_DEV_DIR", got)
+	}
+}

@@ -62,20 +62,6 @@ type DevReady struct {
 // DevReadyFile is DevReady's file in the data directory.
 const DevReadyFile = "dev.json"
 
-// DefaultDevDir is argosy dev's data directory: argosy/dev under
-// $XDG_DATA_HOME, or ~/.local/share.
-func DefaultDevDir() string {
-	base := os.Getenv("XDG_DATA_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return filepath.Join(os.TempDir(), "argosy-dev")
-		}
-		base = filepath.Join(home, ".local", "share")
-	}
-	return filepath.Join(base, "argosy", "dev")
-}
-
 // NewCmdDev returns `argosy-hub dev`.
 func NewCmdDev(io cmdkit.IOStreams, runF func(context.Context, *DevOptions) error) *cobra.Command {
 	opts := &DevOptions{IO: io}
@@ -114,7 +100,7 @@ for the argosy CLI. Ctrl-C stops everything cleanly; --reset starts over.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.Clusters, "clusters", 20, "how many simulated clusters")
-	f.StringVar(&opts.DataDir, "data-dir", cmdkit.Env("ARGOSY_DEV_DIR", DefaultDevDir()), "where the broker's log, the views, the keys and the fleet live (env ARGOSY_DEV_DIR)")
+	f.StringVar(&opts.DataDir, "data-dir", cmdkit.DevDir(), "where the broker's log, the views, the keys and the fleet live (env ARGOSY_DEV_DIR)")
 	f.StringVar(&opts.Broker, "broker", "", "a Kafka to use (host:port) instead of the embedded broker")
 	f.StringVar(&opts.TopicPrefix, "topic-prefix", "", "prefix of Argosy's topic names, to share a --broker")
 	f.IntVar(&opts.BrokerPort, "broker-port", 0, "port of the embedded broker on 127.0.0.1 (default: any free one)")

@@ -55,7 +55,7 @@ cleanly. See argosy-hub dev --help for the flags.`,
 		DisableFlagParsing: true,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Args = args
-			opts.DataDir = DefaultDir()
+			opts.DataDir = cmdkit.DevDir()
 			for i := 0; i < len(args); i++ {
 				switch a := args[i]; {
 				case a == "-h" || a == "--help":
@@ -76,22 +76,6 @@ cleanly. See argosy-hub dev --help for the flags.`,
 		},
 	}
 	return cmd
-}
-
-// DefaultDir is argosy-hub dev's default data directory.
-func DefaultDir() string {
-	if d := os.Getenv("ARGOSY_DEV_DIR"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_DATA_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return filepath.Join(os.TempDir(), "argosy-dev")
-		}
-		base = filepath.Join(home, ".local", "share")
-	}
-	return filepath.Join(base, "argosy", "dev")
 }
 
 // hubBinary finds argosy-hub: --hub-binary, beside this executable, or on
