@@ -20,7 +20,7 @@ func withCrash(f func(string) []kgo.Opt) func(string) []kgo.Opt {
 	}
 	return func(name string) []kgo.Opt {
 		opts := f(name)
-		if name == "hub-writer" {
+		if strings.HasPrefix(name, "hub-writer-") { // each lane's writer
 			opts = append(slices.Clone(opts), kgo.WithHooks(crash{at: at}))
 		}
 		return opts
