@@ -50,7 +50,8 @@ func samples() map[string]sample {
 	return map[string]sample{
 		"io.argosy.hub.placement.upserted.v1": {
 			full: schemas.PlacementUpserted{Namespace: "argocd", Name: "guestbook", Generation: 3, Selector: "env=prod,region in (eu,us)",
-				Prune: schemas.PruneDelete, Project: "default", Labels: labels, Annotations: map[string]string{"argosy.dev/owner": "team-payments"}, Spec: appSpec},
+				Prune: schemas.PruneDelete, Project: "default", Labels: labels, Annotations: map[string]string{"argosy.dev/owner": "team-payments"}, Spec: appSpec,
+				Commit: &schemas.SourceCommit{Revision: "9f2c1e7a3b5d4c6e8f0a1b2c3d4e5f6a7b8c9d0e", CommittedAt: t0.Add(-time.Hour)}},
 			minimal: schemas.PlacementUpserted{Namespace: "argocd", Name: "guestbook", Prune: schemas.PruneOrphan, Project: "default", Spec: emptySpec},
 		},
 		"io.argosy.hub.placement.deleted.v1": {
