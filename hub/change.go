@@ -90,11 +90,18 @@ func (s *Server) commit(ctx context.Context, c *call, changes []change) (*api.Re
 // already written under the call's idempotency key.
 func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []change, res *api.Result) (int, error) {
 	var replayed []api.Written
+	// Each change's event id is fixed for the whole call: when a commit's
+	// outcome is unknown, the next attempt finds the events in the log if
+	// they were committed, and answers with them rather than deciding anew.
+	ids := make([]string, len(chs))
+	for i, ch := range chs {
+		ids[i] = eventID(c, ch)
+	}
 	decide := func() ([]pending, error) {
 		replayed = replayed[:0]
 		var out []pending
-		for _, ch := range chs {
-			id := eventID(c, ch)
+		for i, ch := range chs {
+			id := ids[i]
 			if w, ok := s.ledger.lookupID(id); ok {
 				replayed = append(replayed, w.describe(id))
 				continue

@@ -127,7 +127,12 @@ func (w *writer) write(ctx context.Context, l lane, decide decision, extra func(
 			return ps, recs, nil
 		}
 		w.release(o)
-		if !fenced(err) || attempt >= maxFencedRetries {
+		// Fenced, nothing of the transaction was committed. Otherwise (the
+		// broker answered the commit with an error it does not explain,
+		// say) it may have been: the next attempt fences this lane's
+		// transactional id, reads the partition to its end and decides
+		// again, and finds the call's events there if they were.
+		if ctx.Err() != nil || attempt >= maxFencedRetries {
 			if fenced(err) {
 				return nil, nil, fmt.Errorf("%w: %w", ErrBusy, err)
 			}
