@@ -10,8 +10,9 @@
 // status are refused rather than ignored: a manifest read back from a
 // cluster and applied as it is would otherwise look accepted while those
 // fields were dropped. So are operation (operations have an API of their
-// own) and finalizers (argosy app delete --cascade decides what a deletion
-// takes with it).
+// own), finalizers (argosy app delete --cascade decides what a deletion
+// takes with it), and labels and annotations under argosy.dev/, which
+// Argosy sets itself (the generation, the placement, the source commit).
 //
 // It is the only package that links Argo CD's module (see docs/hub.md); the
 // argosy CLI and the spoke never do.
@@ -22,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -222,7 +224,22 @@ func checkMeta(verr *Error, name string, raw map[string]json.RawMessage) {
 	if _, ok := meta["finalizers"]; ok {
 		verr.add("metadata.finalizers", "the hub does not write finalizers: argosy app delete --cascade decides whether a deletion takes the Application's resources with it")
 	}
+	for _, field := range []string{"labels", "annotations"} {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(meta[field], &m) != nil {
+			continue // the strict decode reports a map of the wrong shape
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if strings.HasPrefix(k, ReservedPrefix) {
+				verr.add("metadata."+field+"["+k+"]", "reserved: Argosy sets its own %s labels and annotations (the generation, the placement, the source commit, which --commit-time sends)", ReservedPrefix)
+			}
+		}
+	}
 }
+
+// ReservedPrefix is the prefix of the labels and annotations Argosy puts
+// on the objects it manages; a manifest may not set them.
+const ReservedPrefix = "argosy.dev/"
 
 // decode parses a manifest strictly into v, after checking its apiVersion,
 // kind and top-level fields and its CRD's schema, and returns its top-level
