@@ -446,6 +446,6 @@ func commitAnnotations(p *schemas.ApplicationUpserted) map[string]string {
 		out = map[string]string{}
 	}
 	out[argocd.AnnotationCommitRevision] = p.Commit.Revision
-	out[argocd.AnnotationCommitTime] = p.Commit.CommittedAt.UTC().Format(time.RFC3339)
+	out[argocd.AnnotationCommitTime] = p.Commit.CommittedAt.UTC().Format(time.RFC3339Nano)
 	return out
 }

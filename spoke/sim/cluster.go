@@ -500,7 +500,9 @@ func revisionOf(spec json.RawMessage) string {
 		Source  json.RawMessage   `json:"source"`
 		Sources []json.RawMessage `json:"sources"`
 	}
-	_ = json.Unmarshal(spec, &s) // a spec that is not JSON was refused by Apply
+	if err := json.Unmarshal(spec, &s); err != nil {
+		s.Source = spec // Apply refused specs that are not JSON; this only keeps the id stable
+	}
 	var src struct {
 		TargetRevision string `json:"targetRevision"`
 	}

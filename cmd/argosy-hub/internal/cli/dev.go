@@ -126,7 +126,9 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return err
 	}
-	_ = os.Remove(filepath.Join(o.DataDir, DevReadyFile)) // not ready yet
+	if err := os.Remove(filepath.Join(o.DataDir, DevReadyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("dev: %w", err) // a stale ready file would point argosy dev at nothing
+	}
 	signer, token, tokens, err := devCredentials(filepath.Join(o.DataDir, "hub"))
 	if err != nil {
 		return err
@@ -206,7 +208,9 @@ func devRun(ctx context.Context, o *DevOptions) error {
 		return fleet.Run(gctx)
 	})
 	err = g.Wait()
-	_ = os.Remove(filepath.Join(o.DataDir, DevReadyFile))
+	if rerr := os.Remove(filepath.Join(o.DataDir, DevReadyFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(o.IO.Err, "argosy dev stopped; its data stays in "+o.DataDir)
 	}

@@ -124,7 +124,9 @@ func (o *ApplyOptions) commit(m Manifest) (*api.SourceCommit, error) {
 				} `json:"source"`
 			} `json:"spec"`
 		}
-		_ = json.Unmarshal(m.JSON, &spec) // checked already: it is an Application
+		if err := json.Unmarshal(m.JSON, &spec); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Source, err)
+		}
 		if rev = spec.Spec.Source.TargetRevision; !commitID.MatchString(rev) {
 			return nil, &cmdkit.FlagError{Err: fmt.Errorf("%s: --commit-time needs --commit-revision: spec.source.targetRevision %q is not a commit id", m.Source, rev)}
 		}
