@@ -144,6 +144,9 @@ func newAuthenticator(tokens []Token, oidcCfg *OIDC) (*authenticator, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if strings.HasPrefix(t.Name, "oidc:") {
+			errs = append(errs, fmt.Errorf("token %q: names starting oidc: are the OIDC callers'", t.Name))
+		}
 		var h [sha256.Size]byte
 		b, _ := hex.DecodeString(t.SHA256)
 		copy(h[:], b)

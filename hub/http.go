@@ -129,8 +129,11 @@ func (s *Server) handle(rt route) http.Handler {
 		}
 		p, err := s.auth.authenticate(r)
 		if err != nil {
-			s.finish(w, r, c, nil, &apiError{status: http.StatusUnauthorized,
-				body: api.Error{Error: err.Error(), Hint: oidcHint(r, err)}})
+			status := http.StatusUnauthorized
+			if errors.Is(err, errIssuerUnavailable) {
+				status = http.StatusServiceUnavailable
+			}
+			s.finish(w, r, c, nil, &apiError{status: status, body: api.Error{Error: err.Error(), Hint: authHint(r, err)}})
 			return
 		}
 		c.p = p

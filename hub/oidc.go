@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -26,7 +29,8 @@ type OIDC struct {
 	// ClientID is the audience an ID token must name (its aud claim).
 	ClientID string `json:"clientID"`
 	// UsernameClaim names the caller in the audit, as oidc:<value>
-	// (default "email"; "sub" always exists).
+	// (default "email"). A token without it, or whose email_verified is
+	// false when it is "email", is named by its subject: oidc:sub:<sub>.
 	UsernameClaim string `json:"usernameClaim,omitempty"`
 	// GroupsClaim holds the caller's groups (default "groups").
 	GroupsClaim string `json:"groupsClaim,omitempty"`
@@ -49,6 +53,7 @@ type OIDCGroup struct {
 type oidcAuth struct {
 	cfg    OIDC
 	groups []*principal // by cfg.Groups' order; Actor is set per call
+	log    *slog.Logger
 
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
@@ -57,8 +62,10 @@ type oidcAuth struct {
 
 func newOIDCAuth(cfg OIDC) (*oidcAuth, error) {
 	var errs []error
-	if cfg.Issuer == "" {
-		errs = append(errs, errors.New("oidc.issuer is required: the issuer's URL"))
+	if u, err := url.Parse(cfg.Issuer); cfg.Issuer == "" || err != nil || u.Host == "" {
+		errs = append(errs, fmt.Errorf("oidc.issuer %q: want the issuer's URL, https://…", cfg.Issuer))
+	} else if u.Scheme != "https" && (u.Scheme != "http" || !loopback(u.Hostname())) {
+		errs = append(errs, fmt.Errorf("oidc.issuer %q: want https (plain http only on this machine's loopback)", cfg.Issuer))
 	}
 	if cfg.ClientID == "" {
 		errs = append(errs, errors.New("oidc.clientID is required: the audience ID tokens name"))
@@ -72,11 +79,15 @@ func newOIDCAuth(cfg OIDC) (*oidcAuth, error) {
 	if cfg.GroupsClaim == "" {
 		cfg.GroupsClaim = "groups"
 	}
-	a := &oidcAuth{cfg: cfg}
+	a := &oidcAuth{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	seen := map[string]bool{}
 	for i, g := range cfg.Groups {
 		if g.Group == "" {
 			errs = append(errs, fmt.Errorf("oidc.groups[%d].group is required", i))
+		} else if seen[g.Group] {
+			errs = append(errs, fmt.Errorf("oidc.groups[%d]: group %q is listed twice; only the first would count", i, g.Group))
 		}
+		seen[g.Group] = true
 		p, err := newPrincipal(Token{Name: "oidc", SHA256: strings.Repeat("0", 64), Role: g.Role, Projects: g.Projects, Clusters: g.Clusters})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("oidc.groups[%d] (%s): %w", i, g.Group, errors.Unwrap(err)))
@@ -90,14 +101,20 @@ func newOIDCAuth(cfg OIDC) (*oidcAuth, error) {
 	return a, nil
 }
 
+// oidcTimeout bounds each request to the issuer: discovery, and the key
+// fetches go-oidc makes when the issuer's keys rotate.
+const oidcTimeout = 10 * time.Second
+
 // discover reads the issuer's discovery document until it succeeds or ctx
-// ends, retrying with backoff; until then ID tokens are refused with the
-// reason. ctx lives as long as the hub: go-oidc fetches the issuer's keys
-// with it when they rotate.
+// ends, retrying with backoff and logging each failure; until then ID
+// tokens are refused (503) with the reason. The provider's HTTP client has
+// a timeout, which go-oidc's key fetches use too: a stalled key endpoint
+// cannot hold every later verification.
 func (a *oidcAuth) discover(ctx context.Context) error {
 	wait := time.Second
+	client := &http.Client{Timeout: oidcTimeout}
 	for {
-		p, err := oidc.NewProvider(ctx, a.cfg.Issuer)
+		p, err := oidc.NewProvider(oidc.ClientContext(ctx, client), a.cfg.Issuer)
 		a.mu.Lock()
 		if err == nil {
 			a.verifier, a.lastErr = p.Verifier(&oidc.Config{ClientID: a.cfg.ClientID}), nil
@@ -108,6 +125,7 @@ func (a *oidcAuth) discover(ctx context.Context) error {
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}
+		a.log.WarnContext(ctx, "the OIDC issuer's discovery document could not be read; ID tokens are refused until it is", "issuer", a.cfg.Issuer, "retry", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -115,6 +133,19 @@ func (a *oidcAuth) discover(ctx context.Context) error {
 		}
 		wait = min(2*wait, time.Minute)
 	}
+}
+
+// errIssuerUnavailable is an ID token the hub cannot check yet: the
+// issuer's discovery document has not been read. It is answered 503.
+var errIssuerUnavailable = errors.New("unavailable")
+
+// loopback reports whether host is a loopback name or address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // isJWT tells a bearer that may be an ID token: three dot-separated parts.
@@ -131,7 +162,7 @@ func (a *oidcAuth) authenticate(ctx context.Context, tok string) (*principal, st
 		if lastErr == nil {
 			lastErr = errors.New("its discovery document is being read")
 		}
-		return nil, "unavailable", fmt.Errorf("%w: the OIDC issuer %s is not reachable yet (%w); try again", errUnauthenticated, a.cfg.Issuer, lastErr)
+		return nil, "unavailable", fmt.Errorf("%w: the OIDC issuer %s is not reachable yet (%w); try again", errIssuerUnavailable, a.cfg.Issuer, lastErr)
 	}
 	idt, err := v.Verify(ctx, tok)
 	if err != nil {
@@ -140,15 +171,18 @@ func (a *oidcAuth) authenticate(ctx context.Context, tok string) (*principal, st
 		if errors.As(err, &expired) {
 			outcome = "expired"
 		}
-		return nil, outcome, fmt.Errorf("%w: the ID token does not verify: %w", errUnauthenticated, err)
+		return nil, outcome, fmt.Errorf("%w: the %w does not verify: %w", errUnauthenticated, errBadIDToken, err)
 	}
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
 		return nil, "invalid", fmt.Errorf("%w: the ID token's claims: %w", errUnauthenticated, err)
 	}
 	name, _ := claims[a.cfg.UsernameClaim].(string)
+	if verified, ok := claims["email_verified"].(bool); a.cfg.UsernameClaim == "email" && ok && !verified {
+		name = "" // an address the issuer has not verified names no one
+	}
 	if name == "" {
-		name = idt.Subject
+		name = "sub:" + idt.Subject
 	}
 	groups := stringsClaim(claims[a.cfg.GroupsClaim])
 	actor := "oidc:" + name
@@ -185,11 +219,14 @@ func stringsClaim(v any) []string {
 	return nil
 }
 
-// oidcHint says why a request was refused at authentication, for the
-// hint: an ID token must be renewed, a static one is looked up.
-func oidcHint(r *http.Request, err error) string {
-	if strings.Contains(err.Error(), "ID token") {
-		return "get a new ID token from your identity provider and argosy login " + hubURL(r) + " --token …"
+// authHint is what to do about a refused bearer: renew an ID token, or
+// log in with a token the hub knows.
+func authHint(r *http.Request, err error) string {
+	if errors.Is(err, errBadIDToken) {
+		return "get a new ID token from your identity provider, then argosy login " + hubURL(r) + " --token …"
 	}
 	return "argosy login " + hubURL(r) + " --token …"
 }
+
+// errBadIDToken marks an ID token that does not verify.
+var errBadIDToken = errors.New("ID token")

@@ -80,7 +80,7 @@ func TestOIDCTokens(t *testing.T) {
 	}
 	noEmail := claims("everyone")
 	delete(noEmail.Extra, "email")
-	if p, err = authWith(t, a, iss.Token(t, noEmail)); err != nil || p.Actor != "oidc:u-1" {
+	if p, err = authWith(t, a, iss.Token(t, noEmail)); err != nil || p.Actor != "oidc:sub:u-1" {
 		t.Errorf("no email: %+v, %v; want the subject as the actor", p, err)
 	}
 
@@ -127,8 +127,8 @@ func TestOIDCUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := authWith(t, a, "x.y.z"); !errors.Is(err, errUnauthenticated) || !strings.Contains(err.Error(), "not reachable") {
-		t.Errorf("before discovery: %v", err)
+	if _, err := authWith(t, a, "x.y.z"); !errors.Is(err, errIssuerUnavailable) || !strings.Contains(err.Error(), "not reachable") {
+		t.Errorf("before discovery: %v, want the issuer unavailable", err)
 	}
 	if p, err := authWith(t, a, tok); err != nil || p.Actor != "ci" {
 		t.Errorf("the file's token: %+v, %v", p, err)
@@ -154,12 +154,14 @@ func TestOIDCConfig(t *testing.T) {
 		t.Errorf("an OIDC-only file: %v", err)
 	}
 	for body, want := range map[string]string{
-		"oidc:\n  clientID: argosy\n  groups:\n  - {group: g, role: admin}\n":                                       "oidc.issuer is required",
-		"oidc:\n  issuer: https://i\n  groups:\n  - {group: g, role: admin}\n":                                      "oidc.clientID is required",
-		"oidc:\n  issuer: https://i\n  clientID: a\n":                                                               "oidc.groups is required",
-		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: owner}\n":                       `oidc.groups[0] (g): role "owner"`,
-		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: admin, clusters: 'env in ('}\n": "oidc.groups[0] (g): clusters",
-		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {role: admin}\n":                                 "oidc.groups[0].group is required",
+		"oidc:\n  clientID: argosy\n  groups:\n  - {group: g, role: admin}\n":                                               `oidc.issuer "": want the issuer's URL`,
+		"oidc:\n  issuer: http://idp.example.com\n  clientID: a\n  groups:\n  - {group: g, role: admin}\n":                  "want https",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: admin}\n  - {group: g, role: viewer}\n": `group "g" is listed twice`,
+		"oidc:\n  issuer: https://i\n  groups:\n  - {group: g, role: admin}\n":                                              "oidc.clientID is required",
+		"oidc:\n  issuer: https://i\n  clientID: a\n":                                                                       "oidc.groups is required",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: owner}\n":                               `oidc.groups[0] (g): role "owner"`,
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: admin, clusters: 'env in ('}\n":         "oidc.groups[0] (g): clusters",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {role: admin}\n":                                         "oidc.groups[0].group is required",
 	} {
 		f, err := LoadTokenFile(write(body))
 		if err == nil {
@@ -171,5 +173,66 @@ func TestOIDCConfig(t *testing.T) {
 	}
 	if _, err := LoadTokenFile(write("oidc:\n  issuer: https://i\n  client: a\n")); err == nil {
 		t.Error("an unknown key was accepted")
+	}
+}
+
+// TestOIDCNames: an unverified email names no one, so the subject does;
+// a file token may not take a name of the OIDC callers'.
+func TestOIDCNames(t *testing.T) {
+	iss := oidctest.New(t)
+	a := oidcAuthenticator(t, iss)
+	p, err := authWith(t, a, iss.Token(t, oidctest.Claims{Subject: "u-9", Audience: "argosy",
+		Extra: map[string]any{"email": "ceo@example.com", "email_verified": false, "groups": []string{"everyone"}}}))
+	if err != nil || p.Actor != "oidc:sub:u-9" {
+		t.Errorf("an unverified email: %+v, %v; want the subject as the actor", p, err)
+	}
+	_, entry, err := NewToken("oidc:alice@example.com", RoleAdmin, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newAuthenticator([]Token{entry}, nil); err == nil || !strings.Contains(err.Error(), "OIDC callers") {
+		t.Errorf("a file token named oidc:…: %v", err)
+	}
+}
+
+// TestOIDCDiscoveryRetries: an issuer that cannot be read at first is read
+// on a later attempt; meanwhile its tokens are refused as unavailable, and
+// then accepted.
+func TestOIDCDiscoveryRetries(t *testing.T) {
+	iss := oidctest.New(t)
+	iss.FailDiscovery(1)
+	a, err := newAuthenticator(nil, &OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []OIDCGroup{{Group: "everyone", Role: RoleViewer}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.oidc.discover(ctx) }()
+	tok := iss.Token(t, oidctest.Claims{Subject: "u", Audience: "argosy", Extra: map[string]any{"groups": []string{"everyone"}}})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		a.oidc.mu.Lock()
+		failed := a.oidc.lastErr != nil
+		a.oidc.mu.Unlock()
+		if failed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first discovery did not fail")
+		}
+	}
+	if _, err := authWith(t, a, tok); !errors.Is(err, errIssuerUnavailable) {
+		t.Fatalf("while the issuer cannot be read: %v, want unavailable", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("discovery did not succeed on its next attempt")
+	}
+	if p, err := authWith(t, a, tok); err != nil || p.Role != RoleViewer {
+		t.Errorf("after discovery: %+v, %v", p, err)
 	}
 }

@@ -96,6 +96,9 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: auth, o: o,
 		tracer: o.tracers.Tracer(instrumentation), inst: newInstruments(o.meters), ready: make(chan struct{})}
 	s.auth.verified = s.inst.oidcVerified
+	if s.auth.oidc != nil {
+		s.auth.oidc.log = o.log
+	}
 	s.mux = s.routes()
 	s.placer = &placer{s: s, pokes: make(chan struct{}, 1), period: o.placeEvery}
 	return s, nil

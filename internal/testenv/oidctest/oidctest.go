@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +20,15 @@ import (
 
 // Issuer is a running OpenID Connect issuer.
 type Issuer struct {
-	URL string
-	key *rsa.PrivateKey
-	kid string
+	URL  string
+	key  *rsa.PrivateKey
+	kid  string
+	fail atomic.Int32 // discovery requests still to answer 503
 }
+
+// FailDiscovery makes the next n requests for the discovery document fail
+// with 503, as an issuer that is down.
+func (i *Issuer) FailDiscovery(n int) { i.fail.Store(int32(n)) }
 
 // New starts an issuer that stops when the test ends.
 func New(t testing.TB) *Issuer {
@@ -37,6 +43,10 @@ func New(t testing.TB) *Issuer {
 	t.Cleanup(srv.Close)
 	iss.URL = srv.URL
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		if iss.fail.Add(-1) >= 0 {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		writeJSON(w, map[string]any{"issuer": iss.URL, "jwks_uri": iss.URL + "/keys", "authorization_endpoint": iss.URL + "/auth",
 			"token_endpoint": iss.URL + "/token", "id_token_signing_alg_values_supported": []string{"RS256"},
 			"subject_types_supported": []string{"public"}, "response_types_supported": []string{"id_token"}})
@@ -48,8 +58,15 @@ func New(t testing.TB) *Issuer {
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+	if _, err := w.Write(b); err != nil {
+		return // the client went away
+	}
 }
 
 // Claims are an ID token's; zero fields get defaults: this issuer, an
