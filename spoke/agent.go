@@ -101,6 +101,9 @@ func Group(cluster string) string { return "argosy-spoke." + cluster }
 func (a *Agent) Run(ctx context.Context) error {
 	c, err := a.connect(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while connecting
+		}
 		return err
 	}
 	defer c.close()
