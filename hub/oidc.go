@@ -54,6 +54,8 @@ type oidcAuth struct {
 	cfg    OIDC
 	groups []*principal // by cfg.Groups' order; Actor is set per call
 	log    *slog.Logger
+	// timeout bounds each request to the issuer (oidcTimeout).
+	timeout time.Duration
 
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
@@ -79,7 +81,7 @@ func newOIDCAuth(cfg OIDC) (*oidcAuth, error) {
 	if cfg.GroupsClaim == "" {
 		cfg.GroupsClaim = "groups"
 	}
-	a := &oidcAuth{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	a := &oidcAuth{cfg: cfg, log: slog.New(slog.DiscardHandler), timeout: oidcTimeout}
 	seen := map[string]bool{}
 	for i, g := range cfg.Groups {
 		if g.Group == "" {
@@ -112,7 +114,7 @@ const oidcTimeout = 10 * time.Second
 // cannot hold every later verification.
 func (a *oidcAuth) discover(ctx context.Context) error {
 	wait := time.Second
-	client := &http.Client{Timeout: oidcTimeout}
+	client := &http.Client{Timeout: a.timeout}
 	for {
 		p, err := oidc.NewProvider(oidc.ClientContext(ctx, client), a.cfg.Issuer)
 		a.mu.Lock()

@@ -236,3 +236,33 @@ func TestOIDCDiscoveryRetries(t *testing.T) {
 		t.Errorf("after discovery: %+v, %v", p, err)
 	}
 }
+
+// TestOIDCKeysTimeOut: a key endpoint that hangs fails a verification
+// after the timeout rather than holding it, and the keys are fetched
+// again once the endpoint answers.
+func TestOIDCKeysTimeOut(t *testing.T) {
+	iss := oidctest.New(t)
+	a, err := newAuthenticator(nil, &OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []OIDCGroup{{Group: "everyone", Role: RoleViewer}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.oidc.timeout = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := a.oidc.discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	release := iss.StallKeys()
+	tok := iss.Token(t, oidctest.Claims{Subject: "u", Audience: "argosy", Extra: map[string]any{"groups": []string{"everyone"}}})
+	start := time.Now()
+	if _, err := authWith(t, a, tok); !errors.Is(err, errUnauthenticated) {
+		t.Errorf("with the keys stalled: %v, want the token refused", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the verification waited %s for a stalled key endpoint", took)
+	}
+	release()
+	if p, err := authWith(t, a, tok); err != nil || p.Role != RoleViewer {
+		t.Errorf("once the keys answer: %+v, %v", p, err)
+	}
+}

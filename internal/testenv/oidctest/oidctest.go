@@ -24,6 +24,16 @@ type Issuer struct {
 	key  *rsa.PrivateKey
 	kid  string
 	fail atomic.Int32 // discovery requests still to answer 503
+	// stall holds the key set's answers until it is closed; nil: none.
+	stall atomic.Pointer[chan struct{}]
+}
+
+// StallKeys makes requests for the issuer's keys hang, as a stalled
+// endpoint does, until the returned function is called.
+func (i *Issuer) StallKeys() (release func()) {
+	ch := make(chan struct{})
+	i.stall.Store(&ch)
+	return func() { i.stall.Store(nil); close(ch) }
 }
 
 // FailDiscovery makes the next n requests for the discovery document fail
@@ -51,7 +61,14 @@ func New(t testing.TB) *Issuer {
 			"token_endpoint": iss.URL + "/token", "id_token_signing_alg_values_supported": []string{"RS256"},
 			"subject_types_supported": []string{"public"}, "response_types_supported": []string{"id_token"}})
 	})
-	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
+		if ch := iss.stall.Load(); ch != nil {
+			select {
+			case <-*ch:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		writeJSON(w, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: iss.kid, Algorithm: "RS256", Use: "sig"}}})
 	})
 	return iss
