@@ -9,7 +9,6 @@ import (
 	"errors"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -102,23 +102,7 @@ func (r *rig) startAs(signer *events.Signer, anchors []events.Key, opts ...hub.O
 	return url
 }
 
-func waitReady(t testing.TB, url string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get(url + "/readyz") //nolint:noctx // a loopback probe
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hub at %s never ready: %v", url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+func waitReady(t testing.TB, url string) { hubtest.WaitReady(t, url) }
 
 // client returns a client of the hub at url with actor's token.
 func (r *rig) client(url, actor string) *api.Client {
