@@ -250,3 +250,19 @@ func TestDeploymentsWithoutGaps(t *testing.T) {
 		t.Errorf("%d deployment records, want 3", records)
 	}
 }
+
+// TestHistoryIsBounded: like Argo CD's revisionHistoryLimit, a simulated
+// Application keeps its last 10 history entries, however many syncs ran.
+func TestHistoryIsBounded(t *testing.T) {
+	c := sim.NewCluster(sim.WithBehaviour(fixed(0, 0)), sim.WithSeed(1))
+	now := time.Now()
+	for i := range 15 {
+		apply(t, c, int64(i+1), "v"+string(rune('a'+i)))
+		now = now.Add(2 * time.Second)
+		c.Step(now, time.Second)
+	}
+	s := status(t, c)
+	if len(s.History) != 10 || s.History[0].ID != 5 || s.History[9].ID != 14 {
+		t.Errorf("history %d entries, ids %d to %d; want the last 10, 5 to 14", len(s.History), s.History[0].ID, s.History[len(s.History)-1].ID)
+	}
+}
