@@ -442,3 +442,63 @@ func TestHandlerErrors(t *testing.T) {
 		t.Errorf("after a fatal error the group resumed at %d, want 2", got[0].Offset)
 	}
 }
+
+// TestEveryCodecStaysReadable appends signed events in batches of every
+// codec Kafka knows, as producers of any version may have, and reads each
+// back through a Reader and a Decoder: changing the codec Argosy writes
+// with never makes the log's history unreadable. ProducerOpts alone
+// writes zstd.
+func TestEveryCodecStaysReadable(t *testing.T) {
+	r := newRig(t, 1, nil)
+	// Kafka's codec numbers, as a batch's attributes carry them.
+	codecs := map[string]struct {
+		opt  []kgo.Opt
+		attr uint8
+	}{"none": {codec(t, kgo.NoCompression()), 0}, "gzip": {codec(t, kgo.GzipCompression()), 1}, "snappy": {codec(t, kgo.SnappyCompression()), 2},
+		"lz4": {codec(t, kgo.Lz4Compression()), 3}, "zstd": {codec(t, kgo.ZstdCompression()), 4}, "ProducerOpts": {nil, 4}}
+	want := map[string]string{} // event id: codec
+	for _, name := range slices.Sorted(maps.Keys(codecs)) {
+		cl := kafkatest.Client(t, append(events.ProducerOpts(nil), codecs[name].opt...)...)
+		p, err := events.NewProducer(cl, r.f.hub, r.topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es := generations(t, "cluster-a", 1, 3)
+		if _, err := p.Publish(t.Context(), es...); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, e := range es {
+			want[e.ID()] = name
+		}
+	}
+	for _, rec := range consumeRaw(t, r.topics[events.TopicConfig], len(want)) {
+		id := ""
+		for _, h := range rec.Headers {
+			if h.Key == "ce_id" {
+				id = string(h.Value)
+			}
+		}
+		if c := codecs[want[id]]; rec.Attrs.CompressionType() != c.attr {
+			t.Errorf("event %s (%s) was written with codec %d, want %d", id, want[id], rec.Attrs.CompressionType(), c.attr)
+		}
+	}
+	got := r.read(events.ReaderConfig{Topic: r.topics[events.TopicConfig], Group: r.topics[events.TopicConfig] + ".codecs"},
+		r.decoder(events.WithTarget("cluster-a")), len(want))
+	for _, d := range got {
+		delete(want, d.Event.ID())
+	}
+	if len(want) > 0 {
+		t.Errorf("events not read back, by codec: %v", want)
+	}
+}
+
+// codec returns the options that compress a client's batches with c,
+// overriding ProducerOpts' compressor (none is a nil compressor).
+func codec(t *testing.T, c kgo.CompressionCodec) []kgo.Opt {
+	t.Helper()
+	comp, err := kgo.DefaultCompressor(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []kgo.Opt{kgo.WithCompressor(comp), kgo.ProducerBatchCompression(c)}
+}
