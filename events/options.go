@@ -20,6 +20,7 @@ type options struct {
 	meters  metric.MeterProvider
 	log     *slog.Logger
 	margin  time.Duration
+	owners  map[string]bool
 }
 
 // WithTracerProvider makes the component start its spans with tp rather
@@ -44,6 +45,22 @@ func WithLogger(l *slog.Logger) Option {
 // may be behind the local one; see TrustFollower. The default is 2 s.
 func WithClockMargin(d time.Duration) Option {
 	return func(o *options) { o.margin = d }
+}
+
+// WithTrustOwners makes a TrustFollower read only the trust events of
+// these owners (a trust event's key names its owner: a cluster, or "hub"
+// for the hub's keys) and pass over the rest unread. An agent, which
+// verifies only what the hub signs, follows only "hub": it then neither
+// verifies nor keeps the keys and reports of every other cluster of the
+// fleet. Passing over trust events can only make a registry know fewer
+// keys, never accept more. The default is every owner.
+func WithTrustOwners(owners ...string) Option {
+	return func(o *options) {
+		o.owners = map[string]bool{}
+		for _, w := range owners {
+			o.owners[w] = true
+		}
+	}
 }
 
 func newOptions(opts []Option) options {

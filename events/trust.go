@@ -23,6 +23,7 @@ type TrustFollower struct {
 	reg    *Registry
 	log    *slog.Logger
 	margin time.Duration
+	owners map[string]bool // nil: all
 }
 
 // NewTrustFollower returns a follower of topic, the trust topic, that
@@ -30,16 +31,16 @@ type TrustFollower struct {
 // (see TrustConsumeOpts), and nothing else. Only trust anchors sign trust
 // events, so in decodes against reg.Anchors(), which covers every log
 // time, never against reg itself, which covers a time only once this
-// follower has read past it. It takes
-// the WithLogger and WithClockMargin options: when the follower has read to
-// the end, it advances the registry to the local clock less the margin,
-// for the broker's clock to be behind ours.
+// follower has read past it. It takes the WithLogger, WithTrustOwners and
+// WithClockMargin options: when the follower has read to the end, it
+// advances the registry to the local clock less the margin, for the
+// broker's clock to be behind ours.
 func NewTrustFollower(client *kgo.Client, topic string, in *Intake, reg *Registry, opts ...Option) (*TrustFollower, error) {
 	if client == nil || topic == "" || in == nil || reg == nil {
 		return nil, errors.New("trust follower: a client, the trust topic, an intake and a registry are required")
 	}
 	o := newOptions(opts)
-	return &TrustFollower{client: client, topic: topic, in: in, reg: reg, log: o.log, margin: o.margin}, nil
+	return &TrustFollower{client: client, topic: topic, in: in, reg: reg, log: o.log, margin: o.margin, owners: o.owners}, nil
 }
 
 // TrustConsumeOpts are the consumer options of a TrustFollower's client.
@@ -123,6 +124,9 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 // refused with its reason; the keys it names stay unknown. It returns an
 // error only when ctx ended.
 func (f *TrustFollower) apply(ctx context.Context, r *kgo.Record) error {
+	if f.owners != nil && !f.owners[string(r.Key)] {
+		return nil // not followed (WithTrustOwners)
+	}
 	d, err := f.in.Take(ctx, r)
 	if err == nil && d != nil {
 		err = f.reg.Apply(d)

@@ -162,3 +162,73 @@ func header(rec *kgo.Record, key string) string {
 	}
 	return ""
 }
+
+// TestTrustFollowerFollowsOnlyItsOwners runs a follower of the hub's trust
+// events only, as an agent's is: the hub's key rotation is applied, and a
+// cluster's key, validly registered, is passed over unread.
+func TestTrustFollowerFollowsOnlyItsOwners(t *testing.T) {
+	r := newRig(t, 1, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	oldKey, newKey := r.f.hub, newSigner(t)
+	both, err := oldKey.Cosigner(newKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, err := events.New("//argosy.dev/hub/test", events.TypeKeyRegistered, "keys/"+r.f.stranger.KeyID(), "cluster-z",
+		schemas.KeyRegistered{KeyID: r.f.stranger.KeyID(), Owner: "cluster-z", Role: schemas.RoleCluster, Purpose: schemas.PurposeSigning,
+			Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(r.f.stranger.Public())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		s *events.Signer
+		e *event.Event
+	}{{oldKey, joined}, {both, keyRotated(t, oldKey, newKey)}} {
+		prod, err := events.NewProducer(r.client, p.s, r.topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := prod.Publish(ctx, p.e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	published := time.Now()
+	for _, owners := range [][]string{nil, {"hub"}} {
+		keys := events.NewFollowingRegistry(events.HubAnchor("hub", oldKey.Public()))
+		dec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(r.topics))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := events.NewIntake(dec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opts []events.Option
+		if owners != nil {
+			opts = append(opts, events.WithTrustOwners(owners...))
+		}
+		follower, err := events.NewTrustFollower(kafkatest.Client(t, events.TrustConsumeOpts(r.topics)...), r.topics[events.TopicTrust], in, keys, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- follower.Run(fctx) }()
+		err = keys.WaitCovers(ctx, published)
+		stop()
+		if err := errors.Join(err, <-done); err != nil {
+			t.Fatal(err)
+		}
+		known := map[string]bool{}
+		for _, k := range keys.Keys() {
+			known[k.ID] = true
+		}
+		if !known[newKey.KeyID()] {
+			t.Errorf("owners %v: the hub's new key is not known", owners)
+		}
+		if want := owners == nil; known[r.f.stranger.KeyID()] != want {
+			t.Errorf("owners %v: cluster-z's key known = %v, want %v", owners, !want, want)
+		}
+	}
+}

@@ -261,7 +261,7 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	anchor := events.HubAnchor("hub", a.hub)
+	anchor := events.HubAnchor(hubOwner, a.hub)
 	keys := events.NewFollowingRegistry(anchor)
 	dec, err := events.NewDecoder(events.NewVerifier(keys), append([]events.DecoderOption{events.WithTarget(a.cluster), events.WithTopics(a.o.topics)},
 		a.o.decoderOpts...)...)
@@ -280,18 +280,26 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// Every agent reads the whole trust topic: the projector dead-letters
-	// a bad trust event, not each of thousands of agents.
+	// The projector dead-letters a bad trust event, not each of
+	// thousands of agents.
 	trustIn, err := events.NewIntake(trustDec, nil, evOpts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	follower, err := events.NewTrustFollower(c.trust, a.o.topics[events.TopicTrust], trustIn, keys, evOpts...)
+	// Only the hub's trust events: the agent verifies nothing else, and
+	// a fleet's other clusters' keys and reports would cost every agent
+	// time and memory in proportion to the fleet.
+	follower, err := events.NewTrustFollower(c.trust, a.o.topics[events.TopicTrust], trustIn, keys,
+		append(evOpts, events.WithTrustOwners(hubOwner))...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return producer, in, follower, nil
 }
+
+// hubOwner is the owner, and so the record key, of the hub's trust
+// events (the hub's HubKeyOwner).
+const hubOwner = "hub"
 
 // prune keeps the state bounded when the store is a Pruner: every half
 // of the operations' maximum age, it forgets the records of operations
