@@ -54,6 +54,10 @@ type Config struct {
 	OfflineFor [2]time.Duration
 	// Heartbeat is the agents' heartbeat interval (default 5 s).
 	Heartbeat time.Duration
+	// Ramp spreads the agents' first starts evenly over this long, as a
+	// fleet's clusters come up over time, not in one instant; zero: all
+	// at once.
+	Ramp time.Duration
 	// AgentOpts are added to every agent's options.
 	AgentOpts []spoke.Option
 	Log       *slog.Logger
@@ -200,8 +204,10 @@ func (f *Fleet) join(ctx context.Context, m *member, labels map[string]string) e
 }
 
 // Run joins the fleet (see Join) and runs every agent until ctx ends; then
-// it keeps each cluster's state in Dir and returns nil, or the first error
-// an agent could not recover from.
+// it keeps each cluster's state in Dir and returns nil. An agent that
+// stops with an error is started again after a back-off, as Kubernetes
+// restarts a spoke's pod; Run returns an error only for an agent that
+// cannot be made at all.
 func (f *Fleet) Run(ctx context.Context) error {
 	if err := f.Join(ctx); err != nil {
 		return err
@@ -211,7 +217,14 @@ func (f *Fleet) Run(ctx context.Context) error {
 	down := make([]chan time.Duration, len(f.members))
 	for i, m := range f.members {
 		down[i] = make(chan time.Duration, 1)
-		g.Go(func() error { return f.runMember(gctx, m, down[i]) })
+		g.Go(func() error {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-time.After(f.cfg.Ramp * time.Duration(i) / time.Duration(len(f.members))):
+			}
+			return f.runMember(gctx, m, down[i])
+		})
 	}
 	if f.cfg.Offline > 0 {
 		g.Go(func() error { return f.sendOffline(gctx, down) })
@@ -220,8 +233,11 @@ func (f *Fleet) Run(ctx context.Context) error {
 }
 
 // runMember runs a cluster's agent, stopping it for as long as it is told
-// to go offline, until ctx ends.
+// to go offline, until ctx ends. An agent that fails is started again
+// after a back-off that doubles from a second to restartMax, and starts
+// over once an agent ran for restartMax.
 func (f *Fleet) runMember(ctx context.Context, m *member, down <-chan time.Duration) error {
+	backoff := time.Second
 	for ctx.Err() == nil {
 		a, err := spoke.New(m.name, m.keys, f.cfg.HubKey, f.cfg.Conn, m.argo, m.argo, m.store,
 			append([]spoke.Option{spoke.WithTopics(f.cfg.Topics), spoke.WithHeartbeatInterval(f.cfg.Heartbeat),
@@ -233,6 +249,7 @@ func (f *Fleet) runMember(ctx context.Context, m *member, down <-chan time.Durat
 		actx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		m.setOnline(true)
+		started := time.Now()
 		go func() { done <- a.Run(actx) }()
 		var away time.Duration
 		select {
@@ -243,11 +260,16 @@ func (f *Fleet) runMember(ctx context.Context, m *member, down <-chan time.Durat
 		}
 		stop()
 		m.setOnline(false)
+		if time.Since(started) >= restartMax {
+			backoff = time.Second
+		}
 		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("fleet: agent of %s: %w", m.name, err)
+			f.cfg.Log.WarnContext(ctx, "agent failed; starting it again", "cluster", m.name, "in", backoff, "err", err)
+			away, backoff = backoff, min(2*backoff, restartMax)
+		} else if away > 0 {
+			f.cfg.Log.InfoContext(ctx, "cluster offline", "cluster", m.name, "for", away)
 		}
 		if away > 0 {
-			f.cfg.Log.InfoContext(ctx, "cluster offline", "cluster", m.name, "for", away)
 			select {
 			case <-ctx.Done():
 			case <-time.After(away):
@@ -257,6 +279,11 @@ func (f *Fleet) runMember(ctx context.Context, m *member, down <-chan time.Durat
 	}
 	return nil
 }
+
+// restartMax is the longest back-off before a failed agent starts again
+// (Kubernetes' own grows to five minutes; a simulation need not wait so
+// long).
+const restartMax = 30 * time.Second
 
 // sendOffline sends a random cluster offline every Offline on average.
 func (f *Fleet) sendOffline(ctx context.Context, down []chan time.Duration) error {

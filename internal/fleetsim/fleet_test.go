@@ -2,8 +2,11 @@ package fleetsim_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
@@ -66,5 +69,46 @@ func TestFleetJoinsAndGoesOffline(t *testing.T) {
 	}
 	if !sawAll || !sawOffline || !back || f.Online() != 0 {
 		t.Errorf("saw all online %v, one offline %v, back %v; online after stopping %d", sawAll, sawOffline, back, f.Online())
+	}
+}
+
+// TestFailedAgentStartsAgain fails every agent's first start (its producer
+// client cannot be made) and checks that the fleet starts each again, as
+// Kubernetes restarts a spoke's pod, rather than stopping.
+func TestFailedAgentStartsAgain(t *testing.T) {
+	h := hubtest.Start(t, 2, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var failed atomic.Int32
+	failFirst := spoke.WithClientOpts(func(name string) []kgo.Opt {
+		if name == "producer" && failed.Add(1) <= 3 {
+			return []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck())} // refused: idempotent writes need all acks
+		}
+		return nil
+	})
+	f, err := fleetsim.New(fleetsim.Config{Clusters: 3, Prefix: "r", Hub: h.Client, HubKey: h.Signer.Public(), Conn: h.Conn, Topics: h.Topics,
+		Heartbeat: time.Second, AgentOpts: []spoke.Option{spoke.WithDecoderOptions(events.AcceptCreateTime()), failFirst}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	fleetCtx, stop := context.WithCancel(ctx)
+	go func() { done <- f.Run(fleetCtx) }()
+	for f.Online() < 3 || failed.Load() < 3 {
+		select {
+		case err := <-done:
+			t.Fatalf("fleet stopped when its agents failed: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("%d of 3 agents online, %d starts", f.Online(), failed.Load())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // online, and not failing again
+	if n := f.Online(); n != 3 {
+		t.Errorf("%d of 3 agents online after their restart", n)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("fleet Run = %v", err)
 	}
 }
