@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,15 +105,29 @@ func (t *Telemetry) KafkaOpts(client string) []kgo.Opt {
 	return []kgo.Opt{kgo.WithHooks(append(k.Hooks(), m)...)}
 }
 
+// EnvPprof names the variable that, set to "true", adds Go's profiles
+// (net/http/pprof, under /debug/pprof/) to Handler. Off by default: a
+// profile shows the process's internals to whoever reaches the address.
+const EnvPprof = "ARGOSY_PPROF"
+
 // Handler serves /metrics, the registry in the Prometheus text format, and
-// /healthz, which answers 200 while the process serves at all. cmd serves it
-// on the metrics address.
+// /healthz, which answers 200 while the process serves at all; with
+// ARGOSY_PPROF=true, also /debug/pprof/. cmd serves it on the metrics
+// address.
+
 func (t *Telemetry) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(t.Registry, promhttp.HandlerOpts{Registry: t.Registry}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	})
+	if os.Getenv(EnvPprof) == "true" {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

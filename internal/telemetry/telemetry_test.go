@@ -79,3 +79,31 @@ func get(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+// TestPprofOnlyWhenAsked checks that Go's profiles are served only with
+// ARGOSY_PPROF=true.
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "")
+	tel, err := Setup(t.Context(), "argosy-test", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, on := range []string{"", "true"} {
+		t.Setenv(EnvPprof, on)
+		srv := httptest.NewServer(tel.Handler())
+		resp, err := http.Get(srv.URL + "/debug/pprof/goroutine?debug=1") //nolint:noctx // a test server
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		srv.Close()
+		if want := map[string]int{"": http.StatusNotFound, "true": http.StatusOK}[on]; resp.StatusCode != want {
+			t.Errorf("%s=%q: /debug/pprof/goroutine answered %d, want %d", EnvPprof, on, resp.StatusCode, want)
+		}
+	}
+}
