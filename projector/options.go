@@ -31,6 +31,7 @@ type options struct {
 	api        http.Handler
 	leave      time.Duration
 	decoder    []events.DecoderOption
+	margin     time.Duration
 }
 
 // DefaultGroup is the consumer group projector replicas share by default.
@@ -59,8 +60,19 @@ func (o options) tracer() trace.Tracer { return o.tracers.Tracer(instrumentation
 // events are the options of the components of package events that o's
 // owner makes.
 func (o options) events() []events.Option {
-	return []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
+	opts := []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
+	if o.margin > 0 {
+		opts = append(opts, events.WithClockMargin(o.margin))
+	}
+	return opts
 }
+
+// WithClockMargin sets how far a Service assumes the brokers' clocks may
+// be behind its own (events.WithClockMargin; default 2 s). An event is
+// folded about this long after its append, once the trust topic has been
+// read past its log time (docs/design.md#trust): a smaller margin is a
+// fresher view, correct only while the clocks keep within it.
+func WithClockMargin(d time.Duration) Option { return func(o *options) { o.margin = d } }
 
 // WithLogger logs to l; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }

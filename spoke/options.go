@@ -37,6 +37,7 @@ type options struct {
 	statusResync  time.Duration
 	operationAge  time.Duration
 	decoderOpts   []events.DecoderOption
+	margin        time.Duration
 }
 
 func newOptions(opts []Option) options {
@@ -61,8 +62,19 @@ func newOptions(opts []Option) options {
 // events are the options of the components of package events an agent
 // makes.
 func (o options) events() []events.Option {
-	return []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
+	opts := []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
+	if o.margin > 0 {
+		opts = append(opts, events.WithClockMargin(o.margin))
+	}
+	return opts
 }
+
+// WithClockMargin sets how far the agent assumes the brokers' clocks may be
+// behind its own (events.WithClockMargin; default 2 s). A config event is
+// applied about this long after its append, once the agent has read the
+// trust topic past its log time (docs/design.md#trust): a smaller margin
+// is a faster fan-out, correct only while the clocks keep within it.
+func WithClockMargin(d time.Duration) Option { return func(o *options) { o.margin = d } }
 
 // WithLogger logs to l; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }

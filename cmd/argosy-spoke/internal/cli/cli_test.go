@@ -2,12 +2,16 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/argosyproj/argosy/cmd/argosy-spoke/internal/cli"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
@@ -71,5 +75,36 @@ func TestVersionPrintsJSON(t *testing.T) {
 	}
 	if want := "{\n  \"version\": \"dev\",\n  \"goVersion\": \"" + runtime.Version() + "\"\n}\n"; out.String() != want {
 		t.Errorf("version printed %q, want %q", out.String(), want)
+	}
+}
+
+// TestClockMarginFlag checks --clock-margin: 2 s unless set, from the flag
+// or ARGOSY_CLOCK_MARGIN, and never zero.
+func TestClockMarginFlag(t *testing.T) {
+	run := func(args ...string) (*cli.RunOptions, error) {
+		var got *cli.RunOptions
+		cmd := cli.NewCmdRun(func(_ context.Context, o *cli.RunOptions) error { got = o; return nil })
+		cmd.SetArgs(append([]string{"--cluster", "c1", "--kafka-brokers", "127.0.0.1:9092", "--keys-dir", "k", "--hub-key", "hub.pub"}, args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		return got, cmd.Execute()
+	}
+	for _, c := range []struct {
+		args []string
+		env  string
+		want time.Duration
+	}{{nil, "", 2 * time.Second}, {[]string{"--clock-margin", "50ms"}, "", 50 * time.Millisecond}, {nil, "20ms", 20 * time.Millisecond}} {
+		t.Setenv("ARGOSY_CLOCK_MARGIN", c.env)
+		got, err := run(c.args...)
+		if err != nil {
+			t.Fatalf("%v env %q: %v", c.args, c.env, err)
+		}
+		if got.ClockMargin != c.want {
+			t.Errorf("%v env %q: --clock-margin %s, want %s", c.args, c.env, got.ClockMargin, c.want)
+		}
+	}
+	t.Setenv("ARGOSY_CLOCK_MARGIN", "")
+	if _, err := run("--clock-margin", "0s"); err == nil || !strings.Contains(err.Error(), "--clock-margin") {
+		t.Errorf("--clock-margin 0s: %v, want it refused", err)
 	}
 }

@@ -45,6 +45,7 @@ type RunOptions struct {
 	ApplyBudget   time.Duration
 	StatusResync  time.Duration
 	OperationAge  time.Duration
+	ClockMargin   time.Duration
 	KubeQPS       float64
 	KubeBurst     int
 	Lease         string
@@ -77,6 +78,9 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		"how long one config event's apply is retried while the API server is busy or times out, before the event is rejected (env ARGOSY_APPLY_RETRY_BUDGET)")
 	fs.DurationVar(&o.StatusResync, "status-resync", cmdkit.EnvDuration("ARGOSY_STATUS_RESYNC", time.Hour, 0), // malformed: 0, which Validate refuses
 		"how often each Application's whole status is published again, besides its deltas; keep it well inside the status topic's retention (env ARGOSY_STATUS_RESYNC)")
+	fs.DurationVar(&o.ClockMargin, "clock-margin", cmdkit.EnvDuration("ARGOSY_CLOCK_MARGIN", 2*time.Second, 0), // malformed: 0, which Validate refuses
+		"how far the Kafka brokers' clocks may be behind this host's: a config event is applied about this long after its append, once the trust topic is read past it; "+
+			"lower it only as far as the clocks are known to keep (env ARGOSY_CLOCK_MARGIN)")
 	fs.DurationVar(&o.OperationAge, "operation-max-age", cmdkit.EnvDuration("ARGOSY_OPERATION_MAX_AGE", 10*time.Minute, 0), // malformed: 0, which Validate refuses
 		"how long after it was asked for an operation that names no expiry is still performed; the state forgets the records of operations and deleted objects once they are older (env ARGOSY_OPERATION_MAX_AGE)")
 	fs.Float64Var(&o.KubeQPS, "kube-api-qps", cmdkit.EnvFloat("ARGOSY_KUBE_API_QPS", 50, 0), // malformed: 0, which Validate refuses
@@ -122,6 +126,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.StatusResync <= 0 {
 		errs = append(errs, errors.New("--status-resync must be a positive duration"))
+	}
+	if o.ClockMargin <= 0 {
+		errs = append(errs, errors.New("--clock-margin must be a positive duration"))
 	}
 	if o.OperationAge <= 0 {
 		errs = append(errs, errors.New("--operation-max-age must be a positive duration"))
@@ -238,7 +245,7 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger, dyn dynam
 	}
 	opts := append([]spoke.Option{spoke.WithTopics(events.DefaultTopics(o.TopicPrefix)), spoke.WithPartition(int32(o.Partition)),
 		spoke.WithMode(o.Mode), spoke.WithHeartbeatInterval(o.Heartbeat), spoke.WithAgentVersion(version.Get().Version),
-		spoke.WithArgoCDVersion(o.ArgoCDVersion), spoke.WithApplyBudget(o.ApplyBudget), spoke.WithStatusResync(o.StatusResync), spoke.WithOperationMaxAge(o.OperationAge),
+		spoke.WithArgoCDVersion(o.ArgoCDVersion), spoke.WithApplyBudget(o.ApplyBudget), spoke.WithStatusResync(o.StatusResync), spoke.WithOperationMaxAge(o.OperationAge), spoke.WithClockMargin(o.ClockMargin),
 		spoke.WithClientOpts(tel.KafkaOpts), spoke.WithLogger(log)}, crashHook()...)
 	return spoke.New(o.Cluster, keys, hub, conn, crashArgo(client), watcher, state, opts...)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -32,14 +33,17 @@ func TestEveryFlagHasAnEnvFallback(t *testing.T) {
 		return got, cmd.Execute()
 	}
 	got, err := run(map[string]string{"ARGOSY_KAFKA_BROKERS": "127.0.0.1:9092", "ARGOSY_HUB_KEY": "hub.pub",
-		"ARGOSY_MAX_RECORDS": "7", "ARGOSY_PROJECTOR_GROUP": "replicas"})
+		"ARGOSY_MAX_RECORDS": "7", "ARGOSY_PROJECTOR_GROUP": "replicas", "ARGOSY_CLOCK_MARGIN": "50ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.MaxRecords != 7 || got.Group != "replicas" || got.HubKeyFile != "hub.pub" {
+	if got.MaxRecords != 7 || got.Group != "replicas" || got.HubKeyFile != "hub.pub" || got.ClockMargin != 50*time.Millisecond {
 		t.Errorf("options from the environment: %+v", got)
 	}
 	if _, err := run(map[string]string{"ARGOSY_MAX_RECORDS": "many"}); err == nil || !strings.Contains(err.Error(), "--max-records") {
 		t.Errorf("ARGOSY_MAX_RECORDS=many: %v, want --max-records refused", err)
+	}
+	if _, err := run(map[string]string{"ARGOSY_MAX_RECORDS": "7", "ARGOSY_CLOCK_MARGIN": "0s"}); err == nil || !strings.Contains(err.Error(), "--clock-margin") {
+		t.Errorf("ARGOSY_CLOCK_MARGIN=0s: %v, want --clock-margin refused", err)
 	}
 }

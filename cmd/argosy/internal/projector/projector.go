@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -36,6 +37,7 @@ type ProjectorOptions struct {
 	Listen      string
 	MetricsAddr string
 	MaxRecords  int
+	ClockMargin time.Duration
 }
 
 // NewCmdProjector returns `argosy projector`.
@@ -76,6 +78,9 @@ fleet, cluster, app, audit and report commands read.`,
 	fs.StringVar(&opts.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9465"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 	fs.IntVar(&opts.MaxRecords, "max-records", cmdkit.EnvInt("ARGOSY_MAX_RECORDS", 10_000, 0), // malformed: 0, which Validate refuses
 		"records folded per store transaction at most (env ARGOSY_MAX_RECORDS)")
+	fs.DurationVar(&opts.ClockMargin, "clock-margin", cmdkit.EnvDuration("ARGOSY_CLOCK_MARGIN", 2*time.Second, 0), // malformed: 0, which Validate refuses
+		"how far the Kafka brokers' clocks may be behind this host's: an event is folded about this long after its append, once the trust topic is read past it; "+
+			"lower it only as far as the clocks are known to keep (env ARGOSY_CLOCK_MARGIN)")
 	return cmd
 }
 
@@ -87,6 +92,9 @@ func (o *ProjectorOptions) Validate() error {
 	}
 	if !strings.HasPrefix(o.Store, "sqlite://") && !strings.HasPrefix(o.Store, "postgres://") && !strings.HasPrefix(o.Store, "postgresql://") {
 		errs = append(errs, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", o.Store))
+	}
+	if o.ClockMargin <= 0 {
+		errs = append(errs, errors.New("--clock-margin must be a positive duration"))
 	}
 	if o.MaxRecords <= 0 {
 		errs = append(errs, errors.New("--max-records must be positive"))
@@ -127,7 +135,7 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	}
 	svc, err := argosyprojector.NewService(conn, withCrash(store), []events.Key{events.HubAnchor("hub", hub)},
 		argosyprojector.WithTopics(events.DefaultTopics(o.TopicPrefix)), argosyprojector.WithGroup(o.Group),
-		argosyprojector.WithMaxRecords(o.MaxRecords), argosyprojector.WithClientOpts(tel.KafkaOpts),
+		argosyprojector.WithMaxRecords(o.MaxRecords), argosyprojector.WithClockMargin(o.ClockMargin), argosyprojector.WithClientOpts(tel.KafkaOpts),
 		argosyprojector.WithReadAPI(o.Listen, read.New(store)), argosyprojector.WithLogger(log))
 	if err != nil {
 		return err
