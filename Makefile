@@ -27,7 +27,7 @@ INTEGRATION := -tags integration
 FUZZTIME    ?= 60s
 BENCHCOUNT  ?= 1
 
-.PHONY: all build run test test-unit test-integration fuzz bench lint generate verify tools test-tools kube-tools clean
+.PHONY: all build run test test-unit test-integration fuzz bench bench-fleet lint generate verify tools test-tools kube-tools clean
 
 all: build
 
@@ -64,6 +64,12 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
 bench: test-tools ## Run the micro-benchmarks and the Kafka throughput benchmarks.
 	$(GO) test $(INTEGRATION) -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./... | tee bench.txt
 	@echo "compare runs with: $(BIN)/benchstat old.txt bench.txt"
+
+FLEET_SIZES ?= 100,1000,10000
+FLEET_ARGS  ?=
+
+bench-fleet: build ## Run the fleet benchmark (docs/bench.md) on a real Kafka: FLEET_SIZES clusters; writes bench/results/DATE.md.
+	$(GO) run ./bench/fleet -sizes $(FLEET_SIZES) $(FLEET_ARGS)
 
 lint: $(BIN)/golangci-lint ## Run golangci-lint (config: .golangci.yml).
 	$(BIN)/golangci-lint run ./...

@@ -236,6 +236,14 @@ func (b *Broker) Close() error {
 	return errors.Join(b.Stop(context.Background()), os.RemoveAll(b.Dir))
 }
 
+// Pid returns the broker's process id, or 0 while it is stopped.
+func (b *Broker) Pid() int {
+	if b.proc == nil {
+		return 0
+	}
+	return b.proc.Pid()
+}
+
 // ListenerAddr returns the address of the broker's listener l, or "" if it
 // has none.
 func (b *Broker) ListenerAddr(l Listener) string { return b.listeners[l] }

@@ -1,0 +1,299 @@
+// Command fleet is Argosy's fleet-scale benchmark: `make bench-fleet`.
+//
+// It runs the real system on the real Apache Kafka broker the tests use
+// (started from its cached jars, or --kafka): the argosy-hub process, the
+// argosy projector process on SQLite, and simulated clusters in spoke-pack
+// processes (this program's `spokes` subcommand), each cluster a real
+// spoke.Agent on a simulated Argo CD (internal/fleetsim), joined through
+// the hub's API. For each fleet size it measures the fan-out latency of
+// single-cluster changes made at a set rate, the projector's status
+// ingestion, the processes' memory and CPU, and a new spoke's bootstrap;
+// once, the bytes a status change takes on the wire with each codec. It
+// writes bench/results/<date>.md with plots. docs/bench.md says how to read
+// it.
+//
+//	go run ./bench/fleet -sizes 100,1000,10000
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "spokes" {
+		os.Exit(runSpokes(os.Args[2:]))
+	}
+	os.Exit(runBench(os.Args[1:]))
+}
+
+// config is the benchmark's flags.
+type config struct {
+	sizes      []int
+	apps       int
+	rate       float64
+	duration   time.Duration
+	viewEvery  int
+	perProcess int
+	startRate  float64
+	partitions int32
+	ingest     int
+	bootApps   int
+	bin        string
+	out        string
+	kafka      string
+	work       string
+	keep       bool
+	profile    time.Duration
+	margin     time.Duration
+	label      string
+	brokerPid  int // 0: a broker this program did not start
+}
+
+func runBench(args []string) int {
+	cfg := &config{}
+	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
+	sizes := fs.String("sizes", "100,1000,10000", "fleet sizes to run, comma-separated")
+	fs.IntVar(&cfg.apps, "apps", 10, "Applications per cluster")
+	fs.Float64Var(&cfg.rate, "rate", 100, "single-cluster changes per second in the fan-out phase")
+	fs.DurationVar(&cfg.duration, "duration", time.Minute, "length of the fan-out phase")
+	fs.IntVar(&cfg.viewEvery, "view-every", 10, "follow every n-th change until the projector's view shows it")
+	fs.IntVar(&cfg.perProcess, "per-process", 2500, "simulated clusters per spoke-pack process")
+	fs.Float64Var(&cfg.startRate, "start-rate", 50, "clusters started per second, over all packs, as a fleet comes up")
+	partitions := fs.Int("partitions", 64, "partitions of the config and status topics")
+	fs.IntVar(&cfg.ingest, "ingest", 300_000, "status deltas for the projector's ingestion phase")
+	fs.IntVar(&cfg.bootApps, "boot-apps", 100, "Applications a new spoke bootstraps with")
+	fs.StringVar(&cfg.bin, "bin", "bin", "directory of the argosy and argosy-hub binaries")
+	fs.StringVar(&cfg.out, "out", "bench/results", "directory of the results file and its plots")
+	fs.StringVar(&cfg.kafka, "kafka", os.Getenv(kafkatest.EnvBootstrap), "a running broker's address; empty: start Apache Kafka "+kafkatest.Version+" (env KAFKA_BOOTSTRAP)")
+	fs.BoolVar(&cfg.keep, "keep", false, "keep each run's directory (logs, keys, views) under the temporary directory")
+	fs.DurationVar(&cfg.margin, "clock-margin", 0, "the projector's and agents' --clock-margin; 0: their default")
+	fs.StringVar(&cfg.label, "label", "", "added to the results file's name: DATE-LABEL.md")
+	fs.DurationVar(&cfg.profile, "profile", 20*time.Second, "CPU profile of each process over this much of the fan-out phase; 0: none")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var err error
+	if cfg.bin, err = filepath.Abs(cfg.bin); err != nil {
+		fmt.Fprintln(os.Stderr, "-bin:", err)
+		return 2
+	}
+	cfg.partitions = int32(*partitions) //nolint:gosec // a flag of a small number
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "-sizes: %q is not a positive number\n", s)
+			return 2
+		}
+		cfg.sizes = append(cfg.sizes, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := bench(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-fleet:", err)
+		return 1
+	}
+	return 0
+}
+
+func bench(ctx context.Context, cfg *config) error {
+	files := raiseFileLimit() // first: the broker inherits it
+	var err error
+	if cfg.work, err = os.MkdirTemp("", "argosy-bench-fleet-*"); err != nil {
+		return err
+	}
+	if !cfg.keep {
+		defer os.RemoveAll(cfg.work)
+	}
+	if cfg.kafka == "" {
+		sctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+		b, err := kafkatest.Start(sctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("start Apache Kafka: %w", err)
+		}
+		defer func() {
+			if err := errors.Join(b.Stop(context.WithoutCancel(ctx)), os.RemoveAll(b.Dir)); err != nil {
+				progress("stop the broker: %v", err)
+			}
+		}()
+		cfg.kafka, cfg.brokerPid = b.Addr, b.Pid()
+	}
+	progress("broker %s; work in %s; %d open files allowed", cfg.kafka, cfg.work, files)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.kafka))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	rep := &report{cfg: cfg, started: time.Now()}
+	perAgent := 6.0 // connections per agent, until a run measures it
+	for i, n := range cfg.sizes {
+		if need, room := int(float64(n)*perAgent), connRoom(files); need > room {
+			why := fmt.Sprintf("N = %d not run: about %d connections to the broker (%.1f per agent), and this machine allows about %d "+
+				"(loopback source ports and open files, docs/bench.md)", n, need, perAgent, room)
+			progress("%s", why)
+			rep.skipped = append(rep.skipped, why)
+			if err := rep.write(); err != nil {
+				return err
+			}
+			continue
+		}
+		r, err := runSize(ctx, cfg, adm, n, i == 0, rep)
+		if err != nil {
+			return fmt.Errorf("fleet of %d: %w", n, err)
+		}
+		rep.runs = append(rep.runs, r)
+		perAgent = float64(r.conns) / float64(n)
+		if err := rep.write(); err != nil { // after each size: a long run keeps what it measured
+			return err
+		}
+	}
+	progress("wrote %s", rep.path())
+	return nil
+}
+
+// run is what one fleet size measured.
+type run struct {
+	n, procs int
+	online   time.Duration
+	rollout  time.Duration
+	fan      *fanout
+	ingest   float64
+	boot     time.Duration
+	idle     map[string]usage // after the rollout, before the changes
+	conns    int              // TCP connections to the broker then
+	// ingestUsage is the projector's after its ingestion (it started
+	// again for it, so its peak is of the ingestion alone).
+	ingestUsage usage
+	profiles    []string
+}
+
+func runSize(ctx context.Context, cfg *config, adm *kadm.Client, n int, wire bool, rep *report) (*run, error) {
+	r := &run{n: n}
+	s, err := newSystem(ctx, cfg, adm, n)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := s.stop(context.WithoutCancel(ctx)); err != nil {
+			slog.WarnContext(ctx, "stop", "err", err)
+		}
+	}()
+	start := time.Now()
+	if err := s.start(ctx); err != nil {
+		return nil, err
+	}
+	r.procs = len(s.packs)
+	progress("N=%d: hub, projector and %d spoke processes started; joining", n, r.procs)
+	clusters, err := s.waitOnline(ctx, 5*time.Minute+time.Duration(n)*50*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	r.online = time.Since(start)
+	progress("N=%d: %d clusters online after %s; rolling out %d Applications each", n, len(clusters), r.online.Round(time.Second), cfg.apps)
+	a := &acks{at: map[string]time.Time{}}
+	actx, stopAcks := context.WithCancel(ctx)
+	defer stopAcks()
+	go func() {
+		if err := a.run(actx, cfg.kafka, s.topics[events.TopicStatus]); err != nil {
+			slog.WarnContext(ctx, "acks", "err", err)
+		}
+	}()
+	if r.rollout, err = s.rollout(ctx, a, clusters, cfg.apps); err != nil {
+		return nil, err
+	}
+	progress("N=%d: rollout of %d Applications acknowledged in %s; settling", n, n*cfg.apps, r.rollout.Round(time.Second))
+	time.Sleep(10 * time.Second)
+	if r.idle, err = s.sample(); err != nil {
+		return nil, err
+	}
+	if r.conns, err = brokerConns(cfg.kafka); err != nil {
+		return nil, err
+	}
+	progress("N=%d: %v changes/s for %s", n, cfg.rate, cfg.duration)
+	var profiled chan []string
+	if cfg.profile > 0 {
+		profiled = make(chan []string, 1)
+		go func() { profiled <- s.profile(ctx, cfg.profile, filepath.Join(cfg.work, "profiles"), n) }()
+	}
+	if r.fan, err = s.fanOut(ctx, a, clusters, cfg.apps, cfg.rate, cfg.duration, cfg.viewEvery); err != nil {
+		return nil, err
+	}
+	if profiled != nil {
+		r.profiles = <-profiled
+	}
+	progress("N=%d: %d changes, ack p50 %s p99 %s; bootstrap of a spoke with %d Applications", n, r.fan.changes,
+		pct(r.fan.ack, 50), pct(r.fan.ack, 99), cfg.bootApps)
+	if r.boot, err = s.bootstrap(ctx, cfg.bootApps); err != nil {
+		return nil, err
+	}
+	if wire {
+		progress("N=%d: bytes per status change with each codec", n)
+		if rep.wire, rep.sample, err = measureWire(ctx, cfg.kafka, adm, s.prefix, s.topics[events.TopicStatus], 2000); err != nil {
+			return nil, err
+		}
+	}
+	progress("N=%d: projector ingestion of %d status deltas", n, cfg.ingest)
+	if r.ingest, err = s.ingest(ctx, clusters, cfg.ingest); err != nil {
+		return nil, err
+	}
+	if r.ingestUsage, err = readUsage(s.projProc.Pid()); err != nil {
+		return nil, err
+	}
+	progress("N=%d: %.0f events/s folded", n, r.ingest)
+	return r, nil
+}
+
+// raiseFileLimit raises this process's limit of open files, which the
+// broker and the spoke packs it starts inherit (every agent holds several
+// connections), as far as it may, and returns the limit.
+func raiseFileLimit() uint64 {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0
+	}
+	for _, want := range []uint64{1 << 20, l.Max} {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: want, Max: max(want, l.Max)}); err == nil {
+			return want
+		}
+	}
+	return l.Cur
+}
+
+// connRoom is about how many connections to one broker port this machine
+// allows: loopback's ephemeral source ports, and the open files the
+// broker may hold, less some for the broker's own files.
+func connRoom(files uint64) int {
+	room := int(files) - 2000 //nolint:gosec // a small limit
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var lo, hi int
+		if _, err := fmt.Sscan(string(b), &lo, &hi); err == nil {
+			room = min(room, hi-lo+1)
+		}
+	}
+	return room
+}
+
+func randN(n int) int { return rand.IntN(n) } //nolint:gosec // picks which cluster changes, not a secret
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
