@@ -31,14 +31,18 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Telemetry is the process's tracer and meter providers and its Prometheus
 // registry.
 type Telemetry struct {
 	Registry *prometheus.Registry
-	tracer   *sdktrace.TracerProvider
-	meter    *sdkmetric.MeterProvider
+	tracer   trace.TracerProvider
+	// stopTracer flushes and stops the tracer provider, if it exports.
+	stopTracer func(context.Context) error
+	meter      *sdkmetric.MeterProvider
 }
 
 // Setup installs global OpenTelemetry providers and the W3C trace context
@@ -59,18 +63,25 @@ func Setup(ctx context.Context, service, version string) (*Telemetry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
-	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	t := &Telemetry{
+		Registry: reg,
+		meter:    sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(promExp)),
+		// Spans that nothing exports are not recorded: a no-op provider
+		// passes the trace context an event carries on unchanged, so the
+		// next component that exports continues the caller's trace. A
+		// recording provider would cost memory for every span (a fetched
+		// record's, while it waits in the client's buffer) and start span
+		// ids no exporter ever shows.
+		tracer:     noop.NewTracerProvider(),
+		stopTracer: func(context.Context) error { return nil },
+	}
 	if tracesConfigured() {
 		exp, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("span exporter: %w", err)
 		}
-		topts = append(topts, sdktrace.WithBatcher(exp))
-	}
-	t := &Telemetry{
-		Registry: reg,
-		tracer:   sdktrace.NewTracerProvider(topts...),
-		meter:    sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(promExp)),
+		tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(exp))
+		t.tracer, t.stopTracer = tp, tp.Shutdown
 	}
 	otel.SetTracerProvider(t.tracer)
 	otel.SetMeterProvider(t.meter)
@@ -133,5 +144,5 @@ func (t *Telemetry) Handler() http.Handler {
 
 // Shutdown flushes and stops the providers.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
-	return errors.Join(t.tracer.Shutdown(ctx), t.meter.Shutdown(ctx))
+	return errors.Join(t.stopTracer(ctx), t.meter.Shutdown(ctx))
 }

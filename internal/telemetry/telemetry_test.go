@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TestMetricsEndpoint serves the handler and checks that OpenTelemetry and
@@ -105,5 +106,34 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		if want := map[string]int{"": http.StatusNotFound, "true": http.StatusOK}[on]; resp.StatusCode != want {
 			t.Errorf("%s=%q: /debug/pprof/goroutine answered %d, want %d", EnvPprof, on, resp.StatusCode, want)
 		}
+	}
+}
+
+// TestUnexportedSpansPassTheTraceOn checks that, with no trace exporter
+// configured, spans are not recorded and the trace context of an event's
+// caller passes through unchanged, for the next component that exports
+// to continue.
+func TestUnexportedSpansPassTheTraceOn(t *testing.T) {
+	for _, v := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		t.Setenv(v, "")
+	}
+	tel, err := Setup(t.Context(), "argosy-test", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	caller := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6},
+		TraceFlags: trace.FlagsSampled, Remote: true})
+	_, span := otel.Tracer("test").Start(trace.ContextWithRemoteSpanContext(t.Context(), caller), "apply")
+	defer span.End()
+	if span.IsRecording() {
+		t.Error("a span nothing exports is recorded")
+	}
+	if got := span.SpanContext(); got.TraceID() != caller.TraceID() || got.SpanID() != caller.SpanID() || !got.IsSampled() {
+		t.Errorf("span context %v, want the caller's %v passed on", got, caller)
 	}
 }
