@@ -86,6 +86,10 @@ func NewRunner(conn []kgo.Opt, store Store, in *events.Intake, opts ...Option) (
 		// offset reaches its end, past the last commit marker.
 		kgo.KeepControlRecords(),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+		// A fetch is at most 16 MiB (franz-go's default, 50 MiB, held a
+		// catching-up replica's memory at about 1 GB for decompressed
+		// batches): still several polls of records.
+		kgo.FetchMaxBytes(16<<20),
 		kgo.AdjustFetchOffsetsFn(r.storedOffsets),
 		kgo.OnPartitionsAssigned(r.assign), kgo.OnPartitionsRevoked(r.forget), kgo.OnPartitionsLost(r.forget),
 		kgo.OnPartitionsCallbackBlocked(r.rebalanceBlocked))
