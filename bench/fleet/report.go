@@ -138,8 +138,8 @@ func (r *report) write() error {
 		return fmt.Sprintf("%.2f cores / %.2f ms/s", x.fan.cores("spokes"), 1000*x.fan.cores("spokes")/float64(x.n))
 	})
 	w("\nLatencies run from the moment the hub's answer reached the caller: to the broker's append time of the spoke's `config.applied` acknowledgement "+
-		"(the status topic stamps LogAppendTime), and, for every %d-th change, to the first poll (every 10 ms) of the projector's read API that shows "+
-		"the generation applied. \"Settled\" is ten seconds after the rollout; peaks are the processes' VmHWM.\n\n", r.cfg.viewEvery)
+		"(the status topic stamps LogAppendTime), and, for every %d-th change, to the first poll of the projector's read API that shows "+
+		"the generation applied (polled every 10 ms, or every twentieth of the time since the answer when longer: within 10 ms or 5 %%). \"Settled\" is ten seconds after the rollout; peaks are the processes' VmHWM.\n\n", r.cfg.viewEvery)
 	if err := r.plots(); err != nil {
 		return err
 	}
