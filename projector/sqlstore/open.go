@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -170,4 +171,66 @@ func rollback(tx *sql.Tx, err error) error {
 		return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 	}
 	return err
+}
+
+// Open opens the store at dsn, sqlite://PATH or postgres://…, as
+// OpenSQLite or OpenPostgres does.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	if path, ok := strings.CutPrefix(dsn, "sqlite://"); ok {
+		return OpenSQLite(ctx, path)
+	}
+	if !IsPostgres(dsn) {
+		return nil, fmt.Errorf("store %q: want sqlite://PATH or postgres://…", dsn)
+	}
+	return OpenPostgres(ctx, dsn)
+}
+
+// IsPostgres reports whether dsn names a PostgreSQL store.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// OpenExisting opens the store at dsn, sqlite://PATH or postgres://…, only
+// to read it: it creates and migrates nothing, and fails unless the
+// database holds a store of this build's schema version.
+func OpenExisting(ctx context.Context, dsn string) (*Store, error) {
+	var s *Store
+	if path, ok := strings.CutPrefix(dsn, "sqlite://"); ok {
+		if path == "" {
+			return nil, errors.New("open sqlite: empty path")
+		}
+		// mode=ro fails on a file that is not there rather than creating it.
+		db, err := sql.Open("sqlite", sqliteDSN(path, "mode=ro&_query_only=1"))
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		s = &Store{d: sqliteDialect, w: db, r: db}
+	} else {
+		if !IsPostgres(dsn) {
+			return nil, fmt.Errorf("store %q: want sqlite://PATH or postgres://…", dsn)
+		}
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		db := stdlib.OpenDB(*cfg)
+		s = &Store{d: postgres, w: db, r: db}
+	}
+	v, err := s.SchemaVersion(ctx)
+	if err == nil && v != len(migrations) {
+		err = fmt.Errorf("schema version %d, where this build's is %d", v, len(migrations))
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open %s: not a readable Argosy store: %w", redact(dsn), err), s.Close())
+	}
+	return s, nil
+}
+
+// redact drops a DSN's password, for messages.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	return u.Redacted()
 }

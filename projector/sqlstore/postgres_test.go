@@ -20,3 +20,20 @@ func TestPostgres(t *testing.T) { testStore(t, postgresBackend) }
 
 // serverBackends are benchmarked beside SQLite (bench_test.go).
 var serverBackends = []namedBackend{{"postgres", postgresBackend}}
+
+// TestDiffAcrossEngines: the same batch in SQLite and in PostgreSQL
+// compares equal, JSONB and BOOLEAN columns included, either way round.
+func TestDiffAcrossEngines(t *testing.T) {
+	lite, pg := sqliteBackend.fresh(t), postgresBackend.fresh(t)
+	commit(t, lite, fixture())
+	commit(t, pg, fixture())
+	for _, pair := range [][2]*Store{{lite, pg}, {pg, lite}} {
+		ds, tables := diffAll(t, pair[0], pair[1])
+		if len(ds) != 0 {
+			t.Errorf("SQLite and PostgreSQL stores of one batch differ: %+v", ds)
+		}
+		if tables["observed_apps"].RowsA == 0 {
+			t.Errorf("nothing compared: %+v", tables)
+		}
+	}
+}

@@ -71,6 +71,7 @@ func testStore(t *testing.T, b backend) {
 		{"ChainVerifies", testChainVerifies},
 		{"TamperDetected", testTamperDetected},
 		{"FoldResumes", testFoldResumes},
+		{"Diff", testDiff},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

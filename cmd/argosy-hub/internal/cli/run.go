@@ -72,7 +72,7 @@ func (o *RunOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("%s is required", f.flag))
 		}
 	}
-	if o.Store != "" && !strings.HasPrefix(o.Store, "sqlite://") && !strings.HasPrefix(o.Store, "postgres://") && !strings.HasPrefix(o.Store, "postgresql://") {
+	if o.Store != "" && !strings.HasPrefix(o.Store, "sqlite://") && !sqlstore.IsPostgres(o.Store) {
 		errs = append(errs, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", o.Store))
 	}
 	if o.Fold && o.Store == "" {
@@ -173,7 +173,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	if o.Store != "" {
-		store, err := openStore(ctx, o.Store)
+		store, err := sqlstore.Open(ctx, o.Store)
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
@@ -196,11 +196,4 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
 	return g.Wait()
-}
-
-func openStore(ctx context.Context, url string) (*sqlstore.Store, error) {
-	if path, ok := strings.CutPrefix(url, "sqlite://"); ok {
-		return sqlstore.OpenSQLite(ctx, path)
-	}
-	return sqlstore.OpenPostgres(ctx, url)
 }

@@ -90,7 +90,7 @@ func (o *ProjectorOptions) Validate() error {
 	if o.HubKeyFile == "" {
 		errs = append(errs, errors.New("--hub-key is required"))
 	}
-	if !strings.HasPrefix(o.Store, "sqlite://") && !strings.HasPrefix(o.Store, "postgres://") && !strings.HasPrefix(o.Store, "postgresql://") {
+	if !strings.HasPrefix(o.Store, "sqlite://") && !sqlstore.IsPostgres(o.Store) {
 		errs = append(errs, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", o.Store))
 	}
 	if o.ClockMargin <= 0 {
@@ -100,13 +100,6 @@ func (o *ProjectorOptions) Validate() error {
 		errs = append(errs, errors.New("--max-records must be positive"))
 	}
 	return errors.Join(errs...)
-}
-
-func openStore(ctx context.Context, url string) (*sqlstore.Store, error) {
-	if path, ok := strings.CutPrefix(url, "sqlite://"); ok {
-		return sqlstore.OpenSQLite(ctx, path)
-	}
-	return sqlstore.OpenPostgres(ctx, url)
 }
 
 func projectorRun(ctx context.Context, o *ProjectorOptions) error {
@@ -124,7 +117,7 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, o.Store)
+	store, err := sqlstore.Open(ctx, o.Store)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
