@@ -32,6 +32,7 @@ type options struct {
 	leave      time.Duration
 	decoder    []events.DecoderOption
 	margin     time.Duration
+	progress   func(Progress)
 }
 
 // DefaultGroup is the consumer group projector replicas share by default.

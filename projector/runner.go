@@ -285,7 +285,7 @@ func (r *Runner) pollDecode(ctx, pctx context.Context) *polled {
 		return nil
 	}
 	var err error
-	if p.all, p.causes, err = r.decodeAll(ctx, p.recs); err != nil {
+	if p.all, p.causes, err = decodeAll(ctx, r.in, p.recs); err != nil {
 		return nil // ctx ended
 	}
 	return p
@@ -316,29 +316,8 @@ func (r *Runner) step(ctx context.Context, p *polled) error {
 func (r *Runner) foldCommit(ctx context.Context, p *polled) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var step Step
-	var refused []events.Rejected
-	source := make([]*kgo.Record, 0, len(p.recs))
-	for i, rec := range p.recs {
-		if p.all[i] == nil { // a transaction marker, or a record to dead-letter
-			if p.causes[i] != nil {
-				refused = append(refused, events.Rejected{Record: rec, Cause: p.causes[i]})
-			}
-			step.Passed = append(step.Passed, Position{rec.Topic, rec.Partition, rec.Offset})
-			continue
-		}
-		step.Events, source = append(step.Events, p.all[i]), append(source, rec)
-	}
-	folded, err := r.folder.Fold(ctx, step)
+	folded, _, err := foldRecords(ctx, r.folder, r.in, p.recs, p.all, p.causes)
 	if err != nil {
-		return nil, err
-	}
-	for _, f := range folded.Refused {
-		refused = append(refused, events.Rejected{Record: source[f.Index], Cause: f.Err})
-	}
-	// Every refused record is durable in the dead-letter topic before the
-	// step that skips it commits; one batch, not a round trip each.
-	if err := r.in.Refuse(ctx, refused...); err != nil {
 		return nil, err
 	}
 	if err := r.folder.Commit(ctx, len(p.recs)); err != nil {
@@ -347,11 +326,43 @@ func (r *Runner) foldCommit(ctx context.Context, p *polled) ([]string, error) {
 	return folded.Types, nil
 }
 
-// decodeAll takes recs through the intake on every core: verification is
-// most of the cost of a step. A record that does not decode has a nil
-// event and its cause; a transaction marker has neither. The error is
-// only ctx's.
-func (r *Runner) decodeAll(ctx context.Context, recs []*kgo.Record) ([]*events.Decoded, []error, error) {
+// foldRecords folds decoded records with folder: all[i] is recs[i]'s
+// event, nil for a transaction marker or a record refused for causes[i]
+// (decodeAll's results). Records refused before or by the fold go to in's
+// Refuse in one batch, durable before it returns, so before the caller
+// commits the step that skips them. It returns what the fold did and how
+// many records were refused, before the fold or by it.
+func foldRecords(ctx context.Context, folder *Folder, in *events.Intake, recs []*kgo.Record, all []*events.Decoded, causes []error) (Folded, int, error) {
+	var step Step
+	var refused []events.Rejected
+	source := make([]*kgo.Record, 0, len(recs))
+	for i, rec := range recs {
+		if all[i] == nil { // a transaction marker, or a record to dead-letter
+			if causes[i] != nil {
+				refused = append(refused, events.Rejected{Record: rec, Cause: causes[i]})
+			}
+			step.Passed = append(step.Passed, Position{rec.Topic, rec.Partition, rec.Offset})
+			continue
+		}
+		step.Events, source = append(step.Events, all[i]), append(source, rec)
+	}
+	folded, err := folder.Fold(ctx, step)
+	if err != nil {
+		return Folded{}, 0, err
+	}
+	for _, f := range folded.Refused {
+		refused = append(refused, events.Rejected{Record: source[f.Index], Cause: f.Err})
+	}
+	if err := in.Refuse(ctx, refused...); err != nil {
+		return Folded{}, 0, err
+	}
+	return folded, len(refused), nil
+}
+
+// decodeAll takes recs through in on every core: verification is most of
+// the cost of a step. A record that does not decode has a nil event and
+// its cause; a transaction marker has neither. The error is only ctx's.
+func decodeAll(ctx context.Context, in *events.Intake, recs []*kgo.Record) ([]*events.Decoded, []error, error) {
 	all := make([]*events.Decoded, len(recs))
 	causes := make([]error, len(recs))
 	// One worker per core takes the next record: a goroutine per record
@@ -361,7 +372,7 @@ func (r *Runner) decodeAll(ctx context.Context, recs []*kgo.Record) ([]*events.D
 	for range min(runtime.GOMAXPROCS(0), len(recs)) {
 		g.Go(func() error {
 			for i := int(next.Add(1) - 1); i < len(recs); i = int(next.Add(1) - 1) {
-				d, err := r.in.Take(gctx, recs[i])
+				d, err := in.Take(gctx, recs[i])
 				switch {
 				case err == nil:
 					all[i] = d

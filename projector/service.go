@@ -33,21 +33,9 @@ type Service struct {
 // every Option.
 func NewService(conn []kgo.Opt, store Store, anchors []events.Key, opts ...Option) (*Service, error) {
 	o := newOptions(opts)
-	var errs []error
-	if len(conn) == 0 {
-		errs = append(errs, errors.New("kafka connection options are required"))
-	}
-	if store == nil {
-		errs = append(errs, errors.New("a store is required"))
-	}
-	if len(anchors) == 0 {
-		errs = append(errs, errors.New("a trust anchor (the hub's key) is required"))
-	}
+	errs := checkReader(conn, store, anchors, o)
 	if o.group == "" {
 		errs = append(errs, errors.New("a consumer group is required"))
-	}
-	if o.maxRecords <= 0 {
-		errs = append(errs, errors.New("a step's records must be bounded by a positive number"))
 	}
 	if (o.listen == "") != (o.api == nil) {
 		errs = append(errs, errors.New("the read API needs both an address and a handler"))
@@ -62,29 +50,9 @@ func NewService(conn []kgo.Opt, store Store, anchors []events.Key, opts ...Optio
 // it returns the first error a part could not recover from. It checks
 // first that Kafka takes the connection's credentials.
 func (s *Service) Run(ctx context.Context) error {
-	keys := events.NewFollowingRegistry(s.anchors...)
-	dec, err := events.NewDecoder(events.NewVerifier(keys), append([]events.DecoderOption{events.WithTopics(s.o.topics)}, s.o.decoder...)...)
-	if err != nil {
-		return err
-	}
-	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), append([]events.DecoderOption{events.WithTopics(s.o.topics)}, s.o.decoder...)...)
-	if err != nil {
-		return err
-	}
-	var clients []*kgo.Client
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	client := func(name string, opts ...kgo.Opt) (*kgo.Client, error) {
-		c, err := kgo.NewClient(slices.Concat(s.conn, opts, s.o.clientOpts(name))...)
-		if err == nil {
-			clients = append(clients, c)
-		}
-		return c, err
-	}
-	dlqClient, err := client("deadletter", events.ProducerOpts(nil)...)
+	clients := &clientSet{conn: s.conn, o: s.o}
+	defer clients.close()
+	dlqClient, err := clients.new("deadletter", events.ProducerOpts(nil)...)
 	if err != nil {
 		return err
 	}
@@ -95,21 +63,11 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	trustClient, err := client("trust", events.TrustConsumeOpts(s.o.topics)...)
+	trustClient, err := clients.new("trust", events.TrustConsumeOpts(s.o.topics)...)
 	if err != nil {
 		return err
 	}
-	// The projector reports bad trust events: the dead-letter topic has
-	// them once per replica start, not once per agent.
-	trustIn, err := events.NewIntake(trustDec, dlq, s.o.events()...)
-	if err != nil {
-		return err
-	}
-	follower, err := events.NewTrustFollower(trustClient, s.o.topics[events.TopicTrust], trustIn, keys, s.o.events()...)
-	if err != nil {
-		return err
-	}
-	in, err := events.NewIntake(dec, dlq, s.o.events()...)
+	follower, in, err := s.o.trusted(s.anchors, trustClient, dlq)
 	if err != nil {
 		return err
 	}
@@ -127,6 +85,63 @@ func (s *Service) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
+// clientSet makes the Kafka clients of one run, each on the connection
+// options and the client options of its name, and closes them all.
+type clientSet struct {
+	conn []kgo.Opt
+	o    options
+	all  []*kgo.Client
+}
+
+func (cs *clientSet) new(name string, opts ...kgo.Opt) (*kgo.Client, error) {
+	c, err := kgo.NewClient(slices.Concat(cs.conn, opts, cs.o.clientOpts(name))...)
+	if err == nil {
+		cs.all = append(cs.all, c)
+	}
+	return c, err
+}
+
+func (cs *clientSet) close() {
+	for _, c := range cs.all {
+		c.Close()
+	}
+}
+
+// trusted returns what every reader of the log in this package builds:
+// the follower of the trust topic (on trustClient, made with
+// events.TrustConsumeOpts) that keeps a registry of the keys anchors
+// vouch for, and the intake that decodes the other topics against that
+// registry. Both refuse records to dlq, or only log them if it is nil.
+// The follower reports bad trust events: the dead-letter topic has them
+// once per reader start, not once per agent.
+func (o options) trusted(anchors []events.Key, trustClient *kgo.Client, dlq *events.DeadLetter) (*events.TrustFollower, *events.Intake, error) {
+	keys := events.NewFollowingRegistry(anchors...)
+	decoder := func(keys events.KeySource) (*events.Decoder, error) {
+		return events.NewDecoder(events.NewVerifier(keys), append([]events.DecoderOption{events.WithTopics(o.topics)}, o.decoder...)...)
+	}
+	dec, err := decoder(keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	trustDec, err := decoder(keys.Anchors())
+	if err != nil {
+		return nil, nil, err
+	}
+	trustIn, err := events.NewIntake(trustDec, dlq, o.events()...)
+	if err != nil {
+		return nil, nil, err
+	}
+	follower, err := events.NewTrustFollower(trustClient, o.topics[events.TopicTrust], trustIn, keys, o.events()...)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := events.NewIntake(dec, dlq, o.events()...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return follower, in, nil
+}
+
 // leave closes the runner's client, giving it the leave timeout to leave
 // the group; see Runner.Close.
 func (s *Service) leave(ctx context.Context, r *Runner) {
@@ -134,6 +149,25 @@ func (s *Service) leave(ctx context.Context, r *Runner) {
 		s.o.log.WarnContext(ctx, "leaving the consumer group timed out; the group drops this member after its session timeout",
 			"after", s.o.leave)
 	}
+}
+
+// checkReader reports what a reader of the log into a store lacks: the
+// connection, the store, the trust anchors, or a bound on its steps.
+func checkReader(conn []kgo.Opt, store Store, anchors []events.Key, o options) []error {
+	var errs []error
+	if len(conn) == 0 {
+		errs = append(errs, errors.New("kafka connection options are required"))
+	}
+	if store == nil {
+		errs = append(errs, errors.New("a store is required"))
+	}
+	if len(anchors) == 0 {
+		errs = append(errs, errors.New("a trust anchor (the hub's key) is required"))
+	}
+	if o.maxRecords <= 0 {
+		errs = append(errs, errors.New("a step's records must be bounded by a positive number"))
+	}
+	return errs
 }
 
 // ping checks that Kafka answers and takes the credentials: franz-go
