@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -145,4 +146,12 @@ func (t *Telemetry) Handler() http.Handler {
 // Shutdown flushes and stops the providers.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return errors.Join(t.stopTracer(ctx), t.meter.Shutdown(ctx))
+}
+
+// ShutdownLogged is Shutdown for a command's defer: it shuts down even
+// after ctx ended, and logs a failure to log.
+func (t *Telemetry) ShutdownLogged(ctx context.Context, log *slog.Logger) {
+	if err := t.Shutdown(context.WithoutCancel(ctx)); err != nil {
+		log.ErrorContext(ctx, "telemetry shutdown", "err", err)
+	}
 }

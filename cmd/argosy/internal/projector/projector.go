@@ -108,11 +108,7 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
-			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
-		}
-	}()
+	defer tel.ShutdownLogged(ctx, log)
 	hub, err := events.LoadPublicKey(o.HubKeyFile)
 	if err != nil {
 		return err

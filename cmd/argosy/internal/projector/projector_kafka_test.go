@@ -382,7 +382,8 @@ func (p *projectorProc) start(env ...string) *testproc.Proc {
 // TestProjectorSurvivesKills folds a fleet's log with the real binary while
 // it is SIGKILLed again and again, on each store: right before and right
 // after a store commit, then at random moments. Once it has caught up, its
-// views equal a fold of the whole log, chains and all.
+// views equal a fold of the whole log, chains and all, and a rebuild of
+// the log with `argosy replay rebuild`, row by row.
 func TestProjectorSurvivesKills(t *testing.T) {
 	bin := buildArgosy(t, "argosy_testhooks")
 	for _, tc := range []struct {
@@ -429,6 +430,7 @@ func TestProjectorSurvivesKills(t *testing.T) {
 			store := openForTest(t, p.store)
 			waitCaughtUp(t, store, ends, proc.LogTail)
 			compareViews(t, store, want)
+			replayMatches(t, p)
 			t.Logf("%d kills; %d audit entries, %d deployments, %d Applications", kills, len(want.Audit), len(want.Deployments), len(want.Desired))
 		})
 	}
@@ -468,7 +470,8 @@ func openForTest(t *testing.T, url string) *sqlstore.Store {
 // PostgreSQL in one consumer group while the log grows: the second joins
 // (a rebalance), then the first stops (another). Once the survivor has
 // caught up, the views equal a fold of the whole log: the rebalances lost
-// and duplicated nothing.
+// and duplicated nothing; and a rebuild into SQLite matches them row by
+// row.
 func TestProjectorReplicasRebalance(t *testing.T) {
 	bin := buildArgosy(t)
 	f := newFleet(t, "c1", "c2", "c3", "c4")
@@ -496,6 +499,7 @@ func TestProjectorReplicasRebalance(t *testing.T) {
 	store := openForTest(t, p.store)
 	waitCaughtUp(t, store, ends, b.LogTail)
 	compareViews(t, store, want)
+	replayMatches(t, p)
 	checkMetrics(t, pb.metrics, "argosy_projector_folded_total{", "argosy_projector_steps_total{",
 		"argosy_projector_step_duration_seconds_bucket{", "argosy_projector_lag{", "argosy_events_dead_lettered_total{")
 }

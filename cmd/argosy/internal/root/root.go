@@ -1,6 +1,6 @@
 // Package root is the argosy command's root: it wires each noun's commands
 // (events, projector, fleet, cluster, app, project, repo, audit, report,
-// context), each a package of its own beside this one, login and logout,
+// replay, context), each a package of its own beside this one, login and logout,
 // and the version command.
 package root
 
@@ -17,6 +17,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/fleet"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/project"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/projector"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/replay"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/repo"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/report"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
@@ -44,7 +45,7 @@ catalogue.`,
 	root.SetFlagErrorFunc(cmdkit.FlagErrorWithUsage)
 	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy", "table", nil), events.NewCmdEvents(io), projector.NewCmdProjector(io, nil),
 		fleet.NewCmdFleet(io, nil), cluster.NewCmdCluster(io), app.NewCmdApp(io), project.NewCmdProject(io), repo.NewCmdRepo(io),
-		audit.NewCmdAudit(io, nil), report.NewCmdReport(io),
+		audit.NewCmdAudit(io, nil), report.NewCmdReport(io), replay.NewCmdReplay(io),
 		auth.NewCmdLogin(io, nil), auth.NewCmdLogout(io, nil), contexts.NewCmdContext(io), dev.NewCmdDev(io, nil))
 	return root
 }

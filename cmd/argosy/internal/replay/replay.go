@@ -1,0 +1,24 @@
+// Package replay is `argosy replay`: rebuild the projector's views from
+// the log into a new store, and compare two stores row by row.
+package replay
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+)
+
+// NewCmdReplay returns `argosy replay` and its subcommands.
+func NewCmdReplay(io cmdkit.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Rebuild views from the log, and compare stores",
+		Long: `The log is the source of truth: every view the projector serves can be
+folded again from it. 'replay rebuild' folds the log into a new store with
+the projector's own fold step; 'replay diff' compares two stores row by
+row. docs/replay.md walks through both, and through swapping a rebuilt
+store in for the live one.`,
+	}
+	cmd.AddCommand(NewCmdRebuild(io, nil), NewCmdDiff(io, nil))
+	return cmd
+}
