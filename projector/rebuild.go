@@ -312,16 +312,7 @@ func (f *rebuildFold) poll(ctx context.Context) (*rebuildPoll, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var errs []error
-		fs.EachError(func(t string, p int32, err error) {
-			var loss *kgo.ErrDataLoss
-			if errors.As(err, &loss) {
-				f.r.o.log.WarnContext(ctx, "records gone from the broker while rebuilding (retention?); reading on", "topic", t, "partition", p, "err", err)
-				return
-			}
-			errs = append(errs, fmt.Errorf("fetch %s/%d: %w", t, p, err))
-		})
-		if err := errors.Join(errs...); err != nil {
+		if err := fetchError(ctx, fs, f.r.o.log); err != nil {
 			return nil, err
 		}
 		var recs []*kgo.Record

@@ -4,12 +4,15 @@ package projector_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/projector"
 )
 
 // replayMatches rebuilds the fleet's log with `argosy replay rebuild` into
@@ -52,11 +55,58 @@ func replayMatches(t *testing.T, p *projectorProc) {
 	if out, err := argosy("replay", "diff", p.store, rebuilt); err != nil {
 		t.Fatalf("argosy replay diff live rebuilt: %v\n%s", err, out)
 	}
+	asOfMatches(t, p, argosy, hubKey)
 	out, err = rebuild(p.store)
 	if err == nil || !strings.Contains(out, "already holds views") {
 		t.Errorf("a rebuild into the live store: %v, want refused\n%s", err, out)
 	}
 	if out, err := argosy("replay", "diff", p.store, rebuilt); err != nil {
 		t.Errorf("the live store changed after a refused rebuild: %v\n%s", err, out)
+	}
+}
+
+// asOfMatches asks `argosy replay as-of` what held on each cluster now:
+// the desired generation of every Application must be the live view's,
+// and so must the applied generation the cluster last reported.
+func asOfMatches(t *testing.T, p *projectorProc, argosy func(...string) (string, error), hubKey string) {
+	t.Helper()
+	live := openForTest(t, p.store)
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	for _, c := range p.f.clusters {
+		out, err := argosy("replay", "as-of", now, "--cluster", c, "--kafka-brokers", kafkatest.Bootstrap(t), "--topic-prefix", p.f.prefix,
+			"--hub-key", hubKey, "--clock-margin", "200ms", "-o", "json")
+		if err != nil {
+			t.Fatalf("argosy replay as-of --cluster %s: %v\n%s", c, err, out)
+		}
+		var res projector.AsOfResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("argosy replay as-of -o json: %v\n%s", err, out)
+		}
+		rows, err := live.Apps(t.Context(), projector.AppFilter{Cluster: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, got := map[string][2]int64{}, map[string][2]int64{}
+		for _, r := range rows {
+			var applied int64
+			if r.Observed != nil {
+				applied = r.Observed.AppliedGeneration
+			}
+			want[r.Name] = [2]int64{r.Desired.Generation, applied}
+		}
+		for _, a := range res.Apps {
+			var applied int64
+			if a.Observed != nil {
+				applied = a.Observed.AppliedGeneration
+			}
+			if a.Desired == nil || a.DesiredFrom == nil {
+				t.Errorf("as-of %s: %s has no desired state or no event it came from: %+v", c, a.Name, a)
+				continue
+			}
+			got[a.Name] = [2]int64{a.Desired.Generation, applied}
+		}
+		if len(want) == 0 || !maps.Equal(want, got) {
+			t.Errorf("as-of now on %s: (desired, applied) %v, want the live view's %v", c, got, want)
+		}
 	}
 }

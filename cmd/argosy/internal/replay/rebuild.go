@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,27 +16,17 @@ import (
 
 	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
-	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/internal/kafkaconn"
-	"github.com/argosyproj/argosy/internal/telemetry"
-	"github.com/argosyproj/argosy/internal/version"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 )
 
 // RebuildOptions are the flags of `argosy replay rebuild`.
 type RebuildOptions struct {
-	IO          cmdkit.IOStreams
-	Kafka       kafkaconn.Options
-	Store       string
-	TopicPrefix string
-	HubKeyFile  string
-	From        projector.From
-	MaxRecords  int
-	ClockMargin time.Duration
-	// CreateTime accepts records stamped with CreateTime: argosy dev's
-	// embedded broker stamps them so (docs/dev.md).
-	CreateTime bool
+	IO         cmdkit.IOStreams
+	Log        LogOptions
+	Store      string
+	From       projector.From
+	MaxRecords int
 	Quiet      bool
 	Output     string
 	// now is the clock --from-time is checked against.
@@ -87,27 +77,19 @@ checks that, and docs/replay.md shows how to swap it in. A progress bar
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
 	fs := cmd.Flags()
-	opts.Kafka.BindFlags(fs, "ARGOSY_")
+	opts.Log.bind(fs)
 	fs.StringVar(&opts.Store, "store", "", "the new store to rebuild into: sqlite://PATH or postgres://… (required)")
-	fs.StringVar(&opts.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
-	fs.StringVar(&opts.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
 	fs.BoolVar(&fromStart, "from-start", false, "fold from the earliest record the broker holds (the default)")
 	fs.StringVar(&fromTime, "from-time", "", "fold from the first record appended at or after this RFC 3339 time")
 	fs.StringVar(&fromOffsets, "from-offsets", "", "fold the partitions named from these offsets, TOPIC/PARTITION=OFFSET,… (the rest from the start, or --from-time)")
 	fs.IntVar(&opts.MaxRecords, "max-records", 10_000, "records folded per store transaction at most")
-	fs.DurationVar(&opts.ClockMargin, "clock-margin", 2*time.Second,
-		"how far the Kafka brokers' clocks may be behind this host's, as the projector's --clock-margin")
-	fs.BoolVar(&opts.CreateTime, "accept-create-time", false, "accept records the broker did not stamp with LogAppendTime (argosy dev's embedded broker)")
 	fs.BoolVarP(&opts.Quiet, "quiet", "q", false, "show no progress")
 	return cmd
 }
 
 // parse checks and sets the options that need more than a flag's type.
 func (o *RebuildOptions) parse(fromStart bool, fromTime, fromOffsets string) error {
-	errs := []error{o.Kafka.Validate()}
-	if o.HubKeyFile == "" {
-		errs = append(errs, errors.New("--hub-key is required"))
-	}
+	errs := o.Log.validate()
 	switch {
 	case o.Store == "":
 		errs = append(errs, errors.New("--store is required: the new store to rebuild into"))
@@ -129,9 +111,6 @@ func (o *RebuildOptions) parse(fromStart bool, fromTime, fromOffsets string) err
 	}
 	if o.MaxRecords <= 0 {
 		errs = append(errs, errors.New("--max-records must be positive"))
-	}
-	if o.ClockMargin <= 0 {
-		errs = append(errs, errors.New("--clock-margin must be a positive duration"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return &cmdkit.FlagError{Err: err}
@@ -167,20 +146,12 @@ type rebuildResult struct {
 }
 
 func rebuildRun(ctx context.Context, o *RebuildOptions) error {
-	log := slog.New(slog.NewTextHandler(o.IO.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tel, err := telemetry.Setup(ctx, "argosy-replay", version.Get().Version)
+	log := warnings(o.IO)
+	rd, err := o.Log.open(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer tel.ShutdownLogged(ctx, log)
-	hub, err := events.LoadPublicKey(o.HubKeyFile)
-	if err != nil {
-		return err
-	}
-	conn, err := o.Kafka.Opts()
-	if err != nil {
-		return err
-	}
+	defer rd.tel.ShutdownLogged(ctx, log)
 	store, err := sqlstore.Open(ctx, o.Store)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -192,14 +163,9 @@ func rebuildRun(ctx context.Context, o *RebuildOptions) error {
 	}()
 	bar := newBar(o)
 	var last projector.Progress
-	opts := []projector.Option{projector.WithTopics(events.DefaultTopics(o.TopicPrefix)),
-		projector.WithMaxRecords(o.MaxRecords), projector.WithClockMargin(o.ClockMargin),
-		projector.WithClientOpts(tel.KafkaOpts), projector.WithLogger(log),
-		projector.WithProgress(func(p projector.Progress) { last = p; bar.show(p) })}
-	if o.CreateTime {
-		opts = append(opts, projector.WithDecoderOptions(events.AcceptCreateTime()))
-	}
-	rb, err := projector.NewRebuild(conn, store, []events.Key{events.HubAnchor("hub", hub)}, o.From, opts...)
+	opts := slices.Concat(rd.opts, []projector.Option{projector.WithMaxRecords(o.MaxRecords),
+		projector.WithProgress(func(p projector.Progress) { last = p; bar.show(p) })})
+	rb, err := projector.NewRebuild(rd.conn, store, rd.anchors, o.From, opts...)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Package replay is `argosy replay`: rebuild the projector's views from
-// the log into a new store, and compare two stores row by row.
+// the log into a new store, compare two stores row by row, and ask the
+// log what held on a cluster at a time.
 package replay
 
 import (
@@ -12,13 +13,14 @@ import (
 func NewCmdReplay(io cmdkit.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay",
-		Short: "Rebuild views from the log, and compare stores",
+		Short: "Rebuild views from the log, compare stores, and ask the log about the past",
 		Long: `The log is the source of truth: every view the projector serves can be
 folded again from it. 'replay rebuild' folds the log into a new store with
 the projector's own fold step; 'replay diff' compares two stores row by
-row. docs/replay.md walks through both, and through swapping a rebuilt
-store in for the live one.`,
+row; 'replay as-of' shows what held on a cluster at any time.
+docs/replay.md walks through each, and through swapping a rebuilt store in
+for the live one.`,
 	}
-	cmd.AddCommand(NewCmdRebuild(io, nil), NewCmdDiff(io, nil))
+	cmd.AddCommand(NewCmdRebuild(io, nil), NewCmdDiff(io, nil), NewCmdAsOf(io, nil))
 	return cmd
 }

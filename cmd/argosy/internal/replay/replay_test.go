@@ -15,6 +15,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/sqlstore"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 func newRebuild(io cmdkit.IOStreams) *cobra.Command { return NewCmdRebuild(io, nil) }
@@ -123,4 +124,66 @@ func TestDiff(t *testing.T) {
 	if _, _, err := cmdtest.Run(t, newDiff, "diff", a); err == nil {
 		t.Error("diff of one store succeeded")
 	}
+}
+
+// TestAsOfFlags: TIME and --cluster are parsed; a time in the future, a
+// malformed one or no cluster are usage errors.
+func TestAsOfFlags(t *testing.T) {
+	base := []string{"--kafka-brokers", "127.0.0.1:9092", "--hub-key", "hub.pub"}
+	got, err := cmdtest.Parse(t, NewCmdAsOf, append(base, "2026-01-02T03:04:05Z", "--cluster", "prod-eu", "--app", "guestbook",
+		"--config-partition", "7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := got.Query
+	if q.Cluster != "prod-eu" || q.App != "guestbook" || !q.At.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) ||
+		q.ConfigPartition == nil || *q.ConfigPartition != 7 || q.StatusWindow != projector.DefaultStatusWindow {
+		t.Errorf("parsed %+v", q)
+	}
+	if got, err := cmdtest.Parse(t, NewCmdAsOf, append(base, "2026-01-02T03:04:05Z", "--cluster", "c")); err != nil || got.Query.ConfigPartition != nil {
+		t.Errorf("no --config-partition: %v, %+v", err, got)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(base, "2999-01-01T00:00:00Z", "--cluster", "c"), "in the future"},
+		{append(base, "yesterday", "--cluster", "c"), "want an RFC 3339 time"},
+		{append(base, "2026-01-02T03:04:05Z"), "--cluster is required"},
+		{append(base, "2026-01-02T03:04:05Z", "--cluster", "c", "--status-window", "0s"), "--status-window"},
+		{[]string{"--kafka-brokers", "127.0.0.1:9092", "2026-01-02T03:04:05Z", "--cluster", "c"}, "--hub-key is required"},
+		{base, "accepts 1 arg"},
+	} {
+		_, err := cmdtest.Parse(t, NewCmdAsOf, tc.args)
+		var fe *cmdkit.FlagError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestAsOfTable: the table names each Application's desired generation
+// and status with the events they come from, and the ranges read.
+func TestAsOfTable(t *testing.T) {
+	at := time.Date(2026, 11, 3, 23, 0, 0, 0, time.UTC)
+	res := &projector.AsOfResult{Cluster: "prod-eu", At: at,
+		Registration: &projector.ClusterRegistration{Cluster: "prod-eu", Registered: true, Labels: map[string]string{"env": "prod"}, RegisteredAt: at.Add(-48 * time.Hour)},
+		Read: []projector.ReadRange{{Topic: "argosy.config", Partition: 17, From: 0, To: 4412, Events: 212},
+			{Topic: "argosy.status", Partition: 40, From: 1880211, To: 1911307, Events: 431}},
+		Apps: []projector.AsOfApp{{
+			AppKey:       projector.AppKey{Cluster: "prod-eu", Namespace: "argocd", Name: "payments"},
+			Desired:      &projector.AppDesired{Generation: 14},
+			DesiredFrom:  &projector.EventRef{Topic: "argosy.config", Partition: 17, Offset: 4398, LogTime: at.Add(-4*time.Hour - 47*time.Minute - 51*time.Second)},
+			Observed:     &projector.AppObserved{AppliedGeneration: 14, Sync: &schemas.SyncStatus{Status: "Synced"}, Health: &schemas.HealthStatus{Status: "Healthy"}},
+			ObservedFrom: &projector.EventRef{Topic: "argosy.status", Partition: 40, Offset: 1911201, LogTime: at.Add(-29 * time.Second)},
+		}, {
+			AppKey:  projector.AppKey{Cluster: "prod-eu", Namespace: "argocd", Name: "old"},
+			Desired: &projector.AppDesired{Generation: 3, Deleted: true},
+		}},
+	}
+	var out strings.Builder
+	if err := printAsOf(&AsOfOptions{IO: cmdkit.IOStreams{Out: &out}}, res); err != nil {
+		t.Fatal(err)
+	}
+	cmdtest.CompareGolden(t, "asof.txt", out.String())
 }
