@@ -4,7 +4,9 @@ package projector_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -56,6 +58,7 @@ func replayMatches(t *testing.T, p *projectorProc) {
 		t.Fatalf("argosy replay diff live rebuilt: %v\n%s", err, out)
 	}
 	asOfMatches(t, p, argosy, hubKey)
+	exportMatches(t, p, argosy)
 	out, err = rebuild(p.store)
 	if err == nil || !strings.Contains(out, "already holds views") {
 		t.Errorf("a rebuild into the live store: %v, want refused\n%s", err, out)
@@ -108,5 +111,63 @@ func asOfMatches(t *testing.T, p *projectorProc, argosy func(...string) (string,
 		if len(want) == 0 || !maps.Equal(want, got) {
 			t.Errorf("as-of now on %s: (desired, applied) %v, want the live view's %v", c, got, want)
 		}
+	}
+}
+
+// exportMatches exports the fleet's log with `argosy export`: as JSON
+// Lines, a line per event, each event once, and every record of the
+// range read; as Parquet, a file of the same row count.
+func exportMatches(t *testing.T, p *projectorProc, argosy func(...string) (string, error)) {
+	t.Helper()
+	dir := t.TempDir()
+	rows := map[string]int64{}
+	for _, file := range []string{"log.jsonl", "log.parquet"} {
+		out, err := argosy("export", "--kafka-brokers", kafkatest.Bootstrap(t), "--topic-prefix", p.f.prefix,
+			"--out", filepath.Join(dir, file), "-q", "-o", "json")
+		if err != nil {
+			t.Fatalf("argosy export --out %s: %v\n%s", file, err, out)
+		}
+		var res struct {
+			Done                 bool
+			Records, Total, Rows int64
+			Skipped, Bytes       int64
+			File, Format         string
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("argosy export -o json: %v\n%s", err, out)
+		}
+		if !res.Done || res.Records != res.Total || res.Rows == 0 || res.Skipped != 0 || res.Bytes == 0 {
+			t.Errorf("export to %s: %+v, want done, every record read, rows written, none skipped", file, res)
+		}
+		rows[res.Format] = res.Rows
+	}
+	if rows["jsonl"] != rows["parquet"] {
+		t.Errorf("rows exported: %v, want as many in each format", rows)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "log.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for _, line := range lines {
+		var row struct {
+			Topic     string
+			Partition int32
+			Offset    int64
+			Type      string
+			Data      json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil || row.Type == "" {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		at := fmt.Sprintf("%s/%d@%d", row.Topic, row.Partition, row.Offset)
+		if seen[at] {
+			t.Errorf("%s exported twice", at)
+		}
+		seen[at] = true
+	}
+	if int64(len(lines)) != rows["jsonl"] {
+		t.Errorf("%d lines, want a line for each of %d rows", len(lines), rows["jsonl"])
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -161,10 +162,13 @@ func rebuildRun(ctx context.Context, o *RebuildOptions) error {
 			log.ErrorContext(ctx, "close the store", "err", err)
 		}
 	}()
-	bar := newBar(o)
+	bar := newBar(o.IO, o.Quiet, "records")
 	var last projector.Progress
 	opts := slices.Concat(rd.opts, []projector.Option{projector.WithMaxRecords(o.MaxRecords),
-		projector.WithProgress(func(p projector.Progress) { last = p; bar.show(p) })})
+		projector.WithProgress(func(p projector.Progress) {
+			last = p
+			bar.show(p.Records, p.Total, fmt.Sprintf("rebuilding: %d events folded, %d refused", p.Events, p.Refused))
+		})})
 	rb, err := projector.NewRebuild(rd.conn, store, rd.anchors, o.From, opts...)
 	if err != nil {
 		return err
@@ -189,43 +193,44 @@ func rebuildRun(ctx context.Context, o *RebuildOptions) error {
 	})
 }
 
-// bar is rebuild's progress bar on stderr, or nothing when stderr is not a
+// bar is a progress bar on stderr, or nothing when stderr is not a
 // terminal or -q is set.
 type bar struct {
-	b *progressbar.ProgressBar
-	o *RebuildOptions
+	b    *progressbar.ProgressBar
+	w    io.Writer
+	unit string
 }
 
-func newBar(o *RebuildOptions) *bar {
-	f, ok := o.IO.Err.(*os.File)
-	if o.Quiet || !ok || !term.IsTerminal(int(f.Fd())) { //nolint:gosec // a descriptor fits an int
+func newBar(streams cmdkit.IOStreams, quiet bool, unit string) *bar {
+	f, ok := streams.Err.(*os.File)
+	if quiet || !ok || !term.IsTerminal(int(f.Fd())) { //nolint:gosec // a descriptor fits an int
 		return &bar{}
 	}
-	return &bar{o: o}
+	return &bar{w: streams.Err, unit: unit}
 }
 
-func (b *bar) show(p projector.Progress) {
-	if b.o == nil {
+// show sets the bar to done of total, described by what.
+func (b *bar) show(done, total int64, what string) {
+	if b.w == nil {
 		return
 	}
 	if b.b == nil {
-		b.b = progressbar.NewOptions64(p.Total, progressbar.OptionSetWriter(b.o.IO.Err),
-			progressbar.OptionSetDescription("rebuilding"), progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(), progressbar.OptionSetItsString("records"),
+		b.b = progressbar.NewOptions64(total, progressbar.OptionSetWriter(b.w),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(b.unit),
 			progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionClearOnFinish())
 	}
-	b.b.Describe(fmt.Sprintf("rebuilding: %d events folded, %d refused", p.Events, p.Refused))
-	if err := b.b.Set64(p.Records); err != nil {
-		b.o = nil // the terminal is gone: show no more
+	b.b.Describe(what)
+	if err := b.b.Set64(done); err != nil {
+		b.w = nil // the terminal is gone: show no more
 	}
 }
 
 func (b *bar) finish() {
-	if b.b == nil {
+	if b.b == nil || b.w == nil {
 		return
 	}
 	if err := b.b.Finish(); err != nil {
-		b.o = nil
+		b.w = nil
 	}
 }

@@ -1,6 +1,7 @@
 // Package replay is `argosy replay`: rebuild the projector's views from
 // the log into a new store, compare two stores row by row, and ask the
-// log what held on a cluster at a time.
+// log what held on a cluster at a time; and `argosy export`, the log's
+// events written for data platforms.
 package replay
 
 import (

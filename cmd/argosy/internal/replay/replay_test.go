@@ -187,3 +187,89 @@ func TestAsOfTable(t *testing.T) {
 	}
 	cmdtest.CompareGolden(t, "asof.txt", out.String())
 }
+
+func newExport(io cmdkit.IOStreams) *cobra.Command { return NewCmdExport(io, nil) }
+
+// TestExportFlags: topic roles become names with the prefix, the format
+// follows the file's extension, and bad arguments are usage errors that
+// name the flag, before anything is opened.
+func TestExportFlags(t *testing.T) {
+	base := []string{"--kafka-brokers", "127.0.0.1:9092"}
+	got, err := cmdtest.Parse(t, NewCmdExport, append(base, "--out", "nov.parquet", "--topic-prefix", "t.",
+		"--topics", "audit,status,audit", "--from", "2026-11-01T00:00:00Z", "--to", "2026-11-02T00:00:00Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Format != "parquet" || strings.Join(got.Range.Topics, ",") != "t.argosy.audit,t.argosy.status" ||
+		!got.Range.From.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) || got.Range.To.Sub(got.Range.From) != 24*time.Hour {
+		t.Errorf("parsed %+v", got)
+	}
+	got, err = cmdtest.Parse(t, NewCmdExport, append(base, "--out", "-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Format != "jsonl" || len(got.Range.Topics) != 4 || !got.Range.From.IsZero() || !got.Range.To.IsZero() {
+		t.Errorf("defaults: %+v, want jsonl, the four event topics, the whole log", got)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{base, "--out is required"},
+		{append(base, "--out", "x", "--format", "xml"), "want one of jsonl, csv, parquet"},
+		{append(base, "--out", "x", "--topics", "status,secrets"), `unknown topic "secrets"`},
+		{append(base, "--out", "x", "--from", "2999-01-01T00:00:00Z"), "in the future"},
+		{append(base, "--out", "x", "--from", "2026-11-02T00:00:00Z", "--to", "2026-11-01T00:00:00Z"), "not after --from"},
+		{append(base, "--out", "x", "--to", "tomorrow"), "--to"},
+		{[]string{"--out", "x"}, "kafka"},
+	} {
+		_, err := cmdtest.Parse(t, NewCmdExport, tc.args)
+		var fe *cmdkit.FlagError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestExportIntoAMissingDirectory fails with the file's error before it
+// reaches Kafka, which is not there, and leaves no file behind.
+func TestExportIntoAMissingDirectory(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "no", "such", "dir", "log.jsonl")
+	_, _, err := cmdtest.Run(t, newExport, "export", "--kafka-brokers", "127.0.0.1:1", "--out", out, "-q")
+	if err == nil || !strings.HasPrefix(err.Error(), "--out "+out) {
+		t.Fatalf("an export into a missing directory: %v, want the file's error", err)
+	}
+}
+
+// TestExportFileAppearsWhole: the file appears under its name only when
+// the export succeeds; a failed one leaves nothing behind.
+func TestExportFileAppearsWhole(t *testing.T) {
+	dir := t.TempDir()
+	o := &ExportOptions{Out: filepath.Join(dir, "log.jsonl")}
+	for _, fail := range []error{errors.New("broker gone"), nil} {
+		w, finish, err := o.create()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte("{}\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(o.Out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists before the export ends: %v", o.Out, err)
+		}
+		if err := finish(fail); !errors.Is(err, fail) {
+			t.Errorf("finish(%v) = %v", fail, err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if fail == nil {
+			want = 1
+		}
+		if len(entries) != want || (want == 1 && entries[0].Name() != "log.jsonl") {
+			t.Errorf("after finish(%v) the directory holds %v, want %d file(s) named log.jsonl", fail, entries, want)
+		}
+	}
+}

@@ -45,7 +45,7 @@ catalogue.`,
 	root.SetFlagErrorFunc(cmdkit.FlagErrorWithUsage)
 	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy", "table", nil), events.NewCmdEvents(io), projector.NewCmdProjector(io, nil),
 		fleet.NewCmdFleet(io, nil), cluster.NewCmdCluster(io), app.NewCmdApp(io), project.NewCmdProject(io), repo.NewCmdRepo(io),
-		audit.NewCmdAudit(io, nil), report.NewCmdReport(io), replay.NewCmdReplay(io),
+		audit.NewCmdAudit(io, nil), report.NewCmdReport(io), replay.NewCmdReplay(io), replay.NewCmdExport(io, nil),
 		auth.NewCmdLogin(io, nil), auth.NewCmdLogout(io, nil), contexts.NewCmdContext(io), dev.NewCmdDev(io, nil))
 	return root
 }
