@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
+	"golang.org/x/crypto/nacl/box"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
@@ -290,8 +291,15 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 		return nil, invalid("type", fmt.Sprintf("%q: want git or helm", req.Type))
 	}
 	var sealed *schemas.Sealed
-	if len(req.Credentials) > 0 {
+	switch {
+	case len(req.Credentials) > 0 && req.Sealed != nil:
+		return nil, invalid("sealed", "send credentials or sealed credentials, not both")
+	case len(req.Credentials) > 0:
 		if sealed, err = s.seal(cl, req.Credentials); err != nil {
+			return nil, err
+		}
+	case req.Sealed != nil:
+		if sealed, err = s.sealedAlready(cl, req.Sealed); err != nil {
 			return nil, err
 		}
 	}
@@ -310,9 +318,9 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 // seal encrypts credentials to a cluster's sealing key, as the trust topic
 // holds it.
 func (s *Server) seal(cl entry, creds map[string]string) (*schemas.Sealed, error) {
-	k, ok := s.keys.Key(cl.sealingKey)
-	if !ok || len(k.Public) != 32 || !k.ValidAt(s.o.now()) {
-		return nil, failf(http.StatusConflict, "the cluster's sealing key %q is not (or no longer) on the trust topic, so credentials cannot be sealed to it; register the cluster's keys again", cl.sealingKey)
+	k, err := s.sealingKey(cl)
+	if err != nil {
+		return nil, err
 	}
 	plain, err := json.Marshal(creds)
 	if err != nil {
@@ -325,6 +333,36 @@ func (s *Server) seal(cl entry, creds map[string]string) (*schemas.Sealed, error
 		return nil, err
 	}
 	return &sealed, nil
+}
+
+// sealingKey returns a cluster's sealing key, or a 409 when the trust
+// topic holds it no more.
+func (s *Server) sealingKey(cl entry) (events.Key, error) {
+	k, ok := s.keys.Key(cl.sealingKey)
+	if !ok || len(k.Public) != 32 || !k.ValidAt(s.o.now()) {
+		return events.Key{}, failf(http.StatusConflict, "the cluster's sealing key %q is not (or no longer) on the trust topic, so credentials cannot be sealed to it; register the cluster's keys again", cl.sealingKey)
+	}
+	return k, nil
+}
+
+// sealedAlready checks credentials sealed by a client: to the cluster's
+// current sealing key, a sealed box in base64. It cannot open them; the
+// spoke can, or rejects them.
+func (s *Server) sealedAlready(cl entry, c *api.SealedCredentials) (*schemas.Sealed, error) {
+	if _, err := s.sealingKey(cl); err != nil {
+		return nil, err
+	}
+	if c.KeyID != cl.sealingKey {
+		return nil, &apiError{status: http.StatusConflict, body: api.Error{
+			Error:  fmt.Sprintf("sealed.keyId: the credentials are sealed to key %q, and the cluster's sealing key is now %q: the cluster cannot open them", c.KeyID, cl.sealingKey),
+			Fields: []api.FieldError{{Field: "sealed.keyId", Reason: "not the cluster's current sealing key"}},
+			Hint:   "send the credentials themselves again: argosy repo add … --username … --password-stdin"}}
+	}
+	sealedBox, err := base64.StdEncoding.DecodeString(c.Ciphertext)
+	if err != nil || len(sealedBox) <= box.AnonymousOverhead {
+		return nil, invalid("sealed.ciphertext", "want a sealed box, standard base64")
+	}
+	return &schemas.Sealed{KeyID: c.KeyID, Ciphertext: c.Ciphertext}, nil
 }
 
 // operate asks a cluster to sync, refresh, roll back or terminate an

@@ -5,9 +5,11 @@ package hub_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,6 +204,36 @@ func TestRepositoryCredentialsSealed(t *testing.T) {
 	var creds map[string]string
 	if err := json.Unmarshal(plain, &creds); err != nil || creds["password"] != secret {
 		t.Errorf("sealed credentials open to %q, %v", plain, err)
+	}
+
+	// Sent again sealed, as a redrive does, they pass as they are; sealed
+	// to another key, broken, or with credentials too, they are refused
+	// and nothing is written.
+	was := repos[0].Data.(*schemas.RepositoryUpserted).Credentials
+	sealed := api.RepositoryRequest{URL: "https://git.example/charts.git", Sealed: &api.SealedCredentials{KeyID: was.KeyID, Ciphertext: was.Ciphertext}}
+	if _, err := root.PutRepository(t.Context(), "c1", "argocd", "charts", sealed, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		req    api.RepositoryRequest
+		status int
+		want   string
+	}{
+		{api.RepositoryRequest{URL: sealed.URL, Sealed: &api.SealedCredentials{KeyID: "other", Ciphertext: was.Ciphertext}}, http.StatusConflict, "the cluster's sealing key is now"},
+		{api.RepositoryRequest{URL: sealed.URL, Sealed: &api.SealedCredentials{KeyID: was.KeyID, Ciphertext: "bm8="}}, http.StatusBadRequest, "sealed.ciphertext"},
+		{api.RepositoryRequest{URL: sealed.URL, Sealed: sealed.Sealed, Credentials: map[string]string{"password": "x"}}, http.StatusBadRequest, "not both"},
+	} {
+		_, err := root.PutRepository(t.Context(), "c1", "argocd", "charts", tc.req, api.WriteOptions{})
+		if api.StatusOf(err) != tc.status || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("PutRepository(%+v) = %v, want %d with %q", tc.req.Sealed, err, tc.status, tc.want)
+		}
+	}
+	repos = ofType(r.decoded(r.records(events.TopicConfig)), events.TypeRepositoryUpserted)
+	if len(repos) != 2 || *repos[1].Data.(*schemas.RepositoryUpserted).Credentials != *was {
+		t.Fatalf("%d repository events, want 2, the second with the credentials as sealed", len(repos))
+	}
+	if plain, err := events.Open(*repos[1].Data.(*schemas.RepositoryUpserted).Credentials, sk); err != nil || !bytes.Contains(plain, []byte(secret)) {
+		t.Errorf("the credentials passed on open to %q, %v", plain, err)
 	}
 }
 

@@ -92,8 +92,22 @@ type RepositoryRequest struct {
 	Project string `json:"project,omitempty"`
 	// Credentials are the Argo CD repository secret's other fields
 	// (username, password, sshPrivateKey, tlsClientCertData, …).
-	Credentials        map[string]string `json:"credentials,omitempty"`
-	ExpectedGeneration *int64            `json:"expectedGeneration,omitempty"`
+	Credentials map[string]string `json:"credentials,omitempty"`
+	// Sealed, instead of Credentials, are credentials sealed already to
+	// the cluster's current sealing key, as an earlier event of the
+	// repository carries them (argosy replay redrive sends them so): the
+	// hub passes them on as they are, never opening them.
+	Sealed             *SealedCredentials `json:"sealed,omitempty"`
+	ExpectedGeneration *int64             `json:"expectedGeneration,omitempty"`
+}
+
+// SealedCredentials are credentials sealed to a cluster's sealing key, as
+// a repository event's data carries them.
+type SealedCredentials struct {
+	// KeyID is the id of the sealing key they were sealed to.
+	KeyID string `json:"keyId"`
+	// Ciphertext is the sealed box, standard base64.
+	Ciphertext string `json:"ciphertext"`
 }
 
 // OperationRequest asks a cluster to sync, refresh, roll back or
