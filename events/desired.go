@@ -121,11 +121,7 @@ func (w *ConfigWriter) Write(ctx context.Context, es ...*event.Event) (recs []*k
 // well as its objects.
 func (w *ConfigWriter) copies(ctx context.Context, es []*event.Event) (copies []*kgo.Record, of []int, err error) {
 	for i, e := range es {
-		switch e.Type() {
-		case TypeApplicationUpserted, TypeAppProjectUpserted, TypeRepositoryUpserted,
-			TypeApplicationDeleted, TypeAppProjectDeleted, TypeRepositoryDeleted,
-			TypeClusterRegistered, TypeClusterDeregistered:
-		default:
+		if !StatesObject(e.Type()) {
 			continue
 		}
 		subj, err := ParseSubject(e.Subject())
@@ -148,6 +144,20 @@ func (w *ConfigWriter) copies(ctx context.Context, es []*event.Event) (copies []
 		copies, of = append(copies, r), append(of, i)
 	}
 	return copies, of, nil
+}
+
+// StatesObject reports whether events of type typ state what an object or
+// a cluster's registration is to be: an upsert, a deletion, a
+// registration or a deregistration. The desired-state topic keeps the
+// latest of these for each; operations and audit records are not.
+func StatesObject(typ string) bool {
+	switch typ {
+	case TypeApplicationUpserted, TypeAppProjectUpserted, TypeRepositoryUpserted,
+		TypeApplicationDeleted, TypeAppProjectDeleted, TypeRepositoryDeleted,
+		TypeClusterRegistered, TypeClusterDeregistered:
+		return true
+	}
+	return false
 }
 
 // DesiredKey is the desired-state topic's key of an object

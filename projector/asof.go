@@ -3,6 +3,7 @@ package projector
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,9 @@ type AsOfQuery struct {
 	// cluster pinned to one (ClusterRegistered.partition); by default it is
 	// where the partitioner puts the cluster's name.
 	ConfigPartition *int32
+	// Objects asks for the hub's last event about each of the cluster's
+	// objects up to At as well: AsOfResult.Objects.
+	Objects bool
 }
 
 // AsOfResult is what the log says held on a cluster at a time, and where
@@ -51,8 +55,29 @@ type AsOfResult struct {
 	Registration *ClusterRegistration `json:"registration,omitempty"`
 	Heartbeat    *ClusterBeat         `json:"heartbeat,omitempty"`
 	Apps         []AsOfApp            `json:"applications"`
+	// Objects are the hub's last events about each of the cluster's
+	// Applications, AppProjects and repositories up to At, deletions
+	// included, in config order, when the query asks for them: the whole
+	// desired state then, as `argosy replay redrive` re-publishes it.
+	Objects []DesiredObject `json:"objects,omitempty"`
 	// Read are the ranges of the log read to answer.
 	Read []ReadRange `json:"read"`
+}
+
+// DesiredObject is the hub's last event about one object of a cluster: an
+// upsert, or a deletion.
+type DesiredObject struct {
+	// Kind is the subject's kind: applications, appprojects or
+	// repositories.
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	Deleted    bool   `json:"deleted"`
+	// Data is the event's data, as the log holds it
+	// (schemas.ApplicationUpserted, schemas.AppProjectDeleted, …).
+	Data json.RawMessage `json:"data"`
+	From EventRef        `json:"from"`
 }
 
 // AsOfApp is one Application: as the hub wanted it and as the cluster
@@ -207,6 +232,7 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 	reader.AddConsumePartitions(consume)
 	view := NewView()
 	desiredFrom, observedFrom := map[AppKey]*EventRef{}, map[AppKey]*EventRef{}
+	objects := map[string]*DesiredObject{}
 	folded := map[Partition]int64{}
 	for len(at) > 0 {
 		fs := reader.PollRecords(ctx, o.maxRecords)
@@ -256,6 +282,9 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 				continue
 			}
 			folded[Partition{d.Topic, d.Partition}]++
+			if q.Objects && d.Topic == o.topics[events.TopicConfig] && d.Subject.Kind != "" && events.StatesObject(d.Spec.Type) {
+				objects[events.DesiredKey(d.Subject)] = desiredObject(d)
+			}
 			if d.Subject.Kind == schemas.SubjectApplications {
 				key := AppKey{Cluster: q.Cluster, Namespace: d.Subject.Namespace, Name: d.Subject.Name}
 				ref := &EventRef{ID: d.Event.ID(), Type: d.Spec.Type, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, LogTime: d.LogTime}
@@ -272,11 +301,39 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 	}
 	b := view.Flush()
 	res.answer(b, q, desiredFrom, observedFrom)
-	if res.Registration == nil && res.Heartbeat == nil && len(res.Apps) == 0 {
+	for _, ob := range objects {
+		if q.App == "" || (ob.Kind == schemas.SubjectApplications && ob.Name == q.App) {
+			res.Objects = append(res.Objects, *ob)
+		}
+	}
+	slices.SortFunc(res.Objects, func(a, b DesiredObject) int { return cmp.Compare(a.From.Offset, b.From.Offset) })
+	if res.Registration == nil && res.Heartbeat == nil && len(res.Apps) == 0 && len(res.Objects) == 0 {
 		return nil, fmt.Errorf("%w: cluster %s up to %s (read %s/%d and %s/%d; is the name right, or is the cluster pinned to another config partition?)",
 			ErrNothingKnown, q.Cluster, q.At.Format(time.RFC3339Nano), ranges[0].Topic, ranges[0].Partition, ranges[1].Topic, ranges[1].Partition)
 	}
 	return res, nil
+}
+
+// desiredObject is d, an upsert or a deletion of an object, as a
+// DesiredObject.
+func desiredObject(d *events.Decoded) *DesiredObject {
+	ob := &DesiredObject{Kind: d.Subject.Kind, Namespace: d.Subject.Namespace, Name: d.Subject.Name, Data: d.Event.Data(),
+		From: EventRef{ID: d.Event.ID(), Type: d.Spec.Type, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, LogTime: d.LogTime}}
+	switch p := d.Data.(type) {
+	case *schemas.ApplicationUpserted:
+		ob.Generation = p.Generation
+	case *schemas.AppProjectUpserted:
+		ob.Generation = p.Generation
+	case *schemas.RepositoryUpserted:
+		ob.Generation = p.Generation
+	case *schemas.ApplicationDeleted:
+		ob.Generation, ob.Deleted = p.Generation, true
+	case *schemas.AppProjectDeleted:
+		ob.Generation, ob.Deleted = p.Generation, true
+	case *schemas.RepositoryDeleted:
+		ob.Generation, ob.Deleted = p.Generation, true
+	}
+	return ob
 }
 
 // answer fills r from the rows a fold of the cluster's events wrote.

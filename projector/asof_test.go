@@ -3,7 +3,9 @@
 package projector_test
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // asOf asks the rig's log what held on cluster at at.
@@ -118,4 +121,51 @@ func TestAsOfFollowsAScriptedHistory(t *testing.T) {
 	// it (mark slept 20 ms after t3, and nothing was appended since).
 	check(t3.Add(15*time.Millisecond), projector.AsOfQuery{StatusWindow: 5 * time.Millisecond},
 		want{app: "guestbook", generation: 2, from: up2.ID()}, want{app: "other", generation: 1, from: other.ID()})
+
+	// The whole desired state, every kind, deletions included, each
+	// object's last event up to the time, in config order; an operation is
+	// no object's state.
+	project := newEvent(t, "//argosy.dev/hub/test", events.TypeAppProjectUpserted,
+		events.Subject{Cluster: "c1", Kind: "appprojects", Namespace: "argocd", Name: "web"},
+		schemas.AppProjectUpserted{Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 1}, Spec: []byte(`{}`)})
+	gone := newEvent(t, "//argosy.dev/hub/test", events.TypeApplicationDeleted,
+		events.Subject{Cluster: "c1", Kind: "applications", Namespace: "argocd", Name: "other"},
+		schemas.ApplicationDeleted{Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "other", Generation: 2}})
+	sync := newEvent(t, "//argosy.dev/hub/test", events.TypeOperationRequested,
+		events.Subject{Cluster: "c1", Kind: "applications", Namespace: "argocd", Name: "guestbook"},
+		schemas.OperationRequested{Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "guestbook", Generation: 2},
+			RequestID: "r1", Operation: schemas.OperationSync})
+	r.publish(t.Context(), r.hub, project, gone, sync)
+	t4 := mark()
+	type object struct {
+		name    string
+		gen     int64
+		deleted bool
+		from    string
+	}
+	objects := func(at time.Time, q projector.AsOfQuery, want ...object) {
+		t.Helper()
+		q.Cluster, q.At, q.Objects = "c1", at, true
+		res, err := asOf(t, r, q)
+		if err != nil {
+			t.Fatalf("as of %s: %v", at.Format(time.RFC3339Nano), err)
+		}
+		var got []object
+		for _, ob := range res.Objects {
+			got = append(got, object{ob.Name, ob.Generation, ob.Deleted, ob.From.ID})
+			if !json.Valid(ob.Data) {
+				t.Errorf("object %s: data %q", ob.Name, ob.Data)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("objects as of %s: %+v, want %+v", at.Format(time.RFC3339Nano), got, want)
+		}
+	}
+	objects(t2, projector.AsOfQuery{}, object{"guestbook", 2, false, up2.ID()})
+	objects(t4, projector.AsOfQuery{}, object{"guestbook", 2, false, up2.ID()}, object{"web", 1, false, project.ID()},
+		object{"other", 2, true, gone.ID()})
+	objects(t4, projector.AsOfQuery{App: "other"}, object{"other", 2, true, gone.ID()})
+	if res, err := asOf(t, r, projector.AsOfQuery{Cluster: "c1", At: t4}); err != nil || res.Objects != nil {
+		t.Errorf("as of without Objects: objects %+v, %v, want none", res.Objects, err)
+	}
 }
