@@ -220,15 +220,33 @@ func TestAdoptEndToEnd(t *testing.T) {
 // token on first start, trusting the hub's key as keygen wrote it.
 func startSpoke(t *testing.T, e *kubetest.Env, f *fixture, hubURL, cluster, token string, args ...string) {
 	t.Helper()
+	p := spawnSpoke(t, e, f, buildSpoke(t), hubURL, cluster, token, e.Namespace(t), args...)
+	t.Cleanup(func() {
+		if err := p.Terminate(30 * time.Second); err != nil {
+			t.Errorf("%v; log:\n%s", err, p.LogTail())
+		}
+	})
+}
+
+// buildSpoke builds the argosy-spoke binary.
+func buildSpoke(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "argosy-spoke")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/argosyproj/argosy/cmd/argosy-spoke").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// spawnSpoke starts bin as the cluster's spoke, keeping its state and
+// lease in namespace ns and its keys in the fixture's directory, so that
+// a spoke started again is the same spoke. The caller stops it.
+func spawnSpoke(t *testing.T, e *kubetest.Env, f *fixture, bin, hubURL, cluster, token, ns string, args ...string) *testproc.Proc {
+	t.Helper()
 	ports, err := testproc.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := e.Namespace(t)
 	p, err := testproc.Start(f.dir, "argosy-spoke", bin, append([]string{"run", "--cluster", cluster,
 		"--kafka-brokers", kafkatest.Bootstrap(t), "--topic-prefix", f.prefix, "--kubeconfig", e.Kubeconfig,
 		"--keys-dir", filepath.Join(f.dir, "spoke-keys"), "--hub-key", filepath.Join(f.dir, cli.PublicKeyFile),
@@ -237,11 +255,7 @@ func startSpoke(t *testing.T, e *kubetest.Env, f *fixture, hubURL, cluster, toke
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := p.Terminate(30 * time.Second); err != nil {
-			t.Errorf("%v; log:\n%s", err, p.LogTail())
-		}
-	})
+	return p
 }
 
 func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {

@@ -1,6 +1,7 @@
 // Package replay is `argosy replay`: rebuild the projector's views from
 // the log into a new store, compare two stores row by row, and ask the
-// log what held on a cluster at a time; and `argosy export`, the log's
+// log what held on a cluster at a time, and publish a cluster's desired
+// state again through the hub; and `argosy export`, the log's
 // events written for data platforms.
 package replay
 
@@ -18,10 +19,12 @@ func NewCmdReplay(io cmdkit.IOStreams) *cobra.Command {
 		Long: `The log is the source of truth: every view the projector serves can be
 folded again from it. 'replay rebuild' folds the log into a new store with
 the projector's own fold step; 'replay diff' compares two stores row by
-row; 'replay as-of' shows what held on a cluster at any time.
+row; 'replay as-of' shows what held on a cluster at any time; 'replay
+redrive' publishes a cluster's desired state, current or as of a time,
+again through the hub, so that a restored cluster converges.
 docs/replay.md walks through each, and through swapping a rebuilt store in
 for the live one.`,
 	}
-	cmd.AddCommand(NewCmdRebuild(io, nil), NewCmdDiff(io, nil), NewCmdAsOf(io, nil))
+	cmd.AddCommand(NewCmdRebuild(io, nil), NewCmdDiff(io, nil), NewCmdAsOf(io, nil), NewCmdRedrive(io, nil))
 	return cmd
 }

@@ -3,8 +3,10 @@ package replay
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 	"github.com/argosyproj/argosy/schemas"
@@ -271,5 +274,95 @@ func TestExportFileAppearsWhole(t *testing.T) {
 		if len(entries) != want || (want == 1 && entries[0].Name() != "log.jsonl") {
 			t.Errorf("after finish(%v) the directory holds %v, want %d file(s) named log.jsonl", fail, entries, want)
 		}
+	}
+}
+
+// TestRedriveFlags: bad arguments are usage errors that name the flag,
+// before anything is opened.
+func TestRedriveFlags(t *testing.T) {
+	base := []string{"--kafka-brokers", "127.0.0.1:9092", "--hub-key", "hub.pub"}
+	got, err := cmdtest.Parse(t, NewCmdRedrive, append(base, "--cluster", "prod-eu", "--as-of", "2026-11-03T23:00:00Z", "--dry-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cluster != "prod-eu" || !got.DryRun || !got.Cascade || !got.AsOf.Equal(time.Date(2026, 11, 3, 23, 0, 0, 0, time.UTC)) {
+		t.Errorf("parsed %+v", got)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{base, "--cluster is required"},
+		{append(base, "--cluster", "x", "--as-of", "2999-01-01T00:00:00Z"), "in the future"},
+		{append(base, "--cluster", "x", "--as-of", "last tuesday"), "--as-of"},
+		{[]string{"--kafka-brokers", "127.0.0.1:9092", "--cluster", "x"}, "--hub-key is required"},
+		{append(base, "--cluster", "x", "--idempotency-key", "a b"), "--idempotency-key"},
+	} {
+		_, err := cmdtest.Parse(t, NewCmdRedrive, tc.args)
+		var fe *cmdkit.FlagError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestPlanRedrive: the current state is applied again at the hub's
+// generations, and only when the log has caught up with the hub; a past
+// state applies what held then and deletes what came since, in an order
+// in which every write finds what it depends on.
+func TestPlanRedrive(t *testing.T) {
+	ob := func(kind, name string, gen int64, deleted bool) projector.DesiredObject {
+		return projector.DesiredObject{Kind: kind, Namespace: "argocd", Name: name, Generation: gen, Deleted: deleted, Data: []byte(`{}`)}
+	}
+	hub := func(kind, name string, gen int64, deleted bool) api.Object {
+		return api.Object{Cluster: "c1", Kind: kind, Namespace: "argocd", Name: name, Generation: gen, Deleted: deleted}
+	}
+	steps := func(p *RedrivePlan) string {
+		var out []string
+		for _, s := range p.Steps {
+			out = append(out, fmt.Sprintf("%s %s/%s@%d", s.Action, s.Kind, s.Name, s.HubGeneration))
+		}
+		return strings.Join(out, ", ")
+	}
+	now := []api.Object{hub("clusters", "c1", 1, false), hub("appprojects", "team", 2, false), hub("applications", "web", 5, false),
+		hub("applications", "old", 3, true), hub("repositories", "charts", 1, false), hub("applications", "new", 1, false)}
+	current := []projector.DesiredObject{ob("appprojects", "team", 2, false), ob("applications", "web", 5, false),
+		ob("applications", "old", 3, true), ob("repositories", "charts", 1, false), ob("applications", "new", 1, false)}
+	p, err := planRedrive("c1", time.Now(), current, now, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := steps(p), "apply appprojects/team@2, apply repositories/charts@1, apply applications/new@1, apply applications/web@5"; got != want {
+		t.Errorf("current: %s\nwant     %s", got, want)
+	}
+	if _, err := planRedrive("c1", time.Now(), current[:4], now, false); err == nil || !strings.Contains(err.Error(), "applications argocd/new: at the hub (generation 1), not yet in the log") {
+		t.Errorf("the log behind the hub: %v", err)
+	}
+	behind := slices.Clone(current)
+	behind[1].Generation = 4
+	if _, err := planRedrive("c1", time.Now(), behind, now, false); err == nil || !strings.Contains(err.Error(), "generation 4 in the log, 5 at the hub") {
+		t.Errorf("a generation behind the hub: %v", err)
+	}
+	then := []projector.DesiredObject{ob("appprojects", "team", 1, false), ob("applications", "web", 2, false),
+		ob("applications", "old", 1, false), ob("repositories", "charts", 1, true)}
+	p, err = planRedrive("c1", time.Now(), then, now, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := steps(p), "delete applications/new@1, apply appprojects/team@2, apply applications/old@0, apply applications/web@5, delete repositories/charts@1"; got != want {
+		t.Errorf("as of: %s\nwant   %s", got, want)
+	}
+}
+
+// TestManifestIsWhatTheHubTakes: an Application rebuilt from its upsert
+// event reads as the manifest the hub validates.
+func TestManifestIsWhatTheHubTakes(t *testing.T) {
+	m, err := manifest("Application", "argocd", "web", map[string]string{"team": "a"}, map[string]string{"note": "x"}, []byte(`{"project":"p"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd","labels":{"team":"a"},"annotations":{"note":"x"}},"spec":{"project":"p"}}`
+	if string(m) != want {
+		t.Errorf("manifest\n%s\nwant\n%s", m, want)
 	}
 }
