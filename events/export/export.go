@@ -347,15 +347,22 @@ func Export(ctx context.Context, conn []kgo.Opt, r Range, w Writer, log *slog.Lo
 		rows = rows[:0]
 		for _, rec := range fs.Records() {
 			next, reading := at[rec.Topic][rec.Partition]
-			end := ranges[rec.Topic][rec.Partition][1]
-			if !reading || rec.Offset >= end {
+			if !reading {
 				continue
 			}
-			p.Records += rec.Offset + 1 - next
-			if at[rec.Topic][rec.Partition] = rec.Offset + 1; rec.Offset+1 >= end {
+			end := ranges[rec.Topic][rec.Partition][1]
+			// A read-committed reader never gets aborted records: a
+			// range may end with some, and the first record after it
+			// is what shows the partition read.
+			last := min(rec.Offset, end-1)
+			p.Records += last + 1 - next
+			if at[rec.Topic][rec.Partition] = last + 1; last+1 >= end {
 				delete(at[rec.Topic], rec.Partition)
 				left--
 				cl.PauseFetchPartitions(map[string][]int32{rec.Topic: {rec.Partition}})
+			}
+			if rec.Offset >= end {
+				continue
 			}
 			row, ok, err := RowOf(ctx, rec)
 			if err != nil {

@@ -68,18 +68,26 @@ func logOf(t *testing.T) (events.Topics, [2]time.Time, []*kgo.Record) {
 	var marks [2]time.Time
 	var all []*kgo.Record
 	for i := range 40 {
-		if i == 15 || i == 30 {
+		mark := func(m int) {
 			time.Sleep(20 * time.Millisecond)
-			marks[i/30] = time.Now()
+			marks[m] = time.Now()
 			time.Sleep(20 * time.Millisecond)
 		}
-		if i == 20 {
+		switch i {
+		case 15:
+			mark(0)
+		case 20:
 			junk := &kgo.Record{Topic: topics[events.TopicStatus], Key: []byte("c0"), Value: []byte("not an event")}
 			if err := kafkatest.Client(t).ProduceSync(t.Context(), junk).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
-			all = append(all, transaction(t, signer, topics[events.TopicConfig], kgo.TryCommit, heartbeat(100), heartbeat(101))...)
-			transaction(t, signer, topics[events.TopicConfig], kgo.TryAbort, heartbeat(102))
+			all = append(all, transaction(t, signer, topics[events.TopicConfig], kgo.TryCommit, nil, heartbeat(100), heartbeat(101))...)
+			transaction(t, signer, topics[events.TopicConfig], kgo.TryAbort, nil, heartbeat(102))
+		case 30:
+			// The second mark falls between an aborted event and its
+			// abort marker: a range that ends there ends with a record a
+			// read-committed reader never gets.
+			transaction(t, signer, topics[events.TopicConfig], kgo.TryAbort, func() { mark(1) }, heartbeat(103))
 		}
 		recs, err := p.Publish(t.Context(), heartbeat(i))
 		if err != nil {
@@ -91,8 +99,9 @@ func logOf(t *testing.T) (events.Topics, [2]time.Time, []*kgo.Record) {
 }
 
 // transaction appends es, signed, to topic in one transaction that ends
-// with end, and returns their records.
-func transaction(t *testing.T, signer *events.Signer, topic string, end kgo.TransactionEndTry, es ...*event.Event) []*kgo.Record {
+// with end, after calling between if it is not nil, and returns their
+// records.
+func transaction(t *testing.T, signer *events.Signer, topic string, end kgo.TransactionEndTry, between func(), es ...*event.Event) []*kgo.Record {
 	t.Helper()
 	cl := kafkatest.Client(t, kgo.TransactionalID(topic+fmt.Sprint(end)))
 	if err := cl.BeginTransaction(); err != nil {
@@ -112,6 +121,9 @@ func transaction(t *testing.T, signer *events.Signer, topic string, end kgo.Tran
 	}
 	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
+	}
+	if between != nil {
+		between()
 	}
 	if err := cl.EndTransaction(t.Context(), end); err != nil {
 		t.Fatal(err)
