@@ -248,13 +248,16 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 			if _, reading := at[p]; !reading {
 				continue
 			}
+			// A read-committed reader never gets aborted records: a range
+			// may end with some, and the first record after it is what
+			// shows the partition read.
 			end := rangeEnd(ranges, p)
-			if rec.Offset >= end {
-				continue
-			}
-			if at[p] = rec.Offset + 1; at[p] >= end {
+			if at[p] = min(rec.Offset, end-1) + 1; at[p] >= end {
 				delete(at, p)
 				reader.PauseFetchPartitions(map[string][]int32{p.Topic: {p.Partition}})
+			}
+			if rec.Offset >= end {
+				continue
 			}
 			// Keys are not signed: another cluster's key is passed over,
 			// and a decoded event about another cluster below too.

@@ -135,7 +135,7 @@ func TestAsOfFollowsAScriptedHistory(t *testing.T) {
 		events.Subject{Cluster: "c1", Kind: "applications", Namespace: "argocd", Name: "guestbook"},
 		schemas.OperationRequested{Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "guestbook", Generation: 2},
 			RequestID: "r1", Operation: schemas.OperationSync})
-	r.publish(t.Context(), r.hub, project, gone, sync)
+	c1Config := r.publish(t.Context(), r.hub, project, gone, sync)[0].Partition
 	t4 := mark()
 	type object struct {
 		name    string
@@ -165,6 +165,23 @@ func TestAsOfFollowsAScriptedHistory(t *testing.T) {
 	objects(t4, projector.AsOfQuery{}, object{"guestbook", 2, false, up2.ID()}, object{"web", 1, false, project.ID()},
 		object{"other", 2, true, gone.ID()})
 	objects(t4, projector.AsOfQuery{App: "other"}, object{"other", 2, true, gone.ID()})
+	// An event in a transaction aborted after the time asked is no part
+	// of the answer.
+	txn := kafkatest.Client(t, kgo.TransactionalID("asof-test."+r.topics[events.TopicConfig]), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	aborted := r.signed(r.hub, appUpsert(t, "c1", "guestbook", 3))
+	aborted.Topic, aborted.Partition = r.topics[events.TopicConfig], c1Config
+	if err := txn.ProduceSync(t.Context(), aborted).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	t5 := mark()
+	if err := txn.EndTransaction(t.Context(), kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	objects(t5, projector.AsOfQuery{}, object{"guestbook", 2, false, up2.ID()}, object{"web", 1, false, project.ID()},
+		object{"other", 2, true, gone.ID()})
 	if res, err := asOf(t, r, projector.AsOfQuery{Cluster: "c1", At: t4}); err != nil || res.Objects != nil {
 		t.Errorf("as of without Objects: objects %+v, %v, want none", res.Objects, err)
 	}
