@@ -395,6 +395,7 @@ var schemaOf = map[string]struct {
 	"ApplyRequest":      {"ApplyRequest", reflect.TypeFor[api.ApplyRequest]()},
 	"ClusterRequest":    {"ClusterRequest", reflect.TypeFor[api.ClusterRequest]()},
 	"RepositoryRequest": {"RepositoryRequest", reflect.TypeFor[api.RepositoryRequest]()},
+	"SealedCredentials": {"SealedCredentials", reflect.TypeFor[api.SealedCredentials]()},
 	"OperationRequest":  {"OperationRequest", reflect.TypeFor[api.OperationRequest]()},
 	"Result":            {"Result", reflect.TypeFor[api.Result]()},
 	"Written":           {"Written", reflect.TypeFor[api.Written]()},
