@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -291,19 +293,28 @@ func object(apiVersion, kind, ns, name string, extra map[string]any) map[string]
 
 // readYAMLDocs reads the objects of a multi-document YAML file.
 func readYAMLDocs(path string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	objs, err := ParseYAML(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return objs, nil
+}
+
+// ParseYAML returns the objects of a multi-document YAML (or JSON) stream;
+// empty documents are skipped.
+func ParseYAML(b []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	var out []*unstructured.Unstructured
 	for {
 		var m map[string]any
 		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
 		if len(m) > 0 {
 			out = append(out, &unstructured.Unstructured{Object: m})
@@ -332,32 +343,74 @@ func (e *Env) InstallStrimziCRDs(ctx context.Context) error {
 // ApplyFile server-side applies every object of a multi-document YAML file
 // as the administrator, and returns them.
 func (e *Env) ApplyFile(ctx context.Context, path string) ([]*unstructured.Unstructured, error) {
-	dyn, err := dynamic.NewForConfig(e.Admin)
-	if err != nil {
-		return nil, err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(e.Admin)
-	if err != nil {
-		return nil, err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	objs, err := readYAMLDocs(path)
 	if err != nil {
 		return nil, err
 	}
+	if err := e.ApplyObjects(ctx, "", objs...); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return objs, nil
+}
+
+// ApplyObjects server-side applies objs as the administrator, each
+// namespaced one without a namespace into ns.
+func (e *Env) ApplyObjects(ctx context.Context, ns string, objs ...*unstructured.Unstructured) error {
+	return e.eachResource(ns, objs, func(ri dynamic.ResourceInterface, o *unstructured.Unstructured) error {
+		return apply(ctx, ri, o)
+	})
+}
+
+// DryRun server-side applies objs as the administrator without persisting
+// them (dryRun=All) and with strict field validation, so that an unknown
+// or misplaced field is an error, as are values the API's or a CRD's schema
+// refuses. Namespaced objects without a namespace go into ns. It returns
+// every object's error, each naming the object.
+func (e *Env) DryRun(ctx context.Context, ns string, objs ...*unstructured.Unstructured) error {
+	var errs []error
+	err := e.eachResource(ns, objs, func(ri dynamic.ResourceInterface, o *unstructured.Unstructured) error {
+		data, err := o.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		force := true
+		_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+			FieldManager: "argosy-kubetest", Force: &force, DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err))
+		}
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
+}
+
+// eachResource calls f with each object and its resource client.
+func (e *Env) eachResource(ns string, objs []*unstructured.Unstructured, f func(dynamic.ResourceInterface, *unstructured.Unstructured) error) error {
+	dyn, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		return err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(e.Admin)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, gvk, err)
+			return fmt.Errorf("%s: %w", gvk, err)
 		}
 		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if ns := o.GetNamespace(); ns != "" {
-			ri = dyn.Resource(m.Resource).Namespace(ns)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			if o.GetNamespace() == "" {
+				o.SetNamespace(ns)
+			}
+			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
 		}
-		if err := apply(ctx, ri, o); err != nil {
-			return nil, fmt.Errorf("%s: apply %s %s: %w", path, gvk.Kind, o.GetName(), err)
+		if err := f(ri, o); err != nil {
+			return fmt.Errorf("%s %s: %w", gvk.Kind, o.GetName(), err)
 		}
 	}
-	return objs, nil
+	return nil
 }

@@ -23,6 +23,12 @@ const (
 	KubernetesVersion = "v1.34.4"
 	EtcdVersion       = "v3.6.16"
 	ArgoCDVersion     = "v2.14.21"
+	// HelmVersion renders and lints the chart in deploy/helm. Helm's SDK
+	// needs a newer client-go than Argo CD's, so it is a binary of its own.
+	HelmVersion = "v3.22.0"
+	// PrometheusOperatorVersion is the module whose ServiceMonitor CRD the
+	// chart's optional ServiceMonitor is checked against.
+	PrometheusOperatorVersion = "v0.85.0"
 )
 
 // Binaries are the paths of the built servers and of Argo CD's CRDs.
@@ -33,6 +39,11 @@ type Binaries struct {
 	ArgoCD, ApplicationController, RepoServer string
 	// ArgoCDCRDs is the directory of Argo CD's CRD manifests.
 	ArgoCDCRDs string
+	// Helm is the helm command.
+	Helm string
+	// MonitoringCRDs is the directory holding the prometheus-operator's
+	// ServiceMonitor CRD.
+	MonitoringCRDs string
 }
 
 // recipeVersion changes whenever the way the tools are built changes (the
@@ -50,6 +61,8 @@ var tools = []tool{
 	{"kubernetes-" + KubernetesVersion, buildKubernetes, []string{"kube-apiserver", "kube-controller-manager", "kubectl"}},
 	{"etcd-" + EtcdVersion, buildEtcd, []string{"etcd"}},
 	{"argocd-" + ArgoCDVersion, buildArgoCD, []string{"argocd", "argocd-application-controller", "argocd-repo-server"}},
+	{"helm-" + HelmVersion, buildHelm, []string{"helm"}},
+	{"prometheus-operator-" + PrometheusOperatorVersion, copyServiceMonitorCRD, nil},
 }
 
 // entryDir is where a tool is cached: its name, the recipe version and the
@@ -88,12 +101,13 @@ func Locate() (Binaries, error) {
 		return Binaries{}, err
 	}
 	bin := func(t tool, name string) string { return filepath.Join(entryDir(root, t), "bin", name) }
-	kube, etcd, argo := tools[0], tools[1], tools[2]
+	kube, etcd, argo, helm, prom := tools[0], tools[1], tools[2], tools[3], tools[4]
 	b := Binaries{
 		APIServer: bin(kube, "kube-apiserver"), ControllerManager: bin(kube, "kube-controller-manager"), Kubectl: bin(kube, "kubectl"),
 		Etcd:   bin(etcd, "etcd"),
 		ArgoCD: bin(argo, "argocd"), ApplicationController: bin(argo, "argocd-application-controller"), RepoServer: bin(argo, "argocd-repo-server"),
 		ArgoCDCRDs: filepath.Join(entryDir(root, argo), "crds"),
+		Helm:       bin(helm, "helm"), MonitoringCRDs: filepath.Join(entryDir(root, prom), "crds"),
 	}
 	for _, t := range tools {
 		for _, name := range t.bins {
@@ -228,6 +242,28 @@ func buildArgoCD(ctx context.Context, out string) error {
 		}
 	}
 	return copyDir(filepath.Join(dir, "manifests", "crds"), filepath.Join(out, "crds"), ".yaml")
+}
+
+func buildHelm(ctx context.Context, out string) error {
+	return goBuild(ctx, out, "helm.sh/helm/v3", HelmVersion, nil, "-s -w -X helm.sh/helm/v3/internal/version.version="+HelmVersion,
+		"helm.sh/helm/v3/cmd/helm")
+}
+
+// copyServiceMonitorCRD copies the ServiceMonitor CRD out of the
+// prometheus-operator module; nothing is built.
+func copyServiceMonitorCRD(ctx context.Context, out string) error {
+	_, dir, err := moduleFile(ctx, "github.com/prometheus-operator/prometheus-operator", PrometheusOperatorVersion)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(out, "crds"), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "crds", "servicemonitors.yaml"), b, 0o644)
 }
 
 // copyDir copies the files of src ending in ext into dst.

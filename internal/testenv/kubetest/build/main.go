@@ -1,6 +1,7 @@
 // Command build builds and caches the servers internal/testenv/kubetest runs
-// (etcd, kube-apiserver, kube-controller-manager, kubectl and Argo CD) and
-// prints where they are. `make kube-tools` runs it; tests build what is
+// (etcd, kube-apiserver, kube-controller-manager, kubectl and Argo CD), and
+// the tools the deployment is checked with (helm, the ServiceMonitor CRD),
+// and prints where they are. `make kube-tools` runs it; tests build what is
 // missing too.
 package main
 
