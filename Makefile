@@ -48,9 +48,9 @@ test-unit: test-tools ## Run the tests that need no server.
 	$(GO) test -race -count=1 ./...
 
 test-integration: test-tools kube-tools ## Run the packages whose tests use real servers.
-	$(GO) test -race -count=1 $(INTEGRATION) ./events/... ./bench/... ./internal/testenv/kubetest/... ./internal/testenv/kafkatest/... ./internal/kafkaconn/... ./internal/testenv/pgtest/... ./spoke/... ./cmd/... ./projector/... ./hub/...
+	$(GO) test -race -count=1 $(INTEGRATION) ./deploy/... ./events/... ./bench/... ./internal/testenv/kubetest/... ./internal/testenv/kafkatest/... ./internal/kafkaconn/... ./internal/testenv/pgtest/... ./spoke/... ./cmd/... ./projector/... ./hub/...
 
-kube-tools: test-tools ## Build and cache etcd, kube-apiserver, kubectl, kube-controller-manager and Argo CD.
+kube-tools: test-tools ## Build and cache etcd, kube-apiserver, kubectl, kube-controller-manager, Argo CD and helm.
 	$(GO) run ./internal/testenv/kubetest/build >/dev/null
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
@@ -76,10 +76,10 @@ lint: $(BIN)/golangci-lint ## Run golangci-lint (config: .golangci.yml).
 
 generate: ## Write golden wire samples for event types that have none, the hub's OpenAPI document (hub/openapi.json) and its copies of Argo CD's CRDs.
 	$(GO) run ./events/internal/golden/gen -dir events/testdata/golden
-	$(GO) generate ./hub/...
+	$(GO) generate ./hub/... ./deploy/...
 
 # Files that generate writes.
-GENERATED := events/testdata hub/openapi.json hub/internal/validate/crds
+GENERATED := events/testdata hub/openapi.json hub/internal/validate/crds deploy/strimzi
 
 verify: generate ## Fail if go.mod, go.sum or generated files are stale.
 	$(GO) mod tidy

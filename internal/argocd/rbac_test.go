@@ -10,6 +10,7 @@ import (
 	"time"
 
 	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,12 +26,40 @@ import (
 )
 
 const (
-	rbacFile = "../../deploy/rbac/spoke.yaml"
-	// spokeNamespace is the spoke's own namespace in that file.
+	// chart is the Helm chart whose spoke part installs the RBAC of
+	// deploy/rbac/spoke.yaml.
+	chart = "../../deploy/helm/argosy"
+	// spokeNamespace is the spoke's own namespace, the release's.
 	spokeNamespace = "argosy-spoke"
 )
 
-// TestSpokeRBAC installs the spoke's RBAC from deploy/, runs everything the
+// installSpoke renders the chart's spoke part (helm template) and applies
+// what it renders: the spoke's ServiceAccount, Roles and RoleBindings among
+// the rest. It returns the objects.
+func installSpoke(t *testing.T, e *kubetest.Env) []*unstructured.Unstructured {
+	t.Helper()
+	ctx := t.Context()
+	out, err := kubetest.Helm(ctx, "template", "argosy", chart, "--namespace", spokeNamespace, "-f", chart+"/ci/spoke-join-values.yaml",
+		"--set", "spoke.argocdNamespace="+kubetest.ArgoNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kubetest.ParseYAML(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubetest.Clientset(t, e.Admin).CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spokeNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ApplyObjects(ctx, spokeNamespace, objs...); err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// TestSpokeRBAC installs the spoke's RBAC with the Helm chart (whose Roles
+// are deploy/rbac/spoke.yaml's), runs everything the
 // spoke does in its cluster as that ServiceAccount against a real Argo CD
 // (all of it through this package's Client, and its state and Lease in its
 // own namespace through spoke/kube), and checks with SelfSubjectAccessReview
@@ -41,10 +70,7 @@ func TestSpokeRBAC(t *testing.T) {
 	if err := e.StartArgoCD(ctx); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := e.ApplyFile(ctx, rbacFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := installSpoke(t, e)
 	cfg := e.TokenConfig(t, spokeNamespace, "argosy-spoke")
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {

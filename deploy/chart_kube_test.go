@@ -1,0 +1,203 @@
+//go:build integration
+
+package deploy_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+const chart = "helm/argosy"
+
+// valuesFiles are the chart's test values (helm's ci/ convention).
+func valuesFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chart, "ci", "*-values.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("values files %v: %v", files, err)
+	}
+	return files
+}
+
+// render runs helm template on the chart as release "argosy" in ns.
+func render(t *testing.T, ns string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := kubetest.Helm(t.Context(), append([]string{"template", "argosy", chart, "--namespace", ns}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kubetest.ParseYAML(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// crds are installed once per package run.
+var crds struct {
+	once sync.Once
+	err  error
+}
+
+// setup installs the Strimzi, Argo CD and ServiceMonitor CRDs once, and
+// makes the namespaces named.
+func setup(t *testing.T, namespaces ...string) *kubetest.Env {
+	t.Helper()
+	e := kubetest.Current(t)
+	crds.once.Do(func() {
+		ctx := context.Background()
+		crds.err = errors.Join(e.InstallStrimziCRDs(ctx), e.InstallArgoCDCRDs(ctx), e.ApplyCRDs(ctx, e.Bin.MonitoringCRDs))
+	})
+	if crds.err != nil {
+		t.Fatal(crds.err)
+	}
+	cs := kubetest.Clientset(t, e.Admin)
+	for _, ns := range namespaces {
+		_, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+// TestChartOnAPIServer renders the chart with every values file in ci/,
+// lints it, and server-side dry-runs every object it renders on a real
+// kube-apiserver with the Strimzi, Argo CD and ServiceMonitor CRDs: an
+// unknown field or a value the schemas refuse fails.
+func TestChartOnAPIServer(t *testing.T) {
+	e := setup(t, "argosy", "argocd", "gitops")
+	for _, f := range valuesFiles(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if out, err := kubetest.Helm(t.Context(), "lint", chart, "--strict", "-f", f); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			objs := render(t, "argosy", "-f", f)
+			if len(objs) == 0 {
+				t.Fatal("nothing rendered")
+			}
+			if err := e.DryRun(t.Context(), "argosy", objs...); err != nil {
+				t.Fatal(err)
+			}
+			checkPods(t, objs)
+		})
+	}
+}
+
+// TestStrimziOnAPIServer dry-runs deploy/strimzi's Kafka, node pools,
+// topics and users against Strimzi 1.2's CRDs.
+func TestStrimziOnAPIServer(t *testing.T) {
+	e := setup(t, "kafka")
+	files, err := filepath.Glob("strimzi/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%v %v", files, err)
+	}
+	kinds := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := kubetest.ParseYAML(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.DryRun(t.Context(), "kafka", objs...); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		for _, o := range objs {
+			kinds[o.GetKind()]++
+		}
+	}
+	want := map[string]int{"Kafka": 1, "KafkaNodePool": 2, "KafkaTopic": 8, "KafkaUser": 4}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%d %s, want %d (all: %v)", kinds[k], k, n, kinds)
+		}
+	}
+}
+
+// checkPods holds every Deployment to the chart's promises: non-root, a
+// read-only root filesystem, no privilege escalation, requests and limits,
+// both probes, and no service-account token unless it is the spoke's.
+func checkPods(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		name := o.GetName()
+		pod, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+		if v, _, _ := unstructured.NestedBool(pod, "securityContext", "runAsNonRoot"); !v {
+			t.Errorf("%s: runAsNonRoot is not set", name)
+		}
+		automount, found, _ := unstructured.NestedBool(pod, "automountServiceAccountToken")
+		if spoke := strings.HasSuffix(name, "-spoke"); spoke == (found && !automount) {
+			t.Errorf("%s: automountServiceAccountToken %v (set: %v)", name, automount, found)
+		}
+		containers, _, _ := unstructured.NestedSlice(pod, "containers")
+		for _, c := range containers {
+			c := c.(map[string]any)
+			for _, path := range [][]string{
+				{"securityContext", "readOnlyRootFilesystem"}, {"resources", "requests", "cpu"}, {"resources", "limits", "memory"},
+				{"livenessProbe", "httpGet", "path"}, {"readinessProbe", "httpGet", "path"},
+			} {
+				if v, ok, _ := unstructured.NestedFieldNoCopy(c, path...); !ok || v == false {
+					t.Errorf("%s/%s: %s is not set", name, c["name"], strings.Join(path, "."))
+				}
+			}
+			if v, _, _ := unstructured.NestedBool(c, "securityContext", "allowPrivilegeEscalation"); v {
+				t.Errorf("%s: allowPrivilegeEscalation", name)
+			}
+			if p, _, _ := unstructured.NestedString(c, "readinessProbe", "httpGet", "path"); p != "/readyz" {
+				t.Errorf("%s: readiness probe %q", name, p)
+			}
+		}
+	}
+}
+
+// TestBadValues: values the chart cannot work with fail the render with a
+// message that names them.
+func TestBadValues(t *testing.T) {
+	spoke := []string{"--set", "hub.enabled=false,projector.enabled=false,hubPublicKey=k,spoke.enabled=true"}
+	join := "spoke.join.hubURL=https://hub,spoke.join.token=t"
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing cluster name", append(spoke, "--set", join), "/spoke/cluster"},
+		{"bad cluster name", append(spoke, "--set", join+",spoke.cluster=Prod_1"), "/spoke/cluster"},
+		{"unknown mode", append(spoke, "--set", join+",spoke.cluster=c,spoke.mode=wild"), "at '/spoke/mode': value must be one of 'managed', 'autonomous'"},
+		{"unknown keys mode", append(spoke, "--set", join+",spoke.cluster=c,spoke.keys.mode=file"), "/spoke/keys/mode"},
+		{"join without a token", append(spoke, "--set", "spoke.cluster=c,spoke.join.hubURL=https://hub"), "/spoke/join"},
+		{"join with two replicas", append(spoke, "--set", join+",spoke.cluster=c,spoke.replicas=2"), "/spoke/replicas"},
+		{"secret keys without a secret", append(spoke, "--set", "spoke.cluster=c,spoke.keys.mode=secret"), "/spoke/keys/secret"},
+		{"no hub key", []string{"--set", "hubPublicKey="}, "/hubPublicKey"},
+		{"projector without a store", []string{"--set", "hubPublicKey=k,projector.store.secret="}, "/projector/store/secret"},
+		{"unknown value", []string{"--set", "hubPublicKey=k,hub.replica=2"}, "additional properties 'replica' not allowed"},
+		{"spoke in Argo CD's namespace", append(spoke, "--set", join+",spoke.cluster=c", "--namespace", "argocd"), "install it in a namespace of its own"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"template", "argosy", chart}, c.args...)
+			_, err := kubetest.Helm(t.Context(), args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
