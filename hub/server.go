@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -61,6 +62,30 @@ type Server struct {
 	placer *placer
 	// partitions is the config topic's partition count.
 	partitions int32
+	// admin is Run's admin client while it runs, for Ready.
+	admin atomic.Pointer[kgo.Client]
+}
+
+// ErrNotRunning is Ready's answer when Run is not running.
+var ErrNotRunning = errors.New("hub: not running")
+
+// Ready reports whether the hub can take writes now: Run is running, its
+// ledger has read the log as far as it stood at start, and a Kafka broker
+// answers. The metrics endpoint's /readyz serves it.
+func (s *Server) Ready(ctx context.Context) error {
+	c := s.admin.Load()
+	if c == nil {
+		return ErrNotRunning
+	}
+	select {
+	case <-s.ready:
+	default:
+		return errors.New("hub: still reading the log")
+	}
+	if err := c.Ping(ctx); err != nil {
+		return fmt.Errorf("hub: kafka: %w", err)
+	}
+	return nil
 }
 
 // New returns a hub that connects to Kafka with conn, signs with signer
@@ -126,6 +151,8 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	adm := kadm.NewClient(admClient)
+	s.admin.Store(admClient)
+	defer s.admin.Store(nil)
 	if s.partitions, err = ping(ctx, adm, s.o.topics); err != nil {
 		return err
 	}

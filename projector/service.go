@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,6 +26,25 @@ type Service struct {
 	anchors []events.Key
 	opts    []Option
 	o       options
+	// kafka is Run's dead-letter client while it runs, for Ready.
+	kafka atomic.Pointer[kgo.Client]
+}
+
+// ErrNotRunning is Ready's answer when Run is not running.
+var ErrNotRunning = errors.New("projector: not running")
+
+// Ready reports whether the replica can read the log now: Run is running
+// and a Kafka broker answers. The metrics endpoint's /readyz serves it,
+// with the store's own check (sqlstore.Store.Ping) beside it.
+func (s *Service) Ready(ctx context.Context) error {
+	c := s.kafka.Load()
+	if c == nil {
+		return ErrNotRunning
+	}
+	if err := c.Ping(ctx); err != nil {
+		return fmt.Errorf("projector: kafka: %w", err)
+	}
+	return nil
 }
 
 // NewService returns a Service that folds into store, connecting to Kafka
@@ -59,6 +79,8 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := ping(ctx, dlqClient); err != nil {
 		return err
 	}
+	s.kafka.Store(dlqClient)
+	defer s.kafka.Store(nil)
 	dlq, err := events.NewDeadLetter(dlqClient, s.o.topics[events.TopicDeadLetter], s.o.events()...)
 	if err != nil {
 		return err

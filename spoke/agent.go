@@ -43,6 +43,27 @@ type Agent struct {
 	store   Store
 	o       options
 	opts    []Option
+	// kafka is Run's reader client while it runs, for Ready.
+	kafka atomic.Pointer[kgo.Client]
+}
+
+// ErrNotRunning is Ready's answer when Run is not running: before it
+// starts, after it returned, and while a standby waits for the Lease.
+var ErrNotRunning = errors.New("spoke: not running")
+
+// Ready reports whether the agent can take its cluster's changes now: Run
+// is running and a Kafka broker answers. Without Kafka it goes on
+// reporting and applying what it has (status waits in the producer), but
+// it is not ready. The metrics endpoint's /readyz serves it.
+func (a *Agent) Ready(ctx context.Context) error {
+	c := a.kafka.Load()
+	if c == nil {
+		return ErrNotRunning
+	}
+	if err := c.Ping(ctx); err != nil {
+		return fmt.Errorf("spoke: kafka: %w", err)
+	}
+	return nil
 }
 
 // New returns the agent of cluster. It signs with keys' signing key and
@@ -107,6 +128,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer c.close()
+	a.kafka.Store(c.read)
+	defer a.kafka.Store(nil)
 	if err := a.checkPartitions(ctx, c.partitions); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -122,16 +123,38 @@ func (t *Telemetry) KafkaOpts(client string) []kgo.Opt {
 // profile shows the process's internals to whoever reaches the address.
 const EnvPprof = "ARGOSY_PPROF"
 
-// Handler serves /metrics, the registry in the Prometheus text format, and
-// /healthz, which answers 200 while the process serves at all; with
-// ARGOSY_PPROF=true, also /debug/pprof/. cmd serves it on the metrics
-// address.
+// Check reports whether a component can do its work now: nil, or what
+// it cannot reach.
+type Check func(context.Context) error
 
-func (t *Telemetry) Handler() http.Handler {
+// ReadyTimeout bounds one /readyz answer; a check that takes longer fails.
+const ReadyTimeout = 3 * time.Second
+
+// Handler serves /metrics, the registry in the Prometheus text format;
+// /healthz, which answers 200 while the process serves at all (a liveness
+// probe); /readyz, which answers 200 when every check in ready passes
+// within ReadyTimeout and 503 with their errors otherwise (a readiness
+// probe: Kafka and the store reachable); and, with ARGOSY_PPROF=true,
+// /debug/pprof/. cmd serves it on the metrics address.
+func (t *Telemetry) Handler(ready ...Check) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(t.Registry, promhttp.HandlerOpts{Registry: t.Registry}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
+		defer cancel()
+		var errs []error
+		for _, c := range ready {
+			errs = append(errs, c(ctx))
+		}
+		if err := errors.Join(errs...); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
 	})
 	if os.Getenv(EnvPprof) == "true" {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

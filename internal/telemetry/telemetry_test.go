@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -106,6 +107,55 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		if want := map[string]int{"": http.StatusNotFound, "true": http.StatusOK}[on]; resp.StatusCode != want {
 			t.Errorf("%s=%q: /debug/pprof/goroutine answered %d, want %d", EnvPprof, on, resp.StatusCode, want)
 		}
+	}
+}
+
+// TestReadyz: /readyz answers 200 when every check passes, and 503 with
+// each failing check's error otherwise; a check that outlasts
+// ReadyTimeout fails; /healthz answers 200 either way.
+func TestReadyz(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "")
+	tel, err := Setup(t.Context(), "argosy-test", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	ok := func(context.Context) error { return nil }
+	down := func(context.Context) error { return errors.New("kafka: dial tcp 127.0.0.1:9: connection refused") }
+	slow := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	for _, c := range []struct {
+		name   string
+		checks []Check
+		code   int
+		body   string
+	}{
+		{"no checks", nil, http.StatusOK, "ok"},
+		{"all pass", []Check{ok, ok}, http.StatusOK, "ok"},
+		{"one fails", []Check{ok, down}, http.StatusServiceUnavailable, "not ready: kafka: dial tcp 127.0.0.1:9: connection refused"},
+		{"one hangs", []Check{slow}, http.StatusServiceUnavailable, "context deadline exceeded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(tel.Handler(c.checks...))
+			defer srv.Close()
+			for path, want := range map[string]int{"/readyz": c.code, "/healthz": http.StatusOK} {
+				resp, err := http.Get(srv.URL + path) //nolint:noctx // a test server
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode != want || (path == "/readyz" && !strings.Contains(string(b), c.body)) {
+					t.Errorf("%s: %d %q, want %d with %q", path, resp.StatusCode, b, want, c.body)
+				}
+			}
+		})
 	}
 }
 

@@ -157,6 +157,16 @@ func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
+// Ping reports whether the database answers, on a reading connection (the
+// one SQLite writer may be busy with a long fold; a PostgreSQL server that
+// is gone fails either way). The projector's and the hub's readiness use it.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
 // Close closes the database.
 func (s *Store) Close() error {
 	if s.r == s.w {

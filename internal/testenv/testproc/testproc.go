@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,6 +215,35 @@ func (p *Proc) WaitFor(ctx context.Context, ready func(context.Context) error) e
 		case <-tick.C:
 		}
 	}
+}
+
+// WaitStatus waits, up to timeout, until GET url answers code, and returns
+// the body of that answer; it fails if the process exits first.
+func (p *Proc) WaitStatus(ctx context.Context, url string, code int, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body string
+	err := p.WaitFor(ctx, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != code {
+			return fmt.Errorf("%s answered %d %q, want %d", url, resp.StatusCode, b, code)
+		}
+		body = string(b)
+		return nil
+	})
+	return body, err
 }
 
 // FreePorts returns n free TCP ports on 127.0.0.1.

@@ -179,7 +179,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return svc.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx) })
-	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
+	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(srv.Ready, svc.Ready, store.Ping)) })
 	g.Go(func() error {
 		client, err := api.NewClient(url, token, nil)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/argosyproj/argosy/cmd/argosy-hub/internal/cli"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
@@ -71,16 +72,28 @@ type fixture struct {
 	topics events.Topics
 	token  string
 	bin    string
+	// broker is the bootstrap address the hubs connect to.
+	broker string
+	// metrics is each started process's metrics address, by name.
+	metrics map[string]string
 }
 
 func newFixture(t *testing.T, bin string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, dir: t.TempDir(), prefix: kafkatest.Prefix(t), bin: bin}
+	return newFixtureOn(t, bin, kafkatest.Bootstrap(t), kafkatest.Client(t))
+}
+
+// newFixtureOn is newFixture on the broker at addr, which cl reaches.
+func newFixtureOn(t *testing.T, bin, addr string, cl *kgo.Client) *fixture {
+	t.Helper()
+	f := &fixture{t: t, dir: t.TempDir(), prefix: kafkatest.Prefix(t), bin: bin, broker: addr, metrics: map[string]string{}}
 	f.topics = events.DefaultTopics(f.prefix)
-	if err := events.EnsureTopics(t.Context(), kadm.NewClient(kafkatest.Client(t)), f.topics, events.TopicPlan(2, 2), 1, 1); err != nil {
+	if err := events.EnsureTopics(t.Context(), kadm.NewClient(cl), f.topics, events.TopicPlan(2, 2), 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	kafkatest.DeleteAtEnd(t, slices.Collect(maps.Values(f.topics))...)
+	if addr == kafkatest.Bootstrap(t) { // a broker of the test's own goes with it
+		kafkatest.DeleteAtEnd(t, slices.Collect(maps.Values(f.topics))...)
+	}
 	io := cmdkit.IOStreams{Out: new(discard), Err: new(discard)}
 	root := cli.NewRoot(io)
 	root.SetArgs([]string{"keygen", "--dir", f.dir})
@@ -112,7 +125,8 @@ func (f *fixture) startWith(name string, args []string, env ...string) (*api.Cli
 		f.t.Fatal(err)
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	proc, err := testproc.Start(f.dir, name, f.bin, append([]string{"run", "--kafka-brokers", kafkatest.Bootstrap(f.t),
+	f.metrics[name] = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	proc, err := testproc.Start(f.dir, name, f.bin, append([]string{"run", "--kafka-brokers", f.broker,
 		"--topic-prefix", f.prefix, "--hub-key", filepath.Join(f.dir, cli.PrivateKeyFile), "--tokens", filepath.Join(f.dir, "tokens.yaml"),
 		"--listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[1])}, args...), env)
 	if err != nil {

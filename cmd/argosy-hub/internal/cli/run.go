@@ -172,6 +172,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		opts = append(opts, hub.WithOIDC(*tokenFile.OIDC))
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	var ready []telemetry.Check
 	if o.Store != "" {
 		store, err := sqlstore.Open(ctx, o.Store)
 		if err != nil {
@@ -179,6 +180,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		}
 		defer store.Close()
 		opts = append(opts, hub.WithReadAPI(read.New(store, read.WithLogger(log))))
+		ready = append(ready, store.Ping)
 		if o.Fold {
 			svc, err := projector.NewService(conn, store, anchors, projector.WithTopics(topics), projector.WithGroup(o.Group),
 				projector.WithClientOpts(tel.KafkaOpts), projector.WithLogger(log.With("component", "projector")))
@@ -186,6 +188,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 				return err
 			}
 			g.Go(func() error { return svc.Run(gctx) })
+			ready = append(ready, svc.Ready)
 		}
 	}
 	srv, err := hub.New(conn, signer, anchors, tokenFile.Tokens, opts...)
@@ -194,6 +197,6 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	}
 	log.InfoContext(ctx, "argosy hub started", "version", version.Get().Version, "listen", o.Listen, "key", signer.KeyID())
 	g.Go(func() error { return srv.Run(gctx) })
-	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
+	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(append(ready, srv.Ready)...)) })
 	return g.Wait()
 }

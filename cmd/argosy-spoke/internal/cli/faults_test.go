@@ -7,7 +7,9 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -240,7 +242,8 @@ func waitExit(t *testing.T, p *testproc.Proc) {
 // TestSpokeCatchesUpAfterBrokerRestart runs the spoke on a broker of its
 // own, stops the broker, lets the local Argo CD change while Kafka is gone,
 // and starts the broker again: the spoke (never restarted) reports the
-// change and applies new desired state.
+// change and applies new desired state. Its readiness (/readyz) follows
+// Kafka: ready, not ready while the broker is gone, ready again.
 func TestSpokeCatchesUpAfterBrokerRestart(t *testing.T) {
 	b := kafkatest.StartBroker(t)
 	r := newSpokeRigOn(t, b.Addr, func(opts ...kgo.Opt) *kgo.Client { return b.Client(t, opts...) })
@@ -254,10 +257,18 @@ func TestSpokeCatchesUpAfterBrokerRestart(t *testing.T) {
 	}()
 	r.waitGeneration(p, name, "1")
 	before := r.readStatus(func(s *statusSeen) bool { return len(s.acks[up1.ID()]) > 0 && s.deltas > 0 })
-
 	ctx := t.Context()
+	if _, err := p.WaitStatus(ctx, r.readyz, http.StatusOK, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
 	if err := b.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if body, err := p.WaitStatus(ctx, r.readyz, http.StatusServiceUnavailable, 30*time.Second); err != nil {
+		t.Fatal(err)
+	} else if !strings.Contains(body, "spoke: kafka:") {
+		t.Errorf("not ready, but says %q", body)
 	}
 	// While Kafka is gone the local Argo CD goes on: sync the Application
 	// by hand, which changes its status.
@@ -278,6 +289,9 @@ func TestSpokeCatchesUpAfterBrokerRestart(t *testing.T) {
 		t.Fatalf("the spoke exited while Kafka was down (%v); log:\n%s", err, p.LogTail())
 	}
 	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitStatus(ctx, r.readyz, http.StatusOK, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	up2 := r.upserts(2, name)[0]

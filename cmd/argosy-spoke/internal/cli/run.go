@@ -198,7 +198,16 @@ func run(ctx context.Context, o *RunOptions) error {
 		return err
 	}
 	runAgent := agent.Run
+	// A standby waiting for the Lease is ready: it is healthy and needs
+	// nothing yet, and a rollout must be able to count it.
+	ready := agent.Ready
 	if o.Lease != "" {
+		ready = func(ctx context.Context) error {
+			if err := agent.Ready(ctx); !errors.Is(err, spoke.ErrNotRunning) {
+				return err
+			}
+			return nil
+		}
 		lease, err := kube.NewLease(dyn, o.Namespace, o.Lease, holder(), o.LeaseTiming, log)
 		if err != nil {
 			return err
@@ -208,7 +217,7 @@ func run(ctx context.Context, o *RunOptions) error {
 	log.InfoContext(ctx, "argosy-spoke started", "version", version.Get().Version, "mode", o.Mode)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return runAgent(gctx) })
-	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
+	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(ready)) })
 	return g.Wait()
 }
 

@@ -64,6 +64,8 @@ type spokeRig struct {
 	leaseTiming kube.LeaseTiming
 	// syncPolicy, when set, is the Applications' spec.syncPolicy.
 	syncPolicy map[string]any
+	// readyz is the /readyz address of the spoke started last.
+	readyz string
 }
 
 // newSpokeRig is a rig whose argosy-spoke is built with tags (such as
@@ -190,6 +192,7 @@ func (r *spokeRig) startNamed(name string) *testproc.Proc {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.readyz = fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0])
 	return p
 }
 

@@ -132,7 +132,7 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	log.InfoContext(ctx, "argosy projector started", "version", version.Get().Version, "store", storeKind(o.Store), "listen", o.Listen)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return svc.Run(gctx) })
-	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
+	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(svc.Ready, store.Ping)) })
 	return g.Wait()
 }
 
