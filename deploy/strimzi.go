@@ -68,8 +68,10 @@ func (k Kafka) clusterLabel() map[string]string {
 }
 
 // Cluster returns the Kafka resource and its two KafkaNodePools, one of
-// controllers and one of brokers, in KRaft mode, with a TLS listener that
-// authenticates clients by certificate and simple (ACL) authorization.
+// controllers and one of brokers, in KRaft mode, with two TLS listeners
+// that authenticate clients by certificate (an internal one, and a load
+// balancer for the spokes of other clusters) and simple (ACL)
+// authorization.
 func (k Kafka) Cluster() []Object {
 	isr := strconv.Itoa(k.MinISR)
 	kafka := Object{
@@ -77,10 +79,14 @@ func (k Kafka) Cluster() []Object {
 		"metadata": k.meta(k.Name, nil),
 		"spec": map[string]any{
 			"kafka": map[string]any{
-				"listeners": []any{map[string]any{
-					"name": "tls", "port": 9093, "type": "internal", "tls": true,
-					"authentication": map[string]any{"type": "tls"},
-				}},
+				// tls serves the hub and projector inside the cluster;
+				// external, the spokes in the workload clusters.
+				"listeners": []any{
+					map[string]any{"name": "tls", "port": 9093, "type": "internal", "tls": true,
+						"authentication": map[string]any{"type": "tls"}},
+					map[string]any{"name": "external", "port": 9094, "type": "loadbalancer", "tls": true,
+						"authentication": map[string]any{"type": "tls"}},
+				},
 				"authorization": map[string]any{"type": "simple"},
 				"config": map[string]any{
 					"auto.create.topics.enable":                "false",
@@ -179,7 +185,7 @@ func StrimziFiles(k Kafka) (map[string][]byte, error) {
 		name, about string
 		objs        []Object
 	}{
-		{"kafka.yaml", "The Kafka cluster: KRaft controllers and brokers in two KafkaNodePools,\na TLS listener with client certificates, simple authorization.", k.Cluster()},
+		{"kafka.yaml", "The Kafka cluster: KRaft controllers and brokers in two KafkaNodePools,\nTLS listeners with client certificates (internal, and a load balancer for\nspokes elsewhere), simple authorization.", k.Cluster()},
 		{"topics.yaml", "Argosy's topics, as events.TopicPlan makes them.", k.Topics()},
 		{"users.yaml", "The hub's, the projector's and an outside reader's KafkaUsers, least\nprivilege.", k.Users()},
 		{"spoke-user-example.yaml", "The KafkaUser of the spoke of cluster \"" + ExampleCluster + "\": one per cluster, printed by\n`argosy cluster register NAME --print-manifests`.", []Object{spoke}},

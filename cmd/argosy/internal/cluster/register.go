@@ -42,6 +42,10 @@ type ClusterRegisterOptions struct {
 	IfGeneration *int64
 	// JoinTokenTTL is --join-token-ttl.
 	JoinTokenTTL string
+	// Manifests are --print-manifests and the flags that go with it.
+	Manifests ManifestOptions
+	// KeysDir is --keys-dir; empty with --public-keys.
+	KeysDir string
 }
 
 // NewCmdClusterRegister returns `argosy cluster register`. runF replaces
@@ -73,13 +77,23 @@ no one changed it in between; its labels become --labels (argosy cluster
 label changes some and keeps the others), and its keys stay unless new ones
 are given. A change that names no --partition keeps the cluster's pin.
 
+--print-manifests prints, once the cluster is registered, what installs
+its spoke with the Helm chart (docs/deploy.md): its Strimzi KafkaUser, to
+apply where the Kafka runs, and, as comments above it, the commands that
+copy the KafkaUser's certificate to the workload cluster and the helm
+install command with the join token (or, with --keys-dir, the keys as a
+Secret). Nothing is printed for a dry run.
+
 Registering needs an admin token.
 ` + hubapi.WriteHelp,
 		Example: `  argosy cluster register prod-eu --labels env=prod,region=eu      # prints a join token
   argosy-spoke keygen --cluster edge-7 --dir ./edge-7-keys
   argosy cluster register edge-7 --labels env=edge --keys-dir ./edge-7-keys
   argosy cluster register prod-eu --labels env=prod,region=eu,tier=1 --overwrite
-  argosy cluster register edge-7 --public-keys edge-7.json --partition 3 --dry-run`,
+  argosy cluster register edge-7 --public-keys edge-7.json --partition 3 --dry-run
+
+  # Register, and print the spoke's KafkaUser and the commands that install it
+  argosy cluster register prod-eu --labels env=prod --print-manifests --hub-public-key hub.pub > prod-eu.yaml`,
 		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := opts.Write.Check(); err != nil {
@@ -104,6 +118,15 @@ Registering needs an admin token.
 	f.BoolVar(&opts.Overwrite, "overwrite", false, "change the registration of a cluster registered already")
 	f.StringVar(&opts.JoinTokenTTL, "join-token-ttl", "", "how long the join token is good, without keys (default 24h on the hub)")
 	hubapi.AddGenerationFlag(cmd, &gen, "the registration")
+	m := &opts.Manifests
+	f.BoolVar(&m.Print, "print-manifests", false, "print the spoke's KafkaUser and the commands that install the spoke with Helm")
+	f.StringVar(&m.KafkaName, "kafka-name", "argosy", "with --print-manifests: the Strimzi Kafka's name")
+	f.StringVar(&m.KafkaNamespace, "kafka-namespace", "kafka", "with --print-manifests: the Strimzi Kafka's namespace")
+	f.StringVar(&m.Bootstrap, "kafka-bootstrap", "", "with --print-manifests: the Kafka address the workload cluster reaches (default: the external listener's, read from the Kafka's status)")
+	f.StringVar(&m.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "with --print-manifests: prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
+	f.StringVar(&m.Namespace, "spoke-namespace", "argosy-spoke", "with --print-manifests: the spoke's namespace in the workload cluster")
+	f.StringVar(&m.Chart, "chart", "./deploy/helm/argosy", "with --print-manifests: the Argosy chart, a path or a chart reference")
+	f.StringVar(&m.HubKeyFile, "hub-public-key", "hub.pub", "with --print-manifests: the hub's public key file, from argosy-hub keygen")
 	return cmd
 }
 
@@ -114,6 +137,10 @@ func (o *ClusterRegisterOptions) parse(c *cobra.Command, keysDir string, partiti
 		return &cmdkit.FlagError{Err: errors.New("give --keys-dir or --public-keys, not both")}
 	case keysDir != "":
 		o.KeysFile = filepath.Join(keysDir, publicKeysFile)
+		o.KeysDir = keysDir
+	}
+	if o.Manifests.Print && o.KeysFile != "" && o.KeysDir == "" {
+		return &cmdkit.FlagError{Err: errors.New("--print-manifests needs --keys-dir, not --public-keys: the spoke's Secret holds the whole directory")}
 	}
 	if c.Flags().Changed("partition") {
 		if partition < 0 {
@@ -162,6 +189,9 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 		}
 		return err
 	}
+	if opts.Manifests.Print {
+		return printManifests(opts, res, s.Client.BaseURL())
+	}
 	if err := hubapi.PrintResult(opts.IO, opts.Write.Output, res); err != nil {
 		return err
 	}
@@ -171,6 +201,27 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 			opts.Name, res.JoinTokenExpiresAt.Format(time.RFC3339), res.JoinToken, opts.Name, res.JoinToken, s.Client.BaseURL())
 	}
 	return nil
+}
+
+// printManifests prints the registration to standard error and the
+// spoke's manifests to standard output.
+func printManifests(opts *ClusterRegisterOptions, res *api.Result, hubURL string) error {
+	errOut := opts.IO
+	errOut.Out = opts.IO.Err
+	if err := hubapi.PrintResult(errOut, opts.Write.Output, res); err != nil {
+		return err
+	}
+	if opts.Write.DryRun {
+		return nil
+	}
+	if res.JoinToken == "" && opts.KeysDir == "" {
+		return errors.New("the hub issued no join token (the cluster has keys already): give --keys-dir to print manifests that install the spoke with its keys")
+	}
+	if res.JoinToken != "" {
+		fmt.Fprintf(opts.IO.Err, "The manifests hold the one-time join token for %s, good until %s: keep them as you would a password.\n",
+			opts.Name, res.JoinTokenExpiresAt.Format(time.RFC3339))
+	}
+	return writeManifests(opts.IO.Out, opts.Manifests, spokeInstall{cluster: opts.Name, hubURL: hubURL, joinToken: res.JoinToken, keysDir: opts.KeysDir})
 }
 
 // readPublicKeys reads the signing and sealing public keys of cluster from

@@ -35,19 +35,25 @@ func checkUsage(t *testing.T, err error, want string) {
 
 func TestClusterRegisterFlags(t *testing.T) {
 	table := hubapi.Options{Output: "table"}
+	m := ManifestOptions{KafkaName: "argosy", KafkaNamespace: "kafka", Namespace: "argosy-spoke", Chart: "./deploy/helm/argosy", HubKeyFile: "hub.pub"}
+	printing := m
+	printing.Print, printing.Bootstrap, printing.HubKeyFile = true, "kafka.example.com:9094", "k/hub.pub"
 	tests := []struct {
 		args    []string
 		want    ClusterRegisterOptions
 		wantErr string
 	}{
 		{args: []string{"prod", "--labels", "env=prod,region=eu", "--keys-dir", "/k"},
-			want: ClusterRegisterOptions{Write: table, Name: "prod", Labels: map[string]string{"env": "prod", "region": "eu"}, KeysFile: "/k/public.json"}},
+			want: ClusterRegisterOptions{Write: table, Name: "prod", Labels: map[string]string{"env": "prod", "region": "eu"}, KeysFile: "/k/public.json", KeysDir: "/k", Manifests: m}},
+		{args: []string{"prod", "--print-manifests", "--kafka-bootstrap", "kafka.example.com:9094", "--hub-public-key", "k/hub.pub"},
+			want: ClusterRegisterOptions{Write: table, Name: "prod", Manifests: printing}},
+		{args: []string{"prod", "--print-manifests", "--public-keys", "p.json"}, wantErr: "--print-manifests needs --keys-dir, not --public-keys"},
 		{args: []string{"prod", "--public-keys", "p.json", "--partition", "3", "--if-generation", "0", "--dry-run", "-o", "json", "--idempotency-key", "k1"},
 			want: ClusterRegisterOptions{Write: hubapi.Options{Output: "json", DryRun: true, IdempotencyKey: "k1"}, Name: "prod", KeysFile: "p.json",
-				Partition: ptr(int32(3)), IfGeneration: ptr(int64(0))}},
+				Partition: ptr(int32(3)), IfGeneration: ptr(int64(0)), Manifests: m}},
 		{args: []string{"prod", "--overwrite", "--labels", "env=dev"},
-			want: ClusterRegisterOptions{Write: table, Name: "prod", Labels: map[string]string{"env": "dev"}, Overwrite: true}},
-		{args: []string{"prod", "--join-token-ttl", "2h"}, want: ClusterRegisterOptions{Write: table, Name: "prod", JoinTokenTTL: "2h"}},
+			want: ClusterRegisterOptions{Write: table, Name: "prod", Labels: map[string]string{"env": "dev"}, Overwrite: true, Manifests: m}},
+		{args: []string{"prod", "--join-token-ttl", "2h"}, want: ClusterRegisterOptions{Write: table, Name: "prod", JoinTokenTTL: "2h", Manifests: m}},
 		{args: []string{"prod", "--keys-dir", "d", "--public-keys", "f"}, wantErr: "give --keys-dir or --public-keys, not both"},
 		{args: []string{"prod", "--keys-dir", "d", "--partition", "-1"}, wantErr: "--partition -1: want a partition number"},
 		{args: []string{"prod", "--keys-dir", "d", "--if-generation", "-1"}, wantErr: "--if-generation -1: want a generation"},

@@ -3,6 +3,17 @@
 {{- .Release.Name | trunc 40 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* A part's name: <release>-<part>, or the release's name when that
+already ends in -<part> (release argosy-spoke, say). */}}
+{{- define "argosy.component" -}}
+{{- $release := include "argosy.name" .root -}}
+{{- if hasSuffix (printf "-%s" .component) $release -}}
+{{- $release -}}
+{{- else -}}
+{{- printf "%s-%s" $release .component -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "argosy.labels" -}}
 app.kubernetes.io/name: argosy
 app.kubernetes.io/instance: {{ .root.Release.Name }}
