@@ -40,22 +40,24 @@ type ACL struct {
 }
 
 func (a ACL) object() map[string]any {
-	pattern := "literal"
-	if a.Prefix {
-		pattern = "prefix"
+	resource := map[string]any{"type": a.Type}
+	if a.Type != "cluster" {
+		resource["name"], resource["patternType"] = a.Name, "literal"
+		if a.Prefix {
+			resource["patternType"] = "prefix"
+		}
 	}
 	ops := make([]any, len(a.Operations))
 	for i, op := range a.Operations {
 		ops[i] = op
 	}
-	return map[string]any{
-		"resource":   map[string]any{"type": a.Type, "name": a.Name, "patternType": pattern},
-		"operations": ops,
-	}
+	return map[string]any{"resource": resource, "operations": ops}
 }
 
 // The operation sets the roles need. Describe covers metadata and offset
 // listings; Read covers fetching and, on a group, committing offsets.
+// Write on a topic also lets a producer be idempotent (no IdempotentWrite
+// on the cluster is needed since Kafka 3.0).
 var (
 	consume = []string{"Read", "Describe"}
 	produce = []string{"Write", "Describe"}

@@ -51,9 +51,18 @@ func WithUser(name, password string) Option {
 	return func(c *config) { c.users = append(c.users, user{name, password}) }
 }
 
+// WithAuthorizer turns on ACLs (Kafka's StandardAuthorizer): a principal
+// may do only what an ACL allows it. The PLAINTEXT listener's principal,
+// User:ANONYMOUS, is a super user, so the broker's own traffic and a test's
+// administration pass; SASL users are User:<name>.
+func WithAuthorizer() Option {
+	return func(c *config) { c.authorizer = true }
+}
+
 type config struct {
-	listeners []Listener
-	users     []user
+	listeners  []Listener
+	users      []user
+	authorizer bool
 }
 
 type user struct{ name, password string }
@@ -141,6 +150,13 @@ func serverProperties(b *Broker, c *config, ctrlPort int, data string) []byte {
 			{"ssl.truststore.type", "PEM"},
 			{"ssl.truststore.location", b.PKI.CAFile},
 			{"listener.name.ssl.ssl.client.auth", "required"},
+		}...)
+	}
+	if c.authorizer {
+		kvs = append(kvs, [][2]string{
+			{"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
+			{"super.users", "User:ANONYMOUS"},
+			{"allow.everyone.if.no.acl.found", "false"},
 		}...)
 	}
 	if c.sasl() {
