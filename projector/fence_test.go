@@ -29,6 +29,9 @@ type gatedStore struct {
 	mu               sync.Mutex
 	first            error
 	committed        bool
+	// held are the partitions of the stalled batch, set before entered
+	// closes.
+	held map[projector.Partition]bool
 }
 
 func (g *gatedStore) Commit(ctx context.Context, b *projector.Batch) error {
@@ -36,6 +39,10 @@ func (g *gatedStore) Commit(ctx context.Context, b *projector.Batch) error {
 	g.once.Do(func() { held = true })
 	if !held {
 		return g.Store.Commit(ctx, b)
+	}
+	g.held = map[projector.Partition]bool{}
+	for p := range b.Offsets {
+		g.held[p] = true
 	}
 	close(g.entered)
 	<-g.release
@@ -46,17 +53,24 @@ func (g *gatedStore) Commit(ctx context.Context, b *projector.Batch) error {
 	return err
 }
 
-// signalStore tells committed after its first commit that lands.
+// signalStore tells committed after its first commit that lands on one of
+// the partitions of overlap (any partition if it is nil).
 type signalStore struct {
 	*sqlstore.Store
 	committed chan struct{}
 	once      sync.Once
+	overlap   map[projector.Partition]bool
 }
 
 func (s *signalStore) Commit(ctx context.Context, b *projector.Batch) error {
 	err := s.Store.Commit(ctx, b)
-	if err == nil {
-		s.once.Do(func() { close(s.committed) })
+	if err != nil {
+		return err
+	}
+	for p := range b.Offsets {
+		if s.overlap == nil || s.overlap[p] {
+			s.once.Do(func() { close(s.committed) })
+		}
 	}
 	return err
 }
@@ -91,7 +105,6 @@ func TestRunnerFencedAfterLosingItsPartitionsMidStep(t *testing.T) {
 
 			sa, sb := open(t)
 			a := &gatedStore{Store: sa, entered: make(chan struct{}), release: make(chan struct{})}
-			b := &signalStore{Store: sb, committed: make(chan struct{})}
 			group := r.topics[events.TopicConfig] + ".zombie"
 			fast := []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t)), kgo.RebalanceTimeout(3 * time.Second)}
 			_, stopA := startRunnerWith(t, r, fast, a, projector.WithGroup(group))
@@ -101,6 +114,9 @@ func TestRunnerFencedAfterLosingItsPartitionsMidStep(t *testing.T) {
 				close(a.release)
 				t.Fatal("replica A never reached its first commit")
 			}
+			// B's first commit that matters is one on a partition of A's
+			// stalled batch: the one that makes A's commit stale.
+			b := &signalStore{Store: sb, committed: make(chan struct{}), overlap: a.held}
 			_, stopB := startRunnerWith(t, r, fast, b, projector.WithGroup(group), projector.WithMaxRecords(5))
 			select {
 			case <-b.committed:

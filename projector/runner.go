@@ -212,6 +212,9 @@ func (r *Runner) Run(ctx context.Context) error {
 			held = nil
 			r.log.ErrorContext(ctx, "fold step not committed; folding again from the stored offsets", "err", err)
 			if rerr := r.rewind(ctx); rerr != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while rewinding: the next run starts from the store
+				}
 				return errors.Join(err, rerr)
 			}
 			select {
