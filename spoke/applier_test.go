@@ -313,14 +313,28 @@ func TestSpokeAppliesAndAcknowledges(t *testing.T) {
 	} else {
 		w.publish(p, forged)
 	}
+	// A change the hub signed for another cluster, keyed to this one: the
+	// decoder refuses it (wrong_target), whatever the record key says.
+	elsewhere := schemas.Resource{Cluster: "other-" + w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 5}
+	misrouted, err := events.New("//argosy.dev/hub/test", events.TypeApplicationDeleted,
+		events.Subject{Cluster: elsewhere.Cluster, Kind: "applications", Namespace: elsewhere.Namespace, Name: elsewhere.Name}.String(),
+		elsewhere.Cluster, schemas.ApplicationDeleted{Resource: elsewhere, Cascade: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := w.publish(w.hub, misrouted)[0]
+	rekeyed := &kgo.Record{Topic: recs[0].Topic, Partition: recs[0].Partition, Key: recs[0].Key, Value: mr.Value, Headers: mr.Headers}
+	if err := kafkatest.Client(t, events.ProducerOpts(nil)...).ProduceSync(t.Context(), rekeyed).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	del := w.event(events.TypeApplicationDeleted, schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 3},
 		schemas.ApplicationDeleted{Resource: schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 3}, Cascade: true})
 	w.publish(w.hub, del)
 
-	got := w.acks(func(m map[string]string, _ int) bool { return len(m) >= 6 && m[del.ID()] != "" })
+	got := w.acks(func(m map[string]string, _ int) bool { return len(m) >= 7 && m[del.ID()] != "" })
 	// up1 is acknowledged twice: applied, then its replay rejected.
 	want := map[string]string{up1.ID(): schemas.RejectStale, sync.ID(): "applied", up2.ID(): "applied",
-		stale.ID(): schemas.RejectStale, del.ID(): "applied"}
+		stale.ID(): schemas.RejectStale, del.ID(): "applied", misrouted.ID(): schemas.RejectUnverified}
 	for id, code := range want {
 		if got[id] != code {
 			t.Errorf("event %s: %q, want %q", id, got[id], code)
