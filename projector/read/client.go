@@ -96,13 +96,13 @@ func (c *Client) Cluster(ctx context.Context, name string) (*Cluster, error) {
 
 // Apps lists the Applications that match f. With f.Cluster set it asks the
 // cluster's own endpoint, which answers 404 for an unknown cluster.
-func (c *Client) Apps(ctx context.Context, f projector.AppFilter) ([]projector.AppRow, error) {
+func (c *Client) Apps(ctx context.Context, f projector.AppFilter) ([]App, error) {
 	q := values("namespace", f.Namespace, "name", f.Name)
 	path := "/api/v1/applications"
 	if f.Cluster != "" {
 		path = "/api/v1/clusters/" + url.PathEscape(f.Cluster) + "/applications"
 	}
-	var l List[projector.AppRow]
+	var l List[App]
 	return l.Items, c.get(ctx, path, q, &l)
 }
 

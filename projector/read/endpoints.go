@@ -10,12 +10,6 @@ import (
 	"github.com/argosyproj/argosy/projector/report"
 )
 
-// connected reports whether a cluster's last heartbeat is younger than
-// three heartbeat intervals.
-func (h *Handler) connected(b *projector.ClusterBeat) bool {
-	return b != nil && h.now().Sub(b.At) < 3*h.heartbeat
-}
-
 func (h *Handler) clusters(r *http.Request) (any, error) {
 	if _, err := parseParams(r); err != nil {
 		return nil, err
@@ -26,7 +20,7 @@ func (h *Handler) clusters(r *http.Request) (any, error) {
 	}
 	out := List[Cluster]{Items: make([]Cluster, 0, len(rows))}
 	for _, c := range rows {
-		out.Items = append(out.Items, Cluster{ClusterRow: c, Connected: h.connected(c.Beat)})
+		out.Items = append(out.Items, h.clusterOf(c))
 	}
 	return out, nil
 }
@@ -43,7 +37,7 @@ func (h *Handler) cluster(r *http.Request) (any, error) {
 	case !ok:
 		return nil, notFound("cluster %q not found", name)
 	}
-	return Cluster{ClusterRow: c, Connected: h.connected(c.Beat)}, nil
+	return h.clusterOf(c), nil
 }
 
 func (h *Handler) clusterApps(r *http.Request) (any, error) {
@@ -73,7 +67,18 @@ func (h *Handler) listApps(r *http.Request, f projector.AppFilter) (any, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing applications: %w", err)
 	}
-	return List[projector.AppRow]{Items: nonNil(rows)}, nil
+	var clusters []projector.ClusterRow
+	if f.Cluster != "" {
+		c, ok, err := h.q.Cluster(r.Context(), f.Cluster)
+		if err != nil {
+			return nil, fmt.Errorf("reading cluster %q: %w", f.Cluster, err)
+		} else if ok {
+			clusters = []projector.ClusterRow{c}
+		}
+	} else if clusters, err = h.q.Clusters(r.Context()); err != nil {
+		return nil, fmt.Errorf("listing clusters: %w", err)
+	}
+	return List[App]{Items: h.withFreshness(rows, clusters)}, nil
 }
 
 func (h *Handler) audit(r *http.Request) (any, error) {

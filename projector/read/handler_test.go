@@ -62,7 +62,7 @@ func clusterNames(t *testing.T, b []byte) []string {
 
 func appNames(t *testing.T, b []byte) []string {
 	names := []string{}
-	for _, a := range decode[read.List[projector.AppRow]](t, b).Items {
+	for _, a := range decode[read.List[read.App]](t, b).Items {
 		names = append(names, a.Cluster+"/"+a.Namespace+"/"+a.Name)
 	}
 	return names

@@ -17,6 +17,21 @@ type List[T any] struct {
 type Cluster struct {
 	projector.ClusterRow
 	Connected bool `json:"connected"`
+	// State is the cluster's freshness: Connected, Stale, Unknown or
+	// Deregistered (see FreshnessOf).
+	State string `json:"state"`
+	// HeartbeatAgeSeconds is the age of the last heartbeat, if any.
+	HeartbeatAgeSeconds *int64 `json:"heartbeatAgeSeconds,omitempty"`
+}
+
+// App is an Application's row with its cluster's freshness: while the
+// cluster is not Connected, the observed status is Stale, as old as the
+// cluster's last heartbeat.
+type App struct {
+	projector.AppRow
+	Stale               bool   `json:"stale"`
+	ClusterState        string `json:"clusterState"`
+	HeartbeatAgeSeconds *int64 `json:"heartbeatAgeSeconds,omitempty"`
 }
 
 // DeploymentList is the body of GET /api/v1/deployments: the records and

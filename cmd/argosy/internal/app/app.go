@@ -14,6 +14,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
 )
 
 // NewCmdApp returns `argosy app`, the commands about Applications.
@@ -101,7 +102,7 @@ func appStatusRun(ctx context.Context, opts *AppStatusOptions) error {
 		rows = append(rows, appRow(a))
 	}
 	return cmdkit.PrintOut(opts.IO.Out, opts.Output, apps,
-		[]string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE"}, rows)
+		[]string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE", "REPORTED"}, rows)
 }
 
 func where(cluster, namespace string) string {
@@ -116,7 +117,9 @@ func where(cluster, namespace string) string {
 	return ""
 }
 
-func appRow(a projector.AppRow) []string {
+// appRow is an Application's row; its last column says whether its
+// cluster's report is current or Stale.
+func appRow(a read.App) []string {
 	project, sync, health, revision := "-", "-", "-", "-"
 	var want, applied int64
 	if d := a.Desired; d != nil {
@@ -132,7 +135,16 @@ func appRow(a projector.AppRow) []string {
 		}
 	}
 	return []string{a.Cluster, a.Namespace, a.Name, project, sync, health, revision,
-		fmt.Sprintf("%d/%d", applied, want), appState(a)}
+		fmt.Sprintf("%d/%d", applied, want), appState(a.AppRow), reported(a)}
+}
+
+// reported is the freshness of the cluster's report: a Stale one with its
+// age, and "-" when nothing is known of the cluster.
+func reported(a read.App) string {
+	if a.ClusterState == "" {
+		return "-"
+	}
+	return read.StateText(a.ClusterState, a.HeartbeatAgeSeconds)
 }
 
 // appState says whether the cluster applied the generation the hub wants.

@@ -12,6 +12,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
 )
 
 // AppGetOptions are the flags and argument of `argosy app get`.
@@ -31,6 +32,10 @@ type AppView struct {
 	Hub api.Object `json:"hub"`
 	// Status is what its cluster last reported.
 	Status *projector.AppObserved `json:"status,omitempty"`
+	// ClusterState is its cluster's freshness (read.FreshnessOf): while it
+	// is not Connected, Status is as old as HeartbeatAgeSeconds.
+	ClusterState        string `json:"clusterState,omitempty"`
+	HeartbeatAgeSeconds *int64 `json:"heartbeatAgeSeconds,omitempty"`
 }
 
 // NewCmdAppGet returns `argosy app get`. runF replaces the behaviour in
@@ -95,7 +100,7 @@ func appGetRun(ctx context.Context, opts *AppGetOptions) error {
 		known = false
 		fmt.Fprintf(opts.IO.Err, "Note: no status from the read API, so SYNC, HEALTH and STATE are unknown: %v\n", err)
 	}
-	header := []string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE"}
+	header := []string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE", "REPORTED"}
 	placed := slices.ContainsFunc(views, func(v AppView) bool { return v.Hub.Labels[api.LabelPlacement] != "" })
 	if placed {
 		header = append(header, "PLACEMENT")
@@ -104,7 +109,7 @@ func appGetRun(ctx context.Context, opts *AppGetOptions) error {
 	for _, v := range views {
 		row := appRow(v.row())
 		if !known {
-			row[4], row[5], row[6], row[7], row[8] = "-", "-", "-", fmt.Sprintf("?/%d", v.Hub.Generation), "unknown"
+			row[4], row[5], row[6], row[7], row[8], row[9] = "-", "-", "-", fmt.Sprintf("?/%d", v.Hub.Generation), "unknown", "-"
 		}
 		if placed {
 			row = append(row, placement(v.Hub))
@@ -134,22 +139,24 @@ func joinStatus(ctx context.Context, opts *AppGetOptions, views []AppView) error
 	if err != nil {
 		return opts.API.Explain(err)
 	}
-	byKey := map[projector.AppKey]*projector.AppObserved{}
+	byKey := map[projector.AppKey]read.App{}
 	for _, r := range rows {
-		byKey[r.AppKey] = r.Observed
+		byKey[r.AppKey] = r
 	}
 	for i := range views {
 		h := views[i].Hub
-		views[i].Status = byKey[projector.AppKey{Cluster: h.Cluster, Namespace: h.Namespace, Name: h.Name}]
+		r := byKey[projector.AppKey{Cluster: h.Cluster, Namespace: h.Namespace, Name: h.Name}]
+		views[i].Status, views[i].ClusterState, views[i].HeartbeatAgeSeconds = r.Observed, r.ClusterState, r.HeartbeatAgeSeconds
 	}
 	return nil
 }
 
 // row is the view as app status's row: the hub's word is the desired
 // state.
-func (v AppView) row() projector.AppRow {
+func (v AppView) row() read.App {
 	h := v.Hub
 	key := projector.AppKey{Cluster: h.Cluster, Namespace: h.Namespace, Name: h.Name}
-	return projector.AppRow{AppKey: key, Observed: v.Status,
-		Desired: &projector.AppDesired{AppKey: key, Project: h.Project, Labels: h.Labels, Generation: h.Generation, Deleted: h.Deleted, EventID: h.EventID}}
+	return read.App{AppRow: projector.AppRow{AppKey: key, Observed: v.Status,
+		Desired: &projector.AppDesired{AppKey: key, Project: h.Project, Labels: h.Labels, Generation: h.Generation, Deleted: h.Deleted, EventID: h.EventID}},
+		ClusterState: v.ClusterState, HeartbeatAgeSeconds: v.HeartbeatAgeSeconds}
 }

@@ -183,12 +183,12 @@ func TestAppGetAndList(t *testing.T) {
 		args           []string
 		stdout, stderr string
 	}{
-		{[]string{"get", "guestbook"}, "CLUSTER  NAMESPACE  NAME       PROJECT  SYNC    HEALTH   REVISION  GENERATION  STATE\n" +
-			"prod-eu  argocd     guestbook  web      Synced  Healthy  4f2a9c1   3/4         pending\n" +
-			"prod-us  argocd     guestbook  web      Synced  Healthy  4f2a9c1   2/2         applied\n", ""},
-		{[]string{"get", "billing", "--cluster", "prod-eu"}, "CLUSTER  NAMESPACE  NAME     PROJECT   SYNC       HEALTH    REVISION  GENERATION  STATE\n" +
-			"prod-eu  argocd     billing  payments  OutOfSync  Degraded  4f2a9c1   4/5         rejected: invalid\n", ""},
-		{[]string{"get", "old"}, "CLUSTER  NAMESPACE  NAME  PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE\nprod-us  argocd     old   web      -     -       -         0/3         deleted\n", ""},
+		{[]string{"get", "guestbook"}, "CLUSTER  NAMESPACE  NAME       PROJECT  SYNC    HEALTH   REVISION  GENERATION  STATE    REPORTED\n" +
+			"prod-eu  argocd     guestbook  web      Synced  Healthy  4f2a9c1   3/4         pending  Connected\n" +
+			"prod-us  argocd     guestbook  web      Synced  Healthy  4f2a9c1   2/2         applied  Stale 5m0s\n", ""},
+		{[]string{"get", "billing", "--cluster", "prod-eu"}, "CLUSTER  NAMESPACE  NAME     PROJECT   SYNC       HEALTH    REVISION  GENERATION  STATE              REPORTED\n" +
+			"prod-eu  argocd     billing  payments  OutOfSync  Degraded  4f2a9c1   4/5         rejected: invalid  Connected\n", ""},
+		{[]string{"get", "old"}, "CLUSTER  NAMESPACE  NAME  PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE    REPORTED\nprod-us  argocd     old   web      -     -       -         0/3         deleted  -\n", ""},
 		{[]string{"list"}, "CLUSTER  NAMESPACE  NAME       PROJECT   GENERATION\nprod-eu  argocd     billing    payments  5\n" +
 			"prod-eu  argocd     guestbook  web       4\nprod-us  argocd     guestbook  web       2\n", ""},
 		{[]string{"list", "--cluster", "prod-us", "--deleted"}, "CLUSTER  NAMESPACE  NAME       PROJECT  GENERATION\nprod-us  argocd     guestbook  web      2\n" +
@@ -241,7 +241,7 @@ func TestAppGetWithoutReadAPI(t *testing.T) {
 	cmdtest.Isolate(t)
 	h := fleetHub(t, false)
 	stdout, stderr, err := run(t, h, cmdtest.ViewerToken, "", "get", "guestbook", "--cluster", "prod-eu")
-	want := "CLUSTER  NAMESPACE  NAME       PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE\nprod-eu  argocd     guestbook  web      -     -       -         ?/4         unknown\n"
+	want := "CLUSTER  NAMESPACE  NAME       PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE    REPORTED\nprod-eu  argocd     guestbook  web      -     -       -         ?/4         unknown  -\n"
 	if err != nil || stdout != want || !strings.HasPrefix(stderr, "Note: no status from the read API, so SYNC, HEALTH and STATE are unknown: server answered 404 Not Found") {
 		t.Errorf("%v\nstdout\n%s\nstderr %s", err, stdout, stderr)
 	}
@@ -391,9 +391,9 @@ func TestAppGetShowsPlacement(t *testing.T) {
 			Labels: map[string]string{api.LabelPlacement: "web", api.LabelPlacementGeneration: "3"}},
 		api.Object{Cluster: "s2", Kind: api.KindApplications, Namespace: "argocd", Name: "web", Project: "default", Generation: 1})
 	stdout, _, err := run(t, h, cmdtest.ViewerToken, "", "get", "web")
-	want := "CLUSTER  NAMESPACE  NAME  PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE    PLACEMENT\n" +
-		"s1       argocd     web   default  -     -       -         ?/2         unknown  web@3\n" +
-		"s2       argocd     web   default  -     -       -         ?/1         unknown  -\n"
+	want := "CLUSTER  NAMESPACE  NAME  PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE    REPORTED  PLACEMENT\n" +
+		"s1       argocd     web   default  -     -       -         ?/2         unknown  -         web@3\n" +
+		"s2       argocd     web   default  -     -       -         ?/1         unknown  -         -\n"
 	if err != nil || stdout != want {
 		t.Errorf("app get: %v\n%s\nwant\n%s", err, stdout, want)
 	}

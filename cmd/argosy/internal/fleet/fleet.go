@@ -1,5 +1,5 @@
-// Package fleet is `argosy fleet`: every cluster the hub knows, whether it
-// is connected, and its Applications' health, from the read API.
+// Package fleet is `argosy fleet`: every cluster the hub knows, its state
+// (Connected or Stale), and its Applications' health, from the read API.
 package fleet
 
 import (
@@ -25,11 +25,14 @@ func NewCmdFleet(io cmdkit.IOStreams, runF func(context.Context, *FleetOptions) 
 	opts := &FleetOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "fleet",
-		Short: "List the clusters, whether each is connected, and their Applications' health",
+		Short: "List the clusters, whether each is connected or Stale, and their Applications' health",
 		Long: `List every cluster the hub knows, from the read API.
 
-A cluster is connected while its last heartbeat is younger than three
-heartbeat intervals. SYNC and HEALTH count the cluster's Applications by
+STATE is Connected while the cluster's last heartbeat is younger than
+three heartbeat intervals, and Stale, with the heartbeat's age, once it is
+older: what the cluster last reported may no longer hold, so a Stale
+cluster's counts are old news, not its current health. Unknown clusters
+never sent a heartbeat; Deregistered ones were deregistered. SYNC and HEALTH count the cluster's Applications by
 Argo CD's sync and health status, as its last heartbeat reported them; LAG
 is how many config events the cluster has yet to read.`,
 		Example: `  argosy fleet
@@ -66,17 +69,14 @@ func fleetRun(ctx context.Context, opts *FleetOptions) error {
 		rows = append(rows, fleetRow(cl))
 	}
 	return cmdkit.PrintOut(opts.IO.Out, opts.Output, clusters,
-		[]string{"NAME", "CONNECTED", "LAST HEARTBEAT", "APPS", "SYNC", "HEALTH", "MODE", "AGENT", "ARGO CD", "LAG"}, rows)
+		[]string{"NAME", "STATE", "LAST HEARTBEAT", "APPS", "SYNC", "HEALTH", "MODE", "AGENT", "ARGO CD", "LAG"}, rows)
 }
 
 func fleetRow(c read.Cluster) []string {
-	row := []string{c.Name, cmdkit.YesNo(c.Connected), "-", strconv.Itoa(c.Applications), "-", "-", "-", "-", "-", "-"}
+	row := []string{c.Name, read.StateText(c.State, c.HeartbeatAgeSeconds), "-", strconv.Itoa(c.Applications), "-", "-", "-", "-", "-", "-"}
 	if b := c.Beat; b != nil {
 		row[2], row[4], row[5] = cmdkit.Stamp(b.At), cmdkit.Pairs(b.BySync), cmdkit.Pairs(b.ByHealth)
 		row[6], row[7], row[8], row[9] = cmdkit.OrDash(b.Mode), cmdkit.OrDash(b.AgentVersion), cmdkit.OrDash(b.ArgoCDVersion), strconv.FormatInt(b.ConfigLag, 10)
-	}
-	if c.Registration != nil && !c.Registration.Registered {
-		row[1] += " (deregistered)"
 	}
 	return row
 }
