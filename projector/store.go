@@ -76,6 +76,10 @@ type Query interface {
 	// Clusters returns every cluster the log mentions, by name.
 	Clusters(ctx context.Context) ([]ClusterRow, error)
 	Cluster(ctx context.Context, name string) (ClusterRow, bool, error)
+	// ClusterSummaries returns every cluster Clusters returns, by name,
+	// with only what filtering and sorting a large fleet needs: cheaper
+	// than Clusters, which counts every cluster's Applications.
+	ClusterSummaries(ctx context.Context) ([]ClusterSummary, error)
 	// Apps returns the Applications that match f, by cluster, namespace
 	// and name.
 	Apps(ctx context.Context, f AppFilter) ([]AppRow, error)
@@ -101,6 +105,28 @@ type ClusterRow struct {
 	Registration *ClusterRegistration `json:"registration,omitempty"`
 	Beat         *ClusterBeat         `json:"heartbeat,omitempty"`
 	Applications int                  `json:"applications"`
+}
+
+// ClusterSummary is a cluster's registration and last heartbeat in brief.
+type ClusterSummary struct {
+	Name string `json:"name"`
+	// Registration is nil when only heartbeats are known.
+	Registration *ClusterRegistration `json:"registration,omitempty"`
+	// HeartbeatAt is the last heartbeat's time; zero when none came.
+	HeartbeatAt time.Time `json:"heartbeatAt,omitzero"`
+	ConfigLag   int64     `json:"configLag"`
+	// Applications is the count the last heartbeat reported.
+	Applications int `json:"applications"`
+}
+
+// Row returns the summary as a ClusterRow without counts, for what takes
+// one (such as the read package's freshness).
+func (c ClusterSummary) Row() ClusterRow {
+	r := ClusterRow{Name: c.Name, Registration: c.Registration}
+	if !c.HeartbeatAt.IsZero() {
+		r.Beat = &ClusterBeat{Cluster: c.Name, At: c.HeartbeatAt, ConfigLag: c.ConfigLag, Applications: c.Applications}
+	}
+	return r
 }
 
 // AppRow is an Application's desired and observed state.

@@ -120,6 +120,39 @@ func (s *Store) clusters(ctx context.Context, name string) ([]projector.ClusterR
 	return out, err
 }
 
+// ClusterSummaries returns every cluster Clusters returns, by name, in
+// brief: without counting Applications or decoding the heartbeat's counts.
+func (s *Store) ClusterSummaries(ctx context.Context) ([]projector.ClusterSummary, error) {
+	q := `WITH names AS (SELECT cluster FROM registrations UNION SELECT cluster FROM beats)
+		SELECT n.cluster, ` + registrationCols("r") + `, b.at, b.config_lag, b.applications
+		FROM names n
+		LEFT JOIN registrations r ON r.cluster = n.cluster
+		LEFT JOIN beats b ON b.cluster = n.cluster
+		ORDER BY n.cluster`
+	var out []projector.ClusterSummary
+	err := s.each(ctx, q, nil, func(rows *sql.Rows) error {
+		var c projector.ClusterSummary
+		rdest, rbuild := scanRegistration()
+		var at, lag, apps sql.NullInt64
+		if err := rows.Scan(append(append([]any{&c.Name}, rdest...), &at, &lag, &apps)...); err != nil {
+			return err
+		}
+		var err error
+		if c.Registration, err = rbuild(); err != nil {
+			return err
+		}
+		if at.Valid {
+			c.HeartbeatAt, c.ConfigLag, c.Applications = fromNanos(at), lag.Int64, int(apps.Int64)
+		}
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster summaries: %w", err)
+	}
+	return out, nil
+}
+
 // and continues w's WHERE clause, or starts one.
 func and(w where) string {
 	if len(w.terms) == 0 {

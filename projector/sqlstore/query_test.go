@@ -22,6 +22,18 @@ func testClusters(t *testing.T, b backend) {
 	if diff := cmp.Diff([]projector.ClusterRow{c1, c2, c3}, got); diff != "" {
 		t.Errorf("Clusters (-want +got):\n%s", diff)
 	}
+	sums, err := s.ClusterSummaries(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSums := []projector.ClusterSummary{
+		{Name: "c1", Registration: &f.Registrations[0], HeartbeatAt: f.Beats[0].At, ConfigLag: f.Beats[0].ConfigLag, Applications: f.Beats[0].Applications},
+		{Name: "c2", Registration: &f.Registrations[1]},
+		{Name: "c3", HeartbeatAt: f.Beats[1].At, ConfigLag: f.Beats[1].ConfigLag, Applications: f.Beats[1].Applications},
+	}
+	if diff := cmp.Diff(wantSums, sums); diff != "" {
+		t.Errorf("ClusterSummaries (-want +got):\n%s", diff)
+	}
 	tests := []struct {
 		name, cluster string
 		want          projector.ClusterRow

@@ -84,6 +84,12 @@ var migrations = [][]string{
 		// When a deployed revision was committed, for lead time.
 		`ALTER TABLE deployments ADD COLUMN revision_committed_at BIGINT`,
 	},
+	{
+		// One Application across every cluster it is on (the dashboard's
+		// Application page) without reading every cluster's rows.
+		`CREATE INDEX desired_apps_name ON desired_apps (name, namespace)`,
+		`CREATE INDEX observed_apps_name ON observed_apps (name, namespace)`,
+	},
 }
 
 // migrate brings the schema up to the newest version, in one transaction.

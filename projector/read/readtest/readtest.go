@@ -43,6 +43,19 @@ func (q *Query) Clusters(context.Context) ([]projector.ClusterRow, error) {
 	return out, nil
 }
 
+// ClusterSummaries returns the clusters by name, in brief.
+func (q *Query) ClusterSummaries(ctx context.Context) ([]projector.ClusterSummary, error) {
+	rows, err := q.Clusters(ctx)
+	out := make([]projector.ClusterSummary, len(rows))
+	for i, c := range rows {
+		out[i] = projector.ClusterSummary{Name: c.Name, Registration: c.Registration}
+		if c.Beat != nil {
+			out[i].HeartbeatAt, out[i].ConfigLag, out[i].Applications = c.Beat.At, c.Beat.ConfigLag, c.Beat.Applications
+		}
+	}
+	return out, err
+}
+
 // Cluster returns the cluster named name.
 func (q *Query) Cluster(_ context.Context, name string) (projector.ClusterRow, bool, error) {
 	if q.Err != nil {
