@@ -1,6 +1,7 @@
 package read
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -149,25 +150,38 @@ func (h *Handler) report(r *http.Request) (any, error) {
 		return nil, badRequest("parameter \"from\" (%s) must be before \"to\" (%s)",
 			req.From.Format(time.RFC3339Nano), req.To.Format(time.RFC3339Nano))
 	}
-	// Records after To tell when a failure in range was restored.
-	recs, err := h.q.Deployments(r.Context(), projector.DeploymentFilter{From: req.From})
-	if err != nil {
-		return nil, fmt.Errorf("listing deployments: %w", err)
-	}
-	if req.Gaps, err = h.q.Gaps(r.Context(), projector.DeploymentFilter{}); err != nil {
-		return nil, fmt.Errorf("listing deployment gaps: %w", err)
-	}
-	rep, err := h.reporter.DeploymentReport(r.Context(), recs, req)
+	rep, err := DeploymentReport(r.Context(), h.q, h.reporter, req)
 	switch {
 	case errors.Is(err, report.ErrInvalidRequest):
 		return nil, badRequest("%s", err.Error())
 	case errors.Is(err, report.ErrTooMany):
 		return nil, badRequest("%s: ask for a shorter range", err.Error())
 	case err != nil:
-		return nil, fmt.Errorf("computing the deployment report: %w", err)
+		return nil, err
 	}
-	rep.Rows = nonNil(rep.Rows)
 	return rep, nil
+}
+
+// DeploymentReport computes req from q's deployment records and gaps with
+// rep (nil: report.Deployments). req's From and To must be set.
+func DeploymentReport(ctx context.Context, q projector.Query, rep Reporter, req report.Request) (report.Report, error) {
+	if rep == nil {
+		rep = ReporterFunc(reportDeployments)
+	}
+	// Records after To tell when a failure in range was restored.
+	recs, err := q.Deployments(ctx, projector.DeploymentFilter{From: req.From})
+	if err != nil {
+		return report.Report{}, fmt.Errorf("listing deployments: %w", err)
+	}
+	if req.Gaps, err = q.Gaps(ctx, projector.DeploymentFilter{}); err != nil {
+		return report.Report{}, fmt.Errorf("listing deployment gaps: %w", err)
+	}
+	out, err := rep.DeploymentReport(ctx, recs, req)
+	if err != nil {
+		return report.Report{}, fmt.Errorf("computing the deployment report: %w", err)
+	}
+	out.Rows = nonNil(out.Rows)
+	return out, nil
 }
 
 // nonNil makes an empty list encode as [] rather than null.

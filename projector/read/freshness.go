@@ -75,18 +75,23 @@ func (h *Handler) clusterOf(c projector.ClusterRow) Cluster {
 
 // withFreshness returns rows with their clusters' freshness.
 func (h *Handler) withFreshness(rows []projector.AppRow, clusters []projector.ClusterRow) []App {
+	return WithFreshness(rows, clusters, h.now(), h.heartbeat)
+}
+
+// WithFreshness returns Application rows with the freshness of their
+// clusters at now; a cluster missing from clusters is Unknown.
+func WithFreshness(rows []projector.AppRow, clusters []projector.ClusterRow, now time.Time, heartbeat time.Duration) []App {
 	by := make(map[string]projector.ClusterRow, len(clusters))
 	for _, c := range clusters {
 		by[c.Name] = c
 	}
 	out := make([]App, len(rows))
-	now := h.now()
 	for i, r := range rows {
 		c, ok := by[r.Cluster]
 		if !ok {
 			c = projector.ClusterRow{Name: r.Cluster}
 		}
-		f := FreshnessOf(c, now, h.heartbeat)
+		f := FreshnessOf(c, now, heartbeat)
 		out[i] = App{AppRow: r, Stale: !f.Current(), ClusterState: f.State, HeartbeatAgeSeconds: ageSeconds(f.Age, c.Beat != nil)}
 	}
 	return out

@@ -273,3 +273,14 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// StatusOf returns the HTTP status and message of an error that this
+// package's functions (ListFleet, say) return for a request the caller got
+// wrong, and false for any other error.
+func StatusOf(err error) (int, string, bool) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.status, ae.msg, true
+	}
+	return 0, "", false
+}

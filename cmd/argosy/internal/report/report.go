@@ -131,7 +131,7 @@ func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) e
 	}
 	switch opts.Output {
 	case "csv":
-		err = cmdkit.PrintCSV(opts.IO.Out, reportCSVHeader, reportCSV(r, gaps))
+		err = cmdkit.PrintCSV(opts.IO.Out, argosyreport.CSVHeader, r.CSV())
 	case "table":
 		header := []string{strings.ToUpper(string(r.By)), strings.ToUpper(string(r.Bucket)), "DEPLOYS", "PER DAY",
 			"FAILURES", "FAILURE RATE", "RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
@@ -155,31 +155,6 @@ func reportTable(r *argosyreport.Report, gaps map[string]int) [][]string {
 			strconv.FormatFloat(row.PerDay, 'f', 2, 64), strconv.Itoa(row.Failures),
 			strconv.FormatFloat(row.ChangeFailureRate*100, 'f', 0, 64) + "%", median(row.TimeToRestore),
 			strconv.Itoa(row.Unrestored), median(row.LeadTime), count(gaps[row.Group])})
-	}
-	return rows
-}
-
-var reportCSVHeader = []string{"group", "start", "end", "deployments", "deployments_per_day", "failures",
-	"change_failure_rate", "time_to_restore_count", "time_to_restore_median_seconds", "time_to_restore_mean_seconds",
-	"unrestored", "lead_time_count", "lead_time_median_seconds", "lead_time_mean_seconds", "lead_time_unknown", "gaps"}
-
-func reportCSV(r *argosyreport.Report, gaps map[string]int) [][]string {
-	rows := make([][]string, 0, len(r.Rows))
-	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-	durations := func(d *argosyreport.Durations) []string {
-		if d == nil {
-			return []string{"0", "", ""}
-		}
-		return []string{strconv.Itoa(d.Count), num(d.Median.Seconds()), num(d.Mean.Seconds())}
-	}
-	for _, row := range r.Rows {
-		line := []string{row.Group, row.Start.UTC().Format(time.RFC3339), row.End.UTC().Format(time.RFC3339),
-			strconv.Itoa(row.Deployments), num(row.PerDay), strconv.Itoa(row.Failures), num(row.ChangeFailureRate)}
-		line = append(line, durations(row.TimeToRestore)...)
-		line = append(line, strconv.Itoa(row.Unrestored))
-		line = append(line, durations(row.LeadTime)...)
-		line = append(line, strconv.Itoa(row.LeadTimeUnknown), strconv.Itoa(gaps[row.Group]))
-		rows = append(rows, line)
 	}
 	return rows
 }
