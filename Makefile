@@ -74,12 +74,12 @@ bench-fleet: build ## Run the fleet benchmark (docs/bench.md) on a real Kafka: F
 lint: $(BIN)/golangci-lint ## Run golangci-lint (config: .golangci.yml).
 	$(BIN)/golangci-lint run ./...
 
-generate: ## Write golden wire samples for event types that have none, the hub's OpenAPI document (hub/openapi.json) and its copies of Argo CD's CRDs.
+generate: ## Write golden wire samples for event types that have none, the hub's OpenAPI document (hub/openapi.json), its copies of Argo CD's CRDs and the dashboard's pinned npm assets.
 	$(GO) run ./events/internal/golden/gen -dir events/testdata/golden
 	$(GO) generate ./hub/... ./deploy/...
 
 # Files that generate writes.
-GENERATED := events/testdata hub/openapi.json hub/internal/validate/crds deploy/strimzi
+GENERATED := events/testdata hub/openapi.json hub/internal/validate/crds hub/web/static/vendor deploy/strimzi
 
 verify: generate ## Fail if go.mod, go.sum or generated files are stale.
 	$(GO) mod tidy
@@ -90,23 +90,24 @@ tools: $(BIN)/golangci-lint $(BIN)/benchstat
 
 # The tests run java and mvn (the Kafka broker under test), npm (the
 # AsyncAPI specification schema ships in an npm package), git and
-# redis-server (Argo CD under test), PostgreSQL's initdb and postgres
+# redis-server (Argo CD under test), chromium (the web dashboard's browser
+# tests, internal/testenv/browsertest), PostgreSQL's initdb and postgres
 # (internal/testenv/pgtest), and python3 with its venv module (the Python
 # reader of events/internal/pyreader, whose environment the test makes).
 # Missing ones are installed with apt-get on Debian as root; elsewhere this
 # says what to install.
-TEST_TOOLS := java:openjdk-17-jre-headless mvn:maven npm:npm git:git redis-server:redis-server
+TEST_TOOLS := java:openjdk-17-jre-headless mvn:maven npm:npm git:git redis-server:redis-server chromium:chromium
 # Debian keeps PostgreSQL's server binaries off PATH, in
 # /usr/lib/postgresql/<major>/bin; ARGOSY_PG_BIN names another directory.
 PG_INITDB  := $(if $(ARGOSY_PG_BIN),$(ARGOSY_PG_BIN)/initdb,/usr/lib/postgresql/*/bin/initdb)
-test-tools: ## Install java, mvn, npm, git, redis-server, PostgreSQL and python3 with venv if they are missing (Debian, as root).
+test-tools: ## Install java, mvn, npm, git, redis-server, chromium, PostgreSQL and python3 with venv if they are missing (Debian, as root).
 	@missing=; for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
 	compgen -G '$(PG_INITDB)' >/dev/null || missing="$$missing postgresql"; \
 	python3 -c 'import venv, ensurepip' 2>/dev/null || missing="$$missing python3 python3-venv"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else echo "missing tools, please install:$$missing (Java 17+, Maven, npm, git, redis, PostgreSQL 13+ server, Python 3.10+ with venv; or set ARGOSY_PG_BIN)"; exit 1; fi; \
+	  else echo "missing tools, please install:$$missing (Java 17+, Maven, npm, git, redis, Chromium, PostgreSQL 13+ server, Python 3.10+ with venv; or set ARGOSY_PG_BIN)"; exit 1; fi; \
 	fi
 
 $(BIN)/golangci-lint:
