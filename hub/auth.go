@@ -167,8 +167,17 @@ var errUnauthenticated = errors.New("unauthenticated")
 func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || tok == "" {
-		return nil, fmt.Errorf("%w: no bearer token (send Authorization: Bearer <token>)", errUnauthenticated)
+		tok, err := sessionToken(r)
+		if err != nil {
+			return nil, err
+		}
+		return a.token(r.Context(), tok)
 	}
+	return a.token(r.Context(), tok)
+}
+
+// token finds the principal of a bearer token.
+func (a *authenticator) token(ctx context.Context, tok string) (*principal, error) {
 	// Tokens are looked up by their hash: the lookup's timing depends on
 	// the hash, which tells nothing about a token the caller does not have.
 	p, ok := a.byHash[sha256.Sum256([]byte(tok))]
@@ -176,8 +185,8 @@ func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 	case ok:
 		return p, nil
 	case a.oidc != nil && isJWT(tok):
-		p, outcome, err := a.oidc.authenticate(r.Context(), tok)
-		a.verified(r.Context(), outcome)
+		p, outcome, err := a.oidc.authenticate(ctx, tok)
+		a.verified(ctx, outcome)
 		return p, err
 	}
 	return nil, fmt.Errorf("%w: the token is not one this hub accepts", errUnauthenticated)

@@ -78,6 +78,9 @@ func (s *Server) routes() *http.ServeMux {
 		read := route{action: actionRead, serve: nil}
 		mux.Handle("GET /api/v1/", s.handle(read))
 	}
+	if s.o.dashboard != nil {
+		s.dashboardRoutes(mux)
+	}
 	return mux
 }
 

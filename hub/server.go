@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/httpserve"
 )
 
@@ -280,6 +281,7 @@ type options struct {
 	listen     string
 	listener   net.Listener
 	read       http.Handler
+	dashboard  *web.Handler
 	log        *slog.Logger
 	tracers    trace.TracerProvider
 	meters     metric.MeterProvider
@@ -321,6 +323,10 @@ func WithListener(ln net.Listener) Option { return func(o *options) { o.listener
 // WithReadAPI serves h (the projector's read API, projector/read) for the
 // read routes beside the hub's own, behind the same authentication.
 func WithReadAPI(h http.Handler) Option { return func(o *options) { o.read = h } }
+
+// WithDashboard serves d, the web dashboard, at / with its login page: the
+// same principals as the API, by a session cookie (see SessionCookie).
+func WithDashboard(d *web.Handler) Option { return func(o *options) { o.dashboard = d } }
 
 // WithLogger sets the logger (default: none).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }

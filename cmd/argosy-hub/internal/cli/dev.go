@@ -24,6 +24,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/fleetsim"
 	"github.com/argosyproj/argosy/internal/httpserve"
 	"github.com/argosyproj/argosy/internal/telemetry"
@@ -169,8 +170,13 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
+	dash, err := web.New(store, web.WithLogger(log.With("component", "dashboard")))
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv, err := hub.New(conn, signer, anchors, tokens, hub.WithTopics(topics), hub.WithListener(ln), hub.WithLogger(log.With("component", "hub")),
-		hub.WithReadAPI(read.New(store, read.WithLogger(log))), hub.WithClientOpts(tel.KafkaOpts), hub.WithDecoderOptions(decoderOpts...))
+		hub.WithReadAPI(read.New(store, read.WithLogger(log))), hub.WithDashboard(dash), hub.WithClientOpts(tel.KafkaOpts), hub.WithDecoderOptions(decoderOpts...))
 	if err != nil {
 		ln.Close()
 		return err
@@ -306,6 +312,7 @@ func printReady(io cmdkit.IOStreams, r DevReady) {
 	fmt.Fprintf(io.Out, `
 Argosy is ready: the hub, the projector and %d simulated clusters, in one process.
   hub:    %s
+  web:    %s/ (log in with the token)
   token:  %s
   data:   %s
 
@@ -318,7 +325,7 @@ Try, in another terminal (argosy dev makes the context "dev" for these; else run
   argosy report deployments --by app
 
 Ctrl-C stops it; the fleet and its history are kept for the next run (argosy dev --reset starts over).
-`, len(r.Clusters), r.URL, r.Token, r.DataDir, r.URL)
+`, len(r.Clusters), r.URL, r.URL, r.Token, r.DataDir, r.URL)
 }
 
 type discardWriter struct{}

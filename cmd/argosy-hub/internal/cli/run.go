@@ -15,6 +15,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/httpserve"
 	"github.com/argosyproj/argosy/internal/kafkaconn"
 	"github.com/argosyproj/argosy/internal/telemetry"
@@ -179,7 +180,11 @@ func runRun(ctx context.Context, o *RunOptions) error {
 			return fmt.Errorf("store: %w", err)
 		}
 		defer store.Close()
-		opts = append(opts, hub.WithReadAPI(read.New(store, read.WithLogger(log))))
+		dash, err := web.New(store, web.WithLogger(log.With("component", "dashboard")))
+		if err != nil {
+			return err
+		}
+		opts = append(opts, hub.WithReadAPI(read.New(store, read.WithLogger(log))), hub.WithDashboard(dash))
 		ready = append(ready, store.Ping)
 		if o.Fold {
 			svc, err := projector.NewService(conn, store, anchors, projector.WithTopics(topics), projector.WithGroup(o.Group),

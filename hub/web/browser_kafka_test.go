@@ -1,0 +1,425 @@
+//go:build integration
+
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/web"
+	"github.com/argosyproj/argosy/internal/fleetsim"
+	"github.com/argosyproj/argosy/internal/testenv/browsertest"
+	"github.com/argosyproj/argosy/internal/testenv/hubtest"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/sqlstore"
+)
+
+func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
+
+// heartbeat is the simulated spokes' heartbeat interval; staleAfter is the
+// interval the dashboard assumes, generous so that a busy machine's late
+// heartbeat does not make a running cluster Stale: a cluster is Stale 15 s
+// after its last heartbeat.
+const (
+	heartbeat  = time.Second
+	staleAfter = 5 * time.Second
+)
+
+// system is a hub serving the dashboard, a projector and a simulated fleet
+// on the real broker.
+type system struct {
+	url    string
+	tokens map[string]string
+	store  *sqlstore.Store
+	client *api.Client
+	// stopGone stops the fleet of the one cluster, gone-000, that goes
+	// away and must turn Stale.
+	stopGone func()
+}
+
+func startSystem(t *testing.T) *system {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	g, gctx := errgroup.WithContext(ctx)
+	t.Cleanup(func() {
+		cancel()
+		if err := g.Wait(); err != nil {
+			t.Error(err)
+		}
+	})
+	topics := events.DefaultTopics(kafkatest.Prefix(t))
+	if err := events.EnsureTopics(ctx, kadm.NewClient(kafkatest.Client(t)), topics, events.TopicPlan(4, 4), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.DeleteAtEnd(t, slices.Collect(maps.Values(topics))...)
+	conn := []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}
+	signer, err := events.GenerateSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
+	s := &system{tokens: map[string]string{}}
+	var list []hub.Token
+	for _, tk := range []struct{ name, role string }{{"admin", hub.RoleAdmin}, {"vera", hub.RoleViewer}} {
+		tok, entry, err := hub.NewToken(tk.name, tk.role, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.tokens[tk.name], list = tok, append(list, entry)
+	}
+	if s.store, err = sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "views.db")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.store.Close() })
+	svc, err := projector.NewService(conn, s.store, anchors, projector.WithTopics(topics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dash, err := web.New(s.store, web.WithHeartbeatInterval(staleAfter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := hub.New(conn, signer, anchors, list, hub.WithTopics(topics), hub.WithListener(ln), hub.WithDashboard(dash),
+		hub.WithReadAPI(read.New(s.store, read.WithHeartbeatInterval(staleAfter))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Go(func() error { return svc.Run(gctx) })
+	g.Go(func() error { return srv.Run(gctx) })
+	s.url = "http://" + ln.Addr().String()
+	hubtest.WaitReady(t, s.url)
+	if s.client, err = api.NewClient(s.url, s.tokens["admin"], nil); err != nil {
+		t.Fatal(err)
+	}
+	fleet := func(prefix string, n int) *fleetsim.Fleet {
+		f, err := fleetsim.New(fleetsim.Config{Clusters: n, Prefix: prefix, Hub: s.client, HubKey: signer.Public(),
+			Conn: conn, Topics: topics, Heartbeat: heartbeat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	sims, gone := fleet("sim", 3), fleet("gone", 1)
+	g.Go(func() error { return sims.Run(gctx) })
+	gctx2, stop := context.WithCancel(gctx)
+	var goneErr error
+	done := make(chan struct{})
+	go func() {
+		goneErr = gone.Run(gctx2)
+		close(done)
+	}()
+	s.stopGone = func() {
+		stop()
+		<-done
+		if goneErr != nil {
+			t.Errorf("the gone fleet: %v", goneErr)
+		}
+	}
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+	return s
+}
+
+// apply applies guestbook to every cluster and waits until each applied it.
+func (s *system) apply(t *testing.T, clusters []string) {
+	t.Helper()
+	manifest := []byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"guestbook","namespace":"argocd"},
+	"spec":{"project":"default","source":{"repoURL":"https://git.example/apps.git","path":"guestbook","targetRevision":"main"},
+	"destination":{"server":"https://kubernetes.default.svc","namespace":"guestbook"}}}`)
+	waitFor(t, "every cluster to join", func() bool {
+		sums, err := s.store.ClusterSummaries(t.Context())
+		joined := 0
+		for _, c := range sums {
+			if !c.HeartbeatAt.IsZero() {
+				joined++
+			}
+		}
+		return err == nil && joined == len(clusters)
+	})
+	if _, err := s.client.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: clusters, Manifest: manifest}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every cluster to apply guestbook", func() bool {
+		apps, err := s.store.Apps(t.Context(), projector.AppFilter{Namespace: "argocd", Name: "guestbook"})
+		n := 0
+		for _, a := range apps {
+			if a.Desired != nil && a.Observed != nil && a.Observed.AppliedGeneration == a.Desired.Generation {
+				n++
+			}
+		}
+		return err == nil && n == len(clusters)
+	})
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// login logs b in with tok and waits for the fleet page.
+func login(t *testing.T, ctx context.Context, url, tok string) {
+	t.Helper()
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(url+"/"),
+		chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", tok, chromedp.ByID),
+		chromedp.Click("#login", chromedp.ByID),
+		chromedp.WaitVisible("#fleet", chromedp.ByID),
+	); err != nil {
+		t.Fatalf("logging in: %v", err)
+	}
+}
+
+// eval evaluates a JavaScript expression, awaiting it if it is a promise.
+func eval(t *testing.T, ctx context.Context, js string, out any) {
+	t.Helper()
+	if err := chromedp.Run(ctx, chromedp.Evaluate(js, out, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	})); err != nil {
+		t.Fatalf("evaluating %s: %v", js, err)
+	}
+}
+
+// waitPage reloads path until check, evaluated there, is true.
+func waitPage(t *testing.T, ctx context.Context, url, what, check string) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		var ok bool
+		if err := chromedp.Run(ctx, chromedp.Navigate(url), chromedp.Evaluate(check, &ok)); err != nil {
+			t.Fatalf("loading %s: %v", url, err)
+		}
+		return ok
+	})
+}
+
+const fleetNames = `[...document.querySelectorAll('#fleet tbody tr[data-cluster]')].map(r => r.dataset.cluster)`
+
+// screenshot saves the page as docs/screenshots/NAME.png when
+// ARGOSY_SCREENSHOTS names that directory.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("ARGOSY_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	var png []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDashboardInBrowser drives the dashboard in Chromium against a real
+// hub and projector over the real broker, with four simulated clusters of
+// which one goes away.
+func TestDashboardInBrowser(t *testing.T) {
+	s := startSystem(t)
+	clusters := []string{"gone-000", "sim-000", "sim-001", "sim-002"}
+	s.apply(t, clusters)
+	s.stopGone()
+
+	admin, adminPages := browsertest.New(t)
+	login(t, admin, s.url, s.tokens["admin"])
+
+	t.Run("fleet", func(t *testing.T) {
+		var names []string
+		eval(t, admin, fleetNames, &names)
+		if !slices.Equal(names, clusters) {
+			t.Errorf("fleet rows %v, want %v", names, clusters)
+		}
+		waitPage(t, admin, s.url+"/", "gone-000 to show as Stale",
+			`(() => { const r = document.querySelector('#fleet tr[data-cluster="gone-000"]');
+				return r.classList.contains('state-stale') && r.querySelector('.badge').textContent.startsWith('Stale ') })()`)
+		var others []string
+		eval(t, admin, `[...document.querySelectorAll('#fleet tr[data-cluster^="sim-"] .badge')].map(b => b.textContent)`, &others)
+		if !slices.Equal(others, []string{"Connected", "Connected", "Connected"}) {
+			t.Errorf("the running clusters show %v", others)
+		}
+		screenshot(t, admin, "fleet")
+	})
+
+	t.Run("filter", func(t *testing.T) {
+		env := fleetsim.Labels(0)["env"]
+		var want []string
+		for _, c := range clusters {
+			var i int
+			if _, err := fmt.Sscanf(c[strings.IndexByte(c, '-')+1:], "%d", &i); err != nil {
+				t.Fatal(err)
+			}
+			if fleetsim.Labels(i)["env"] == env {
+				want = append(want, c)
+			}
+		}
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/"), chromedp.SetValue("#selector", "env="+env, chromedp.ByID),
+			chromedp.Click("#filter", chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the filtered fleet", func() bool {
+			var names []string
+			eval(t, admin, fleetNames, &names)
+			return slices.Equal(names, want)
+		})
+		var loc string
+		eval(t, admin, `location.search`, &loc)
+		if !strings.Contains(loc, "selector=env%3D"+env) {
+			t.Errorf("the filter is not in the URL: %q", loc)
+		}
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/?state=Stale")); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		eval(t, admin, fleetNames, &names)
+		if !slices.Equal(names, []string{"gone-000"}) {
+			t.Errorf("state=Stale shows %v", names)
+		}
+	})
+
+	t.Run("pagination", func(t *testing.T) {
+		var page string
+		var names []string
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/?per=3"), chromedp.Text("#page", &page, chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		eval(t, admin, fleetNames, &names)
+		if page != "Page 1 of 2" || !slices.Equal(names, clusters[:3]) {
+			t.Errorf("page 1: %q %v", page, names)
+		}
+		if err := chromedp.Run(admin, chromedp.Click("#next", chromedp.ByID), chromedp.WaitVisible("#prev", chromedp.ByID),
+			chromedp.Text("#page", &page, chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		eval(t, admin, fleetNames, &names)
+		if page != "Page 2 of 2" || !slices.Equal(names, clusters[3:]) {
+			t.Errorf("page 2: %q %v", page, names)
+		}
+	})
+
+	t.Run("sync from the app page reaches the spoke", func(t *testing.T) {
+		app := s.url + "/apps/argocd/guestbook"
+		waitPage(t, admin, app, "3 of 4 converged and 1 Stale",
+			`document.querySelector('#progress').textContent.startsWith('3 of 4') && document.querySelector('#progress').textContent.includes('1 Stale')`)
+		screenshot(t, admin, "application")
+		var toast string
+		if err := chromedp.Run(admin, chromedp.Click(`tr[data-cluster="sim-001"] button.op-sync`, chromedp.ByQuery),
+			chromedp.WaitVisible("#toast.show", chromedp.ByQuery), chromedp.Text("#toast", &toast, chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(toast, "sync requested: event ") {
+			t.Fatalf("toast %q", toast)
+		}
+		eventID := strings.TrimPrefix(toast, "sync requested: event ")
+		waitPage(t, admin, s.url+"/audit?cluster=sim-001", "the spoke's acknowledgement of "+eventID+" in the audit timeline",
+			`[...document.querySelectorAll('#audit li')].some(li => li.textContent.includes('operation.requested') &&
+				[...li.querySelectorAll('.badge.ok')].some(b => b.textContent.trim() === 'sim-001: applied'))`)
+		var actor string
+		eval(t, admin, `[...document.querySelectorAll('#audit li')].find(li => li.textContent.includes('operation.requested')).querySelector('b').textContent`, &actor)
+		if actor != "admin" {
+			t.Errorf("the operation's actor is %q, want admin", actor)
+		}
+		screenshot(t, admin, "audit")
+	})
+
+	t.Run("audit verify", func(t *testing.T) {
+		var res string
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/audit"), chromedp.Click("#verify", chromedp.ByID),
+			chromedp.WaitVisible("#verify-ok", chromedp.ByID), chromedp.Text("#verify-ok", &res, chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(res, "Every chain holds") {
+			t.Errorf("verify: %q", res)
+		}
+	})
+
+	t.Run("reports", func(t *testing.T) {
+		var rows int
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/reports?by=cluster"), chromedp.WaitVisible("#report", chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		eval(t, admin, `document.querySelectorAll('#report tbody tr').length`, &rows)
+		var csv string
+		eval(t, admin, `fetch(document.querySelector('#csv').href).then(r => r.text())`, &csv)
+		if !strings.HasPrefix(csv, "group,start,end,deployments,") {
+			t.Errorf("the CSV download starts %q", csv[:min(len(csv), 60)])
+		}
+		var js map[string]any
+		eval(t, admin, `fetch(document.querySelector('#json').href).then(r => r.json())`, &js)
+		if js["by"] != "cluster" {
+			t.Errorf("the JSON download: %v", js)
+		}
+		screenshot(t, admin, "reports")
+	})
+
+	t.Run("cluster page", func(t *testing.T) {
+		var state string
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/clusters/gone-000"), chromedp.Text("#cluster-state", &state, chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(state, "Stale ") {
+			t.Errorf("gone-000 shows %q", state)
+		}
+	})
+
+	if errs := adminPages.Errors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+
+	t.Run("viewer", func(t *testing.T) {
+		viewer, viewerPages := browsertest.New(t)
+		login(t, viewer, s.url, s.tokens["vera"])
+		var buttons int
+		if err := chromedp.Run(viewer, chromedp.Navigate(s.url+"/apps/argocd/guestbook"), chromedp.WaitVisible("#app-clusters", chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		eval(t, viewer, `document.querySelectorAll('button[data-op]').length`, &buttons)
+		if buttons != 0 {
+			t.Errorf("a viewer sees %d write buttons", buttons)
+		}
+		forge := `fetch('/api/v1/clusters/sim-001/applications/argocd/guestbook/operations', {method: 'POST',
+			headers: {'Content-Type': 'application/json'%s}, body: JSON.stringify({operation: 'sync'})}).then(r => r.status)`
+		var status int
+		eval(t, viewer, fmt.Sprintf(forge, `, 'X-Argosy-CSRF': document.body.dataset.csrf`), &status)
+		if status != 403 {
+			t.Errorf("a viewer's forged sync answered %d, want 403", status)
+		}
+		eval(t, viewer, fmt.Sprintf(forge, ""), &status)
+		if status != 401 {
+			t.Errorf("a sync with the session cookie and no CSRF header answered %d, want 401", status)
+		}
+		if errs := viewerPages.Errors(); len(errs) > 0 {
+			t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+		}
+	})
+}

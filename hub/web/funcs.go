@@ -1,0 +1,151 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/argosyproj/argosy/projector/read"
+)
+
+var funcs = template.FuncMap{
+	"labels": joinLabels,
+	"stamp": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"ago": func(now, t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return humanAge(now.Sub(t)) + " ago"
+	},
+	"state": read.StateText,
+	"stateClass": func(state string) string {
+		return "state-" + strings.ToLower(state)
+	},
+	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"dur": humanAge,
+	"short": func(s string) string {
+		if len(s) > 7 {
+			return s[:7]
+		}
+		return s
+	},
+	"link": func(v url.Values, kv ...string) template.URL {
+		out := url.Values{}
+		for k, vs := range v {
+			out[k] = vs
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				out.Del(kv[i])
+			} else {
+				out.Set(kv[i], kv[i+1])
+			}
+		}
+		return template.URL("?" + out.Encode())
+	},
+	"add":   func(a, b int) int { return a + b },
+	"deref": func(p *int64) int64 { return *p },
+	"pairs": pairs,
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+}
+
+// humanAge is a duration rounded for people: 45s, 12m, 3h5m, 2d4h.
+func humanAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// pair is one count of a status.
+type pair struct {
+	Key string
+	N   int
+}
+
+// statusOrder is the order statuses are shown in; others follow by name.
+var statusOrder = []string{"Synced", "OutOfSync", "Healthy", "Progressing", "Degraded", "Missing", "Suspended", "Unknown"}
+
+func pairs(m map[string]int) []pair {
+	out := make([]pair, 0, len(m))
+	for _, k := range statusOrder {
+		if n, ok := m[k]; ok {
+			out = append(out, pair{k, n})
+		}
+	}
+	var rest []string
+	for k := range m {
+		if !slices.Contains(statusOrder, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		out = append(out, pair{k, m[k]})
+	}
+	return out
+}
+
+// diffLine is one line of a spec diff: Op is "+", "-" or " ".
+type diffLine struct {
+	Op, Text string
+}
+
+// specDiff is a line diff of two JSON specs, each indented first, so that
+// a change shows as the fields it changed.
+func specDiff(before, after json.RawMessage) []diffLine {
+	a, b := indent(before), indent(after)
+	if a == "" && b == "" {
+		return nil
+	}
+	dmp := diffmatchpatch.New()
+	ca, cb, lines := dmp.DiffLinesToChars(a, b)
+	diffs := dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), lines)
+	var out []diffLine
+	for _, d := range diffs {
+		op := " "
+		switch d.Type {
+		case diffmatchpatch.DiffInsert:
+			op = "+"
+		case diffmatchpatch.DiffDelete:
+			op = "-"
+		}
+		for _, l := range strings.SplitAfter(d.Text, "\n") {
+			if l != "" {
+				out = append(out, diffLine{op, strings.TrimSuffix(l, "\n")})
+			}
+		}
+	}
+	return out
+}
+
+func indent(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw) + "\n"
+	}
+	return buf.String() + "\n"
+}

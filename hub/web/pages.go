@@ -1,0 +1,341 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/report"
+)
+
+var readError = read.StatusOf
+
+// fleetData is the fleet page's.
+type fleetData struct {
+	read.FleetPage
+	Req    read.FleetRequest
+	States []string
+	// Query is the request's filters, for links that keep them.
+	Query url.Values
+}
+
+func intParam(r *http.Request, name string, def int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, badRequest(fmt.Errorf("%s %q: want a whole number from 1", name, v))
+	}
+	return n, nil
+}
+
+func (h *Handler) fleet(r *http.Request) (string, any, error) {
+	q := r.URL.Query()
+	req := read.FleetRequest{Selector: q.Get("selector"), State: q.Get("state"), Search: q.Get("q"), Sort: q.Get("sort")}
+	var err error
+	if req.Page, err = intParam(r, "page", 1); err != nil {
+		return "", nil, err
+	}
+	if req.PerPage, err = intParam(r, "per", read.DefaultPerPage); err != nil {
+		return "", nil, err
+	}
+	p, err := read.ListFleet(r.Context(), h.q, req, h.now(), h.heartbeat)
+	if err != nil {
+		return "", nil, err
+	}
+	keep := url.Values{}
+	for _, k := range []string{"selector", "state", "q", "sort", "per"} {
+		if v := q.Get(k); v != "" {
+			keep.Set(k, v)
+		}
+	}
+	return "fleet", fleetData{FleetPage: p, Req: req, States: read.States, Query: keep}, nil
+}
+
+// clusterData is the cluster page's.
+type clusterData struct {
+	Cluster read.Cluster
+	Apps    []read.App
+}
+
+func (h *Handler) cluster(r *http.Request) (string, any, error) {
+	name := r.PathValue("name")
+	c, ok, err := h.q.Cluster(r.Context(), name)
+	if err != nil {
+		return "", nil, err
+	}
+	if !ok {
+		return "", nil, &pageError{status: http.StatusNotFound, msg: fmt.Sprintf("no cluster %q", name)}
+	}
+	rows, err := h.q.Apps(r.Context(), projector.AppFilter{Cluster: name})
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := read.ListFleet(r.Context(), singleCluster{h.q, c}, read.FleetRequest{}, h.now(), h.heartbeat)
+	if err != nil || len(l.Items) != 1 {
+		return "", nil, fmt.Errorf("cluster %q: %w", name, err)
+	}
+	return "cluster", clusterData{Cluster: l.Items[0], Apps: read.WithFreshness(rows, []projector.ClusterRow{c}, h.now(), h.heartbeat)}, nil
+}
+
+// singleCluster is a Query whose fleet is one cluster.
+type singleCluster struct {
+	projector.Query
+	c projector.ClusterRow
+}
+
+func (s singleCluster) ClusterSummaries(ctx context.Context) ([]projector.ClusterSummary, error) {
+	return []projector.ClusterSummary{{Name: s.c.Name}}, nil
+}
+
+func (s singleCluster) Cluster(ctx context.Context, _ string) (projector.ClusterRow, bool, error) {
+	return s.c, true, nil
+}
+
+// appData is the Application page's.
+type appData struct {
+	Namespace, Name string
+	Rows            []read.App
+	// Converged counts the clusters that applied the generation the hub
+	// wants and report it Synced and Healthy, of Placed; Stale counts the
+	// clusters whose report is not current.
+	Converged, Placed, Stale int
+	Deployments              []projector.Deployment
+}
+
+func (h *Handler) app(r *http.Request) (string, any, error) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	rows, err := h.q.Apps(r.Context(), projector.AppFilter{Namespace: ns, Name: name})
+	if err != nil {
+		return "", nil, err
+	}
+	if len(rows) == 0 {
+		return "", nil, &pageError{status: http.StatusNotFound, msg: fmt.Sprintf("no Application %s/%s on any cluster", ns, name)}
+	}
+	clusters := make([]projector.ClusterRow, 0, len(rows))
+	for _, a := range rows {
+		c, ok, err := h.q.Cluster(r.Context(), a.Cluster)
+		if err != nil {
+			return "", nil, err
+		}
+		if ok {
+			clusters = append(clusters, c)
+		}
+	}
+	d := appData{Namespace: ns, Name: name, Rows: read.WithFreshness(rows, clusters, h.now(), h.heartbeat)}
+	for _, a := range d.Rows {
+		if a.Desired == nil || a.Desired.Deleted {
+			continue
+		}
+		d.Placed++
+		if a.Stale {
+			d.Stale++
+		} else if converged(a) {
+			d.Converged++
+		}
+	}
+	deps, err := h.q.Deployments(r.Context(), projector.DeploymentFilter{Namespace: ns, Name: name})
+	if err != nil {
+		return "", nil, err
+	}
+	slices.Reverse(deps)
+	d.Deployments = deps[:min(len(deps), 20)]
+	return "app", d, nil
+}
+
+// converged reports whether a cluster applied the generation the hub wants
+// and reports the Application Synced and Healthy.
+func converged(a read.App) bool {
+	o := a.Observed
+	return o != nil && a.Desired != nil && o.AppliedGeneration >= a.Desired.Generation &&
+		o.Sync != nil && o.Sync.Status == "Synced" && o.Health != nil && o.Health.Status == "Healthy"
+}
+
+// auditData is the audit page's.
+type auditData struct {
+	Rows   []auditRow
+	Filter url.Values
+	Limit  int
+}
+
+type auditRow struct {
+	projector.AuditRow
+	Diff []diffLine
+}
+
+func (h *Handler) audit(r *http.Request) (string, any, error) {
+	q := r.URL.Query()
+	f := projector.AuditFilter{Cluster: q.Get("cluster"), Namespace: q.Get("namespace"), Name: q.Get("app"), Actor: q.Get("actor")}
+	var err error
+	if f.Limit, err = intParam(r, "limit", 50); err != nil {
+		return "", nil, err
+	}
+	f.Limit = min(f.Limit, read.MaxAuditLimit)
+	if s := q.Get("since"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return "", nil, badRequest(fmt.Errorf("since %q: want a duration such as 24h", s))
+		}
+		f.From = h.now().Add(-d)
+	}
+	rows, err := h.q.Audit(r.Context(), f)
+	if err != nil {
+		return "", nil, err
+	}
+	out := auditData{Filter: q, Limit: f.Limit, Rows: make([]auditRow, len(rows))}
+	for i, a := range rows {
+		out.Rows[i] = auditRow{AuditRow: a, Diff: specDiff(a.Before, a.After)}
+	}
+	return "audit", out, nil
+}
+
+// reportData is the reports page's.
+type reportData struct {
+	Report report.Report
+	Query  url.Values
+	// Chart is the chart's data as JSON: buckets, and per series values.
+	Chart template.JS
+	By    []string
+}
+
+func (h *Handler) reportRequest(r *http.Request) (report.Request, url.Values, error) {
+	q := r.URL.Query()
+	req := report.Request{By: report.GroupBy(cmp.Or(q.Get("by"), "app")), Label: q.Get("label"),
+		Bucket: report.Bucket(cmp.Or(q.Get("bucket"), "day")), To: h.now().UTC()}
+	days := 30
+	if v := q.Get("days"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 366 {
+			return req, q, badRequest(fmt.Errorf("days %q: want 1 to 366", v))
+		}
+		days = n
+	}
+	req.From = req.To.Add(-time.Duration(days) * 24 * time.Hour)
+	if err := req.Validate(); err != nil {
+		return req, q, badRequest(err)
+	}
+	return req, q, nil
+}
+
+func (h *Handler) reports(r *http.Request) (string, any, error) {
+	req, q, err := h.reportRequest(r)
+	if err != nil {
+		return "", nil, err
+	}
+	rep, err := read.DeploymentReport(r.Context(), h.q, nil, req)
+	if err != nil {
+		return "", nil, err
+	}
+	chart, err := chartData(rep)
+	if err != nil {
+		return "", nil, err
+	}
+	return "reports", reportData{Report: rep, Query: q, Chart: chart, By: read.Groupings}, nil
+}
+
+// chartData is the deployments per bucket of the report's groups, summed,
+// with the failures beside them, for uPlot: {"x": [unix seconds],
+// "deployments": [...], "failures": [...]}.
+func chartData(rep report.Report) (template.JS, error) {
+	idx := map[int64]int{}
+	var xs []int64
+	for _, row := range rep.Rows {
+		t := row.Start.Unix()
+		if _, ok := idx[t]; !ok {
+			idx[t] = 0
+			xs = append(xs, t)
+		}
+	}
+	slices.Sort(xs)
+	for i, x := range xs {
+		idx[x] = i
+	}
+	deps, fails := make([]int, len(xs)), make([]int, len(xs))
+	for _, row := range rep.Rows {
+		deps[idx[row.Start.Unix()]] += row.Deployments
+		fails[idx[row.Start.Unix()]] += row.Failures
+	}
+	b, err := json.Marshal(map[string]any{"x": xs, "deployments": deps, "failures": fails})
+	return template.JS(b), err
+}
+
+func (h *Handler) reportDownload(format string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, _, err := h.reportRequest(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rep, err := read.DeploymentReport(r.Context(), h.q, nil, req)
+		if err != nil {
+			h.log.ErrorContext(r.Context(), "dashboard report failed", "err", err)
+			http.Error(w, "internal error: see the hub's log", http.StatusInternalServerError)
+			return
+		}
+		name := fmt.Sprintf("deployments-by-%s-%s.%s", req.By, req.To.Format("2006-01-02"), format)
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+		if format == "json" {
+			w.Header().Set("Content-Type", "application/json")
+			err = json.NewEncoder(w).Encode(rep)
+		} else {
+			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+			err = writeReportCSV(w, rep)
+		}
+		if err != nil {
+			h.log.DebugContext(r.Context(), "writing a report download", "err", err)
+		}
+	}
+}
+
+func writeReportCSV(w io.Writer, rep report.Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(report.CSVHeader); err != nil {
+		return err
+	}
+	if err := cw.WriteAll(rep.CSV()); err != nil {
+		return err
+	}
+	return cw.Error()
+}
+
+func joinLabels(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		keys[i] = k + "=" + l[k]
+	}
+	return strings.Join(keys, ", ")
+}
+
+// verify checks every audit chain and answers a fragment for the audit
+// page: the result of `argosy audit verify`.
+func (h *Handler) verify(w http.ResponseWriter, r *http.Request) {
+	v, err := read.VerifyChains(r.Context(), h.q, 0)
+	if err != nil {
+		h.log.ErrorContext(r.Context(), "dashboard audit verify failed", "err", err)
+		http.Error(w, "the check failed: see the hub's log", http.StatusInternalServerError)
+		return
+	}
+	entries := int64(0)
+	for _, p := range v.Partitions {
+		entries += p.Entries
+	}
+	h.renderFragment(w, r, "verify", map[string]any{"V": v, "Entries": entries})
+}

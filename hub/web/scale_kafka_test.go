@@ -1,0 +1,121 @@
+//go:build integration
+
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/argosyproj/argosy/hub/web"
+	"github.com/argosyproj/argosy/internal/testenv/browsertest"
+	"github.com/argosyproj/argosy/projector/read/readtest"
+	"github.com/argosyproj/argosy/projector/sqlstore"
+)
+
+// timing is what the browser measured of one page load.
+type timing struct {
+	FCP      float64 `json:"fcp"`      // first contentful paint, ms from navigation start
+	Server   float64 `json:"server"`   // request sent to first byte, ms
+	Loaded   float64 `json:"loaded"`   // navigation start to the load event's end, ms
+	Bytes    float64 `json:"bytes"`    // bytes transferred: the document and every resource not cached
+	Requests float64 `json:"requests"` // resources fetched besides the document
+}
+
+const measure = `(() => {
+	const n = performance.getEntriesByType('navigation')[0];
+	const p = performance.getEntriesByName('first-contentful-paint')[0];
+	const rs = performance.getEntriesByType('resource');
+	const bytes = rs.reduce((s, r) => s + r.transferSize, n.transferSize);
+	return {fcp: p ? p.startTime : -1, server: n.responseStart - n.requestStart, loaded: n.loadEventEnd, bytes: bytes, requests: rs.length};
+})()`
+
+// TestFleetPageAtScale loads the fleet page of a projector holding 10,000
+// clusters and 100,000 Applications in Chromium, and pages through it. It
+// reports what it measured (first contentful paint, time to first byte,
+// bytes transferred) and checks only what the pages show: timings are
+// reported, never asserted.
+func TestFleetPageAtScale(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "views.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	now := time.Now()
+	start := time.Now()
+	if err := readtest.Seed(ctx, store, readtest.Large{Clusters: 10000, AppsPerCluster: 10, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seeded 10,000 clusters and 100,000 Applications in %s", time.Since(start).Round(time.Millisecond))
+	h, err := web.New(store, web.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/static/", http.StripPrefix("/static", web.Static()))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), web.Viewer{Actor: "admin", Role: "admin", CanWrite: true, CSRF: "x"})))
+	}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	bctx, b := browsertest.New(t)
+	pages := []struct {
+		name, path, heading string
+		rows                int
+	}{
+		{"first load", "/", "10000 clusters", 50},
+		{"page 2", "/?page=2", "10000 clusters", 50},
+		{"last page", "/?page=200", "10000 clusters", 50},
+		{"filtered env=prod,region=eu", "/?selector=env%3Dprod%2Cregion%3Deu", "1112 clusters", 50},
+		{"Stale, by lag", "/?state=Stale&sort=-lag", "1000 clusters", 50},
+		{"500 per page", "/?per=500", "10000 clusters", 500},
+	}
+	for _, p := range pages {
+		var heading string
+		var rows int
+		var m timing
+		if err := chromedp.Run(bctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible("#fleet", chromedp.ByID),
+			chromedp.Text("h1 small", &heading, chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelectorAll('#fleet tbody tr[data-cluster]').length`, &rows)); err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		waitLoaded(t, bctx)
+		if err := chromedp.Run(bctx, chromedp.Evaluate(measure, &m)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(heading, p.heading) || rows != p.rows {
+			t.Errorf("%s: heading %q with %d rows, want %q and %d", p.name, heading, rows, p.heading, p.rows)
+		}
+		t.Logf("fleet page, %-28s first contentful paint %5.0f ms, first byte %5.0f ms, loaded %5.0f ms, %4.0f KB in %0.f+1 requests",
+			p.name+":", m.FCP, m.Server, m.Loaded, m.Bytes/1024, m.Requests)
+	}
+	if errs := b.Errors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// waitLoaded waits for the page's load event to have ended and its first
+// contentful paint to be recorded.
+func waitLoaded(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for range 100 {
+		var done bool
+		if err := chromedp.Run(ctx, chromedp.Evaluate(`performance.getEntriesByType('navigation')[0].loadEventEnd > 0 &&
+			performance.getEntriesByName('first-contentful-paint').length > 0`, &done)); err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the page never finished loading")
+}

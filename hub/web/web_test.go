@@ -1,0 +1,148 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/argosyproj/argosy/hub/web"
+	"github.com/argosyproj/argosy/projector/read/readtest"
+)
+
+// TestVendoredAssets holds the served third-party files to the checksums
+// that go generate wrote when it took them out of their npm packages.
+func TestVendoredAssets(t *testing.T) {
+	f, err := os.Open(filepath.Join("static", "vendor", "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	srv := httptest.NewServer(web.Static())
+	defer srv.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		sum, name, ok := strings.Cut(sc.Text(), "  ")
+		if !ok {
+			t.Fatalf("SHA256SUMS line %q", sc.Text())
+		}
+		resp, err := http.Get(srv.URL + "/vendor/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %v", name, resp.StatusCode, err)
+		}
+		got := sha256.Sum256(b)
+		if hex.EncodeToString(got[:]) != sum {
+			t.Errorf("%s: the served file is not the one vendor.json pins; run go generate ./hub/web", name)
+		}
+		n++
+	}
+	if n < 4 {
+		t.Errorf("SHA256SUMS lists %d files", n)
+	}
+}
+
+func serve(t *testing.T, v web.Viewer) *httptest.Server {
+	t.Helper()
+	h, err := web.New(readtest.Fleet(), web.WithClock(readtest.Now), web.WithHeartbeatInterval(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), v)))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestPages renders each page over the sample fleet.
+func TestPages(t *testing.T) {
+	srv := serve(t, web.Viewer{Actor: "alice", Role: "deployer", CanWrite: true, CSRF: "c0ffee"})
+	tests := []struct {
+		path   string
+		status int
+		want   []string
+	}{
+		{"/", 200, []string{`data-cluster="prod-eu"`, "Stale 5m0s", `data-csrf="c0ffee"`, "Page 1 of 1", "3 clusters"}},
+		{"/?state=Stale", 200, []string{`data-cluster="prod-us"`, "1 clusters"}},
+		{"/?selector=env%3Dprod&per=1&page=2", 200, []string{`data-cluster="prod-us"`, "Page 2 of 2", `id="prev"`}},
+		{"/?selector=env%3D%3D%3D", 400, []string{"selector"}},
+		{"/?state=Green", 400, []string{`state &#34;Green&#34;`}},
+		{"/?page=0", 400, []string{"page"}},
+		{"/clusters/prod-us", 200, []string{"Stale 5m0s", "argocd/guestbook"}},
+		{"/clusters/nope", 404, []string{"no cluster"}},
+		{"/apps/argocd/guestbook", 200, []string{"1 of 2", "1 Stale", `class="op-sync"`, `class="op-refresh"`}},
+		{"/apps/argocd/billing", 200, []string{"rejected 5: invalid"}},
+		{"/apps/argocd/nope", 404, []string{"no Application"}},
+		{"/audit", 200, []string{`id="audit"`}},
+		{"/audit?since=forever", 400, []string{"since"}},
+		{"/reports?by=app&days=30", 200, []string{`id="report"`, "prod-eu/argocd/billing"}},
+		{"/reports?by=label", 400, []string{"label"}},
+		{"/nowhere", 404, []string{"no such page"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			status, body := get(t, srv.URL+tt.path)
+			if status != tt.status {
+				t.Errorf("status %d, want %d\n%s", status, tt.status, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("the page lacks %q", w)
+				}
+			}
+		})
+	}
+}
+
+// TestViewerSeesNoWriteButtons checks the page a viewer gets.
+func TestViewerSeesNoWriteButtons(t *testing.T) {
+	srv := serve(t, web.Viewer{Actor: "vera", Role: "viewer"})
+	_, body := get(t, srv.URL+"/apps/argocd/guestbook")
+	if strings.Contains(body, "data-op=") {
+		t.Error("a viewer's page has write buttons")
+	}
+}
+
+func TestReportDownloads(t *testing.T) {
+	srv := serve(t, web.Viewer{Actor: "alice", Role: "viewer"})
+	status, csv := get(t, srv.URL+"/reports/deployments.csv?by=cluster")
+	if status != 200 || !strings.HasPrefix(csv, "group,start,end,deployments,") || !strings.Contains(csv, "\nprod-eu,") {
+		t.Errorf("CSV: %d\n%s", status, csv)
+	}
+	status, js := get(t, srv.URL+"/reports/deployments.json?by=cluster")
+	if status != 200 || !strings.Contains(js, `"by":"cluster"`) {
+		t.Errorf("JSON: %d\n%s", status, js)
+	}
+}
