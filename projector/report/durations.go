@@ -8,14 +8,18 @@ import (
 	"time"
 )
 
-// Durations summarises a set of durations. In JSON the median and mean are
-// seconds: {"count": 3, "medianSeconds": 7200, "meanSeconds": 8400}.
+// Durations summarises a set of durations. In JSON the median, 90th
+// percentile and mean are seconds: {"count": 3, "medianSeconds": 7200,
+// "p90Seconds": 14400, "meanSeconds": 8400}.
 type Durations struct {
 	// Count is the number of durations.
 	Count int
 	// Median is the middle duration, or the mean of the two middle ones
 	// for an even count, truncated to the nanosecond.
 	Median time.Duration
+	// P90 is the 90th percentile by nearest rank: the smallest duration
+	// that at least 90% of the durations do not exceed.
+	P90 time.Duration
 	// Mean is the arithmetic mean, truncated to the nanosecond.
 	Mean time.Duration
 }
@@ -32,7 +36,8 @@ func summarize(ds []time.Duration) *Durations {
 		lo := ds[n/2-1]
 		median = lo + (median-lo)/2
 	}
-	return &Durations{Count: n, Median: median, Mean: mean(ds)}
+	p90 := ds[(9*n+9)/10-1] // rank ⌈0.9 n⌉, counted from 1
+	return &Durations{Count: n, Median: median, P90: p90, Mean: mean(ds)}
 }
 
 // mean returns the mean of ds, truncated, without overflowing where the sum
@@ -50,12 +55,13 @@ func mean(ds []time.Duration) time.Duration {
 type durationsJSON struct {
 	Count         int     `json:"count"`
 	MedianSeconds float64 `json:"medianSeconds"`
+	P90Seconds    float64 `json:"p90Seconds"`
 	MeanSeconds   float64 `json:"meanSeconds"`
 }
 
-// MarshalJSON writes the median and mean in seconds.
+// MarshalJSON writes the median, 90th percentile and mean in seconds.
 func (d Durations) MarshalJSON() ([]byte, error) {
-	return json.Marshal(durationsJSON{Count: d.Count, MedianSeconds: d.Median.Seconds(), MeanSeconds: d.Mean.Seconds()})
+	return json.Marshal(durationsJSON{Count: d.Count, MedianSeconds: d.Median.Seconds(), P90Seconds: d.P90.Seconds(), MeanSeconds: d.Mean.Seconds()})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, to the nanosecond.
@@ -64,7 +70,7 @@ func (d *Durations) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return fmt.Errorf("decode durations: %w", err)
 	}
-	*d = Durations{Count: j.Count, Median: seconds(j.MedianSeconds), Mean: seconds(j.MeanSeconds)}
+	*d = Durations{Count: j.Count, Median: seconds(j.MedianSeconds), P90: seconds(j.P90Seconds), Mean: seconds(j.MeanSeconds)}
 	return nil
 }
 

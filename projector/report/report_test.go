@@ -113,7 +113,7 @@ func TestDeployments(t *testing.T) {
 			// f1: 0 of 1 sync succeeded, CFR 1/1; restored by s1 after
 			// 22:00 → 01:30 = 3h30m.
 			row("c1/apps/a", dayOf, 2, Row{Failures: 1, ChangeFailureRate: 1,
-				TimeToRestore: &Durations{Count: 1, Median: 3*time.Hour + 30*time.Minute, Mean: 3*time.Hour + 30*time.Minute}}),
+				TimeToRestore: &Durations{Count: 1, Median: 3*time.Hour + 30*time.Minute, P90: 3*time.Hour + 30*time.Minute, Mean: 3*time.Hour + 30*time.Minute}}),
 			// s1: 1 deployment in 1 day.
 			row("c1/apps/a", dayOf, 3, Row{Deployments: 1, PerDay: 1, LeadTimeUnknown: 1}),
 		},
@@ -139,7 +139,7 @@ func TestDeployments(t *testing.T) {
 			// fb1, fc1, fc2 = 4; CFR 4/6. Restores sorted 6h, 12h, 98h:
 			// median 12h, mean 116h/3 = 38h40m. fb1 is unrestored.
 			row("c1", weekOf, 1, Row{Deployments: 2, Failures: 4, PerDay: 2.0 / 7, ChangeFailureRate: 4.0 / 6,
-				TimeToRestore: &Durations{Count: 3, Median: 12 * time.Hour, Mean: 38*time.Hour + 40*time.Minute},
+				TimeToRestore: &Durations{Count: 3, Median: 12 * time.Hour, P90: 98 * time.Hour, Mean: 38*time.Hour + 40*time.Minute},
 				Unrestored:    1, LeadTimeUnknown: 2}),
 		},
 	}, {
@@ -160,7 +160,7 @@ func TestDeployments(t *testing.T) {
 			// l1, l3 succeeded, l2 failed: CFR 1/3; l2 → l3 = 45m. l0 is
 			// before From.
 			row("pay", weekOf, 1, Row{Deployments: 2, Failures: 1, PerDay: 2.0 / 7, ChangeFailureRate: 1.0 / 3,
-				TimeToRestore: &Durations{Count: 1, Median: 45 * time.Minute, Mean: 45 * time.Minute}, LeadTimeUnknown: 2}),
+				TimeToRestore: &Durations{Count: 1, Median: 45 * time.Minute, P90: 45 * time.Minute, Mean: 45 * time.Minute}, LeadTimeUnknown: 2}),
 			// l4.
 			row("web", weekOf, 8, Row{Deployments: 1, PerDay: 1.0 / 7, LeadTimeUnknown: 1}),
 		},
@@ -197,7 +197,7 @@ func TestDeployments(t *testing.T) {
 			// times 1h, 2h, 4h: median 2h, mean 7h/3 = 2h20m; e5 and e6
 			// unknown; e3 not a change.
 			row("c1/apps/a", weekOf, 1, Row{Deployments: 6, Failures: 1, PerDay: 6.0 / 7, ChangeFailureRate: 1.0 / 7,
-				Unrestored: 1, LeadTime: &Durations{Count: 3, Median: 2 * time.Hour, Mean: 2*time.Hour + 20*time.Minute},
+				Unrestored: 1, LeadTime: &Durations{Count: 3, Median: 2 * time.Hour, P90: 4 * time.Hour, Mean: 2*time.Hour + 20*time.Minute},
 				LeadTimeUnknown: 2}),
 			// g1: no commit time, so no lead time at all.
 			row("c1/apps/b", weekOf, 1, Row{Deployments: 1, PerDay: 1.0 / 7, LeadTimeUnknown: 1}),
