@@ -23,6 +23,7 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	"day": func(t time.Time) string { return t.UTC().Format("2006-01-02") },
 	"ago": func(now, t time.Time) string {
 		if t.IsZero() {
 			return "never"

@@ -249,7 +249,7 @@ func (h *Handler) reports(r *http.Request) (string, any, error) {
 
 // chartData is the deployments per bucket of the report's groups, summed,
 // with the failures beside them, for uPlot: {"x": [unix seconds],
-// "deployments": [...], "failures": [...]}.
+// "deployments": [...], "failures": [...], "from": s, "to": s}.
 func chartData(rep report.Report) (template.JS, error) {
 	idx := map[int64]int{}
 	var xs []int64
@@ -269,7 +269,8 @@ func chartData(rep report.Report) (template.JS, error) {
 		deps[idx[row.Start.Unix()]] += row.Deployments
 		fails[idx[row.Start.Unix()]] += row.Failures
 	}
-	b, err := json.Marshal(map[string]any{"x": xs, "deployments": deps, "failures": fails})
+	b, err := json.Marshal(map[string]any{"x": xs, "deployments": deps, "failures": fails,
+		"from": rep.From.Unix(), "to": rep.To.Unix()})
 	return template.JS(b), err
 }
 

@@ -51,13 +51,15 @@
     if (!d.x || d.x.length === 0) { el.textContent = "No deployment in this range."; return; }
     var opts = {
       width: Math.min(el.clientWidth || 900, 1100), height: 260,
-      series: [{}, { label: "Deployments", stroke: "#2f6fde", fill: "rgba(47,111,222,0.12)" },
-        { label: "Failures", stroke: "#c9372c" }],
+      // The report's whole range, so that a few buckets sit where they are.
+      scales: { x: { time: true, range: [d.from, d.to] }, y: { range: function (u, lo, hi) { return [0, Math.max(hi, 1) * 1.1]; } } },
+      series: [{}, { label: "Deployments", stroke: "#2f6fde", fill: "rgba(47,111,222,0.12)", points: { show: true, size: 7 } },
+        { label: "Failures", stroke: "#c9372c", points: { show: true, size: 7 } }],
       axes: [{}, { label: "per bucket" }]
     };
     new uPlot(opts, [d.x, d.deployments, d.failures], el);
   }
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", chart);
-  } else { chart(); }
+  // Deferred scripts run in document order, before DOMContentLoaded: the
+  // page's own (uPlot on the reports page) come after this one.
+  document.addEventListener("DOMContentLoaded", chart);
 })();
