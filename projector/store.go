@@ -129,6 +129,15 @@ func (c ClusterSummary) Row() ClusterRow {
 	return r
 }
 
+// Summary returns the row in brief.
+func (c ClusterRow) Summary() ClusterSummary {
+	s := ClusterSummary{Name: c.Name, Registration: c.Registration}
+	if c.Beat != nil {
+		s.HeartbeatAt, s.ConfigLag, s.Applications = c.Beat.At, c.Beat.ConfigLag, c.Beat.Applications
+	}
+	return s
+}
+
 // AppRow is an Application's desired and observed state.
 type AppRow struct {
 	AppKey

@@ -2,7 +2,6 @@ package web
 
 import (
 	"cmp"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -85,25 +84,9 @@ func (h *Handler) cluster(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	l, err := read.ListFleet(r.Context(), singleCluster{h.q, c}, read.FleetRequest{}, h.now(), h.heartbeat)
-	if err != nil || len(l.Items) != 1 {
-		return "", nil, fmt.Errorf("cluster %q: %w", name, err)
-	}
-	return "cluster", clusterData{Cluster: l.Items[0], Apps: read.WithFreshness(rows, []projector.ClusterRow{c}, h.now(), h.heartbeat)}, nil
-}
-
-// singleCluster is a Query whose fleet is one cluster.
-type singleCluster struct {
-	projector.Query
-	c projector.ClusterRow
-}
-
-func (s singleCluster) ClusterSummaries(ctx context.Context) ([]projector.ClusterSummary, error) {
-	return []projector.ClusterSummary{{Name: s.c.Name}}, nil
-}
-
-func (s singleCluster) Cluster(ctx context.Context, _ string) (projector.ClusterRow, bool, error) {
-	return s.c, true, nil
+	now := h.now()
+	return "cluster", clusterData{Cluster: read.ClusterOf(c, now, h.heartbeat),
+		Apps: read.WithFreshness(rows, []projector.ClusterSummary{c.Summary()}, now, h.heartbeat)}, nil
 }
 
 // appData is the Application page's.
@@ -126,15 +109,9 @@ func (h *Handler) app(r *http.Request) (string, any, error) {
 	if len(rows) == 0 {
 		return "", nil, &pageError{status: http.StatusNotFound, msg: fmt.Sprintf("no Application %s/%s on any cluster", ns, name)}
 	}
-	clusters := make([]projector.ClusterRow, 0, len(rows))
-	for _, a := range rows {
-		c, ok, err := h.q.Cluster(r.Context(), a.Cluster)
-		if err != nil {
-			return "", nil, err
-		}
-		if ok {
-			clusters = append(clusters, c)
-		}
+	clusters, err := h.q.ClusterSummaries(r.Context())
+	if err != nil {
+		return "", nil, err
 	}
 	d := appData{Namespace: ns, Name: name, Rows: read.WithFreshness(rows, clusters, h.now(), h.heartbeat)}
 	for _, a := range d.Rows {

@@ -68,15 +68,8 @@ func (h *Handler) listApps(r *http.Request, f projector.AppFilter) (any, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing applications: %w", err)
 	}
-	var clusters []projector.ClusterRow
-	if f.Cluster != "" {
-		c, ok, err := h.q.Cluster(r.Context(), f.Cluster)
-		if err != nil {
-			return nil, fmt.Errorf("reading cluster %q: %w", f.Cluster, err)
-		} else if ok {
-			clusters = []projector.ClusterRow{c}
-		}
-	} else if clusters, err = h.q.Clusters(r.Context()); err != nil {
+	clusters, err := h.q.ClusterSummaries(r.Context())
+	if err != nil {
 		return nil, fmt.Errorf("listing clusters: %w", err)
 	}
 	return List[App]{Items: h.withFreshness(rows, clusters)}, nil

@@ -93,14 +93,13 @@ func ListFleet(ctx context.Context, q projector.Query, r FleetRequest, now time.
 	out.Page = min(max(r.Page, 1), out.Pages)
 	page := kept[min((out.Page-1)*per, len(kept)):min(out.Page*per, len(kept))]
 	out.Items = make([]Cluster, 0, len(page))
-	h := &Handler{now: func() time.Time { return now }, heartbeat: heartbeat}
 	for _, s := range page {
 		c, ok, err := q.Cluster(ctx, s.Name)
 		if err != nil {
 			return FleetPage{}, fmt.Errorf("reading cluster %q: %w", s.Name, err)
 		}
 		if ok {
-			out.Items = append(out.Items, h.clusterOf(c))
+			out.Items = append(out.Items, ClusterOf(c, now, heartbeat))
 		}
 	}
 	return out, nil

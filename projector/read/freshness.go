@@ -68,22 +68,28 @@ func ageSeconds(d time.Duration, known bool) *int64 {
 	return &s
 }
 
-func (h *Handler) clusterOf(c projector.ClusterRow) Cluster {
-	f := FreshnessOf(c, h.now(), h.heartbeat)
+// ClusterOf returns a cluster's row with its freshness at now.
+func ClusterOf(c projector.ClusterRow, now time.Time, heartbeat time.Duration) Cluster {
+	f := FreshnessOf(c, now, heartbeat)
 	return Cluster{ClusterRow: c, Connected: f.Current(), State: f.State, HeartbeatAgeSeconds: ageSeconds(f.Age, c.Beat != nil)}
 }
 
+func (h *Handler) clusterOf(c projector.ClusterRow) Cluster {
+	return ClusterOf(c, h.now(), h.heartbeat)
+}
+
 // withFreshness returns rows with their clusters' freshness.
-func (h *Handler) withFreshness(rows []projector.AppRow, clusters []projector.ClusterRow) []App {
+func (h *Handler) withFreshness(rows []projector.AppRow, clusters []projector.ClusterSummary) []App {
 	return WithFreshness(rows, clusters, h.now(), h.heartbeat)
 }
 
 // WithFreshness returns Application rows with the freshness of their
-// clusters at now; a cluster missing from clusters is Unknown.
-func WithFreshness(rows []projector.AppRow, clusters []projector.ClusterRow, now time.Time, heartbeat time.Duration) []App {
+// clusters at now; a cluster missing from clusters is Unknown. The
+// clusters' summaries are enough: freshness needs no counts.
+func WithFreshness(rows []projector.AppRow, clusters []projector.ClusterSummary, now time.Time, heartbeat time.Duration) []App {
 	by := make(map[string]projector.ClusterRow, len(clusters))
 	for _, c := range clusters {
-		by[c.Name] = c
+		by[c.Name] = c.Row()
 	}
 	out := make([]App, len(rows))
 	for i, r := range rows {

@@ -48,10 +48,7 @@ func (q *Query) ClusterSummaries(ctx context.Context) ([]projector.ClusterSummar
 	rows, err := q.Clusters(ctx)
 	out := make([]projector.ClusterSummary, len(rows))
 	for i, c := range rows {
-		out[i] = projector.ClusterSummary{Name: c.Name, Registration: c.Registration}
-		if c.Beat != nil {
-			out[i].HeartbeatAt, out[i].ConfigLag, out[i].Applications = c.Beat.At, c.Beat.ConfigLag, c.Beat.Applications
-		}
+		out[i] = c.Summary()
 	}
 	return out, err
 }
