@@ -167,11 +167,10 @@ var errUnauthenticated = errors.New("unauthenticated")
 func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || tok == "" {
-		tok, err := sessionToken(r)
-		if err != nil {
+		var err error
+		if tok, err = sessionToken(r); err != nil {
 			return nil, err
 		}
-		return a.token(r.Context(), tok)
 	}
 	return a.token(r.Context(), tok)
 }

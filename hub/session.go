@@ -60,10 +60,34 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux) {
 			http.Error(w, "cross-origin logout refused", http.StatusForbidden)
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: SessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		setSession(w, r, "")
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	})
 	mux.Handle("/", s.traced("GET /", http.HandlerFunc(s.page)))
+}
+
+// reader returns the principal of a token if it may read.
+func (s *Server) reader(r *http.Request, tok string) (*principal, error) {
+	p, err := s.auth.token(r.Context(), tok)
+	if err == nil {
+		err = p.allow(actionRead, "", nil, "")
+	}
+	return p, err
+}
+
+// readCall is the audit record of a dashboard read by p.
+func readCall(r *http.Request, p *principal) *call {
+	return &call{id: uuid.NewString(), action: actionRead, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr, p: p}
+}
+
+// setSession sets the session cookie to tok, or clears it for "".
+func setSession(w http.ResponseWriter, r *http.Request, tok string) {
+	c := &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", MaxAge: int(sessionMaxAge / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+	if tok == "" {
+		c.MaxAge = -1
+	}
+	http.SetCookie(w, c)
 }
 
 // login checks the posted token and starts a session.
@@ -74,24 +98,19 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
-	p, err := s.auth.token(r.Context(), tok)
-	if err == nil {
-		err = p.allow(actionRead, "", nil, "")
-	}
+	p, err := s.reader(r, tok)
 	if err != nil {
-		c := &call{id: uuid.NewString(), action: actionRead, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr, p: p}
 		status := http.StatusUnauthorized
 		if errors.Is(err, errDenied) {
 			status = http.StatusForbidden
 		}
-		if aerr := s.auditCall(r, c, status); aerr != nil {
+		if aerr := s.auditCall(r, readCall(r, p), status); aerr != nil {
 			s.o.log.ErrorContext(r.Context(), "auditing a failed login", "err", aerr)
 		}
 		s.o.dashboard.LoginPage(w, r, status, next, err.Error())
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", MaxAge: int(sessionMaxAge / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	setSession(w, r, tok)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -107,12 +126,9 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
-	p, err := s.auth.token(r.Context(), ck.Value)
-	if err == nil {
-		err = p.allow(actionRead, "", nil, "")
-	}
+	p, err := s.reader(r, ck.Value)
 	if err != nil {
-		http.SetCookie(w, &http.Cookie{Name: SessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		setSession(w, r, "")
 		s.o.dashboard.LoginPage(w, r, http.StatusUnauthorized, localPath(r.URL.RequestURI()), err.Error())
 		return
 	}
@@ -120,8 +136,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	// periodic refreshes (htmx's, with HX-Request) are not, so that an
 	// open tab does not fill the audit topic.
 	if s.o.auditReads && r.Header.Get("HX-Request") == "" {
-		c := &call{id: uuid.NewString(), action: actionRead, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr, p: p}
-		if err := s.auditCall(r, c, http.StatusOK); err != nil {
+		if err := s.auditCall(r, readCall(r, p), http.StatusOK); err != nil {
 			s.writeError(w, r, failf(http.StatusServiceUnavailable, "the page view could not be audited, so it was not served: %v", err))
 			return
 		}
