@@ -168,4 +168,8 @@ type AuditFilter struct {
 type DeploymentFilter struct {
 	Cluster, Project, Namespace, Name string
 	From, To                          time.Time
+	// Last, when positive, keeps only the Last newest of the matching
+	// records (still in finish-time order), so that a page of recent
+	// deployments reads no more than it shows however long the history.
+	Last int
 }

@@ -125,12 +125,12 @@ func (h *Handler) app(r *http.Request) (string, any, error) {
 			d.Converged++
 		}
 	}
-	deps, err := h.q.Deployments(r.Context(), projector.DeploymentFilter{Namespace: ns, Name: name})
+	deps, err := h.q.Deployments(r.Context(), projector.DeploymentFilter{Namespace: ns, Name: name, Last: 20})
 	if err != nil {
 		return "", nil, err
 	}
 	slices.Reverse(deps)
-	d.Deployments = deps[:min(len(deps), 20)]
+	d.Deployments = deps
 	return "app", d, nil
 }
 

@@ -352,7 +352,8 @@ func deploymentWhere(f projector.DeploymentFilter, at string, project bool) wher
 }
 
 // Deployments returns the deployment records that match f, by finish time
-// (From inclusive, To exclusive), then deployment id.
+// (From inclusive, To exclusive), then deployment id: only the f.Last newest
+// when f.Last is positive.
 func (s *Store) Deployments(ctx context.Context, f projector.DeploymentFilter) ([]projector.Deployment, error) {
 	w := deploymentWhere(f, "finished_at", true)
 	if w.err != nil {
@@ -360,8 +361,15 @@ func (s *Store) Deployments(ctx context.Context, f projector.DeploymentFilter) (
 	}
 	q := `SELECT ` + columns("", deploymentColumns) + ` FROM deployments` + w.String() +
 		` ORDER BY finished_at NULLS FIRST, deployment_id`
+	args := w.args
+	if f.Last > 0 {
+		q = `SELECT ` + columns("x", deploymentColumns) + ` FROM (SELECT ` + columns("", deploymentColumns) +
+			` FROM deployments` + w.String() + ` ORDER BY finished_at DESC NULLS LAST, deployment_id DESC LIMIT ?) x
+			ORDER BY x.finished_at NULLS FIRST, x.deployment_id`
+		args = append(append([]any{}, w.args...), f.Last)
+	}
 	var out []projector.Deployment
-	err := s.each(ctx, q, w.args, func(rows *sql.Rows) error {
+	err := s.each(ctx, q, args, func(rows *sql.Rows) error {
 		d, err := scanDeployment(rows)
 		if err != nil {
 			return err

@@ -194,6 +194,9 @@ func testDeployments(t *testing.T, b backend) {
 		{"project and window", projector.DeploymentFilter{Project: "p1", From: day(4, 0), To: day(31, 0)},
 			[]projector.Deployment{d3}},
 		{"none", projector.DeploymentFilter{Project: "p9"}, nil},
+		{"the last two, by finish time", projector.DeploymentFilter{Last: 2}, []projector.Deployment{d2, d3}},
+		{"the last of a cluster", projector.DeploymentFilter{Cluster: "c1", Last: 1}, []projector.Deployment{d2}},
+		{"more than there are", projector.DeploymentFilter{Project: "p1", Last: 9}, []projector.Deployment{d1, d3}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

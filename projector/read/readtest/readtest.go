@@ -168,6 +168,9 @@ func (q *Query) Deployments(_ context.Context, f projector.DeploymentFilter) ([]
 		}
 	}
 	slices.SortStableFunc(out, func(a, b projector.Deployment) int { return a.FinishedAt.Compare(b.FinishedAt) })
+	if f.Last > 0 && len(out) > f.Last {
+		out = out[len(out)-f.Last:]
+	}
 	return out, nil
 }
 
