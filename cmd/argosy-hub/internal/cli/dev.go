@@ -79,7 +79,8 @@ simulated (docs/dev.md says how it behaves). Every few minutes a cluster
 goes offline for a while and comes back.
 
 Once ready it prints the hub's URL, the admin token and commands to try,
-and writes them to DIR/dev.json. argosy dev runs this and writes a context
+and writes them to DIR/dev.json. The hub's URL in a browser is the web
+dashboard; log in with the token. argosy dev runs this and writes a context
 for the argosy CLI. Ctrl-C stops everything cleanly; --reset starts over.`,
 		Example: `  argosy-hub dev
   argosy-hub dev --clusters 50 --listen 127.0.0.1:9080

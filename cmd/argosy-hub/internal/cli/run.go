@@ -56,7 +56,7 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the API (env ARGOSY_LISTEN)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9466"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 	fs.StringVar(&o.Store, "store", cmdkit.Env("ARGOSY_STORE", ""),
-		"the projector's store (sqlite://PATH or postgres://…), whose views the read routes serve; empty: no read routes (env ARGOSY_STORE)")
+		"the projector's store (sqlite://PATH or postgres://…), whose views the read routes and the web dashboard at / serve; empty: neither (env ARGOSY_STORE)")
 	fs.BoolVar(&o.Fold, "fold", cmdkit.Env("ARGOSY_FOLD", "") == "true",
 		"also run a projector replica in this process, folding into --store (env ARGOSY_FOLD=true)")
 	fs.StringVar(&o.Group, "projector-group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", projector.DefaultGroup), "the projector replicas' consumer group, with --fold (env ARGOSY_PROJECTOR_GROUP)")
