@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -30,14 +31,18 @@ type fleetData struct {
 	Query url.Values
 }
 
-func intParam(r *http.Request, name string, def int) (int, error) {
+// intParam reads a whole-number parameter from 1 to hi, def when absent.
+func intParam(r *http.Request, name string, def, hi int) (int, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
+	switch {
+	case (err != nil || n < 1) && hi == math.MaxInt:
 		return 0, badRequest(fmt.Errorf("%s %q: want a whole number from 1", name, v))
+	case err != nil || n < 1 || n > hi:
+		return 0, badRequest(fmt.Errorf("%s %q: want 1 to %d", name, v, hi))
 	}
 	return n, nil
 }
@@ -46,10 +51,10 @@ func (h *Handler) fleet(r *http.Request) (string, any, error) {
 	q := r.URL.Query()
 	req := read.FleetRequest{Selector: q.Get("selector"), State: q.Get("state"), Search: q.Get("q"), Sort: q.Get("sort")}
 	var err error
-	if req.Page, err = intParam(r, "page", 1); err != nil {
+	if req.Page, err = intParam(r, "page", 1, math.MaxInt); err != nil {
 		return "", nil, err
 	}
-	if req.PerPage, err = intParam(r, "per", read.DefaultPerPage); err != nil {
+	if req.PerPage, err = intParam(r, "per", read.DefaultPerPage, math.MaxInt); err != nil {
 		return "", nil, err
 	}
 	p, err := read.ListFleet(r.Context(), h.q, req, h.now(), h.heartbeat)
@@ -158,7 +163,7 @@ func (h *Handler) audit(r *http.Request) (string, any, error) {
 	q := r.URL.Query()
 	f := projector.AuditFilter{Cluster: q.Get("cluster"), Namespace: q.Get("namespace"), Name: q.Get("app"), Actor: q.Get("actor")}
 	var err error
-	if f.Limit, err = intParam(r, "limit", 50); err != nil {
+	if f.Limit, err = intParam(r, "limit", 50, math.MaxInt); err != nil {
 		return "", nil, err
 	}
 	f.Limit = min(f.Limit, read.MaxAuditLimit)
@@ -193,13 +198,9 @@ func (h *Handler) reportRequest(r *http.Request) (report.Request, url.Values, er
 	q := r.URL.Query()
 	req := report.Request{By: report.GroupBy(cmp.Or(q.Get("by"), "app")), Label: q.Get("label"),
 		Bucket: report.Bucket(cmp.Or(q.Get("bucket"), "day")), To: h.now().UTC()}
-	days := 30
-	if v := q.Get("days"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 366 {
-			return req, q, badRequest(fmt.Errorf("days %q: want 1 to 366", v))
-		}
-		days = n
+	days, err := intParam(r, "days", 30, 366)
+	if err != nil {
+		return req, q, err
 	}
 	req.From = req.To.Add(-time.Duration(days) * 24 * time.Hour)
 	if err := req.Validate(); err != nil {

@@ -109,6 +109,7 @@ func TestPages(t *testing.T) {
 		{"/audit?since=forever", 400, []string{"since"}},
 		{"/reports?by=app&days=30", 200, []string{`id="report"`, "prod-eu/argocd/billing"}},
 		{"/reports?by=label", 400, []string{"label"}},
+		{"/reports?days=367", 400, []string{`days &#34;367&#34;: want 1 to 366`}},
 		{"/nowhere", 404, []string{"no such page"}},
 	}
 	for _, tt := range tests {
