@@ -117,7 +117,8 @@ func TestDashboardSession(t *testing.T) {
 				session = c
 			}
 		}
-		if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Value != r.tokens["auditor"] {
+		if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Value != r.tokens["auditor"] ||
+			session.MaxAge != 8*60*60 {
 			t.Fatalf("session cookie %+v", session)
 		}
 	})

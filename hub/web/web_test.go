@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -124,6 +125,27 @@ func TestPages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStoreFailure checks that a failing store is a 500 page that names
+// no detail, not a crash or half a page.
+func TestStoreFailure(t *testing.T) {
+	q := readtest.Fleet()
+	q.Err = errors.New("disk on fire")
+	h, err := web.New(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), web.Viewer{Actor: "alice", Role: "viewer"})))
+	}))
+	defer srv.Close()
+	for _, path := range []string{"/", "/clusters/prod-eu", "/apps/argocd/guestbook", "/audit", "/reports"} {
+		status, body := get(t, srv.URL+path)
+		if status != http.StatusInternalServerError || !strings.Contains(body, "internal error") || strings.Contains(body, "disk on fire") {
+			t.Errorf("%s: %d\n%s", path, status, body)
+		}
 	}
 }
 

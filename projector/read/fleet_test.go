@@ -3,12 +3,14 @@ package read_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 	"github.com/argosyproj/argosy/projector/sqlstore"
@@ -64,6 +66,30 @@ func TestListFleet(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// countingQuery counts the clusters read in full.
+type countingQuery struct {
+	*readtest.Query
+	full []string
+}
+
+func (q *countingQuery) Cluster(ctx context.Context, name string) (projector.ClusterRow, bool, error) {
+	q.full = append(q.full, name)
+	return q.Query.Cluster(ctx, name)
+}
+
+// TestListFleetReadsOnlyThePage checks that a page reads in full only the
+// clusters it shows, whatever the fleet's size.
+func TestListFleetReadsOnlyThePage(t *testing.T) {
+	q := &countingQuery{Query: readtest.Fleet()}
+	p, err := read.ListFleet(t.Context(), q, read.FleetRequest{PerPage: 1, Page: 2}, readtest.Now(), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Items) != 1 || !slices.Equal(q.full, []string{p.Items[0].Name}) {
+		t.Errorf("page %v read in full %v", p.Items, q.full)
 	}
 }
 
