@@ -131,8 +131,9 @@ func samples() map[string]sample {
 			minimal: schemas.ConfigRejected{Resource: minResource, EventID: "e-2", Code: schemas.RejectStale},
 		},
 		"io.argosy.status.deployment.recorded.v1": {
+			// A self-heal: the same revision and source as the deployment before.
 			full: schemas.DeploymentRecorded{Resource: resource, DeploymentID: "dep-311", Revision: "9f2c1e7",
-				PreviousRevision: "41b0d9a", Phase: "Succeeded", Initiator: "automated", StartedAt: t0, FinishedAt: t1,
+				PreviousRevision: "9f2c1e7", Phase: "Succeeded", Initiator: "automated", StartedAt: t0, FinishedAt: t1, Unchanged: true,
 				Images: []string{"ghcr.example.com/payments/guestbook:1.8.2"}, Project: "payments", Labels: labels,
 				AppUID: "5b8f0c2e-2f43-4f0e-9d54-0c9a3c1b7e21", HistoryID: ptr[int64](11), RevisionCommittedAt: ptr(t0.Add(-time.Hour))},
 			minimal: schemas.DeploymentRecorded{Resource: minResource, DeploymentID: "dep-1", Revision: "41b0d9a",

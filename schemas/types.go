@@ -279,6 +279,12 @@ type DeploymentRecorded struct {
 	// RevisionCommittedAt is when Revision was committed, where the change
 	// that asked for it said (ApplicationUpserted.Commit); nil otherwise.
 	RevisionCommittedAt *time.Time `json:"revisionCommittedAt,omitempty"`
+	// Unchanged is set when the sync deployed the same revision from the
+	// same source settings as the Application's deployment before it: a
+	// re-sync that changed nothing, or a self-heal that put drifted
+	// resources back. Reports leave such syncs out of the deployments they
+	// count. Absent when the agent did not know the deployment before.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // Deployment gap reasons.

@@ -27,8 +27,10 @@ type DeployMark struct {
 	UID string `json:"uid"`
 	// LastHistoryID is the last status.history id recorded, -1 for none.
 	LastHistoryID int64 `json:"lastHistoryId"`
-	// LastRevision is the revision of that entry.
+	// LastRevision is the revision of that entry, and LastSource the
+	// digest of its source.
 	LastRevision string `json:"lastRevision,omitempty"`
+	LastSource   string `json:"lastSource,omitempty"`
 	// LastFailure is the start of the last failed sync recorded.
 	LastFailure time.Time `json:"lastFailure,omitzero"`
 }
@@ -69,28 +71,29 @@ func Deployments(cluster string, s AppStatus, mark DeployMark, seen bool) ([]sch
 			Detail: fmt.Sprintf("history ids %d to %d were no longer in Argo CD's history when the agent looked", mark.LastHistoryID+1, hist[0].ID-1)})
 	}
 	var recs []schemas.DeploymentRecorded
-	prev := mark.LastRevision
+	prev := HistoryEntry{Revision: mark.LastRevision, Source: mark.LastSource}
 	for i, h := range hist {
 		if i > 0 && hist[i-1].ID == h.ID-1 {
-			prev = hist[i-1].Revision
+			prev = hist[i-1]
 		} else if h.ID != mark.LastHistoryID+1 {
-			prev = ""
+			prev = HistoryEntry{}
 		}
 		if h.ID <= mark.LastHistoryID {
 			continue
 		}
 		recs = append(recs, schemas.DeploymentRecorded{Resource: res, DeploymentID: s.UID + "/" + strconv.FormatInt(h.ID, 10),
-			Revision: orUnknown(h.Revision), PreviousRevision: prev, Phase: "Succeeded", Initiator: h.Initiator,
+			Revision: orUnknown(h.Revision), PreviousRevision: prev.Revision, Phase: "Succeeded", Initiator: h.Initiator,
 			StartedAt: h.StartedAt, FinishedAt: h.FinishedAt, Project: s.Project, Labels: s.Labels, AppUID: s.UID, HistoryID: ptr(h.ID),
-			RevisionCommittedAt: committedAt(s, h.Revision)})
-		mark.LastHistoryID, mark.LastRevision = h.ID, h.Revision
+			RevisionCommittedAt: committedAt(s, h.Revision), Unchanged: unchanged(h.Revision, h.Source, prev)})
+		mark.LastHistoryID, mark.LastRevision, mark.LastSource = h.ID, h.Revision, h.Source
 	}
 	if f := s.LastSync; f != nil && failed(f.Phase) && !f.FinishedAt.IsZero() && f.StartedAt.After(mark.LastFailure) {
+		last := HistoryEntry{Revision: mark.LastRevision, Source: mark.LastSource}
 		recs = append(recs, schemas.DeploymentRecorded{Resource: res,
 			DeploymentID: s.UID + "/failed/" + f.StartedAt.UTC().Format(time.RFC3339Nano),
 			Revision:     orUnknown(f.Revision), PreviousRevision: mark.LastRevision, Phase: f.Phase, Initiator: f.Initiator,
 			StartedAt: f.StartedAt, FinishedAt: f.FinishedAt, Project: s.Project, Labels: s.Labels, AppUID: s.UID,
-			RevisionCommittedAt: committedAt(s, f.Revision)})
+			RevisionCommittedAt: committedAt(s, f.Revision), Unchanged: unchanged(f.Revision, f.Source, last)})
 		mark.LastFailure = f.StartedAt
 	}
 	slices.SortStableFunc(recs, func(a, b schemas.DeploymentRecorded) int { return a.FinishedAt.Compare(b.FinishedAt) })
@@ -119,6 +122,14 @@ func committedAt(s AppStatus, rev string) *time.Time {
 		return nil
 	}
 	return ptr(s.CommitTime)
+}
+
+// unchanged reports whether a sync of revision rev from source deployed
+// what prev, the Application's deployment before it, had deployed: a
+// re-sync that changed nothing, or a self-heal that put drifted resources
+// back. Without prev's source it cannot say, and says no.
+func unchanged(rev, source string, prev HistoryEntry) bool {
+	return rev != "" && source != "" && rev == prev.Revision && source == prev.Source
 }
 
 func failed(phase string) bool { return phase == "Failed" || phase == "Error" }

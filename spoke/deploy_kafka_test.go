@@ -82,6 +82,12 @@ func TestDeploymentRecords(t *testing.T) {
 	}
 	recorder = startRecorder(t, w, state)
 	readDeployments(t, w, name, 6)
+	// A sync of what is already deployed changes nothing: the record
+	// says so, from the source the mark kept of history 5.
+	if err := argo.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationSync, RequestedBy: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	readDeployments(t, w, name, 7) // history 6
 	recorder.stop()
 
 	if err := argo.Delete(ctx, ref, true); err != nil {
@@ -89,17 +95,18 @@ func TestDeploymentRecords(t *testing.T) {
 	}
 	kubetest.WaitGone(t, func() error { _, err := apps.Get(ctx, name, metav1.GetOptions{}); return err })
 	recorder = startRecorder(t, w, state)
-	got := readDeployments(t, w, name, 7)
+	got := readDeployments(t, w, name, 8)
 	recorder.stop()
 
 	lines := slices.Collect(maps.Values(got))
 	want := []string{
-		"gap deleted_unobserved from 6 to ? after 5",
+		"gap deleted_unobserved from 7 to ? after 6",
 		"gap history_trimmed from 2 to 3 after 1",
 		"record 0 Succeeded " + rev[0] + " after  by alice",
 		"record 1 Succeeded " + rev[1] + " after " + rev[0] + " by alice",
 		"record 4 Succeeded " + rev[4] + " after  by alice",
 		"record 5 Succeeded " + rev[5] + " after " + rev[4] + " by alice",
+		"record 6 Succeeded " + rev[5] + " after " + rev[5] + " by alice unchanged",
 		"record failed Failed " + bad + " after " + rev[1] + " by alice",
 	}
 	slices.Sort(lines)
@@ -178,6 +185,9 @@ func readDeployments(t *testing.T, w *world, app string, n int) map[string]strin
 					id = fmt.Sprint(*p.HistoryID)
 				}
 				line = fmt.Sprintf("record %s %s %s after %s by %s", id, p.Phase, p.Revision, p.PreviousRevision, p.Initiator)
+				if p.Unchanged {
+					line += " unchanged"
+				}
 			case *schemas.DeploymentGap:
 				if p.Name != app {
 					continue

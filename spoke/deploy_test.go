@@ -307,3 +307,46 @@ func TestDeploymentsCarryCommitTime(t *testing.T) {
 		}
 	}
 }
+
+// TestDeploymentsMarkUnchanged: a sync of the revision and source the
+// deployment before it had (a re-sync that changed nothing, a self-heal)
+// is marked unchanged, across calls through the mark too; a new revision, a
+// new source, or a deployment whose predecessor is unknown is not.
+func TestDeploymentsMarkUnchanged(t *testing.T) {
+	entry := func(id int64, rev, src string) spoke.HistoryEntry {
+		at := t0.Add(time.Duration(id) * time.Minute)
+		return spoke.HistoryEntry{ID: id, Revision: rev, Source: src, StartedAt: at, FinishedAt: at}
+	}
+	s := spoke.AppStatus{Namespace: "argocd", Name: "web", UID: "u1", History: []spoke.HistoryEntry{
+		entry(0, "a", "s1"), // first: its predecessor is unknown
+		entry(1, "a", "s1"), // the same again: a self-heal
+		entry(2, "a", "s2"), // new values, same revision: a change
+		entry(3, "b", "s2"), // new revision: a change
+		entry(4, "b", ""),   // no source recorded: cannot say
+	}}
+	unchanged := func(recs []schemas.DeploymentRecorded) map[string]bool {
+		m := map[string]bool{}
+		for _, r := range recs {
+			m[r.DeploymentID] = r.Unchanged
+		}
+		return m
+	}
+	recs, _, _ := spoke.Deployments("c1", s, spoke.DeployMark{}, false)
+	want := map[string]bool{"u1/0": false, "u1/1": true, "u1/2": false, "u1/3": false, "u1/4": false}
+	if diff := cmp.Diff(want, unchanged(recs)); diff != "" {
+		t.Errorf("unchanged (-want +got)\n%s", diff)
+	}
+	// The next call knows the last deployment only through the mark.
+	s.History = append(s.History[:3:3], entry(3, "b", "s2"))
+	_, _, mark := spoke.Deployments("c1", s, spoke.DeployMark{}, false)
+	s.History = append(s.History, entry(4, "b", "s2"))
+	s.LastSync = &spoke.SyncResult{Phase: "Failed", Revision: "b", Source: "s2", StartedAt: t0.Add(time.Hour), FinishedAt: t0.Add(time.Hour)}
+	recs, _, _ = spoke.Deployments("c1", s, mark, true)
+	want = map[string]bool{"u1/4": true, "u1/failed/2026-03-01T11:00:00Z": true}
+	if diff := cmp.Diff(want, unchanged(recs)); diff != "" {
+		t.Errorf("after the mark, unchanged (-want +got)\n%s", diff)
+	}
+	if mark.LastSource != "s2" {
+		t.Errorf("mark keeps source %q, want s2", mark.LastSource)
+	}
+}

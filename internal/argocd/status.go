@@ -68,6 +68,10 @@ type HistoryEntry struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 	Initiator  string
+	// Source is a digest of the source (or sources) the sync deployed,
+	// "" when the entry names none: two syncs with the same revision and
+	// source deployed the same thing.
+	Source string
 }
 
 // SyncResult is the outcome of an Application's last sync operation
@@ -78,6 +82,8 @@ type SyncResult struct {
 	Initiator  string
 	StartedAt  time.Time
 	FinishedAt time.Time
+	// Source is a digest of the source the sync was of, as HistoryEntry's.
+	Source string
 }
 
 // LocalApp is an Application created in the cluster, as an agent in
@@ -233,7 +239,7 @@ func deployments(u *unstructured.Unstructured) ([]HistoryEntry, *SyncResult) {
 		if !ok {
 			continue
 		}
-		e := HistoryEntry{ID: id, Revision: revision(m), Initiator: initiator(m)}
+		e := HistoryEntry{ID: id, Revision: revision(m), Initiator: initiator(m), Source: sourceDigest(m)}
 		e.StartedAt = timeAt(m, "deployStartedAt")
 		e.FinishedAt = timeAt(m, "deployedAt")
 		if e.StartedAt.IsZero() {
@@ -251,7 +257,7 @@ func deployments(u *unstructured.Unstructured) ([]HistoryEntry, *SyncResult) {
 	phase, _, _ := unstructured.NestedString(op, "phase")
 	res := &SyncResult{Phase: phase, StartedAt: timeAt(op, "startedAt"), FinishedAt: timeAt(op, "finishedAt")}
 	if r, ok, _ := unstructured.NestedMap(op, "syncResult"); ok {
-		res.Revision = revision(r)
+		res.Revision, res.Source = revision(r), sourceDigest(r)
 	}
 	if res.Revision == "" {
 		res.Revision, _, _ = unstructured.NestedString(op, "operation", "sync", "revision")
@@ -272,6 +278,29 @@ func revision(m map[string]any) string {
 		return rs[0]
 	}
 	return ""
+}
+
+// digestKey holds, in an Application the informer keeps, the digest of a
+// history entry's or sync result's source in place of the source itself.
+const digestKey = "argosy.dev/source-digest"
+
+// sourceDigest is the digest of m's source and sources (and revisions, for
+// a multi-source Application): the one slim left in their place, or
+// computed from them. Two entries with the same
+// digest deployed from the same source settings.
+func sourceDigest(m map[string]any) string {
+	if d, ok := m[digestKey].(string); ok {
+		return d
+	}
+	src, srcs := m["source"], m["sources"]
+	if src == nil && srcs == nil {
+		return ""
+	}
+	h := SpecHash(map[string]any{"source": src, "sources": srcs, "revisions": m["revisions"]})
+	if len(h) > 32 {
+		h = h[:32] // 128 bits tell sources apart; the informer keeps one per entry
+	}
+	return h
 }
 
 // initiator is initiatedBy's username, or "automated" for the controller.
@@ -306,8 +335,8 @@ func localApp(u *unstructured.Unstructured, project string) *LocalApp {
 
 // slim drops what StatusOf never reads from the Applications the informer
 // keeps, which is most of their size: managed fields, the resources of the
-// last sync result, the sources of history entries and of the comparison,
-// and everything of each resource but its kind and health.
+// last sync result, the sources of history entries (kept as a digest) and of
+// the comparison, and everything of each resource but its kind and health.
 func slim(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -326,6 +355,7 @@ func slim(obj any) (any, error) {
 	}
 	if op, ok := st["operationState"].(map[string]any); ok {
 		if sr, ok := op["syncResult"].(map[string]any); ok {
+			sr[digestKey] = sourceDigest(sr)
 			for _, k := range []string{"resources", "source", "sources", "managedNamespaceMetadata"} {
 				delete(sr, k)
 			}
@@ -334,6 +364,7 @@ func slim(obj any) (any, error) {
 	if hist, ok := st["history"].([]any); ok {
 		for _, h := range hist {
 			if m, ok := h.(map[string]any); ok {
+				m[digestKey] = sourceDigest(m)
 				delete(m, "source")
 				delete(m, "sources")
 			}

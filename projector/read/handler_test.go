@@ -90,6 +90,9 @@ func reportRows(t *testing.T, b []byte) []string {
 	rows := []string{fmt.Sprintf("%s %s %s..%s gaps=%v", r.By, r.Bucket, r.From.Format(time.RFC3339), r.To.Format(time.RFC3339), r.Gaps)}
 	for _, row := range r.Rows {
 		s := fmt.Sprintf("%s %s ok=%d failed=%d", row.Group, row.Start.Format("2006-01-02"), row.Deployments, row.Failures)
+		if row.Unchanged > 0 {
+			s += fmt.Sprintf(" unchanged=%d", row.Unchanged)
+		}
 		if row.TimeToRestore != nil {
 			s += " restored in " + row.TimeToRestore.Median.String()
 		}
@@ -181,9 +184,9 @@ func TestEndpoints(t *testing.T) {
 		{name: "audit verify refuses parameters", target: "/api/v1/audit/verify?partition=0", status: 400, errText: "takes none"},
 		{name: "deployments", target: "/api/v1/deployments", status: 200, list: deploymentIDs, want: []string{
 			"prod-eu/guestbook Succeeded", "prod-eu/guestbook Succeeded", "prod-eu/billing Failed",
-			"prod-us/guestbook Succeeded", "prod-eu/billing Succeeded", "gaps=1"}},
+			"prod-us/guestbook Succeeded", "prod-eu/billing Succeeded", "prod-us/guestbook Succeeded", "gaps=1"}},
 		{name: "deployments by cluster", target: "/api/v1/deployments?cluster=prod-us", status: 200, list: deploymentIDs,
-			want: []string{"prod-us/guestbook Succeeded", "gaps=1"}},
+			want: []string{"prod-us/guestbook Succeeded", "prod-us/guestbook Succeeded", "gaps=1"}},
 		{name: "deployments by project and app", target: "/api/v1/deployments?project=payments&app=billing&namespace=argocd",
 			status: 200, list: deploymentIDs, want: []string{"prod-eu/billing Failed", "prod-eu/billing Succeeded", "gaps=1"}},
 		{name: "deployments from to", target: "/api/v1/deployments?cluster=prod-eu&from=" + at(-25*time.Hour) + "&to=" + at(-2*time.Hour),
@@ -192,16 +195,16 @@ func TestEndpoints(t *testing.T) {
 		{name: "report by cluster", target: "/api/v1/reports/deployments?by=cluster", status: 200, list: reportRows, want: []string{
 			"cluster day 2026-01-31T12:00:00Z..2026-03-02T12:00:00Z gaps=[{prod-us 1}]",
 			"prod-eu 2026-02-22 ok=1 failed=0", "prod-eu 2026-03-01 ok=1 failed=1 restored in 23h0m0s",
-			"prod-eu 2026-03-02 ok=1 failed=0", "prod-us 2026-03-02 ok=1 failed=0"}},
+			"prod-eu 2026-03-02 ok=1 failed=0", "prod-us 2026-03-02 ok=1 failed=0 unchanged=1"}},
 		{name: "report by app by week", target: "/api/v1/reports/deployments?by=app&bucket=week&from=" + at(-48*time.Hour) +
 			"&to=" + at(0), status: 200, list: reportRows, want: []string{
 			"app week 2026-02-28T12:00:00Z..2026-03-02T12:00:00Z gaps=[{prod-us/argocd/guestbook 1}]",
 			"prod-eu/argocd/billing 2026-02-23 ok=0 failed=1 restored in 23h0m0s", "prod-eu/argocd/billing 2026-03-02 ok=1 failed=0",
-			"prod-eu/argocd/guestbook 2026-02-23 ok=1 failed=0", "prod-us/argocd/guestbook 2026-03-02 ok=1 failed=0"}},
+			"prod-eu/argocd/guestbook 2026-02-23 ok=1 failed=0", "prod-us/argocd/guestbook 2026-03-02 ok=1 failed=0 unchanged=1"}},
 		{name: "report by label", target: "/api/v1/reports/deployments?by=label&label=team&from=" + at(-24*time.Hour),
 			status: 200, list: reportRows, want: []string{
 				"label day 2026-03-01T12:00:00Z..2026-03-02T12:00:00Z gaps=[{web 1}]",
-				"payments 2026-03-02 ok=1 failed=0", "web 2026-03-02 ok=1 failed=0"}},
+				"payments 2026-03-02 ok=1 failed=0", "web 2026-03-02 ok=1 failed=0 unchanged=1"}},
 		{name: "report restored after to", target: "/api/v1/reports/deployments?by=project&from=" + at(-48*time.Hour) +
 			"&to=" + at(-24*time.Hour), status: 200, list: reportRows, want: []string{
 			"project day 2026-02-28T12:00:00Z..2026-03-01T12:00:00Z gaps=[{web 1}]",
@@ -365,8 +368,8 @@ func TestReporter(t *testing.T) {
 	if diff := cmp.Diff(want, gotReq, cmpopts.IgnoreFields(report.Request{}, "CommitTime")); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}
-	if len(gotRecs) != 4 {
-		t.Errorf("%d records, want the 4 that finished from 2026-03-01 on", len(gotRecs))
+	if len(gotRecs) != 5 {
+		t.Errorf("%d records, want the 5 that finished from 2026-03-01 on", len(gotRecs))
 	}
 }
 

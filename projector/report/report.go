@@ -111,7 +111,7 @@ func (r *Request) Validate() error {
 }
 
 // Report is a deployment report: one row per group and bucket that had a
-// deployment or a failure in range (a missing row means zeros), ordered by
+// sync in range (a missing row means zeros), ordered by
 // group, then bucket.
 type Report struct {
 	By     GroupBy   `json:"by"`
@@ -136,14 +136,19 @@ type Row struct {
 	// report's range cuts it short.
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
-	// Deployments counts the successful syncs; Failures the failed ones
-	// (phase Failed or Error).
+	// Deployments counts the successful syncs that changed something;
+	// Failures the failed ones (phase Failed or Error).
 	Deployments int `json:"deployments"`
 	Failures    int `json:"failures"`
+	// Unchanged counts the syncs left out of Deployments and Failures
+	// because they deployed what was there before: re-syncs that changed
+	// nothing and self-heals that reverted drift (the record's unchanged).
+	Unchanged int `json:"unchanged"`
 	// PerDay is the deployment frequency: Deployments divided by the days
 	// of the bucket that lie in the report's range.
 	PerDay float64 `json:"deploymentsPerDay"`
-	// ChangeFailureRate is Failures / (Deployments + Failures).
+	// ChangeFailureRate is Failures / (Deployments + Failures), 0 when
+	// both are 0.
 	ChangeFailureRate float64 `json:"changeFailureRate"`
 	// TimeToRestore summarises, for the failures in the bucket that a
 	// later successful deployment of the same Application restored, the

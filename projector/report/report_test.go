@@ -29,6 +29,7 @@ type rec struct {
 	rev, prev, project  string
 	labels              map[string]string
 	history             int64
+	unchanged           bool
 }
 
 func deps(rs ...rec) []projector.Deployment {
@@ -39,7 +40,7 @@ func deps(rs ...rec) []projector.Deployment {
 			Resource:     schemas.Resource{Cluster: parts[0], Namespace: parts[1], Name: parts[2]},
 			DeploymentID: r.id, Revision: r.rev, PreviousRevision: r.prev, Phase: r.phase,
 			StartedAt: r.at.Add(-time.Minute), FinishedAt: r.at,
-			Project: r.project, Labels: r.labels, AppUID: r.uid,
+			Project: r.project, Labels: r.labels, AppUID: r.uid, Unchanged: r.unchanged,
 		}}
 		if d.AppUID == "" {
 			d.AppUID = "uid-" + parts[2]
@@ -235,6 +236,22 @@ func TestDeployments(t *testing.T) {
 			row("c2", dayOf, 2, Row{Failures: 1, ChangeFailureRate: 1, Unrestored: 1}),
 		},
 		ignored: 1, // i2
+	}, {
+		name: "syncs that changed nothing or reverted drift are left out and counted apart, and still restore",
+		recs: deps(
+			rec{id: "u1", app: "c1/apps/a", rev: "r1", prev: "r0", at: jan(2, 0, 0)},
+			rec{id: "u2", app: "c1/apps/a", rev: "r1", prev: "r1", unchanged: true, at: jan(2, 1, 0)}, // a self-heal
+			rec{id: "u3", app: "c1/apps/a", rev: "r1", prev: "r1", phase: PhaseFailed, unchanged: true, at: jan(2, 2, 0)},
+			rec{id: "u4", app: "c1/apps/a", rev: "r2", prev: "r1", phase: PhaseFailed, at: jan(2, 3, 0)},
+			rec{id: "u5", app: "c1/apps/a", rev: "r1", prev: "r1", unchanged: true, at: jan(2, 4, 0)}, // a rollback restores
+			rec{id: "u6", app: "c2/apps/a", rev: "r1", prev: "r1", unchanged: true, at: jan(3, 0, 0)}, // only unchanged: a row of zeros
+		),
+		req: Request{By: ByCluster, Bucket: Day, From: jan(1, 0, 0), To: jan(8, 0, 0)},
+		want: []Row{
+			row("c1", dayOf, 2, Row{Deployments: 1, Failures: 1, Unchanged: 3, PerDay: 1, ChangeFailureRate: 0.5,
+				TimeToRestore: &Durations{Count: 1, Median: time.Hour, P90: time.Hour, Mean: time.Hour}, LeadTimeUnknown: 1}),
+			row("c2", dayOf, 3, Row{Unchanged: 1}),
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -64,8 +64,8 @@ type rowKey struct {
 
 // acc accumulates one row.
 type acc struct {
-	deployments, failures, unrestored, leadUnknown int
-	restores, leads                                []time.Duration
+	deployments, failures, unrestored, leadUnknown, unchanged int
+	restores, leads                                           []time.Duration
 }
 
 // builder accumulates the rows of one report.
@@ -108,12 +108,16 @@ func (b *builder) walk(recs []projector.Deployment, id appID, idx []int32) {
 			if in {
 				b.success(b.row(b.group(d, appGroup), at), d)
 			}
-			next, restored = at, true
+			next, restored = at, true // a re-sync of what ran before restores too
 		case PhaseFailed, PhaseError:
 			if !in {
 				continue
 			}
 			a := b.row(b.group(d, appGroup), at)
+			if d.Unchanged {
+				a.unchanged++ // a re-sync or self-heal that failed: no change failed
+				continue
+			}
 			a.failures++
 			if restored {
 				a.restores = append(a.restores, next.Sub(at))
@@ -130,6 +134,10 @@ func (b *builder) walk(recs []projector.Deployment, id appID, idx []int32) {
 
 // success adds a successful deployment to its row.
 func (b *builder) success(a *acc, d *projector.Deployment) {
+	if d.Unchanged {
+		a.unchanged++ // a re-sync that changed nothing, or a self-heal
+		return
+	}
 	a.deployments++
 	if d.Revision == d.PreviousRevision {
 		return // a sync of the same revision is no change to measure
@@ -210,12 +218,15 @@ func (b *builder) rows() []Row {
 		end := start.AddDate(0, 0, days)
 		span := maxTime(start, b.from)
 		inRange := float64(minTime(end, b.to).Sub(span)) / float64(24*time.Hour)
+		var cfr float64
+		if n := a.deployments + a.failures; n > 0 {
+			cfr = float64(a.failures) / float64(n)
+		}
 		rows = append(rows, Row{
 			Group: k.group, Start: start, End: end,
-			Deployments: a.deployments, Failures: a.failures,
-			PerDay:            float64(a.deployments) / inRange,
-			ChangeFailureRate: float64(a.failures) / float64(a.deployments+a.failures),
-			TimeToRestore:     summarize(a.restores), Unrestored: a.unrestored,
+			Deployments: a.deployments, Failures: a.failures, Unchanged: a.unchanged,
+			PerDay: float64(a.deployments) / inRange, ChangeFailureRate: cfr,
+			TimeToRestore: summarize(a.restores), Unrestored: a.unrestored,
 			LeadTime: summarize(a.leads), LeadTimeUnknown: a.leadUnknown,
 		})
 	}

@@ -32,7 +32,7 @@ var (
 		"generation", "actor", "before", "after", "prev_hash", "hash"}
 	deploymentColumns = []string{"deployment_id", "event_id", "cluster", "namespace", "name", "generation", "revision",
 		"previous_revision", "phase", "initiator", "started_at", "finished_at", "images", "project", "labels",
-		"app_uid", "history_id", "revision_committed_at"}
+		"app_uid", "history_id", "revision_committed_at", "unchanged"}
 	gapColumns = []string{"event_id", "cluster", "namespace", "name", "generation", "app_uid", "reason",
 		"from_history_id", "to_history_id", "last_recorded", "detail", "at"}
 )
@@ -251,7 +251,7 @@ func scanDeployment(rows *sql.Rows) (projector.Deployment, error) {
 	var images, labels []byte
 	err := rows.Scan(&v.DeploymentID, &v.EventID, &v.Cluster, &v.Namespace, &v.Name, &v.Generation, &v.Revision,
 		&v.PreviousRevision, &v.Phase, &v.Initiator, &started, &finished, &images, &v.Project, &labels,
-		&v.AppUID, &history, &committed)
+		&v.AppUID, &history, &committed, &v.Unchanged)
 	if err != nil {
 		return v, err
 	}

@@ -90,6 +90,10 @@ var migrations = [][]string{
 		`CREATE INDEX desired_apps_name ON desired_apps (name, namespace)`,
 		`CREATE INDEX observed_apps_name ON observed_apps (name, namespace)`,
 	},
+	{
+		// A sync that deployed what ran before, which reports leave out.
+		`ALTER TABLE deployments ADD COLUMN unchanged BOOLEAN NOT NULL DEFAULT FALSE`,
+	},
 }
 
 // migrate brings the schema up to the newest version, in one transaction.

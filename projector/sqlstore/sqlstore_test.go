@@ -182,6 +182,7 @@ func deployment(id, cluster, project string, finished time.Time) projector.Deplo
 	if id == "d3" {
 		d.HistoryID = ptr[int64](12)
 		d.RevisionCommittedAt = ptr(finished.Add(-time.Hour))
+		d.Unchanged = true
 	}
 	return d
 }

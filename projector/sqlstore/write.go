@@ -297,7 +297,7 @@ func deploymentRow(v *projector.Deployment) ([]any, error) {
 	var e encoder
 	return []any{v.DeploymentID, v.EventID, v.Cluster, v.Namespace, v.Name, v.Generation, v.Revision,
 		v.PreviousRevision, v.Phase, v.Initiator, e.time(v.StartedAt), e.time(v.FinishedAt), e.json(v.Images),
-		v.Project, e.json(v.Labels), v.AppUID, nullInt64(v.HistoryID), e.timePtr(v.RevisionCommittedAt)}, e.err
+		v.Project, e.json(v.Labels), v.AppUID, nullInt64(v.HistoryID), e.timePtr(v.RevisionCommittedAt), v.Unchanged}, e.err
 }
 
 func gapRow(v *projector.Gap) ([]any, error) {

@@ -124,10 +124,12 @@ type app struct {
 
 // op is a sync (or rollback) in flight or finished.
 type op struct {
-	Kind      string    `json:"kind"`
-	RequestID string    `json:"requestId,omitempty"`
-	Initiator string    `json:"initiator"`
-	Revision  string    `json:"revision"`
+	Kind      string `json:"kind"`
+	RequestID string `json:"requestId,omitempty"`
+	Initiator string `json:"initiator"`
+	Revision  string `json:"revision"`
+	// Source is the digest of the source the operation syncs from.
+	Source    string    `json:"source,omitempty"`
 	StartedAt time.Time `json:"startedAt"`
 	Until     time.Time `json:"until"`
 	Phase     string    `json:"phase"`
@@ -281,7 +283,7 @@ func (c *Cluster) Revert(_ context.Context, ref spoke.Ref, desired json.RawMessa
 
 // startSync starts a sync of a to revision rev. The caller holds c.mu.
 func (c *Cluster) startSync(a *app, now time.Time, kind, requestID, initiator, rev string) {
-	a.Op = &op{Kind: kind, RequestID: requestID, Initiator: initiator, Revision: rev, StartedAt: now,
+	a.Op = &op{Kind: kind, RequestID: requestID, Initiator: initiator, Revision: rev, Source: sourceOf(a.Spec), StartedAt: now,
 		Until: now.Add(c.between(c.b.SyncTime)), Phase: Running}
 	a.RetryAt = time.Time{}
 	if a.Health == Missing {
@@ -296,7 +298,7 @@ func (c *Cluster) finish(a *app, now time.Time, ok bool, msg string) {
 	if !ok {
 		o.Phase = Failed
 		a.Conditions = []schemas.Condition{{Type: "SyncError", Message: msg}}
-		a.LastSync = &argocd.SyncResult{Phase: Failed, Revision: o.Revision, Initiator: o.Initiator, StartedAt: o.StartedAt, FinishedAt: now}
+		a.LastSync = &argocd.SyncResult{Phase: Failed, Revision: o.Revision, Source: o.Source, Initiator: o.Initiator, StartedAt: o.StartedAt, FinishedAt: now}
 		if o.Kind == schemas.OperationSync && o.RequestID == "" {
 			a.RetryAt = now.Add(c.b.RetryAfter)
 		}
@@ -307,11 +309,11 @@ func (c *Cluster) finish(a *app, now time.Time, ok bool, msg string) {
 	if n := len(a.History); n > 0 {
 		id = a.History[n-1].ID + 1
 	}
-	a.History = append(a.History, argocd.HistoryEntry{ID: id, Revision: o.Revision, StartedAt: o.StartedAt, FinishedAt: now, Initiator: o.Initiator})
+	a.History = append(a.History, argocd.HistoryEntry{ID: id, Revision: o.Revision, Source: o.Source, StartedAt: o.StartedAt, FinishedAt: now, Initiator: o.Initiator})
 	if len(a.History) > 10 { // Argo CD's revisionHistoryLimit
 		a.History = a.History[len(a.History)-10:]
 	}
-	a.LastSync = &argocd.SyncResult{Phase: Succeeded, Revision: o.Revision, Initiator: o.Initiator, StartedAt: o.StartedAt, FinishedAt: now}
+	a.LastSync = &argocd.SyncResult{Phase: Succeeded, Revision: o.Revision, Source: o.Source, Initiator: o.Initiator, StartedAt: o.StartedAt, FinishedAt: now}
 	a.Synced, a.Sync, a.Health = o.Revision, Synced, Progressing
 	if o.Revision != a.Revision {
 		a.Sync = OutOfSync // a rollback, or a sync to another revision
@@ -495,6 +497,19 @@ func (a *app) status(ref spoke.Ref) spoke.AppStatus {
 // revisionOf is the commit a spec's source resolves to: its target
 // revision if that is a full commit id, as Argo CD does, else made up, and
 // the same for the same source.
+// sourceOf is the digest of a spec's source settings, as Argo CD keeps
+// them in each history entry.
+func sourceOf(spec json.RawMessage) string {
+	var s struct {
+		Source  any `json:"source"`
+		Sources any `json:"sources"`
+	}
+	if err := json.Unmarshal(spec, &s); err != nil {
+		return ""
+	}
+	return argocd.SpecHash(s)
+}
+
 func revisionOf(spec json.RawMessage) string {
 	var s struct {
 		Source  json.RawMessage   `json:"source"`

@@ -45,6 +45,7 @@ func Fleet() *Query {
 		deployment("prod-eu", "billing", "payments", "Failed", now.Add(-25*time.Hour), 30*time.Second),
 		deployment("prod-eu", "billing", "payments", "Succeeded", now.Add(-2*time.Hour), 120*time.Second),
 		deployment("prod-us", "guestbook", "web", "Succeeded", now.Add(-3*time.Hour), 45*time.Second),
+		selfHeal(deployment("prod-us", "guestbook", "web", "Succeeded", now.Add(-time.Hour), 5*time.Second)),
 	}
 	to := int64(7)
 	q.GapRows = []projector.Gap{{
@@ -88,6 +89,12 @@ func deployment(cluster, name, project, phase string, finished time.Time, took t
 			Labels: map[string]string{"team": project}},
 		EventID: "ev-dep-" + finished.Format("0102150405"),
 	}
+}
+
+// selfHeal makes d a self-heal: a sync of the revision deployed before.
+func selfHeal(d projector.Deployment) projector.Deployment {
+	d.PreviousRevision, d.Initiator, d.Unchanged = d.Revision, "automated", true
+	return d
 }
 
 // audit returns five entries chained per partition, oldest first, as
