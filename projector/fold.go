@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/schemas"
@@ -264,7 +265,22 @@ func (v *View) upsertApp(d *events.Decoded, p *schemas.ApplicationUpserted) erro
 	}
 	v.putDesired(AppDesired{AppKey: key, Project: p.Project, Labels: p.Labels, Generation: p.Generation, Spec: after,
 		EventID: d.Event.ID(), UpdatedAt: d.LogTime})
+	if t, ok := targetOf(key, p); ok {
+		t.EventID, t.At = d.Event.ID(), d.LogTime
+		v.appends.Targets = append(v.appends.Targets, t)
+	}
 	return v.audit(d, before, after, p.Generation)
+}
+
+// targetOf returns the placement target an upsert makes, if a placement
+// wrote it: its labels name the placement and the placement generation.
+func targetOf(key AppKey, p *schemas.ApplicationUpserted) (Target, bool) {
+	name := p.Labels[schemas.LabelPlacement]
+	gen, err := strconv.ParseInt(p.Labels[schemas.LabelPlacementGeneration], 10, 64)
+	if name == "" || err != nil {
+		return Target{}, false
+	}
+	return Target{AppKey: key, Placement: name, PlacementGeneration: gen, Generation: p.Generation}, true
 }
 
 func (v *View) observed(d *events.Decoded) AppObserved {

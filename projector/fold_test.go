@@ -100,6 +100,7 @@ func fold(t *testing.T, recs []*events.Decoded) *projector.Batch {
 		all.Calls = append(all.Calls, b.Calls...)
 		all.Audit = append(all.Audit, b.Audit...)
 		all.Deployments = append(all.Deployments, b.Deployments...)
+		all.Targets = append(all.Targets, b.Targets...)
 	}
 	slices.SortFunc(all.Audit, func(a, b projector.AuditEntry) int {
 		return cmpKey(fmt.Sprintf("%s/%d/%09d", a.Topic, a.Partition, a.Offset), fmt.Sprintf("%s/%d/%09d", b.Topic, b.Partition, b.Offset))
@@ -340,5 +341,27 @@ func TestPublishedApplicationUntilAdopted(t *testing.T) {
 	l.add("status", 1, events.TypeConfigApplied, app("web"), &schemas.ConfigApplied{Resource: res(3), EventID: "adopt"})
 	if got := fold(); len(got) != 1 || got[0].Local != nil || got[0].AppliedGeneration != 3 {
 		t.Errorf("observed %+v: want no Local once the hub's generation 3 is applied", got)
+	}
+}
+
+// TestPlacementUpsertIsATarget: an Application a placement wrote (its
+// labels name the placement and its generation) is one target of that
+// placement change; one the hub wrote directly, or with a label that is no
+// generation, is none.
+func TestPlacementUpsertIsATarget(t *testing.T) {
+	l := &logOf{}
+	up := func(name string, gen int64, labels map[string]string) *events.Decoded {
+		return l.add("config", 0, events.TypeApplicationUpserted, app(name), &schemas.ApplicationUpserted{
+			Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: name, Generation: gen},
+			Project:  "default", Labels: labels, Spec: json.RawMessage(`{"project":"default"}`)})
+	}
+	placed := up("web", 4, map[string]string{schemas.LabelPlacement: "web", schemas.LabelPlacementGeneration: "2", "team": "a"})
+	up("api", 1, map[string]string{"team": "a"})
+	up("odd", 1, map[string]string{schemas.LabelPlacement: "odd", schemas.LabelPlacementGeneration: "two"})
+	got := fold(t, l.recs).Targets
+	want := []projector.Target{{AppKey: projector.AppKey{Cluster: "c1", Namespace: "argocd", Name: "web"}, Placement: "web",
+		PlacementGeneration: 2, Generation: 4, EventID: placed.Event.ID(), At: placed.LogTime}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("targets (-want +got)\n%s", diff)
 	}
 }

@@ -33,12 +33,13 @@ type Batch struct {
 	Audit         []AuditEntry
 	Deployments   []Deployment
 	Gaps          []Gap
+	Targets       []Target
 }
 
 // Empty reports whether the batch changes nothing but offsets.
 func (b *Batch) Empty() bool {
 	return len(b.Registrations)+len(b.Beats)+len(b.Desired)+len(b.Observed)+len(b.Acks)+
-		len(b.Calls)+len(b.Audit)+len(b.Deployments)+len(b.Gaps) == 0
+		len(b.Calls)+len(b.Audit)+len(b.Deployments)+len(b.Gaps)+len(b.Targets) == 0
 }
 
 // Store is where the views live: the embedded store and PostgreSQL
@@ -96,6 +97,9 @@ type Query interface {
 	Deployments(ctx context.Context, f DeploymentFilter) ([]Deployment, error)
 	// Gaps returns the deployment gaps of the clusters in f (all if none).
 	Gaps(ctx context.Context, f DeploymentFilter) ([]Gap, error)
+	// Targets returns the placement targets that match f (its Name is the
+	// placement's, its span on their log time), by time.
+	Targets(ctx context.Context, f DeploymentFilter) ([]Target, error)
 }
 
 // ClusterRow is a cluster's registration and last heartbeat, and its

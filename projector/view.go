@@ -10,7 +10,8 @@ import (
 // The view is split into tables by the one topic partition that writes each
 // of them, so that replicas owning different partitions never write the same
 // row, and a fold never depends on how partitions interleave:
-//   - config partitions write ClusterRegistration, AppDesired, AuditEntry;
+//   - config partitions write ClusterRegistration, AppDesired, AuditEntry,
+//     Target;
 //   - status partitions write ClusterBeat, AppObserved, Ack;
 //   - deployment partitions write Deployment and Gap;
 //   - the audit partition writes Call (and AuditEntry for API calls).
@@ -151,6 +152,22 @@ type AuditEntry struct {
 	// PrevHash and Hash chain the entry: see docs/projector.md.
 	PrevHash string `json:"prevHash"`
 	Hash     string `json:"hash"`
+}
+
+// Target is one cluster a placement's change was written to (config): the
+// Application upsert the hub made on that cluster for one placement
+// generation. A placement change's targets are the clusters it must reach
+// before it is done.
+type Target struct {
+	AppKey
+	// Placement is the placement's name; its namespace is the
+	// Application's.
+	Placement           string `json:"placement"`
+	PlacementGeneration int64  `json:"placementGeneration"`
+	// Generation is the Application's generation the upsert wrote.
+	Generation int64     `json:"generation"`
+	EventID    string    `json:"eventId"`
+	At         time.Time `json:"at"`
 }
 
 // Deployment is one deployment record (deployments topic).

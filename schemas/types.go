@@ -347,6 +347,16 @@ const (
 	PruneOrphan = "orphan"
 )
 
+// Labels the hub puts on each Application a placement writes, in the
+// labels of application.upserted.v1: the placement's name (its namespace
+// is the Application's), and the placement generation the Application was
+// written from. Readers group one placement change's Applications across
+// clusters by them.
+const (
+	LabelPlacement           = "argosy.dev/placement"
+	LabelPlacementGeneration = "argosy.dev/placement-generation"
+)
+
 // PlacementUpserted is the data of io.argosy.hub.placement.upserted.v1: an
 // Application to keep on every registered cluster whose labels match
 // Selector, now and as clusters join, change labels or leave.

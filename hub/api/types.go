@@ -6,6 +6,8 @@ package api
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // Headers of the write API.
@@ -22,8 +24,8 @@ const (
 // Labels the hub puts on an Application a placement writes: the
 // placement's name, and the placement generation it was written from.
 const (
-	LabelPlacement           = "argosy.dev/placement"
-	LabelPlacementGeneration = "argosy.dev/placement-generation"
+	LabelPlacement           = schemas.LabelPlacement
+	LabelPlacementGeneration = schemas.LabelPlacementGeneration
 )
 
 // Kinds of objects, as they appear in paths and in Written.Kind.

@@ -150,6 +150,21 @@ func (c *Client) DeploymentReport(ctx context.Context, p ReportParams) (*report.
 	return &r, nil
 }
 
+// Rollouts asks for the rollouts of placement changes. Zero times take
+// the server's defaults.
+func (c *Client) Rollouts(ctx context.Context, p RolloutParams) (*RolloutReport, error) {
+	placement := ""
+	if p.Placement != "" {
+		placement = p.Namespace + "/" + p.Placement
+	}
+	q := values("placement", placement, "from", timeParam(p.From), "to", timeParam(p.To))
+	var r RolloutReport
+	if err := c.get(ctx, "/api/v1/reports/rollouts", q, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // values builds query parameters from name, value pairs, leaving out empty
 // values.
 func values(kv ...string) url.Values {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/argosyproj/argosy/projector"
@@ -133,15 +134,8 @@ func (h *Handler) report(r *http.Request) (any, error) {
 	case req.By != report.ByLabel && req.Label != "":
 		return nil, badRequest("parameter \"label\" is only taken with by=label")
 	}
-	if req.To.IsZero() {
-		req.To = h.now().UTC()
-	}
-	if req.From.IsZero() {
-		req.From = req.To.Add(-DefaultReportRange)
-	}
-	if !req.From.Before(req.To) {
-		return nil, badRequest("parameter \"from\" (%s) must be before \"to\" (%s)",
-			req.From.Format(time.RFC3339Nano), req.To.Format(time.RFC3339Nano))
+	if req.From, req.To, err = h.reportRange(req.From, req.To); err != nil {
+		return nil, err
 	}
 	rep, err := DeploymentReport(r.Context(), h.q, h.reporter, req)
 	switch {
@@ -153,6 +147,45 @@ func (h *Handler) report(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+func (h *Handler) rollouts(r *http.Request) (any, error) {
+	p, err := parseParams(r, "placement", "from", "to")
+	if err != nil {
+		return nil, err
+	}
+	var rp RolloutParams
+	if name := p.str("placement"); name != "" {
+		ns, n, ok := strings.Cut(name, "/")
+		if !ok || ns == "" || n == "" {
+			return nil, badRequest("parameter \"placement\" %q: want namespace/name", name)
+		}
+		rp.Namespace, rp.Placement = ns, n
+	}
+	rp.From, rp.To = p.interval()
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	if rp.From, rp.To, err = h.reportRange(rp.From, rp.To); err != nil {
+		return nil, err
+	}
+	return Rollouts(r.Context(), h.q, rp)
+}
+
+// reportRange fills in a report's default range: to now, from
+// DefaultReportRange before to; from must be before to.
+func (h *Handler) reportRange(from, to time.Time) (time.Time, time.Time, error) {
+	if to.IsZero() {
+		to = h.now().UTC()
+	}
+	if from.IsZero() {
+		from = to.Add(-DefaultReportRange)
+	}
+	if !from.Before(to) {
+		return from, to, badRequest("parameter \"from\" (%s) must be before \"to\" (%s)",
+			from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano))
+	}
+	return from, to, nil
 }
 
 // DeploymentReport computes req from q's deployment records and gaps with

@@ -124,6 +124,7 @@ func routes() []route {
 		{http.MethodGet, "/api/v1/audit/verify", (*Handler).verify},
 		{http.MethodGet, "/api/v1/deployments", (*Handler).deployments},
 		{http.MethodGet, "/api/v1/reports/deployments", (*Handler).report},
+		{http.MethodGet, "/api/v1/reports/rollouts", (*Handler).rollouts},
 		{http.MethodGet, "/api/v1/openapi.yaml", nil},
 	}
 }

@@ -101,6 +101,26 @@ func reportRows(t *testing.T, b []byte) []string {
 	return rows
 }
 
+func rolloutRows(t *testing.T, b []byte) []string {
+	r := decode[read.RolloutReport](t, b)
+	var rows []string
+	for _, ro := range r.Rollouts {
+		s := fmt.Sprintf("%s/%s gen %d: %d of %d converged, %d failed, %d pending", ro.Namespace, ro.Placement, ro.Generation,
+			ro.Converged, ro.Targeted, ro.Failed, ro.Pending)
+		if ro.Done != nil {
+			s += fmt.Sprintf(", done in %.0fs, spread %.0fs", *ro.DurationSeconds, ro.SpreadSeconds)
+		}
+		if ro.Superseded {
+			s += ", superseded"
+		}
+		for _, c := range ro.Clusters {
+			s += " " + c.Cluster
+		}
+		rows = append(rows, s)
+	}
+	return rows
+}
+
 // TestEndpoints runs every endpoint against readtest.Fleet, and checks every
 // response, errors included, against its schema in openapi.yaml.
 func TestEndpoints(t *testing.T) {
@@ -192,6 +212,13 @@ func TestEndpoints(t *testing.T) {
 		{name: "deployments from to", target: "/api/v1/deployments?cluster=prod-eu&from=" + at(-25*time.Hour) + "&to=" + at(-2*time.Hour),
 			status: 200, list: deploymentIDs, want: []string{"prod-eu/billing Failed", "gaps=0"}},
 		{name: "deployments bad to", target: "/api/v1/deployments?to=now", status: 400, errText: `parameter "to": "now"`},
+		{name: "rollouts", target: "/api/v1/reports/rollouts", status: 200, list: rolloutRows, want: []string{
+			"argocd/guestbook gen 2: 0 of 2 converged, 0 failed, 2 pending",
+			// prod-eu's deployment 8 days ago, prod-us's 3 hours ago.
+			"argocd/guestbook gen 1: 2 of 2 converged, 0 failed, 0 pending, done in 681000s, spread 680400s, superseded"}},
+		{name: "rollouts of one placement", target: "/api/v1/reports/rollouts?placement=argocd/guestbook&from=" + at(-time.Hour),
+			status: 200, list: rolloutRows, want: []string{"argocd/guestbook gen 2: 0 of 2 converged, 0 failed, 2 pending prod-eu prod-us"}},
+		{name: "rollouts of a bad placement", target: "/api/v1/reports/rollouts?placement=guestbook", status: 400, errText: "want namespace/name"},
 		{name: "report by cluster", target: "/api/v1/reports/deployments?by=cluster", status: 200, list: reportRows, want: []string{
 			"cluster day 2026-01-31T12:00:00Z..2026-03-02T12:00:00Z gaps=[{prod-us 1}]",
 			"prod-eu 2026-02-22 ok=1 failed=0", "prod-eu 2026-03-01 ok=1 failed=1 restored in 23h0m0s",

@@ -179,7 +179,7 @@ func TestQueryParametersDocumented(t *testing.T) {
 				q := url.Values{name: {ex}}
 				if name == "label" {
 					q.Set("by", "label")
-				} else if strings.HasPrefix(p, "/api/v1/reports/") && name != "by" {
+				} else if p == "/api/v1/reports/deployments" && name != "by" {
 					q.Set("by", "app")
 				}
 				if rec := get(t, h, http.MethodGet, target+"?"+q.Encode()); rec.Code != 200 {

@@ -43,14 +43,14 @@ type TableComparison struct {
 var compared = []table{
 	{name: "offsets", cols: []string{"topic", "part", "next_offset"}, keys: 2},
 	chainHeadsTable, registrationsTable, beatsTable, desiredTable, observedTable, acksTable, callsTable,
-	callEventsTable, auditTable, deploymentsTable, gapsTable,
+	callEventsTable, auditTable, deploymentsTable, gapsTable, targetsTable,
 }
 
 // integer key columns; every other key column is text.
 var integerKeys = map[string]bool{"part": true, "off": true}
 
 // boolean columns, which SQLite keeps as 0 and 1.
-var booleanCols = map[string]bool{"registered": true, "deleted": true, "applied": true}
+var booleanCols = map[string]bool{"registered": true, "deleted": true, "applied": true, "unchanged": true}
 
 // Diff compares every table of a and b row by row, in key order, and
 // calls report for each row on which they differ: one only holds, or

@@ -406,3 +406,27 @@ func (s *Store) Gaps(ctx context.Context, f projector.DeploymentFilter) ([]proje
 	}
 	return out, nil
 }
+
+// Targets returns the placement targets that match f's cluster, namespace,
+// name (the placement's) and time span (on the target's log time), by
+// time, then event id. Targets have no project: f.Project is not looked at.
+func (s *Store) Targets(ctx context.Context, f projector.DeploymentFilter) ([]projector.Target, error) {
+	w := deploymentWhere(f, "at", false)
+	if w.err != nil {
+		return nil, fmt.Errorf("targets: %w", w.err)
+	}
+	q := `SELECT ` + columns("", targetColumns) + ` FROM targets` + w.String() + ` ORDER BY at NULLS FIRST, event_id`
+	var out []projector.Target
+	err := s.each(ctx, q, w.args, func(rows *sql.Rows) error {
+		t, err := scanTarget(rows)
+		if err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("targets: %w", err)
+	}
+	return out, nil
+}

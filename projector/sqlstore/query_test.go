@@ -240,3 +240,33 @@ func testGaps(t *testing.T, b backend) {
 		})
 	}
 }
+
+func testTargets(t *testing.T, b backend) {
+	s := b.fresh(t)
+	f := fixture()
+	commit(t, s, f)
+	t1, t2, t3 := f.Targets[0], f.Targets[1], f.Targets[2]
+	tests := []struct {
+		name string
+		f    projector.DeploymentFilter
+		want []projector.Target
+	}{
+		{"all, by time", projector.DeploymentFilter{}, []projector.Target{t1, t2, t3}},
+		{"one placement", projector.DeploymentFilter{Namespace: "argocd", Name: "web"}, []projector.Target{t1, t2}},
+		{"cluster", projector.DeploymentFilter{Cluster: "c1"}, []projector.Target{t1, t3}},
+		{"from, inclusive, to, exclusive", projector.DeploymentFilter{From: t2.At, To: t3.At}, []projector.Target{t2}},
+		{"project is not looked at", projector.DeploymentFilter{Project: "p9"}, []projector.Target{t1, t2, t3}},
+		{"none", projector.DeploymentFilter{Name: "nope"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Targets(t.Context(), tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Targets(%+v) (-want +got):\n%s", tc.f, diff)
+			}
+		})
+	}
+}

@@ -35,6 +35,8 @@ var (
 		"app_uid", "history_id", "revision_committed_at", "unchanged"}
 	gapColumns = []string{"event_id", "cluster", "namespace", "name", "generation", "app_uid", "reason",
 		"from_history_id", "to_history_id", "last_recorded", "detail", "at"}
+	targetColumns = []string{"event_id", "cluster", "namespace", "name", "placement", "placement_generation",
+		"generation", "at"}
 )
 
 // columns returns cols as a select list, each qualified by alias if any.
@@ -276,4 +278,13 @@ func scanGap(rows *sql.Rows) (projector.Gap, error) {
 	}
 	v.ToHistoryID, v.LastRecorded, v.At = ptrInt64(to), ptrInt64(last), fromNanos(at)
 	return v, nil
+}
+
+func scanTarget(rows *sql.Rows) (projector.Target, error) {
+	var v projector.Target
+	var at sql.NullInt64
+	err := rows.Scan(&v.EventID, &v.Cluster, &v.Namespace, &v.Name, &v.Placement, &v.PlacementGeneration,
+		&v.Generation, &at)
+	v.At = fromNanos(at)
+	return v, err
 }

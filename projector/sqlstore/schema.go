@@ -94,6 +94,14 @@ var migrations = [][]string{
 		// A sync that deployed what ran before, which reports leave out.
 		`ALTER TABLE deployments ADD COLUMN unchanged BOOLEAN NOT NULL DEFAULT FALSE`,
 	},
+	{
+		// The clusters each placement change was written to, for rollouts.
+		`CREATE TABLE targets (
+			event_id TEXT PRIMARY KEY, cluster TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+			placement TEXT NOT NULL, placement_generation BIGINT NOT NULL, generation BIGINT NOT NULL, at BIGINT)`,
+		`CREATE INDEX targets_placement ON targets (namespace, name, at)`,
+		`CREATE INDEX targets_at ON targets (at)`,
+	},
 }
 
 // migrate brings the schema up to the newest version, in one transaction.

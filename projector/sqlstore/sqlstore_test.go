@@ -68,6 +68,7 @@ func testStore(t *testing.T, b backend) {
 		{"Chain", testChain},
 		{"Deployments", testDeployments},
 		{"Gaps", testGaps},
+		{"Targets", testTargets},
 		{"ChainVerifies", testChainVerifies},
 		{"TamperDetected", testTamperDetected},
 		{"FoldResumes", testFoldResumes},
@@ -167,6 +168,11 @@ func fixture() *projector.Batch {
 			{DeploymentGap: schemas.DeploymentGap{Resource: schemas.Resource{Cluster: "c2", Namespace: "argocd", Name: "a3"},
 				Reason: schemas.GapDeletedUnobserved, FromHistoryID: 8, LastRecorded: ptr[int64](7)},
 				EventID: "g2", At: day(6, 5)},
+		},
+		Targets: []projector.Target{
+			{AppKey: key("c1", "argocd", "web"), Placement: "web", PlacementGeneration: 2, Generation: 5, EventID: "t1", At: day(4, 1)},
+			{AppKey: key("c2", "argocd", "web"), Placement: "web", PlacementGeneration: 2, Generation: 1, EventID: "t2", At: day(4, 2)},
+			{AppKey: key("c1", "shop", "cart"), Placement: "cart", PlacementGeneration: 1, Generation: 1, EventID: "t3", At: day(7, 1)},
 		},
 	}
 }
@@ -312,6 +318,13 @@ func testRoundTrip(t *testing.T, b backend) {
 	}
 	if diff := cmp.Diff(want.Gaps, gaps); diff != "" {
 		t.Errorf("Gaps (-want +got):\n%s", diff)
+	}
+	targets, err := s.Targets(t.Context(), projector.DeploymentFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Targets, targets); diff != "" {
+		t.Errorf("Targets (-want +got):\n%s", diff)
 	}
 	acks := ackRows(t, s)
 	if diff := cmp.Diff([]projector.Ack{want.Acks[1], want.Acks[0], want.Acks[2]}, acks); diff != "" {

@@ -38,6 +38,7 @@ var (
 	auditTable       = table{name: "audit_entries", cols: auditColumns, keys: 3, keep: true}
 	deploymentsTable = table{name: "deployments", cols: deploymentColumns, keys: 1}
 	gapsTable        = table{name: "gaps", cols: gapColumns, keys: 1}
+	targetsTable     = table{name: "targets", cols: targetColumns, keys: 1}
 )
 
 // maxRows bounds the rows of one INSERT; the dialect bounds its
@@ -61,6 +62,7 @@ func (s *Store) writeRows(ctx context.Context, tx *sql.Tx, b *projector.Batch) e
 		{auditTable, func() ([][]any, error) { return each(b.Audit, auditRow) }},
 		{deploymentsTable, func() ([][]any, error) { return each(b.Deployments, deploymentRow) }},
 		{gapsTable, func() ([][]any, error) { return each(b.Gaps, gapRow) }},
+		{targetsTable, func() ([][]any, error) { return each(b.Targets, targetRow) }},
 	}
 	for _, st := range steps {
 		rows, err := st.rows()
@@ -304,4 +306,10 @@ func gapRow(v *projector.Gap) ([]any, error) {
 	var e encoder
 	return []any{v.EventID, v.Cluster, v.Namespace, v.Name, v.Generation, v.AppUID, v.Reason, v.FromHistoryID,
 		nullInt64(v.ToHistoryID), nullInt64(v.LastRecorded), v.Detail, e.time(v.At)}, e.err
+}
+
+func targetRow(v *projector.Target) ([]any, error) {
+	var e encoder
+	return []any{v.EventID, v.Cluster, v.Namespace, v.Name, v.Placement, v.PlacementGeneration, v.Generation,
+		e.time(v.At)}, e.err
 }

@@ -47,6 +47,16 @@ func Fleet() *Query {
 		deployment("prod-us", "guestbook", "web", "Succeeded", now.Add(-3*time.Hour), 45*time.Second),
 		selfHeal(deployment("prod-us", "guestbook", "web", "Succeeded", now.Add(-time.Hour), 5*time.Second)),
 	}
+	// The placement argocd/guestbook: generation 1 reached both clusters
+	// and converged; generation 2 waits on both.
+	target := func(cluster string, pgen, gen int64, at time.Time) projector.Target {
+		return projector.Target{AppKey: projector.AppKey{Cluster: cluster, Namespace: "argocd", Name: "guestbook"},
+			Placement: "guestbook", PlacementGeneration: pgen, Generation: gen, EventID: "ev-target-" + cluster + "-" + at.Format("0102150405"), At: at}
+	}
+	q.TargetRows = []projector.Target{
+		target("prod-eu", 1, 1, now.Add(-8*24*time.Hour-10*time.Minute)), target("prod-us", 1, 1, now.Add(-8*24*time.Hour-10*time.Minute)),
+		target("prod-eu", 2, 2, now.Add(-30*time.Minute)), target("prod-us", 2, 2, now.Add(-30*time.Minute)),
+	}
 	to := int64(7)
 	q.GapRows = []projector.Gap{{
 		DeploymentGap: schemas.DeploymentGap{Resource: schemas.Resource{Cluster: "prod-us", Namespace: "argocd", Name: "guestbook"},

@@ -27,6 +27,7 @@ type Query struct {
 	Entries        []projector.AuditEntry
 	DeploymentRows []projector.Deployment
 	GapRows        []projector.Gap
+	TargetRows     []projector.Target
 	// Err, when set, is returned by every method.
 	Err error
 }
@@ -185,6 +186,22 @@ func (q *Query) Gaps(_ context.Context, f projector.DeploymentFilter) ([]project
 			out = append(out, g)
 		}
 	}
+	return out, nil
+}
+
+// Targets returns the placement targets that match f, by time.
+func (q *Query) Targets(_ context.Context, f projector.DeploymentFilter) ([]projector.Target, error) {
+	if q.Err != nil {
+		return nil, q.Err
+	}
+	var out []projector.Target
+	for _, t := range q.TargetRows {
+		if match(f.Cluster, t.Cluster) && match(f.Namespace, t.Namespace) && match(f.Name, t.Name) &&
+			(f.From.IsZero() || !t.At.Before(f.From)) && (f.To.IsZero() || t.At.Before(f.To)) {
+			out = append(out, t)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b projector.Target) int { return a.At.Compare(b.At) })
 	return out, nil
 }
 
