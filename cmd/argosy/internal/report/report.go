@@ -1,5 +1,6 @@
 // Package report is `argosy report`, the reports over the fleet's history:
-// `report deployments`, the DORA figures, from the read API.
+// `report deployments`, the DORA figures, and `report rollouts`, how each
+// placement change reached the fleet, from the read API.
 package report
 
 import (
@@ -25,7 +26,7 @@ func NewCmdReport(io cmdkit.IOStreams) *cobra.Command {
 		Use:   "report",
 		Short: "Report on the fleet's history",
 	}
-	cmd.AddCommand(NewCmdReportDeployments(io, nil))
+	cmd.AddCommand(NewCmdReportDeployments(io, nil), NewCmdReportRollouts(io, nil))
 	return cmd
 }
 
@@ -182,7 +183,12 @@ func median(d *argosyreport.Durations) string {
 	if d == nil {
 		return "-"
 	}
-	s := d.Median.Round(time.Second).String()
+	return short(d.Median)
+}
+
+// short writes d to the second, without trailing zero units: 23h, 4m30s.
+func short(d time.Duration) string {
+	s := d.Round(time.Second).String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
 	}

@@ -60,6 +60,10 @@ func TestReadCommands(t *testing.T) {
 			"--from", "2026-03-01T00:00:00Z", "--to", "2026-03-03T00:00:00Z", "-o", "json"}},
 		{File: "report-label.txt", Args: []string{"report", "deployments", "--by", "label", "--label", "team",
 			"--from", "2026-03-01T00:00:00Z", "--to", "2026-03-03T00:00:00Z"}},
+		{File: "rollouts.txt", Args: []string{"report", "rollouts", "--to", "2026-03-02T12:00:00Z"}},
+		{File: "rollouts-placement.txt", Args: []string{"report", "rollouts", "--placement", "argocd/guestbook",
+			"--to", "2026-03-02T12:00:00Z"}},
+		{File: "rollouts.csv", Args: []string{"report", "rollouts", "--to", "2026-03-02T12:00:00Z", "-o", "csv"}},
 	})
 }
 
@@ -74,11 +78,14 @@ func TestReadCommandErrors(t *testing.T) {
 		{Args: []string{"report", "deployments", "--by", "app", "--bucket", "month"}, FlagError: true, Text: `--bucket "month"`},
 		{Args: []string{"report", "deployments", "--by", "app", "-o", "xml"}, FlagError: true,
 			Text: `unknown output format "xml": want one of table, json, yaml, csv`},
+		{Args: []string{"report", "rollouts", "--placement", "guestbook"}, FlagError: true, Text: `--placement "guestbook": want NAMESPACE/NAME`},
+		{Args: []string{"report", "rollouts", "--from", "2026-03-02T00:00:00Z", "--to", "2026-03-01T00:00:00Z"}, FlagError: true,
+			Text: "--from must be before --to"},
 	})
 }
 
 func TestReadCommandsHelp(t *testing.T) {
-	cmdtest.ReadCommandsHelp(t, NewCmdReport, []string{"report", "deployments"})
+	cmdtest.ReadCommandsHelp(t, NewCmdReport, []string{"report", "deployments"}, []string{"report", "rollouts"})
 }
 
 // TestReportGapNote checks that the groups with deployment gaps are named
