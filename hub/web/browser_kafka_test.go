@@ -176,6 +176,14 @@ func (s *system) apply(t *testing.T, clusters []string) {
 	})
 }
 
+// place applies a placement of manifest on the clusters selector matches.
+func (s *system) place(t *testing.T, selector string, manifest []byte) {
+	t.Helper()
+	if _, err := s.client.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: selector, Manifest: manifest}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
@@ -250,6 +258,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	clusters := []string{"gone-000", "sim-000", "sim-001", "sim-002"}
 	s.apply(t, clusters)
 	s.stopGone()
+	// A placement on every cluster, which gone-000 will never deploy.
+	s.place(t, "env", []byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"podinfo","namespace":"argocd"},
+	"spec":{"project":"default","source":{"repoURL":"https://git.example/apps.git","path":"podinfo","targetRevision":"v1"},
+	"destination":{"server":"https://kubernetes.default.svc","namespace":"podinfo"}}}`))
 
 	admin, adminPages := browsertest.New(t)
 	login(t, admin, s.url, s.tokens["admin"])
@@ -363,6 +375,27 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		if !strings.HasPrefix(res, "Every chain holds") {
 			t.Errorf("verify: %q", res)
+		}
+	})
+
+	t.Run("rollout", func(t *testing.T) {
+		// The placement made at the start: the three running clusters
+		// deploy it, the stopped gone-000 keeps it pending.
+		waitPage(t, admin, s.url+"/apps/argocd/podinfo", "three of the four clusters to deploy podinfo",
+			`(() => { const r = document.querySelector('#rollout'); return r !== null && r.dataset.converged === '3' })()`)
+		var progress struct{ Converged, Targeted, Waiting string }
+		eval(t, admin, `(() => { const r = document.querySelector('#rollout');
+			return {Converged: r.dataset.converged, Targeted: r.dataset.targeted, Waiting: r.querySelector('.note').textContent} })()`, &progress)
+		if progress.Converged != "3" || progress.Targeted != "4" || !strings.Contains(progress.Waiting, "gone-000") {
+			t.Errorf("the app page's rollout: %+v, want 3 of 4, waiting on gone-000", progress)
+		}
+		var row string
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/reports"),
+			chromedp.Text(`#rollouts tr[data-placement="argocd/podinfo"]`, &row, chromedp.ByQuery)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(row, "3 of 4") || !strings.Contains(row, "In progress") {
+			t.Errorf("the reports page's rollout row: %q", row)
 		}
 	})
 

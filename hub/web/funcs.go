@@ -36,6 +36,18 @@ var funcs = template.FuncMap{
 	},
 	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 	"dur": humanAge,
+	// secs writes seconds (a float64 or a *float64) as a duration.
+	"secs": func(v any) string {
+		switch s := v.(type) {
+		case float64:
+			return humanAge(time.Duration(s * float64(time.Second)))
+		case *float64:
+			if s != nil {
+				return humanAge(time.Duration(*s * float64(time.Second)))
+			}
+		}
+		return "-"
+	},
 	"short": func(s string) string {
 		if len(s) > 7 {
 			return s[:7]

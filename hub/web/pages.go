@@ -103,6 +103,9 @@ type appData struct {
 	// clusters whose report is not current.
 	Converged, Placed, Stale int
 	Deployments              []projector.Deployment
+	// Rollout is the newest change of the placement of the same name, if
+	// a placement writes this Application, with its clusters.
+	Rollout *report.Rollout
 }
 
 func (h *Handler) app(r *http.Request) (string, any, error) {
@@ -136,6 +139,15 @@ func (h *Handler) app(r *http.Request) (string, any, error) {
 	}
 	slices.Reverse(deps)
 	d.Deployments = deps
+	now := h.now()
+	ro, err := read.Rollouts(r.Context(), h.q, read.RolloutParams{Namespace: ns, Placement: name,
+		From: now.Add(-read.DefaultReportRange), To: now.Add(time.Second)})
+	if err != nil {
+		return "", nil, err
+	}
+	if len(ro.Rollouts) > 0 {
+		d.Rollout = &ro.Rollouts[0]
+	}
 	return "app", d, nil
 }
 
@@ -188,7 +200,9 @@ func (h *Handler) audit(r *http.Request) (string, any, error) {
 // reportData is the reports page's.
 type reportData struct {
 	Report report.Report
-	Query  url.Values
+	// Rollouts are the placement changes written in the report's range.
+	Rollouts []report.Rollout
+	Query    url.Values
 	// Chart is the chart's data as JSON: buckets, and per series values.
 	Chart template.JS
 	By    []string
@@ -222,7 +236,11 @@ func (h *Handler) reports(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return "reports", reportData{Report: rep, Query: q, Chart: chart, By: read.Groupings}, nil
+	ro, err := read.Rollouts(r.Context(), h.q, read.RolloutParams{From: req.From, To: req.To})
+	if err != nil {
+		return "", nil, err
+	}
+	return "reports", reportData{Report: rep, Rollouts: ro.Rollouts, Query: q, Chart: chart, By: read.Groupings}, nil
 }
 
 // chartData is the deployments per bucket of the report's groups, summed,
