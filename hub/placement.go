@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -227,10 +228,39 @@ func (s *Server) placements(r *http.Request, c *call) (any, error) {
 		if c.p.allow(actionRead, "", nil, p.Project) != nil {
 			continue
 		}
-		out.Items = append(out.Items, api.Placement{Namespace: p.Namespace, Name: p.Name, Generation: p.Generation,
-			Selector: p.Selector, Prune: p.Prune, Project: p.Project, Deleted: p.deleted, Clusters: append([]api.PlacedCluster{}, s.placedOn(p, clusters)...)})
+		item := api.Placement{Namespace: p.Namespace, Name: p.Name, Generation: p.Generation,
+			Selector: p.Selector, Prune: p.Prune, Project: p.Project, Deleted: p.deleted, Clusters: append([]api.PlacedCluster{}, s.placedOn(p, clusters)...)}
+		if !p.deleted {
+			m, err := placementManifest(&p.PlacementUpserted)
+			if err != nil {
+				return nil, err
+			}
+			item.Manifest = m
+		}
+		out.Items = append(out.Items, item)
 	}
 	return out, nil
+}
+
+// placementManifest is the Application a placement writes, as the
+// manifest a placement request takes.
+func placementManifest(p *schemas.PlacementUpserted) (json.RawMessage, error) {
+	type meta struct {
+		Name        string            `json:"name"`
+		Namespace   string            `json:"namespace"`
+		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	}
+	m, err := json.Marshal(struct {
+		APIVersion string          `json:"apiVersion"`
+		Kind       string          `json:"kind"`
+		Metadata   meta            `json:"metadata"`
+		Spec       json.RawMessage `json:"spec"`
+	}{"argoproj.io/v1alpha1", "Application", meta{p.Name, p.Namespace, p.Labels, p.Annotations}, p.Spec})
+	if err != nil {
+		return nil, fmt.Errorf("placement %s/%s manifest: %w", p.Namespace, p.Name, err)
+	}
+	return m, nil
 }
 
 // placedOn returns the placement's state on every cluster it matches or

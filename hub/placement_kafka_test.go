@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -68,6 +69,21 @@ func TestPlacementFollowsTheLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPlaced(t, a, map[string]string{"s1": "placed", "s2": "placed"})
+	// The listing gives the manifest back, for an edit to start from.
+	ps, err := a.Placements(t.Context())
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("placements %v, %v", ps, err)
+	}
+	var listed, applied any
+	if err := json.Unmarshal(ps[0].Manifest, &listed); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(appManifest(), &applied); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(listed, applied) {
+		t.Errorf("listed manifest %s, want what was applied", ps[0].Manifest)
+	}
 
 	r.register(b, "s3", map[string]string{"env": "staging"})
 	waitPlaced(t, a, map[string]string{"s1": "placed", "s2": "placed", "s3": "placed"})

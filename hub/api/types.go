@@ -244,6 +244,10 @@ type Placement struct {
 	Project    string          `json:"project"`
 	Deleted    bool            `json:"deleted,omitempty"`
 	Clusters   []PlacedCluster `json:"clusters"`
+	// Manifest is the Application the placement writes, as the manifest
+	// a PlacementRequest takes: what an edit starts from. Absent once the
+	// placement is deleted.
+	Manifest json.RawMessage `json:"manifest,omitempty"`
 }
 
 // PlacedCluster is a placement's Application on one cluster.
