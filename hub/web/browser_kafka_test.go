@@ -399,6 +399,39 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("placement edit", func(t *testing.T) {
+		// Edit podinfo on the placements page: v1 to v2 is the placement's
+		// second change, which the running clusters deploy in turn.
+		var toast string
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/placements"),
+			chromedp.WaitVisible(`#placements tr[data-placement="argocd/podinfo"] button.p-edit`, chromedp.ByQuery),
+			chromedp.Click(`#placements tr[data-placement="argocd/podinfo"] button.p-edit`, chromedp.ByQuery),
+			chromedp.Evaluate(`(() => { const m = document.querySelector('#p-manifest'); m.value = m.value.replace('"v1"', '"v2"') })()`, nil),
+			chromedp.Click("#p-save", chromedp.ByID),
+			chromedp.WaitVisible("#toast.show", chromedp.ByQuery), chromedp.Text("#toast", &toast, chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		if toast != "placement argocd/podinfo saved: generation 2" {
+			t.Fatalf("toast %q", toast)
+		}
+		screenshot(t, admin, "placements")
+		// Saving from a stale generation is a conflict, and writes nothing.
+		if err := chromedp.Run(admin, chromedp.Evaluate(`document.querySelector('#p-generation').value = '1'`, nil),
+			chromedp.Click("#p-save", chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the conflict's toast", func() bool {
+			eval(t, admin, `document.querySelector('#toast').textContent`, &toast)
+			return strings.HasPrefix(toast, "saving refused (409)")
+		})
+		waitPage(t, admin, s.url+"/apps/argocd/podinfo", "three of the four clusters to deploy podinfo's second change",
+			`(() => { const r = document.querySelector('#rollout');
+				return r !== null && r.textContent.includes('Placement change 2') && r.dataset.converged === '3' })()`)
+		waitPage(t, admin, s.url+"/placements", "the placements list at generation 2",
+			`(() => { const r = document.querySelector('#placements tr[data-placement="argocd/podinfo"]');
+				return r !== null && r.children[1].textContent === '2' })()`)
+	})
+
 	t.Run("reports", func(t *testing.T) {
 		var rows int
 		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/reports?by=cluster"), chromedp.WaitVisible("#report", chromedp.ByID)); err != nil {
@@ -450,6 +483,14 @@ func TestDashboardInBrowser(t *testing.T) {
 		eval(t, viewer, `document.querySelectorAll('button[data-op]').length`, &buttons)
 		if buttons != 0 {
 			t.Errorf("a viewer sees %d write buttons", buttons)
+		}
+		if err := chromedp.Run(viewer, chromedp.Navigate(s.url+"/placements"),
+			chromedp.WaitVisible(`#placements tr[data-placement="argocd/podinfo"]`, chromedp.ByQuery)); err != nil {
+			t.Fatal(err)
+		}
+		eval(t, viewer, `document.querySelectorAll('#placement-form, button.p-edit').length`, &buttons)
+		if buttons != 0 {
+			t.Errorf("a viewer sees the placement form or %d edit buttons", buttons)
 		}
 		forge := `fetch('/api/v1/clusters/sim-001/applications/argocd/guestbook/operations', {method: 'POST',
 			headers: {'Content-Type': 'application/json'%s}, body: JSON.stringify({operation: 'sync'})}).then(r => r.status)`

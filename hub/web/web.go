@@ -93,7 +93,7 @@ func New(q projector.Query, opts ...Option) (*Handler, error) {
 	for _, o := range opts {
 		o(h)
 	}
-	for _, name := range []string{"fleet", "cluster", "app", "audit", "reports", "login", "error", "verify"} {
+	for _, name := range []string{"fleet", "cluster", "app", "audit", "reports", "placements", "login", "error", "verify"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard template %s: %w", name, err)
@@ -106,6 +106,9 @@ func New(q projector.Query, opts ...Option) (*Handler, error) {
 	h.mux.HandleFunc("GET /audit", h.page(h.audit))
 	h.mux.HandleFunc("GET /audit/verify", h.verify)
 	h.mux.HandleFunc("GET /reports", h.page(h.reports))
+	// The placements page is a shell: its script reads and writes the
+	// placements through the hub's API as the signed-in user.
+	h.mux.HandleFunc("GET /placements", h.page(func(*http.Request) (string, any, error) { return "placements", nil, nil }))
 	h.mux.HandleFunc("GET /reports/deployments.csv", h.reportDownload("csv"))
 	h.mux.HandleFunc("GET /reports/deployments.json", h.reportDownload("json"))
 	h.mux.HandleFunc("/", h.page(func(*http.Request) (string, any, error) {

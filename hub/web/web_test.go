@@ -108,6 +108,7 @@ func TestPages(t *testing.T) {
 			"Placement change 2", "<b>0 of 2</b> targeted clusters deployed it", "2 pending", `Waiting on: <a href="/clusters/prod-eu">`}},
 		{"/apps/argocd/billing", 200, []string{"rejected 5: invalid"}},
 		{"/apps/argocd/nope", 404, []string{"no Application"}},
+		{"/placements", 200, []string{`id="placements"`, `id="placement-form"`, `href="/placements" class="active"`}},
 		{"/audit", 200, []string{`id="audit"`}},
 		{"/audit?since=forever", 400, []string{"since"}},
 		{"/reports?by=app&days=30", 200, []string{`id="report"`, "prod-eu/argocd/billing", `id="rollouts"`,
@@ -160,6 +161,10 @@ func TestViewerSeesNoWriteButtons(t *testing.T) {
 	_, body := get(t, srv.URL+"/apps/argocd/guestbook")
 	if strings.Contains(body, "data-op=") {
 		t.Error("a viewer's page has write buttons")
+	}
+	_, body = get(t, srv.URL+"/placements")
+	if !strings.Contains(body, `id="placements"`) || strings.Contains(body, "placement-form") {
+		t.Error("a viewer's placements page has no list, or has the form")
 	}
 }
 

@@ -1,5 +1,6 @@
-// Argosy dashboard: the API calls of the write buttons, the CSRF header of
-// every htmx request, and the report chart. No framework; htmx does the
+// Argosy dashboard: the API calls of the write buttons and of the
+// placements page, the CSRF header of every htmx request, and the report
+// chart. No framework; htmx does the
 // partial page updates.
 (function () {
   "use strict";
@@ -11,6 +12,27 @@
     t.className = ok ? "show ok" : "show bad";
     clearTimeout(toast.timer);
     toast.timer = setTimeout(function () { t.className = ""; }, 6000);
+  }
+
+  // api calls the hub's API as the signed-in user: the session cookie and
+  // the CSRF header, as the write buttons do. It resolves to the status and
+  // the decoded answer.
+  function api(method, url, body) {
+    var init = { method: method, credentials: "same-origin", headers: { "X-Argosy-CSRF": csrf } };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    return fetch(url, init).then(function (r) {
+      return r.json().then(function (j) { return { ok: r.ok, status: r.status, body: j }; });
+    });
+  }
+
+  function cell(tr, text) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    tr.appendChild(td);
+    return td;
   }
 
   document.body.addEventListener("htmx:configRequest", function (e) {
@@ -25,14 +47,7 @@
     var body = { operation: b.dataset.op };
     if (b.dataset.history) { body.historyId = Number(b.dataset.history); }
     b.disabled = true;
-    fetch(b.dataset.url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-Argosy-CSRF": csrf },
-      body: JSON.stringify(body)
-    }).then(function (r) {
-      return r.json().then(function (j) { return { ok: r.ok, status: r.status, body: j }; });
-    }).then(function (r) {
+    api("POST", b.dataset.url, body).then(function (r) {
       if (r.ok) {
         var ids = (r.body.events || []).map(function (ev) { return ev.id; }).join(", ");
         toast(body.operation + " requested: event " + ids, true);
@@ -59,7 +74,104 @@
     };
     new uPlot(opts, [d.x, d.deployments, d.failures], el);
   }
+  // The placements page: the list from GET /api/v1/placements, and, for
+  // those who may write, a form that POSTs a placement with the generation
+  // its edit started from.
+  function placements() {
+    var table = document.getElementById("placements");
+    if (!table) { return; }
+    var form = document.getElementById("placement-form");
+    var body = table.querySelector("tbody");
+    var items = {};
+    function edit(p) {
+      document.getElementById("placement-title").textContent = "Edit " + p.namespace + "/" + p.name + " (generation " + p.generation + ")";
+      document.getElementById("p-selector").value = p.selector;
+      document.getElementById("p-prune").value = p.prune;
+      document.getElementById("p-generation").value = String(p.generation);
+      document.getElementById("p-manifest").value = JSON.stringify(p.manifest, null, 2);
+      form.scrollIntoView();
+    }
+    function load() {
+      return api("GET", "/api/v1/placements").then(function (r) {
+        if (!r.ok) { toast("listing placements refused (" + r.status + "): " + (r.body.error || ""), false); return; }
+        body.textContent = "";
+        items = {};
+        (r.body.items || []).forEach(function (p) {
+          var key = p.namespace + "/" + p.name;
+          items[key] = p;
+          var tr = document.createElement("tr");
+          tr.dataset.placement = key;
+          var a = document.createElement("a");
+          a.href = "/apps/" + encodeURIComponent(p.namespace) + "/" + encodeURIComponent(p.name);
+          a.textContent = key;
+          cell(tr, "").appendChild(a);
+          cell(tr, String(p.generation) + (p.deleted ? " (deleted)" : ""));
+          cell(tr, p.selector || "(every cluster)");
+          cell(tr, p.prune);
+          cell(tr, p.project);
+          var states = {};
+          (p.clusters || []).forEach(function (c) { var s = c.state.split(":")[0]; states[s] = (states[s] || 0) + 1; });
+          cell(tr, Object.keys(states).sort().map(function (s) { return states[s] + " " + s; }).join(", ") || "none");
+          if (form) {
+            var td = cell(tr, "");
+            if (!p.deleted) {
+              var b = document.createElement("button");
+              b.type = "button";
+              b.className = "p-edit";
+              b.textContent = "Edit";
+              b.addEventListener("click", function () { edit(items[key]); });
+              td.appendChild(b);
+            }
+          }
+          body.appendChild(tr);
+        });
+        if (!body.firstChild) {
+          var tr = document.createElement("tr");
+          cell(tr, "No placement yet.").colSpan = 7;
+          body.appendChild(tr);
+        }
+      });
+    }
+    load();
+    if (!form) { return; }
+    document.getElementById("p-new").addEventListener("click", function () {
+      form.reset();
+      document.getElementById("p-generation").value = "0";
+      document.getElementById("placement-title").textContent = "New placement";
+    });
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var manifest;
+      try {
+        manifest = JSON.parse(document.getElementById("p-manifest").value);
+      } catch (err) {
+        toast("the manifest is not JSON: " + err.message, false);
+        return;
+      }
+      var save = document.getElementById("p-save");
+      save.disabled = true;
+      api("POST", "/api/v1/placements", {
+        selector: document.getElementById("p-selector").value.trim(),
+        prune: document.getElementById("p-prune").value,
+        manifest: manifest,
+        expectedGeneration: Number(document.getElementById("p-generation").value)
+      }).then(function (r) {
+        if (r.ok) {
+          var w = (r.body.events || [])[0] || {};
+          toast("placement " + w.namespace + "/" + w.name + " saved: generation " + w.generation, true);
+          document.getElementById("p-generation").value = String(w.generation);
+          document.getElementById("placement-title").textContent = "Edit " + w.namespace + "/" + w.name + " (generation " + w.generation + ")";
+          return load();
+        }
+        toast("saving refused (" + r.status + "): " + (r.body.error || "") + (r.body.hint ? " (" + r.body.hint + ")" : ""), false);
+      }).catch(function (err) {
+        toast("saving failed: " + err, false);
+      }).finally(function () { save.disabled = false; });
+    });
+  }
+
   // Deferred scripts run in document order, before DOMContentLoaded: the
   // page's own (uPlot on the reports page) come after this one.
   document.addEventListener("DOMContentLoaded", chart);
+  document.addEventListener("DOMContentLoaded", placements);
 })();
