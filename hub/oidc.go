@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/argosyproj/argosy/hub/api"
@@ -38,6 +39,20 @@ type OIDC struct {
 	// decides the caller's role and scopes, so list the widest first. A
 	// token none of whose groups is listed is refused (403).
 	Groups []OIDCGroup `json:"groups"`
+	// BrowserLogin offers "Log in with OIDC" on the dashboard's login
+	// page: the authorization code flow with PKCE, whose ID token becomes
+	// the session's token.
+	BrowserLogin bool `json:"browserLogin,omitempty"`
+	// ClientSecret is the client's secret at the issuer, for a
+	// confidential client; empty for a public one (PKCE alone).
+	ClientSecret string `json:"clientSecret,omitempty"`
+	// RedirectURL is the callback registered at the issuer,
+	// https://HUB/login/oidc/callback; empty: the hub's URL as the browser
+	// reached it, with that path.
+	RedirectURL string `json:"redirectURL,omitempty"`
+	// Scopes are asked for at login (default openid, email, profile);
+	// add the one that makes the issuer send the groups claim, if any.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // OIDCGroup is the role and scopes an OIDC group grants, as a Token's.
@@ -59,6 +74,7 @@ type oidcAuth struct {
 
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
+	endpoint oauth2.Endpoint
 	lastErr  error
 }
 
@@ -74,6 +90,15 @@ func newOIDCAuth(cfg OIDC) (*oidcAuth, error) {
 	}
 	if len(cfg.Groups) == 0 {
 		errs = append(errs, errors.New("oidc.groups is required: no group would have a role"))
+	}
+	if cfg.RedirectURL != "" {
+		if u, err := url.Parse(cfg.RedirectURL); err != nil || u.Host == "" || u.Path != oidcCallback ||
+			(u.Scheme != "https" && (u.Scheme != "http" || !loopback(u.Hostname()))) {
+			errs = append(errs, fmt.Errorf("oidc.redirectURL %q: want https://HUB%s (plain http only on this machine's loopback)", cfg.RedirectURL, oidcCallback))
+		}
+	}
+	if len(cfg.Scopes) == 0 {
+		cfg.Scopes = []string{oidc.ScopeOpenID, "email", "profile"}
 	}
 	if cfg.UsernameClaim == "" {
 		cfg.UsernameClaim = "email"
@@ -119,7 +144,7 @@ func (a *oidcAuth) discover(ctx context.Context) error {
 		p, err := oidc.NewProvider(oidc.ClientContext(ctx, client), a.cfg.Issuer)
 		a.mu.Lock()
 		if err == nil {
-			a.verifier, a.lastErr = p.Verifier(&oidc.Config{ClientID: a.cfg.ClientID}), nil
+			a.verifier, a.endpoint, a.lastErr = p.Verifier(&oidc.Config{ClientID: a.cfg.ClientID}), p.Endpoint(), nil
 		} else {
 			a.lastErr = err
 		}

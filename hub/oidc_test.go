@@ -154,14 +154,16 @@ func TestOIDCConfig(t *testing.T) {
 		t.Errorf("an OIDC-only file: %v", err)
 	}
 	for body, want := range map[string]string{
-		"oidc:\n  clientID: argosy\n  groups:\n  - {group: g, role: admin}\n":                                               `oidc.issuer "": want the issuer's URL`,
-		"oidc:\n  issuer: http://idp.example.com\n  clientID: a\n  groups:\n  - {group: g, role: admin}\n":                  "want https",
-		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: admin}\n  - {group: g, role: viewer}\n": `group "g" is listed twice`,
-		"oidc:\n  issuer: https://i\n  groups:\n  - {group: g, role: admin}\n":                                              "oidc.clientID is required",
-		"oidc:\n  issuer: https://i\n  clientID: a\n":                                                                       "oidc.groups is required",
-		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: owner}\n":                               `oidc.groups[0] (g): role "owner"`,
-		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: admin, clusters: 'env in ('}\n":         "oidc.groups[0] (g): clusters",
-		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {role: admin}\n":                                         "oidc.groups[0].group is required",
+		"oidc:\n  clientID: argosy\n  groups:\n  - {group: g, role: admin}\n":                                                                            `oidc.issuer "": want the issuer's URL`,
+		"oidc:\n  issuer: http://idp.example.com\n  clientID: a\n  groups:\n  - {group: g, role: admin}\n":                                               "want https",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: admin}\n  - {group: g, role: viewer}\n":                              `group "g" is listed twice`,
+		"oidc:\n  issuer: https://i\n  groups:\n  - {group: g, role: admin}\n":                                                                           "oidc.clientID is required",
+		"oidc:\n  issuer: https://i\n  clientID: a\n":                                                                                                    "oidc.groups is required",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: owner}\n":                                                            `oidc.groups[0] (g): role "owner"`,
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {group: g, role: admin, clusters: 'env in ('}\n":                                      "oidc.groups[0] (g): clusters",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  groups:\n  - {role: admin}\n":                                                                      "oidc.groups[0].group is required",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  redirectURL: https://hub/callback\n  groups:\n  - {group: g, role: admin}\n":                       "want https://HUB/login/oidc/callback",
+		"oidc:\n  issuer: https://i\n  clientID: a\n  redirectURL: http://hub.example.com/login/oidc/callback\n  groups:\n  - {group: g, role: admin}\n": "plain http only on this machine's loopback",
 	} {
 		f, err := LoadTokenFile(write(body))
 		if err == nil {

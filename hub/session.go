@@ -52,8 +52,12 @@ func sessionToken(r *http.Request) (string, error) {
 func (s *Server) dashboardRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /static/", http.StripPrefix("/static", web.Static()))
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
-		s.o.dashboard.LoginPage(w, r, http.StatusOK, localPath(r.URL.Query().Get("next")), "")
+		s.o.dashboard.LoginPage(w, r, http.StatusOK, localPath(r.URL.Query().Get("next")), "", s.browserLogin())
 	})
+	if s.browserLogin() {
+		mux.Handle("GET /login/oidc", s.traced("GET /login/oidc", http.HandlerFunc(s.oidcStart)))
+		mux.Handle("GET "+oidcCallback, s.traced("GET "+oidcCallback, http.HandlerFunc(s.oidcFinish)))
+	}
 	mux.Handle("POST /login", s.traced("POST /login", http.HandlerFunc(s.login)))
 	mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
 		if !sameOrigin(r) {
@@ -94,10 +98,18 @@ func setSession(w http.ResponseWriter, r *http.Request, tok string) {
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	next := localPath(r.PostFormValue("next"))
 	if !sameOrigin(r) {
-		s.o.dashboard.LoginPage(w, r, http.StatusForbidden, next, "cross-origin login refused")
+		s.o.dashboard.LoginPage(w, r, http.StatusForbidden, next, "cross-origin login refused", s.browserLogin())
 		return
 	}
-	tok := strings.TrimSpace(r.PostFormValue("token"))
+	if s.startSession(w, r, strings.TrimSpace(r.PostFormValue("token")), next) {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+	}
+}
+
+// startSession sets the session cookie to tok if the hub accepts it for
+// reading; otherwise it audits the failed login, answers with the login
+// page and the reason, and returns false.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok, next string) bool {
 	p, err := s.reader(r, tok)
 	if err != nil {
 		status := http.StatusUnauthorized
@@ -107,11 +119,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		if aerr := s.auditCall(r, readCall(r, p), status); aerr != nil {
 			s.o.log.ErrorContext(r.Context(), "auditing a failed login", "err", aerr)
 		}
-		s.o.dashboard.LoginPage(w, r, status, next, err.Error())
-		return
+		s.o.dashboard.LoginPage(w, r, status, next, err.Error(), s.browserLogin())
+		return false
 	}
 	setSession(w, r, tok)
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	return true
 }
 
 // page serves a dashboard page to the session's principal, or sends the
@@ -129,7 +141,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	p, err := s.reader(r, ck.Value)
 	if err != nil {
 		setSession(w, r, "")
-		s.o.dashboard.LoginPage(w, r, http.StatusUnauthorized, localPath(r.URL.RequestURI()), err.Error())
+		s.o.dashboard.LoginPage(w, r, http.StatusUnauthorized, localPath(r.URL.RequestURI()), err.Error(), s.browserLogin())
 		return
 	}
 	// Page views are reads, audited as the API's are; the page's own

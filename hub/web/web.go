@@ -134,9 +134,10 @@ func Static() http.Handler {
 // ServeHTTP serves a page to the Viewer in the request's context.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// LoginPage writes the login page, with a message if the last try failed.
-func (h *Handler) LoginPage(w http.ResponseWriter, r *http.Request, status int, next, msg string) {
-	h.render(w, r, status, "login", map[string]any{"Next": next, "Error": msg})
+// LoginPage writes the login page, with a message if the last try failed,
+// and the OIDC login's button when oidc is set.
+func (h *Handler) LoginPage(w http.ResponseWriter, r *http.Request, status int, next, msg string, oidc bool) {
+	h.render(w, r, status, "login", map[string]any{"Next": next, "Error": msg, "OIDC": oidc})
 }
 
 // pageError is an error the viewer should read as it is.
