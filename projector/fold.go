@@ -297,6 +297,7 @@ func (v *View) observed(d *events.Decoded) AppObserved {
 // of the status topic still has it from the agent's periodic whole status.
 func (v *View) observe(d *events.Decoded, p *schemas.ApplicationStatusChanged) {
 	o := v.observed(d)
+	was := healthOf(o)
 	o.Seq, o.UpdatedAt = p.Seq, d.LogTime
 	if p.Generation > o.AppliedGeneration {
 		o.AppliedGeneration = p.Generation
@@ -327,7 +328,18 @@ func (v *View) observe(d *events.Decoded, p *schemas.ApplicationStatusChanged) {
 			o.Resources = p.Resources
 		}
 	}
+	if now := healthOf(o); now != was && (now == HealthDegraded || now == HealthHealthy) && !o.Deleted {
+		v.appends.Health = append(v.appends.Health, HealthChange{AppKey: o.AppKey, Health: now, At: d.LogTime, EventID: d.Event.ID()})
+	}
 	v.putObserved(o)
+}
+
+// healthOf is an observed Application's health status, "" if unknown.
+func healthOf(o AppObserved) string {
+	if o.Health == nil || o.Deleted {
+		return ""
+	}
+	return o.Health.Status
 }
 
 func (v *View) putRegistration(r ClusterRegistration) {

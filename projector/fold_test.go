@@ -101,6 +101,7 @@ func fold(t *testing.T, recs []*events.Decoded) *projector.Batch {
 		all.Audit = append(all.Audit, b.Audit...)
 		all.Deployments = append(all.Deployments, b.Deployments...)
 		all.Targets = append(all.Targets, b.Targets...)
+		all.Health = append(all.Health, b.Health...)
 	}
 	slices.SortFunc(all.Audit, func(a, b projector.AuditEntry) int {
 		return cmpKey(fmt.Sprintf("%s/%d/%09d", a.Topic, a.Partition, a.Offset), fmt.Sprintf("%s/%d/%09d", b.Topic, b.Partition, b.Offset))
@@ -363,5 +364,38 @@ func TestPlacementUpsertIsATarget(t *testing.T) {
 		PlacementGeneration: 2, Generation: 4, EventID: placed.Event.ID(), At: placed.LogTime}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("targets (-want +got)\n%s", diff)
+	}
+}
+
+// TestHealthChanges: an Application turning Degraded, or Healthy from any
+// other health, is a health change at its status's log time; the same
+// health again, other healths, and a deletion are not.
+func TestHealthChanges(t *testing.T) {
+	l := &logOf{}
+	st := func(seq int64, full bool, health string) *events.Decoded {
+		p := &schemas.ApplicationStatusChanged{Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 1},
+			Seq: seq, Full: full}
+		if health != "" {
+			p.Health = &schemas.HealthStatus{Status: health}
+		}
+		return l.add("status", 0, events.TypeApplicationStatus, app("web"), p)
+	}
+	st(1, true, "Progressing")
+	healthy := st(2, false, "Healthy")
+	st(3, true, "Healthy") // the same again, in full
+	st(4, false, "")       // no health in the delta
+	degraded := st(5, false, "Degraded")
+	st(6, false, "Degraded")
+	st(7, false, "Progressing")
+	back := st(8, false, "Healthy")
+	l.add("status", 0, events.TypeApplicationStatus, app("web"), &schemas.ApplicationStatusChanged{
+		Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web"}, Seq: 9, Deleted: true})
+	var got []string
+	for _, h := range fold(t, l.recs).Health {
+		got = append(got, h.Health+"@"+h.EventID)
+	}
+	want := []string{"Healthy@" + healthy.Event.ID(), "Degraded@" + degraded.Event.ID(), "Healthy@" + back.Event.ID()}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("health changes (-want +got)\n%s", diff)
 	}
 }

@@ -34,12 +34,13 @@ type Batch struct {
 	Deployments   []Deployment
 	Gaps          []Gap
 	Targets       []Target
+	Health        []HealthChange
 }
 
 // Empty reports whether the batch changes nothing but offsets.
 func (b *Batch) Empty() bool {
 	return len(b.Registrations)+len(b.Beats)+len(b.Desired)+len(b.Observed)+len(b.Acks)+
-		len(b.Calls)+len(b.Audit)+len(b.Deployments)+len(b.Gaps)+len(b.Targets) == 0
+		len(b.Calls)+len(b.Audit)+len(b.Deployments)+len(b.Gaps)+len(b.Targets)+len(b.Health) == 0
 }
 
 // Store is where the views live: the embedded store and PostgreSQL
@@ -100,6 +101,9 @@ type Query interface {
 	// Targets returns the placement targets that match f (its Name is the
 	// placement's, its span on their log time), by time.
 	Targets(ctx context.Context, f DeploymentFilter) ([]Target, error)
+	// HealthChanges returns the health changes that match f (no project),
+	// by time.
+	HealthChanges(ctx context.Context, f DeploymentFilter) ([]HealthChange, error)
 }
 
 // ClusterRow is a cluster's registration and last heartbeat, and its

@@ -12,7 +12,7 @@ import (
 // row, and a fold never depends on how partitions interleave:
 //   - config partitions write ClusterRegistration, AppDesired, AuditEntry,
 //     Target;
-//   - status partitions write ClusterBeat, AppObserved, Ack;
+//   - status partitions write ClusterBeat, AppObserved, Ack, HealthChange;
 //   - deployment partitions write Deployment and Gap;
 //   - the audit partition writes Call (and AuditEntry for API calls).
 //
@@ -101,6 +101,22 @@ type Rejection struct {
 	EventID    string `json:"eventId"`
 	Code       string `json:"code"`
 	Reason     string `json:"reason,omitempty"`
+}
+
+// Health statuses a HealthChange records.
+const (
+	HealthDegraded = "Degraded"
+	HealthHealthy  = "Healthy"
+)
+
+// HealthChange is an Application turning Degraded, or Healthy from any
+// other health (status), at the log time of the status that said so: the
+// start and end of what failed-deployment recovery time measures.
+type HealthChange struct {
+	AppKey
+	Health  string    `json:"health"`
+	At      time.Time `json:"at"`
+	EventID string    `json:"eventId"`
 }
 
 // Ack is a cluster's acknowledgement of one config event (status), kept by

@@ -262,6 +262,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	s.place(t, "env", []byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"podinfo","namespace":"argocd"},
 	"spec":{"project":"default","source":{"repoURL":"https://git.example/apps.git","path":"podinfo","targetRevision":"v1"},
 	"destination":{"server":"https://kubernetes.default.svc","namespace":"podinfo"}}}`))
+	// The spokes' status folds into health changes, which recovery time
+	// reads: each running cluster's guestbook turns Healthy after its sync.
+	waitFor(t, "guestbook to turn Healthy on the running clusters", func() bool {
+		hs, err := s.store.HealthChanges(t.Context(), projector.DeploymentFilter{Namespace: "argocd", Name: "guestbook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		healthy := map[string]bool{}
+		for _, h := range hs {
+			healthy[h.Cluster] = healthy[h.Cluster] || h.Health == projector.HealthHealthy
+		}
+		return healthy["sim-000"] && healthy["sim-001"] && healthy["sim-002"]
+	})
 
 	admin, adminPages := browsertest.New(t)
 	login(t, admin, s.url, s.tokens["admin"])

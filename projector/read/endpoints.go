@@ -202,6 +202,9 @@ func DeploymentReport(ctx context.Context, q projector.Query, rep Reporter, req 
 	if req.Gaps, err = q.Gaps(ctx, projector.DeploymentFilter{}); err != nil {
 		return report.Report{}, fmt.Errorf("listing deployment gaps: %w", err)
 	}
+	if req.Health, err = q.HealthChanges(ctx, projector.DeploymentFilter{From: req.From}); err != nil {
+		return report.Report{}, fmt.Errorf("listing health changes: %w", err)
+	}
 	out, err := rep.DeploymentReport(ctx, recs, req)
 	if err != nil {
 		return report.Report{}, fmt.Errorf("computing the deployment report: %w", err)

@@ -93,6 +93,9 @@ func reportRows(t *testing.T, b []byte) []string {
 		if row.Unchanged > 0 {
 			s += fmt.Sprintf(" unchanged=%d", row.Unchanged)
 		}
+		if row.Degraded > 0 {
+			s += fmt.Sprintf(" degraded=%d", row.Degraded)
+		}
 		if row.TimeToRestore != nil {
 			s += " restored in " + row.TimeToRestore.Median.String()
 		}
@@ -221,13 +224,15 @@ func TestEndpoints(t *testing.T) {
 		{name: "rollouts of a bad placement", target: "/api/v1/reports/rollouts?placement=guestbook", status: 400, errText: "want namespace/name"},
 		{name: "report by cluster", target: "/api/v1/reports/deployments?by=cluster", status: 200, list: reportRows, want: []string{
 			"cluster day 2026-01-31T12:00:00Z..2026-03-02T12:00:00Z gaps=[{prod-us 1}]",
-			"prod-eu 2026-02-22 ok=1 failed=0", "prod-eu 2026-03-01 ok=1 failed=1 restored in 23h0m0s",
+			"prod-eu 2026-02-22 ok=1 failed=0",
+			// billing's failure recovered in 23 hours, guestbook's turn to Degraded in 1.
+			"prod-eu 2026-03-01 ok=1 failed=1 degraded=1 restored in 12h0m0s",
 			"prod-eu 2026-03-02 ok=1 failed=0", "prod-us 2026-03-02 ok=1 failed=0 unchanged=1"}},
 		{name: "report by app by week", target: "/api/v1/reports/deployments?by=app&bucket=week&from=" + at(-48*time.Hour) +
 			"&to=" + at(0), status: 200, list: reportRows, want: []string{
 			"app week 2026-02-28T12:00:00Z..2026-03-02T12:00:00Z gaps=[{prod-us/argocd/guestbook 1}]",
 			"prod-eu/argocd/billing 2026-02-23 ok=0 failed=1 restored in 23h0m0s", "prod-eu/argocd/billing 2026-03-02 ok=1 failed=0",
-			"prod-eu/argocd/guestbook 2026-02-23 ok=1 failed=0", "prod-us/argocd/guestbook 2026-03-02 ok=1 failed=0 unchanged=1"}},
+			"prod-eu/argocd/guestbook 2026-02-23 ok=1 failed=0 degraded=1 restored in 1h0m0s", "prod-us/argocd/guestbook 2026-03-02 ok=1 failed=0 unchanged=1"}},
 		{name: "report by label", target: "/api/v1/reports/deployments?by=label&label=team&from=" + at(-24*time.Hour),
 			status: 200, list: reportRows, want: []string{
 				"label day 2026-03-01T12:00:00Z..2026-03-02T12:00:00Z gaps=[{web 1}]",
@@ -391,7 +396,7 @@ func TestReporter(t *testing.T) {
 	// From on, including those after To, which tell when failures were
 	// restored.
 	want := report.Request{By: report.ByProject, Bucket: report.Day, From: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
-		To: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), Gaps: readtest.Fleet().GapRows}
+		To: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), Gaps: readtest.Fleet().GapRows, Health: readtest.Fleet().HealthRows}
 	if diff := cmp.Diff(want, gotReq, cmpopts.IgnoreFields(report.Request{}, "CommitTime")); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}

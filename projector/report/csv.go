@@ -9,7 +9,7 @@ import (
 var CSVHeader = []string{"group", "start", "end", "deployments", "deployments_per_day", "failures",
 	"change_failure_rate", "time_to_restore_count", "time_to_restore_median_seconds", "time_to_restore_p90_seconds",
 	"time_to_restore_mean_seconds", "unrestored", "lead_time_count", "lead_time_median_seconds", "lead_time_p90_seconds",
-	"lead_time_mean_seconds", "lead_time_unknown", "gaps", "unchanged"}
+	"lead_time_mean_seconds", "lead_time_unknown", "gaps", "unchanged", "degraded"}
 
 // CSV returns the report's rows as CSV fields under CSVHeader: one line
 // per row, with its group's gap count. `argosy report -o csv` and the
@@ -33,7 +33,7 @@ func (r *Report) CSV() [][]string {
 		line = append(line, durations(row.TimeToRestore)...)
 		line = append(line, strconv.Itoa(row.Unrestored))
 		line = append(line, durations(row.LeadTime)...)
-		line = append(line, strconv.Itoa(row.LeadTimeUnknown), strconv.Itoa(gaps[row.Group]), strconv.Itoa(row.Unchanged))
+		line = append(line, strconv.Itoa(row.LeadTimeUnknown), strconv.Itoa(gaps[row.Group]), strconv.Itoa(row.Unchanged), strconv.Itoa(row.Degraded))
 		rows = append(rows, line)
 	}
 	return rows

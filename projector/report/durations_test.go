@@ -67,7 +67,7 @@ func TestRowJSON(t *testing.T) {
 	if err != nil {
 		t.Fatalf("marshal: %v", err)
 	}
-	want := `{"group":"shop","start":"2024-01-01T00:00:00Z","end":"2024-01-08T00:00:00Z","deployments":0,"failures":1,"unchanged":0,` +
+	want := `{"group":"shop","start":"2024-01-01T00:00:00Z","end":"2024-01-08T00:00:00Z","deployments":0,"failures":1,"unchanged":0,"degraded":0,` +
 		`"deploymentsPerDay":0,"changeFailureRate":1,"unrestored":1,"leadTimeUnknown":0}`
 	if string(b) != want {
 		t.Errorf("JSON =\n%s\nwant\n%s", b, want)

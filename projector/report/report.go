@@ -81,6 +81,11 @@ type Request struct {
 	CommitTime func(projector.Deployment) (time.Time, bool)
 	// Gaps are the deployment gaps to count per group; optional.
 	Gaps []projector.Gap
+	// Health are the Applications' health changes from From on; optional.
+	// With them, a failure is recovered once its Application is Healthy
+	// after the next successful deployment, and a turn to Degraded after a
+	// successful deployment counts (Row.Degraded) with its own recovery.
+	Health []projector.HealthChange
 }
 
 // Validate reports whether the request can be answered.
@@ -144,16 +149,21 @@ type Row struct {
 	// because they deployed what was there before: re-syncs that changed
 	// nothing and self-heals that reverted drift (the record's unchanged).
 	Unchanged int `json:"unchanged"`
+	// Degraded counts the times an Application turned Degraded after a
+	// successful deployment (with Request.Health).
+	Degraded int `json:"degraded"`
 	// PerDay is the deployment frequency: Deployments divided by the days
 	// of the bucket that lie in the report's range.
 	PerDay float64 `json:"deploymentsPerDay"`
 	// ChangeFailureRate is Failures / (Deployments + Failures), 0 when
 	// both are 0.
 	ChangeFailureRate float64 `json:"changeFailureRate"`
-	// TimeToRestore summarises, for the failures in the bucket that a
-	// later successful deployment of the same Application restored, the
-	// time from the failure to that deployment; nil if none was restored.
-	// Unrestored counts the failures without one.
+	// TimeToRestore is the failed deployment recovery time: for the
+	// failures and Degraded turns in the bucket that recovered, the time
+	// from each to its Application's recovery (a later successful
+	// deployment, and Healthy by then or after it where health is known;
+	// Healthy again for a Degraded turn); nil if none recovered.
+	// Unrestored counts those that did not.
 	TimeToRestore *Durations `json:"timeToRestore,omitempty"`
 	Unrestored    int        `json:"unrestored"`
 	// LeadTime summarises, for the deployments that changed the revision
@@ -187,6 +197,7 @@ func Deployments(recs []projector.Deployment, req Request) (Report, error) {
 	b := newBuilder(&req, from, to)
 	for id, idx := range apps {
 		b.walk(recs, id, idx)
+		b.degraded(recs, id, idx)
 	}
 	return Report{
 		By: req.By, Label: req.Label, Bucket: req.Bucket, From: from, To: to,

@@ -440,3 +440,55 @@ func TestLeadTimeFromRecords(t *testing.T) {
 		t.Errorf("lead time %+v, unknown %d: want 30 and 60 minutes, median 45, one unknown", r.LeadTime, r.LeadTimeUnknown)
 	}
 }
+
+// TestRecoveryWithHealth: with health changes, a failure is recovered once
+// its Application is Healthy after the next successful deployment, and a
+// turn to Degraded after a successful deployment counts, with the time to
+// Healthy again; one after a failed sync is that failure's.
+func TestRecoveryWithHealth(t *testing.T) {
+	health := func(app, h string, at time.Time) projector.HealthChange {
+		parts := strings.SplitN(app, "/", 3)
+		return projector.HealthChange{AppKey: projector.AppKey{Cluster: parts[0], Namespace: parts[1], Name: parts[2]},
+			Health: h, At: at, EventID: app + h + at.String()}
+	}
+	recs := deps(
+		// a: fails at 10:00, deploys at 10:30 while Degraded since 10:05,
+		// Healthy at 10:50: recovered in 50 minutes.
+		rec{id: "a1", app: "c1/apps/a", phase: PhaseFailed, at: jan(2, 10, 0)},
+		rec{id: "a2", app: "c1/apps/a", at: jan(2, 10, 30)},
+		// b: deploys at 11:00, turns Degraded at 11:10, Healthy at 11:40.
+		// Then Degraded at 12:00 and never Healthy again.
+		rec{id: "b1", app: "c1/apps/b", at: jan(2, 11, 0)},
+		// c: fails, then deploys while Healthy all along: recovered by the
+		// deployment.
+		rec{id: "c1", app: "c1/apps/c", phase: PhaseFailed, at: jan(2, 13, 0)},
+		rec{id: "c2", app: "c1/apps/c", at: jan(2, 13, 20)},
+	)
+	hs := []projector.HealthChange{
+		health("c1/apps/a", projector.HealthDegraded, jan(2, 10, 5)),
+		health("c1/apps/a", projector.HealthHealthy, jan(2, 10, 50)),
+		health("c1/apps/b", projector.HealthDegraded, jan(2, 11, 10)),
+		health("c1/apps/b", projector.HealthHealthy, jan(2, 11, 40)),
+		health("c1/apps/b", projector.HealthDegraded, jan(2, 12, 0)),
+		health("c1/apps/c", projector.HealthHealthy, jan(2, 9, 0)),
+	}
+	got, err := Deployments(recs, Request{By: ByCluster, Bucket: Day, From: jan(1, 0, 0), To: jan(8, 0, 0), Health: hs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Recoveries: a 50m, b 30m, c 20m; b's second is not recovered.
+	want := []Row{row("c1", dayOf, 2, Row{Deployments: 3, Failures: 2, Degraded: 2, PerDay: 3, ChangeFailureRate: 0.4,
+		TimeToRestore: &Durations{Count: 3, Median: 30 * time.Minute, P90: 50 * time.Minute, Mean: 100 * time.Minute / 3},
+		Unrestored:    1, LeadTimeUnknown: 3})}
+	if diff := cmp.Diff(want, got.Rows); diff != "" {
+		t.Errorf("rows (-want +got)\n%s", diff)
+	}
+	// Without health, recovery is the next successful deployment.
+	got, err = Deployments(recs, Request{By: ByCluster, Bucket: Day, From: jan(1, 0, 0), To: jan(8, 0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.Rows[0]; r.Degraded != 0 || r.TimeToRestore.Count != 2 || r.TimeToRestore.Median != 25*time.Minute {
+		t.Errorf("without health: %+v, %+v", r, r.TimeToRestore)
+	}
+}

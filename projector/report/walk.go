@@ -64,8 +64,8 @@ type rowKey struct {
 
 // acc accumulates one row.
 type acc struct {
-	deployments, failures, unrestored, leadUnknown, unchanged int
-	restores, leads                                           []time.Duration
+	deployments, failures, unrestored, leadUnknown, unchanged, degraded int
+	restores, leads                                                     []time.Duration
 }
 
 // builder accumulates the rows of one report.
@@ -74,6 +74,7 @@ type builder struct {
 	from, to time.Time
 	week     bool
 	acc      map[rowKey]*acc
+	health   map[projector.AppKey]healthLine
 	ignored  int
 	// lastKey and last cache the row of the previous record: an
 	// Application's records mostly fall in the same row as their
@@ -83,7 +84,8 @@ type builder struct {
 }
 
 func newBuilder(req *Request, from, to time.Time) *builder {
-	return &builder{req: req, from: from, to: to, week: req.Bucket == Week, acc: make(map[rowKey]*acc)}
+	return &builder{req: req, from: from, to: to, week: req.Bucket == Week, acc: make(map[rowKey]*acc),
+		health: healthByApp(req.Health)}
 }
 
 // walk adds one Application's records, idx in finish order, walking
@@ -119,8 +121,12 @@ func (b *builder) walk(recs []projector.Deployment, id appID, idx []int32) {
 				continue
 			}
 			a.failures++
-			if restored {
-				a.restores = append(a.restores, next.Sub(at))
+			end, ok := next, restored
+			if ok {
+				end, ok = b.health[projector.AppKey{Cluster: id.cluster, Namespace: id.namespace, Name: id.name}].restoredBy(next)
+			}
+			if ok {
+				a.restores = append(a.restores, max(end.Sub(at), 0))
 			} else {
 				a.unrestored++
 			}
@@ -224,7 +230,7 @@ func (b *builder) rows() []Row {
 		}
 		rows = append(rows, Row{
 			Group: k.group, Start: start, End: end,
-			Deployments: a.deployments, Failures: a.failures, Unchanged: a.unchanged,
+			Deployments: a.deployments, Failures: a.failures, Unchanged: a.unchanged, Degraded: a.degraded,
 			PerDay: float64(a.deployments) / inRange, ChangeFailureRate: cfr,
 			TimeToRestore: summarize(a.restores), Unrestored: a.unrestored,
 			LeadTime: summarize(a.leads), LeadTimeUnknown: a.leadUnknown,

@@ -43,7 +43,7 @@ type TableComparison struct {
 var compared = []table{
 	{name: "offsets", cols: []string{"topic", "part", "next_offset"}, keys: 2},
 	chainHeadsTable, registrationsTable, beatsTable, desiredTable, observedTable, acksTable, callsTable,
-	callEventsTable, auditTable, deploymentsTable, gapsTable, targetsTable,
+	callEventsTable, auditTable, deploymentsTable, gapsTable, targetsTable, healthTable,
 }
 
 // integer key columns; every other key column is text.

@@ -387,46 +387,43 @@ func (s *Store) Deployments(ctx context.Context, f projector.DeploymentFilter) (
 // and time span (on the gap's log time), by time, then event id. Gaps have
 // no project: f.Project is not looked at.
 func (s *Store) Gaps(ctx context.Context, f projector.DeploymentFilter) ([]projector.Gap, error) {
-	w := deploymentWhere(f, "at", false)
-	if w.err != nil {
-		return nil, fmt.Errorf("gaps: %w", w.err)
-	}
-	q := `SELECT ` + columns("", gapColumns) + ` FROM gaps` + w.String() + ` ORDER BY at NULLS FIRST, event_id`
-	var out []projector.Gap
-	err := s.each(ctx, q, w.args, func(rows *sql.Rows) error {
-		g, err := scanGap(rows)
-		if err != nil {
-			return err
-		}
-		out = append(out, g)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("gaps: %w", err)
-	}
-	return out, nil
+	return appendRows(ctx, s, "gaps", gapColumns, f, scanGap)
 }
 
 // Targets returns the placement targets that match f's cluster, namespace,
 // name (the placement's) and time span (on the target's log time), by
 // time, then event id. Targets have no project: f.Project is not looked at.
 func (s *Store) Targets(ctx context.Context, f projector.DeploymentFilter) ([]projector.Target, error) {
+	return appendRows(ctx, s, "targets", targetColumns, f, scanTarget)
+}
+
+// HealthChanges returns the health changes that match f's cluster,
+// namespace, name and time span (on their log time), by time, then event
+// id; f.Project is not looked at.
+func (s *Store) HealthChanges(ctx context.Context, f projector.DeploymentFilter) ([]projector.HealthChange, error) {
+	return appendRows(ctx, s, "health_changes", healthColumns, f, scanHealth)
+}
+
+// appendRows reads the rows of an append-only table keyed by event id and
+// timed by at that match f, by time, then event id.
+func appendRows[T any](ctx context.Context, s *Store, tbl string, cols []string, f projector.DeploymentFilter,
+	scan func(*sql.Rows) (T, error)) ([]T, error) {
 	w := deploymentWhere(f, "at", false)
 	if w.err != nil {
-		return nil, fmt.Errorf("targets: %w", w.err)
+		return nil, fmt.Errorf("%s: %w", tbl, w.err)
 	}
-	q := `SELECT ` + columns("", targetColumns) + ` FROM targets` + w.String() + ` ORDER BY at NULLS FIRST, event_id`
-	var out []projector.Target
+	q := `SELECT ` + columns("", cols) + ` FROM ` + tbl + w.String() + ` ORDER BY at NULLS FIRST, event_id`
+	var out []T
 	err := s.each(ctx, q, w.args, func(rows *sql.Rows) error {
-		t, err := scanTarget(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return err
 		}
-		out = append(out, t)
+		out = append(out, v)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("targets: %w", err)
+		return nil, fmt.Errorf("%s: %w", tbl, err)
 	}
 	return out, nil
 }

@@ -37,6 +37,7 @@ var (
 		"from_history_id", "to_history_id", "last_recorded", "detail", "at"}
 	targetColumns = []string{"event_id", "cluster", "namespace", "name", "placement", "placement_generation",
 		"generation", "at"}
+	healthColumns = []string{"event_id", "cluster", "namespace", "name", "health", "at"}
 )
 
 // columns returns cols as a select list, each qualified by alias if any.
@@ -285,6 +286,14 @@ func scanTarget(rows *sql.Rows) (projector.Target, error) {
 	var at sql.NullInt64
 	err := rows.Scan(&v.EventID, &v.Cluster, &v.Namespace, &v.Name, &v.Placement, &v.PlacementGeneration,
 		&v.Generation, &at)
+	v.At = fromNanos(at)
+	return v, err
+}
+
+func scanHealth(rows *sql.Rows) (projector.HealthChange, error) {
+	var v projector.HealthChange
+	var at sql.NullInt64
+	err := rows.Scan(&v.EventID, &v.Cluster, &v.Namespace, &v.Name, &v.Health, &at)
 	v.At = fromNanos(at)
 	return v, err
 }

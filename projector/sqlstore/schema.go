@@ -102,6 +102,14 @@ var migrations = [][]string{
 		`CREATE INDEX targets_placement ON targets (namespace, name, at)`,
 		`CREATE INDEX targets_at ON targets (at)`,
 	},
+	{
+		// Applications turning Degraded or Healthy, for recovery time.
+		`CREATE TABLE health_changes (
+			event_id TEXT PRIMARY KEY, cluster TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+			health TEXT NOT NULL, at BIGINT)`,
+		`CREATE INDEX health_changes_at ON health_changes (at)`,
+		`CREATE INDEX health_changes_cluster_at ON health_changes (cluster, at)`,
+	},
 }
 
 // migrate brings the schema up to the newest version, in one transaction.

@@ -174,6 +174,10 @@ func fixture() *projector.Batch {
 			{AppKey: key("c2", "argocd", "web"), Placement: "web", PlacementGeneration: 2, Generation: 1, EventID: "t2", At: day(4, 2)},
 			{AppKey: key("c1", "shop", "cart"), Placement: "cart", PlacementGeneration: 1, Generation: 1, EventID: "t3", At: day(7, 1)},
 		},
+		Health: []projector.HealthChange{
+			{AppKey: key("c1", "argocd", "web"), Health: projector.HealthDegraded, At: day(4, 3), EventID: "h1"},
+			{AppKey: key("c1", "argocd", "web"), Health: projector.HealthHealthy, At: day(4, 4), EventID: "h2"},
+		},
 	}
 }
 
@@ -325,6 +329,16 @@ func testRoundTrip(t *testing.T, b backend) {
 	}
 	if diff := cmp.Diff(want.Targets, targets); diff != "" {
 		t.Errorf("Targets (-want +got):\n%s", diff)
+	}
+	health, err := s.HealthChanges(t.Context(), projector.DeploymentFilter{Cluster: "c1", Namespace: "argocd", Name: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Health, health); diff != "" {
+		t.Errorf("HealthChanges (-want +got):\n%s", diff)
+	}
+	if later, err := s.HealthChanges(t.Context(), projector.DeploymentFilter{From: day(4, 4)}); err != nil || len(later) != 1 {
+		t.Errorf("HealthChanges from the second: %v, %v", later, err)
 	}
 	acks := ackRows(t, s)
 	if diff := cmp.Diff([]projector.Ack{want.Acks[1], want.Acks[0], want.Acks[2]}, acks); diff != "" {

@@ -39,6 +39,7 @@ var (
 	deploymentsTable = table{name: "deployments", cols: deploymentColumns, keys: 1}
 	gapsTable        = table{name: "gaps", cols: gapColumns, keys: 1}
 	targetsTable     = table{name: "targets", cols: targetColumns, keys: 1}
+	healthTable      = table{name: "health_changes", cols: healthColumns, keys: 1}
 )
 
 // maxRows bounds the rows of one INSERT; the dialect bounds its
@@ -63,6 +64,7 @@ func (s *Store) writeRows(ctx context.Context, tx *sql.Tx, b *projector.Batch) e
 		{deploymentsTable, func() ([][]any, error) { return each(b.Deployments, deploymentRow) }},
 		{gapsTable, func() ([][]any, error) { return each(b.Gaps, gapRow) }},
 		{targetsTable, func() ([][]any, error) { return each(b.Targets, targetRow) }},
+		{healthTable, func() ([][]any, error) { return each(b.Health, healthRow) }},
 	}
 	for _, st := range steps {
 		rows, err := st.rows()
@@ -312,4 +314,9 @@ func targetRow(v *projector.Target) ([]any, error) {
 	var e encoder
 	return []any{v.EventID, v.Cluster, v.Namespace, v.Name, v.Placement, v.PlacementGeneration, v.Generation,
 		e.time(v.At)}, e.err
+}
+
+func healthRow(v *projector.HealthChange) ([]any, error) {
+	var e encoder
+	return []any{v.EventID, v.Cluster, v.Namespace, v.Name, v.Health, e.time(v.At)}, e.err
 }

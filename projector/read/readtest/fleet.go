@@ -57,6 +57,14 @@ func Fleet() *Query {
 		target("prod-eu", 1, 1, now.Add(-8*24*time.Hour-10*time.Minute)), target("prod-us", 1, 1, now.Add(-8*24*time.Hour-10*time.Minute)),
 		target("prod-eu", 2, 2, now.Add(-30*time.Minute)), target("prod-us", 2, 2, now.Add(-30*time.Minute)),
 	}
+	// prod-eu's guestbook turned Degraded after its deployment of 26 hours
+	// ago, and Healthy again an hour later.
+	q.HealthRows = []projector.HealthChange{
+		{AppKey: projector.AppKey{Cluster: "prod-eu", Namespace: "argocd", Name: "guestbook"}, Health: projector.HealthDegraded,
+			At: now.Add(-20 * time.Hour), EventID: "ev-health-1"},
+		{AppKey: projector.AppKey{Cluster: "prod-eu", Namespace: "argocd", Name: "guestbook"}, Health: projector.HealthHealthy,
+			At: now.Add(-19 * time.Hour), EventID: "ev-health-2"},
+	}
 	to := int64(7)
 	q.GapRows = []projector.Gap{{
 		DeploymentGap: schemas.DeploymentGap{Resource: schemas.Resource{Cluster: "prod-us", Namespace: "argocd", Name: "guestbook"},

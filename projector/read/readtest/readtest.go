@@ -28,6 +28,7 @@ type Query struct {
 	DeploymentRows []projector.Deployment
 	GapRows        []projector.Gap
 	TargetRows     []projector.Target
+	HealthRows     []projector.HealthChange
 	// Err, when set, is returned by every method.
 	Err error
 }
@@ -202,6 +203,22 @@ func (q *Query) Targets(_ context.Context, f projector.DeploymentFilter) ([]proj
 		}
 	}
 	slices.SortStableFunc(out, func(a, b projector.Target) int { return a.At.Compare(b.At) })
+	return out, nil
+}
+
+// HealthChanges returns the health changes that match f, by time.
+func (q *Query) HealthChanges(_ context.Context, f projector.DeploymentFilter) ([]projector.HealthChange, error) {
+	if q.Err != nil {
+		return nil, q.Err
+	}
+	var out []projector.HealthChange
+	for _, h := range q.HealthRows {
+		if match(f.Cluster, h.Cluster) && match(f.Namespace, h.Namespace) && match(f.Name, h.Name) &&
+			(f.From.IsZero() || !h.At.Before(f.From)) && (f.To.IsZero() || h.At.Before(f.To)) {
+			out = append(out, h)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b projector.HealthChange) int { return a.At.Compare(b.At) })
 	return out, nil
 }
 

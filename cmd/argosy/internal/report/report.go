@@ -55,8 +55,10 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
   FAILURES      failed syncs, and FAILURE RATE, failures / (deploys + failures)
   UNCHANGED     syncs left out of both: re-syncs that changed nothing and
                 self-heals that reverted drift
-  RESTORE       the median time from a failure to the next good deployment;
-                UNRESTORED counts the failures not restored yet
+  DEGRADED      times an Application turned Degraded after a good deployment
+  RESTORE       the median failed deployment recovery time: from a failure
+                or a Degraded turn until the Application is deployed and
+                Healthy again; UNRESTORED counts those not recovered yet
   LEAD TIME     the median time from commit to deployment, where known
   GAPS          deployment gaps: the agent cannot prove it recorded every
                 deployment, so that group's numbers may be too low`,
@@ -137,7 +139,7 @@ func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) e
 		err = cmdkit.PrintCSV(opts.IO.Out, argosyreport.CSVHeader, r.CSV())
 	case "table":
 		header := []string{strings.ToUpper(string(r.By)), strings.ToUpper(string(r.Bucket)), "DEPLOYS", "PER DAY",
-			"FAILURES", "FAILURE RATE", "UNCHANGED", "RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
+			"FAILURES", "FAILURE RATE", "UNCHANGED", "DEGRADED", "RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
 		if r.By == argosyreport.ByLabel {
 			header[0] = "LABEL " + r.Label
 		}
@@ -156,7 +158,7 @@ func reportTable(r *argosyreport.Report, gaps map[string]int) [][]string {
 	for _, row := range r.Rows {
 		rows = append(rows, []string{row.Group, row.Start.UTC().Format(time.DateOnly), strconv.Itoa(row.Deployments),
 			strconv.FormatFloat(row.PerDay, 'f', 2, 64), strconv.Itoa(row.Failures),
-			strconv.FormatFloat(row.ChangeFailureRate*100, 'f', 0, 64) + "%", strconv.Itoa(row.Unchanged), median(row.TimeToRestore),
+			strconv.FormatFloat(row.ChangeFailureRate*100, 'f', 0, 64) + "%", strconv.Itoa(row.Unchanged), strconv.Itoa(row.Degraded), median(row.TimeToRestore),
 			strconv.Itoa(row.Unrestored), median(row.LeadTime), count(gaps[row.Group])})
 	}
 	return rows
