@@ -47,12 +47,13 @@ func viewerOf(ctx context.Context) (Viewer, bool) {
 
 // Handler serves the dashboard's pages.
 type Handler struct {
-	q         projector.Query
-	heartbeat time.Duration
-	now       func() time.Time
-	log       *slog.Logger
-	pages     map[string]*template.Template
-	mux       *http.ServeMux
+	q          projector.Query
+	heartbeat  time.Duration
+	summaryTTL time.Duration
+	now        func() time.Time
+	log        *slog.Logger
+	pages      map[string]*template.Template
+	mux        *http.ServeMux
 }
 
 // Option configures a Handler.
@@ -86,12 +87,22 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// WithSummaryTTL sets how long the clusters' summaries, which the fleet
+// and Application pages filter, are kept between reads (default
+// read.DefaultSummaryTTL; 0 reads them for every page).
+func WithSummaryTTL(d time.Duration) Option {
+	return func(h *Handler) { h.summaryTTL = max(d, 0) }
+}
+
 // New returns the dashboard over q.
 func New(q projector.Query, opts ...Option) (*Handler, error) {
-	h := &Handler{q: q, heartbeat: read.DefaultHeartbeatInterval, now: time.Now,
+	h := &Handler{q: q, heartbeat: read.DefaultHeartbeatInterval, now: time.Now, summaryTTL: read.DefaultSummaryTTL,
 		log: slog.New(slog.DiscardHandler), pages: map[string]*template.Template{}, mux: http.NewServeMux()}
 	for _, o := range opts {
 		o(h)
+	}
+	if h.summaryTTL > 0 {
+		h.q = read.NewSummaryCache(q, h.summaryTTL, h.now)
 	}
 	for _, name := range []string{"fleet", "cluster", "app", "audit", "reports", "placements", "login", "error", "verify"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
