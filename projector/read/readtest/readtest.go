@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	"github.com/argosyproj/argosy/projector"
 )
@@ -192,33 +193,33 @@ func (q *Query) Gaps(_ context.Context, f projector.DeploymentFilter) ([]project
 
 // Targets returns the placement targets that match f, by time.
 func (q *Query) Targets(_ context.Context, f projector.DeploymentFilter) ([]projector.Target, error) {
-	if q.Err != nil {
-		return nil, q.Err
-	}
-	var out []projector.Target
-	for _, t := range q.TargetRows {
-		if match(f.Cluster, t.Cluster) && match(f.Namespace, t.Namespace) && match(f.Name, t.Name) &&
-			(f.From.IsZero() || !t.At.Before(f.From)) && (f.To.IsZero() || t.At.Before(f.To)) {
-			out = append(out, t)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b projector.Target) int { return a.At.Compare(b.At) })
-	return out, nil
+	return timed(q, f, q.TargetRows, func(t projector.Target) (projector.AppKey, time.Time) { return t.AppKey, t.At })
 }
 
 // HealthChanges returns the health changes that match f, by time.
 func (q *Query) HealthChanges(_ context.Context, f projector.DeploymentFilter) ([]projector.HealthChange, error) {
+	return timed(q, f, q.HealthRows, func(h projector.HealthChange) (projector.AppKey, time.Time) { return h.AppKey, h.At })
+}
+
+// timed returns the rows that match f's Application and time span, by
+// time: the append-only tables' query.
+func timed[T any](q *Query, f projector.DeploymentFilter, rows []T, at func(T) (projector.AppKey, time.Time)) ([]T, error) {
 	if q.Err != nil {
 		return nil, q.Err
 	}
-	var out []projector.HealthChange
-	for _, h := range q.HealthRows {
-		if match(f.Cluster, h.Cluster) && match(f.Namespace, h.Namespace) && match(f.Name, h.Name) &&
-			(f.From.IsZero() || !h.At.Before(f.From)) && (f.To.IsZero() || h.At.Before(f.To)) {
-			out = append(out, h)
+	var out []T
+	for _, r := range rows {
+		k, t := at(r)
+		if match(f.Cluster, k.Cluster) && match(f.Namespace, k.Namespace) && match(f.Name, k.Name) &&
+			(f.From.IsZero() || !t.Before(f.From)) && (f.To.IsZero() || t.Before(f.To)) {
+			out = append(out, r)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b projector.HealthChange) int { return a.At.Compare(b.At) })
+	slices.SortStableFunc(out, func(a, b T) int {
+		_, ta := at(a)
+		_, tb := at(b)
+		return ta.Compare(tb)
+	})
 	return out, nil
 }
 

@@ -95,12 +95,26 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
 	return cmd
 }
 
+// parseSpan parses --from and --to, either of which may be empty; --from
+// must be before --to.
+func parseSpan(from, to string) (time.Time, time.Time, error) {
+	f, err := readapi.ParseTime("from", from)
+	if err != nil {
+		return f, time.Time{}, err
+	}
+	t, err := readapi.ParseTime("to", to)
+	if err != nil {
+		return f, t, err
+	}
+	if !f.IsZero() && !t.IsZero() && !f.Before(t) {
+		return f, t, &cmdkit.FlagError{Err: errors.New("--from must be before --to")}
+	}
+	return f, t, nil
+}
+
 func (o *ReportDeploymentsOptions) parse(by, bucket, from, to string) error {
 	var err error
-	if o.From, err = readapi.ParseTime("from", from); err != nil {
-		return err
-	}
-	if o.To, err = readapi.ParseTime("to", to); err != nil {
+	if o.From, o.To, err = parseSpan(from, to); err != nil {
 		return err
 	}
 	o.By, o.Bucket = argosyreport.GroupBy(by), argosyreport.Bucket(bucket)
@@ -115,8 +129,6 @@ func (o *ReportDeploymentsOptions) parse(by, bucket, from, to string) error {
 		return &cmdkit.FlagError{Err: errors.New("--by label needs --label KEY")}
 	case o.By != argosyreport.ByLabel && o.Label != "":
 		return &cmdkit.FlagError{Err: errors.New("--label goes with --by label only")}
-	case !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To):
-		return &cmdkit.FlagError{Err: errors.New("--from must be before --to")}
 	}
 	return nil
 }

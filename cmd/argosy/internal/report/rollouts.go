@@ -73,10 +73,7 @@ With --placement, the clusters of each of its rollouts follow.`,
 
 func (o *ReportRolloutsOptions) parse(placement, from, to string) error {
 	var err error
-	if o.From, err = readapi.ParseTime("from", from); err != nil {
-		return err
-	}
-	if o.To, err = readapi.ParseTime("to", to); err != nil {
+	if o.From, o.To, err = parseSpan(from, to); err != nil {
 		return err
 	}
 	if placement != "" {
@@ -85,9 +82,6 @@ func (o *ReportRolloutsOptions) parse(placement, from, to string) error {
 			return &cmdkit.FlagError{Err: fmt.Errorf("--placement %q: want NAMESPACE/NAME", placement)}
 		}
 		o.Namespace, o.Placement = ns, name
-	}
-	if !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To) {
-		return &cmdkit.FlagError{Err: fmt.Errorf("--from must be before --to")}
 	}
 	return nil
 }
