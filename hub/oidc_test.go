@@ -248,7 +248,10 @@ func TestOIDCKeysTimeOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.oidc.timeout = 300 * time.Millisecond
+	// Long enough for a loopback key fetch on a loaded machine (300 ms was
+	// not, under the race detector beside other packages' tests), short
+	// enough to show that a stalled endpoint does not hold a verification.
+	a.oidc.timeout = 2 * time.Second
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	if err := a.oidc.discover(ctx); err != nil {
