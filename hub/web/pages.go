@@ -121,7 +121,8 @@ func (h *Handler) app(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	d := appData{Namespace: ns, Name: name, Rows: read.WithFreshness(rows, clusters, h.now(), h.heartbeat)}
+	now := h.now()
+	d := appData{Namespace: ns, Name: name, Rows: read.WithFreshness(rows, clusters, now, h.heartbeat)}
 	for _, a := range d.Rows {
 		if a.Desired == nil || a.Desired.Deleted {
 			continue
@@ -139,9 +140,8 @@ func (h *Handler) app(r *http.Request) (string, any, error) {
 	}
 	slices.Reverse(deps)
 	d.Deployments = deps
-	now := h.now()
 	ro, err := read.Rollouts(r.Context(), h.q, read.RolloutParams{Namespace: ns, Placement: name,
-		From: now.Add(-read.DefaultReportRange), To: now.Add(time.Second)})
+		From: now.Add(-read.DefaultReportRange), To: now.Add(time.Second), Newest: true})
 	if err != nil {
 		return "", nil, err
 	}
@@ -228,15 +228,11 @@ func (h *Handler) reports(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	rep, err := read.DeploymentReport(r.Context(), h.q, nil, req)
+	rep, ro, err := read.ReportWithRollouts(r.Context(), h.q, req)
 	if err != nil {
 		return "", nil, err
 	}
 	chart, err := chartData(rep)
-	if err != nil {
-		return "", nil, err
-	}
-	ro, err := read.Rollouts(r.Context(), h.q, read.RolloutParams{From: req.From, To: req.To})
 	if err != nil {
 		return "", nil, err
 	}

@@ -3,6 +3,7 @@ package read
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/argosyproj/argosy/projector"
@@ -61,6 +62,9 @@ type RolloutParams struct {
 	// From and To bound when the changes were written, [From, To); zero
 	// takes the server's default (To now, From 30 days before To).
 	From, To time.Time
+	// Newest keeps only each placement's newest change in range, and reads
+	// only the deployment records since it.
+	Newest bool
 }
 
 // RolloutReport is the rollouts of placement changes written in [From, To),
@@ -79,16 +83,69 @@ func Rollouts(ctx context.Context, q projector.Query, p RolloutParams) (RolloutR
 	if err != nil {
 		return out, fmt.Errorf("listing placement targets: %w", err)
 	}
+	if p.Newest {
+		targets = newestChanges(targets)
+	}
 	if len(targets) == 0 {
 		return out, nil
 	}
-	// A cluster may finish a sync before the change's log time by its own
-	// clock; records of other Applications are left out by the report.
-	recs, err := q.Deployments(ctx, projector.DeploymentFilter{Namespace: p.Namespace, Name: p.Placement,
-		From: targets[0].At.Add(-report.RolloutSkew)})
+	recs, err := q.Deployments(ctx, projector.DeploymentFilter{Namespace: p.Namespace, Name: p.Placement, From: rolloutsFrom(targets)})
 	if err != nil {
 		return out, fmt.Errorf("listing deployments: %w", err)
 	}
 	out.Rollouts = nonNil(report.Rollouts(targets, recs, p.Placement != ""))
 	return out, nil
+}
+
+// rolloutsFrom is when the deployment records a rollout of targets (by
+// time) needs begin: a cluster may finish a sync before the change's log
+// time by its own clock. Records of other Applications are left out by
+// the report.
+func rolloutsFrom(targets []projector.Target) time.Time {
+	return targets[0].At.Add(-report.RolloutSkew)
+}
+
+// newestChanges keeps, of targets by time, those of each placement's
+// newest generation.
+func newestChanges(targets []projector.Target) []projector.Target {
+	newest := map[[2]string]int64{}
+	for _, t := range targets {
+		k := [2]string{t.Namespace, t.Placement}
+		newest[k] = max(newest[k], t.PlacementGeneration)
+	}
+	return slices.DeleteFunc(targets, func(t projector.Target) bool {
+		return t.PlacementGeneration < newest[[2]string{t.Namespace, t.Placement}]
+	})
+}
+
+// ReportWithRollouts computes the deployment report req asks for and the
+// rollouts of the placement changes written in its range, reading the
+// deployment records once for both. req's From and To must be set.
+func ReportWithRollouts(ctx context.Context, q projector.Query, req report.Request) (report.Report, RolloutReport, error) {
+	ro := RolloutReport{From: req.From, To: req.To, Rollouts: []report.Rollout{}}
+	targets, err := q.Targets(ctx, projector.DeploymentFilter{From: req.From, To: req.To})
+	if err != nil {
+		return report.Report{}, ro, fmt.Errorf("listing placement targets: %w", err)
+	}
+	from := req.From
+	if len(targets) > 0 && rolloutsFrom(targets).Before(from) {
+		from = rolloutsFrom(targets)
+	}
+	recs, err := q.Deployments(ctx, projector.DeploymentFilter{From: from})
+	if err != nil {
+		return report.Report{}, ro, fmt.Errorf("listing deployments: %w", err)
+	}
+	if len(targets) > 0 {
+		ro.Rollouts = nonNil(report.Rollouts(targets, recs, false))
+	}
+	// The report takes the records from its From on, as DeploymentReport
+	// reads them; they come by finish time.
+	i, _ := slices.BinarySearchFunc(recs, req.From, func(d projector.Deployment, t time.Time) int {
+		if d.FinishedAt.Before(t) {
+			return -1
+		}
+		return 1
+	})
+	rep, err := deploymentReport(ctx, q, nil, req, recs[i:])
+	return rep, ro, err
 }
