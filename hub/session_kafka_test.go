@@ -3,7 +3,6 @@
 package hub_test
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/web"
+	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -21,16 +21,7 @@ var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request
 
 func do(t *testing.T, req *http.Request) (*http.Response, string) {
 	t.Helper()
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
+	return hubtest.Do(t, noRedirect, req)
 }
 
 func loginRequest(t *testing.T, base, tok, next, origin string) *http.Request {

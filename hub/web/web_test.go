@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/hub/web"
+	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
@@ -75,16 +76,8 @@ func get(t *testing.T, url string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	resp, body := hubtest.Do(t, http.DefaultClient, req)
+	return resp.StatusCode, body
 }
 
 // TestPages renders each page over the sample fleet.

@@ -6,6 +6,7 @@ package hubtest
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -105,4 +106,19 @@ func WaitReady(t testing.TB, url string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Do sends req with c and returns the answer, its body read and closed.
+func Do(t testing.TB, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
 }
