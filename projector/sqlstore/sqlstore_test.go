@@ -394,7 +394,7 @@ func counts(t *testing.T, s *Store) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, tb := range []string{"offsets", "chain_heads", "registrations", "beats", "desired_apps", "observed_apps",
-		"acks", "calls", "call_events", "audit_entries", "deployments", "gaps"} {
+		"acks", "calls", "call_events", "audit_entries", "deployments", "gaps", "targets", "health_changes"} {
 		var n int
 		if err := s.r.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM `+tb).Scan(&n); err != nil {
 			t.Fatalf("count %s: %v", tb, err)
@@ -425,6 +425,8 @@ func testIdempotent(t *testing.T, b backend) {
 	dup.Deployments = append(dup.Deployments, dup.Deployments[0])
 	dup.Gaps = append(dup.Gaps, dup.Gaps[1])
 	dup.Calls = append(dup.Calls, dup.Calls[0])
+	dup.Targets = append(dup.Targets, dup.Targets[0])
+	dup.Health = append(dup.Health, dup.Health[1])
 	commit(t, s, dup)
 	if diff := cmp.Diff(want, counts(t, s)); diff != "" {
 		t.Errorf("row counts after duplicates (-want +got):\n%s", diff)
