@@ -65,12 +65,13 @@ func NewConfigWriter(client *kgo.Client, signer *Signer, topics Topics, opts ...
 // their records (in the order of es) once the transaction is committed.
 // Nothing is visible to read-committed readers if it fails. Audit records
 // may go in the same transaction (the hub writes the audit record of the
-// call that made a change with the change), and so may placements; neither
-// gets a copy.
+// call that made a change with the change), and so may placements and
+// trust events (a registration's keys go in its transaction, so that a
+// refused or lost registration leaves none); none of them gets a copy.
 func (w *ConfigWriter) Write(ctx context.Context, es ...*event.Event) (recs []*kgo.Record, err error) {
 	for _, e := range es {
-		if sp, ok := Lookup(e.Type()); !ok || (sp.Topic != TopicConfig && sp.Topic != TopicAudit && sp.Topic != TopicPlacements) {
-			return nil, fmt.Errorf("config writer: %s is not a config, audit or placement event", e.Type())
+		if sp, ok := Lookup(e.Type()); !ok || (sp.Topic != TopicConfig && sp.Topic != TopicAudit && sp.Topic != TopicPlacements && sp.Topic != TopicTrust) {
+			return nil, fmt.Errorf("config writer: %s is not a config, audit, placement or trust event", e.Type())
 		}
 	}
 	recs, err = w.p.encodeAll(ctx, es)

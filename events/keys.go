@@ -249,7 +249,8 @@ func (r *Registry) register(p schemas.KeyRegistered, at time.Time) error {
 	return nil
 }
 
-// rotate ends the old key and starts the new one at at. The new key must
+// rotate starts the new key at at and ends the old one at at plus the
+// rotation's overlap. The new key must
 // have the old one's owner, role and purpose. The successor of an anchor
 // is an anchor: the Decoder accepts a hub key's rotation only with the
 // successor's signature beside the old key's.
@@ -278,7 +279,11 @@ func (r *Registry) rotate(p schemas.KeyRotated, at time.Time) error {
 		}
 		r.keys[next.ID] = cur
 	}
-	r.end(old.ID, at, "rotated to "+next.ID)
+	reason := "rotated to " + next.ID
+	if p.OverlapSeconds > 0 {
+		reason += fmt.Sprintf(" with an overlap of %s", time.Duration(p.OverlapSeconds)*time.Second)
+	}
+	r.end(old.ID, at.Add(time.Duration(p.OverlapSeconds)*time.Second), reason)
 	return nil
 }
 

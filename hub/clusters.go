@@ -7,9 +7,12 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -26,9 +29,10 @@ var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 func validName(s string) bool { return len(s) <= 63 && dns1123Label.MatchString(s) }
 
 // registerCluster registers a cluster with its public keys, or changes its
-// labels or pin. The keys go to the trust topic first, so a spoke's first
-// events already verify; a registration that fails after them leaves keys
-// that a retry registers again, which changes nothing.
+// labels, pin or keys. The keys go to the trust topic in the
+// registration's transaction, so that a refused or lost registration
+// leaves none; keys it replaces are rotated out in the same transaction,
+// after the overlap the caller chose.
 func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 	name := r.PathValue("name")
 	if !validName(name) {
@@ -38,19 +42,22 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
-	if err := c.p.allow(actionRegisterCluster, name, req.Labels, ""); err != nil {
+	if err := c.p.allowShared(actionRegisterCluster, name, req.Labels, ""); err != nil {
 		return nil, err
 	}
 	if req.Partition != nil && (*req.Partition < 0 || *req.Partition >= s.partitions) {
 		return nil, invalid("partition", fmt.Sprintf("%d: the config topic has partitions 0 to %d", *req.Partition, s.partitions-1))
 	}
-	var keys []*event.Event
-	var signing, sealing string
+	var keys *keySet
 	if req.SigningKey != "" || req.SealingKey != "" {
 		var err error
-		if keys, signing, sealing, err = clusterKeys(name, req.SigningKey, req.SealingKey); err != nil {
+		if keys, err = s.clusterKeys(r.Context(), name, req.SigningKey, req.SealingKey); err != nil {
 			return nil, err
 		}
+	}
+	overlap, err := keyOverlap(req.KeyOverlap)
+	if err != nil {
+		return nil, err
 	}
 	ttl, err := joinTTL(req.JoinTokenTTL)
 	if err != nil {
@@ -60,11 +67,6 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !c.dryRun && len(keys) > 0 {
-		if _, err := s.audit.Publish(r.Context(), keys...); err != nil {
-			return nil, fmt.Errorf("registering the keys of cluster %q: %w", name, err)
-		}
-	}
 	issued := false
 	subj := events.Subject{Cluster: name}
 	res, err := s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
@@ -73,14 +75,25 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := c.p.allowRegistered(actionRegisterCluster, name, cur, exists); err != nil {
+				return nil, err
+			}
+			live := exists && !cur.deleted
 			data := schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen},
-				Labels: req.Labels, Partition: req.Partition, SigningKeyID: signing, SealingKeyID: sealing}
-			if len(keys) == 0 && exists && !cur.deleted && cur.signingKey != "" {
+				Labels: req.Labels, Partition: req.Partition}
+			var trust []*event.Event
+			switch {
+			case keys != nil:
+				data.SigningKeyID, data.SealingKeyID = keys.ids[0], keys.ids[1]
+				if trust, err = keys.events(name, cur, live, overlap); err != nil {
+					return nil, err
+				}
+			case live && cur.signingKey != "":
 				data.SigningKeyID, data.SealingKeyID = cur.signingKey, cur.sealingKey
 			}
 			// A change that names no partition keeps the cluster's pin, so
 			// that relabelling never moves it.
-			if data.Partition == nil && exists && !cur.deleted {
+			if data.Partition == nil && live {
 				data.Partition = cur.pin
 			}
 			// Without keys, the cluster's spoke registers them itself by
@@ -89,13 +102,31 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 			if issued {
 				data.JoinToken = join
 			}
-			return s.upsert(events.TypeClusterRegistered, subj, data, gen,
+			p, err := s.upsert(events.TypeClusterRegistered, subj, data, gen,
 				&entry{labels: req.Labels, pin: data.Partition, signingKey: data.SigningKeyID, sealingKey: data.SealingKeyID, join: data.JoinToken})
+			if p != nil {
+				p.trust = trust
+			}
+			return p, err
 		}}})
 	if err == nil && issued && !res.Replayed {
 		res.JoinToken, res.JoinTokenExpiresAt = token, &join.ExpiresAt
 	}
 	return res, err
+}
+
+// maxKeyOverlap bounds how long a replaced key stays valid.
+const maxKeyOverlap = 7 * 24 * time.Hour
+
+func keyOverlap(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > maxKeyOverlap || d%time.Second != 0 {
+		return 0, invalid("keyOverlap", fmt.Sprintf("%q: want a duration in whole seconds such as 0s or 10m, at most 168h", v))
+	}
+	return d, nil
 }
 
 // DefaultJoinTokenTTL is how long a join token is accepted by default.
@@ -131,16 +162,20 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	c := &call{id: uuid.NewString(), action: actionJoin, cluster: name, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr,
 		p: &principal{Identity: api.Identity{Actor: "join:" + name}}}
 	v, err := s.joinCluster(r, c, name)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusUnauthorized {
+		if err = s.refuseUnauthenticated(r, ae); err != error(ae) {
+			// Past the limit of failed proofs from this address: counted,
+			// and not audited one by one.
+			c.p = nil
+		}
+	}
 	s.finish(w, r, c, v, err)
 }
 
 func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error) {
 	var req api.JoinRequest
 	if err := decodeBody(r, &req); err != nil {
-		return nil, err
-	}
-	keys, signing, sealing, err := clusterKeys(name, req.SigningKey, req.SealingKey)
-	if err != nil {
 		return nil, err
 	}
 	check := func(cur entry, exists bool) error {
@@ -161,8 +196,9 @@ func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error)
 	if err := check(cur, ok); err != nil {
 		return nil, err
 	}
-	if _, err := s.audit.Publish(r.Context(), keys...); err != nil {
-		return nil, fmt.Errorf("registering the keys of cluster %q: %w", name, err)
+	keys, err := s.clusterKeys(r.Context(), name, req.SigningKey, req.SealingKey)
+	if err != nil {
+		return nil, err
 	}
 	return s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
 		build: func(cur entry, exists bool) (*pending, error) {
@@ -171,47 +207,102 @@ func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error)
 			}
 			gen := cur.generation + 1
 			data := schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen},
-				Labels: cur.labels, Partition: cur.pin, SigningKeyID: signing, SealingKeyID: sealing}
-			return s.upsert(events.TypeClusterRegistered, events.Subject{Cluster: name}, data, gen,
-				&entry{labels: cur.labels, pin: cur.pin, signingKey: signing, sealingKey: sealing})
+				Labels: cur.labels, Partition: cur.pin, SigningKeyID: keys.ids[0], SealingKeyID: keys.ids[1]}
+			trust, err := keys.events(name, cur, false, 0)
+			if err != nil {
+				return nil, err
+			}
+			p, err := s.upsert(events.TypeClusterRegistered, events.Subject{Cluster: name}, data, gen,
+				&entry{labels: cur.labels, pin: cur.pin, signingKey: keys.ids[0], sealingKey: keys.ids[1]})
+			if p != nil {
+				p.trust = trust
+			}
+			return p, err
 		}}})
 }
 
-// clusterKeys checks a registration's public keys and returns their trust
-// events and ids.
-func clusterKeys(name, signingKey, sealingKey string) ([]*event.Event, string, string, error) {
-	var out []*event.Event
-	ids := [2]string{}
+// keySet is a cluster's two public keys as a registration names them:
+// signing, then sealing.
+type keySet struct {
+	ids  [2]string
+	keys [2]schemas.KeyRegistered
+}
+
+// clusterKeys checks a registration's public keys: each must be new, or
+// one the cluster already holds and that was never ended, so that one
+// cluster's key never signs for another and a revoked key never comes
+// back.
+func (s *Server) clusterKeys(ctx context.Context, name, signingKey, sealingKey string) (*keySet, error) {
+	// Every key registered before now is known once the trust topic is
+	// read to now: a key another cluster took a moment ago included.
+	if err := s.keys.WaitCovers(ctx, s.o.now()); err != nil {
+		return nil, err
+	}
+	ks := &keySet{}
 	for i, k := range []struct{ field, value, purpose, alg string }{
 		{"signingKey", signingKey, schemas.PurposeSigning, "ed25519"},
 		{"sealingKey", sealingKey, schemas.PurposeSealing, "x25519"},
 	} {
 		pub, err := base64.StdEncoding.DecodeString(k.value)
 		if k.value == "" || err != nil || len(pub) != ed25519.PublicKeySize {
-			return nil, "", "", invalid(k.field, "want the cluster's public key, standard base64 of 32 bytes (argosy-spoke keygen writes it)")
+			return nil, invalid(k.field, "want the cluster's public key, standard base64 of 32 bytes (argosy-spoke keygen writes it)")
 		}
 		id := events.KeyID(pub)
-		ids[i] = id
-		e, err := events.New(Source, events.TypeKeyRegistered, "keys/"+id, name, schemas.KeyRegistered{KeyID: id, Owner: name,
-			Role: schemas.RoleCluster, Purpose: k.purpose, Algorithm: k.alg, PublicKey: k.value})
+		if old, ok := s.keys.Key(id); ok {
+			switch {
+			case old.Owner != name || old.Role != schemas.RoleCluster || old.Purpose != k.purpose:
+				return nil, invalid(k.field, fmt.Sprintf("key %s is registered already, to %s %q as its %s key: a key serves one cluster and one purpose", id, old.Role, old.Owner, old.Purpose))
+			case !old.Until.IsZero():
+				return nil, invalid(k.field, fmt.Sprintf("key %s was ended at %s (%s) and is never valid again: make new keys with argosy-spoke keygen", id, old.Until.Format(time.RFC3339), old.Reason))
+			}
+		}
+		ks.ids[i] = id
+		ks.keys[i] = schemas.KeyRegistered{KeyID: id, Owner: name, Role: schemas.RoleCluster, Purpose: k.purpose, Algorithm: k.alg, PublicKey: k.value}
+	}
+	return ks, nil
+}
+
+// events returns the trust events of a registration of ks: each key that
+// is new registered, and each key of the live registration cur it
+// replaces rotated out, valid for overlap more.
+func (ks *keySet) events(name string, cur entry, live bool, overlap time.Duration) ([]*event.Event, error) {
+	var out []*event.Event
+	for i, old := range []string{cur.signingKey, cur.sealingKey} {
+		if live && old == ks.ids[i] {
+			continue // unchanged
+		}
+		k := ks.keys[i]
+		e, err := events.New(Source, events.TypeKeyRegistered, "keys/"+k.KeyID, name, k)
 		if err != nil {
-			return nil, "", "", err
+			return nil, err
+		}
+		out = append(out, e)
+		if !live || old == "" {
+			continue
+		}
+		// The rotation names the successor, registered just before it,
+		// so that a reader that does not know the old key still learns
+		// the new one.
+		e, err = events.New(Source, events.TypeKeyRotated, "keys/"+old, name,
+			schemas.KeyRotated{KeyID: old, Next: k, OverlapSeconds: int64(overlap / time.Second)})
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, e)
 	}
-	return out, ids[0], ids[1], nil
+	return out, nil
 }
 
-// deregisterCluster ends a cluster's registration, then revokes its keys:
-// from the revocation's place in the log on, its events are refused
-// everywhere.
+// deregisterCluster ends a cluster's registration and, in the same
+// transaction, every key the cluster ever had: from the revocations'
+// place in the log on, its events are refused everywhere.
 func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 	name := r.PathValue("name")
 	cur, err := s.cluster(name, "name")
 	if err != nil {
 		return nil, err
 	}
-	if err := c.p.allow(actionDeregister, name, cur.labels, ""); err != nil {
+	if err := c.p.allowShared(actionDeregister, name, cur.labels, ""); err != nil {
 		return nil, err
 	}
 	expected, err := ifMatch(r)
@@ -219,7 +310,12 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	reason := r.URL.Query().Get("reason")
-	res, err := s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
+	// The trust topic is read to now, so that every key registered
+	// before this call is known.
+	if err := s.keys.WaitCovers(r.Context(), s.o.now()); err != nil {
+		return nil, err
+	}
+	return s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
 		build: func(cur entry, exists bool) (*pending, error) {
 			if !exists || cur.deleted {
 				return nil, &apiError{status: http.StatusConflict, body: api.Error{Error: fmt.Sprintf("cluster %q was deregistered meanwhile", name)}}
@@ -228,41 +324,47 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := c.p.allowRegistered(actionDeregister, name, cur, exists); err != nil {
+				return nil, err
+			}
 			data := schemas.ClusterDeregistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen}, Reason: reason}
-			return s.upsert(events.TypeClusterDeregistered, events.Subject{Cluster: name}, data, gen, &entry{deleted: true})
+			p, err := s.upsert(events.TypeClusterDeregistered, events.Subject{Cluster: name}, data, gen, &entry{deleted: true})
+			if err != nil {
+				return nil, err
+			}
+			p.trust, err = s.revocations(name, cur, reason)
+			return p, err
 		}}})
-	if err != nil || res.DryRun {
-		return res, err
-	}
-	if err := s.revoke(r.Context(), name, cur, reason); err != nil {
-		return nil, partial(err, res)
-	}
-	return res, nil
 }
 
-// revoke revokes a deregistered cluster's keys.
-func (s *Server) revoke(ctx context.Context, name string, cur entry, reason string) error {
+// revocations revokes every key of a cluster that is valid now or later:
+// the keys its registration names, the keys still in a rotation's
+// overlap, and any other key the trust topic holds for it.
+func (s *Server) revocations(name string, cur entry, reason string) ([]*event.Event, error) {
 	if reason == "" {
 		reason = "cluster " + name + " deregistered"
 	}
-	var es []*event.Event
+	now := s.o.now()
+	ids := map[string]bool{}
 	for _, id := range []string{cur.signingKey, cur.sealingKey} {
-		if id == "" {
-			continue
+		if id != "" {
+			ids[id] = true
 		}
+	}
+	for _, k := range s.keys.Keys() {
+		if k.Owner == name && k.Role == schemas.RoleCluster && (k.Until.IsZero() || k.Until.After(now)) {
+			ids[k.ID] = true
+		}
+	}
+	var es []*event.Event
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		e, err := events.New(Source, events.TypeKeyRevoked, "keys/"+id, name, schemas.KeyRevoked{KeyID: id, Reason: reason})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		es = append(es, e)
 	}
-	if len(es) == 0 {
-		return nil
-	}
-	if _, err := s.audit.Publish(ctx, es...); err != nil {
-		return fmt.Errorf("revoking the keys of cluster %q: %w", name, err)
-	}
-	return nil
+	return es, nil
 }
 
 // putRepository adds or changes a repository of a cluster's Argo CD, its
@@ -274,11 +376,11 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.p.allow(actionApplyRepository, subj.Cluster, cl.labels, ""); err != nil {
-		return nil, err
-	}
 	var req api.RepositoryRequest
 	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if err := c.p.allowShared(actionApplyRepository, subj.Cluster, cl.labels, req.Project); err != nil {
 		return nil, err
 	}
 	if req.URL == "" {
@@ -295,11 +397,11 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 	case len(req.Credentials) > 0 && req.Sealed != nil:
 		return nil, invalid("sealed", "send credentials or sealed credentials, not both")
 	case len(req.Credentials) > 0:
-		if sealed, err = s.seal(cl, req.Credentials); err != nil {
+		if sealed, err = s.seal(r.Context(), cl, req.Credentials); err != nil {
 			return nil, err
 		}
 	case req.Sealed != nil:
-		if sealed, err = s.sealedAlready(cl, req.Sealed); err != nil {
+		if sealed, err = s.sealedAlready(r.Context(), cl, req.Sealed); err != nil {
 			return nil, err
 		}
 	}
@@ -307,6 +409,9 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 		build: func(cur entry, exists bool) (*pending, error) {
 			gen, err := generationFor(req.ExpectedGeneration, cur, exists, fmt.Sprintf("repository %s/%s on cluster %q", subj.Namespace, subj.Name, subj.Cluster))
 			if err != nil {
+				return nil, err
+			}
+			if err := s.allowChange(c.p, actionApplyRepository, subj.Cluster, cur, exists); err != nil {
 				return nil, err
 			}
 			data := schemas.RepositoryUpserted{Resource: schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: gen},
@@ -317,8 +422,8 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 
 // seal encrypts credentials to a cluster's sealing key, as the trust topic
 // holds it.
-func (s *Server) seal(cl entry, creds map[string]string) (*schemas.Sealed, error) {
-	k, err := s.sealingKey(cl)
+func (s *Server) seal(ctx context.Context, cl entry, creds map[string]string) (*schemas.Sealed, error) {
+	k, err := s.sealingKey(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
@@ -337,8 +442,15 @@ func (s *Server) seal(cl entry, creds map[string]string) (*schemas.Sealed, error
 
 // sealingKey returns a cluster's sealing key, or a 409 when the trust
 // topic holds it no more.
-func (s *Server) sealingKey(cl entry) (events.Key, error) {
+func (s *Server) sealingKey(ctx context.Context, cl entry) (events.Key, error) {
 	k, ok := s.keys.Key(cl.sealingKey)
+	if !ok {
+		// Registered a moment ago: the trust topic is read to now.
+		if err := s.keys.WaitCovers(ctx, s.o.now()); err != nil {
+			return events.Key{}, err
+		}
+		k, ok = s.keys.Key(cl.sealingKey)
+	}
 	if !ok || len(k.Public) != 32 || !k.ValidAt(s.o.now()) {
 		return events.Key{}, failf(http.StatusConflict, "the cluster's sealing key %q is not (or no longer) on the trust topic, so credentials cannot be sealed to it; register the cluster's keys again", cl.sealingKey)
 	}
@@ -348,8 +460,8 @@ func (s *Server) sealingKey(cl entry) (events.Key, error) {
 // sealedAlready checks credentials sealed by a client: to the cluster's
 // current sealing key, a sealed box in base64. It cannot open them; the
 // spoke can, or rejects them.
-func (s *Server) sealedAlready(cl entry, c *api.SealedCredentials) (*schemas.Sealed, error) {
-	if _, err := s.sealingKey(cl); err != nil {
+func (s *Server) sealedAlready(ctx context.Context, cl entry, c *api.SealedCredentials) (*schemas.Sealed, error) {
+	if _, err := s.sealingKey(ctx, cl); err != nil {
 		return nil, err
 	}
 	if c.KeyID != cl.sealingKey {
@@ -399,6 +511,9 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 			app, ok := s.ledger.get(events.DesiredKey(subj))
 			if !ok || app.deleted {
 				return nil, &apiError{status: http.StatusConflict, body: api.Error{Error: fmt.Sprintf("%s was deleted meanwhile", subj)}}
+			}
+			if err := s.allowChange(c.p, actionOperate, subj.Cluster, app, ok); err != nil {
+				return nil, err
 			}
 			data := schemas.OperationRequested{Resource: schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: app.generation},
 				RequestID: uuid.NewString(), Operation: req.Operation, RequestedBy: c.p.Actor, Revision: req.Revision, Prune: req.Prune,

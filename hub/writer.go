@@ -17,13 +17,17 @@ import (
 )
 
 // pending is one event a write appends, with the ledger entry it makes
-// (nil for an operation, which is no object's state).
+// (nil for an operation, which is no object's state), and the trust
+// events that go in its transaction: the keys a registration names, and
+// the rotations and revocations it makes. They reach the log only if the
+// change does.
 type pending struct {
 	key        string
 	event      *event.Event
 	entry      *entry
 	placement  *placement
 	generation int64
+	trust      []*event.Event
 }
 
 // decision builds the events of a write from the ledger as it stands once
@@ -113,6 +117,10 @@ func (w *writer) write(ctx context.Context, l lane, decide decision, extra func(
 		es := make([]*event.Event, 0, len(ps)+1)
 		for _, p := range ps {
 			es = append(es, p.event)
+		}
+		// After every change's own event, so that record i is ps[i]'s.
+		for _, p := range ps {
+			es = append(es, p.trust...)
 		}
 		if extra != nil {
 			more, err := extra(ps)

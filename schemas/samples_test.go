@@ -159,7 +159,7 @@ func samples() map[string]sample {
 				Purpose: schemas.PurposeSealing, Algorithm: "x25519", PublicKey: pubKey},
 		},
 		"io.argosy.trust.key.rotated.v1": {
-			full:    schemas.KeyRotated{KeyID: "cluster-prod-eu-1-signing-1", Next: key},
+			full:    schemas.KeyRotated{KeyID: "cluster-prod-eu-1-signing-1", Next: key, OverlapSeconds: 600},
 			minimal: schemas.KeyRotated{KeyID: "cluster-prod-eu-1-signing-1", Next: key},
 		},
 		"io.argosy.trust.key.revoked.v1": {

@@ -412,10 +412,14 @@ type KeyRegistered struct {
 }
 
 // KeyRotated is the data of io.argosy.trust.key.rotated.v1: Next replaces
-// KeyID. KeyID stops being valid at the rotation's log time.
+// KeyID. KeyID stops being valid OverlapSeconds after the rotation's log
+// time (at it, when zero); Next is valid from it.
 type KeyRotated struct {
 	KeyID string        `json:"keyId"`
 	Next  KeyRegistered `json:"next"`
+	// OverlapSeconds is how long KeyID stays valid after the rotation,
+	// as the operator chose it.
+	OverlapSeconds int64 `json:"overlapSeconds,omitempty"`
 }
 
 // KeyRevoked is the data of io.argosy.trust.key.revoked.v1. The key stays

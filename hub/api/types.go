@@ -76,6 +76,10 @@ type ClusterRequest struct {
 	// JoinTokenTTL is how long the join token of a registration without
 	// keys is accepted, as a Go duration ("24h", the default).
 	JoinTokenTTL string `json:"joinTokenTTL,omitempty"`
+	// KeyOverlap is how long the keys a registration with new keys
+	// replaces stay valid after the change, as a Go duration ("0s", the
+	// default: they sign nothing from the change on; at most 168h).
+	KeyOverlap string `json:"keyOverlap,omitempty"`
 }
 
 // JoinRequest is a spoke proving its cluster's join token and registering

@@ -9,8 +9,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +56,16 @@ func TestPythonReaderReadsEveryTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	slices.Sort(w.refused)
+	if got := goRefused(t, w); !cmp.Equal(got, w.refused) {
+		t.Errorf("Argosy's own decoder refused %v, want exactly %v", got, w.refused)
+	}
+	refused, err := json.Marshal(w.refused)
+	if err != nil {
+		t.Fatal(err)
+	}
 	started = time.Now()
-	cmd := exec.CommandContext(ctx, python, "reader.py",
+	cmd := exec.CommandContext(ctx, python, "reader.py", "--expect-refused", string(refused),
 		"--bootstrap", kafkatest.Bootstrap(t),
 		"--topics", string(topicsJSON),
 		"--anchor", base64.StdEncoding.EncodeToString(w.hub.Public()), "--anchor-owner", hubName,
@@ -72,14 +82,19 @@ func TestPythonReaderReadsEveryTopic(t *testing.T) {
 	t.Logf("python reader:\n%s", stdout.String())
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	var summary struct {
-		Counts map[string]map[string]int `json:"counts"`
-		Golden int                       `json:"golden"`
+		Counts  map[string]map[string]int `json:"counts"`
+		Golden  int                       `json:"golden"`
+		Refused []string                  `json:"refused"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &summary); err != nil {
 		t.Fatalf("python reader's summary: %v\n%s", err, stdout.String())
 	}
 	if diff := cmp.Diff(w.written, summary.Counts); diff != "" {
 		t.Errorf("records read by type, per topic (-written +read):\n%s", diff)
+	}
+	slices.Sort(summary.Refused)
+	if len(w.refused) != 4 || !cmp.Equal(w.refused, summary.Refused) {
+		t.Errorf("the python reader refused %v, want exactly %v: signed by a planted key, a rotated-out key, and the keys of a deregistered cluster", summary.Refused, w.refused)
 	}
 	if summary.Golden < len(events.Catalogue())+1 {
 		t.Errorf("python reader verified %d golden samples, want one per type and more", summary.Golden)
@@ -105,3 +120,40 @@ func ensureTopics(t *testing.T, topics events.Topics, configPartitions, statusPa
 }
 
 var errRefused = errors.New("refused by the test's handler")
+
+// goRefused decodes the workload's status topic as a projector does, with
+// the key set the committed trust topic builds, and returns the records
+// refused for their signing key.
+func goRefused(t *testing.T, w *workload) []string {
+	t.Helper()
+	reg := events.NewRegistry(events.HubAnchor(hubName, w.hub.Public()))
+	trustDec, err := events.NewDecoder(events.NewVerifier(reg.Anchors()), events.WithTopics(w.topics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range kafkatest.Committed(t, w.topics[events.TopicTrust]) {
+		d, err := trustDec.Decode(t.Context(), rec)
+		if err != nil {
+			t.Fatalf("trust@%d: %v", rec.Offset, err)
+		}
+		if err := reg.Apply(d); err != nil {
+			t.Fatalf("trust@%d: %v", rec.Offset, err)
+		}
+	}
+	dec, err := events.NewDecoder(events.NewVerifier(reg), events.WithTopics(w.topics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, rec := range kafkatest.Committed(t, w.topics[events.TopicStatus]) {
+		_, err := dec.Decode(t.Context(), rec)
+		switch {
+		case errors.Is(err, events.ErrNotAuthorized), errors.Is(err, events.ErrUnknownKey), errors.Is(err, events.ErrRevokedKey):
+			out = append(out, fmt.Sprintf("%s/%d@%d", rec.Topic, rec.Partition, rec.Offset))
+		case err != nil:
+			t.Errorf("status@%d/%d: %v", rec.Partition, rec.Offset, err)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -186,7 +186,7 @@ class Keys:
             k = self.key_from(data["next"], at)
             k.anchor = self.keys[data["keyId"]].anchor  # an anchor's successor is one
             self.keys.setdefault(k.id, k)
-            self.end(data["keyId"], at)
+            self.end(data["keyId"], at + datetime.timedelta(seconds=data.get("overlapSeconds", 0)))
         elif typ == "io.argosy.trust.key.revoked.v1":
             if data["keyId"] not in self.keys:
                 raise Refused(f"revocation of unknown key {data['keyId']}")
@@ -415,6 +415,7 @@ def read_live(args, failures, summary):
     keys = Keys([Key(key_id(anchor_pub), args.anchor_owner, "hub", "signing", "ed25519", anchor_pub, anchor=True)])
     reader = Reader(design, args.schemas, keys)
     deadline = time.monotonic() + args.timeout
+    expected = json.loads(args.expect_refused)
     # The trust topic first: it decides which keys are valid when.
     order = ["trust", "config", "desired", "placements", "status", "deployments", "audit", "deadletter"]
     if sorted(order) != sorted(topics):
@@ -451,8 +452,18 @@ def read_live(args, failures, summary):
                 if role == "deadletter":
                     check_dead_letter(h, key, value, records, topics)
                 counts[typ] = counts.get(typ, 0) + 1
+            except Refused as e:
+                # A record the workload signed with a key that was never
+                # valid for it then must be refused for that reason alone.
+                if where in expected and str(e).startswith("no signature taken"):
+                    summary.setdefault("refused", []).append(where)
+                else:
+                    failures.append(f"{where}: Refused: {e}")
             except Exception as e:  # every failure is reported with its record
                 failures.append(f"{where}: {type(e).__name__}: {e}")
+    for where in expected:
+        if where not in summary.get("refused", []):
+            failures.append(f"{where}: accepted, and it is signed by a key that was not valid for it")
     summary["pins"] = pins
 
 
@@ -519,6 +530,8 @@ def main():
     ap.add_argument("--schemas", required=True, help="schemas/json")
     ap.add_argument("--golden", help="events/testdata/golden")
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--expect-refused", default="[]",
+                    help="JSON list of records, topic/partition@offset, that must be refused for their signing key")
     args = ap.parse_args()
     failures, summary = [], {}
     read_live(args, failures, summary)

@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,10 @@ type workload struct {
 	// written counts the records written, by topic role and event type,
 	// as the Python reader reports what it read.
 	written map[string]map[string]int
+	// refused lists the records every reader must refuse, as
+	// "topic/partition@offset": signed by a key a refused registration
+	// planted, by a key rotated out, or by a key of a deregistered cluster.
+	refused []string
 }
 
 func newWorkload(t *testing.T, configPartitions, statusPartitions int32) *workload {
@@ -64,9 +69,11 @@ func signer(t *testing.T) *events.Signer {
 }
 
 // run writes the workload: keys, then config and its desired-state
-// copies, then each cluster's status and deployments, a key rotation in
-// the middle, the hub's audit, a rotation of the hub's key and what its
-// successor signs, and one dead letter.
+// copies, then each cluster's status and deployments, one dead letter,
+// key rotations in the middle (one with an overlap), a deregistered
+// cluster's keys revoked, the hub's audit, a rotation of the hub's key and
+// what its successor signs; and records signed by keys that were not
+// valid for them, which every reader must refuse.
 func (w *workload) run(ctx context.Context) {
 	t := w.t
 	trust := w.producer(w.hub)
@@ -75,6 +82,10 @@ func (w *workload) run(ctx context.Context) {
 	}
 	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRegistered, east, w.spare.KeyID(), keyRegistered(east, w.spare.Public())))
 	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRevoked, east, w.spare.KeyID(), schemas.KeyRevoked{KeyID: w.spare.KeyID(), Reason: "test"}))
+	// A registration the hub refused: its key was in a transaction that
+	// was aborted, so no read-committed reader ever sees it.
+	planted := signer(t)
+	w.aborted(ctx, w.keyEvent(events.TypeKeyRegistered, east, planted.KeyID(), keyRegistered(east, planted.Public())))
 
 	cw, err := events.NewConfigWriter(kafkatest.Client(t, append(events.ProducerOpts(w.pins),
 		kgo.TransactionalID("txn."+w.topics[events.TopicConfig]))...), w.hub, w.topics)
@@ -113,6 +124,16 @@ func (w *workload) run(ctx context.Context) {
 			statusRecs = append(statusRecs, w.publish(ctx, agent[c], e))
 		}
 	}
+	// A dead letter, while the key of the record it copies is valid.
+	dlq, err := events.NewDeadLetter(kafkatest.Client(t, events.ProducerOpts(nil)...), w.topics[events.TopicDeadLetter])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Send(ctx, statusRecs[0], events.Poison(errRefused)); err != nil {
+		t.Fatal(err)
+	}
+	w.count(events.TopicDeadLetter, headerValue(statusRecs[0], "ce_type"))
+	w.mustRefuse(ctx, w.producer(planted), w.heartbeat(east))
 	// Log times are milliseconds: keep the rotation clear of the events
 	// the old key signed, and of those the new one signs.
 	time.Sleep(20 * time.Millisecond)
@@ -123,6 +144,22 @@ func (w *workload) run(ctx context.Context) {
 	for _, e := range w.samples(pinned, observed) {
 		w.publish(ctx, rotated, e)
 	}
+	w.mustRefuse(ctx, agent[pinned], w.heartbeat(pinned))
+
+	// east's key is rotated with an hour's overlap: both keys sign. Then
+	// east is deregistered, which revokes both, and neither signs again.
+	eastNext := signer(t)
+	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRotated, east, w.keys[east].KeyID(),
+		schemas.KeyRotated{KeyID: w.keys[east].KeyID(), Next: keyRegistered(east, eastNext.Public()), OverlapSeconds: 3600}))
+	time.Sleep(20 * time.Millisecond)
+	w.publish(ctx, agent[east], w.heartbeat(east))
+	w.publish(ctx, w.producer(eastNext), w.heartbeat(east))
+	for _, k := range []*events.Signer{w.keys[east], eastNext} {
+		w.publish(ctx, trust, w.keyEvent(events.TypeKeyRevoked, east, k.KeyID(), schemas.KeyRevoked{KeyID: k.KeyID(), Reason: "cluster east-1 deregistered"}))
+	}
+	time.Sleep(20 * time.Millisecond)
+	w.mustRefuse(ctx, agent[east], w.heartbeat(east))
+	w.mustRefuse(ctx, w.producer(eastNext), w.heartbeat(east))
 
 	// The hub's key is rotated, signed by both keys; the successor, an
 	// anchor now, signs trust events and the hub's audit.
@@ -141,14 +178,6 @@ func (w *workload) run(ctx context.Context) {
 		w.publish(ctx, w.producer(nextHub), e)
 	}
 
-	dlq, err := events.NewDeadLetter(kafkatest.Client(t, events.ProducerOpts(nil)...), w.topics[events.TopicDeadLetter])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dlq.Send(ctx, statusRecs[0], events.Poison(errRefused)); err != nil {
-		t.Fatal(err)
-	}
-	w.count(events.TopicDeadLetter, headerValue(statusRecs[0], "ce_type"))
 }
 
 func (w *workload) producer(s *events.Signer) *events.Producer {
@@ -167,6 +196,44 @@ func (w *workload) publish(ctx context.Context, p *events.Producer, e *event.Eve
 	sp, _ := events.Lookup(e.Type())
 	w.count(sp.Topic, e.Type())
 	return recs[0]
+}
+
+// mustRefuse appends e, which every reader must refuse.
+func (w *workload) mustRefuse(ctx context.Context, p *events.Producer, e *event.Event) {
+	recs, err := p.Publish(ctx, e)
+	if err != nil {
+		w.t.Fatalf("publish %s: %v", e.Type(), err)
+	}
+	w.refused = append(w.refused, fmt.Sprintf("%s/%d@%d", recs[0].Topic, recs[0].Partition, recs[0].Offset))
+}
+
+// aborted appends trust event e, signed by the hub, in a transaction it
+// then aborts: what a registration the hub refused leaves.
+func (w *workload) aborted(ctx context.Context, e *event.Event) {
+	t := w.t
+	cl := kafkatest.Client(t, append(events.ProducerOpts(nil), kgo.TransactionalID("refused."+w.topics[events.TopicTrust]))...)
+	if err := w.hub.Sign(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := events.EventRecord(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Topic = w.topics[events.TopicTrust]
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// heartbeat is a heartbeat of cluster.
+func (w *workload) heartbeat(cluster string) *event.Event {
+	return w.samples(cluster, func(sp events.Spec) bool { return sp.Type == events.TypeHeartbeat })[0]
 }
 
 func (w *workload) count(role events.Topic, typ string) {

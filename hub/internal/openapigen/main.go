@@ -8,7 +8,7 @@
 // API's paths, tags and components under their own names, and fails on
 // any name both documents use. Each read operation gets the hub's security
 // requirement and the answers the hub gives before the read API sees the
-// call (401, 403, 503).
+// call (401, 403, 429, 503).
 package main
 
 import (
@@ -96,6 +96,7 @@ const securityScheme = "bearer"
 var hubAnswers = map[string]string{
 	"401": "Unauthenticated",
 	"403": "Denied",
+	"429": "TooManyUnauthenticated",
 	"503": "Unavailable",
 }
 

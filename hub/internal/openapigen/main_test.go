@@ -41,7 +41,7 @@ func hubDoc() map[string]any {
 		"components": map[string]any{
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
 			"responses": map[string]any{
-				"Unauthenticated": map[string]any{}, "Denied": map[string]any{}, "Unavailable": map[string]any{},
+				"Unauthenticated": map[string]any{}, "Denied": map[string]any{}, "Unavailable": map[string]any{}, "TooManyUnauthenticated": map[string]any{},
 			},
 			"schemas": map[string]any{"HubError": map[string]any{}},
 		},
@@ -94,6 +94,7 @@ func TestMerge(t *testing.T) {
 			"401": map[string]any{"$ref": "#/components/responses/Unauthenticated"},
 			"403": map[string]any{"$ref": "#/components/responses/Denied"},
 			"404": map[string]any{"$ref": "#/components/responses/NotFound"},
+			"429": map[string]any{"$ref": "#/components/responses/TooManyUnauthenticated"},
 			"503": map[string]any{"$ref": "#/components/responses/Unavailable"},
 		},
 	}

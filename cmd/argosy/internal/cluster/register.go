@@ -42,6 +42,8 @@ type ClusterRegisterOptions struct {
 	IfGeneration *int64
 	// JoinTokenTTL is --join-token-ttl.
 	JoinTokenTTL string
+	// KeyOverlap is --key-overlap.
+	KeyOverlap string
 	// Manifests are --print-manifests and the flags that go with it.
 	Manifests ManifestOptions
 	// KeysDir is --keys-dir; empty with --public-keys.
@@ -75,7 +77,10 @@ replace another cluster's registration: --overwrite changes it instead.
 --overwrite reads the registration's generation first and writes only if
 no one changed it in between; its labels become --labels (argosy cluster
 label changes some and keeps the others), and its keys stay unless new ones
-are given. A change that names no --partition keeps the cluster's pin.
+are given. New keys rotate the old ones out on the trust topic, in the same
+transaction as the registration: from then on readers refuse what the old
+keys sign, or after --key-overlap (say 10m, for the spoke to restart with
+its new keys). A change that names no --partition keeps the cluster's pin.
 
 --print-manifests prints, once the cluster is registered, what installs
 its spoke with the Helm chart (docs/deploy.md): its Strimzi KafkaUser, to
@@ -90,6 +95,7 @@ Registering needs an admin token.
   argosy-spoke keygen --cluster edge-7 --dir ./edge-7-keys
   argosy cluster register edge-7 --labels env=edge --keys-dir ./edge-7-keys
   argosy cluster register prod-eu --labels env=prod,region=eu,tier=1 --overwrite
+  argosy cluster register edge-7 --labels env=edge --overwrite --keys-dir ./edge-7-keys-2 --key-overlap 10m
   argosy cluster register edge-7 --public-keys edge-7.json --partition 3 --dry-run
 
   # Register, and print the spoke's KafkaUser and the commands that install it
@@ -117,6 +123,7 @@ Registering needs an admin token.
 	f.Int32Var(&partition, "partition", 0, "pin the cluster to this config partition (default: the partitioner's choice)")
 	f.BoolVar(&opts.Overwrite, "overwrite", false, "change the registration of a cluster registered already")
 	f.StringVar(&opts.JoinTokenTTL, "join-token-ttl", "", "how long the join token is good, without keys (default 24h on the hub)")
+	f.StringVar(&opts.KeyOverlap, "key-overlap", "", "with new keys for a registered cluster: how long its old keys stay valid (default 0s: not at all; at most 168h)")
 	hubapi.AddGenerationFlag(cmd, &gen, "the registration")
 	m := &opts.Manifests
 	f.BoolVar(&m.Print, "print-manifests", false, "print the spoke's KafkaUser and the commands that install the spoke with Helm")
@@ -154,7 +161,7 @@ func (o *ClusterRegisterOptions) parse(c *cobra.Command, keysDir string, partiti
 }
 
 func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error {
-	req := api.ClusterRequest{Labels: opts.Labels, Partition: opts.Partition, ExpectedGeneration: opts.IfGeneration, JoinTokenTTL: opts.JoinTokenTTL}
+	req := api.ClusterRequest{Labels: opts.Labels, Partition: opts.Partition, ExpectedGeneration: opts.IfGeneration, JoinTokenTTL: opts.JoinTokenTTL, KeyOverlap: opts.KeyOverlap}
 	if opts.KeysFile != "" {
 		var err error
 		if req.SigningKey, req.SealingKey, err = readPublicKeys(opts.KeysFile, opts.Name); err != nil {
