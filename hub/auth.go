@@ -244,3 +244,52 @@ func (p *principal) allow(action, cluster string, clusterLabels map[string]strin
 	}
 	return nil
 }
+
+// allowShared is allow for what every project shares: a cluster, or a
+// repository or object of no project (""). A token limited to projects
+// may not change what the other projects rely on too.
+func (p *principal) allowShared(action, cluster string, clusterLabels map[string]string, project string) error {
+	if project == "" && len(p.Projects) > 0 && action != actionRead {
+		return fmt.Errorf("%w: %s may not %s: the token is limited to projects %s, and this serves every project", errDenied, p.Actor, action, strings.Join(p.Projects, ", "))
+	}
+	return p.allow(action, cluster, clusterLabels, project)
+}
+
+// allowRegistered checks a change to a cluster against the cluster as it
+// is (cur, when it is registered): a change is allowed only when it is on
+// both sides, what the cluster is and what it would become.
+func (p *principal) allowRegistered(action, cluster string, cur entry, exists bool) error {
+	if !exists || cur.deleted {
+		return nil
+	}
+	return p.allowShared(action, cluster, cur.labels, "")
+}
+
+
+// allowEveryCluster refuses a token limited to some clusters: a placement
+// reaches, and its deletion prunes, every cluster its selector matches,
+// now and later.
+func (p *principal) allowEveryCluster() error {
+	if p.Clusters != "" {
+		return fmt.Errorf("%w: %s's token is limited to clusters %q, and a placement reaches every cluster its selector matches, now and later", errDenied, p.Actor, p.Clusters)
+	}
+	return nil
+}
+
+// The principal is the read API's and the dashboard's scope
+// (read.Scope): what its cluster selector and projects allow.
+
+// Cluster implements read.Scope.
+func (p *principal) Cluster(_ string, clusterLabels map[string]string) bool {
+	return p.selector.Matches(labels.Set(clusterLabels))
+}
+
+// Project implements read.Scope.
+func (p *principal) Project(project string) bool {
+	return len(p.Projects) == 0 || slices.Contains(p.Projects, project)
+}
+
+// Limited implements read.Scope.
+func (p *principal) Limited() (clusters, projects bool) {
+	return p.Clusters != "", len(p.Projects) > 0
+}

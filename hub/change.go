@@ -71,24 +71,31 @@ func (s *Server) commit(ctx context.Context, c *call, changes []change) (*api.Re
 		p := s.partitionOf(ch.cluster)
 		byPartition[p] = append(byPartition[p], ch)
 	}
-	c.audited = true
-	replayed := 0
+	// The call's audit record goes into each partition's transaction;
+	// only when every one committed is the call's outcome recorded.
+	// Otherwise finish records it: a conflict, a refusal decided under
+	// the lock, a failure after some partitions were written.
+	c.audited = false
+	replayed, wrote := 0, false
 	for _, p := range slices.Sorted(maps.Keys(byPartition)) {
-		n, err := s.commitPartition(ctx, c, p, byPartition[p], res)
+		n, w, err := s.commitPartition(ctx, c, p, byPartition[p], res)
 		if err != nil {
 			return nil, partial(err, res)
 		}
 		replayed += n
+		wrote = wrote || w
 	}
+	c.audited = wrote
 	if replayed == len(changes) && len(changes) > 0 {
 		res.Replayed = true
 	}
 	return res, nil
 }
 
-// commitPartition writes one partition's changes; it returns how many were
-// already written under the call's idempotency key.
-func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []change, res *api.Result) (int, error) {
+// commitPartition writes one partition's changes, with the call's audit
+// record; it returns how many were already written under the call's
+// idempotency key, and whether it wrote anything.
+func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []change, res *api.Result) (int, bool, error) {
 	var replayed []api.Written
 	// Each change's event id is fixed for the whole call: when a commit's
 	// outcome is unknown, the next attempt finds the events in the log if
@@ -134,11 +141,7 @@ func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []ch
 	}
 	ps, recs, err := s.writer.write(ctx, configLane(p), decide, audit)
 	if err != nil {
-		return 0, err
-	}
-	if len(ps) == 0 {
-		// Nothing new: the call's audit record is written on the way out.
-		c.audited = false
+		return 0, false, err
 	}
 	for i, pd := range ps {
 		w := describe(&pd, recs[i])
@@ -150,7 +153,7 @@ func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []ch
 		c.events = append(c.events, w.ID)
 	}
 	s.inst.written(ctx, len(ps))
-	return len(replayed), nil
+	return len(replayed), len(ps) > 0, nil
 }
 
 // describe lists a pending event as the answer does.
@@ -230,4 +233,18 @@ func generationFor(expected *int64, cur entry, exists bool, what string) (int64,
 // newEvent builds a hub event about a cluster's object.
 func newEvent(typ string, subj events.Subject, data any) (*event.Event, error) {
 	return events.New(Source, typ, subj.String(), subj.Cluster, data)
+}
+
+// allowChange checks, as a change is decided on the ledger read to its
+// partition's end, that p may make it on the object as it is: on its
+// cluster with the labels it has now, and, when the object exists, in the
+// project it is in now. A token limited to a project may not take over
+// another project's object by naming its own project, nor act on a
+// cluster relabelled since the call was first checked.
+func (s *Server) allowChange(p *principal, action, cluster string, cur entry, exists bool) error {
+	cl, _ := s.ledger.get(cluster)
+	if !exists || cur.deleted {
+		return p.allow(action, cluster, cl.labels, "")
+	}
+	return p.allowShared(action, cluster, cl.labels, cur.project)
 }

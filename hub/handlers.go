@@ -31,7 +31,14 @@ func (s *Server) objects(r *http.Request, c *call) (any, error) {
 	clusters := s.ledger.clusters()
 	out := api.ObjectList{Items: []api.Object{}}
 	for _, o := range s.ledger.list(cluster, kind) {
-		if c.p.allow(actionRead, o.Cluster, clusters[o.Cluster].labels, o.Project) != nil {
+		project := o.Project
+		switch {
+		case o.Kind == api.KindAppProjects:
+			project = o.Name
+		case o.Kind == api.KindRepositories && project == "" && len(c.p.Projects) > 0:
+			continue // a repository of every project: not its alone
+		}
+		if c.p.allow(actionRead, o.Cluster, clusters[o.Cluster].labels, project) != nil {
 			continue
 		}
 		out.Items = append(out.Items, o)
@@ -94,6 +101,9 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 				}
 				gen, err := generationFor(req.ExpectedGeneration, cur, exists, fmt.Sprintf("Application %s/%s on cluster %q", subj.Namespace, subj.Name, name))
 				if err != nil {
+					return nil, err
+				}
+				if err := s.allowChange(c.p, actionApplyApplication, name, cur, exists); err != nil {
 					return nil, err
 				}
 				data := schemas.ApplicationUpserted{Resource: schemas.Resource{Cluster: name, Namespace: app.Namespace, Name: app.Name, Generation: gen},
@@ -256,6 +266,11 @@ func (s *Server) remove(r *http.Request, c *call, kind, typ, project string, dat
 			if err != nil {
 				return nil, err
 			}
+			if kind != schemas.SubjectAppProjects {
+				if err := s.allowChange(c.p, c.action, subj.Cluster, cur, exists); err != nil {
+					return nil, err
+				}
+			}
 			res := schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: gen}
 			e := &entry{deleted: true, project: project}
 			return s.upsert(typ, subj, data(res), gen, e)
@@ -300,7 +315,7 @@ func (s *Server) deleteRepository(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	cl, _ := s.ledger.get(subj.Cluster)
-	if err := c.p.allow(actionDeleteRepository, subj.Cluster, cl.labels, ""); err != nil {
+	if err := c.p.allowShared(actionDeleteRepository, subj.Cluster, cl.labels, cur.project); err != nil {
 		return nil, err
 	}
 	return s.remove(r, c, schemas.SubjectRepositories, events.TypeRepositoryDeleted, "", func(res schemas.Resource) any {

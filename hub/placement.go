@@ -113,9 +113,8 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 	if err := c.p.allow(actionApplyPlacement, "", nil, app.Project); err != nil {
 		return nil, err
 	}
-	if c.p.Clusters != "" {
-		return nil, failf(http.StatusForbidden, "%v: %s's token is limited to clusters %q, and a placement reaches every cluster its selector matches, now and later",
-			errDenied, c.p.Actor, c.p.Clusters)
+	if err := c.p.allowEveryCluster(); err != nil {
+		return nil, err
 	}
 	key := app.Namespace + "/" + app.Name
 	c.target = "placements/" + key
@@ -123,6 +122,13 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 		gen, err := generationFor(req.ExpectedGeneration, entry{generation: cur.Generation, deleted: cur.deleted}, exists, "placement "+key)
 		if err != nil {
 			return nil, err
+		}
+		// The placement as it is, too: a token of one project may not
+		// take over another's placement by naming its own project.
+		if exists && !cur.deleted {
+			if err := c.p.allow(actionApplyPlacement, "", nil, cur.Project); err != nil {
+				return nil, err
+			}
 		}
 		data := schemas.PlacementUpserted{Namespace: app.Namespace, Name: app.Name, Generation: gen, Selector: sel.String(),
 			Prune: req.Prune, Project: app.Project, Labels: app.Labels, Annotations: app.Annotations, Spec: app.Spec, Commit: commit}
@@ -142,6 +148,9 @@ func (s *Server) deletePlacement(r *http.Request, c *call) (any, error) {
 	if err := c.p.allow(actionDeletePlacement, "", nil, cur.Project); err != nil {
 		return nil, err
 	}
+	if err := c.p.allowEveryCluster(); err != nil {
+		return nil, err
+	}
 	expected, err := ifMatch(r)
 	if err != nil {
 		return nil, err
@@ -149,6 +158,9 @@ func (s *Server) deletePlacement(r *http.Request, c *call) (any, error) {
 	return s.writePlacement(r.Context(), c, key, func(cur placement, exists bool) (*pending, error) {
 		if !exists || cur.deleted {
 			return nil, failf(http.StatusConflict, "placement %s was deleted meanwhile", key)
+		}
+		if err := c.p.allow(actionDeletePlacement, "", nil, cur.Project); err != nil {
+			return nil, err
 		}
 		gen, err := generationFor(expected, entry{generation: cur.Generation}, exists, "placement "+key)
 		if err != nil {
@@ -228,8 +240,13 @@ func (s *Server) placements(r *http.Request, c *call) (any, error) {
 		if c.p.allow(actionRead, "", nil, p.Project) != nil {
 			continue
 		}
+		// A token limited to some clusters sees only those among the
+		// placement's.
+		placed := slices.DeleteFunc(s.placedOn(p, clusters), func(pc api.PlacedCluster) bool {
+			return c.p.allow(actionRead, pc.Cluster, clusters[pc.Cluster].labels, "") != nil
+		})
 		item := api.Placement{Namespace: p.Namespace, Name: p.Name, Generation: p.Generation,
-			Selector: p.Selector, Prune: p.Prune, Project: p.Project, Deleted: p.deleted, Clusters: append([]api.PlacedCluster{}, s.placedOn(p, clusters)...)}
+			Selector: p.Selector, Prune: p.Prune, Project: p.Project, Deleted: p.deleted, Clusters: append([]api.PlacedCluster{}, placed...)}
 		if !p.deleted {
 			m, err := placementManifest(&p.PlacementUpserted)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/argosyproj/argosy/hub/web"
+	"github.com/argosyproj/argosy/projector/read"
 )
 
 // The dashboard's session: the token the viewer logged in with, in an
@@ -154,7 +155,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v := web.Viewer{Actor: p.Actor, Role: p.Role, CanWrite: p.noRole == "" && rank[p.Role] >= rank[RoleDeployer], CSRF: csrfValue(ck.Value)}
-	s.o.dashboard.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), v)))
+	s.o.dashboard.ServeHTTP(w, r.WithContext(read.WithScope(web.WithViewer(r.Context(), v), p)))
 }
 
 // localPath returns p if it is a path on this server, "/" otherwise, so

@@ -104,6 +104,8 @@ func New(q projector.Query, opts ...Option) (*Handler, error) {
 	if h.summaryTTL > 0 {
 		h.q = read.NewSummaryCache(q, h.summaryTTL, h.now)
 	}
+	// Each page shows only what the viewer's scope holds (read.WithScope).
+	h.q = read.Scoped(h.q)
 	for _, name := range []string{"fleet", "cluster", "app", "audit", "reports", "placements", "login", "error", "verify"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {

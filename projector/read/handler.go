@@ -133,7 +133,7 @@ func routes() []route {
 // "/api/v1/" of a larger mux: it serves paths starting with /api/v1/ only.
 func New(q projector.Query, opts ...Option) *Handler {
 	h := &Handler{
-		q:         q,
+		q:         Scoped(q),
 		mux:       http.NewServeMux(),
 		heartbeat: DefaultHeartbeatInterval,
 		chainPage: DefaultChainPage,
