@@ -19,6 +19,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -69,10 +70,17 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-s.ready:
-			w.WriteHeader(http.StatusOK)
 		default:
 			http.Error(w, "the hub is reading the log", http.StatusServiceUnavailable)
+			return
 		}
+		// A replica whose key was retired writes nothing, audit records
+		// included: out of rotation until it restarts with its successor.
+		if err := s.signingErr(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
 	})
 	if s.o.read != nil {
 		read := route{action: actionRead, serve: nil}
@@ -136,7 +144,7 @@ func (s *Server) handle(rt route) http.Handler {
 			if errors.Is(err, errIssuerUnavailable) {
 				status = http.StatusServiceUnavailable
 			}
-			s.finish(w, r, c, nil, &apiError{status: status, body: api.Error{Error: err.Error(), Hint: authHint(r, err)}})
+			s.finish(w, r, c, nil, s.refuseUnauthenticated(r, &apiError{status: status, body: api.Error{Error: err.Error(), Hint: authHint(r, err)}}))
 			return
 		}
 		c.p = p
@@ -160,15 +168,14 @@ func (s *Server) handle(rt route) http.Handler {
 // serveRead passes a read to the read API once its audit record is
 // durable (unless reads are not audited).
 func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, c *call) {
-	if !s.o.auditReads {
-		s.o.read.ServeHTTP(w, r)
-		return
+	if s.o.auditReads {
+		if err := s.auditCall(r, c, http.StatusOK); err != nil {
+			s.writeError(w, r, failf(http.StatusServiceUnavailable, "the call could not be audited, so it was not served: %v", err))
+			return
+		}
 	}
-	if err := s.auditCall(r, c, http.StatusOK); err != nil {
-		s.writeError(w, r, failf(http.StatusServiceUnavailable, "the call could not be audited, so it was not served: %v", err))
-		return
-	}
-	s.o.read.ServeHTTP(w, r)
+	// The read API shows only what the caller's limits hold.
+	s.o.read.ServeHTTP(w, r.WithContext(read.WithScope(r.Context(), c.p)))
 }
 
 // finish audits the call, unless its write did, and answers it.
@@ -180,7 +187,7 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, c *call, v any, 
 		errors.As(err, &ae)
 		status = ae.status
 	}
-	if !c.audited && (c.action != actionRead || s.o.auditReads || status >= 400) {
+	if !c.audited && c.p != nil && (c.action != actionRead || s.o.auditReads || status >= 400) {
 		if aerr := s.auditCall(r, c, status); aerr != nil {
 			s.o.log.ErrorContext(r.Context(), "auditing a call", "err", aerr, "request", c.id)
 			if err == nil && len(c.events) == 0 {
@@ -190,6 +197,9 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, c *call, v any, 
 	}
 	s.inst.request(r.Context(), c.action, status)
 	if err != nil {
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
 		s.writeError(w, r, err)
 		return
 	}
@@ -214,8 +224,31 @@ func (s *Server) classify(ctx context.Context, err error) *apiError {
 	return failf(http.StatusInternalServerError, "internal error: %v", err)
 }
 
-// auditCall appends the call's audit record.
+// refuseUnauthenticated counts a call that presented no credential the
+// hub accepts, which is not audited, and answers it with err, or with 429
+// once its source address is past the limit of such calls.
+func (s *Server) refuseUnauthenticated(r *http.Request, err *apiError) *apiError {
+	if !s.unauth.allow(r.RemoteAddr) {
+		s.inst.unauthenticated(r.Context(), "limited")
+		return &apiError{status: http.StatusTooManyRequests, body: api.Error{
+			Error: "too many calls without a valid credential from this address: the hub checks no more of them for now",
+			Hint:  "retry in a few seconds with a token the hub accepts"}}
+	}
+	s.inst.unauthenticated(r.Context(), "refused")
+	return err
+}
+
+// auditCall appends the call's audit record. A call by no principal is
+// not audited (see refuseUnauthenticated). A replica whose key readers no
+// longer accept appends nothing: the record would be refused by every
+// reader, so the call fails instead.
 func (s *Server) auditCall(r *http.Request, c *call, status int) error {
+	if c.p == nil {
+		return nil
+	}
+	if err := s.signingErr(); err != nil {
+		return err
+	}
 	e, err := s.auditEvent(c, status)
 	if err != nil {
 		return err

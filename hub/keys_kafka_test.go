@@ -28,7 +28,8 @@ func TestHubKeyRotation(t *testing.T) {
 	r := newRig(t, 1)
 	first := r.signer
 	firstAnchor := events.HubAnchor("hub", first.Public())
-	retired := r.client(r.start(), "root")
+	retiredURL := r.start()
+	retired := r.client(retiredURL, "root")
 	r.register(retired, "before", nil)
 
 	next, err := events.GenerateSigner()
@@ -116,5 +117,30 @@ func TestHubKeyRotation(t *testing.T) {
 	}
 	if want := []string{"before", "during", "after", "before"}; !slices.Equal(clusters, want) {
 		t.Errorf("config events for %v, want %v", clusters, want)
+	}
+
+	// The replica on the retired key refuses reads too, and says it is not
+	// ready, and nothing it did after the rotation is on the audit topic
+	// signed by a key readers refuse: every audit record verifies.
+	if _, err := retired.Whoami(t.Context()); api.StatusOf(err) != http.StatusServiceUnavailable {
+		t.Errorf("a read on the replica with the retired key = %v, want 503", err)
+	}
+	if _, err := retired.RegisterCluster(t.Context(), "late", api.ClusterRequest{}, api.WriteOptions{}); api.StatusOf(err) != http.StatusServiceUnavailable {
+		t.Errorf("a write on the replica with the retired key = %v, want 503", err)
+	}
+	if resp, err := http.Get(retiredURL + "/readyz"); err != nil || resp.StatusCode != http.StatusServiceUnavailable { //nolint:noctx // loopback
+		t.Errorf("the replica with the retired key is ready: %v, %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	audited := 0
+	for _, rec := range r.records(events.TopicAudit) {
+		if _, err := dec.Decode(t.Context(), rec); err != nil {
+			t.Errorf("audit@%d is refused by readers: %v", rec.Offset, err)
+		}
+		audited++
+	}
+	if audited == 0 {
+		t.Error("nothing audited")
 	}
 }

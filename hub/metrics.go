@@ -14,6 +14,7 @@ type instruments struct {
 	requests metric.Int64Counter
 	events   metric.Int64Counter
 	oidc     metric.Int64Counter
+	unauth   metric.Int64Counter
 }
 
 func newInstruments(mp metric.MeterProvider) *instruments {
@@ -29,6 +30,8 @@ func newInstruments(mp metric.MeterProvider) *instruments {
 		requests: counter("argosy.hub.requests", "API calls, by action and status code."),
 		events:   counter("argosy.hub.events.written", "Config events the hub appended durably."),
 		oidc:     counter("argosy.hub.oidc.verifications", "OIDC ID tokens presented, by outcome: allowed, no_role, expired, invalid, unavailable."),
+		unauth: counter("argosy.hub.unauthenticated", "Calls with no credential the hub accepts, which are counted here rather than audited one by one: "+
+			"by outcome, refused (401) or limited (429, past the per-address limit)."),
 	}
 }
 
@@ -44,4 +47,8 @@ func (i *instruments) written(ctx context.Context, n int) {
 
 func (i *instruments) oidcVerified(ctx context.Context, outcome string) {
 	i.oidc.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+}
+
+func (i *instruments) unauthenticated(ctx context.Context, outcome string) {
+	i.unauth.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 }

@@ -53,6 +53,8 @@ type Server struct {
 	o       options
 	tracer  trace.Tracer
 	inst    *instruments
+	// unauth limits failed authentications per source address.
+	unauth *sourceLimiter
 
 	ledger *ledger
 	writer *writer
@@ -120,7 +122,8 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 		return nil, fmt.Errorf("hub: %w", err)
 	}
 	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: auth, o: o,
-		tracer: o.tracers.Tracer(instrumentation), inst: newInstruments(o.meters), ready: make(chan struct{})}
+		tracer: o.tracers.Tracer(instrumentation), inst: newInstruments(o.meters), ready: make(chan struct{}),
+		unauth: newSourceLimiter(o.now, o.unauthRate, o.unauthBurst)}
 	s.auth.verified = s.inst.oidcVerified
 	if s.auth.oidc != nil {
 		s.auth.oidc.log = o.log
@@ -291,6 +294,10 @@ type options struct {
 	namespace  string
 	now        func() time.Time
 	auditReads bool
+	// unauthRate and unauthBurst limit failed authentications per source
+	// address (WithUnauthenticatedLimit).
+	unauthRate  float64
+	unauthBurst int
 	ledgerLag  time.Duration // tests only: see export_test.go
 	placeEvery time.Duration
 	decoder    []events.DecoderOption
@@ -300,7 +307,8 @@ type options struct {
 func newOptions(opts []Option) options {
 	o := options{topics: events.DefaultTopics(""), log: slog.New(slog.DiscardHandler), tracers: otel.GetTracerProvider(),
 		meters: otel.GetMeterProvider(), clientOpts: func(string) []kgo.Opt { return nil }, txnPrefix: DefaultTransactionalPrefix,
-		window: DefaultIdempotencyWindow, namespace: DefaultNamespace, now: time.Now, auditReads: true, placeEvery: DefaultPlaceInterval}
+		window: DefaultIdempotencyWindow, namespace: DefaultNamespace, now: time.Now, auditReads: true, placeEvery: DefaultPlaceInterval,
+		unauthRate: DefaultUnauthenticatedRate, unauthBurst: DefaultUnauthenticatedBurst}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -370,6 +378,18 @@ func WithTransactionalPrefix(p string) Option { return func(o *options) { o.txnP
 // (default DefaultIdempotencyWindow). The hub reads this much of the config
 // topic when it starts.
 func WithIdempotencyWindow(d time.Duration) Option { return func(o *options) { o.window = d } }
+
+// WithUnauthenticatedLimit sets how many calls without a valid credential
+// one source address may make: burst at once, then perSecond (defaults
+// DefaultUnauthenticatedRate and DefaultUnauthenticatedBurst). Values ≤ 0
+// keep the defaults.
+func WithUnauthenticatedLimit(perSecond float64, burst int) Option {
+	return func(o *options) {
+		if perSecond > 0 && burst > 0 {
+			o.unauthRate, o.unauthBurst = perSecond, burst
+		}
+	}
+}
 
 // WithAuditReads sets whether read calls are audited too (default true).
 func WithAuditReads(v bool) Option { return func(o *options) { o.auditReads = v } }

@@ -42,6 +42,10 @@ type RunOptions struct {
 	Group       string
 	Window      time.Duration
 	AuditReads  bool
+	// UnauthRate and UnauthBurst limit calls without a valid credential
+	// per source address.
+	UnauthRate  float64
+	UnauthBurst int
 }
 
 // BindFlags binds the options to fs with environment fallbacks.
@@ -63,6 +67,9 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Window, "idempotency-window", cmdkit.EnvDuration("ARGOSY_IDEMPOTENCY_WINDOW", hub.DefaultIdempotencyWindow, 0), // malformed: 0, which Validate refuses
 		"how long an Idempotency-Key is honoured; the hub reads this much of the config topic at start (env ARGOSY_IDEMPOTENCY_WINDOW)")
 	fs.BoolVar(&o.AuditReads, "audit-reads", cmdkit.Env("ARGOSY_AUDIT_READS", "true") != "false", "audit read calls too, not only writes and denials (env ARGOSY_AUDIT_READS)")
+	fs.Float64Var(&o.UnauthRate, "unauthenticated-rate", hub.DefaultUnauthenticatedRate,
+		"calls a second one address may make without a valid credential, after --unauthenticated-burst; they are counted, not audited")
+	fs.IntVar(&o.UnauthBurst, "unauthenticated-burst", hub.DefaultUnauthenticatedBurst, "calls one address may make at once without a valid credential")
 }
 
 // Validate reports missing or malformed options, all at once.
@@ -81,6 +88,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.Window <= 0 {
 		errs = append(errs, errors.New("--idempotency-window must be a positive duration"))
+	}
+	if o.UnauthRate <= 0 || o.UnauthBurst <= 0 {
+		errs = append(errs, errors.New("--unauthenticated-rate and --unauthenticated-burst must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -168,7 +178,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	}
 	topics := events.DefaultTopics(o.TopicPrefix)
 	opts := []hub.Option{hub.WithTopics(topics), hub.WithListen(o.Listen), hub.WithLogger(log), hub.WithIdempotencyWindow(o.Window),
-		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts))}
+		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts)), hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst)}
 	if tokenFile.OIDC != nil {
 		opts = append(opts, hub.WithOIDC(*tokenFile.OIDC))
 	}
