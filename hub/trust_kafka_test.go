@@ -275,3 +275,40 @@ func TestKeyOfAnotherCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayedRecordAfterDeregistration captures a cluster's genuine
+// heartbeat and appends it again, byte for byte, as anyone who may
+// produce to the status topic can, after the cluster was deregistered:
+// readers refuse it, since no key of the cluster is valid any more.
+func TestReplayedRecordAfterDeregistration(t *testing.T) {
+	r := newRig(t, 1)
+	root := r.client(r.start(), "root")
+	k := newSpokeKeys(t)
+	if err := registerWith(t, root, "gone", k, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	captured := r.heartbeat(k.signer, "gone")
+	if err := r.accepts(r.trustKeys(), captured); err != nil {
+		t.Fatalf("the genuine heartbeat: %v", err)
+	}
+	if _, err := root.DeregisterCluster(t.Context(), "gone", "", api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	replay := &kgo.Record{Topic: captured.Topic, Key: captured.Key, Value: captured.Value, Headers: captured.Headers}
+	cl := kafkatest.Client(t, events.ProducerOpts(nil)...)
+	if err := cl.ProduceSync(t.Context(), replay).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var again *kgo.Record
+	for _, rec := range r.records(events.TopicStatus) {
+		if rec.Partition == replay.Partition && rec.Offset == replay.Offset {
+			again = rec
+		}
+	}
+	if again == nil {
+		t.Fatal("the replay was not read back")
+	}
+	if err := r.accepts(r.trustKeys(), again); err == nil {
+		t.Error("a heartbeat of a deregistered cluster, appended again, was accepted")
+	}
+}
