@@ -164,10 +164,10 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	v, err := s.joinCluster(r, c, name)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.status == http.StatusUnauthorized {
-		if err = s.refuseUnauthenticated(r, ae); err != error(ae) {
+		if limited := s.refuseUnauthenticated(r, ae); limited.status == http.StatusTooManyRequests {
 			// Past the limit of failed proofs from this address: counted,
 			// and not audited one by one.
-			c.p = nil
+			c.p, err = nil, limited
 		}
 	}
 	s.finish(w, r, c, v, err)

@@ -140,19 +140,24 @@ func TestRefusedRegistrationPlantsNoKey(t *testing.T) {
 	}
 }
 
-// TestRacingJoinsRegisterOneKeyPair races six joins with one join token:
-// one wins, and only its keys reach the trust topic.
+// TestRacingJoinsRegisterOneKeyPair races six joins with one join token,
+// spread over two hub replicas: one wins, and only its keys reach the
+// trust topic.
 func TestRacingJoinsRegisterOneKeyPair(t *testing.T) {
 	r := newRig(t, 1)
-	url := r.start()
-	root := r.client(url, "root")
+	urls := []string{r.start(), r.start()}
+	root := r.client(urls[0], "root")
 	res, err := root.RegisterCluster(t.Context(), "edge", api.ClusterRequest{}, api.WriteOptions{})
 	if err != nil || res.JoinToken == "" {
 		t.Fatalf("register without keys = %+v, %v", res, err)
 	}
-	anon, err := api.NewClient(url, "", nil)
-	if err != nil {
-		t.Fatal(err)
+	var anons []*api.Client
+	for _, u := range urls {
+		anon, err := api.NewClient(u, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anons = append(anons, anon)
 	}
 	const racers = 6
 	ks := make([]spokeKeys, racers)
@@ -161,7 +166,7 @@ func TestRacingJoinsRegisterOneKeyPair(t *testing.T) {
 	for i := range ks {
 		ks[i] = newSpokeKeys(t)
 		wg.Go(func() {
-			_, errs[i] = anon.Join(t.Context(), "edge", api.JoinRequest{Token: res.JoinToken, SigningKey: ks[i].signing, SealingKey: ks[i].sealing})
+			_, errs[i] = anons[i%2].Join(t.Context(), "edge", api.JoinRequest{Token: res.JoinToken, SigningKey: ks[i].signing, SealingKey: ks[i].sealing})
 		})
 	}
 	wg.Wait()
