@@ -215,7 +215,7 @@ def check_history(listed, chains):
     """Checks the entries the audit history shows against the chains."""
     stored = {(e["topic"], e["partition"], e["offset"]): e for es in chains.values() for e in es}
     who = callers(chains)
-    problems = []
+    problems, joined = [], 0
     for e in listed:
         pos = (e["topic"], e["partition"], e["offset"])
         s = stored.get(pos)
@@ -231,7 +231,9 @@ def check_history(listed, chains):
         elif e["type"] != API_CALL and e.get("actor", "") != who.get(e["eventId"], ""):
             problems.append(f"{where}: the history names {e.get('actor', '')!r} as the actor, "
                             f"the chained API call {who.get(e['eventId'], '')!r}")
-    return problems
+        elif e["type"] != API_CALL and e.get("actor"):
+            joined += 1
+    return problems, joined
 
 
 def verify(api, page, history):
@@ -243,13 +245,13 @@ def verify(api, page, history):
         if "broken" in c and verdict["ok"]:
             verdict["ok"], verdict["broken"] = False, c["broken"]
     listed = api.get("/api/v1/audit", limit=history)["items"] if history else []
-    problems = check_history(listed, chains)
+    problems, joined = check_history(listed, chains)
     types = {}
     for es in chains.values():
         for e in es:
             types[e["type"]] = types.get(e["type"], 0) + 1
     verdict.update(types=types, noCluster=sum(1 for es in chains.values() for e in es if not e.get("cluster")),
-                   history=len(listed), historyProblems=problems)
+                   history=len(listed), joinedActors=joined, historyProblems=problems)
     return verdict
 
 

@@ -46,6 +46,7 @@ type outsideVerdict struct {
 	Types           map[string]int `json:"types"`
 	NoCluster       int            `json:"noCluster"`
 	History         int            `json:"history"`
+	JoinedActors    int            `json:"joinedActors"`
 	HistoryProblems []string       `json:"historyProblems"`
 }
 
@@ -89,10 +90,11 @@ func TestAuditVerifiableFromOutside(t *testing.T) {
 			t.Errorf("the chains hold no %s: %v", typ, v.Types)
 		}
 	}
-	if v.NoCluster == 0 || v.History == 0 || len(v.HistoryProblems) > 0 {
-		t.Errorf("%d entries about no cluster, %d history entries checked, problems %q: want some, some, none",
-			v.NoCluster, v.History, v.HistoryProblems)
+	if v.NoCluster == 0 || v.History == 0 || v.JoinedActors == 0 || len(v.HistoryProblems) > 0 {
+		t.Errorf("%d entries about no cluster, %d history entries checked, %d actors joined, problems %q: want some, some, some, none",
+			v.NoCluster, v.History, v.JoinedActors, v.HistoryProblems)
 	}
+	h.hashedAsValues(t)
 	h.agree(t, v, 0)
 
 	at := tamper(ctx, t, db, typeOperation)
@@ -101,6 +103,41 @@ func TestAuditVerifiableFromOutside(t *testing.T) {
 		t.Errorf("the verifier finds %+v broken, want %s", v.Broken, at)
 	}
 	h.agree(t, v, 1)
+}
+
+// hashedAsValues checks that the chains hold what makes a hash of the
+// stored bytes differ from one of the value: an API call's record in its
+// fields' own order, and an Application spec with floats, characters
+// encoding/json escapes and names that sort differently in UTF-16.
+func (h *realHub) hashedAsValues(t *testing.T) {
+	t.Helper()
+	c, err := read.NewClient(h.url, nil, read.WithToken(h.tokens["auditor"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := c.AuditChain(t.Context(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		typeAPICall:                    {`{"requestId":`},
+		events.TypeApplicationUpserted: {`\u003cb\u003e`, `\u0026`, `"big":1e+21`, `"tiny":1e-7`, `"ratio":0.1`, `"😀":2`},
+		typeOperation:                  {`"revision":"v1.2.3"`},
+		events.TypeRepositoryUpserted:  {`\u0026b=\u003c2\u003e`},
+	}
+	for typ, parts := range want {
+		found := false
+		for _, e := range entries {
+			ok := e.Type == typ
+			for _, p := range parts {
+				ok = ok && strings.Contains(string(e.After), p)
+			}
+			found = found || ok
+		}
+		if !found {
+			t.Errorf("no %s entry whose after holds %q", typ, parts)
+		}
+	}
 }
 
 // fold runs a projector on h's topics into store until the test ends.
