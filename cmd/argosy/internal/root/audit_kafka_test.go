@@ -96,6 +96,7 @@ func TestAuditVerifiableFromOutside(t *testing.T) {
 	}
 	h.hashedAsValues(t)
 	h.agree(t, v, 0)
+	h.rebuildAgrees(t, v)
 
 	at := tamper(ctx, t, db, typeOperation)
 	v = h.verifyOutside(ctx, t, python, 1)
@@ -137,6 +138,38 @@ func (h *realHub) hashedAsValues(t *testing.T) {
 		if !found {
 			t.Errorf("no %s entry whose after holds %q", typ, parts)
 		}
+	}
+}
+
+// rebuildAgrees folds the config and audit topics again from nothing, as
+// a rebuild from the log does, and wants the heads the verifier found.
+func (h *realHub) rebuildAgrees(t *testing.T, v outsideVerdict) {
+	t.Helper()
+	dec, err := events.NewDecoder(events.NewVerifier(events.NewRegistry(events.HubAnchor("hub", h.signer.Public()))),
+		events.WithTopics(h.topics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []*events.Decoded
+	for _, role := range []events.Topic{events.TopicConfig, events.TopicAudit} {
+		for _, r := range kafkatest.Committed(t, h.topics[role]) {
+			d, err := dec.Decode(t.Context(), r)
+			if err != nil {
+				t.Fatalf("%s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
+			}
+			log = append(log, d)
+		}
+	}
+	b, err := projector.FoldAll(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[projector.Partition]string{}
+	for _, p := range v.Partitions {
+		want[projector.Partition{Topic: p.Topic, Partition: p.Partition}] = p.Head
+	}
+	if diff := cmp.Diff(want, b.ChainHeads); diff != "" {
+		t.Errorf("chain heads (-verified over the API +folded again from the log):\n%s", diff)
 	}
 }
 
