@@ -170,10 +170,12 @@ func Apply(v *View, d *events.Decoded) error {
 	case *schemas.ApplicationDeleted:
 		key := appKey(d)
 		old := v.rows.Desired[key]
+		if err := v.audit(d, old.Spec, nil, p.Generation); err != nil {
+			return err
+		}
 		cur := old
 		cur.AppKey, cur.Generation, cur.Deleted, cur.EventID, cur.UpdatedAt, cur.Spec = key, p.Generation, true, d.Event.ID(), d.LogTime, nil
 		v.putDesired(cur)
-		return v.audit(d, old.Spec, nil, p.Generation)
 	case *schemas.AppProjectUpserted:
 		return v.audit(d, nil, p.Spec, p.Generation)
 	case *schemas.RepositoryUpserted:
@@ -194,8 +196,6 @@ func Apply(v *View, d *events.Decoded) error {
 		}
 		return v.audit(d, nil, after, p.Generation)
 	case *schemas.AuditRecorded:
-		v.appends.Calls = append(v.appends.Calls, Call{RequestID: p.RequestID, Actor: p.Actor, Action: p.Action,
-			Outcome: p.Outcome, At: d.LogTime, EventIDs: p.EventIDs})
 		e := v.entry(d)
 		e.Actor, e.Cluster, e.Kind, e.Name = p.Actor, p.Cluster, "api", p.Action
 		after, err := json.Marshal(p)
@@ -203,8 +203,11 @@ func Apply(v *View, d *events.Decoded) error {
 			return err
 		}
 		e.After = after
-		v.chain(e)
-		return nil
+		if err := v.chain(e); err != nil {
+			return err
+		}
+		v.appends.Calls = append(v.appends.Calls, Call{RequestID: p.RequestID, Actor: p.Actor, Action: p.Action,
+			Outcome: p.Outcome, At: d.LogTime, EventIDs: p.EventIDs})
 	case *schemas.Heartbeat:
 		v.rows.Beats[p.Cluster] = ClusterBeat{Cluster: p.Cluster, Seq: p.Seq, At: d.LogTime, AgentVersion: p.AgentVersion,
 			ArgoCDVersion: p.ArgoCDVersion, Mode: p.Mode, Applications: p.Applications, BySync: p.ApplicationsBySync,
@@ -263,13 +266,16 @@ func (v *View) upsertApp(d *events.Decoded, p *schemas.ApplicationUpserted) erro
 	if err != nil {
 		return fmt.Errorf("application %s/%s spec: %w", key.Namespace, key.Name, err)
 	}
+	if err := v.audit(d, before, after, p.Generation); err != nil {
+		return err
+	}
 	v.putDesired(AppDesired{AppKey: key, Project: p.Project, Labels: p.Labels, Generation: p.Generation, Spec: after,
 		EventID: d.Event.ID(), UpdatedAt: d.LogTime})
 	if t, ok := targetOf(key, p); ok {
 		t.EventID, t.At = d.Event.ID(), d.LogTime
 		v.appends.Targets = append(v.appends.Targets, t)
 	}
-	return v.audit(d, before, after, p.Generation)
+	return nil
 }
 
 // targetOf returns the placement target an upsert makes, if a placement
@@ -363,21 +369,30 @@ func (v *View) entry(d *events.Decoded) AuditEntry {
 		Type: d.Spec.Type, Cluster: d.Subject.Cluster, Kind: d.Subject.Kind, Namespace: d.Subject.Namespace, Name: d.Subject.Name}
 }
 
+// audit chains the audit entry of a config event. It fails, changing
+// nothing, when before or after has no canonical form; callers audit
+// before they change any other row, so that an event the fold refuses
+// leaves the view as it was.
 func (v *View) audit(d *events.Decoded, before, after json.RawMessage, generation int64) error {
 	e := v.entry(d)
 	e.Before, e.After, e.Generation = before, after, generation
-	v.chain(e)
-	return nil
+	return v.chain(e)
 }
 
-// chain links e to its partition's chain and appends it.
-func (v *View) chain(e AuditEntry) {
+// chain links e to its partition's chain and appends it, or fails and
+// changes nothing.
+func (v *View) chain(e AuditEntry) error {
 	p := Partition{e.Topic, e.Partition}
 	e.PrevHash = v.rows.ChainHeads[p]
-	e.Hash = Chain(e.PrevHash, e)
+	h, err := Chain(e.PrevHash, e)
+	if err != nil {
+		return err
+	}
+	e.Hash = h
 	v.rows.ChainHeads[p] = e.Hash
 	v.dirty.chainHeads[p] = true
 	v.appends.Audit = append(v.appends.Audit, e)
+	return nil
 }
 
 func compact(raw json.RawMessage) (json.RawMessage, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/read/readtest"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -227,8 +230,11 @@ func TestAuditChain(t *testing.T) {
 	}
 }
 
-// TestChainCheckableFromDocs runs the Python script of docs/projector.md on
-// a chain the fold wrote: an outsider can check our chains with it.
+// TestChainCheckableFromDocs runs the Python script of docs/projector.md
+// against the read API serving the chains a fold wrote, with an
+// operation.requested and an API call whose stored fields are not in
+// sorted order, and text that JSON writers escape differently: an outsider
+// can check our chains with it, and it finds a changed entry.
 func TestChainCheckableFromDocs(t *testing.T) {
 	doc, err := os.ReadFile("../docs/projector.md")
 	if err != nil {
@@ -243,30 +249,30 @@ func TestChainCheckableFromDocs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python3 is needed to check the documented script: %v", err)
 	}
-	var lines []string
-	for _, e := range fold(t, fleetLog().recs).Audit {
-		if e.Topic != "config" {
-			continue
-		}
-		b, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, string(b))
-	}
-	run := func(input []string) (string, error) {
-		cmd := exec.Command(python, "-c", script)
-		cmd.Stdin = strings.NewReader(strings.Join(input, "\n") + "\n")
-		out, err := cmd.CombinedOutput()
+	l := fleetLog()
+	l.add("config", 0, events.TypeOperationRequested, app("web"), &schemas.OperationRequested{Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 2},
+		RequestID: "r2", Operation: "sync", Revision: "v2 <&>", Prune: true})
+	l.add("audit", 0, events.TypeAuditRecorded, events.Subject{}, &schemas.AuditRecorded{RequestID: "r3", Actor: "bob",
+		Action: "placements.apply", Method: "POST", Path: "/api/v1/placements?dryRun=false&x=<1>", Outcome: "allowed", StatusCode: 200})
+	entries := fold(t, l.recs).Audit
+	run := func(entries []projector.AuditEntry) (string, error) {
+		srv := httptest.NewServer(read.New(&readtest.Query{Entries: entries}))
+		defer srv.Close()
+		out, err := exec.Command(python, "-c", script, srv.URL).CombinedOutput()
 		return strings.TrimSpace(string(out)), err
 	}
-	if out, err := run(lines); err != nil || out != "ok" {
+	if out, err := run(entries); err != nil || !strings.HasPrefix(out, "ok") {
 		t.Fatalf("the documented script rejects a good chain: %v: %s", err, out)
 	}
-	tampered := slices.Clone(lines)
-	tampered[2] = strings.Replace(tampered[2], `"targetRevision":"v`, `"targetRevision":"x`, 1)
-	if out, err := run(tampered); err == nil || !strings.Contains(out, "broken at offset") {
-		t.Fatalf("the documented script accepts a tampered chain: %v: %s", err, out)
+	for i, e := range entries {
+		if e.Type != events.TypeOperationRequested {
+			continue
+		}
+		tampered := slices.Clone(entries)
+		tampered[i].After = json.RawMessage(strings.Replace(string(e.After), `"sync"`, `"terminate"`, 1))
+		if out, err := run(tampered); err == nil || !strings.Contains(out, fmt.Sprintf("at offset %d", e.Offset)) {
+			t.Fatalf("the documented script accepts a changed %s: %v: %s", e.Type, err, out)
+		}
 	}
 }
 

@@ -162,7 +162,9 @@ type AuditEntry struct {
 	// Actor is known for API calls; for config changes it is joined at
 	// read time from the Call that appended the event.
 	Actor string `json:"actor,omitempty"`
-	// Before and After are the object's spec around the change.
+	// Before and After are the object's spec around the change; After is
+	// the request of an operation and the record of an API call. The chain
+	// hashes them in canonical form (CanonicalJSON).
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
 	// PrevHash and Hash chain the entry: see docs/projector.md.

@@ -127,6 +127,22 @@ func (c *Client) VerifyAudit(ctx context.Context) (*Verification, error) {
 	return &v, nil
 }
 
+// AuditChain returns up to limit audit entries as stored, in topic,
+// partition and offset order, after the position after (nil for the
+// first). A zero limit takes the server's default, 1000; a page shorter
+// than the limit is the last.
+func (c *Client) AuditChain(ctx context.Context, after *ChainPosition, limit int) ([]projector.AuditEntry, error) {
+	q := url.Values{}
+	if after != nil {
+		q.Set("after", after.String())
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var l List[projector.AuditEntry]
+	return l.Items, c.get(ctx, "/api/v1/audit/chain", q, &l)
+}
+
 // Deployments lists the deployment records that match f, and the gaps of
 // the same clusters.
 func (c *Client) Deployments(ctx context.Context, f projector.DeploymentFilter) (*DeploymentList, error) {

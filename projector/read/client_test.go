@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
@@ -83,6 +85,10 @@ func TestClient(t *testing.T) {
 			if err != nil || !v.OK || len(v.Partitions) != 3 {
 				t.Errorf("VerifyAudit: %+v, %v", v, err)
 			}
+			chain, err := c.AuditChain(ctx, &read.ChainPosition{Partition: projector.Partition{Topic: "argosy.config", Partition: 1}}, 0)
+			if err != nil || len(chain) != 1 || chain[0].EventID != "ev-guestbook-us" {
+				t.Errorf("AuditChain: %+v, %v", chain, err)
+			}
 			ds, err := c.Deployments(ctx, projector.DeploymentFilter{Cluster: "prod-eu", Project: "payments"})
 			if err != nil || len(ds.Items) != 2 || len(ds.Gaps) != 0 {
 				t.Errorf("Deployments: %+v, %v", ds, err)
@@ -92,6 +98,46 @@ func TestClient(t *testing.T) {
 				t.Errorf("DeploymentReport: %+v, %v", r, err)
 			}
 		})
+	}
+}
+
+// TestAuditChainPages reads every chain a page at a time, each page after
+// the last entry of the one before, and checks that the entries are the
+// stored ones, each once, and that each partition's chain holds.
+func TestAuditChainPages(t *testing.T) {
+	c := newServer(t, "")
+	want, err := c.AuditChain(t.Context(), nil, 0)
+	if err != nil || len(want) != 5 {
+		t.Fatalf("AuditChain in one page: %d entries, %v", len(want), err)
+	}
+	for limit := 1; limit <= 6; limit++ {
+		var got []projector.AuditEntry
+		var after *read.ChainPosition
+		for {
+			page, err := c.AuditChain(t.Context(), after, limit)
+			if err != nil {
+				t.Fatalf("limit %d: %v", limit, err)
+			}
+			got = append(got, page...)
+			if len(page) < limit {
+				break
+			}
+			pos := read.PositionOf(page[len(page)-1])
+			after = &pos
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("limit %d: entries (-one page +paged):\n%s", limit, diff)
+		}
+	}
+	byPartition := map[projector.Partition][]projector.AuditEntry{}
+	for _, e := range want {
+		p := read.PositionOf(e).Partition
+		byPartition[p] = append(byPartition[p], e)
+	}
+	for p, es := range byPartition {
+		if b := projector.Verify(es); b != nil {
+			t.Errorf("%v: %+v", p, b)
+		}
 	}
 }
 

@@ -122,6 +122,7 @@ func routes() []route {
 		{http.MethodGet, "/api/v1/applications", (*Handler).apps},
 		{http.MethodGet, "/api/v1/audit", (*Handler).audit},
 		{http.MethodGet, "/api/v1/audit/verify", (*Handler).verify},
+		{http.MethodGet, "/api/v1/audit/chain", (*Handler).chain},
 		{http.MethodGet, "/api/v1/deployments", (*Handler).deployments},
 		{http.MethodGet, "/api/v1/reports/deployments", (*Handler).report},
 		{http.MethodGet, "/api/v1/reports/rollouts", (*Handler).rollouts},

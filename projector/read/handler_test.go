@@ -76,6 +76,16 @@ func auditIDs(t *testing.T, b []byte) []string {
 	return ids
 }
 
+// chainPositions lists a chain page's entries by position, with the actor
+// each carries: as stored, so only API calls have one.
+func chainPositions(t *testing.T, b []byte) []string {
+	out := []string{}
+	for _, e := range decode[read.List[projector.AuditEntry]](t, b).Items {
+		out = append(out, read.PositionOf(e).String()+" actor="+e.Actor)
+	}
+	return out
+}
+
 func deploymentIDs(t *testing.T, b []byte) []string {
 	l := decode[read.DeploymentList](t, b)
 	ids := []string{}
@@ -205,6 +215,25 @@ func TestEndpoints(t *testing.T) {
 			}
 		}},
 		{name: "audit verify refuses parameters", target: "/api/v1/audit/verify?partition=0", status: 400, errText: "takes none"},
+		{name: "audit chain", target: "/api/v1/audit/chain", status: 200, list: chainPositions, want: []string{
+			"argosy.audit/0/0 actor=bob", "argosy.config/0/10 actor=", "argosy.config/0/11 actor=", "argosy.config/0/12 actor=",
+			"argosy.config/1/4 actor="}},
+		{name: "audit chain after", target: "/api/v1/audit/chain?after=argosy.config/0/10&limit=3", status: 200,
+			list: chainPositions, want: []string{"argosy.config/0/11 actor=", "argosy.config/0/12 actor=", "argosy.config/1/4 actor="}},
+		{name: "audit chain after a partition's end", target: "/api/v1/audit/chain?after=argosy.config/0/12", status: 200,
+			list: chainPositions, want: []string{"argosy.config/1/4 actor="}},
+		{name: "audit chain after an unknown partition", target: "/api/v1/audit/chain?after=argosy.b/3/7", status: 200,
+			list: chainPositions, want: []string{"argosy.config/0/10 actor=", "argosy.config/0/11 actor=",
+				"argosy.config/0/12 actor=", "argosy.config/1/4 actor="}},
+		{name: "audit chain after the end", target: "/api/v1/audit/chain?after=argosy.config/1/4", status: 200,
+			list: chainPositions, want: []string{}},
+		{name: "audit chain bad after", target: "/api/v1/audit/chain?after=argosy.config/0", status: 400,
+			errText: `parameter "after": "argosy.config/0" is not TOPIC/PARTITION/OFFSET`},
+		{name: "audit chain negative offset", target: "/api/v1/audit/chain?after=argosy.config/0/-1", status: 400,
+			errText: `parameter "after"`},
+		{name: "audit chain limit too large", target: "/api/v1/audit/chain?limit=1001", status: 400, errText: `from 1 to 1000`},
+		{name: "audit chain refuses filters", target: "/api/v1/audit/chain?cluster=prod-eu", status: 400,
+			errText: `unknown parameter "cluster": want one of after, limit`},
 		{name: "deployments", target: "/api/v1/deployments", status: 200, list: deploymentIDs, want: []string{
 			"prod-eu/guestbook Succeeded", "prod-eu/guestbook Succeeded", "prod-eu/billing Failed",
 			"prod-us/guestbook Succeeded", "prod-eu/billing Succeeded", "prod-us/guestbook Succeeded", "gaps=1"}},
@@ -334,8 +363,8 @@ func TestInternalErrors(t *testing.T) {
 	h := newHandler(q, read.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	v := newValidator(t)
 	for _, target := range []string{"/api/v1/clusters", "/api/v1/clusters/prod-eu", "/api/v1/clusters/prod-eu/applications",
-		"/api/v1/applications", "/api/v1/audit", "/api/v1/audit/verify", "/api/v1/deployments",
-		"/api/v1/reports/deployments?by=app"} {
+		"/api/v1/applications", "/api/v1/audit", "/api/v1/audit/verify", "/api/v1/audit/chain",
+		"/api/v1/audit/chain?after=argosy.config/0/10", "/api/v1/deployments", "/api/v1/reports/deployments?by=app"} {
 		t.Run(target, func(t *testing.T) {
 			logs.Reset()
 			rec := get(t, h, http.MethodGet, target)

@@ -26,7 +26,7 @@ func chain(topic string, partition int32, n int) []projector.AuditRow {
 			At: time.Date(2026, 3, 1, 0, i, 0, 0, time.UTC), EventID: fmt.Sprintf("ev-%d", i),
 			Type: "io.argosy.config.application.upserted.v1", Cluster: "c", Kind: "applications", Name: fmt.Sprintf("app-%d", i%3),
 			Generation: int64(i + 1), Actor: "alice", PrevHash: prev}
-		e.Hash = projector.Chain(prev, e)
+		e.Hash = readtest.ChainHash(prev, e)
 		prev = e.Hash
 		rows[i] = projector.AuditRow{AuditEntry: e}
 	}
@@ -57,7 +57,7 @@ func TestVerifyPagedAgreesWithVerify(t *testing.T) {
 			// Changed and hashed again, but the next entry still names the
 			// old hash.
 			rows[k].Generation += 100
-			rows[k].Hash = projector.Chain(rows[k].PrevHash, rows[k].AuditEntry)
+			rows[k].Hash = readtest.ChainHash(rows[k].PrevHash, rows[k].AuditEntry)
 			return rows
 		},
 	}

@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -205,4 +207,98 @@ func testFoldResumes(t *testing.T, b backend) {
 	if diff := cmp.Diff(want.Offsets, offsets); diff != "" {
 		t.Errorf("Offsets (-want +got):\n%s", diff)
 	}
+}
+
+// testRechain opens a store of schema version 7, whose chains were hashed
+// with the stored bytes of before and after (chainV1), and checks that the
+// migration to version 8 rehashes them into exactly the chains and heads a
+// fold with today's hash writes. Where an old chain was already broken,
+// the partition keeps its old hashes from the broken entry on, so the
+// check still finds the break there.
+func testRechain(t *testing.T, b backend) {
+	want := projector.NewView()
+	for _, d := range history(t) {
+		if err := projector.Apply(want, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := want.Flush()
+	wantChains := map[projector.Partition][]projector.AuditEntry{}
+	for _, e := range fresh.Audit {
+		p := projector.Partition{Topic: e.Topic, Partition: e.Partition}
+		wantChains[p] = append(wantChains[p], e)
+	}
+	t.Run("intact", func(t *testing.T) {
+		s := storeOfVersion7(t, b, oldChains(fresh, -1))
+		if diff := cmp.Diff(wantChains, chains(t, s)); diff != "" {
+			t.Errorf("rehashed chains (-fresh fold +migrated):\n%s", diff)
+		}
+		heads, err := s.Load(t.Context(), &projector.Need{ChainHeads: slices.Collect(maps.Keys(fresh.ChainHeads))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(fresh.ChainHeads, heads.ChainHeads); diff != "" {
+			t.Errorf("chain heads (-fresh fold +migrated):\n%s", diff)
+		}
+	})
+	t.Run("broken before", func(t *testing.T) {
+		const k = 2 // the third entry of config partition 0 was changed
+		s := storeOfVersion7(t, b, oldChains(fresh, k))
+		got := chains(t, s)
+		for p, es := range got {
+			broken := projector.Verify(es)
+			switch {
+			case p != pConfig0 && broken != nil:
+				t.Errorf("%v: %+v, want it whole", p, broken)
+			case p == pConfig0 && (broken == nil || broken.Offset != es[k].Offset):
+				t.Errorf("%v: %+v, want it broken at offset %d", p, broken, es[k].Offset)
+			}
+		}
+		if diff := cmp.Diff(wantChains[pConfig0][:k], got[pConfig0][:k]); diff != "" {
+			t.Errorf("the entries before the break (-fresh fold +migrated):\n%s", diff)
+		}
+	})
+}
+
+// oldChains returns b's audit entries and heads hashed as schema version 7
+// hashed them, with the after of the entry at index broken of config
+// partition 0 changed after it was hashed (-1 for none).
+func oldChains(b *projector.Batch, broken int) *projector.Batch {
+	old := &projector.Batch{Offsets: b.Offsets, ChainHeads: map[projector.Partition]string{}}
+	n := 0
+	for _, e := range b.Audit {
+		p := projector.Partition{Topic: e.Topic, Partition: e.Partition}
+		e.PrevHash = old.ChainHeads[p]
+		e.Hash = chainV1(e.PrevHash, e)
+		old.ChainHeads[p] = e.Hash
+		if p == pConfig0 {
+			if n == broken {
+				e.After = json.RawMessage(`{"changed":true}`)
+			}
+			n++
+		}
+		old.Audit = append(old.Audit, e)
+	}
+	return old
+}
+
+// storeOfVersion7 makes a store of schema version 7 holding old, then
+// opens it as this build does, which migrates it.
+func storeOfVersion7(t *testing.T, b backend, old *projector.Batch) *Store {
+	t.Helper()
+	loc := b.database(t)
+	s, err := b.unmigrated(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.migrateTo(t.Context(), 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.store(t, loc)
 }

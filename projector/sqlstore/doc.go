@@ -35,16 +35,20 @@
 // Nested structs (labels, sync, health, operation, conditions, resources,
 // the heartbeat's counts, a rejection, images, a call's event ids) are JSON
 // columns (jsonb in PostgreSQL, text in SQLite), encoded with
-// encoding/json; a nil map, slice or pointer is NULL. Raw JSON that must
-// come back byte for byte (an Application's spec and an audit entry's
-// before and after, which the chain hashes and which a later fold step
-// copies into the next entry) is stored as bytes (bytea, blob), not jsonb,
-// which would reorder keys and spaces.
+// encoding/json; a nil map, slice or pointer is NULL. Raw JSON that comes
+// back byte for byte (an Application's spec and an audit entry's before
+// and after, which a later fold step copies into the next entry) is stored
+// as bytes (bytea, blob), not jsonb, which would reorder keys and spaces.
+// The audit chain hashes before and after in canonical form, so their
+// bytes are not what it depends on.
 //
 // # Schema
 //
 // Migrations are numbered and applied at open, each once, recorded in
-// table schema_version. In PostgreSQL the migration transaction takes an
-// advisory lock first, so replicas opening the same database at once apply
-// them one after the other.
+// table schema_version. A migration is SQL statements and, where SQL alone
+// cannot do it, a Go step in the same transaction: version 8 rehashes the
+// audit chains with before and after in canonical form (rechain). In
+// PostgreSQL the migration transaction takes an advisory lock first, so
+// replicas opening the same database at once apply them one after the
+// other.
 package sqlstore

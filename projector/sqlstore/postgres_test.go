@@ -6,6 +6,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/argosyproj/argosy/internal/testenv/pgtest"
 )
 
@@ -14,6 +17,14 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 var postgresBackend = backend{
 	database: pgtest.Database,
 	open:     OpenPostgres,
+	unmigrated: func(dsn string) (*Store, error) {
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			return nil, err
+		}
+		db := stdlib.OpenDB(*cfg)
+		return &Store{d: postgres, w: db, r: db}, nil
+	},
 }
 
 func TestPostgres(t *testing.T) { testStore(t, postgresBackend) }

@@ -110,10 +110,24 @@ var migrations = [][]string{
 		`CREATE INDEX health_changes_at ON health_changes (at)`,
 		`CREATE INDEX health_changes_cluster_at ON health_changes (cluster, at)`,
 	},
+	{
+		// No table changes: the audit chains are rehashed with before and
+		// after in canonical form (programs[8], rechain).
+	},
+}
+
+// programs are the steps of a migration that SQL alone cannot take:
+// programs[v] runs in the migration to version v, after its statements.
+var programs = map[int]func(context.Context, *sql.Tx, dialect) error{
+	8: rechain,
 }
 
 // migrate brings the schema up to the newest version, in one transaction.
-func (s *Store) migrate(ctx context.Context) (err error) {
+func (s *Store) migrate(ctx context.Context) error { return s.migrateTo(ctx, len(migrations)) }
+
+// migrateTo brings the schema up to version want, in one transaction;
+// tests take a store to an older version with it.
+func (s *Store) migrateTo(ctx context.Context, want int) (err error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: begin: %w", err)
@@ -140,9 +154,14 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 		return fmt.Errorf("migrate: the database's schema is version %d, newer than this build's %d", have, len(migrations))
 	}
 	types := strings.NewReplacer("$JSON", s.d.json, "$BLOB", s.d.blob)
-	for v := have; v < len(migrations); v++ {
+	for v := have; v < want; v++ {
 		for _, stmt := range migrations[v] {
 			if _, err := tx.ExecContext(ctx, types.Replace(stmt)); err != nil {
+				return fmt.Errorf("migrate to version %d: %w", v+1, err)
+			}
+		}
+		if program := programs[v+1]; program != nil {
+			if err := program(ctx, tx, s.d); err != nil {
 				return fmt.Errorf("migrate to version %d: %w", v+1, err)
 			}
 		}

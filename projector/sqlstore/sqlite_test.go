@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 )
@@ -9,6 +10,14 @@ import (
 var sqliteBackend = backend{
 	database: func(t testing.TB) string { return filepath.Join(t.TempDir(), "views.db") },
 	open:     OpenSQLite,
+	unmigrated: func(path string) (*Store, error) {
+		db, err := sql.Open("sqlite", sqliteDSN(path, "_txlock=immediate&_journal_mode=WAL"))
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(1)
+		return &Store{d: sqliteDialect, w: db, r: db}, nil
+	},
 }
 
 func TestSQLite(t *testing.T) { testStore(t, sqliteBackend) }

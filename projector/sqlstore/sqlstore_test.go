@@ -22,6 +22,8 @@ type backend struct {
 	// database returns the locator of a new, empty database.
 	database func(t testing.TB) string
 	open     func(ctx context.Context, loc string) (*Store, error)
+	// unmigrated opens the database at loc and migrates nothing.
+	unmigrated func(loc string) (*Store, error)
 }
 
 // store opens a handle on the database at loc, closed when the test ends.
@@ -72,6 +74,7 @@ func testStore(t *testing.T, b backend) {
 		{"ChainVerifies", testChainVerifies},
 		{"TamperDetected", testTamperDetected},
 		{"FoldResumes", testFoldResumes},
+		{"Rechain", testRechain},
 		{"Diff", testDiff},
 	}
 	for _, tc := range tests {

@@ -153,10 +153,21 @@ func audit() ([]projector.AuditEntry, []projector.AuditRow) {
 		}
 		p := projector.Partition{Topic: e.Topic, Partition: e.Partition}
 		s.PrevHash = heads[p]
-		s.Hash = projector.Chain(s.PrevHash, s)
+		s.Hash = ChainHash(s.PrevHash, s)
 		e.PrevHash, e.Hash = s.PrevHash, s.Hash
 		heads[p] = s.Hash
 		stored[i] = s
 	}
 	return stored, rows
+}
+
+// ChainHash is projector.Chain for fixtures whose before and after are
+// known to be JSON: should Chain fail all the same, the hash is empty,
+// and every check finds the chain broken there.
+func ChainHash(prev string, e projector.AuditEntry) string {
+	h, err := projector.Chain(prev, e)
+	if err != nil {
+		return ""
+	}
+	return h
 }

@@ -44,7 +44,9 @@ type realHub struct {
 	tokens map[string]string // by actor: root (admin), auditor (viewer)
 }
 
-func startHub(t *testing.T) *realHub {
+// startHub starts a hub with opts besides the test's topics, listener and
+// transactional prefix.
+func startHub(t *testing.T, opts ...hub.Option) *realHub {
 	t.Helper()
 	h := &realHub{t: t, topics: events.DefaultTopics(kafkatest.Prefix(t)), tokens: map[string]string{}}
 	if err := events.EnsureTopics(t.Context(), kadm.NewClient(kafkatest.Client(t)), h.topics, events.TopicPlan(2, 2), 1, 1); err != nil {
@@ -69,7 +71,8 @@ func startHub(t *testing.T) *realHub {
 		t.Fatal(err)
 	}
 	s, err := hub.New([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, h.signer, []events.Key{events.HubAnchor("hub", h.signer.Public())}, tokens,
-		hub.WithTopics(h.topics), hub.WithListener(ln), hub.WithTransactionalPrefix(h.topics[events.TopicConfig]+"-writer-"))
+		append([]hub.Option{hub.WithTopics(h.topics), hub.WithListener(ln),
+			hub.WithTransactionalPrefix(h.topics[events.TopicConfig] + "-writer-")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

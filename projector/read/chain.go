@@ -1,0 +1,113 @@
+package read
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/argosyproj/argosy/projector"
+)
+
+// ChainPosition is an audit entry's place in the chains: its partition and
+// offset. Its string form, TOPIC/PARTITION/OFFSET, is the after parameter
+// of GET /api/v1/audit/chain.
+type ChainPosition struct {
+	projector.Partition
+	Offset int64
+}
+
+// String returns p as TOPIC/PARTITION/OFFSET.
+func (p ChainPosition) String() string {
+	return p.Topic + "/" + strconv.FormatInt(int64(p.Partition.Partition), 10) + "/" + strconv.FormatInt(p.Offset, 10)
+}
+
+// PositionOf returns where e is in the chains.
+func PositionOf(e projector.AuditEntry) ChainPosition {
+	return ChainPosition{Partition: projector.Partition{Topic: e.Topic, Partition: e.Partition}, Offset: e.Offset}
+}
+
+// parsePosition parses TOPIC/PARTITION/OFFSET. Kafka topic names hold no
+// slash.
+func parsePosition(v string) (ChainPosition, bool) {
+	parts := strings.Split(v, "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return ChainPosition{}, false
+	}
+	part, err1 := strconv.ParseInt(parts[1], 10, 32)
+	off, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || part < 0 || off < 0 {
+		return ChainPosition{}, false
+	}
+	return ChainPosition{Partition: projector.Partition{Topic: parts[0], Partition: int32(part)}, Offset: off}, true
+}
+
+// chain serves the audit entries as stored, for whoever checks the chains
+// without Argosy: every partition's, in topic, partition and offset order,
+// from after the position given.
+func (h *Handler) chain(r *http.Request) (any, error) {
+	p, err := parseParams(r, "after", "limit")
+	if err != nil {
+		return nil, err
+	}
+	limit := p.integer("limit", MaxAuditLimit, 1, MaxAuditLimit)
+	var after *ChainPosition
+	if v, ok := p.values["after"]; ok {
+		pos, ok := parsePosition(v)
+		if !ok {
+			p.fail(badRequest("parameter \"after\": %q is not TOPIC/PARTITION/OFFSET, such as argosy.config/0/41", v))
+		}
+		after = &pos
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	entries, err := ChainPage(r.Context(), h.q, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return List[projector.AuditEntry]{Items: nonNil(entries)}, nil
+}
+
+// ChainPage returns up to limit audit entries as stored (each with its own
+// actor, nothing joined), in topic, partition and offset order, starting
+// after the position after (nil for the first entry of all). Topics are
+// ordered by their bytes, whatever the store's collation. A page shorter
+// than limit is the last.
+func ChainPage(ctx context.Context, q projector.Query, after *ChainPosition, limit int) ([]projector.AuditEntry, error) {
+	var out []projector.AuditEntry
+	if after != nil {
+		es, err := q.Chain(ctx, after.Partition, after.Offset, limit)
+		if err != nil {
+			return nil, fmt.Errorf("reading the audit chain of %s: %w", after, err)
+		}
+		if out = es; len(out) >= limit {
+			return out, nil
+		}
+	}
+	ps, err := q.ChainPartitions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing audit partitions: %w", err)
+	}
+	slices.SortFunc(ps, comparePartitions)
+	for _, p := range ps {
+		if after != nil && comparePartitions(p, after.Partition) <= 0 {
+			continue
+		}
+		es, err := q.Chain(ctx, p, -1, limit-len(out))
+		if err != nil {
+			return nil, fmt.Errorf("reading the audit chain of %s/%d: %w", p.Topic, p.Partition, err)
+		}
+		if out = append(out, es...); len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func comparePartitions(a, b projector.Partition) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
