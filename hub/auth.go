@@ -103,6 +103,8 @@ func newPrincipal(t Token) (*principal, error) {
 	var errs []error
 	if t.Name == "" {
 		errs = append(errs, errors.New("a name is required"))
+	} else if !printable(t.Name) {
+		errs = append(errs, errors.New("the name holds a control or unprintable character, and the audit records it as the actor"))
 	}
 	if !slices.Contains([]string{RoleViewer, RoleDeployer, RoleAdmin}, t.Role) {
 		errs = append(errs, fmt.Errorf("role %q: want viewer, deployer or admin", t.Role))

@@ -204,12 +204,17 @@ func (a *oidcAuth) authenticate(ctx context.Context, tok string) (*principal, st
 	if err := idt.Claims(&claims); err != nil {
 		return nil, "invalid", fmt.Errorf("%w: the ID token's claims: %w", errUnauthenticated, err)
 	}
-	name, _ := claims[a.cfg.UsernameClaim].(string)
-	if verified, ok := claims["email_verified"].(bool); a.cfg.UsernameClaim == "email" && ok && !verified {
+	claim := a.cfg.UsernameClaim
+	name, _ := claims[claim].(string)
+	if verified, ok := claims["email_verified"].(bool); claim == "email" && ok && !verified {
 		name = "" // an address the issuer has not verified names no one
 	}
 	if name == "" {
-		name = "sub:" + idt.Subject
+		claim, name = "sub", "sub:"+idt.Subject
+	}
+	if !printable(name) {
+		return nil, "invalid", fmt.Errorf("%w: the ID token's %s claim %q holds a control or unprintable character, and the hub takes no such name for the audit's actor",
+			errUnauthenticated, claim, strings.TrimPrefix(name, "sub:"))
 	}
 	groups := stringsClaim(claims[a.cfg.GroupsClaim])
 	actor := "oidc:" + name
@@ -225,7 +230,7 @@ func (a *oidcAuth) authenticate(ctx context.Context, tok string) (*principal, st
 		listed[i] = g.Group
 	}
 	return &principal{Identity: api.Identity{Actor: actor}, selector: labels.Nothing(),
-			noRole: fmt.Sprintf("none of %s's groups %v (claim %q) has a role here; the hub's oidc.groups are %v", actor, groups, a.cfg.GroupsClaim, listed)},
+			noRole: fmt.Sprintf("none of %s's groups %q (claim %q) has a role here; the hub's oidc.groups are %q", actor, groups, a.cfg.GroupsClaim, listed)},
 		"no_role", nil
 }
 
