@@ -61,6 +61,8 @@ type Server struct {
 	mux    *http.ServeMux
 	ready  chan struct{}
 	placer *placer
+	// tokens follows the tokens file, given WithTokenFile.
+	tokens *tokenFile
 	// partitions is the config topic's partition count.
 	partitions int32
 	// admin is Run's admin client while it runs, for Ready.
@@ -103,8 +105,13 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 	} else if !slices.ContainsFunc(anchors, func(k events.Key) bool { return k.ID == signer.KeyID() }) {
 		errs = append(errs, fmt.Errorf("the signing key %s is not among the trust anchors", signer.KeyID()))
 	}
-	auth, err := newAuthenticator(tokens, o.oidc)
+	tokens, oidcCfg, follow, err := o.tokenSource(tokens)
 	errs = append(errs, err)
+	var auth *authenticator
+	if err == nil {
+		auth, err = newAuthenticator(tokens, oidcCfg)
+		errs = append(errs, err)
+	}
 	if (o.listen == "") == (o.listener == nil) {
 		errs = append(errs, errors.New("give either an address or a listener to serve on"))
 	}
@@ -119,7 +126,10 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
-	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: auth, o: o,
+	if follow != nil {
+		follow.auth = auth
+	}
+	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: auth, o: o, tokens: follow,
 		tracer: o.tracers.Tracer(instrumentation), inst: newInstruments(o.meters), ready: make(chan struct{})}
 	s.auth.verified = s.inst.oidcVerified
 	if s.auth.oidc != nil {
@@ -198,6 +208,9 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.publishKey(gctx, started) })
 	if s.auth.oidc != nil {
 		g.Go(func() error { return s.auth.oidc.discover(gctx) })
+	}
+	if s.tokens != nil {
+		g.Go(func() error { return s.tokens.run(gctx) })
 	}
 	g.Go(func() error {
 		if s.o.listener != nil {
@@ -295,6 +308,7 @@ type options struct {
 	placeEvery time.Duration
 	decoder    []events.DecoderOption
 	oidc       *OIDC
+	tokenFile  string
 }
 
 func newOptions(opts []Option) options {
