@@ -121,12 +121,14 @@ func newPrincipal(t Token) (*principal, error) {
 }
 
 // authenticator finds the principal of a request's bearer token: a token
-// of the tokens file, or an OIDC ID token.
+// of the tokens file, or an OIDC ID token; or of its dashboard session.
 type authenticator struct {
 	// set is what the tokens file grants now (tokens.go).
 	set     atomic.Pointer[tokenSet]
 	oidc    *oidcAuth
 	oidcCfg *OIDC // as the hub started with it
+	// sessions opens session cookies (sessions.go); nil: none are taken.
+	sessions *sessions
 	// verified counts OIDC verifications by outcome.
 	verified func(ctx context.Context, outcome string)
 }
@@ -155,10 +157,7 @@ var errUnauthenticated = errors.New("unauthenticated")
 func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || tok == "" {
-		var err error
-		if tok, err = sessionToken(r); err != nil {
-			return nil, err
-		}
+		return a.cookie(r)
 	}
 	return a.token(r.Context(), tok)
 }

@@ -36,8 +36,8 @@ type OIDC struct {
 	// token none of whose groups is listed is refused (403).
 	Groups []OIDCGroup `json:"groups"`
 	// BrowserLogin offers "Log in with OIDC" on the dashboard's login
-	// page: the authorization code flow with PKCE, whose ID token becomes
-	// the session's token.
+	// page: the authorization code flow with PKCE, whose ID token starts
+	// a dashboard session (which keeps the caller, not the ID token).
 	BrowserLogin bool `json:"browserLogin,omitempty"`
 	// ClientSecret is the client's secret at the issuer, for a
 	// confidential client; empty for a public one (PKCE alone).

@@ -112,6 +112,10 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 		auth, err = newAuthenticator(tokens, oidcCfg)
 		errs = append(errs, err)
 	}
+	if auth != nil && signer != nil {
+		auth.sessions, err = newSessions(signer, o.now)
+		errs = append(errs, err)
+	}
 	if (o.listen == "") == (o.listener == nil) {
 		errs = append(errs, errors.New("give either an address or a listener to serve on"))
 	}
@@ -189,6 +193,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.ledger = newLedger(s.o.topics, in, s.o.window, s.o.log)
 	s.ledger.lag = s.o.ledgerLag
+	s.ledger.sessions = s.auth.sessions
 	lopts, err := s.ledger.consumeOpts(ctx, adm, s.o.now())
 	if err != nil {
 		return err
@@ -239,10 +244,10 @@ func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, err
 }
 
 // catchUp marks the hub ready once the ledger has read what the log held
-// when it started.
+// when it started: the sessions ended on the audit topic too.
 func (s *Server) catchUp(ctx context.Context, adm *kadm.Client) error {
 	ends := map[string]map[int32]int64{}
-	for _, role := range []events.Topic{events.TopicConfig, events.TopicDesired, events.TopicPlacements} {
+	for _, role := range []events.Topic{events.TopicConfig, events.TopicDesired, events.TopicPlacements, events.TopicAudit} {
 		t := s.o.topics[role]
 		listed, err := adm.ListCommittedOffsets(ctx, t)
 		if err != nil {
@@ -339,7 +344,8 @@ func WithListener(ln net.Listener) Option { return func(o *options) { o.listener
 func WithReadAPI(h http.Handler) Option { return func(o *options) { o.read = h } }
 
 // WithDashboard serves d, the web dashboard, at / with its login page: the
-// same principals as the API, by a session cookie (see SessionCookie).
+// same principals as the API, by a session cookie (see SessionCookie),
+// which any replica serves and a logout ends on every one.
 func WithDashboard(d *web.Handler) Option { return func(o *options) { o.dashboard = d } }
 
 // WithLogger sets the logger (default: none).
