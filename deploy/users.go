@@ -75,11 +75,11 @@ func (k Kafka) topicACLs(ops []string, roles ...events.Topic) []ACL {
 
 // HubACLs are the hub's: it appends config changes, desired state and
 // placements in transactions and reads them back (its ledger), publishes
-// and follows the trust topic, and appends audit records. It reads no
-// status and never consumes in a group.
+// and follows the trust topic, and appends audit records and reads them
+// back for the dashboard sessions they end. It reads no status and never
+// consumes in a group.
 func (k Kafka) HubACLs() []ACL {
-	acls := k.topicACLs(both, events.TopicConfig, events.TopicDesired, events.TopicPlacements, events.TopicTrust)
-	acls = append(acls, k.topicACLs(produce, events.TopicAudit)...)
+	acls := k.topicACLs(both, events.TopicConfig, events.TopicDesired, events.TopicPlacements, events.TopicTrust, events.TopicAudit)
 	return append(acls, ACL{Type: "transactionalId", Name: HubTransactionalPrefix, Prefix: true, Operations: produce})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ed25519"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -47,8 +48,10 @@ type Signer struct {
 	key ed25519.PrivateKey
 	id  string
 	env *dsse.EnvelopeSigner
-	// ids are the ids of every key it signs with, its own first.
-	ids []string
+	// ids are the ids of every key it signs with, its own first; keys
+	// are those keys.
+	ids  []string
+	keys []ed25519.PrivateKey
 }
 
 // NewSigner returns a signer for key.
@@ -57,7 +60,7 @@ func NewSigner(key ed25519.PrivateKey) (*Signer, error) {
 		return nil, fmt.Errorf("ed25519 private key: want %d bytes, got %d", ed25519.PrivateKeySize, len(key))
 	}
 	s := &Signer{key: key, id: KeyID(key.Public().(ed25519.PublicKey))}
-	s.ids = []string{s.id}
+	s.ids, s.keys = []string{s.id}, []ed25519.PrivateKey{key}
 	env, err := dsse.NewEnvelopeSigner(dsseKey{s})
 	if err != nil {
 		return nil, fmt.Errorf("dsse signer: %w", err)
@@ -75,7 +78,7 @@ func (s *Signer) Cosigner(next *Signer) (*Signer, error) {
 	if next == nil || next.id == s.id || len(s.ids) > 1 || len(next.ids) > 1 {
 		return nil, errors.New("cosigner: want two different single-key signers")
 	}
-	c := &Signer{key: s.key, id: s.id, ids: []string{s.id, next.id}}
+	c := &Signer{key: s.key, id: s.id, ids: []string{s.id, next.id}, keys: []ed25519.PrivateKey{s.key, next.key}}
 	env, err := dsse.NewEnvelopeSigner(dsseKey{s}, dsseKey{next})
 	if err != nil {
 		return nil, fmt.Errorf("dsse signer: %w", err)
@@ -87,6 +90,23 @@ func (s *Signer) Cosigner(next *Signer) (*Signer, error) {
 // KeyIDs returns the ids of every key the signer signs with, its own
 // first.
 func (s *Signer) KeyIDs() []string { return slices.Clone(s.ids) }
+
+// DeriveKeys returns a 32-byte secret for purpose from each key the
+// signer signs with, in KeyIDs' order: HKDF-SHA256 over the key's seed,
+// with the purpose in its info. Every holder of a key derives the same
+// secret, and no signature tells anything of it: the hub's replicas seal
+// their dashboard sessions with one.
+func (s *Signer) DeriveKeys(purpose string) ([][]byte, error) {
+	out := make([][]byte, len(s.keys))
+	for i, k := range s.keys {
+		b, err := hkdf.Key(sha256.New, k.Seed(), nil, "argosy "+purpose, 32)
+		if err != nil {
+			return nil, fmt.Errorf("derive a key for %s: %w", purpose, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
 
 // GenerateSigner returns a signer for a new random key.
 func GenerateSigner() (*Signer, error) {

@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -630,5 +631,39 @@ func TestCosigner(t *testing.T) {
 		if d.Signer.ID != s.KeyID() {
 			t.Errorf("verified by %s, want %s", d.Signer.ID, s.KeyID())
 		}
+	}
+}
+
+// TestDeriveKeys: a key's derived secret is the same for every holder of
+// the key, differs by purpose and by key, and a cosigner derives one per
+// key, its own first.
+func TestDeriveKeys(t *testing.T) {
+	a, b := newSigner(t), newSigner(t)
+	derive := func(s *events.Signer, purpose string) [][]byte {
+		t.Helper()
+		ks, err := s.DeriveKeys(purpose)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range ks {
+			if len(k) != 32 {
+				t.Fatalf("a %d-byte secret", len(k))
+			}
+		}
+		return ks
+	}
+	both, err := a.Cosigner(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, sb, sboth := derive(a, "sessions"), derive(b, "sessions"), derive(both, "sessions")
+	if len(sa) != 1 || len(sboth) != 2 || !bytes.Equal(sboth[0], sa[0]) || !bytes.Equal(sboth[1], sb[0]) {
+		t.Fatalf("a cosigner's secrets are not its keys' in order: %x, %x, %x", sa, sb, sboth)
+	}
+	if !bytes.Equal(derive(a, "sessions")[0], sa[0]) {
+		t.Error("the same key and purpose derived two secrets")
+	}
+	if bytes.Equal(derive(a, "other")[0], sa[0]) || bytes.Equal(sa[0], sb[0]) {
+		t.Error("two purposes or two keys derived the same secret")
 	}
 }

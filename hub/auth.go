@@ -12,9 +12,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/yaml"
 
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -79,15 +79,11 @@ func LoadTokens(path string) ([]Token, error) {
 
 // LoadTokenFile reads a tokens file.
 func LoadTokenFile(path string) (TokenFile, error) {
-	var f TokenFile
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return f, fmt.Errorf("tokens file: %w", err)
+		return TokenFile{}, fmt.Errorf("tokens file: %w", err)
 	}
-	if err := yaml.UnmarshalStrict(b, &f); err != nil {
-		return f, fmt.Errorf("tokens file %s: %w", path, err)
-	}
-	return f, nil
+	return parseTokenFile(path, b)
 }
 
 // principal is an authenticated caller.
@@ -97,12 +93,16 @@ type principal struct {
 	// noRole, when set, is why an authenticated caller has no role (an
 	// OIDC token whose groups grant none): every action is denied.
 	noRole string
+	// oidc is a caller by OIDC's, nil for a token of the tokens file.
+	oidc *oidcCaller
 }
 
 func newPrincipal(t Token) (*principal, error) {
 	var errs []error
 	if t.Name == "" {
 		errs = append(errs, errors.New("a name is required"))
+	} else if !printable(t.Name) {
+		errs = append(errs, errors.New("the name holds a control or unprintable character, and the audit records it as the actor"))
 	}
 	if !slices.Contains([]string{RoleViewer, RoleDeployer, RoleAdmin}, t.Role) {
 		errs = append(errs, fmt.Errorf("role %q: want viewer, deployer or admin", t.Role))
@@ -121,16 +121,20 @@ func newPrincipal(t Token) (*principal, error) {
 }
 
 // authenticator finds the principal of a request's bearer token: a token
-// of the tokens file, or an OIDC ID token.
+// of the tokens file, or an OIDC ID token; or of its dashboard session.
 type authenticator struct {
-	byHash map[[sha256.Size]byte]*principal
-	oidc   *oidcAuth
+	// set is what the tokens file grants now (tokens.go).
+	set     atomic.Pointer[tokenSet]
+	oidc    *oidcAuth
+	oidcCfg *OIDC // as the hub started with it
+	// sessions opens session cookies (sessions.go); nil: none are taken.
+	sessions *sessions
 	// verified counts OIDC verifications by outcome.
 	verified func(ctx context.Context, outcome string)
 }
 
 func newAuthenticator(tokens []Token, oidcCfg *OIDC) (*authenticator, error) {
-	a := &authenticator{byHash: map[[sha256.Size]byte]*principal{}, verified: func(context.Context, string) {}}
+	a := &authenticator{oidcCfg: oidcCfg, verified: func(context.Context, string) {}}
 	var errs []error
 	if oidcCfg != nil {
 		var err error
@@ -138,24 +142,10 @@ func newAuthenticator(tokens []Token, oidcCfg *OIDC) (*authenticator, error) {
 			errs = append(errs, err)
 		}
 	}
-	for _, t := range tokens {
-		p, err := newPrincipal(t)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if strings.HasPrefix(t.Name, "oidc:") {
-			errs = append(errs, fmt.Errorf("token %q: names starting oidc: are the OIDC callers'", t.Name))
-		}
-		var h [sha256.Size]byte
-		b, _ := hex.DecodeString(t.SHA256)
-		copy(h[:], b)
-		if _, dup := a.byHash[h]; dup {
-			errs = append(errs, fmt.Errorf("token %q: the same token twice", t.Name))
-		}
-		a.byHash[h] = p
-	}
-	if len(a.byHash) == 0 && oidcCfg == nil && len(errs) == 0 {
+	set, err := newTokenSet(TokenFile{Tokens: tokens, OIDC: oidcCfg})
+	a.set.Store(set)
+	errs = append(errs, err)
+	if len(set.byHash) == 0 && oidcCfg == nil && errors.Join(errs...) == nil {
 		errs = append(errs, errors.New("no tokens and no OIDC issuer: the hub would accept no one"))
 	}
 	return a, errors.Join(errs...)
@@ -167,10 +157,7 @@ var errUnauthenticated = errors.New("unauthenticated")
 func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || tok == "" {
-		var err error
-		if tok, err = sessionToken(r); err != nil {
-			return nil, err
-		}
+		return a.cookie(r)
 	}
 	return a.token(r.Context(), tok)
 }
@@ -179,12 +166,16 @@ func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 func (a *authenticator) token(ctx context.Context, tok string) (*principal, error) {
 	// Tokens are looked up by their hash: the lookup's timing depends on
 	// the hash, which tells nothing about a token the caller does not have.
-	p, ok := a.byHash[sha256.Sum256([]byte(tok))]
+	set := a.set.Load()
+	p, ok := set.byHash[sha256.Sum256([]byte(tok))]
 	switch {
 	case ok:
 		return p, nil
 	case a.oidc != nil && isJWT(tok):
-		p, outcome, err := a.oidc.authenticate(ctx, tok)
+		c, outcome, err := a.oidc.authenticate(ctx, tok)
+		if err == nil {
+			p, outcome = set.oidcPrincipal(c, a.oidc.cfg.GroupsClaim)
+		}
 		a.verified(ctx, outcome)
 		return p, err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -91,6 +92,12 @@ func TestTokens(t *testing.T) {
 		{Name: "x", SHA256: "abc", Role: RoleAdmin},
 		{Name: "x", SHA256: entry.SHA256, Role: "root"},
 		{Name: "x", SHA256: entry.SHA256, Role: RoleAdmin, Clusters: "env in ("},
+		// The name is the audit's actor: nothing that could fake a line
+		// or hide what it says.
+		{Name: "ci\nroot", SHA256: entry.SHA256, Role: RoleAdmin},
+		{Name: "ci\x1b[2K", SHA256: entry.SHA256, Role: RoleAdmin},
+		{Name: "ci\u202eroot", SHA256: entry.SHA256, Role: RoleAdmin},
+		{Name: "ci\u00a0", SHA256: entry.SHA256, Role: RoleAdmin},
 	} {
 		if _, err := newAuthenticator([]Token{bad}, nil); err == nil {
 			t.Errorf("token %+v accepted", bad)
@@ -108,5 +115,13 @@ func TestTokens(t *testing.T) {
 	}
 	if _, err := LoadTokens(path); err == nil {
 		t.Error("a tokens file with an unknown field loaded")
+	}
+	if err := os.WriteFile(path, []byte("tokens:\n- name: \"a\\tb\"\n  sha256: "+entry.SHA256+"\n  role: viewer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := LoadTokenFile(path); err == nil {
+		if _, err = newAuthenticator(f.Tokens, nil); err == nil || !strings.Contains(err.Error(), "control") {
+			t.Errorf("a token named with a tab: %v, want it refused for its control character", err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,8 +58,10 @@ type written struct {
 
 // ledger is the hub's index of the log: the latest config event of every
 // object and cluster (from the compacted desired-state topic, read from
-// its start) and the ids of the config events appended within the
-// idempotency window (from the config topic, read from the window's start).
+// its start), the ids of the config events appended within the
+// idempotency window (from the config topic, read from the window's
+// start), and the dashboard sessions ended within sessionEndsKept (from
+// the audit topic, read from that far back; sessions.go).
 // It holds no state of its own: every replica builds the same one from the
 // log, and a write decides against it only once it has read its partition
 // to the end (see owner.sync).
@@ -70,6 +73,8 @@ type ledger struct {
 	// lag delays each record the follower takes: tests use it to hold a
 	// replica's ledger behind the log.
 	lag time.Duration
+	// sessions is told the ends of sessions; nil: they are not read.
+	sessions *sessions
 
 	mu         sync.Mutex
 	objects    map[string]*entry     // by desired-state key
@@ -93,7 +98,8 @@ func newLedger(topics events.Topics, in *events.Intake, window time.Duration, lo
 // offsets reach the last stable offset.
 func (l *ledger) consumeOpts(ctx context.Context, adm *kadm.Client, now time.Time) ([]kgo.Opt, error) {
 	config, desired, placements := l.topics[events.TopicConfig], l.topics[events.TopicDesired], l.topics[events.TopicPlacements]
-	starts := map[string]map[int32]int64{config: {}, desired: {}, placements: {}}
+	audit := l.topics[events.TopicAudit]
+	starts := map[string]map[int32]int64{config: {}, desired: {}, placements: {}, audit: {}}
 	listings := []struct {
 		topic string
 		list  func() (kadm.ListedOffsets, error)
@@ -104,6 +110,10 @@ func (l *ledger) consumeOpts(ctx context.Context, adm *kadm.Client, now time.Tim
 		{config, func() (kadm.ListedOffsets, error) { return adm.ListCommittedOffsets(ctx, config) }},
 		{desired, func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, desired) }},
 		{placements, func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, placements) }},
+		{audit, func() (kadm.ListedOffsets, error) {
+			return adm.ListOffsetsAfterMilli(ctx, now.Add(-sessionEndsKept).UnixMilli(), audit)
+		}},
+		{audit, func() (kadm.ListedOffsets, error) { return adm.ListCommittedOffsets(ctx, audit) }},
 	}
 	for _, ls := range listings {
 		listed, err := ls.list()
@@ -163,6 +173,14 @@ func (l *ledger) follow(ctx context.Context, cl *kgo.Client) error {
 
 // take folds one record into the ledger and moves its partition's offset.
 func (l *ledger) take(ctx context.Context, r *kgo.Record) error {
+	if r.Topic == l.topics[events.TopicAudit] && !mayEndSession(r) {
+		// Most audit records are not a session's end: they are passed
+		// over undecoded.
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.advance(r.Topic, r.Partition, r.Offset+1)
+		return nil
+	}
 	if l.lag > 0 {
 		select {
 		case <-ctx.Done():
@@ -204,8 +222,19 @@ func (l *ledger) advance(topic string, p int32, next int64) {
 }
 
 // fold records a decoded event: a desired-state copy updates its object,
-// a config event its id.
+// a config event its id, a session's end its session.
 func (l *ledger) fold(d *events.Decoded, r *kgo.Record) {
+	if r.Topic == l.topics[events.TopicAudit] {
+		a, ok := d.Data.(*schemas.AuditRecorded)
+		ref, isSession := "", false
+		if ok {
+			ref, isSession = strings.CutPrefix(a.Target, sessionTarget)
+		}
+		if isSession && a.Action == actionEndSession && a.Outcome == "allowed" && l.sessions != nil {
+			l.sessions.end(ref, r.Timestamp)
+		}
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch r.Topic {
@@ -224,6 +253,13 @@ func (l *ledger) fold(d *events.Decoded, r *kgo.Record) {
 		l.ids[d.Event.ID()] = written{key: events.DesiredKey(d.Subject), typ: d.Spec.Type, generation: res.Generation,
 			partition: r.Partition, offset: r.Offset, at: r.Timestamp}
 	}
+}
+
+// mayEndSession tells, without decoding it, whether an audit record may
+// be a session's end: its data names the action. A false positive costs
+// only its decoding; fold decides.
+func mayEndSession(r *kgo.Record) bool {
+	return bytes.Contains(r.Value, []byte(`"`+actionEndSession+`"`))
 }
 
 // put replaces the entry of key if e is newer. l.mu is held.

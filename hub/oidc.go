@@ -8,16 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
-	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/argosyproj/argosy/hub/api"
 )
 
 // OIDC makes the hub accept ID tokens from an OpenID Connect issuer as
@@ -40,8 +36,8 @@ type OIDC struct {
 	// token none of whose groups is listed is refused (403).
 	Groups []OIDCGroup `json:"groups"`
 	// BrowserLogin offers "Log in with OIDC" on the dashboard's login
-	// page: the authorization code flow with PKCE, whose ID token becomes
-	// the session's token.
+	// page: the authorization code flow with PKCE, whose ID token starts
+	// a dashboard session (which keeps the caller, not the ID token).
 	BrowserLogin bool `json:"browserLogin,omitempty"`
 	// ClientSecret is the client's secret at the issuer, for a
 	// confidential client; empty for a public one (PKCE alone).
@@ -66,9 +62,8 @@ type OIDCGroup struct {
 // oidcAuth verifies ID tokens. Its verifier is made once the issuer's
 // discovery document has been read (discover, which Run runs).
 type oidcAuth struct {
-	cfg    OIDC
-	groups []*principal // by cfg.Groups' order; Actor is set per call
-	log    *slog.Logger
+	cfg OIDC
+	log *slog.Logger
 	// timeout bounds each request to the issuer (oidcTimeout).
 	timeout time.Duration
 
@@ -88,9 +83,6 @@ func newOIDCAuth(cfg OIDC) (*oidcAuth, error) {
 	if cfg.ClientID == "" {
 		errs = append(errs, errors.New("oidc.clientID is required: the audience ID tokens name"))
 	}
-	if len(cfg.Groups) == 0 {
-		errs = append(errs, errors.New("oidc.groups is required: no group would have a role"))
-	}
 	if cfg.RedirectURL != "" {
 		if u, err := url.Parse(cfg.RedirectURL); err != nil || u.Host == "" || u.Path != oidcCallback ||
 			(u.Scheme != "https" && (u.Scheme != "http" || !loopback(u.Hostname()))) {
@@ -106,26 +98,12 @@ func newOIDCAuth(cfg OIDC) (*oidcAuth, error) {
 	if cfg.GroupsClaim == "" {
 		cfg.GroupsClaim = "groups"
 	}
-	a := &oidcAuth{cfg: cfg, log: slog.New(slog.DiscardHandler), timeout: oidcTimeout}
-	seen := map[string]bool{}
-	for i, g := range cfg.Groups {
-		if g.Group == "" {
-			errs = append(errs, fmt.Errorf("oidc.groups[%d].group is required", i))
-		} else if seen[g.Group] {
-			errs = append(errs, fmt.Errorf("oidc.groups[%d]: group %q is listed twice; only the first would count", i, g.Group))
-		}
-		seen[g.Group] = true
-		p, err := newPrincipal(Token{Name: "oidc", SHA256: strings.Repeat("0", 64), Role: g.Role, Projects: g.Projects, Clusters: g.Clusters})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("oidc.groups[%d] (%s): %w", i, g.Group, errors.Unwrap(err)))
-			continue
-		}
-		a.groups = append(a.groups, p)
-	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return a, nil
+	// The groups, which may change while the hub runs, are the token
+	// set's (tokens.go).
+	return &oidcAuth{cfg: cfg, log: slog.New(slog.DiscardHandler), timeout: oidcTimeout}, nil
 }
 
 // oidcTimeout bounds each request to the issuer: discovery, and the key
@@ -178,10 +156,10 @@ func loopback(host string) bool {
 // isJWT tells a bearer that may be an ID token: three dot-separated parts.
 func isJWT(tok string) bool { return strings.Count(tok, ".") == 2 }
 
-// authenticate verifies an ID token and maps its groups to a principal.
-// A valid token whose groups grant nothing yields a principal with no
-// role, refused (403) by allow with the reason.
-func (a *oidcAuth) authenticate(ctx context.Context, tok string) (*principal, string, error) {
+// authenticate verifies an ID token and returns its caller, with the
+// metrics' outcome of a failure; the token set maps the caller's groups
+// to its role (tokenSet.oidcPrincipal).
+func (a *oidcAuth) authenticate(ctx context.Context, tok string) (oidcCaller, string, error) {
 	a.mu.Lock()
 	v, lastErr := a.verifier, a.lastErr
 	a.mu.Unlock()
@@ -189,7 +167,7 @@ func (a *oidcAuth) authenticate(ctx context.Context, tok string) (*principal, st
 		if lastErr == nil {
 			lastErr = errors.New("its discovery document is being read")
 		}
-		return nil, "unavailable", fmt.Errorf("%w: the OIDC issuer %s is not reachable yet (%w); try again", errIssuerUnavailable, a.cfg.Issuer, lastErr)
+		return oidcCaller{}, "unavailable", fmt.Errorf("%w: the OIDC issuer %s is not reachable yet (%w); try again", errIssuerUnavailable, a.cfg.Issuer, lastErr)
 	}
 	idt, err := v.Verify(ctx, tok)
 	if err != nil {
@@ -198,35 +176,25 @@ func (a *oidcAuth) authenticate(ctx context.Context, tok string) (*principal, st
 		if errors.As(err, &expired) {
 			outcome = "expired"
 		}
-		return nil, outcome, fmt.Errorf("%w: the %w does not verify: %w", errUnauthenticated, errBadIDToken, err)
+		return oidcCaller{}, outcome, fmt.Errorf("%w: the %w does not verify: %w", errUnauthenticated, errBadIDToken, err)
 	}
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
-		return nil, "invalid", fmt.Errorf("%w: the ID token's claims: %w", errUnauthenticated, err)
+		return oidcCaller{}, "invalid", fmt.Errorf("%w: the ID token's claims: %w", errUnauthenticated, err)
 	}
-	name, _ := claims[a.cfg.UsernameClaim].(string)
-	if verified, ok := claims["email_verified"].(bool); a.cfg.UsernameClaim == "email" && ok && !verified {
+	claim := a.cfg.UsernameClaim
+	name, _ := claims[claim].(string)
+	if verified, ok := claims["email_verified"].(bool); claim == "email" && ok && !verified {
 		name = "" // an address the issuer has not verified names no one
 	}
 	if name == "" {
-		name = "sub:" + idt.Subject
+		claim, name = "sub", "sub:"+idt.Subject
 	}
-	groups := stringsClaim(claims[a.cfg.GroupsClaim])
-	actor := "oidc:" + name
-	for i, g := range a.cfg.Groups {
-		if slices.Contains(groups, g.Group) {
-			p := *a.groups[i]
-			p.Actor = actor
-			return &p, "allowed", nil
-		}
+	if !printable(name) {
+		return oidcCaller{}, "invalid", fmt.Errorf("%w: the ID token's %s claim %q holds a control or unprintable character, and the hub takes no such name for the audit's actor",
+			errUnauthenticated, claim, strings.TrimPrefix(name, "sub:"))
 	}
-	listed := make([]string, len(a.cfg.Groups))
-	for i, g := range a.cfg.Groups {
-		listed[i] = g.Group
-	}
-	return &principal{Identity: api.Identity{Actor: actor}, selector: labels.Nothing(),
-			noRole: fmt.Sprintf("none of %s's groups %v (claim %q) has a role here; the hub's oidc.groups are %v", actor, groups, a.cfg.GroupsClaim, listed)},
-		"no_role", nil
+	return oidcCaller{actor: "oidc:" + name, groups: stringsClaim(claims[a.cfg.GroupsClaim]), expires: idt.Expiry}, "", nil
 }
 
 // stringsClaim reads a claim that is a list of strings, or one string.

@@ -197,6 +197,42 @@ func TestOIDCNames(t *testing.T) {
 	}
 }
 
+// TestOIDCUnprintableNames: the actor the audit records comes from the ID
+// token; a name with a control or otherwise unprintable character (a
+// newline that would fake a line, an escape sequence, a right-to-left
+// override) is refused, 401, saying why. Group names never reach the
+// audit; the refusal that names them quotes them.
+func TestOIDCUnprintableNames(t *testing.T) {
+	iss := oidctest.New(t)
+	a := oidcAuthenticator(t, iss)
+	for name, c := range map[string]oidctest.Claims{
+		"a newline in the email":         {Subject: "u-1", Extra: map[string]any{"email": "eve@example.com\nroot", "groups": []string{"everyone"}}},
+		"an escape sequence":             {Subject: "u-1", Extra: map[string]any{"email": "eve\x1b[1A@example.com", "groups": []string{"everyone"}}},
+		"a right-to-left override":       {Subject: "u-1", Extra: map[string]any{"email": "eve\u202emoc.elpmaxe@", "groups": []string{"everyone"}}},
+		"a zero-width space":             {Subject: "u-1", Extra: map[string]any{"email": "al\u200bice@example.com", "groups": []string{"everyone"}}},
+		"a control character in the sub": {Subject: "u-1\r\nactor: root", Extra: map[string]any{"groups": []string{"everyone"}}},
+	} {
+		c.Audience = "argosy"
+		p, err := authWith(t, a, iss.Token(t, c))
+		if !errors.Is(err, errUnauthenticated) || !strings.Contains(err.Error(), "unprintable") {
+			t.Errorf("%s: %+v, %v; want it refused for an unprintable name", name, p, err)
+		}
+	}
+	p, err := authWith(t, a, iss.Token(t, oidctest.Claims{Subject: "u-2", Audience: "argosy",
+		Extra: map[string]any{"email": "zoë o'brien@example.com", "groups": []string{"everyone"}}}))
+	if err != nil || p.Actor != "oidc:zoë o'brien@example.com" {
+		t.Errorf("a printable name with a space and a diaeresis: %+v, %v", p, err)
+	}
+	p, err = authWith(t, a, iss.Token(t, oidctest.Claims{Subject: "u-3", Audience: "argosy",
+		Extra: map[string]any{"email": "carol@example.com", "groups": []string{"contractors\nplatform"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.allow(actionRead, "", nil, ""); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("no role, a newline in a group: %v; want denied, the group quoted", err)
+	}
+}
+
 // TestOIDCDiscoveryRetries: an issuer that cannot be read at first is read
 // on a later attempt; meanwhile its tokens are refused as unavailable, and
 // then accepted.

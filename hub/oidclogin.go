@@ -79,7 +79,8 @@ func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request) {
 
 // oidcFinish takes the issuer's answer: it checks the state, exchanges the
 // code for an ID token, checks its nonce, and starts a session with it as
-// a pasted token would.
+// a pasted token would: the session keeps the caller's name and listed
+// groups and ends when the ID token expires, and the token is kept nowhere.
 func (s *Server) oidcFinish(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: oidcStateCookie, Path: oidcCallback, MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
@@ -99,7 +100,7 @@ func (s *Server) oidcFinish(w http.ResponseWriter, r *http.Request) {
 		s.o.dashboard.LoginPage(w, r, http.StatusUnauthorized, l.Next, err.Error(), true)
 		return
 	}
-	if !s.startSession(w, r, tok, l.Next) {
+	if !s.startSession(w, r, tok, l.Next, http.StatusOK) {
 		return
 	}
 	// A page of the hub's own navigates on: the issuer's redirect to here

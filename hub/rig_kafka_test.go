@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"sigs.k8s.io/yaml"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
@@ -35,6 +37,9 @@ type rig struct {
 	signer *events.Signer
 	tokens map[string]string // by actor
 	list   []hub.Token
+	// file, once useTokenFile has made it, is the tokens file every
+	// replica started afterwards reads and follows.
+	file string
 }
 
 func newRig(t testing.TB, partitions int32) *rig {
@@ -77,9 +82,12 @@ func (r *rig) startAs(signer *events.Signer, anchors []events.Key, opts ...hub.O
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	s, err := hub.New([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(r.t))}, signer, anchors, r.list,
-		append([]hub.Option{hub.WithTopics(r.topics), hub.WithListener(ln),
-			hub.WithTransactionalPrefix(r.topics[events.TopicConfig] + "-writer-")}, opts...)...)
+	tokens, base := r.list, []hub.Option{hub.WithTopics(r.topics), hub.WithListener(ln),
+		hub.WithTransactionalPrefix(r.topics[events.TopicConfig] + "-writer-")}
+	if r.file != "" {
+		tokens, base = nil, append(base, hub.WithTokenFile(r.file))
+	}
+	s, err := hub.New([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(r.t))}, signer, anchors, tokens, append(base, opts...)...)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -100,6 +108,30 @@ func (r *rig) startAs(signer *events.Signer, anchors []events.Key, opts ...hub.O
 	url := "http://" + ln.Addr().String()
 	waitReady(r.t, url)
 	return url
+}
+
+// useTokenFile writes the rig's tokens to a tokens file, which the
+// replicas started afterwards read and follow.
+func (r *rig) useTokenFile() {
+	r.t.Helper()
+	r.file = filepath.Join(r.t.TempDir(), "tokens.yaml")
+	r.writeTokens(r.list)
+}
+
+// writeTokens replaces the tokens file's content with list, as an
+// operator's editor would: a new file renamed over the old.
+func (r *rig) writeTokens(list []hub.Token) {
+	r.t.Helper()
+	b, err := yaml.Marshal(hub.TokenFile{Tokens: list})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(r.file+".tmp", b, 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Rename(r.file+".tmp", r.file); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 func waitReady(t testing.TB, url string) { hubtest.WaitReady(t, url) }

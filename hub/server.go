@@ -63,6 +63,8 @@ type Server struct {
 	mux    *http.ServeMux
 	ready  chan struct{}
 	placer *placer
+	// tokens follows the tokens file, given WithTokenFile.
+	tokens *tokenFile
 	// partitions is the config topic's partition count.
 	partitions int32
 	// admin is Run's admin client while it runs, for Ready.
@@ -105,8 +107,17 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 	} else if !slices.ContainsFunc(anchors, func(k events.Key) bool { return k.ID == signer.KeyID() }) {
 		errs = append(errs, fmt.Errorf("the signing key %s is not among the trust anchors", signer.KeyID()))
 	}
-	auth, err := newAuthenticator(tokens, o.oidc)
+	tokens, oidcCfg, follow, err := o.tokenSource(tokens)
 	errs = append(errs, err)
+	var auth *authenticator
+	if err == nil {
+		auth, err = newAuthenticator(tokens, oidcCfg)
+		errs = append(errs, err)
+	}
+	if auth != nil && signer != nil {
+		auth.sessions, err = newSessions(signer, o.now)
+		errs = append(errs, err)
+	}
 	if (o.listen == "") == (o.listener == nil) {
 		errs = append(errs, errors.New("give either an address or a listener to serve on"))
 	}
@@ -121,7 +132,10 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
-	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: auth, o: o,
+	if follow != nil {
+		follow.auth = auth
+	}
+	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: auth, o: o, tokens: follow,
 		tracer: o.tracers.Tracer(instrumentation), inst: newInstruments(o.meters), ready: make(chan struct{}),
 		unauth: newSourceLimiter(o.now, o.unauthRate, o.unauthBurst)}
 	s.auth.verified = s.inst.oidcVerified
@@ -182,6 +196,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.ledger = newLedger(s.o.topics, in, s.o.window, s.o.log)
 	s.ledger.lag = s.o.ledgerLag
+	s.ledger.sessions = s.auth.sessions
 	lopts, err := s.ledger.consumeOpts(ctx, adm, s.o.now())
 	if err != nil {
 		return err
@@ -201,6 +216,9 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.publishKey(gctx, started) })
 	if s.auth.oidc != nil {
 		g.Go(func() error { return s.auth.oidc.discover(gctx) })
+	}
+	if s.tokens != nil {
+		g.Go(func() error { return s.tokens.run(gctx) })
 	}
 	g.Go(func() error {
 		if s.o.listener != nil {
@@ -229,10 +247,10 @@ func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, err
 }
 
 // catchUp marks the hub ready once the ledger has read what the log held
-// when it started.
+// when it started: the sessions ended on the audit topic too.
 func (s *Server) catchUp(ctx context.Context, adm *kadm.Client) error {
 	ends := map[string]map[int32]int64{}
-	for _, role := range []events.Topic{events.TopicConfig, events.TopicDesired, events.TopicPlacements} {
+	for _, role := range []events.Topic{events.TopicConfig, events.TopicDesired, events.TopicPlacements, events.TopicAudit} {
 		t := s.o.topics[role]
 		listed, err := adm.ListCommittedOffsets(ctx, t)
 		if err != nil {
@@ -302,6 +320,7 @@ type options struct {
 	placeEvery time.Duration
 	decoder    []events.DecoderOption
 	oidc       *OIDC
+	tokenFile  string
 }
 
 func newOptions(opts []Option) options {
@@ -333,7 +352,8 @@ func WithListener(ln net.Listener) Option { return func(o *options) { o.listener
 func WithReadAPI(h http.Handler) Option { return func(o *options) { o.read = h } }
 
 // WithDashboard serves d, the web dashboard, at / with its login page: the
-// same principals as the API, by a session cookie (see SessionCookie).
+// same principals as the API, by a session cookie (see SessionCookie),
+// which any replica serves and a logout ends on every one.
 func WithDashboard(d *web.Handler) Option { return func(o *options) { o.dashboard = d } }
 
 // WithLogger sets the logger (default: none).

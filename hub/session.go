@@ -2,10 +2,8 @@ package hub
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,40 +11,28 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/projector/read"
 )
 
-// The dashboard's session: the token the viewer logged in with, in an
-// HttpOnly, SameSite=Strict cookie. A call to the API that authenticates
-// with the cookie instead of an Authorization header must carry the
-// cookie's CSRF value in the X-Argosy-CSRF header: another site's page can
-// neither read the value nor set the header without a CORS preflight,
-// which the hub never grants.
+// The dashboard's session: a session the hub sealed (sessions.go), never
+// the token the viewer logged in with, in an HttpOnly, SameSite=Strict
+// cookie. A call to the API that authenticates with the cookie instead of
+// an Authorization header must carry the cookie's CSRF value in the
+// X-Argosy-CSRF header: another site's page can neither read the value nor
+// set the header without a CORS preflight, which the hub never grants.
 const (
 	SessionCookie = "argosy_session"
 	HeaderCSRF    = "X-Argosy-CSRF"
 	sessionMaxAge = 8 * time.Hour
 )
 
-// csrfValue is the CSRF value of a session token: a hash only the token's
-// holder can compute.
-func csrfValue(tok string) string {
-	s := sha256.Sum256([]byte("argosy-csrf\x00" + tok))
+// csrfValue is the CSRF value of a session cookie: a hash only the
+// cookie's holder can compute.
+func csrfValue(cookie string) string {
+	s := sha256.Sum256([]byte("argosy-csrf\x00" + cookie))
 	return hex.EncodeToString(s[:16])
-}
-
-// sessionToken returns the token of the request's session cookie, if its
-// CSRF header matches.
-func sessionToken(r *http.Request) (string, error) {
-	c, err := r.Cookie(SessionCookie)
-	if err != nil || c.Value == "" {
-		return "", fmt.Errorf("%w: no bearer token (send Authorization: Bearer <token>)", errUnauthenticated)
-	}
-	if subtle.ConstantTimeCompare([]byte(r.Header.Get(HeaderCSRF)), []byte(csrfValue(c.Value))) != 1 {
-		return "", fmt.Errorf("%w: a call with the dashboard's session cookie needs its %s header", errUnauthenticated, HeaderCSRF)
-	}
-	return c.Value, nil
 }
 
 // dashboardRoutes adds the dashboard's pages, its login and its assets.
@@ -60,14 +46,7 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux) {
 		mux.Handle("GET "+oidcCallback, s.traced("GET "+oidcCallback, http.HandlerFunc(s.oidcFinish)))
 	}
 	mux.Handle("POST /login", s.traced("POST /login", http.HandlerFunc(s.login)))
-	mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
-		if !sameOrigin(r) {
-			http.Error(w, "cross-origin logout refused", http.StatusForbidden)
-			return
-		}
-		setSession(w, r, "")
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
-	})
+	mux.Handle("POST /logout", s.traced("POST /logout", http.HandlerFunc(s.logout)))
 	mux.Handle("/", s.traced("GET /", http.HandlerFunc(s.page)))
 }
 
@@ -85,11 +64,12 @@ func readCall(r *http.Request, p *principal) *call {
 	return &call{id: uuid.NewString(), action: actionRead, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr, p: p}
 }
 
-// setSession sets the session cookie to tok, or clears it for "".
-func setSession(w http.ResponseWriter, r *http.Request, tok string) {
-	c := &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", MaxAge: int(sessionMaxAge / time.Second),
+// setSession sets the session cookie to value for maxAge, or clears it
+// for "".
+func setSession(w http.ResponseWriter, r *http.Request, value string, maxAge time.Duration) {
+	c := &http.Cookie{Name: SessionCookie, Value: value, Path: "/", MaxAge: int(maxAge / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
-	if tok == "" {
+	if value == "" {
 		c.MaxAge = -1
 	}
 	http.SetCookie(w, c)
@@ -102,15 +82,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.o.dashboard.LoginPage(w, r, http.StatusForbidden, next, "cross-origin login refused", s.browserLogin())
 		return
 	}
-	if s.startSession(w, r, strings.TrimSpace(r.PostFormValue("token")), next) {
+	if s.startSession(w, r, strings.TrimSpace(r.PostFormValue("token")), next, http.StatusSeeOther) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 	}
 }
 
-// startSession sets the session cookie to tok if the hub accepts it for
-// reading; otherwise it audits the failed login, answers with the login
-// page and the reason, and returns false.
-func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok, next string) bool {
+// startSession starts a session if the hub accepts tok for reading: it
+// audits the start (with answer, the status the caller will get) and
+// sets the session cookie. Otherwise it audits the failed login, answers
+// with the login page and the reason, and returns false.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok, next string, answer int) bool {
 	p, err := s.reader(r, tok)
 	if err != nil {
 		status := http.StatusUnauthorized
@@ -123,8 +104,57 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok, next 
 		s.o.dashboard.LoginPage(w, r, status, next, err.Error(), s.browserLogin())
 		return false
 	}
-	setSession(w, r, tok)
+	v := s.auth.sessions.start(p, tok)
+	value, err := s.auth.sessions.seal(v)
+	if err == nil {
+		err = s.auditCall(r, sessionCall(r, p.Actor, actionStartSession, v), answer)
+	}
+	if err != nil {
+		s.o.dashboard.LoginPage(w, r, http.StatusServiceUnavailable, next, "the session could not be started: "+err.Error(), s.browserLogin())
+		return false
+	}
+	setSession(w, r, value, time.Unix(v.Expiry, 0).Sub(s.o.now().Truncate(time.Second)))
 	return true
+}
+
+// logout ends the request's session, if it has one, on every replica, and
+// clears its cookie.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "cross-origin logout refused", http.StatusForbidden)
+		return
+	}
+	if ck, err := r.Cookie(SessionCookie); err == nil && ck.Value != "" {
+		if err := s.endSession(r, ck.Value); err != nil {
+			s.o.log.ErrorContext(r.Context(), "ending a session", "err", err)
+			http.Error(w, "the logout could not be recorded, so the session was not ended; try again", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	setSession(w, r, "", 0)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// endSession appends the end of the session a cookie holds to the audit
+// topic, where every replica's ledger reads it, and ends it on this
+// replica at once. A cookie that opens to no live session has nothing to
+// end.
+func (s *Server) endSession(r *http.Request, value string) error {
+	v, err := s.auth.sessions.open(value)
+	if err != nil {
+		return nil //nolint:nilerr // expired, ended or not the hub's: nothing to end
+	}
+	if err := s.auditCall(r, sessionCall(r, v.Actor, actionEndSession, v), http.StatusSeeOther); err != nil {
+		return err
+	}
+	s.auth.sessions.end(v.ref(), s.o.now())
+	return nil
+}
+
+// sessionCall is the audit record of a session's start or end by actor.
+func sessionCall(r *http.Request, actor, action string, v session) *call {
+	return &call{id: uuid.NewString(), action: action, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr,
+		target: sessionTarget + v.ref(), p: &principal{Identity: api.Identity{Actor: actor}}}
 }
 
 // page serves a dashboard page to the session's principal, or sends the
@@ -139,9 +169,12 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
-	p, err := s.reader(r, ck.Value)
+	p, _, err := s.auth.session(ck.Value)
+	if err == nil {
+		err = p.allow(actionRead, "", nil, "")
+	}
 	if err != nil {
-		setSession(w, r, "")
+		setSession(w, r, "", 0)
 		s.o.dashboard.LoginPage(w, r, http.StatusUnauthorized, localPath(r.URL.RequestURI()), err.Error(), s.browserLogin())
 		return
 	}

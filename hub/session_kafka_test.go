@@ -3,13 +3,21 @@
 package hub_test
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/projector/read/readtest"
@@ -108,7 +116,7 @@ func TestDashboardSession(t *testing.T) {
 				session = c
 			}
 		}
-		if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Value != r.tokens["auditor"] ||
+		if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || strings.Contains(session.Value, r.tokens["auditor"]) ||
 			session.MaxAge != 8*60*60 {
 			t.Fatalf("session cookie %+v", session)
 		}
@@ -169,4 +177,216 @@ func TestDashboardSession(t *testing.T) {
 			t.Errorf("%d", resp.StatusCode)
 		}
 	})
+}
+
+// login logs in to the dashboard at base with tok and returns the session
+// cookie and the CSRF value the pages carry.
+func login(t *testing.T, base, tok string) (*http.Cookie, string) {
+	t.Helper()
+	resp, body := do(t, loginRequest(t, base, tok, "/", base))
+	var session *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == hub.SessionCookie {
+			session = c
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || session == nil {
+		t.Fatalf("login: %d, cookie %v\n%s", resp.StatusCode, session, body)
+	}
+	return session, csrfOnPage(t, base, session)
+}
+
+// whoami calls /api/v1/whoami with the session cookie and its CSRF value,
+// or, with a nil cookie, with tok as the bearer, and returns the status
+// and the caller's role.
+func whoami(t *testing.T, base string, session *http.Cookie, csrf, tok string) (int, string) {
+	t.Helper()
+	header := []string{hub.HeaderCSRF, csrf}
+	if session == nil {
+		header = []string{"Authorization", "Bearer " + tok}
+	}
+	resp, body := do(t, pageRequest(t, base, "/api/v1/whoami", session, header...))
+	var id api.Identity
+	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal([]byte(body), &id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode, id.Role
+}
+
+// eventually polls check until it returns "" or the deadline passes, then
+// fails with its last answer. Replicas follow the log and the tokens file
+// in the background: what they must do, they must do within seconds.
+func eventually(t *testing.T, within time.Duration, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := check()
+		if got == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", within, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSessionsAcrossReplicas runs two replicas over one tokens file and
+// holds dashboard sessions to what the tokens file and the log say: the
+// cookie holds neither the token nor its hash; a session started on one
+// replica works on the other; a logout ends it on both, and on a replica
+// started afterwards; a token taken out of the file, or given a lower
+// role, ends or lowers its bearer calls and its sessions on both, without
+// a restart.
+func TestSessionsAcrossReplicas(t *testing.T) {
+	r := newRig(t, 2)
+	r.useTokenFile()
+	dashboard := func() hub.Option {
+		dash, err := web.New(readtest.Fleet(), web.WithClock(readtest.Now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hub.WithDashboard(dash)
+	}
+	a, b := r.start(dashboard()), r.start(dashboard())
+	replicas := map[string]string{"A": a, "B": b}
+	const within = 15 * time.Second
+
+	var ended *http.Cookie
+	var endedCSRF string
+	t.Run("the cookie holds neither the token nor its hash", func(t *testing.T) {
+		tok := r.tokens["auditor"]
+		hash := hub.HashToken(tok)
+		raw, err := hex.DecodeString(hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _ := login(t, a, tok)
+		again, _ := login(t, a, tok)
+		for _, c := range []*http.Cookie{first, again} {
+			v := c.Value
+			var decoded []byte
+			for _, enc := range []*base64.Encoding{base64.RawURLEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.StdEncoding} {
+				if b, err := enc.DecodeString(v); err == nil {
+					decoded = b
+				}
+			}
+			if strings.Contains(v, tok) || strings.Contains(v, hash) || strings.Contains(v, tok[len("argosy_"):]) ||
+				bytes.Contains(decoded, []byte(tok)) || bytes.Contains(decoded, []byte(hash)) || bytes.Contains(decoded, raw) {
+				t.Errorf("the session cookie %q carries the token or its hash", v)
+			}
+		}
+		if first.Value == again.Value {
+			t.Error("two logins with one token got the same session cookie")
+		}
+		ended = first
+	})
+
+	t.Run("a session started on one replica works on the other", func(t *testing.T) {
+		endedCSRF = csrfOnPage(t, b, ended)
+		for name, base := range replicas {
+			if status, role := whoami(t, base, ended, endedCSRF, ""); status != http.StatusOK || role != hub.RoleViewer {
+				t.Errorf("replica %s: %d, role %q", name, status, role)
+			}
+			if resp, _ := do(t, pageRequest(t, base, "/", ended)); resp.StatusCode != http.StatusOK {
+				t.Errorf("replica %s: the fleet page answers %d", name, resp.StatusCode)
+			}
+		}
+	})
+
+	t.Run("a logout ends the session on both replicas", func(t *testing.T) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a+"/logout", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Origin", a)
+		req.AddCookie(ended)
+		if resp, body := do(t, req); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("logout: %d\n%s", resp.StatusCode, body)
+		}
+		if status, _ := whoami(t, a, ended, endedCSRF, ""); status != http.StatusUnauthorized {
+			t.Errorf("replica A, right after the logout: %d, want 401", status)
+		}
+		eventually(t, within, func() string {
+			if status, _ := whoami(t, b, ended, endedCSRF, ""); status != http.StatusUnauthorized {
+				return fmt.Sprintf("replica B answers the ended session's call with %d", status)
+			}
+			if resp, _ := do(t, pageRequest(t, b, "/", ended)); resp.StatusCode != http.StatusUnauthorized {
+				return fmt.Sprintf("replica B serves the ended session a page: %d", resp.StatusCode)
+			}
+			return ""
+		})
+	})
+
+	t.Run("a token taken out of the file ends its calls and sessions", func(t *testing.T) {
+		tok := r.tokens["dev-deployer"]
+		session, csrf := login(t, b, tok)
+		for name, base := range replicas {
+			if status, _ := whoami(t, base, nil, "", tok); status != http.StatusOK {
+				t.Fatalf("replica %s, before: %d", name, status)
+			}
+		}
+		r.writeTokens(slices.DeleteFunc(slices.Clone(r.list), func(tk hub.Token) bool { return tk.Name == "dev-deployer" }))
+		eventually(t, within, func() string {
+			for name, base := range replicas {
+				if status, _ := whoami(t, base, nil, "", tok); status != http.StatusUnauthorized {
+					return fmt.Sprintf("replica %s answers the removed token with %d", name, status)
+				}
+				if status, _ := whoami(t, base, session, csrf, ""); status != http.StatusUnauthorized {
+					return fmt.Sprintf("replica %s answers the removed token's session with %d", name, status)
+				}
+			}
+			return ""
+		})
+	})
+
+	var live *http.Cookie
+	var liveCSRF string
+	t.Run("a token given a lower role is lowered in its calls and sessions", func(t *testing.T) {
+		tok := r.tokens["root"]
+		live, liveCSRF = login(t, a, tok)
+		lowered := slices.Clone(r.list)
+		for i := range lowered {
+			if lowered[i].Name == "root" {
+				lowered[i].Role = hub.RoleViewer
+			}
+		}
+		lowered = slices.DeleteFunc(lowered, func(tk hub.Token) bool { return tk.Name == "dev-deployer" })
+		r.writeTokens(lowered)
+		eventually(t, within, func() string {
+			for name, base := range replicas {
+				if status, role := whoami(t, base, nil, "", tok); status != http.StatusOK || role != hub.RoleViewer {
+					return fmt.Sprintf("replica %s: the token is %d %q, want a viewer", name, status, role)
+				}
+				if status, role := whoami(t, base, live, liveCSRF, ""); status != http.StatusOK || role != hub.RoleViewer {
+					return fmt.Sprintf("replica %s: its session is %d %q, want a viewer", name, status, role)
+				}
+			}
+			return ""
+		})
+	})
+
+	t.Run("a replica started afterwards knows which sessions ended", func(t *testing.T) {
+		c := r.start(dashboard())
+		if status, _ := whoami(t, c, ended, endedCSRF, ""); status != http.StatusUnauthorized {
+			t.Errorf("the ended session: %d, want 401", status)
+		}
+		if status, role := whoami(t, c, live, liveCSRF, ""); status != http.StatusOK || role != hub.RoleViewer {
+			t.Errorf("a live session: %d %q, want a viewer's 200", status, role)
+		}
+	})
+}
+
+// csrfOnPage returns the CSRF value of the page base serves to session.
+func csrfOnPage(t *testing.T, base string, session *http.Cookie) string {
+	t.Helper()
+	_, page := do(t, pageRequest(t, base, "/", session))
+	i := strings.Index(page, `data-csrf="`)
+	if i < 0 {
+		t.Fatalf("no CSRF value in the page:\n%s", page)
+	}
+	csrf := page[i+len(`data-csrf="`):]
+	return csrf[:strings.IndexByte(csrf, '"')]
 }

@@ -53,6 +53,13 @@ func (h *Handler) chain(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The chains hold every cluster's and project's entries, content
+	// included, and cannot be checked in part: a limited caller may not
+	// read them (its verdicts are at /api/v1/audit/verify).
+	if _, c, pr := scopeOf(r.Context()); c || pr {
+		return nil, &apiError{status: http.StatusForbidden, msg: "the audit chains hold every cluster's and project's entries: " +
+			"a token limited to clusters or projects may not read them whole; GET /api/v1/audit/verify gives their verdicts"}
+	}
 	limit := p.integer("limit", MaxAuditLimit, 1, MaxAuditLimit)
 	var after *ChainPosition
 	if v, ok := p.values["after"]; ok {

@@ -150,8 +150,8 @@ func NewCmdTokenNew(io cmdkit.IOStreams, runF func(context.Context, *TokenNewOpt
 		Short: "Make a bearer token and add its hash to the tokens file",
 		Long: `token new makes a random bearer token for NAME (the actor the audit names),
 prints it once, and appends its SHA-256, role and scope to the tokens file
-(--file), which the hub reads at start (--tokens). The token itself is
-stored nowhere.
+(--file), which a running hub reads again within a second or two
+(--tokens). The token itself is stored nowhere.
 
 Roles: viewer reads; deployer also applies, deletes and operates
 Applications; admin also registers clusters and manages AppProjects and

@@ -56,7 +56,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NextHubKey, "next-hub-key", cmdkit.Env("ARGOSY_HUB_NEXT_PRIVATE_KEY", ""),
 		"file of the key --hub-key is about to be rotated to: every event is signed by both until the rotation (argosy-hub rotate) (env ARGOSY_HUB_NEXT_PRIVATE_KEY)")
 	fs.StringSliceVar(&o.Anchors, "trust-anchor", nil, "file of another hub public key to trust, such as the first key, before any rotation, that readers pin; repeatable")
-	fs.StringVar(&o.Tokens, "tokens", cmdkit.Env("ARGOSY_TOKENS", ""), "the tokens file, from argosy-hub token new, with an optional oidc section (env ARGOSY_TOKENS)")
+	fs.StringVar(&o.Tokens, "tokens", cmdkit.Env("ARGOSY_TOKENS", ""),
+		"the tokens file, from argosy-hub token new, with an optional oidc section; read again every second, so that a token removed or changed applies without a restart (env ARGOSY_TOKENS)")
 	fs.StringVar(&o.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the API (env ARGOSY_LISTEN)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9466"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 	fs.StringVar(&o.Store, "store", cmdkit.Env("ARGOSY_STORE", ""),
@@ -116,7 +117,11 @@ whose groups map to roles (docs/hub.md#authentication-and-authorization):
     clientID: argosy
     groups:
     - {group: platform, role: admin}
-    - {group: team-a, role: deployer, projects: [team-a], clusters: "env=staging"}`,
+    - {group: team-a, role: deployer, projects: [team-a], clusters: "env=staging"}
+
+The hub reads the file again every second: a token added, removed or
+given another role or scope, and the oidc section's groups, apply within
+seconds to calls and to the dashboard's sessions, without a restart.`,
 		Example: `  argosy-hub keygen --dir ./hub
   argosy-hub token new admin --role admin --file ./hub/tokens.yaml
   argosy-hub run --kafka-brokers kafka:9092 --hub-key ./hub/hub.key --tokens ./hub/tokens.yaml \
@@ -168,20 +173,14 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		}
 		anchors = append(anchors, events.HubAnchor(hub.HubKeyOwner, pub))
 	}
-	tokenFile, err := hub.LoadTokenFile(o.Tokens)
-	if err != nil {
-		return err
-	}
 	conn, err := o.Kafka.Opts()
 	if err != nil {
 		return err
 	}
 	topics := events.DefaultTopics(o.TopicPrefix)
 	opts := []hub.Option{hub.WithTopics(topics), hub.WithListen(o.Listen), hub.WithLogger(log), hub.WithIdempotencyWindow(o.Window),
-		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts)), hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst)}
-	if tokenFile.OIDC != nil {
-		opts = append(opts, hub.WithOIDC(*tokenFile.OIDC))
-	}
+		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts)), hub.WithTokenFile(o.Tokens),
+		hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst)}
 	g, gctx := errgroup.WithContext(ctx)
 	var ready []telemetry.Check
 	if o.Store != "" {
@@ -206,7 +205,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 			ready = append(ready, svc.Ready)
 		}
 	}
-	srv, err := hub.New(conn, signer, anchors, tokenFile.Tokens, opts...)
+	srv, err := hub.New(conn, signer, anchors, nil, opts...)
 	if err != nil {
 		return err
 	}
