@@ -27,6 +27,13 @@ const (
 	DefaultMaxSkew = 5 * time.Minute
 )
 
+// TrustMaxAge is how long after its signing a key event may reach the
+// trust topic. The hub signs a key event and appends it in the one
+// transaction that decides it (a transaction Kafka aborts within a minute
+// when its writer is gone), so a later append is a copy, say of an
+// aborted registration's key, and is refused (ErrStale).
+const TrustMaxAge = 10 * time.Minute
+
 // Decoded is an event that passed every check: a CloudEvent of a known type,
 // on its own topic, signed by a key that may sign it, targeting the reader,
 // appended in time, whose data matches its schema.
@@ -232,17 +239,25 @@ func (d *Decoder) checkEnvelope(e *event.Event, out *Decoded) error {
 	if d.target != "" && sp.Topic == TopicConfig && out.Subject.Cluster == "" {
 		return reject(ErrWrongTarget, errors.New("config event names no cluster"))
 	}
+	if sp.Topic == TopicTrust {
+		return d.checkTimeWithin(e.Time(), out.LogTime, min(d.maxAge, TrustMaxAge))
+	}
 	return d.checkTime(e.Time(), out.LogTime)
 }
 
 // checkTime refuses an event appended long after it was signed (a replay of
 // an old event) or well before (a writer's clock far ahead).
 func (d *Decoder) checkTime(signed, logged time.Time) error {
+	return d.checkTimeWithin(signed, logged, d.maxAge)
+}
+
+// checkTimeWithin is checkTime with maxAge for the decoder's.
+func (d *Decoder) checkTimeWithin(signed, logged time.Time, maxAge time.Duration) error {
 	switch {
 	case signed.IsZero():
 		return reject(ErrMalformed, errors.New("event has no time"))
-	case logged.Sub(signed) > d.maxAge:
-		return reject(ErrStale, fmt.Errorf("signed %s, appended %s: older than %s", signed.Format(time.RFC3339), logged.Format(time.RFC3339), d.maxAge))
+	case logged.Sub(signed) > maxAge:
+		return reject(ErrStale, fmt.Errorf("signed %s, appended %s: older than %s", signed.Format(time.RFC3339), logged.Format(time.RFC3339), maxAge))
 	case signed.Sub(logged) > d.maxSkew:
 		return reject(ErrStale, fmt.Errorf("signed %s, appended %s: more than %s in the future", signed.Format(time.RFC3339), logged.Format(time.RFC3339), d.maxSkew))
 	}

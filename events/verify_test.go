@@ -166,6 +166,16 @@ func TestDecodeRejects(t *testing.T) {
 			r.Timestamp = time.Now().Add(-time.Hour)
 			return r
 		}, events.ErrStale},
+		{"a key event appended long after its signing", "", nil, func() *kgo.Record {
+			// A copy of a key event from a transaction that was aborted.
+			e, err := events.New("//argosy.dev/hub", events.TypeKeyRevoked, "keys/"+f.hub.KeyID(), "hub", schemas.KeyRevoked{KeyID: f.hub.KeyID(), Reason: "old"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := record(t, sign(t, f.hub, e))
+			r.Timestamp = r.Timestamp.Add(events.TrustMaxAge + time.Minute)
+			return r
+		}, events.ErrStale},
 		{"specversion 0.3", "", nil, func() *kgo.Record {
 			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_specversion", "0.3")
 		}, events.ErrMalformed},

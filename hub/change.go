@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -192,9 +193,19 @@ func partial(err error, res *api.Result) error {
 	for _, w := range res.Events {
 		ids = append(ids, w.ID)
 	}
-	ae := failf(http.StatusServiceUnavailable, "%v; %d events were written before the failure (%s): retry with the same %s to write the rest",
+	// A refusal (a conflict, a denial, an invalid request) stays what it
+	// is: retrying would meet it again.
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status >= 400 && ae.status < 500 {
+		body := ae.body
+		body.Error = fmt.Sprintf("%s; %d events were written before it (%s)", body.Error, len(ids), strings.Join(ids, ", "))
+		return &apiError{status: ae.status, body: body}
+	}
+	if errors.Is(err, errDenied) {
+		return failf(http.StatusForbidden, "%v; %d events were written before it (%s)", err, len(ids), strings.Join(ids, ", "))
+	}
+	return failf(http.StatusServiceUnavailable, "%v; %d events were written before the failure (%s): retry with the same %s to write the rest",
 		err, len(ids), strings.Join(ids, ", "), api.HeaderIdempotencyKey)
-	return ae
 }
 
 // partitionOf returns the config partition of a cluster: its pin, if its
@@ -242,9 +253,19 @@ func newEvent(typ string, subj events.Subject, data any) (*event.Event, error) {
 // another project's object by naming its own project, nor act on a
 // cluster relabelled since the call was first checked.
 func (s *Server) allowChange(p *principal, action, cluster string, cur entry, exists bool) error {
-	cl, _ := s.ledger.get(cluster)
+	cl, ok := s.ledger.get(cluster)
+	if p.Clusters != "" && (!ok || cl.deleted || cl.typ != events.TypeClusterRegistered) {
+		return fmt.Errorf("%w: %s may not %s on cluster %q: it is not registered, so it has no labels to match %q", errDenied, p.Actor, action, cluster, p.Clusters)
+	}
 	if !exists || cur.deleted {
 		return p.allow(action, cluster, cl.labels, "")
 	}
 	return p.allowShared(action, cluster, cl.labels, cur.project)
+}
+
+// allowProjectChange is allowChange for an AppProject, whose project is
+// its name.
+func (s *Server) allowProjectChange(p *principal, action, cluster, project string) error {
+	cl, _ := s.ledger.get(cluster)
+	return p.allow(action, cluster, cl.labels, project)
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -51,7 +50,7 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 	var keys *keySet
 	if req.SigningKey != "" || req.SealingKey != "" {
 		var err error
-		if keys, err = s.clusterKeys(r.Context(), name, req.SigningKey, req.SealingKey); err != nil {
+		if keys, err = clusterKeys(name, req.SigningKey, req.SealingKey); err != nil {
 			return nil, err
 		}
 	}
@@ -85,7 +84,7 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 			switch {
 			case keys != nil:
 				data.SigningKeyID, data.SealingKeyID = keys.ids[0], keys.ids[1]
-				if trust, err = keys.events(name, cur, live, overlap); err != nil {
+				if trust, err = s.keyEvents(r.Context(), keys, cur, live, overlap); err != nil {
 					return nil, err
 				}
 			case live && cur.signingKey != "":
@@ -159,11 +158,19 @@ func newJoinToken(expires time.Time) (string, *schemas.JoinToken, error) {
 // the cluster it was issued to.
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	c := &call{id: uuid.NewString(), action: actionJoin, cluster: name, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr,
+	if !validName(name) {
+		// No cluster can have this name: not worth a record.
+		s.writeError(w, r, s.refuseUnauthenticated(r, failf(http.StatusNotFound, "%q is not a cluster name (a DNS-1123 label)", name)))
+		return
+	}
+	c := &call{id: uuid.NewString(), action: actionJoin, cluster: name, method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr,
 		p: &principal{Identity: api.Identity{Actor: "join:" + name}}}
 	v, err := s.joinCluster(r, c, name)
+	// Every failed proof counts against the address's limit, whatever its
+	// answer: each is audited until the limit, so that no one can fill
+	// the audit topic with them.
 	var ae *apiError
-	if errors.As(err, &ae) && ae.status == http.StatusUnauthorized {
+	if errors.As(err, &ae) && ae.status < 500 {
 		if limited := s.refuseUnauthenticated(r, ae); limited.status == http.StatusTooManyRequests {
 			// Past the limit of failed proofs from this address: counted,
 			// and not audited one by one.
@@ -196,7 +203,7 @@ func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error)
 	if err := check(cur, ok); err != nil {
 		return nil, err
 	}
-	keys, err := s.clusterKeys(r.Context(), name, req.SigningKey, req.SealingKey)
+	keys, err := clusterKeys(name, req.SigningKey, req.SealingKey)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +215,7 @@ func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error)
 			gen := cur.generation + 1
 			data := schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen},
 				Labels: cur.labels, Partition: cur.pin, SigningKeyID: keys.ids[0], SealingKeyID: keys.ids[1]}
-			trust, err := keys.events(name, cur, false, 0)
+			trust, err := s.keyEvents(r.Context(), keys, cur, false, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -224,21 +231,14 @@ func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error)
 // keySet is a cluster's two public keys as a registration names them:
 // signing, then sealing.
 type keySet struct {
+	name string
 	ids  [2]string
 	keys [2]schemas.KeyRegistered
 }
 
-// clusterKeys checks a registration's public keys: each must be new, or
-// one the cluster already holds and that was never ended, so that one
-// cluster's key never signs for another and a revoked key never comes
-// back.
-func (s *Server) clusterKeys(ctx context.Context, name, signingKey, sealingKey string) (*keySet, error) {
-	// Every key registered before now is known once the trust topic is
-	// read to now: a key another cluster took a moment ago included.
-	if err := s.keys.WaitCovers(ctx, s.o.now()); err != nil {
-		return nil, err
-	}
-	ks := &keySet{}
+// clusterKeys reads a registration's public keys.
+func clusterKeys(name, signingKey, sealingKey string) (*keySet, error) {
+	ks := &keySet{name: name}
 	for i, k := range []struct{ field, value, purpose, alg string }{
 		{"signingKey", signingKey, schemas.PurposeSigning, "ed25519"},
 		{"sealingKey", sealingKey, schemas.PurposeSealing, "x25519"},
@@ -248,25 +248,72 @@ func (s *Server) clusterKeys(ctx context.Context, name, signingKey, sealingKey s
 			return nil, invalid(k.field, "want the cluster's public key, standard base64 of 32 bytes (argosy-spoke keygen writes it)")
 		}
 		id := events.KeyID(pub)
-		if old, ok := s.keys.Key(id); ok {
-			switch {
-			case old.Owner != name || old.Role != schemas.RoleCluster || old.Purpose != k.purpose:
-				return nil, invalid(k.field, fmt.Sprintf("key %s is registered already, to %s %q as its %s key: a key serves one cluster and one purpose", id, old.Role, old.Owner, old.Purpose))
-			case !old.Until.IsZero():
-				return nil, invalid(k.field, fmt.Sprintf("key %s was ended at %s (%s) and is never valid again: make new keys with argosy-spoke keygen", id, old.Until.Format(time.RFC3339), old.Reason))
-			}
-		}
 		ks.ids[i] = id
 		ks.keys[i] = schemas.KeyRegistered{KeyID: id, Owner: name, Role: schemas.RoleCluster, Purpose: k.purpose, Algorithm: k.alg, PublicKey: k.value}
 	}
 	return ks, nil
 }
 
+// keyEvents decides, under the partition's lock, the trust events of a
+// registration of ks on the registration cur (live: registered now): it
+// reads the trust topic to now, so that every key committed before the
+// decision is known, refuses a key another cluster holds or one ever
+// ended, and returns ks.events with the cluster's other keys still valid.
+func (s *Server) keyEvents(ctx context.Context, ks *keySet, cur entry, live bool, overlap time.Duration) ([]*event.Event, error) {
+	if err := s.keys.WaitCovers(ctx, s.o.now()); err != nil {
+		return nil, err
+	}
+	for i, id := range ks.ids {
+		old, ok := s.keys.Key(id)
+		if !ok {
+			continue
+		}
+		field := [2]string{"signingKey", "sealingKey"}[i]
+		switch {
+		case old.Owner != ks.name || old.Role != schemas.RoleCluster || old.Purpose != ks.keys[i].Purpose:
+			return nil, invalid(field, fmt.Sprintf("key %s is registered already, to %s %q as its %s key: a key serves one cluster and one purpose", id, old.Role, old.Owner, old.Purpose))
+		case !old.Until.IsZero():
+			return nil, invalid(field, fmt.Sprintf("key %s was ended at %s (%s) and is never valid again: make new keys with argosy-spoke keygen", id, old.Until.Format(time.RFC3339), old.Reason))
+		}
+	}
+	// Keys of the cluster still valid that neither the registration nor
+	// this one names (in an earlier rotation's overlap): a registration
+	// of new keys ends them at once.
+	var others []string
+	for _, id := range s.liveKeys(ks.name) {
+		if !slices.Contains(ks.ids[:], id) && id != cur.signingKey && id != cur.sealingKey {
+			others = append(others, id)
+		}
+	}
+	return ks.events(cur, live, overlap, others)
+}
+
+// liveKeys returns the ids of the keys the trust topic holds for a
+// cluster that are valid now or later.
+func (s *Server) liveKeys(name string) []string {
+	now := s.o.now()
+	var out []string
+	for _, k := range s.keys.Keys() {
+		if k.Owner == name && k.Role == schemas.RoleCluster && (k.Until.IsZero() || k.Until.After(now)) {
+			out = append(out, k.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // events returns the trust events of a registration of ks: each key that
-// is new registered, and each key of the live registration cur it
-// replaces rotated out, valid for overlap more.
-func (ks *keySet) events(name string, cur entry, live bool, overlap time.Duration) ([]*event.Event, error) {
-	var out []*event.Event
+// is new registered, each key of the live registration cur it replaces
+// rotated out, valid for overlap more, and the keys others revoked.
+func (ks *keySet) events(cur entry, live bool, overlap time.Duration, others []string) ([]*event.Event, error) {
+	name := ks.name
+	if live && cur.signingKey == ks.ids[0] && cur.sealingKey == ks.ids[1] {
+		return nil, nil // the same keys again: nothing changes
+	}
+	out, err := revocations(name, others, "ended by a registration of new keys for cluster "+name)
+	if err != nil {
+		return nil, err
+	}
 	for i, old := range []string{cur.signingKey, cur.sealingKey} {
 		if live && old == ks.ids[i] {
 			continue // unchanged
@@ -310,11 +357,6 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	reason := r.URL.Query().Get("reason")
-	// The trust topic is read to now, so that every key registered
-	// before this call is known.
-	if err := s.keys.WaitCovers(r.Context(), s.o.now()); err != nil {
-		return nil, err
-	}
 	return s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
 		build: func(cur entry, exists bool) (*pending, error) {
 			if !exists || cur.deleted {
@@ -332,32 +374,29 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			p.trust, err = s.revocations(name, cur, reason)
+			// The trust topic is read to now, under the lock, so that every
+			// key committed before this decision is known.
+			if err := s.keys.WaitCovers(r.Context(), s.o.now()); err != nil {
+				return nil, err
+			}
+			if reason == "" {
+				reason = "cluster " + name + " deregistered"
+			}
+			ids := s.liveKeys(name)
+			for _, id := range []string{cur.signingKey, cur.sealingKey} {
+				if id != "" && !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+			p.trust, err = revocations(name, ids, reason)
 			return p, err
 		}}})
 }
 
-// revocations revokes every key of a cluster that is valid now or later:
-// the keys its registration names, the keys still in a rotation's
-// overlap, and any other key the trust topic holds for it.
-func (s *Server) revocations(name string, cur entry, reason string) ([]*event.Event, error) {
-	if reason == "" {
-		reason = "cluster " + name + " deregistered"
-	}
-	now := s.o.now()
-	ids := map[string]bool{}
-	for _, id := range []string{cur.signingKey, cur.sealingKey} {
-		if id != "" {
-			ids[id] = true
-		}
-	}
-	for _, k := range s.keys.Keys() {
-		if k.Owner == name && k.Role == schemas.RoleCluster && (k.Until.IsZero() || k.Until.After(now)) {
-			ids[k.ID] = true
-		}
-	}
+// revocations returns the revocations of keys ids of cluster name.
+func revocations(name string, ids []string, reason string) ([]*event.Event, error) {
 	var es []*event.Event
-	for _, id := range slices.Sorted(maps.Keys(ids)) {
+	for _, id := range ids {
 		e, err := events.New(Source, events.TypeKeyRevoked, "keys/"+id, name, schemas.KeyRevoked{KeyID: id, Reason: reason})
 		if err != nil {
 			return nil, err
@@ -413,6 +452,13 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 			}
 			if err := s.allowChange(c.p, actionApplyRepository, subj.Cluster, cur, exists); err != nil {
 				return nil, err
+			}
+			// The cluster as it is now: still registered, and still
+			// holding the key the credentials were sealed to.
+			if now, ok := s.ledger.get(subj.Cluster); !ok || now.deleted || now.typ != events.TypeClusterRegistered {
+				return nil, failf(http.StatusConflict, "cluster %q was deregistered meanwhile", subj.Cluster)
+			} else if sealed != nil && now.sealingKey != sealed.KeyID {
+				return nil, failf(http.StatusConflict, "cluster %q's sealing key changed meanwhile, so the credentials sealed to %s cannot be opened there: send them again", subj.Cluster, sealed.KeyID)
 			}
 			data := schemas.RepositoryUpserted{Resource: schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: gen},
 				URL: req.URL, Type: req.Type, Project: req.Project, Credentials: sealed}

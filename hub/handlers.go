@@ -38,7 +38,11 @@ func (s *Server) objects(r *http.Request, c *call) (any, error) {
 		case o.Kind == api.KindRepositories && project == "" && len(c.p.Projects) > 0:
 			continue // a repository of every project: not its alone
 		}
-		if c.p.allow(actionRead, o.Cluster, clusters[o.Cluster].labels, project) != nil {
+		cl, registered := clusters[o.Cluster]
+		if c.p.Clusters != "" && !registered {
+			continue // a deregistered cluster has no labels to match
+		}
+		if c.p.allow(actionRead, o.Cluster, cl.labels, project) != nil {
 			continue
 		}
 		out.Items = append(out.Items, o)
@@ -172,6 +176,9 @@ func (s *Server) applyProject(r *http.Request, c *call) (any, error) {
 				if err != nil {
 					return nil, err
 				}
+				if err := s.allowProjectChange(c.p, actionApplyProject, name, proj.Name); err != nil {
+					return nil, err
+				}
 				data := schemas.AppProjectUpserted{Resource: schemas.Resource{Cluster: name, Namespace: proj.Namespace, Name: proj.Name, Generation: gen},
 					Labels: proj.Labels, Spec: proj.Spec}
 				return s.upsert(events.TypeAppProjectUpserted, subj, data, gen, &entry{labels: proj.Labels, spec: proj.Spec})
@@ -266,10 +273,12 @@ func (s *Server) remove(r *http.Request, c *call, kind, typ, project string, dat
 			if err != nil {
 				return nil, err
 			}
-			if kind != schemas.SubjectAppProjects {
-				if err := s.allowChange(c.p, c.action, subj.Cluster, cur, exists); err != nil {
-					return nil, err
-				}
+			check := s.allowChange(c.p, c.action, subj.Cluster, cur, exists)
+			if kind == schemas.SubjectAppProjects {
+				check = s.allowProjectChange(c.p, c.action, subj.Cluster, subj.Name)
+			}
+			if check != nil {
+				return nil, check
 			}
 			res := schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: gen}
 			e := &entry{deleted: true, project: project}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -132,7 +133,7 @@ func failf(status int, format string, args ...any) *apiError {
 func (s *Server) handle(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &call{id: uuid.NewString(), action: rt.action, cluster: r.PathValue("cluster"), target: target(r),
-			method: r.Method, path: r.URL.Path, remote: r.RemoteAddr, idempotencyKey: r.Header.Get(api.HeaderIdempotencyKey)}
+			method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr, idempotencyKey: r.Header.Get(api.HeaderIdempotencyKey)}
 		var dryErr error
 		c.dryRun, dryErr = boolParam(r, "dryRun", false)
 		if c.cluster == "" && strings.HasPrefix(rt.path, "/api/v1/clusters/{name}") {
@@ -290,7 +291,9 @@ func target(r *http.Request) string {
 	if len(parts) < 2 {
 		return ""
 	}
-	return parts[1] + "/" + ns + "/" + name
+	// Escaped as in a URL: the audit records it, and a path may carry any
+	// byte, control characters included.
+	return url.PathEscape(parts[1]) + "/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
 }
 
 func hubURL(r *http.Request) string {

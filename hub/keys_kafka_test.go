@@ -128,6 +128,9 @@ func TestHubKeyRotation(t *testing.T) {
 	if _, err := retired.RegisterCluster(t.Context(), "late", api.ClusterRequest{}, api.WriteOptions{}); api.StatusOf(err) != http.StatusServiceUnavailable {
 		t.Errorf("a write on the replica with the retired key = %v, want 503", err)
 	}
+	if _, err := retired.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: "moved=yes", Manifest: appManifest()}, api.WriteOptions{}); api.StatusOf(err) != http.StatusServiceUnavailable {
+		t.Errorf("a placement on the replica with the retired key = %v, want 503", err)
+	}
 	if resp, err := http.Get(retiredURL + "/readyz"); err != nil || resp.StatusCode != http.StatusServiceUnavailable { //nolint:noctx // loopback
 		t.Errorf("the replica with the retired key is ready: %v, %v", resp, err)
 	} else {

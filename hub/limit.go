@@ -2,6 +2,7 @@ package hub
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -47,10 +48,7 @@ func newSourceLimiter(now func() time.Time, perSecond float64, burst int) *sourc
 // http.Request.RemoteAddr has it) and reports whether it is within the
 // limit.
 func (l *sourceLimiter) allow(remote string) bool {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
+	host := sourceOf(remote)
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -77,4 +75,22 @@ func (l *sourceLimiter) forget(now time.Time) {
 	if len(l.sources) >= maxSources {
 		clear(l.sources)
 	}
+}
+
+// sourceOf returns the address a limit applies to: an IPv4 address, or an
+// IPv6 address's /64, which one host may hold whole.
+func sourceOf(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.Is6() || ip.Is4In6() {
+		return host
+	}
+	p, err := ip.Prefix(64)
+	if err != nil {
+		return host
+	}
+	return p.String()
 }

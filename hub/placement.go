@@ -184,6 +184,9 @@ func (s *Server) placementEvent(typ, key string, data any, p *placement) (*pendi
 // writePlacement decides and writes a placement's event with the call's
 // audit record, on the placements topic's lane.
 func (s *Server) writePlacement(ctx context.Context, c *call, key string, build func(placement, bool) (*pending, error)) (*api.Result, error) {
+	if err := s.signingErr(); err != nil {
+		return nil, err
+	}
 	decide := func() ([]pending, error) {
 		cur, ok := s.ledger.placement(key)
 		p, err := build(cur, ok)

@@ -268,6 +268,11 @@ func (s *Server) catchUp(ctx context.Context, adm *kadm.Client) error {
 		}
 		return err
 	}
+	// The trust topic too, to now: a replica started on a key rotated out
+	// meanwhile learns it before it serves, and writes nothing with it.
+	if err := s.keys.WaitCovers(ctx, s.o.now()); err != nil {
+		return nil //nolint:nilerr // ctx ended: the hub is stopping
+	}
 	close(s.ready)
 	s.o.log.InfoContext(ctx, "hub ready: the ledger has read the log")
 	return nil

@@ -61,7 +61,7 @@ func (s *Server) reader(r *http.Request, tok string) (*principal, error) {
 
 // readCall is the audit record of a dashboard read by p.
 func readCall(r *http.Request, p *principal) *call {
-	return &call{id: uuid.NewString(), action: actionRead, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr, p: p}
+	return &call{id: uuid.NewString(), action: actionRead, method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr, p: p}
 }
 
 // setSession sets the session cookie to value for maxAge, or clears it
@@ -153,7 +153,7 @@ func (s *Server) endSession(r *http.Request, value string) error {
 
 // sessionCall is the audit record of a session's start or end by actor.
 func sessionCall(r *http.Request, actor, action string, v session) *call {
-	return &call{id: uuid.NewString(), action: action, method: r.Method, path: r.URL.Path, remote: r.RemoteAddr,
+	return &call{id: uuid.NewString(), action: action, method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr,
 		target: sessionTarget + v.ref(), p: &principal{Identity: api.Identity{Actor: actor}}}
 }
 

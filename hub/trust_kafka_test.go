@@ -207,9 +207,9 @@ func TestRacingJoinsRegisterOneKeyPair(t *testing.T) {
 
 // TestReregisterRotatesKeys rotates a cluster's keys by registering it
 // again with new ones: without an overlap the old key signs nothing from
-// the rotation on; with one, it signs until the overlap ends. Then
-// deregistering ends every key the cluster ever had, the one still in
-// its overlap too.
+// the rotation on; with one, it signs until the overlap ends, unless new
+// keys come again, which end it at once. Then deregistering ends every
+// key the cluster ever had.
 func TestReregisterRotatesKeys(t *testing.T) {
 	r := newRig(t, 1)
 	root := r.client(r.start(), "root")
@@ -242,17 +242,30 @@ func TestReregisterRotatesKeys(t *testing.T) {
 		}
 	}
 
+	// Keys again, with no overlap, as after k2 leaked: k3 is rotated out
+	// and k2, still in the last rotation's overlap, ends at once too.
+	k4 := newSpokeKeys(t)
+	if err := registerWith(t, root, "prod", k4, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	keys = r.trustKeys()
+	for _, k := range []spokeKeys{k2, k3} {
+		if err := r.accepts(keys, r.heartbeat(k.signer, "prod")); err == nil {
+			t.Errorf("after new keys without an overlap, a heartbeat signed with %s was accepted", k.signer.KeyID())
+		}
+	}
+
 	if _, err := root.DeregisterCluster(t.Context(), "prod", "decommissioned", api.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	keys = r.trustKeys()
-	for _, k := range []spokeKeys{k1, k2, k3} {
+	for _, k := range []spokeKeys{k1, k2, k3, k4} {
 		if err := r.accepts(keys, r.heartbeat(k.signer, "prod")); err == nil {
 			t.Errorf("after deregistration, a heartbeat signed with %s was accepted", k.signer.KeyID())
 		}
 	}
 	// A key that was revoked is not registered again.
-	if err := registerWith(t, root, "prod", k3, nil, ""); api.StatusOf(err) != http.StatusBadRequest {
+	if err := registerWith(t, root, "prod", k4, nil, ""); api.StatusOf(err) != http.StatusBadRequest {
 		t.Errorf("registering a revoked key again = %v, want 400", err)
 	}
 }

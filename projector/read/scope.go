@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // Scope is what one caller may read: the clusters and the projects its
@@ -43,9 +44,10 @@ func scopeOf(ctx context.Context) (Scope, bool, bool) {
 // scope, or about an Application of a project out of scope, are left out:
 // clusters and their summaries, Applications, audit entries, deployment
 // records, gaps, placement targets and health changes, and so every view
-// and report made from them. Audit entries about no Application are left
-// out for a token limited to projects, and entries about no cluster for a
-// token limited to clusters. The audit chains (Chain, ChainPartitions)
+// and report made from them. For a token limited to projects, audit
+// entries are kept only about its projects' Applications and its
+// AppProjects; for a token limited to clusters, entries about no cluster
+// are left out. The audit chains (Chain, ChainPartitions)
 // are not filtered: verifying them shows hashes and verdicts only.
 func Scoped(q projector.Query) projector.Query {
 	if _, ok := q.(scoped); ok {
@@ -189,7 +191,18 @@ func (q scoped) Audit(ctx context.Context, f projector.AuditFilter) ([]projector
 		if r.Cluster == "" || !in.cluster(r.Cluster) {
 			return false
 		}
-		return !in.projects || in.app(projector.AppKey{Cluster: r.Cluster, Namespace: r.Namespace, Name: r.Name}, "")
+		if !in.projects {
+			return true
+		}
+		// By the entry's kind: an AppProject or repository may share an
+		// Application's namespace and name.
+		switch r.Kind {
+		case schemas.SubjectApplications:
+			return in.app(projector.AppKey{Cluster: r.Cluster, Namespace: r.Namespace, Name: r.Name}, "")
+		case schemas.SubjectAppProjects:
+			return in.s.Project(r.Name)
+		}
+		return false
 	})
 	if limit > 0 && len(rows) > limit {
 		rows = rows[:limit]

@@ -43,6 +43,7 @@ PAYLOAD_TYPE = "https://cloudevents.io/verifiability/dsse/v0.1"
 CORE = ["id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject", "time"]
 MAX_AGE = datetime.timedelta(days=7)
 MAX_SKEW = datetime.timedelta(minutes=5)
+TRUST_MAX_AGE = datetime.timedelta(minutes=10)
 DLQ_HEADERS = ["argosy_dlq_reason", "argosy_dlq_error", "argosy_dlq_topic",
                "argosy_dlq_partition", "argosy_dlq_offset", "argosy_dlq_time"]
 
@@ -343,7 +344,8 @@ class Reader:
         if topic == "trust" and signer == "hub" and subject != "keys/" + payload.get("keyId", ""):
             raise Refused(f"subject {subject!r}, want keys/<keyId of the data>")
         signed_at = datetime.datetime.fromisoformat(time_form(attrs["time"]).replace("Z", "+00:00"))
-        if at - signed_at > MAX_AGE or signed_at - at > MAX_SKEW:
+        max_age = TRUST_MAX_AGE if topic == "trust" else MAX_AGE
+        if at - signed_at > max_age or signed_at - at > MAX_SKEW:
             raise Refused(f"signed {signed_at}, appended {at}: stale")
 
         def may_sign(k):
