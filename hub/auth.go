@@ -256,7 +256,6 @@ func (p *principal) allowRegistered(action, cluster string, cur entry, exists bo
 	return p.allowShared(action, cluster, cur.labels, "")
 }
 
-
 // allowEveryCluster refuses a token limited to some clusters: a placement
 // reaches, and its deletion prunes, every cluster its selector matches,
 // now and later.

@@ -321,11 +321,11 @@ type options struct {
 	// address (WithUnauthenticatedLimit).
 	unauthRate  float64
 	unauthBurst int
-	ledgerLag  time.Duration // tests only: see export_test.go
-	placeEvery time.Duration
-	decoder    []events.DecoderOption
-	oidc       *OIDC
-	tokenFile  string
+	ledgerLag   time.Duration // tests only: see export_test.go
+	placeEvery  time.Duration
+	decoder     []events.DecoderOption
+	oidc        *OIDC
+	tokenFile   string
 }
 
 func newOptions(opts []Option) options {
