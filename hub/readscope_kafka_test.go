@@ -124,7 +124,7 @@ func TestReadsStayInScope(t *testing.T) {
 		{"staging-viewer", "/api/v1/applications", "name", []string{"mail", "shop"}},
 		{"staging-viewer", "/api/v1/audit?limit=1000", "cluster", []string{"staging"}},
 		{"team-a-viewer", "/api/v1/applications", "name", []string{"pay", "shop"}},
-		{"team-a-viewer", "/api/v1/audit?limit=1000", "name", []string{"pay", "shop"}},
+		{"team-a-viewer", "/api/v1/audit?limit=1000", "name", []string{"pay", "shop", "team-a"}}, // its Applications and its AppProject
 	} {
 		t.Run(tc.actor+" "+tc.path, func(t *testing.T) {
 			status, v := r.getJSON(url, tc.actor, tc.path)
