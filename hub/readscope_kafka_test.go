@@ -3,7 +3,6 @@
 package hub_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
@@ -75,29 +75,11 @@ func TestReadsStayInScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	anchors := []events.Key{events.HubAnchor("hub", r.signer.Public())}
-	svc, err := projector.NewService([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, store, anchors, projector.WithTopics(r.topics))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("projector Run = %v", err)
-		}
-	})
+	hubtest.Fold(t, []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, store,
+		[]events.Key{events.HubAnchor("hub", r.signer.Public())}, projector.WithTopics(r.topics))
 	url := r.start(hub.WithReadAPI(read.New(store)))
 	root := r.client(url, "root")
-	r.register(root, "prod", map[string]string{"env": "prod"})
-	r.register(root, "staging", map[string]string{"env": "staging"})
-	for _, p := range []string{"team-a", "team-b"} {
-		if _, err := root.Apply(t.Context(), api.KindAppProjects, api.ApplyRequest{Clusters: []string{"prod", "staging"}, Manifest: projectManifest(p)}, api.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.twoTeams(root)
 	for _, a := range []struct{ cluster, name, project string }{{"prod", "pay", "team-a"}, {"staging", "shop", "team-a"}, {"staging", "mail", "team-b"}} {
 		if _, err := root.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{a.cluster}, Manifest: appIn(a.name, a.project)}, api.WriteOptions{}); err != nil {
 			t.Fatal(err)

@@ -48,15 +48,21 @@ func scopeRig(t *testing.T) (*rig, string) {
 	r.addToken("team-a", hub.RoleDeployer, []string{"team-a"}, "")
 	r.addToken("team-a-admin", hub.RoleAdmin, []string{"team-a"}, "")
 	url := r.start()
-	root := r.client(url, "root")
+	r.twoTeams(r.client(url, "root"))
+	return r, url
+}
+
+// twoTeams registers a production and a staging cluster and applies the
+// AppProjects team-a and team-b on both.
+func (r *rig) twoTeams(root *api.Client) {
+	r.t.Helper()
 	r.register(root, "prod", map[string]string{"env": "prod"})
 	r.register(root, "staging", map[string]string{"env": "staging"})
 	for _, p := range []string{"team-a", "team-b"} {
-		if _, err := root.Apply(t.Context(), api.KindAppProjects, api.ApplyRequest{Clusters: []string{"prod", "staging"}, Manifest: projectManifest(p)}, api.WriteOptions{}); err != nil {
-			t.Fatal(err)
+		if _, err := root.Apply(r.t.Context(), api.KindAppProjects, api.ApplyRequest{Clusters: []string{"prod", "staging"}, Manifest: projectManifest(p)}, api.WriteOptions{}); err != nil {
+			r.t.Fatal(err)
 		}
 	}
-	return r, url
 }
 
 // object returns the ledger's word on one object, as root sees it.

@@ -123,20 +123,6 @@ func chainPage(ctx context.Context, tx *sql.Tx, d dialect, p projector.Partition
 	return out, nil
 }
 
-func eachRow(ctx context.Context, tx *sql.Tx, q string, args []any, scan func(*sql.Rows) error) error {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // chainV1 is the audit chain's hash up to schema version 7, kept to check
 // old chains before they are rehashed; never change it. It is
 // projector.Chain but for before and after, hashed as the bytes stored.

@@ -156,7 +156,17 @@ func (s *Store) inChunks(ctx context.Context, q string, n int, term string, args
 // each runs query q (with '?' placeholders) on the readers and calls scan
 // for every row.
 func (s *Store) each(ctx context.Context, q string, args []any, scan func(*sql.Rows) error) error {
-	rows, err := s.r.QueryContext(ctx, s.d.bind(q), args...)
+	return eachRow(ctx, s.r, s.d.bind(q), args, scan)
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// eachRow runs query q on db and calls scan for every row.
+func eachRow(ctx context.Context, db querier, q string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}

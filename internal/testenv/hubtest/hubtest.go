@@ -19,6 +19,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/projector"
 )
 
 // Hub is a running hub on an in-memory broker.
@@ -121,4 +122,29 @@ func Do(t testing.TB, c *http.Client, req *http.Request) (*http.Response, string
 		t.Fatal(err)
 	}
 	return resp, string(b)
+}
+
+// Fold runs a projector replica on conn into store until the test ends,
+// trusting anchors: for tests that read the hub's views through its read
+// API.
+func Fold(t testing.TB, conn []kgo.Opt, store projector.Store, anchors []events.Key, opts ...projector.Option) {
+	t.Helper()
+	svc, err := projector.NewService(conn, store, anchors, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("projector Run = %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("projector Run did not return within 30 s of its context ending")
+		}
+	})
 }

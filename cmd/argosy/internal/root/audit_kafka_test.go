@@ -22,6 +22,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/toolcache"
 	"github.com/argosyproj/argosy/projector"
@@ -176,26 +177,9 @@ func (h *realHub) rebuildAgrees(t *testing.T, v outsideVerdict) {
 // fold runs a projector on h's topics into store until the test ends.
 func (h *realHub) fold(t *testing.T, store *sqlstore.Store) {
 	t.Helper()
-	svc, err := projector.NewService([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, store,
+	hubtest.Fold(t, []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, store,
 		[]events.Key{events.HubAnchor("hub", h.signer.Public())},
 		projector.WithTopics(h.topics), projector.WithGroup(h.topics[events.TopicConfig]+".projector"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("projector Run = %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("projector Run did not return within 30 s of its context ending")
-		}
-	})
 }
 
 // auditHistory makes, through the CLI as root, changes of every kind the
