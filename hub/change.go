@@ -28,7 +28,7 @@ type change struct {
 	// false for an object never written). It runs under the partition's
 	// lock, on a ledger read to the partition's end; an error, such as a
 	// conflict, writes nothing of the partition.
-	build func(cur entry, exists bool) (*pending, error)
+	build func(ctx context.Context, cur entry, exists bool) (*pending, error)
 }
 
 // idNamespace derives the event ids of idempotent writes.
@@ -57,7 +57,7 @@ func (s *Server) commit(ctx context.Context, c *call, changes []change) (*api.Re
 		res.DryRun = true
 		for _, ch := range changes {
 			cur, ok := s.ledger.get(ch.key)
-			p, err := ch.build(cur, ok)
+			p, err := ch.build(ctx, cur, ok)
 			if err != nil {
 				return nil, err
 			}
@@ -105,7 +105,7 @@ func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []ch
 	for i, ch := range chs {
 		ids[i] = eventID(c, ch)
 	}
-	decide := func() ([]pending, error) {
+	decide := func(ctx context.Context) ([]pending, error) {
 		replayed = replayed[:0]
 		var out []pending
 		for i, ch := range chs {
@@ -115,7 +115,7 @@ func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []ch
 				continue
 			}
 			cur, ok := s.ledger.get(ch.key)
-			pd, err := ch.build(cur, ok)
+			pd, err := ch.build(ctx, cur, ok)
 			if err != nil {
 				return nil, err
 			}

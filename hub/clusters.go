@@ -69,7 +69,7 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 	issued := false
 	subj := events.Subject{Cluster: name}
 	res, err := s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
-		build: func(cur entry, exists bool) (*pending, error) {
+		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 			gen, err := generationFor(req.ExpectedGeneration, cur, exists, "cluster "+name)
 			if err != nil {
 				return nil, err
@@ -84,7 +84,7 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 			switch {
 			case keys != nil:
 				data.SigningKeyID, data.SealingKeyID = keys.ids[0], keys.ids[1]
-				if trust, err = s.keyEvents(r.Context(), keys, cur, live, overlap); err != nil {
+				if trust, err = s.keyEvents(ctx, keys, cur, live, overlap); err != nil {
 					return nil, err
 				}
 			case live && cur.signingKey != "":
@@ -208,14 +208,14 @@ func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error)
 		return nil, err
 	}
 	return s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
-		build: func(cur entry, exists bool) (*pending, error) {
+		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 			if err := check(cur, exists); err != nil {
 				return nil, err
 			}
 			gen := cur.generation + 1
 			data := schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen},
 				Labels: cur.labels, Partition: cur.pin, SigningKeyID: keys.ids[0], SealingKeyID: keys.ids[1]}
-			trust, err := s.keyEvents(r.Context(), keys, cur, false, 0)
+			trust, err := s.keyEvents(ctx, keys, cur, false, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -358,7 +358,7 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 	}
 	reason := r.URL.Query().Get("reason")
 	return s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
-		build: func(cur entry, exists bool) (*pending, error) {
+		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 			if !exists || cur.deleted {
 				return nil, &apiError{status: http.StatusConflict, body: api.Error{Error: fmt.Sprintf("cluster %q was deregistered meanwhile", name)}}
 			}
@@ -376,7 +376,7 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 			}
 			// The trust topic is read to now, under the lock, so that every
 			// key committed before this decision is known.
-			if err := s.keys.WaitCovers(r.Context(), s.o.now()); err != nil {
+			if err := s.keys.WaitCovers(ctx, s.o.now()); err != nil {
 				return nil, err
 			}
 			if reason == "" {
@@ -445,7 +445,7 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 		}
 	}
 	return s.commit(r.Context(), c, []change{{cluster: subj.Cluster, key: events.DesiredKey(subj), kind: api.KindRepositories,
-		build: func(cur entry, exists bool) (*pending, error) {
+		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 			gen, err := generationFor(req.ExpectedGeneration, cur, exists, fmt.Sprintf("repository %s/%s on cluster %q", subj.Namespace, subj.Name, subj.Cluster))
 			if err != nil {
 				return nil, err
@@ -553,7 +553,7 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 	}
 	expires := s.o.now().Add(time.Hour).UTC().Truncate(time.Second)
 	return s.commit(r.Context(), c, []change{{cluster: subj.Cluster, key: events.DesiredKey(subj) + "#" + req.Operation, kind: api.KindApplications,
-		build: func(cur entry, exists bool) (*pending, error) {
+		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 			app, ok := s.ledger.get(events.DesiredKey(subj))
 			if !ok || app.deleted {
 				return nil, &apiError{status: http.StatusConflict, body: api.Error{Error: fmt.Sprintf("%s was deleted meanwhile", subj)}}

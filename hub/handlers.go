@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -97,7 +98,7 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 		}
 		subj := events.Subject{Cluster: name, Kind: schemas.SubjectApplications, Namespace: app.Namespace, Name: app.Name}
 		changes = append(changes, change{cluster: name, key: events.DesiredKey(subj), kind: api.KindApplications,
-			build: func(cur entry, exists bool) (*pending, error) {
+			build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 				if req.Adopt && exists && !cur.deleted {
 					return nil, &apiError{status: http.StatusConflict, body: api.Error{
 						Error: fmt.Sprintf("the hub manages Application %s/%s on cluster %q already, at generation %d: there is nothing to adopt", subj.Namespace, subj.Name, name, cur.generation),
@@ -171,7 +172,7 @@ func (s *Server) applyProject(r *http.Request, c *call) (any, error) {
 		}
 		subj := events.Subject{Cluster: name, Kind: schemas.SubjectAppProjects, Namespace: proj.Namespace, Name: proj.Name}
 		changes = append(changes, change{cluster: name, key: events.DesiredKey(subj), kind: api.KindAppProjects,
-			build: func(cur entry, exists bool) (*pending, error) {
+			build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 				gen, err := generationFor(req.ExpectedGeneration, cur, exists, fmt.Sprintf("AppProject %s/%s on cluster %q", subj.Namespace, subj.Name, name))
 				if err != nil {
 					return nil, err
@@ -265,7 +266,7 @@ func (s *Server) remove(r *http.Request, c *call, kind, typ, project string, dat
 		return nil, err
 	}
 	return s.commit(r.Context(), c, []change{{cluster: subj.Cluster, key: events.DesiredKey(subj), kind: kind,
-		build: func(cur entry, exists bool) (*pending, error) {
+		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 			if !exists || cur.deleted {
 				return nil, &apiError{status: http.StatusConflict, body: api.Error{Error: fmt.Sprintf("%s was deleted meanwhile", subj)}}
 			}

@@ -187,7 +187,7 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 	if err := s.signingErr(); err != nil {
 		return nil, err
 	}
-	decide := func() ([]pending, error) {
+	decide := func(context.Context) ([]pending, error) {
 		cur, ok := s.ledger.placement(key)
 		p, err := build(cur, ok)
 		if err != nil {
@@ -199,7 +199,7 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 		return []pending{*p}, nil
 	}
 	if c.dryRun {
-		ps, err := decide()
+		ps, err := decide(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -401,7 +401,9 @@ func (p *placer) changes(pl placement) []change {
 		}
 		name := name
 		out = append(out, change{cluster: name, key: key, kind: api.KindApplications,
-			build: func(cur entry, exists bool) (*pending, error) { return p.build(pl, name, matches, cur, exists) }})
+			build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
+				return p.build(pl, name, matches, cur, exists)
+			}})
 	}
 	return out
 }

@@ -34,7 +34,7 @@ type pending struct {
 // the partition has been read to its end. It runs under the partition's
 // lock, so no other write on this replica decides in between; an error
 // (a conflict, say) writes nothing.
-type decision func() ([]pending, error)
+type decision func(ctx context.Context) ([]pending, error)
 
 // writer appends config events. Each config partition has one
 // transactional id, shared by every hub replica: a replica that writes to
@@ -110,7 +110,7 @@ func (w *writer) write(ctx context.Context, l lane, decide decision, extra func(
 		if err := w.sync(ctx, o); err != nil {
 			return nil, nil, err
 		}
-		ps, err := decide()
+		ps, err := decide(ctx)
 		if err != nil || len(ps) == 0 {
 			return nil, nil, err
 		}
