@@ -125,3 +125,44 @@ func TestTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadNotValid reloads a tokens file that is not valid: the tokens
+// it no longer holds stop working, and nothing else changes.
+func TestReloadNotValid(t *testing.T) {
+	ctx := t.Context()
+	tokA, a, err := NewToken("alice", RoleAdmin, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokB, b, err := NewToken("bob", RoleViewer, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, c, err := NewToken("carol", RoleViewer, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := newAuthenticator([]Token{a, b}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bob's token is taken out (it leaked), carol's added, and a typo
+	// makes the file not valid.
+	broken := Token{Name: "dave", SHA256: "nope", Role: RoleViewer}
+	if _, err := auth.reload(TokenFile{Tokens: []Token{a, c, broken}}); err == nil {
+		t.Fatal("a file with a bad token reloaded without an error")
+	}
+	if _, err := auth.token(ctx, tokB); err == nil {
+		t.Error("a token taken out of a file that is not valid still works")
+	}
+	if p, err := auth.token(ctx, tokA); err != nil || p.Actor != "alice" {
+		t.Errorf("a token the file still holds = %v, %v", p, err)
+	}
+	// Two tokens of one name are refused: the audit could not tell them
+	// apart.
+	same := c
+	same.Name = "alice"
+	if _, err := newAuthenticator([]Token{a, same}, nil); err == nil || !strings.Contains(err.Error(), "name twice") {
+		t.Errorf("two tokens named alice = %v, want refused", err)
+	}
+}

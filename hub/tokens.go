@@ -38,7 +38,15 @@ type tokenSet struct {
 func newTokenSet(f TokenFile) (*tokenSet, error) {
 	s := &tokenSet{byHash: map[[sha256.Size]byte]*principal{}}
 	var errs []error
+	names := map[string]bool{}
 	for _, t := range f.Tokens {
+		// The audit tells callers apart by name, and so do idempotency
+		// keys: two tokens may not share one.
+		if names[t.Name] {
+			errs = append(errs, fmt.Errorf("token %q: the name twice: the audit would not tell the two apart", t.Name))
+			continue
+		}
+		names[t.Name] = true
 		p, err := newPrincipal(t)
 		if err != nil {
 			errs = append(errs, err)
@@ -121,6 +129,10 @@ func (s *tokenSet) oidcPrincipal(c oidcCaller, claim string) (*principal, string
 func (a *authenticator) reload(f TokenFile) (restart bool, err error) {
 	set, err := newTokenSet(f)
 	if err != nil {
+		// A file that is not valid changes nothing, but for what it
+		// takes away: a token it no longer holds, the one an operator
+		// removes because it leaked, say, stops working all the same.
+		a.set.Store(a.set.Load().without(f.Tokens))
 		return false, err
 	}
 	a.set.Store(set)
@@ -165,7 +177,8 @@ func (f *tokenFile) run(ctx context.Context) error {
 }
 
 // check reads the file and reloads it if it changed. A file that cannot
-// be read, or is not valid, leaves the tokens as they were, and is logged.
+// be read leaves the tokens as they were; one that is not valid takes away
+// the tokens it no longer holds and changes nothing else. Both are logged.
 func (f *tokenFile) check(ctx context.Context) {
 	b, err := os.ReadFile(f.path)
 	if err != nil {
@@ -187,7 +200,7 @@ func (f *tokenFile) check(ctx context.Context) {
 		restart, err = f.auth.reload(tf)
 	}
 	if err != nil {
-		f.log.ErrorContext(ctx, "the tokens file changed and is not valid; the hub keeps the tokens it had", "path", f.path, "err", err)
+		f.log.ErrorContext(ctx, "the tokens file changed and is not valid; the hub keeps the tokens it had that the file still holds", "path", f.path, "err", err)
 		return
 	}
 	f.log.InfoContext(ctx, "the tokens file changed; its tokens and OIDC groups apply now", "path", f.path, "tokens", len(tf.Tokens))
@@ -250,4 +263,19 @@ func printable(s string) bool {
 		}
 	}
 	return true
+}
+
+// without returns s less the tokens that tokens does not hold.
+func (s *tokenSet) without(tokens []Token) *tokenSet {
+	held := map[string]bool{}
+	for _, t := range tokens {
+		held[strings.ToLower(t.SHA256)] = true
+	}
+	out := &tokenSet{byHash: map[[sha256.Size]byte]*principal{}, groups: s.groups, roles: s.roles}
+	for h, p := range s.byHash {
+		if held[hex.EncodeToString(h[:])] {
+			out.byHash[h] = p
+		}
+	}
+	return out
 }
