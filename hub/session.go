@@ -94,14 +94,18 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok, next string, answer int) bool {
 	p, err := s.reader(r, tok)
 	if err != nil {
-		status := http.StatusUnauthorized
+		status, msg := http.StatusUnauthorized, err.Error()
 		if errors.Is(err, errDenied) {
 			status = http.StatusForbidden
 		}
-		if aerr := s.auditCall(r, readCall(r, p), status); aerr != nil {
+		if p == nil {
+			// No credential: counted and limited, not audited.
+			ae := s.refuseUnauthenticated(r, failf(status, "%s", msg))
+			status, msg = ae.status, ae.body.Error
+		} else if aerr := s.auditCall(r, readCall(r, p), status); aerr != nil {
 			s.o.log.ErrorContext(r.Context(), "auditing a failed login", "err", aerr)
 		}
-		s.o.dashboard.LoginPage(w, r, status, next, err.Error(), s.browserLogin())
+		s.o.dashboard.LoginPage(w, r, status, next, msg, s.browserLogin())
 		return false
 	}
 	v := s.auth.sessions.start(p, tok)
