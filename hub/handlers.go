@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/argosyproj/argosy/events"
@@ -74,6 +75,13 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 	}
 	if req.Adopt && len(req.Clusters) != 1 {
 		return nil, invalid("clusters", "adopt takes one cluster: the one whose Application is taken over")
+	}
+	// An adopted Application's project is the cluster's, which the hub
+	// has not seen: a token limited to projects could take over another
+	// project's Application by adopting it into its own.
+	if req.Adopt && len(c.p.Projects) > 0 {
+		return nil, fmt.Errorf("%w: %s may not adopt: the token is limited to projects %s, and the Application on the cluster may be another project's",
+			errDenied, c.p.Actor, strings.Join(c.p.Projects, ", "))
 	}
 	app, err := validate.Application(req.Manifest, s.o.namespace)
 	if err != nil {

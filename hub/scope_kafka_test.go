@@ -121,6 +121,10 @@ func TestScopeEscapes(t *testing.T) {
 			_, err := c.Apply(ctx, api.KindApplications, api.ApplyRequest{Clusters: []string{"staging"}, Manifest: appIn("shop", "team-a")}, api.WriteOptions{})
 			return err
 		}},
+		{"adopt an Application of the cluster's into its project", "team-a", func(c *api.Client) error {
+			_, err := c.Apply(ctx, api.KindApplications, api.ApplyRequest{Clusters: []string{"staging"}, Manifest: appIn("local", "team-a"), Adopt: true}, api.WriteOptions{})
+			return err
+		}},
 		{"take over team-b's placement by naming team-a", "team-a", func(c *api.Client) error {
 			_, err := c.ApplyPlacement(ctx, api.PlacementRequest{Selector: "env=prod", Manifest: appIn("billing", "team-a")}, api.WriteOptions{})
 			return err
