@@ -149,3 +149,23 @@ func BenchmarkPlacement1000(b *testing.B) {
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/placement")
 	b.ReportMetric(float64(b.N*len(names))/total.Seconds(), "events/s")
 }
+
+// BenchmarkRegisterWithKeys measures registrations of new clusters with
+// their keys, one at a time, each answered once durable. The keys are
+// decided under the partition's lock with the trust topic read to now
+// (docs/design.md, "The rule"), so each waits about the trust reader's
+// clock margin (2 s) beyond a registration without keys.
+//
+//	go test -tags integration -run '^$' -bench BenchmarkRegisterWithKeys -benchtime 20x ./hub/
+func BenchmarkRegisterWithKeys(b *testing.B) {
+	r := newRig(b, 4)
+	c := r.client(r.start(), "root")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		signing, sealing, _ := clusterKeys(b)
+		if _, err := c.RegisterCluster(b.Context(), fmt.Sprintf("bench-%d", i), api.ClusterRequest{SigningKey: signing, SealingKey: sealing}, api.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
