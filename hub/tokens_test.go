@@ -88,7 +88,7 @@ func TestTokenFileFollowed(t *testing.T) {
 			{"a token that is not valid", func() {
 				bad := aliceEntry
 				bad.Role = "root"
-				writeFile(TokenFile{Tokens: []Token{bad}})
+				writeFile(TokenFile{Tokens: []Token{bad, bobEntry}})
 			}, "refused", RoleViewer},
 			{"the file gone", func() {
 				if err := os.Remove(path); err != nil {
