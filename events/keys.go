@@ -56,6 +56,9 @@ type Registry struct {
 	// again at once.
 	want time.Time
 	wake func()
+	// read is the offset of the trust topic's next record its reader
+	// will read: every record before it is applied (or refused).
+	read int64
 }
 
 // NewRegistry returns a fixed registry that trusts anchors from the beginning
@@ -153,6 +156,45 @@ func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
 			return nil
 		}
 		if wake != nil {
+			wake()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-advanced:
+		}
+	}
+}
+
+// setRead records that the trust topic's reader has applied (or refused)
+// every record before offset next, waking WaitRead.
+func (r *Registry) setRead(next int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if next > r.read {
+		r.read = next
+		close(r.advanced)
+		r.advanced = make(chan struct{})
+	}
+}
+
+// WaitRead returns once the trust topic's reader has applied every record
+// before offset end (the topic's end, as a writer lists it), or with ctx's
+// error: then every key committed before the listing is known. It is
+// WaitCovers by offset, for a writer that must know the keys now, and it
+// waits only for records already in the log, not for the clock margin. A
+// fixed registry returns at once.
+func (r *Registry) WaitRead(ctx context.Context, end int64) error {
+	for woke := false; ; woke = true {
+		r.mu.Lock()
+		done, advanced, wake := !r.following || r.read >= end, r.advanced, r.wake
+		r.mu.Unlock()
+		if done {
+			return nil
+		}
+		// The reader may be in an idle poll that started before the
+		// records came: it starts another at once.
+		if !woke && wake != nil {
 			wake()
 		}
 		select {

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -47,4 +48,33 @@ func TestWaitCoversWakesTheTrustReader(t *testing.T) {
 			t.Fatalf("wanted time covered: poll for %s, want %s", d, idle)
 		}
 	})
+}
+
+// TestWaitRead waits for the trust topic's reader by offset: a following
+// registry answers once the reader has read to the offset, or with the
+// context's error; a fixed one at once.
+func TestWaitRead(t *testing.T) {
+	if err := NewRegistry().WaitRead(t.Context(), 10); err != nil {
+		t.Errorf("a fixed registry: %v", err)
+	}
+	r := NewFollowingRegistry()
+	woken := make(chan struct{}, 1)
+	r.setWake(func() { woken <- struct{}{} })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if err := r.WaitRead(ctx, 3); err == nil {
+		t.Fatal("WaitRead(3) returned before the reader read offset 2")
+	}
+	select {
+	case <-woken:
+	default:
+		t.Error("WaitRead did not wake the reader's idle poll")
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.WaitRead(t.Context(), 3) }()
+	r.setRead(2)
+	r.setRead(3)
+	if err := <-done; err != nil {
+		t.Errorf("WaitRead(3) after the reader read to 3: %v", err)
+	}
 }

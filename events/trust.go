@@ -100,6 +100,7 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 		if stopped {
 			return nil
 		}
+		f.reg.setRead(next)
 		ends, err := adm.ListCommittedOffsets(ctx, f.topic)
 		if err != nil { // not known to be at the end: do not advance
 			if ctx.Err() != nil {

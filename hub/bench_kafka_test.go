@@ -152,9 +152,9 @@ func BenchmarkPlacement1000(b *testing.B) {
 
 // BenchmarkRegisterWithKeys measures registrations of new clusters with
 // their keys, one at a time, each answered once durable. The keys are
-// decided under the partition's lock with the trust topic read to now
-// (docs/design.md, "The rule"), so each waits about the trust reader's
-// clock margin (2 s) beyond a registration without keys.
+// decided under the partition's lock with the trust topic read to its end
+// (docs/design.md, "The rule"): a listing of its offsets and a wait for
+// its reader, beside the transaction.
 //
 //	go test -tags integration -run '^$' -bench BenchmarkRegisterWithKeys -benchtime 20x ./hub/
 func BenchmarkRegisterWithKeys(b *testing.B) {

@@ -256,11 +256,11 @@ func clusterKeys(name, signingKey, sealingKey string) (*keySet, error) {
 
 // keyEvents decides, under the partition's lock, the trust events of a
 // registration of ks on the registration cur (live: registered now): it
-// reads the trust topic to now, so that every key committed before the
+// reads the trust topic to its end, so that every key committed before the
 // decision is known, refuses a key another cluster holds or one ever
 // ended, and returns ks.events with the cluster's other keys still valid.
 func (s *Server) keyEvents(ctx context.Context, ks *keySet, cur entry, live bool, overlap time.Duration) ([]*event.Event, error) {
-	if err := s.keys.WaitCovers(ctx, s.o.now()); err != nil {
+	if err := s.trustRead(ctx); err != nil {
 		return nil, err
 	}
 	for i, id := range ks.ids {
@@ -374,9 +374,9 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			// The trust topic is read to now, under the lock, so that every
-			// key committed before this decision is known.
-			if err := s.keys.WaitCovers(ctx, s.o.now()); err != nil {
+			// The trust topic is read to its end, under the lock, so that
+			// every key committed before this decision is known.
+			if err := s.trustRead(ctx); err != nil {
 				return nil, err
 			}
 			if reason == "" {
@@ -491,8 +491,8 @@ func (s *Server) seal(ctx context.Context, cl entry, creds map[string]string) (*
 func (s *Server) sealingKey(ctx context.Context, cl entry) (events.Key, error) {
 	k, ok := s.keys.Key(cl.sealingKey)
 	if !ok {
-		// Registered a moment ago: the trust topic is read to now.
-		if err := s.keys.WaitCovers(ctx, s.o.now()); err != nil {
+		// Registered a moment ago: the trust topic is read to its end.
+		if err := s.trustRead(ctx); err != nil {
 			return events.Key{}, err
 		}
 		k, ok = s.keys.Key(cl.sealingKey)

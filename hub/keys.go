@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/argosyproj/argosy/events"
@@ -103,4 +104,47 @@ func RotateKey(ctx context.Context, conn []kgo.Opt, topics events.Topics, old, n
 		return "", fmt.Errorf("rotate the hub key %s to %s: %w", old.KeyID(), next.KeyID(), err)
 	}
 	return e.ID(), nil
+}
+
+// trustRead returns once the hub's key registry has applied every record
+// the trust topic held when it was called: every key committed before is
+// known. A transaction's records become readable only when its commit
+// marker is written, which the coordinator does after the commit returns,
+// so it first waits until every record up to the topic's end (its high
+// watermark) is decided (the last stable offset reaches it), then for the
+// topic's reader to read that far. Both take milliseconds.
+func (s *Server) trustRead(ctx context.Context) error {
+	t := s.o.topics[events.TopicTrust]
+	end, err := trustOffset(ctx, s.writer.adm.ListEndOffsets, t)
+	if err != nil {
+		return err
+	}
+	for {
+		stable, err := trustOffset(ctx, s.writer.adm.ListCommittedOffsets, t)
+		if err != nil {
+			return err
+		}
+		if stable >= end {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return s.keys.WaitRead(ctx, end)
+}
+
+// trustOffset lists an offset of the trust topic's one partition.
+func trustOffset(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (int64, error) {
+	listed, err := list(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("hub: offsets of %s: %w", topic, err)
+	}
+	o, ok := listed.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		return 0, fmt.Errorf("hub: offsets of %s: %w", topic, errors.Join(o.Err, errors.New("not listed")))
+	}
+	return o.Offset, nil
 }
