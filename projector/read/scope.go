@@ -67,8 +67,9 @@ type inScope struct {
 }
 
 // scopeFor reads what deciding the scope of rows takes: the clusters'
-// labels, and, for a scope of projects, every Application's project.
-func (q scoped) scopeFor(ctx context.Context) (*inScope, error) {
+// labels, and, for a scope of projects when rows do not carry their
+// Application's project (withApps), every Application's project.
+func (q scoped) scopeFor(ctx context.Context, withApps bool) (*inScope, error) {
 	s, c, p := scopeOf(ctx)
 	if s == nil || !c && !p {
 		return nil, nil
@@ -85,7 +86,7 @@ func (q scoped) scopeFor(ctx context.Context) (*inScope, error) {
 			}
 		}
 	}
-	if p {
+	if p && withApps {
 		rows, err := q.Query.Apps(ctx, projector.AppFilter{})
 		if err != nil {
 			return nil, fmt.Errorf("scope: %w", err)
@@ -132,7 +133,7 @@ func keep[T any](in *inScope, rows []T, ok func(*inScope, T) bool) []T {
 }
 
 func (q scoped) Clusters(ctx context.Context) ([]projector.ClusterRow, error) {
-	in, err := q.scopeFor(ctx)
+	in, err := q.scopeFor(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func (q scoped) Clusters(ctx context.Context) ([]projector.ClusterRow, error) {
 }
 
 func (q scoped) Cluster(ctx context.Context, name string) (projector.ClusterRow, bool, error) {
-	in, err := q.scopeFor(ctx)
+	in, err := q.scopeFor(ctx, false)
 	if err != nil {
 		return projector.ClusterRow{}, false, err
 	}
@@ -152,7 +153,7 @@ func (q scoped) Cluster(ctx context.Context, name string) (projector.ClusterRow,
 }
 
 func (q scoped) ClusterSummaries(ctx context.Context) ([]projector.ClusterSummary, error) {
-	in, err := q.scopeFor(ctx)
+	in, err := q.scopeFor(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -161,12 +162,18 @@ func (q scoped) ClusterSummaries(ctx context.Context) ([]projector.ClusterSummar
 }
 
 func (q scoped) Apps(ctx context.Context, f projector.AppFilter) ([]projector.AppRow, error) {
-	in, err := q.scopeFor(ctx)
+	in, err := q.scopeFor(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := q.Query.Apps(ctx, f)
-	return keep(in, rows, func(in *inScope, r projector.AppRow) bool { return in.app(r.AppKey, "") }), err
+	return keep(in, rows, func(in *inScope, r projector.AppRow) bool {
+		project := ""
+		if r.Desired != nil {
+			project = r.Desired.Project
+		}
+		return in.app(r.AppKey, project)
+	}), err
 }
 
 // scopedAuditFetch is how many more entries than asked for an audit page
@@ -175,7 +182,7 @@ func (q scoped) Apps(ctx context.Context, f projector.AppFilter) ([]projector.Ap
 const scopedAuditFetch = 10
 
 func (q scoped) Audit(ctx context.Context, f projector.AuditFilter) ([]projector.AuditRow, error) {
-	in, err := q.scopeFor(ctx)
+	in, err := q.scopeFor(ctx, true)
 	if err != nil || in == nil {
 		if err != nil {
 			return nil, err
@@ -211,7 +218,7 @@ func (q scoped) Audit(ctx context.Context, f projector.AuditFilter) ([]projector
 }
 
 func (q scoped) Deployments(ctx context.Context, f projector.DeploymentFilter) ([]projector.Deployment, error) {
-	in, err := q.scopeFor(ctx)
+	in, err := q.scopeFor(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +237,7 @@ func (q scoped) Deployments(ctx context.Context, f projector.DeploymentFilter) (
 }
 
 func (q scoped) Gaps(ctx context.Context, f projector.DeploymentFilter) ([]projector.Gap, error) {
-	in, err := q.scopeFor(ctx)
+	in, err := q.scopeFor(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +248,7 @@ func (q scoped) Gaps(ctx context.Context, f projector.DeploymentFilter) ([]proje
 }
 
 func (q scoped) Targets(ctx context.Context, f projector.DeploymentFilter) ([]projector.Target, error) {
-	in, err := q.scopeFor(ctx)
+	in, err := q.scopeFor(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +257,7 @@ func (q scoped) Targets(ctx context.Context, f projector.DeploymentFilter) ([]pr
 }
 
 func (q scoped) HealthChanges(ctx context.Context, f projector.DeploymentFilter) ([]projector.HealthChange, error) {
-	in, err := q.scopeFor(ctx)
+	in, err := q.scopeFor(ctx, true)
 	if err != nil {
 		return nil, err
 	}
