@@ -177,18 +177,7 @@ func testTamperDetected(t *testing.T, b backend) {
 // fold in memory.
 func testFoldResumes(t *testing.T, b backend) {
 	h := history(t)
-	ref := projector.NewView()
-	for _, d := range h {
-		if err := projector.Apply(ref, d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := ref.Flush()
-	wantChains := map[projector.Partition][]projector.AuditEntry{}
-	for _, e := range want.Audit {
-		p := projector.Partition{Topic: e.Topic, Partition: e.Partition}
-		wantChains[p] = append(wantChains[p], e)
-	}
+	want, wantChains := foldInMemory(t, h)
 
 	s := b.fresh(t)
 	for _, step := range [][2]int{{0, 3}, {3, 8}, {8, 9}, {9, len(h)}} {
@@ -216,18 +205,7 @@ func testFoldResumes(t *testing.T, b backend) {
 // the partition keeps its old hashes from the broken entry on, so the
 // check still finds the break there.
 func testRechain(t *testing.T, b backend) {
-	want := projector.NewView()
-	for _, d := range history(t) {
-		if err := projector.Apply(want, d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fresh := want.Flush()
-	wantChains := map[projector.Partition][]projector.AuditEntry{}
-	for _, e := range fresh.Audit {
-		p := projector.Partition{Topic: e.Topic, Partition: e.Partition}
-		wantChains[p] = append(wantChains[p], e)
-	}
+	fresh, wantChains := foldInMemory(t, history(t))
 	t.Run("intact", func(t *testing.T) {
 		s := storeOfVersion7(t, b, oldChains(fresh, -1))
 		if diff := cmp.Diff(wantChains, chains(t, s)); diff != "" {
@@ -301,4 +279,23 @@ func storeOfVersion7(t *testing.T, b backend, old *projector.Batch) *Store {
 		t.Fatal(err)
 	}
 	return b.store(t, loc)
+}
+
+// foldInMemory folds h into a view in memory and returns its batch and the
+// batch's audit entries by partition, in order.
+func foldInMemory(t *testing.T, h []*events.Decoded) (*projector.Batch, map[projector.Partition][]projector.AuditEntry) {
+	t.Helper()
+	v := projector.NewView()
+	for _, d := range h {
+		if err := projector.Apply(v, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := v.Flush()
+	chains := map[projector.Partition][]projector.AuditEntry{}
+	for _, e := range b.Audit {
+		p := projector.Partition{Topic: e.Topic, Partition: e.Partition}
+		chains[p] = append(chains[p], e)
+	}
+	return b, chains
 }
