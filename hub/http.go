@@ -232,7 +232,7 @@ func (s *Server) refuseUnauthenticated(r *http.Request, err *apiError) *apiError
 	if !s.unauth.allow(r.RemoteAddr) {
 		s.inst.unauthenticated(r.Context(), "limited")
 		return &apiError{status: http.StatusTooManyRequests, body: api.Error{
-			Error: "too many calls without a valid credential from this address: the hub checks no more of them for now",
+			Error: "too many calls without a valid credential from this address: the hub answers every further one with 429 for now, and records none of them",
 			Hint:  "retry in a few seconds with a token the hub accepts"}}
 	}
 	s.inst.unauthenticated(r.Context(), "refused")

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -32,5 +33,24 @@ func TestSourceLimiter(t *testing.T) {
 	now = now.Add(time.Second)
 	if !l.allow("192.0.2.1:1000") {
 		t.Error("the address was still limited a second later, at 1 a second")
+	}
+}
+
+// TestSourceLimiterBounded fills the limiter with more addresses than it
+// keeps: it holds at most maxSources, forgetting the idle ones first, so a
+// scan from many addresses costs bounded memory.
+func TestSourceLimiterBounded(t *testing.T) {
+	now := time.Unix(0, 0)
+	l := newSourceLimiter(func() time.Time { return now }, 1, 1)
+	l.allow("198.51.100.1:1") // idle from now on
+	now = now.Add(2 * sourceIdle)
+	for i := range maxSources + 100 {
+		l.allow(fmt.Sprintf("203.0.%d.%d:1", i>>8&255, i&255))
+		if n := len(l.sources); n > maxSources {
+			t.Fatalf("%d addresses kept, at most %d", n, maxSources)
+		}
+	}
+	if _, ok := l.sources["198.51.100.1"]; ok {
+		t.Error("the idle address was kept")
 	}
 }
