@@ -32,7 +32,7 @@ type (
 	// Operation is a one-off action on an Application.
 	Operation = argocd.Operation
 	// PermanentError marks an apply failure that retrying cannot fix
-	// (the API server refused the object).
+	// (the API server refused the object, or Argo CD would).
 	PermanentError = argocd.PermanentError
 	// ConflictError marks a change refused because the object belongs
 	// to someone else: in autonomous mode, an Application created in the

@@ -103,7 +103,9 @@ func TestPartitionNeverStallsOnARefusedApply(t *testing.T) {
 func TestPartitionNeverStallsOnForbidden(t *testing.T) {
 	w := newWorld(t)
 	cfg := kubetest.Current(t).ServiceAccount(t, kubetest.ArgoNamespace, "narrow-"+w.ns, []rbacv1.PolicyRule{
-		{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}})
+		{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		// An Application's AppProject is read before it is applied.
+		{APIGroups: []string{"argoproj.io"}, Resources: []string{"appprojects"}, Verbs: []string{"get"}}})
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -103,7 +103,8 @@ type Operation struct {
 }
 
 // PermanentError marks a change that retrying cannot fix: the API server
-// refused the object itself.
+// refused the object itself, or Argo CD would (an Application its
+// AppProject does not permit).
 type PermanentError struct{ Err error }
 
 func (e *PermanentError) Error() string { return e.Err.Error() }
@@ -184,7 +185,9 @@ func (a *Client) resource(kind, ns string) (dynamic.ResourceInterface, error) {
 
 // Apply creates or updates obj with server-side apply under the client's
 // field manager, forcing conflicts: the desired spec is the whole spec, so
-// spec fields another manager set are put back too.
+// spec fields another manager set are put back too. An Application is
+// first checked against its AppProject (CheckProject): one that Argo CD
+// would not run is refused with a PermanentError and not written.
 func (a *Client) Apply(ctx context.Context, obj *Object) error {
 	ri, err := a.resource(obj.Kind, obj.Namespace)
 	if err != nil {
@@ -201,6 +204,11 @@ func (a *Client) Apply(ctx context.Context, obj *Object) error {
 	if !obj.Adopt {
 		if err := a.checkOwner(ctx, ri, obj.Ref); err != nil {
 			return err
+		}
+	}
+	if obj.Kind == KindApplication {
+		if err := a.checkProject(ctx, obj); err != nil {
+			return err // Argo CD would not run it: nothing is written
 		}
 	}
 	force := true
