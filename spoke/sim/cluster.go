@@ -171,7 +171,9 @@ var (
 )
 
 // Apply creates or updates an object. A new Application, or one whose
-// source now resolves to another revision, starts an automated sync.
+// source now resolves to another revision, starts an automated sync. An
+// Application its AppProject refuses is refused, as the agent's real
+// Argo CD client refuses it, and nothing of it changes.
 func (c *Cluster) Apply(_ context.Context, obj *spoke.Object) error {
 	if obj.Kind != spoke.KindApplication {
 		c.mu.Lock()
@@ -188,6 +190,9 @@ func (c *Cluster) Apply(_ context.Context, obj *spoke.Object) error {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.checkProject(obj, spec.Project); err != nil {
+		return err
+	}
 	a, ok := c.apps[obj.Ref]
 	if !ok {
 		c.uids++
@@ -202,6 +207,36 @@ func (c *Cluster) Apply(_ context.Context, obj *spoke.Object) error {
 		c.startSync(a, now, schemas.OperationSync, "", "automated", rev)
 	}
 	c.touch(obj.Ref)
+	return nil
+}
+
+// defaultProject is the spec of the AppProject "default" that Argo CD's
+// server creates when it starts, if it is missing: it permits everything.
+var defaultProject = json.RawMessage(`{"sourceRepos":["*"],"destinations":[{"server":"*","namespace":"*"}],` +
+	`"clusterResourceWhitelist":[{"group":"*","kind":"*"}]}`)
+
+// checkProject refuses an Application as the agent's real Argo CD client
+// does (argocd.CheckProject): its AppProject must be one the cluster has,
+// and permit its sources and destination. The project "default" is there
+// until the hub applies its own, and again once the hub deletes that, as
+// Argo CD's server creates it again when it starts. The caller holds c.mu.
+func (c *Cluster) checkProject(obj *spoke.Object, project string) error {
+	if project == "" {
+		project = argocd.DefaultProject
+	}
+	p, ok := c.objects[spoke.Ref{Kind: spoke.KindAppProject, Namespace: obj.Namespace, Name: project}]
+	spec := p.Spec
+	switch {
+	case !ok && project == argocd.DefaultProject:
+		spec = defaultProject
+	case !ok:
+		return &spoke.PermanentError{Err: fmt.Errorf("application %s/%s: spec.project: AppProject %q does not exist in namespace %q, "+
+			"so Argo CD would not run the Application: apply the AppProject to the cluster first, or name one that exists",
+			obj.Namespace, obj.Name, project, obj.Namespace)}
+	}
+	if err := argocd.CheckProject(spec, obj.Spec); err != nil {
+		return &spoke.PermanentError{Err: fmt.Errorf("application %s/%s: %w", obj.Namespace, obj.Name, err)}
+	}
 	return nil
 }
 

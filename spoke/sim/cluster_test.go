@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +15,16 @@ import (
 
 var ref = spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "web"}
 
+// specAt is the spec of an Application of the default project at
+// revision rev.
+func specAt(rev string) json.RawMessage {
+	return json.RawMessage(`{"project":"default","source":{"repoURL":"https://git.example.com/web.git","targetRevision":"` + rev + `"},` +
+		`"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}`)
+}
+
 func apply(t *testing.T, c *sim.Cluster, gen int64, rev string) {
 	t.Helper()
-	spec := json.RawMessage(`{"project":"default","source":{"repoURL":"https://git.example.com/web.git","targetRevision":"` + rev + `"}}`)
-	if err := c.Apply(t.Context(), &spoke.Object{Ref: ref, Spec: spec, Generation: gen}); err != nil {
+	if err := c.Apply(t.Context(), &spoke.Object{Ref: ref, Spec: specAt(rev), Generation: gen}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -120,8 +127,7 @@ func TestDriftAndRevert(t *testing.T) {
 	if s.SpecHash == before || s.Sync.Status != sim.OutOfSync {
 		t.Fatalf("no drift: hash %s, sync %v", s.SpecHash, s.Sync)
 	}
-	desired := json.RawMessage(`{"project":"default","source":{"repoURL":"https://git.example.com/web.git","targetRevision":"v1"}}`)
-	if _, _, err := c.Revert(t.Context(), ref, desired); err != nil {
+	if _, _, err := c.Revert(t.Context(), ref, specAt("v1")); err != nil {
 		t.Fatal(err)
 	}
 	if s = status(t, c); s.SpecHash != before {
@@ -264,5 +270,61 @@ func TestHistoryIsBounded(t *testing.T) {
 	s := status(t, c)
 	if len(s.History) != 10 || s.History[0].ID != 5 || s.History[9].ID != 14 {
 		t.Errorf("history %d entries, ids %d to %d; want the last 10, 5 to 14", len(s.History), s.History[0].ID, s.History[len(s.History)-1].ID)
+	}
+}
+
+// TestProjects: like Argo CD, the simulated one refuses an Application
+// whose AppProject it does not have, or whose project does not permit its
+// repository or destination, and keeps nothing of it. The project
+// "default" is there, permitting everything, until the hub applies its
+// own.
+func TestProjects(t *testing.T) {
+	c := sim.NewCluster(sim.WithBehaviour(fixed(0, 0)), sim.WithSeed(1))
+	app := func(name, project, repo, ns string) *spoke.Object {
+		return &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: name}, Generation: 1,
+			Spec: json.RawMessage(`{"project":"` + project + `","source":{"repoURL":"` + repo + `","targetRevision":"v1"},` +
+				`"destination":{"server":"https://kubernetes.default.svc","namespace":"` + ns + `"}}`)}
+	}
+	project := func(name, spec string) {
+		t.Helper()
+		p := &spoke.Object{Ref: spoke.Ref{Kind: spoke.KindAppProject, Namespace: "argocd", Name: name}, Spec: json.RawMessage(spec), Generation: 1}
+		if err := c.Apply(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const repo = "https://git.example.com/web.git"
+	project("team", `{"sourceRepos":["https://git.example.com/*"],"destinations":[{"server":"https://kubernetes.default.svc","namespace":"web"}]}`)
+	for _, tc := range []struct {
+		name string
+		obj  *spoke.Object
+		want string // what the refusal names; "" for applied
+	}{
+		{"in the default project", app("a", "default", "https://elsewhere.example/x.git", "anywhere"), ""},
+		{"in a project of the cluster", app("b", "team", repo, "web"), ""},
+		{"in a project the cluster does not have", app("c", "nosuch", repo, "web"), `spec.project: AppProject "nosuch" does not exist`},
+		{"from a repository its project does not permit", app("d", "team", "https://elsewhere.example/x.git", "web"), "spec.source.repoURL"},
+		{"to a namespace its project does not permit", app("e", "team", repo, "db"), "spec.destination"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Apply(t.Context(), tc.obj)
+			_, exists := c.Status(tc.obj.Ref)
+			if tc.want == "" {
+				if err != nil || !exists {
+					t.Errorf("refused: %v (kept: %v)", err, exists)
+				}
+				return
+			}
+			var perm *spoke.PermanentError
+			if !asPermanent(err, &perm) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want a permanent refusal naming %q", err, tc.want)
+			}
+			if exists {
+				t.Error("the refused Application was kept")
+			}
+		})
+	}
+	project("default", `{"sourceRepos":["https://git.example.com/*"],"destinations":[{"server":"*","namespace":"*"}]}`)
+	if err := c.Apply(t.Context(), app("f", "default", "https://elsewhere.example/x.git", "web")); err == nil {
+		t.Error("the hub's own default project does not rule")
 	}
 }
