@@ -106,6 +106,16 @@ func FuzzSpokeProjectCheck(f *testing.F) {
 				return
 			}
 		}
+		for _, s := range []string{repo1, repo2} {
+			if strings.Contains(s, "***") {
+				// Where * stops at /, gobwas/glob's tree for ** then *
+				// matches no empty run (***0 does not match 0): Argo CD
+				// refuses a few repositories the spoke permits, which
+				// the spoke then acknowledges and Argo CD flags, as it
+				// did before the spoke checked projects.
+				return
+			}
+		}
 		if git.NormalizeGitURL(repo) == "" || namespace == "" {
 			// gobwas/glob matches "" with a pattern that is one ? or one
 			// [!…] alone (its compiler's single-character matchers take
