@@ -3,6 +3,7 @@ package argocd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -148,4 +149,134 @@ func (a *Client) rollbackSync(ctx context.Context, ri dynamic.ResourceInterface,
 		}
 	}
 	return nil, &PermanentError{Err: fmt.Errorf("rollback %s: no history entry %d: Argo CD keeps the last revisionHistoryLimit entries", name, id)}
+}
+
+// ErrChanged means the Application changed since it was read: Start puts
+// an operation only on the version of the Application it was decided on.
+var ErrChanged = errors.New("the Application changed since it was read")
+
+// OperationState is what an Application says about its operations, as far
+// as one request is concerned.
+type OperationState struct {
+	// Version is the Application's resourceVersion as read: Start puts an
+	// operation only on this version.
+	Version string
+	// Exists is false when there is no such Application.
+	Exists bool
+	// Busy means an operation waits for Argo CD's controller (the
+	// operation field is set) or runs (its phase is Running or
+	// Terminating). Argo CD runs one at a time, and its API refuses
+	// another meanwhile.
+	Busy bool
+	// Taken means the request is the operation waiting, running or run
+	// last: it reached Argo CD.
+	Taken bool
+	// Ended means the request is the operation run last, and it ended:
+	// Phase, Message and the rest are Argo CD's result.
+	Ended      bool
+	Phase      string
+	Message    string
+	Revision   string
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+}
+
+// Inspect reads the Application of ref and tells where the sync or
+// rollback that answers requestID stands.
+func (a *Client) Inspect(ctx context.Context, ref Ref, requestID string) (OperationState, error) {
+	ri, err := a.resource(KindApplication, ref.Namespace)
+	if err != nil {
+		return OperationState{}, err
+	}
+	u, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return OperationState{}, nil
+	}
+	if err != nil {
+		return OperationState{}, fmt.Errorf("application %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	return InspectObject(u, requestID), nil
+}
+
+// InspectObject is Inspect on an Application already read.
+func InspectObject(u *unstructured.Unstructured, requestID string) OperationState {
+	st := OperationState{Version: u.GetResourceVersion(), Exists: true}
+	waiting, _, _ := unstructured.NestedMap(u.Object, "operation")
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+	st.Busy = waiting != nil || phase == "Running" || phase == "Terminating"
+	if waiting != nil && hasRequest(waiting, requestID) {
+		st.Taken = true
+		return st
+	}
+	ran, _, _ := unstructured.NestedMap(u.Object, "status", "operationState", "operation")
+	if ran == nil || !hasRequest(ran, requestID) {
+		return st
+	}
+	st.Taken = true
+	st.Phase = phase
+	st.Message, _, _ = unstructured.NestedString(u.Object, "status", "operationState", "message")
+	st.Revision, _, _ = unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
+	state, _, _ := unstructured.NestedMap(u.Object, "status", "operationState")
+	st.StartedAt, st.FinishedAt = timeOf(state, "startedAt"), timeOf(state, "finishedAt")
+	st.Ended = waiting == nil && phase != "" && phase != "Running" && phase != "Terminating"
+	return st
+}
+
+func hasRequest(op map[string]any, requestID string) bool {
+	infos, _, _ := unstructured.NestedSlice(op, "info")
+	for _, i := range infos {
+		if m, ok := i.(map[string]any); ok && m["name"] == InfoRequest && m["value"] == requestID {
+			return true
+		}
+	}
+	return false
+}
+
+// timeOf is the time at field of m, or nil.
+func timeOf(m map[string]any, field string) *time.Time {
+	if t := timeAt(m, field); !t.IsZero() {
+		return &t
+	}
+	return nil
+}
+
+// Start puts the sync or rollback op on the Application of ref for Argo
+// CD's controller to run, only if the Application is still at version (as
+// Inspect read it, and found it not Busy): otherwise it returns ErrChanged
+// and puts nothing. The version is the fence that makes an operation start
+// at most once, however many agents decided to start it.
+func (a *Client) Start(ctx context.Context, ref Ref, op Operation, version string) error {
+	ri, err := a.resource(KindApplication, ref.Namespace)
+	if err != nil {
+		return err
+	}
+	var patch map[string]any
+	switch op.Kind {
+	case schemas.OperationSync:
+		patch = a.operation(op, map[string]any{"revision": op.Revision, "prune": op.Prune, "dryRun": op.DryRun})
+	case schemas.OperationRollback:
+		sync, err := a.rollbackSync(ctx, ri, ref.Name, op.HistoryID)
+		if err != nil {
+			return err
+		}
+		sync["prune"], sync["dryRun"] = op.Prune, op.DryRun
+		patch = a.operation(op, sync)
+	default:
+		return &PermanentError{Err: fmt.Errorf("%q is not an operation Argo CD runs and records", op.Kind)}
+	}
+	patch["metadata"] = map[string]any{"resourceVersion": version}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = ri.Patch(ctx, ref.Name, types.MergePatchType, b, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("%s %s/%s: %w", op.Kind, ref.Namespace, ref.Name, ErrChanged)
+	case apierrors.IsNotFound(err):
+		return &PermanentError{Err: fmt.Errorf("%s %s/%s: no such Application", op.Kind, ref.Namespace, ref.Name)}
+	case err != nil:
+		return fmt.Errorf("%s %s/%s: %w", op.Kind, ref.Namespace, ref.Name, err)
+	}
+	return nil
 }
