@@ -162,7 +162,10 @@ type change struct {
 func (a *Applier) record(d *events.Decoded, c *change) Applied {
 	r := Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition, Offset: d.Offset, Deleted: c.delete,
 		At: time.Now().UTC(), Transient: c.delete || c.op != nil}
-	if c.delete {
+	switch {
+	case c.op != nil:
+		r.Until = a.expiry(d, c.op).Add(a.skew)
+	case c.delete:
 		r.Until = d.Event.Time().Add(a.configAge + a.skew).UTC()
 	}
 	if c.spec != nil {
@@ -277,7 +280,6 @@ func (a *Applier) queues(c *change) bool {
 func (a *Applier) enqueue(ctx context.Context, d *events.Decoded, c *change) error {
 	r := a.record(d, c)
 	r.Phase, r.Request, r.TraceParent = OperationQueued, c.op, d.TraceParent
-	r.Until = a.expiry(d, c.op).Add(a.skew)
 	if err := a.state.Put(ctx, c.key, r); err != nil {
 		return err
 	}

@@ -25,8 +25,9 @@ var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmap
 
 // TestStateForgetsOldOperationsAndDeletes runs a whole agent, with its
 // state in ConfigMaps, over an Application, a refresh of it, and an
-// AppProject created and deleted. Once the operations' maximum age has
-// passed and the offsets are committed, the state keeps the Application's
+// AppProject created and deleted. Once the operation has expired, the
+// config events' maximum age has passed (both shortened here) and the
+// offsets are committed, the state keeps the Application's
 // record (with the spec drift protection restores) and nothing of the
 // refresh or of the deleted AppProject: it grows with what the cluster
 // holds, not with its history. A stale copy of the old delete is still
@@ -37,6 +38,7 @@ func TestStateForgetsOldOperationsAndDeletes(t *testing.T) {
 	const maxAge = 5 * time.Second
 	agent, err := spoke.New(w.cluster, w.keys, w.hubKey.Public(), []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, w.argo,
 		newWatcher(t, w.dyn), w.state, spoke.WithTopics(w.topics), spoke.WithOperationMaxAge(maxAge), spoke.WithLogger(w.log),
+		spoke.WithStaleness(2*maxAge, time.Second),
 		spoke.WithHeartbeatInterval(time.Second), spoke.WithWindow(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

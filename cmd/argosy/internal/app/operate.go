@@ -119,10 +119,15 @@ func newCmdAppOperation(io cmdkit.IOStreams, op string, runF func(context.Contex
 		Long: spec.long + `
 
 The hub appends the request to the cluster's config events, at the
-Application's generation, and answers once it is durable; the cluster's
-agent runs it when it reads it, and drops it if that is more than an hour
-after the request. argosy app get NAME -o yaml shows the operation's state
-as the cluster reports it. Operating needs a deployer token.
+Application's generation, and answers once it is durable. The cluster's
+agent runs a refresh or terminate when it reads it. It queues a sync or
+rollback and starts it when Argo CD is free (Argo CD runs one operation at
+a time), acknowledging it applied when Argo CD takes it and completed with
+Argo CD's result when it ends; it drops one that Argo CD has not taken
+within the agent's --operation-max-age (10 minutes by default) of the
+request, or an hour, whichever comes first. argosy app get NAME -o yaml
+shows the operation's state as the cluster reports it. Operating needs a
+deployer token.
 ` + hubapi.WriteHelp,
 		Example: spec.example,
 		Args:    cmdkit.UsageArgs(cobra.ExactArgs(1)),
