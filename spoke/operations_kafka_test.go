@@ -124,9 +124,10 @@ func requestOf(t *testing.T, e *event.Event) string {
 // at once, on the real Argo CD. Argo CD runs one operation at a time and
 // the agent used to write each into the Application's operation field as
 // it read it, so all but a few were acknowledged applied and never ran.
-// Now each is started when Argo CD is free: every one is acknowledged
-// applied once Argo CD took it, then completed with Argo CD's phase, and
-// Argo CD ran each exactly once, in the order asked.
+// Now each is started when Argo CD is free (the first after a sync someone
+// made in the cluster): every one is acknowledged applied once Argo CD took
+// it, then completed with Argo CD's phase, and Argo CD ran each exactly
+// once, in the order asked.
 func TestOperationBurstRunsEachOnce(t *testing.T) {
 	w := newWorld(t)
 	w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
@@ -139,6 +140,12 @@ func TestOperationBurstRunsEachOnce(t *testing.T) {
 	var burst []*event.Event
 	for range 12 {
 		burst = append(burst, w.operation(name, schemas.OperationSync, 0))
+	}
+	// Someone syncs in the cluster first: the burst waits for it too.
+	local := "local-" + w.ns
+	if err := w.argo.Operate(t.Context(), argocd.Ref{Kind: argocd.KindApplication, Namespace: kubetest.ArgoNamespace, Name: name},
+		argocd.Operation{Kind: schemas.OperationSync, RequestID: local, RequestedBy: "bob"}); err != nil {
+		t.Fatal(err)
 	}
 	w.publish(w.hub, burst...)
 	got := w.outcomes(func(m map[string][]string) bool {
@@ -154,6 +161,9 @@ func TestOperationBurstRunsEachOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := starts()
+	if len(ran[local]) != 1 {
+		t.Errorf("the sync made in the cluster started %d times, want once", len(ran[local]))
+	}
 	var order []string
 	for i, e := range burst {
 		if want := []string{"applied", "completed:Succeeded"}; fmt.Sprint(got[e.ID()]) != fmt.Sprint(want) {
@@ -295,15 +305,15 @@ func waitPhase(t *testing.T, st spoke.StateStore, key, phase string) {
 // TestReplaysRefusedAfterPruning re-appends captured config records after
 // the agent forgot their records, with the ages shortened (an operation
 // may start 5 s after it was asked for, a config event may reach the log
-// 15 s after it was signed, clocks within 1 s), by the rule the defaults
+// 30 s after it was signed, clocks within 1 s), by the rule the defaults
 // follow. A sync re-appended after its record was pruned (by default, 10
 // minutes to an hour later) does not run again; an upsert re-appended after
 // the deletion's record was pruned (by default, up to 7 days later) does
 // not bring the deleted Application back.
 func TestReplaysRefusedAfterPruning(t *testing.T) {
 	w := newWorld(t)
-	w.opts = []spoke.Option{spoke.WithOperationMaxAge(5 * time.Second), spoke.WithStaleness(15*time.Second, time.Second)}
-	w.decOpts = []events.DecoderOption{events.WithStaleness(15*time.Second, time.Second)}
+	w.opts = []spoke.Option{spoke.WithOperationMaxAge(5 * time.Second), spoke.WithStaleness(30*time.Second, time.Second)}
+	w.decOpts = []events.DecoderOption{events.WithStaleness(30*time.Second, time.Second)}
 	w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
 	name := "guestbook-" + w.ns
 	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
@@ -349,15 +359,26 @@ func TestReplaysRefusedAfterPruning(t *testing.T) {
 		t.Errorf("the sync and its copy: %v, want %v", got[sync.ID()], want)
 	}
 
-	// The deletion's time is up: its record goes, and a copy of the
-	// upsert before it does not bring the Application back.
+	// The deletion is remembered while the decoder still accepts a copy
+	// of the upsert before it: the copy is refused by its generation.
 	appKey := "Application." + kubetest.ArgoNamespace + "." + name
-	rec, _, _ = w.state.Get(t.Context(), appKey)
-	prune(appKey, rec.Until)
+	rec, kept, err := w.state.Get(t.Context(), appKey)
+	if err != nil || !kept || !rec.Deleted {
+		t.Fatalf("the deletion's record after the operation's was pruned: %+v %v %v, want it kept", rec, kept, err)
+	}
 	replay(t, recs[0])
 	got = w.outcomes(func(m map[string][]string) bool { return len(m[up.ID()]) == 2 })
-	if got[up.ID()][1] == "applied" {
-		t.Errorf("the upsert's copy: %v, want it refused", got[up.ID()])
+	if got[up.ID()][1] != schemas.RejectStale {
+		t.Errorf("the upsert's copy while the deletion is remembered: %v, want it rejected as stale", got[up.ID()])
+	}
+
+	// The deletion's time is up: its record goes, and a copy of the
+	// upsert before it is older than the decoder accepts.
+	prune(appKey, rec.Until)
+	replay(t, recs[0])
+	got = w.outcomes(func(m map[string][]string) bool { return len(m[up.ID()]) == 3 })
+	if got[up.ID()][2] != schemas.RejectUnverified {
+		t.Errorf("the upsert's copy after the deletion was forgotten: %v, want it refused by the decoder", got[up.ID()])
 	}
 	cancel()
 	if err := <-done; err != nil {
