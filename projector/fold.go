@@ -228,6 +228,12 @@ func Apply(v *View, d *events.Decoded) error {
 			o.Local = nil // the hub's now
 			v.putObserved(o)
 		}
+	case *schemas.OperationCompleted:
+		// The agent publishes it after the operation's config.applied, in
+		// order on its status partition, so the acknowledgement row ends
+		// with the result.
+		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Applied: true, Result: p.Phase,
+			Reason: p.Message, At: d.LogTime})
 	case *schemas.ApplicationPublished:
 		if d.Subject.Kind == schemas.SubjectApplications {
 			spec, err := compact(p.Spec)

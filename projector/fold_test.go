@@ -405,3 +405,23 @@ func TestHealthChanges(t *testing.T) {
 		t.Errorf("health changes (-want +got)\n%s", diff)
 	}
 }
+
+// TestOperationResultEndsItsAcknowledgement folds a sync's acknowledgement
+// and its end: the last acknowledgement row of the request carries Argo
+// CD's phase and message, which the audit history shows as its result.
+func TestOperationResultEndsItsAcknowledgement(t *testing.T) {
+	l := &logOf{}
+	res := schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 1}
+	req := l.add("config", 0, events.TypeOperationRequested, app("web"), &schemas.OperationRequested{Resource: res, RequestID: "r1",
+		Operation: schemas.OperationSync})
+	l.add("status", 1, events.TypeConfigApplied, app("web"), &schemas.ConfigApplied{Resource: res, EventID: req.Event.ID()})
+	l.add("status", 1, events.TypeOperationCompleted, app("web"), &schemas.OperationCompleted{Resource: res, EventID: req.Event.ID(),
+		RequestID: "r1", Operation: schemas.OperationSync, Phase: schemas.OperationPhaseFailed, Message: "one or more objects failed to apply"})
+	acks := fold(t, l.recs).Acks
+	if len(acks) != 2 {
+		t.Fatalf("acks %+v, want the acknowledgement and the result", acks)
+	}
+	if last := acks[1]; !last.Applied || last.Result != schemas.OperationPhaseFailed || last.Reason != "one or more objects failed to apply" {
+		t.Errorf("the last acknowledgement row %+v, want applied with Argo CD's phase and message", last)
+	}
+}

@@ -123,12 +123,16 @@ type HealthChange struct {
 // event id so that the audit history can join the result to the change
 // whichever arrives first.
 type Ack struct {
-	EventID string    `json:"eventId"`
-	Cluster string    `json:"cluster"`
-	Applied bool      `json:"applied"`
-	Code    string    `json:"code,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	At      time.Time `json:"at"`
+	EventID string `json:"eventId"`
+	Cluster string `json:"cluster"`
+	Applied bool   `json:"applied"`
+	Code    string `json:"code,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Result is, for a sync or rollback, Argo CD's phase of it once it
+	// ended (operation.completed): Succeeded, Failed, Error or Unknown;
+	// Reason then holds Argo CD's message. Empty while it runs.
+	Result string    `json:"result,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // Call is one call to the hub's API (audit topic), kept by the event ids it

@@ -26,7 +26,7 @@ var (
 		"event_id", "updated_at"}
 	observedColumns = []string{"cluster", "namespace", "name", "seq", "deleted", "sync", "health", "operation",
 		"conditions", "resources", "applied_generation", "rejected", "updated_at", "local"}
-	ackColumns   = []string{"event_id", "cluster", "applied", "code", "reason", "at"}
+	ackColumns   = []string{"event_id", "cluster", "applied", "code", "reason", "at", "result"}
 	callColumns  = []string{"request_id", "actor", "action", "outcome", "at", "event_ids"}
 	auditColumns = []string{"topic", "part", "off", "at", "event_id", "type", "cluster", "kind", "namespace", "name",
 		"generation", "actor", "before", "after", "prev_hash", "hash"}
@@ -229,7 +229,7 @@ func scanObserved() ([]any, func() (*projector.AppObserved, error)) {
 func scanAck(rows *sql.Rows) (projector.Ack, error) {
 	var a projector.Ack
 	var at sql.NullInt64
-	if err := rows.Scan(&a.EventID, &a.Cluster, &a.Applied, &a.Code, &a.Reason, &at); err != nil {
+	if err := rows.Scan(&a.EventID, &a.Cluster, &a.Applied, &a.Code, &a.Reason, &at, &a.Result); err != nil {
 		return a, err
 	}
 	a.At = fromNanos(at)

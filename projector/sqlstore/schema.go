@@ -114,6 +114,10 @@ var migrations = [][]string{
 		// No table changes: the audit chains are rehashed with before and
 		// after in canonical form (programs[8], rechain).
 	},
+	{
+		// How a sync or rollback ended, as Argo CD says.
+		`ALTER TABLE acks ADD COLUMN result TEXT NOT NULL DEFAULT ''`,
+	},
 }
 
 // programs are the steps of a migration that SQL alone cannot take:

@@ -424,7 +424,8 @@ func testIdempotent(t *testing.T, b backend) {
 	changed := first
 	changed.Name = "rewritten"
 	dup.Audit = append(dup.Audit, changed)
-	dup.Acks = append(dup.Acks, projector.Ack{EventID: "e9", Cluster: "c2", Code: "late"})
+	dup.Acks = append(dup.Acks, projector.Ack{EventID: "e9", Cluster: "c2", Code: "late"},
+		projector.Ack{EventID: "e9", Cluster: "c2", Applied: true, Result: "Failed", Reason: "one or more objects failed to apply"})
 	dup.Deployments = append(dup.Deployments, dup.Deployments[0])
 	dup.Gaps = append(dup.Gaps, dup.Gaps[1])
 	dup.Calls = append(dup.Calls, dup.Calls[0])
@@ -441,8 +442,8 @@ func testIdempotent(t *testing.T, b backend) {
 	if len(chain) != 1 || chain[0].Name != first.Name {
 		t.Errorf("audit entry rewritten: got %+v, want name %q", chain, first.Name)
 	}
-	if acks := ackRows(t, s); acks[len(acks)-1].Code != "late" {
-		t.Errorf("ack of e9 = %+v, want the last written (code late)", acks[len(acks)-1])
+	if acks := ackRows(t, s); acks[len(acks)-1].Result != "Failed" || acks[len(acks)-1].Reason != "one or more objects failed to apply" {
+		t.Errorf("ack of e9 = %+v, want the last written (an operation's result)", acks[len(acks)-1])
 	}
 }
 

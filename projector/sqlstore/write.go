@@ -273,7 +273,7 @@ func chainHeadRows(heads map[projector.Partition]string) [][]any {
 
 func ackRow(v *projector.Ack) ([]any, error) {
 	var e encoder
-	return []any{v.EventID, v.Cluster, v.Applied, v.Code, v.Reason, e.time(v.At)}, e.err
+	return []any{v.EventID, v.Cluster, v.Applied, v.Code, v.Reason, e.time(v.At), v.Result}, e.err
 }
 
 func callRow(v *projector.Call) ([]any, error) {

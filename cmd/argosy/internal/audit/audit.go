@@ -146,8 +146,11 @@ func results(acks []projector.Ack) string {
 	var out []string
 	for _, a := range acks {
 		r := "applied"
-		if !a.Applied {
+		switch {
+		case !a.Applied:
 			r = "rejected: " + a.Code
+		case a.Result != "":
+			r = "applied, " + a.Result
 		}
 		if len(acks) > 1 {
 			r = a.Cluster + " " + r
