@@ -257,8 +257,9 @@ func TestIdleReaderCommits(t *testing.T) {
 
 // BenchmarkReader reads 2,000 signed config events from one partition, a
 // spoke's shape, with a handler that does nothing: the reader's own cost
-// per record (fetching, verifying, decoding, committing). Each pass reads
-// the partition from the start with a group of its own.
+// per record (fetching, verifying, decoding, committing), and how many
+// commits a pass makes. Each pass reads the partition from the start with
+// a group of its own.
 func BenchmarkReader(b *testing.B) {
 	const total = 2000
 	r := newRig(b, 1, nil)
@@ -271,11 +272,13 @@ func BenchmarkReader(b *testing.B) {
 		b.Fatal(err)
 	}
 	dec := r.decoder()
+	var commits atomic.Int64
 	b.ReportAllocs()
 	pass := 0
 	for b.Loop() {
 		pass++
-		rd := newReader(b, r, dec, events.ReaderConfig{Topic: topic, Group: fmt.Sprintf("%s.bench-%d", topic, pass)})
+		rd := newReader(b, r, dec, events.ReaderConfig{Topic: topic, Group: fmt.Sprintf("%s.bench-%d", topic, pass),
+			OnCommit: func(int32, int64) { commits.Add(1) }})
 		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
 		var n atomic.Int64
 		err := rd.Run(ctx, func(context.Context, *events.Decoded) error {
@@ -293,4 +296,5 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*total)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(commits.Load())/float64(b.N), "commits/op")
 }
