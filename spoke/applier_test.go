@@ -40,7 +40,7 @@ const partitions = 4
 // world is a hub that appends signed config events and one spoke that
 // applies them to a real Argo CD and acknowledges them on the real broker.
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	cluster string
 	topics  events.Topics
 	hub     *events.Producer
@@ -64,7 +64,7 @@ type world struct {
 }
 
 // testLog is a logger whose output the test prints if it fails.
-func testLog(t *testing.T) *slog.Logger {
+func testLog(t testing.TB) *slog.Logger {
 	var mu sync.Mutex
 	var buf bytes.Buffer
 	t.Cleanup(func() {
@@ -96,7 +96,7 @@ func signer(t testing.TB) *events.Signer {
 	return s
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	e := kubetest.Current(t)
 	if err := e.StartArgoCD(t.Context()); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func newWorld(t *testing.T) *world {
 }
 
 // newArgo is the Argo CD client an agent uses, on dyn.
-func newArgo(t *testing.T, dyn dynamic.Interface, opts ...argocd.Option) *argocd.Client {
+func newArgo(t testing.TB, dyn dynamic.Interface, opts ...argocd.Option) *argocd.Client {
 	t.Helper()
 	a, err := argocd.New(dyn, spoke.FieldManager, opts...)
 	if err != nil {
@@ -148,7 +148,7 @@ func newArgo(t *testing.T, dyn dynamic.Interface, opts ...argocd.Option) *argocd
 }
 
 // newState is an agent's state in ConfigMap name of the Argo CD namespace.
-func newState(t *testing.T, dyn dynamic.Interface, name string) *kube.State {
+func newState(t testing.TB, dyn dynamic.Interface, name string) *kube.State {
 	t.Helper()
 	s, err := kube.NewState(dyn, kubetest.ArgoNamespace, name)
 	if err != nil {
@@ -158,7 +158,7 @@ func newState(t *testing.T, dyn dynamic.Interface, name string) *kube.State {
 }
 
 // newWatcher watches the Applications of the Argo CD namespace.
-func newWatcher(t *testing.T, dyn dynamic.Interface) *argocd.Watcher {
+func newWatcher(t testing.TB, dyn dynamic.Interface) *argocd.Watcher {
 	t.Helper()
 	wa, err := argocd.NewWatcher(dyn, kubetest.ArgoNamespace)
 	if err != nil {

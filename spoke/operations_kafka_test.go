@@ -351,8 +351,7 @@ func TestReplaysRefusedAfterPruning(t *testing.T) {
 		}
 	}
 	opKey := "Operation." + p.RequestID
-	rec, _, _ := w.state.Get(t.Context(), opKey)
-	prune(opKey, rec.Until)
+	prune(opKey, sync.Time().Add(5*time.Second+time.Second)) // its expiry, and the skew
 	replay(t, recs[1])
 	got := w.outcomes(func(m map[string][]string) bool { return len(m[sync.ID()]) == 3 })
 	if want := []string{"applied", "completed:Succeeded", schemas.RejectStale}; fmt.Sprint(got[sync.ID()]) != fmt.Sprint(want) {
@@ -363,6 +362,9 @@ func TestReplaysRefusedAfterPruning(t *testing.T) {
 	// of the upsert before it: the copy is refused by its generation.
 	appKey := "Application." + kubetest.ArgoNamespace + "." + name
 	rec, kept, err := w.state.Get(t.Context(), appKey)
+	if until := del.Time().Add(30*time.Second + time.Second); rec.Until.Sub(until).Abs() > time.Millisecond {
+		t.Errorf("the deletion's record is kept until %s, want %s: the decoder's maximum age and the skew after its signing", rec.Until, until)
+	}
 	if err != nil || !kept || !rec.Deleted {
 		t.Fatalf("the deletion's record after the operation's was pruned: %+v %v %v, want it kept", rec, kept, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/twmb/franz-go/pkg/kgo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +20,7 @@ import (
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
 	"github.com/argosyproj/argosy/spoke/kube"
+	"github.com/argosyproj/argosy/spoke/sim"
 )
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -120,5 +122,66 @@ func TestStateForgetsOldOperationsAndDeletes(t *testing.T) {
 	w.publish(w.hub, refresh)
 	if got := w.acks(func(_ map[string]string, n int) bool { return n > len(es) }); got[refresh.ID()] != schemas.RejectStale {
 		t.Errorf("an old refresh delivered again: %q, want %q", got[refresh.ID()], schemas.RejectStale)
+	}
+}
+
+// BenchmarkStateUnderOperationBurst measures the agent's state, in
+// ConfigMaps on the real apiserver, through a burst of 10,000 refreshes of
+// one Application on the real broker (Argo CD simulated: the state is what
+// is measured). Operations may start 30 s after they were asked for and
+// clocks are taken to be within 1 s, so each refresh's record is kept 31 s
+// after its signing, and pruned by the pass after that (every 15 s). It
+// reports the most state ConfigMaps seen, how many are left once the burst
+// is forgotten, and how long that took after the last refresh was
+// published.
+func BenchmarkStateUnderOperationBurst(b *testing.B) {
+	const burst, maxAge = 10_000, 30 * time.Second
+	for range b.N {
+		w := newWorld(b)
+		cluster := sim.NewCluster()
+		agent, err := spoke.New(w.cluster, w.keys, w.hubKey.Public(), []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(b))}, cluster, cluster,
+			w.state, spoke.WithTopics(w.topics), spoke.WithOperationMaxAge(maxAge), spoke.WithStaleness(events.DefaultMaxAge, time.Second),
+			spoke.WithLogger(w.log))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(b.Context())
+		done := make(chan error, 1)
+		go func() { done <- agent.Run(ctx) }()
+		cms := w.dyn.Resource(configMaps).Namespace(kubetest.ArgoNamespace)
+		count := func() int {
+			l, err := cms.List(b.Context(), metav1.ListOptions{LabelSelector: kube.LabelState + "=argosy-spoke-" + w.cluster})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return len(l.Items)
+		}
+		app := w.app(1)
+		w.publish(w.hub, app)
+		w.acks(func(m map[string]string, _ int) bool { return m[app.ID()] != "" })
+		settled := count()
+		name := "guestbook-" + w.ns
+		var es []*event.Event
+		for range burst {
+			es = append(es, w.operation(name, schemas.OperationRefresh, 0))
+		}
+		for i := 0; i < burst; i += 500 {
+			w.publish(w.hub, es[i:i+500]...)
+		}
+		published, peak, n := time.Now(), 0, 0
+		for n = count(); n > settled; n = count() {
+			peak = max(peak, n)
+			if time.Since(published) > 10*time.Minute {
+				b.Fatalf("after 10 minutes the state still holds %d ConfigMaps, %d when settled", n, settled)
+			}
+			time.Sleep(time.Second)
+		}
+		b.ReportMetric(float64(peak), "peak-configmaps")
+		b.ReportMetric(float64(n), "settled-configmaps")
+		b.ReportMetric(time.Since(published).Seconds(), "settle-s")
+		cancel()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
 	}
 }
