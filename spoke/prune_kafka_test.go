@@ -4,6 +4,7 @@ package spoke_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,9 +132,9 @@ func TestStateForgetsOldOperationsAndDeletes(t *testing.T) {
 // is measured). Operations may start 30 s after they were asked for and
 // clocks are taken to be within 1 s, so each refresh's record is kept 31 s
 // after its signing, and pruned by the pass after that (every 15 s). It
-// reports the most state ConfigMaps seen, how many are left once the burst
-// is forgotten, and how long that took after the last refresh was
-// published.
+// reports how long the agent took to acknowledge the burst, the most state
+// ConfigMaps seen, how many are left once the burst is forgotten, and how
+// long that took after the last refresh was published.
 func BenchmarkStateUnderOperationBurst(b *testing.B) {
 	const burst, maxAge = 10_000, 30 * time.Second
 	for range b.N {
@@ -149,34 +150,60 @@ func BenchmarkStateUnderOperationBurst(b *testing.B) {
 		done := make(chan error, 1)
 		go func() { done <- agent.Run(ctx) }()
 		cms := w.dyn.Resource(configMaps).Namespace(kubetest.ArgoNamespace)
-		count := func() int {
+		count := func() (int, error) {
 			l, err := cms.List(b.Context(), metav1.ListOptions{LabelSelector: kube.LabelState + "=argosy-spoke-" + w.cluster})
 			if err != nil {
-				b.Fatal(err)
+				return 0, err
 			}
-			return len(l.Items)
+			return len(l.Items), nil
 		}
 		app := w.app(1)
 		w.publish(w.hub, app)
 		w.acks(func(m map[string]string, _ int) bool { return m[app.ID()] != "" })
-		settled := count()
+		settled, err := count()
+		if err != nil {
+			b.Fatal(err)
+		}
 		name := "guestbook-" + w.ns
 		var es []*event.Event
 		for range burst {
 			es = append(es, w.operation(name, schemas.OperationRefresh, 0))
 		}
+		var peak atomic.Int64
+		stop, sampled := make(chan struct{}), make(chan struct{})
+		go func() { // the state's size every half second, until stop
+			defer close(sampled)
+			for {
+				if n, err := count(); err == nil && int64(n) > peak.Load() {
+					peak.Store(int64(n))
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		}()
 		for i := 0; i < burst; i += 500 {
 			w.publish(w.hub, es[i:i+500]...)
 		}
-		published, peak, n := time.Now(), 0, 0
-		for n = count(); n > settled; n = count() {
-			peak = max(peak, n)
+		published := time.Now()
+		w.acks(func(m map[string]string, _ int) bool { return m[es[burst-1].ID()] != "" })
+		applied := time.Since(published)
+		n := settled + 1
+		for n > settled {
 			if time.Since(published) > 10*time.Minute {
 				b.Fatalf("after 10 minutes the state still holds %d ConfigMaps, %d when settled", n, settled)
 			}
 			time.Sleep(time.Second)
+			if n, err = count(); err != nil {
+				b.Fatal(err)
+			}
 		}
-		b.ReportMetric(float64(peak), "peak-configmaps")
+		close(stop)
+		<-sampled
+		b.ReportMetric(applied.Seconds(), "applied-s")
+		b.ReportMetric(float64(peak.Load()), "peak-configmaps")
 		b.ReportMetric(float64(n), "settled-configmaps")
 		b.ReportMetric(time.Since(published).Seconds(), "settle-s")
 		cancel()
