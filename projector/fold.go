@@ -276,6 +276,11 @@ func Apply(v *View, d *events.Decoded) error {
 			v.putObserved(o)
 		}
 	case *schemas.ConfigRejected:
+		if p.Code == schemas.RejectReplay {
+			// A copy refused: the original's acknowledgement stands, and
+			// the copy is in the audit history, refused.
+			break
+		}
 		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Code: p.Code, Reason: p.Reason, At: d.LogTime})
 		if d.Subject.Kind == schemas.SubjectApplications {
 			o := v.observed(d)

@@ -415,9 +415,10 @@ func TestHealthChanges(t *testing.T) {
 	}
 }
 
-// TestOperationResultEndsItsAcknowledgement folds a sync's acknowledgement
-// and its end: the last acknowledgement row of the request carries Argo
-// CD's phase and message, which the audit history shows as its result.
+// TestOperationResultEndsItsAcknowledgement folds a sync's acknowledgement,
+// its end and the rejection of a copy of it: the last acknowledgement row
+// of the request carries Argo CD's phase and message, which the audit
+// history shows as its result.
 func TestOperationResultEndsItsAcknowledgement(t *testing.T) {
 	l := &logOf{}
 	res := schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 1}
@@ -426,9 +427,13 @@ func TestOperationResultEndsItsAcknowledgement(t *testing.T) {
 	l.add("status", 1, events.TypeConfigApplied, app("web"), &schemas.ConfigApplied{Resource: res, EventID: req.Event.ID()})
 	l.add("status", 1, events.TypeOperationCompleted, app("web"), &schemas.OperationCompleted{Resource: res, EventID: req.Event.ID(),
 		RequestID: "r1", Operation: schemas.OperationSync, Phase: schemas.OperationPhaseFailed, Message: "one or more objects failed to apply"})
+	// A copy of the request, appended later, is refused as a replay: the
+	// original's acknowledgement stands.
+	l.add("status", 1, events.TypeConfigRejected, app("web"), &schemas.ConfigRejected{Resource: res, EventID: req.Event.ID(),
+		Offset: 99, Code: schemas.RejectReplay, Reason: "a copy"})
 	acks := fold(t, l.recs).Acks
 	if len(acks) != 2 {
-		t.Fatalf("acks %+v, want the acknowledgement and the result", acks)
+		t.Fatalf("acks %+v, want the acknowledgement and the result, and nothing of the copy", acks)
 	}
 	if last := acks[1]; !last.Applied || last.Result != schemas.OperationPhaseFailed || last.Reason != "one or more objects failed to apply" {
 		t.Errorf("the last acknowledgement row %+v, want applied with Argo CD's phase and message", last)

@@ -230,6 +230,10 @@ const (
 	RejectUnverified  = "unverified"
 	RejectApplyFailed = "apply_failed"
 	RejectConflict    = "conflict"
+	// RejectReplay marks a copy of a config record: its event was applied
+	// from another offset, or it was appended after the operation it asks
+	// for expired. The original's acknowledgement stands.
+	RejectReplay = "replay"
 )
 
 // ConfigApplied is the data of io.argosy.status.config.applied.v1: the agent

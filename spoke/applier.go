@@ -191,7 +191,7 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 	}
 	if seen && prev.EventID == d.Event.ID() {
 		if prev.Partition != d.Partition || prev.Offset != d.Offset {
-			return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
+			return a.reject(ctx, d, c.res, c.kind, schemas.RejectReplay,
 				fmt.Errorf("event %s was applied from %d@%d; this copy at %d@%d is a replay", d.Event.ID(), prev.Partition, prev.Offset, d.Partition, d.Offset))
 		}
 		if prev.Phase != "" {
@@ -209,7 +209,11 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 	}
 	if c.op != nil {
 		if err := a.expired(d, c.op); err != nil {
-			return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale, err)
+			code := schemas.RejectStale // read too late
+			if d.LogTime.After(a.expiry(d, c.op)) {
+				code = schemas.RejectReplay // appended too late: a copy
+			}
+			return a.reject(ctx, d, c.res, c.kind, code, err)
 		}
 		if a.queues(c) {
 			return a.enqueue(ctx, d, c)

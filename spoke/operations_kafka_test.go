@@ -354,7 +354,7 @@ func TestReplaysRefusedAfterPruning(t *testing.T) {
 	prune(opKey, sync.Time().Add(5*time.Second+time.Second)) // its expiry, and the skew
 	replay(t, recs[1])
 	got := w.outcomes(func(m map[string][]string) bool { return len(m[sync.ID()]) == 3 })
-	if want := []string{"applied", "completed:Succeeded", schemas.RejectStale}; fmt.Sprint(got[sync.ID()]) != fmt.Sprint(want) {
+	if want := []string{"applied", "completed:Succeeded", schemas.RejectReplay}; fmt.Sprint(got[sync.ID()]) != fmt.Sprint(want) {
 		t.Errorf("the sync and its copy: %v, want %v", got[sync.ID()], want)
 	}
 

@@ -118,11 +118,11 @@ func TestStateForgetsOldOperationsAndDeletes(t *testing.T) {
 		}
 	}
 
-	// Past its age, a copy of the refresh from back then is refused as
-	// stale, not performed.
+	// Past its age, a copy of the refresh from back then is refused as a
+	// replay, not performed.
 	w.publish(w.hub, refresh)
-	if got := w.acks(func(_ map[string]string, n int) bool { return n > len(es) }); got[refresh.ID()] != schemas.RejectStale {
-		t.Errorf("an old refresh delivered again: %q, want %q", got[refresh.ID()], schemas.RejectStale)
+	if got := w.acks(func(_ map[string]string, n int) bool { return n > len(es) }); got[refresh.ID()] != schemas.RejectReplay {
+		t.Errorf("an old refresh delivered again: %q, want %q", got[refresh.ID()], schemas.RejectReplay)
 	}
 }
 
