@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/argocd"
@@ -112,6 +113,7 @@ type Applier struct {
 	sealing events.SealingKey // opens repository credentials sealed to this cluster
 	log     *slog.Logger
 	inst    *instruments
+	tracer  trace.Tracer
 
 	// mu makes Handle one event at a time: the config reader and a
 	// recovery from the desired-state topic both call it.
@@ -136,7 +138,7 @@ func NewApplier(cluster string, argo ArgoCD, state StateStore, pub Publisher, se
 	ops, _ := argo.(Operations)
 	return &Applier{budget: o.applyBudget, opAge: o.operationAge, configAge: o.configAge, skew: o.skew, ops: ops, wake: make(chan struct{}, 1),
 		cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
-		log: o.log, inst: newInstruments(o.meters)}, nil
+		log: o.log, inst: newInstruments(o.meters), tracer: o.tracers.Tracer(instrumentation)}, nil
 }
 
 // Source is the CloudEvents source of the events an agent of cluster

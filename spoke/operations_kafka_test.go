@@ -304,16 +304,16 @@ func waitPhase(t *testing.T, st spoke.StateStore, key, phase string) {
 
 // TestReplaysRefusedAfterPruning re-appends captured config records after
 // the agent forgot their records, with the ages shortened (an operation
-// may start 5 s after it was asked for, a config event may reach the log
-// 30 s after it was signed, clocks within 1 s), by the rule the defaults
+// may start 10 s after it was asked for, a config event may reach the log
+// 40 s after it was signed, clocks within 1 s), by the rule the defaults
 // follow. A sync re-appended after its record was pruned (by default, 10
 // minutes to an hour later) does not run again; an upsert re-appended after
 // the deletion's record was pruned (by default, up to 7 days later) does
 // not bring the deleted Application back.
 func TestReplaysRefusedAfterPruning(t *testing.T) {
 	w := newWorld(t)
-	w.opts = []spoke.Option{spoke.WithOperationMaxAge(5 * time.Second), spoke.WithStaleness(30*time.Second, time.Second)}
-	w.decOpts = []events.DecoderOption{events.WithStaleness(30*time.Second, time.Second)}
+	w.opts = []spoke.Option{spoke.WithOperationMaxAge(10 * time.Second), spoke.WithStaleness(40*time.Second, time.Second)}
+	w.decOpts = []events.DecoderOption{events.WithStaleness(40*time.Second, time.Second)}
 	w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
 	name := "guestbook-" + w.ns
 	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
@@ -323,6 +323,8 @@ func TestReplaysRefusedAfterPruning(t *testing.T) {
 	done := w.run(ctx, "spoke."+w.cluster)
 
 	up := w.app(1)
+	upRec := w.publish(w.hub, up)[0]
+	w.outcomes(func(m map[string][]string) bool { return len(m[up.ID()]) == 1 })
 	sync := w.operation(name, schemas.OperationSync, 0)
 	var p schemas.OperationRequested
 	if err := sync.DataAs(&p); err != nil {
@@ -332,7 +334,7 @@ func TestReplaysRefusedAfterPruning(t *testing.T) {
 	if err := sync.SetData("application/json", p); err != nil {
 		t.Fatal(err)
 	}
-	recs := w.publish(w.hub, up, sync)
+	syncRec := w.publish(w.hub, sync)[0]
 	w.outcomes(func(m map[string][]string) bool { return len(m[sync.ID()]) == 2 })
 	delRes := schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 2}
 	del := w.event(events.TypeApplicationDeleted, delRes, schemas.ApplicationDeleted{Resource: delRes, Cascade: true})
@@ -351,8 +353,8 @@ func TestReplaysRefusedAfterPruning(t *testing.T) {
 		}
 	}
 	opKey := "Operation." + p.RequestID
-	prune(opKey, sync.Time().Add(5*time.Second+time.Second)) // its expiry, and the skew
-	replay(t, recs[1])
+	prune(opKey, sync.Time().Add(10*time.Second+time.Second)) // its expiry, and the skew
+	replay(t, syncRec)
 	got := w.outcomes(func(m map[string][]string) bool { return len(m[sync.ID()]) == 3 })
 	if want := []string{"applied", "completed:Succeeded", schemas.RejectReplay}; fmt.Sprint(got[sync.ID()]) != fmt.Sprint(want) {
 		t.Errorf("the sync and its copy: %v, want %v", got[sync.ID()], want)
@@ -362,13 +364,13 @@ func TestReplaysRefusedAfterPruning(t *testing.T) {
 	// of the upsert before it: the copy is refused by its generation.
 	appKey := "Application." + kubetest.ArgoNamespace + "." + name
 	rec, kept, err := w.state.Get(t.Context(), appKey)
-	if until := del.Time().Add(30*time.Second + time.Second); rec.Until.Sub(until).Abs() > time.Millisecond {
+	if until := del.Time().Add(40*time.Second + time.Second); rec.Until.Sub(until).Abs() > time.Millisecond {
 		t.Errorf("the deletion's record is kept until %s, want %s: the decoder's maximum age and the skew after its signing", rec.Until, until)
 	}
 	if err != nil || !kept || !rec.Deleted {
 		t.Fatalf("the deletion's record after the operation's was pruned: %+v %v %v, want it kept", rec, kept, err)
 	}
-	replay(t, recs[0])
+	replay(t, upRec)
 	got = w.outcomes(func(m map[string][]string) bool { return len(m[up.ID()]) == 2 })
 	if got[up.ID()][1] != schemas.RejectStale {
 		t.Errorf("the upsert's copy while the deletion is remembered: %v, want it rejected as stale", got[up.ID()])
@@ -377,7 +379,7 @@ func TestReplaysRefusedAfterPruning(t *testing.T) {
 	// The deletion's time is up: its record goes, and a copy of the
 	// upsert before it is older than the decoder accepts.
 	prune(appKey, rec.Until)
-	replay(t, recs[0])
+	replay(t, upRec)
 	got = w.outcomes(func(m map[string][]string) bool { return len(m[up.ID()]) == 3 })
 	if got[up.ID()][2] != schemas.RejectUnverified {
 		t.Errorf("the upsert's copy after the deletion was forgotten: %v, want it refused by the decoder", got[up.ID()])

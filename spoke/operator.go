@@ -9,6 +9,10 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/schemas"
@@ -114,6 +118,7 @@ func (o *Operator) step(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	o.a.inst.operations(ctx, len(open))
 	byApp := map[Ref][]opRecord{}
 	for k, r := range open {
 		if r.Request == nil {
@@ -198,7 +203,15 @@ func (o *Operator) start(ctx context.Context, ref Ref, r opRecord, version strin
 	p := r.Request
 	op := Operation{RequestID: p.RequestID, Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
 		DryRun: p.DryRun, HistoryID: p.HistoryID}
-	switch err := o.ops.Start(ctx, ref, op, version); {
+	ctx, span := o.a.tracer.Start(ctx, "spoke.operation.start", trace.WithAttributes(attribute.String("argosy.request", p.RequestID),
+		attribute.String("argosy.operation", p.Operation), attribute.String("argosy.application", ref.Namespace+"/"+ref.Name)))
+	defer span.End()
+	err = o.ops.Start(ctx, ref, op, version)
+	if err != nil && !errors.Is(err, ErrChanged) {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	switch {
 	case errors.Is(err, ErrChanged):
 		return false, nil // look again
 	case err != nil && (ctx.Err() != nil || argocd.Transient(err)):
@@ -238,6 +251,7 @@ func (o *Operator) complete(ctx context.Context, r opRecord, st OperationState) 
 	if _, err := o.a.publish.Publish(ctx, e); err != nil {
 		return err
 	}
+	o.a.inst.completed(ctx, cmp.Or(st.Phase, schemas.OperationPhaseUnknown))
 	o.log.DebugContext(ctx, "operation ended", "request", p.RequestID, "phase", st.Phase)
 	return o.put(ctx, r, OperationEnded)
 }
@@ -259,7 +273,13 @@ func (o *Operator) reject(ctx context.Context, r opRecord, code string, cause er
 
 // put records r in phase; an ended operation keeps only what the state
 // needs to refuse its event again until it expired.
+//
+// It runs after an acknowledgement is durable, so it is not cut short by
+// ctx ending (a graceful stop): a record left behind would acknowledge the
+// operation again after the restart.
 func (o *Operator) put(ctx context.Context, r opRecord, phase string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	next := r.Applied
 	next.Phase, next.At = phase, time.Now().UTC()
 	if phase == OperationEnded {
