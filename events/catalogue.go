@@ -58,6 +58,7 @@ const (
 	TypeApplicationStatus    = "io.argosy.status.application.changed.v1"
 	TypeConfigApplied        = "io.argosy.status.config.applied.v1"
 	TypeConfigRejected       = "io.argosy.status.config.rejected.v1"
+	TypeOperationCompleted   = "io.argosy.status.operation.completed.v1"
 	TypeDeploymentRecorded   = "io.argosy.status.deployment.recorded.v1"
 	TypeDeploymentGap        = "io.argosy.status.deployment.gap.v1"
 	TypeAuditRecorded        = "io.argosy.hub.audit.recorded.v1"
@@ -129,6 +130,8 @@ var catalogue = []Spec{
 		"The agent applied a config event."),
 	entry[schemas.ConfigRejected](TypeConfigRejected, FamilyStatus, TopicStatus, cluster,
 		"The agent refused or failed to apply a config event, and why."),
+	entry[schemas.OperationCompleted](TypeOperationCompleted, FamilyStatus, TopicStatus, cluster,
+		"A sync or rollback the agent started on Argo CD ended, with Argo CD's result."),
 	entry[schemas.DeploymentRecorded](TypeDeploymentRecorded, FamilyStatus, TopicDeployments, cluster,
 		"One finished sync of an Application, for deployment history."),
 	entry[schemas.DeploymentGap](TypeDeploymentGap, FamilyStatus, TopicDeployments, cluster,

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
 
 // rig is one test's topics, keys and clients on the real broker.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	topics events.Topics
 	f      *fixture
 	prod   *events.Producer
@@ -38,7 +38,7 @@ type rig struct {
 	popts []events.Option
 }
 
-func newRig(t *testing.T, configPartitions int32, pins map[string]int32) *rig {
+func newRig(t testing.TB, configPartitions int32, pins map[string]int32) *rig {
 	t.Helper()
 	topics := events.DefaultTopics(kafkatest.Prefix(t))
 	adm := kadm.NewClient(kafkatest.Client(t))

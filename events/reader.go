@@ -20,9 +20,13 @@ import (
 )
 
 // Handler applies one decoded event. It must be idempotent: after a crash the
-// records since the last commit are delivered again. Its error decides what
-// happens to the record:
-//   - nil: done; the offset is committed after the rest of the batch.
+// records since the partition's last commit are delivered again, which are
+// at most those finished within one ReaderConfig.CommitInterval. Its error
+// decides what happens to the record:
+//   - nil: done. Its offset is committed at once if the partition's last
+//     commit is at least an interval old; otherwise with the next record
+//     finished after that, or before the reader waits for more records or
+//     stops, whichever comes first.
 //   - Poison(err): dead-lettered with the error, then done. A handler that
 //     panics is treated the same way.
 //   - Fatal(err): Run stops and returns err. Records finished before it are
@@ -62,6 +66,14 @@ type ReaderConfig struct {
 	OnCommit func(partition int32, next int64)
 	// MaxBackoff caps the wait between retries of a failing handler.
 	MaxBackoff time.Duration
+	// CommitInterval is the least time between a partition's commits
+	// while records keep coming: a finished record's offset is committed
+	// at once if no commit was made in the last interval, and otherwise
+	// with a later record's. Whatever is finished is committed before the
+	// reader waits for more records and when it stops. So a crash delivers
+	// again at most the records finished within one interval. Zero means
+	// 100 ms.
+	CommitInterval time.Duration
 }
 
 // Reader consumes partitions by direct assignment, decodes each record, runs
@@ -92,6 +104,9 @@ func NewReader(client *kgo.Client, in *Intake, cfg ReaderConfig, opts ...Option)
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 30 * time.Second
+	}
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = 100 * time.Millisecond
 	}
 	if cfg.Start == (kgo.Offset{}) {
 		cfg.Start = kgo.NewOffset().AtStart()
@@ -209,33 +224,73 @@ func (r *Reader) fetchError(ctx context.Context, topic string, p int32, err erro
 	r.log.WarnContext(ctx, "fetch failed", "topic", topic, "partition", p, "err", err)
 }
 
-// work handles one partition's batches in order, committing each batch's
-// finished records, even when stopping.
+// work handles one partition's batches in order. Each finished record's
+// offset is committed within the commit interval, and whatever is finished
+// is committed before waiting for the next batch and when stopping, for a
+// fatal error too.
 func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handler) error {
-	for recs := range batches {
-		var done *kgo.Record
-		var err error
+	c := &committer{interval: r.cfg.CommitInterval, commit: r.commit}
+	for {
+		var recs []*kgo.Record
+		var ok bool
+		select {
+		case recs, ok = <-batches:
+		default:
+			// Nothing more to handle yet: an idle partition keeps
+			// nothing uncommitted.
+			if err := c.flush(ctx); err != nil {
+				return err
+			}
+			recs, ok = <-batches
+		}
+		if !ok {
+			return c.flush(ctx)
+		}
 		for _, rec := range recs {
-			if err = r.handle(ctx, rec, h); err != nil {
-				break
+			if err := r.handle(ctx, rec, h); err != nil {
+				if cerr := c.flush(ctx); cerr != nil {
+					return errors.Join(err, cerr)
+				}
+				return err
 			}
-			done = rec
-		}
-		if done != nil {
-			commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			cerr := r.commit(commitCtx, done)
-			cancel()
-			if cerr != nil {
-				return errors.Join(err, cerr)
+			if err := c.finished(ctx, rec); err != nil {
+				return err
 			}
-			if r.cfg.OnCommit != nil {
-				r.cfg.OnCommit(done.Partition, done.Offset+1)
-			}
-		}
-		if err != nil {
-			return err
 		}
 	}
+}
+
+// committer holds one partition's last finished record until it is
+// committed. It is used by that partition's worker only.
+type committer struct {
+	interval time.Duration
+	commit   func(context.Context, *kgo.Record) error
+	done     *kgo.Record // finished, not committed yet
+	last     time.Time   // when the last commit ended
+}
+
+// finished records rec as done and commits it if no commit was made in the
+// last interval.
+func (c *committer) finished(ctx context.Context, rec *kgo.Record) error {
+	c.done = rec
+	if time.Since(c.last) < c.interval {
+		return nil
+	}
+	return c.flush(ctx)
+}
+
+// flush commits the last finished record, if there is one. The commit does
+// not end with ctx, so that a stop does not lose finished work.
+func (c *committer) flush(ctx context.Context) error {
+	if c.done == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := c.commit(ctx, c.done); err != nil {
+		return err
+	}
+	c.done, c.last = nil, time.Now()
 	return nil
 }
 
@@ -396,11 +451,12 @@ func (r *Reader) retry(ctx context.Context, f func(context.Context) error) error
 	}
 }
 
-// commit stores the offset after rec for rec's partition.
+// commit stores the offset after rec for rec's partition and tells
+// OnCommit.
 func (r *Reader) commit(ctx context.Context, rec *kgo.Record) error {
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: rec.Topic, Partition: rec.Partition, At: rec.Offset + 1, LeaderEpoch: rec.LeaderEpoch})
-	return r.retry(ctx, func(ctx context.Context) error {
+	err := r.retry(ctx, func(ctx context.Context) error {
 		resp, err := r.adm.CommitOffsets(ctx, r.cfg.Group, offs)
 		if err == nil {
 			err = resp.Error()
@@ -410,4 +466,8 @@ func (r *Reader) commit(ctx context.Context, rec *kgo.Record) error {
 		}
 		return nil
 	})
+	if err == nil && r.cfg.OnCommit != nil {
+		r.cfg.OnCommit(rec.Partition, rec.Offset+1)
+	}
+	return err
 }

@@ -112,7 +112,8 @@ type ReadRange struct {
 
 // AsOf answers q from the log: it folds, with Apply, the cluster's config
 // events from the start of its config partition up to q.At (desired state
-// is everything the hub ever said about it), and its status events of the
+// is everything the hub ever said about it; a replay, View.Replay, changes
+// nothing, as in the live views), and its status events of the
 // StatusWindow before q.At, read by direct assignment and judged by the
 // same events.Intake as the live projector, against the trust topic
 // anchored at anchors. Records of other clusters sharing the partitions
@@ -231,8 +232,7 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 	}
 	reader.AddConsumePartitions(consume)
 	view := NewView()
-	desiredFrom, observedFrom := map[AppKey]*EventRef{}, map[AppKey]*EventRef{}
-	objects := map[string]*DesiredObject{}
+	src := asOfSources{desired: map[AppKey]*EventRef{}, observed: map[AppKey]*EventRef{}, objects: map[string]*DesiredObject{}}
 	folded := map[Partition]int64{}
 	for len(at) > 0 {
 		fs := reader.PollRecords(ctx, o.maxRecords)
@@ -280,31 +280,28 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 			if d.Subject.Cluster != q.Cluster {
 				continue
 			}
+			// A replay changes no row: it is no object's last event, and
+			// no row comes from it.
+			replay := view.Replay(d)
 			if err := Apply(view, d); err != nil {
 				o.log.WarnContext(ctx, "event the fold refuses", "topic", d.Topic, "offset", d.Offset, "err", err)
 				continue
 			}
 			folded[Partition{d.Topic, d.Partition}]++
-			if q.Objects && d.Topic == o.topics[events.TopicConfig] && d.Subject.Kind != "" && events.StatesObject(d.Spec.Type) {
-				objects[events.DesiredKey(d.Subject)] = desiredObject(d)
+			if replay != "" {
+				o.log.WarnContext(ctx, "replay refused", "topic", d.Topic, "partition", d.Partition, "offset", d.Offset,
+					"type", d.Spec.Type, "reason", replay)
+				continue
 			}
-			if d.Subject.Kind == schemas.SubjectApplications {
-				key := AppKey{Cluster: q.Cluster, Namespace: d.Subject.Namespace, Name: d.Subject.Name}
-				ref := &EventRef{ID: d.Event.ID(), Type: d.Spec.Type, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, LogTime: d.LogTime}
-				if d.Topic == o.topics[events.TopicConfig] {
-					desiredFrom[key] = ref
-				} else {
-					observedFrom[key] = ref
-				}
-			}
+			src.note(d, d.Topic == o.topics[events.TopicConfig], q.Objects)
 		}
 	}
 	for i := range res.Read {
 		res.Read[i].Events = folded[Partition{res.Read[i].Topic, res.Read[i].Partition}]
 	}
 	b := view.Flush()
-	res.answer(b, q, desiredFrom, observedFrom)
-	for _, ob := range objects {
+	res.answer(b, q, src.desired, src.observed)
+	for _, ob := range src.objects {
 		if q.App == "" || (ob.Kind == schemas.SubjectApplications && ob.Name == q.App) {
 			res.Objects = append(res.Objects, *ob)
 		}
@@ -315,6 +312,33 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 			ErrNothingKnown, q.Cluster, q.At.Format(time.RFC3339Nano), ranges[0].Topic, ranges[0].Partition, ranges[1].Topic, ranges[1].Partition)
 	}
 	return res, nil
+}
+
+// asOfSources are the events an as-of answer's rows come from: each
+// Application's last event that changed its desired row and its observed
+// row, and with AsOfQuery.Objects each object's last upsert or deletion.
+type asOfSources struct {
+	desired, observed map[AppKey]*EventRef
+	objects           map[string]*DesiredObject
+}
+
+// note takes d, an event of the cluster that changed a row (no replay),
+// from the config topic or not, and objects if the query asks for them.
+func (s asOfSources) note(d *events.Decoded, config, objects bool) {
+	states := events.StatesObject(d.Spec.Type)
+	if objects && config && d.Subject.Kind != "" && states {
+		s.objects[events.DesiredKey(d.Subject)] = desiredObject(d)
+	}
+	if d.Subject.Kind != schemas.SubjectApplications || (config && !states) {
+		return // an operation changes no desired row
+	}
+	key := AppKey{Cluster: d.Subject.Cluster, Namespace: d.Subject.Namespace, Name: d.Subject.Name}
+	ref := &EventRef{ID: d.Event.ID(), Type: d.Spec.Type, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, LogTime: d.LogTime}
+	if config {
+		s.desired[key] = ref
+	} else {
+		s.observed[key] = ref
+	}
 }
 
 // desiredObject is d, an upsert or a deletion of an object, as a

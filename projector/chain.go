@@ -16,7 +16,9 @@ import (
 // of the entry, every one written as its length in bytes, a colon, the
 // bytes and a newline, in this order: prevHash, topic, partition, offset,
 // at (RFC 3339 with nanoseconds, UTC), eventId, type, cluster, kind,
-// namespace, name, generation, actor, before, after. Before and after are
+// namespace, name, generation, actor, before, after, and then refused, only
+// for an entry that has one (a replay's), so that every other entry's hash
+// is what it was before entries could be refused. Before and after are
 // hashed in canonical form (CanonicalJSON), empty when absent or null, so
 // that the hash depends on their value and not on the text that carries
 // it. The result is lowercase hex. It fails only when before or after is
@@ -30,12 +32,16 @@ func Chain(prevHash string, e AuditEntry) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("audit entry %s/%d@%d: after: %w", e.Topic, e.Partition, e.Offset, err)
 	}
-	h := sha256.New()
-	for _, v := range []string{
+	fields := []string{
 		prevHash, e.Topic, strconv.FormatInt(int64(e.Partition), 10), strconv.FormatInt(e.Offset, 10),
 		e.At.UTC().Format(time.RFC3339Nano), e.EventID, e.Type, e.Cluster, e.Kind, e.Namespace, e.Name,
 		strconv.FormatInt(e.Generation, 10), e.Actor, before, after,
-	} {
+	}
+	if e.Refused != "" {
+		fields = append(fields, e.Refused)
+	}
+	h := sha256.New()
+	for _, v := range fields {
 		h.Write([]byte(strconv.Itoa(len(v))))
 		h.Write([]byte{':'})
 		h.Write([]byte(v))

@@ -26,6 +26,8 @@ type View struct {
 type dirtySet struct {
 	registrations, beats map[string]bool
 	desired, observed    map[AppKey]bool
+	objects              map[ObjectKey]bool
+	operations           map[string]bool
 	chainHeads           map[Partition]bool
 }
 
@@ -33,14 +35,15 @@ type dirtySet struct {
 func NewView() *View {
 	v := &View{offsets: map[Partition]int64{}}
 	v.rows = Rows{Registrations: map[string]ClusterRegistration{}, Beats: map[string]ClusterBeat{},
-		Desired: map[AppKey]AppDesired{}, Observed: map[AppKey]AppObserved{}, ChainHeads: map[Partition]string{}}
+		Desired: map[AppKey]AppDesired{}, Observed: map[AppKey]AppObserved{}, Objects: map[ObjectKey]ObjectGeneration{},
+		Operations: map[string]Operation{}, ChainHeads: map[Partition]string{}}
 	v.resetDirty()
 	return v
 }
 
 func (v *View) resetDirty() {
 	v.dirty = dirtySet{registrations: map[string]bool{}, beats: map[string]bool{}, desired: map[AppKey]bool{},
-		observed: map[AppKey]bool{}, chainHeads: map[Partition]bool{}}
+		observed: map[AppKey]bool{}, objects: map[ObjectKey]bool{}, operations: map[string]bool{}, chainHeads: map[Partition]bool{}}
 	v.appends = Batch{}
 }
 
@@ -51,6 +54,8 @@ func (v *View) Missing(need *Need) *Need {
 		Registrations: missing(need.Registrations, v.rows.Registrations),
 		Desired:       missing(need.Desired, v.rows.Desired),
 		Observed:      missing(need.Observed, v.rows.Observed),
+		Objects:       missing(need.Objects, v.rows.Objects),
+		Operations:    missing(need.Operations, v.rows.Operations),
 		ChainHeads:    missing(need.ChainHeads, v.rows.ChainHeads),
 	}
 }
@@ -78,6 +83,12 @@ func (v *View) Merge(asked *Need, r *Rows) {
 	}
 	for _, k := range asked.Observed {
 		v.rows.Observed[k] = r.Observed[k]
+	}
+	for _, k := range asked.Objects {
+		v.rows.Objects[k] = r.Objects[k]
+	}
+	for _, k := range asked.Operations {
+		v.rows.Operations[k] = r.Operations[k]
 	}
 	for _, p := range asked.ChainHeads {
 		v.rows.ChainHeads[p] = r.ChainHeads[p]
@@ -117,6 +128,12 @@ func (v *View) Flush() *Batch {
 	for k := range v.dirty.observed {
 		b.Observed = append(b.Observed, v.rows.Observed[k])
 	}
+	for k := range v.dirty.objects {
+		b.Objects = append(b.Objects, v.rows.Objects[k])
+	}
+	for k := range v.dirty.operations {
+		b.Operations = append(b.Operations, v.rows.Operations[k])
+	}
 	for p := range v.dirty.chainHeads {
 		b.ChainHeads[p] = v.rows.ChainHeads[p]
 	}
@@ -130,15 +147,21 @@ func Needs(d *events.Decoded) *Need {
 	n := &Need{}
 	key := appKey(d)
 	p := Partition{d.Topic, d.Partition}
-	switch d.Data.(type) {
+	switch op := d.Data.(type) {
 	case *schemas.ClusterRegistered, *schemas.ClusterDeregistered:
 		n.Registrations = []string{d.Subject.Cluster}
+		n.Objects = []ObjectKey{objectKey(d)}
 		n.ChainHeads = []Partition{p}
 	case *schemas.ApplicationUpserted, *schemas.ApplicationDeleted:
 		n.Desired = []AppKey{key}
 		n.ChainHeads = []Partition{p}
-	case *schemas.AppProjectUpserted, *schemas.AppProjectDeleted, *schemas.RepositoryUpserted,
-		*schemas.RepositoryDeleted, *schemas.OperationRequested, *schemas.AuditRecorded:
+	case *schemas.AppProjectUpserted, *schemas.AppProjectDeleted, *schemas.RepositoryUpserted, *schemas.RepositoryDeleted:
+		n.Objects = []ObjectKey{objectKey(d)}
+		n.ChainHeads = []Partition{p}
+	case *schemas.OperationRequested:
+		n.Operations = []string{op.RequestID}
+		n.ChainHeads = []Partition{p}
+	case *schemas.AuditRecorded:
 		n.ChainHeads = []Partition{p}
 	case *schemas.ApplicationStatusChanged, *schemas.ConfigApplied, *schemas.ConfigRejected, *schemas.ApplicationPublished:
 		if d.Subject.Kind == schemas.SubjectApplications {
@@ -152,19 +175,34 @@ func appKey(d *events.Decoded) AppKey {
 	return AppKey{Cluster: d.Subject.Cluster, Namespace: d.Subject.Namespace, Name: d.Subject.Name}
 }
 
+func objectKey(d *events.Decoded) ObjectKey {
+	return ObjectKey{Cluster: d.Subject.Cluster, Kind: d.Subject.Kind, Namespace: d.Subject.Namespace, Name: d.Subject.Name}
+}
+
 // Apply folds one event into the view. The rows it reads (Needs) must be in
-// the view. Events the projector has no view for only move the offset.
+// the view. Events the projector has no view for only move the offset. A
+// config event that is a replay (View.Replay) changes no view: its audit
+// entry says it was refused, and why.
 func Apply(v *View, d *events.Decoded) error {
 	v.Advance(d.Topic, d.Partition, d.Offset)
+	if reason := v.Replay(d); reason != "" {
+		return v.refuse(d, reason)
+	}
 	switch p := d.Data.(type) {
 	case *schemas.ClusterRegistered:
+		if err := v.audit(d, nil, nil, 0); err != nil {
+			return err
+		}
 		v.putRegistration(ClusterRegistration{Cluster: p.Cluster, Registered: true, Labels: p.Labels, RegisteredAt: d.LogTime})
-		return v.audit(d, nil, nil, 0)
+		v.putObject(d, p.Generation, false)
 	case *schemas.ClusterDeregistered:
+		if err := v.audit(d, nil, nil, 0); err != nil {
+			return err
+		}
 		r := v.rows.Registrations[p.Cluster]
 		r.Cluster, r.Registered = p.Cluster, false
 		v.putRegistration(r)
-		return v.audit(d, nil, nil, 0)
+		v.putObject(d, p.Generation, true)
 	case *schemas.ApplicationUpserted:
 		return v.upsertApp(d, p)
 	case *schemas.ApplicationDeleted:
@@ -176,25 +214,18 @@ func Apply(v *View, d *events.Decoded) error {
 		cur := old
 		cur.AppKey, cur.Generation, cur.Deleted, cur.EventID, cur.UpdatedAt, cur.Spec = key, p.Generation, true, d.Event.ID(), d.LogTime, nil
 		v.putDesired(cur)
-	case *schemas.AppProjectUpserted:
-		return v.audit(d, nil, p.Spec, p.Generation)
-	case *schemas.RepositoryUpserted:
-		// Never the sealed credentials: only what says which repository.
-		after, err := json.Marshal(map[string]any{"url": p.URL, "type": p.Type, "project": p.Project, "credentials": p.Credentials != nil})
-		if err != nil {
-			return err
-		}
-		return v.audit(d, nil, after, p.Generation)
-	case *schemas.AppProjectDeleted:
-		return v.audit(d, nil, nil, p.Generation)
-	case *schemas.RepositoryDeleted:
-		return v.audit(d, nil, nil, p.Generation)
+	case *schemas.AppProjectUpserted, *schemas.RepositoryUpserted, *schemas.AppProjectDeleted, *schemas.RepositoryDeleted:
+		return v.changeObject(d)
 	case *schemas.OperationRequested:
 		after, err := json.Marshal(p)
 		if err != nil {
 			return err
 		}
-		return v.audit(d, nil, after, p.Generation)
+		if err := v.audit(d, nil, after, p.Generation); err != nil {
+			return err
+		}
+		v.putOperation(Operation{RequestID: p.RequestID, Cluster: d.Subject.Cluster, EventID: d.Event.ID(),
+			Partition: d.Partition, Offset: d.Offset, At: d.LogTime})
 	case *schemas.AuditRecorded:
 		e := v.entry(d)
 		e.Actor, e.Cluster, e.Kind, e.Name = p.Actor, p.Cluster, "api", p.Action
@@ -228,6 +259,12 @@ func Apply(v *View, d *events.Decoded) error {
 			o.Local = nil // the hub's now
 			v.putObserved(o)
 		}
+	case *schemas.OperationCompleted:
+		// The agent publishes it after the operation's config.applied, in
+		// order on its status partition, so the acknowledgement row ends
+		// with the result.
+		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Applied: true, Result: p.Phase,
+			Reason: p.Message, At: d.LogTime})
 	case *schemas.ApplicationPublished:
 		if d.Subject.Kind == schemas.SubjectApplications {
 			spec, err := compact(p.Spec)
@@ -239,6 +276,11 @@ func Apply(v *View, d *events.Decoded) error {
 			v.putObserved(o)
 		}
 	case *schemas.ConfigRejected:
+		if p.Code == schemas.RejectReplay {
+			// A copy refused: the original's acknowledgement stands, and
+			// the copy is in the audit history, refused.
+			break
+		}
 		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Code: p.Code, Reason: p.Reason, At: d.LogTime})
 		if d.Subject.Kind == schemas.SubjectApplications {
 			o := v.observed(d)
@@ -252,6 +294,33 @@ func Apply(v *View, d *events.Decoded) error {
 	case *schemas.DeploymentGap:
 		v.appends.Gaps = append(v.appends.Gaps, Gap{DeploymentGap: *p, EventID: d.Event.ID(), At: d.LogTime})
 	}
+	return nil
+}
+
+// changeObject folds an upsert or a deletion of an AppProject or a
+// repository: the audit has the change, and the object's generation is
+// kept for the replay rule.
+func (v *View) changeObject(d *events.Decoded) error {
+	var after json.RawMessage
+	deleted := false
+	switch p := d.Data.(type) {
+	case *schemas.AppProjectUpserted:
+		after = p.Spec
+	case *schemas.RepositoryUpserted:
+		// Never the sealed credentials: only what says which repository.
+		var err error
+		after, err = json.Marshal(map[string]any{"url": p.URL, "type": p.Type, "project": p.Project, "credentials": p.Credentials != nil})
+		if err != nil {
+			return err
+		}
+	default:
+		deleted = true
+	}
+	gen := generationOf(d)
+	if err := v.audit(d, nil, after, gen); err != nil {
+		return err
+	}
+	v.putObject(d, gen, deleted)
 	return nil
 }
 
@@ -361,6 +430,18 @@ func (v *View) putDesired(a AppDesired) {
 func (v *View) putObserved(o AppObserved) {
 	v.rows.Observed[o.AppKey] = o
 	v.dirty.observed[o.AppKey] = true
+}
+
+// putObject keeps the generation d gave its object.
+func (v *View) putObject(d *events.Decoded, generation int64, deleted bool) {
+	k := objectKey(d)
+	v.rows.Objects[k] = ObjectGeneration{ObjectKey: k, Generation: generation, Deleted: deleted, EventID: d.Event.ID(), UpdatedAt: d.LogTime}
+	v.dirty.objects[k] = true
+}
+
+func (v *View) putOperation(o Operation) {
+	v.rows.Operations[o.RequestID] = o
+	v.dirty.operations[o.RequestID] = true
 }
 
 // entry is the audit entry of a config or audit event, before chaining.

@@ -40,8 +40,10 @@ func (l *logOf) add(topic string, part int32, typ string, subj events.Subject, d
 	e := event.New()
 	e.SetID(fmt.Sprintf("%s-%d", key, off))
 	e.SetType(typ)
+	logTime := t0.Add(time.Duration(len(l.recs)) * time.Second)
+	e.SetTime(logTime.Truncate(time.Second)) // signed in whole seconds, just before its append
 	sp, _ := events.Lookup(typ)
-	d := &events.Decoded{Event: &e, Spec: sp, Data: data, Subject: subj, LogTime: t0.Add(time.Duration(len(l.recs)) * time.Second),
+	d := &events.Decoded{Event: &e, Spec: sp, Data: data, Subject: subj, LogTime: logTime,
 		Topic: topic, Partition: part, Offset: off}
 	l.recs = append(l.recs, d)
 	return d
@@ -99,6 +101,8 @@ func fold(t *testing.T, recs []*events.Decoded) *projector.Batch {
 		all.Beats = upsert(all.Beats, b.Beats, func(r projector.ClusterBeat) string { return r.Cluster })
 		all.Desired = upsert(all.Desired, b.Desired, func(r projector.AppDesired) string { return fmt.Sprint(r.AppKey) })
 		all.Observed = upsert(all.Observed, b.Observed, func(r projector.AppObserved) string { return fmt.Sprint(r.AppKey) })
+		all.Objects = upsert(all.Objects, b.Objects, func(r projector.ObjectGeneration) string { return fmt.Sprint(r.ObjectKey) })
+		all.Operations = upsert(all.Operations, b.Operations, func(r projector.Operation) string { return r.RequestID })
 		all.Acks = append(all.Acks, b.Acks...)
 		all.Calls = append(all.Calls, b.Calls...)
 		all.Audit = append(all.Audit, b.Audit...)
@@ -233,8 +237,9 @@ func TestAuditChain(t *testing.T) {
 // TestChainCheckableFromDocs runs the Python script of docs/projector.md
 // against the read API serving the chains a fold wrote, with an
 // operation.requested and an API call whose stored fields are not in
-// sorted order, and text that JSON writers escape differently: an outsider
-// can check our chains with it, and it finds a changed entry.
+// sorted order, text that JSON writers escape differently, and a refused
+// replay: an outsider can check our chains with it, and it finds a changed
+// entry.
 func TestChainCheckableFromDocs(t *testing.T) {
 	doc, err := os.ReadFile("../docs/projector.md")
 	if err != nil {
@@ -250,8 +255,9 @@ func TestChainCheckableFromDocs(t *testing.T) {
 		t.Fatalf("python3 is needed to check the documented script: %v", err)
 	}
 	l := fleetLog()
-	l.add("config", 0, events.TypeOperationRequested, app("web"), &schemas.OperationRequested{Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 2},
+	op := l.add("config", 0, events.TypeOperationRequested, app("web"), &schemas.OperationRequested{Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 2},
 		RequestID: "r2", Operation: "sync", Revision: "v2 <&>", Prune: true})
+	l.again(op, time.Minute)
 	l.add("audit", 0, events.TypeAuditRecorded, events.Subject{}, &schemas.AuditRecorded{RequestID: "r3", Actor: "bob",
 		Action: "placements.apply", Method: "POST", Path: "/api/v1/placements?dryRun=false&x=<1>", Outcome: "allowed", StatusCode: 200})
 	entries := fold(t, l.recs).Audit
@@ -270,6 +276,9 @@ func TestChainCheckableFromDocs(t *testing.T) {
 		}
 		tampered := slices.Clone(entries)
 		tampered[i].After = json.RawMessage(strings.Replace(string(e.After), `"sync"`, `"terminate"`, 1))
+		if e.Refused != "" {
+			tampered[i].Refused = "" // a replay passed off as a request
+		}
 		if out, err := run(tampered); err == nil || !strings.Contains(out, fmt.Sprintf("at offset %d", e.Offset)) {
 			t.Fatalf("the documented script accepts a changed %s: %v: %s", e.Type, err, out)
 		}
@@ -403,5 +412,30 @@ func TestHealthChanges(t *testing.T) {
 	want := []string{"Healthy@" + healthy.Event.ID(), "Degraded@" + degraded.Event.ID(), "Healthy@" + back.Event.ID()}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("health changes (-want +got)\n%s", diff)
+	}
+}
+
+// TestOperationResultEndsItsAcknowledgement folds a sync's acknowledgement,
+// its end and the rejection of a copy of it: the last acknowledgement row
+// of the request carries Argo CD's phase and message, which the audit
+// history shows as its result.
+func TestOperationResultEndsItsAcknowledgement(t *testing.T) {
+	l := &logOf{}
+	res := schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 1}
+	req := l.add("config", 0, events.TypeOperationRequested, app("web"), &schemas.OperationRequested{Resource: res, RequestID: "r1",
+		Operation: schemas.OperationSync})
+	l.add("status", 1, events.TypeConfigApplied, app("web"), &schemas.ConfigApplied{Resource: res, EventID: req.Event.ID()})
+	l.add("status", 1, events.TypeOperationCompleted, app("web"), &schemas.OperationCompleted{Resource: res, EventID: req.Event.ID(),
+		RequestID: "r1", Operation: schemas.OperationSync, Phase: schemas.OperationPhaseFailed, Message: "one or more objects failed to apply"})
+	// A copy of the request, appended later, is refused as a replay: the
+	// original's acknowledgement stands.
+	l.add("status", 1, events.TypeConfigRejected, app("web"), &schemas.ConfigRejected{Resource: res, EventID: req.Event.ID(),
+		Offset: 99, Code: schemas.RejectReplay, Reason: "a copy"})
+	acks := fold(t, l.recs).Acks
+	if len(acks) != 2 {
+		t.Fatalf("acks %+v, want the acknowledgement and the result, and nothing of the copy", acks)
+	}
+	if last := acks[1]; !last.Applied || last.Result != schemas.OperationPhaseFailed || last.Reason != "one or more objects failed to apply" {
+		t.Errorf("the last acknowledgement row %+v, want applied with Argo CD's phase and message", last)
 	}
 }

@@ -186,6 +186,8 @@ func (f *Folder) load(ctx context.Context, decoded []*events.Decoded) error {
 		need.Registrations = append(need.Registrations, n.Registrations...)
 		need.Desired = append(need.Desired, n.Desired...)
 		need.Observed = append(need.Observed, n.Observed...)
+		need.Objects = append(need.Objects, n.Objects...)
+		need.Operations = append(need.Operations, n.Operations...)
 		need.ChainHeads = append(need.ChainHeads, n.ChainHeads...)
 	}
 	missing := f.view.Missing(need)
@@ -201,5 +203,6 @@ func (f *Folder) load(ctx context.Context, decoded []*events.Decoded) error {
 }
 
 func (n *Need) empty() bool {
-	return len(n.Registrations)+len(n.Beats)+len(n.Desired)+len(n.Observed)+len(n.ChainHeads) == 0
+	return len(n.Registrations)+len(n.Beats)+len(n.Desired)+len(n.Observed)+len(n.Objects)+len(n.Operations)+
+		len(n.ChainHeads) == 0
 }

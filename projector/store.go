@@ -28,6 +28,8 @@ type Batch struct {
 	Beats         []ClusterBeat
 	Desired       []AppDesired
 	Observed      []AppObserved
+	Objects       []ObjectGeneration
+	Operations    []Operation
 	Acks          []Ack
 	Calls         []Call
 	Audit         []AuditEntry
@@ -39,7 +41,7 @@ type Batch struct {
 
 // Empty reports whether the batch changes nothing but offsets.
 func (b *Batch) Empty() bool {
-	return len(b.Registrations)+len(b.Beats)+len(b.Desired)+len(b.Observed)+len(b.Acks)+
+	return len(b.Registrations)+len(b.Beats)+len(b.Desired)+len(b.Observed)+len(b.Objects)+len(b.Operations)+len(b.Acks)+
 		len(b.Calls)+len(b.Audit)+len(b.Deployments)+len(b.Gaps)+len(b.Targets)+len(b.Health) == 0
 }
 
@@ -61,7 +63,10 @@ type Need struct {
 	Beats         []string
 	Desired       []AppKey
 	Observed      []AppKey
-	ChainHeads    []Partition
+	Objects       []ObjectKey
+	// Operations are request ids.
+	Operations []string
+	ChainHeads []Partition
 }
 
 // Rows are stored rows, by key.
@@ -70,6 +75,8 @@ type Rows struct {
 	Beats         map[string]ClusterBeat
 	Desired       map[AppKey]AppDesired
 	Observed      map[AppKey]AppObserved
+	Objects       map[ObjectKey]ObjectGeneration
+	Operations    map[string]Operation
 	ChainHeads    map[Partition]string
 }
 

@@ -10,8 +10,8 @@ import (
 // The view is split into tables by the one topic partition that writes each
 // of them, so that replicas owning different partitions never write the same
 // row, and a fold never depends on how partitions interleave:
-//   - config partitions write ClusterRegistration, AppDesired, AuditEntry,
-//     Target;
+//   - config partitions write ClusterRegistration, AppDesired,
+//     ObjectGeneration, Operation, AuditEntry, Target;
 //   - status partitions write ClusterBeat, AppObserved, Ack, HealthChange;
 //   - deployment partitions write Deployment and Gap;
 //   - the audit partition writes Call (and AuditEntry for API calls).
@@ -58,6 +58,39 @@ type AppDesired struct {
 	Spec       json.RawMessage   `json:"spec,omitempty"`
 	EventID    string            `json:"eventId"`
 	UpdatedAt  time.Time         `json:"updatedAt"`
+}
+
+// ObjectKey names what a config event is about by its subject: an
+// AppProject or a repository (Kind, Namespace, Name), or a cluster itself
+// (Cluster alone, for its registration).
+type ObjectKey struct {
+	Cluster   string `json:"cluster"`
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+}
+
+// ObjectGeneration is the last generation the fold took of an AppProject,
+// a repository or a cluster's registration (config): what an event about
+// it must be newer than (docs/design.md, "Replays"). An Application's is
+// its AppDesired's.
+type ObjectGeneration struct {
+	ObjectKey
+	Generation int64     `json:"generation"`
+	Deleted    bool      `json:"deleted"`
+	EventID    string    `json:"eventId"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+}
+
+// Operation is an operation.requested the fold took (config), by its
+// request id: a request is taken once.
+type Operation struct {
+	RequestID string    `json:"requestId"`
+	Cluster   string    `json:"cluster"`
+	EventID   string    `json:"eventId"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	At        time.Time `json:"at"`
 }
 
 // AppObserved is an Application as its cluster reports it (status).
@@ -123,12 +156,16 @@ type HealthChange struct {
 // event id so that the audit history can join the result to the change
 // whichever arrives first.
 type Ack struct {
-	EventID string    `json:"eventId"`
-	Cluster string    `json:"cluster"`
-	Applied bool      `json:"applied"`
-	Code    string    `json:"code,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	At      time.Time `json:"at"`
+	EventID string `json:"eventId"`
+	Cluster string `json:"cluster"`
+	Applied bool   `json:"applied"`
+	Code    string `json:"code,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Result is, for a sync or rollback, Argo CD's phase of it once it
+	// ended (operation.completed): Succeeded, Failed, Error or Unknown;
+	// Reason then holds Argo CD's message. Empty while it runs.
+	Result string    `json:"result,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // Call is one call to the hub's API (audit topic), kept by the event ids it
@@ -167,6 +204,10 @@ type AuditEntry struct {
 	// hashes them in canonical form (CanonicalJSON).
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
+	// Refused is why the fold refused the event as a replay (View.Replay):
+	// the entry records that it was appended, and it changed nothing, so
+	// it has no Before or After. Empty for every change.
+	Refused string `json:"refused,omitempty"`
 	// PrevHash and Hash chain the entry: see docs/projector.md.
 	PrevHash string `json:"prevHash"`
 	Hash     string `json:"hash"`

@@ -130,6 +130,14 @@ func samples() map[string]sample {
 				Code: schemas.RejectApplyFailed, Reason: `admission webhook denied the request: field "spec.destination" is immutable`},
 			minimal: schemas.ConfigRejected{Resource: minResource, EventID: "e-2", Code: schemas.RejectStale},
 		},
+		"io.argosy.status.operation.completed.v1": {
+			full: schemas.OperationCompleted{Resource: resource, EventID: "0195a7c2-4b1e-7c3a-9d2f-1a2b3c4d5e71", Offset: 1_205,
+				RequestID: "4f7d1c2a-9b3e-4d5f-8a6b-7c8d9e0f1a2b", Operation: schemas.OperationRollback, Phase: schemas.OperationPhaseFailed,
+				Message: "one or more objects failed to apply", Revision: "9f2c1e7", StartedAt: ptr(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)),
+				FinishedAt: ptr(time.Date(2026, 3, 1, 12, 0, 42, 0, time.UTC))},
+			minimal: schemas.OperationCompleted{Resource: minResource, EventID: "e-3", RequestID: "r-3", Operation: schemas.OperationSync,
+				Phase: schemas.OperationPhaseUnknown},
+		},
 		"io.argosy.status.deployment.recorded.v1": {
 			// A self-heal: the same revision and source as the deployment before.
 			full: schemas.DeploymentRecorded{Resource: resource, DeploymentID: "dep-311", Revision: "9f2c1e7",

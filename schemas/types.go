@@ -230,6 +230,10 @@ const (
 	RejectUnverified  = "unverified"
 	RejectApplyFailed = "apply_failed"
 	RejectConflict    = "conflict"
+	// RejectReplay marks a copy of a config record: its event was applied
+	// from another offset, or it was appended after the operation it asks
+	// for expired. The original's acknowledgement stands.
+	RejectReplay = "replay"
 )
 
 // ConfigApplied is the data of io.argosy.status.config.applied.v1: the agent
@@ -250,6 +254,36 @@ type ConfigRejected struct {
 	Code    string `json:"code"`
 	Reason  string `json:"reason"`
 }
+
+// OperationCompleted is the data of io.argosy.status.operation.completed.v1:
+// a sync or rollback that the agent started on Argo CD (and acknowledged
+// with io.argosy.status.config.applied.v1 when Argo CD took it) has ended,
+// with Argo CD's own result.
+type OperationCompleted struct {
+	Resource
+	// EventID and Offset name the operation.requested event.
+	EventID   string `json:"eventId"`
+	Offset    int64  `json:"offset"`
+	RequestID string `json:"requestId"`
+	Operation string `json:"operation"`
+	// Phase is Argo CD's: Succeeded, Failed, Error, or Unknown when a later
+	// operation replaced the result before the agent read it.
+	Phase   string `json:"phase"`
+	Message string `json:"message,omitempty"`
+	// Revision is the revision Argo CD synced, when it says.
+	Revision   string     `json:"revision,omitempty"`
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+}
+
+// Phases of OperationCompleted besides Argo CD's Succeeded, Failed and
+// Error.
+const (
+	OperationPhaseSucceeded = "Succeeded"
+	OperationPhaseFailed    = "Failed"
+	OperationPhaseError     = "Error"
+	OperationPhaseUnknown   = "Unknown"
+)
 
 // DeploymentRecorded is the data of io.argosy.status.deployment.recorded.v1: one
 // finished Argo CD sync of an Application, for deployment history and reports.

@@ -101,8 +101,8 @@ func New(cluster string, keys Keys, hubKey ed25519.PublicKey, conn []kgo.Opt, ar
 	if o.partition < -1 {
 		errs = append(errs, errors.New("the partition must be -1 (computed) or a partition number"))
 	}
-	if o.heartbeat <= 0 || o.window <= 0 || o.applyBudget <= 0 || o.statusResync <= 0 || o.operationAge <= 0 {
-		errs = append(errs, errors.New("the heartbeat interval, the window, the apply budget, the status resync and the operations' age must be positive"))
+	if o.heartbeat <= 0 || o.window <= 0 || o.applyBudget <= 0 || o.statusResync <= 0 || o.operationAge <= 0 || o.configAge <= 0 || o.skew < 0 {
+		errs = append(errs, errors.New("the heartbeat interval, the window, the apply budget, the status resync and the operations' and config events' ages must be positive"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("spoke: %w", err)
@@ -153,6 +153,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.Go(func() error { return p.recorder.Run(gctx) })
 	g.Go(func() error { return p.guard.Run(gctx) })
 	g.Go(func() error { return a.prune(gctx, p.committed) })
+	if p.operator != nil {
+		g.Go(func() error { return p.operator.Run(gctx) })
+	}
 	g.Go(func() error { return p.reporter.Run(gctx, Tee(a.status, p.recorder.Observe, p.guard.Observe)) })
 	return g.Wait()
 }
@@ -215,6 +218,10 @@ type parts struct {
 	recorder *Recorder
 	guard    *Guard
 	heart    *Heartbeater
+	// operator runs the syncs and rollbacks the applier queues; nil when
+	// the Argo CD runs none of its own (an operation is then performed
+	// when it is read).
+	operator *Operator
 	// committed is the config partition's committed offset, -1 before
 	// the first commit of this Run.
 	committed *atomic.Int64
@@ -233,6 +240,11 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 		return nil, err
 	}
 	p.handle = applier.Handle
+	if applier.ops != nil {
+		if p.operator, err = applier.Operator(); err != nil {
+			return nil, err
+		}
+	}
 	if f := a.o.applied; f != nil {
 		p.handle = func(ctx context.Context, d *events.Decoded) error {
 			err := applier.Handle(ctx, d)
@@ -286,8 +298,8 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	}
 	anchor := events.HubAnchor(hubOwner, a.hub)
 	keys := events.NewFollowingRegistry(anchor)
-	dec, err := events.NewDecoder(events.NewVerifier(keys), append([]events.DecoderOption{events.WithTarget(a.cluster), events.WithTopics(a.o.topics)},
-		a.o.decoderOpts...)...)
+	dec, err := events.NewDecoder(events.NewVerifier(keys), append([]events.DecoderOption{events.WithTarget(a.cluster), events.WithTopics(a.o.topics),
+		events.WithStaleness(a.o.configAge, a.o.skew)}, a.o.decoderOpts...)...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -326,12 +338,15 @@ const hubOwner = "hub"
 
 // prune keeps the state bounded when the store is a Pruner: every half
 // of the operations' maximum age, it forgets the records of operations
-// and deleted objects that are older than that age and below the config
-// partition's committed offset. No redelivery brings their events back,
-// and an operation replayed from further back has expired, so forgetting
-// them neither repeats an operation nor lets an older generation in.
+// and deleted objects whose time is up (Applied.Until) and that are below
+// the config partition's committed offset. No redelivery brings their
+// events back; a copy of an operation's event appended later has expired;
+// a copy of any event of a deleted object, or of an older one, is older
+// than the decoder accepts. So forgetting them neither repeats an
+// operation nor lets an older generation in (docs/design.md, Replays).
 // Records applied by the bootstrap carry the config offset of the event
-// they copy, so the same rule holds for them.
+// they copy, so the same rule holds for them. Open operations are never
+// forgotten.
 func (a *Agent) prune(ctx context.Context, committed *atomic.Int64) error {
 	pruner, ok := a.store.(Pruner)
 	if !ok {
@@ -350,8 +365,8 @@ func (a *Agent) prune(ctx context.Context, committed *atomic.Int64) error {
 		if below < 0 {
 			continue
 		}
-		before := time.Now().Add(-a.o.operationAge)
-		n, err := pruner.Prune(ctx, func(_ string, r Applied) bool { return r.Offset < below && r.At.Before(before) })
+		now := time.Now()
+		n, err := pruner.Prune(ctx, func(_ string, r Applied) bool { return r.Offset < below && Forgettable(r, now) })
 		if n > 0 {
 			inst.pruned.Add(ctx, int64(n))
 			a.o.log.DebugContext(ctx, "state pruned", "records", n, "below", below)
@@ -360,6 +375,23 @@ func (a *Agent) prune(ctx context.Context, committed *atomic.Int64) error {
 			a.o.log.WarnContext(ctx, "prune the state; will retry", "err", err)
 		}
 	}
+}
+
+// Forgettable reports whether the Transient record r may be forgotten at
+// now, as far as its time goes (the agent also keeps every record at or
+// above its committed config offset): its Until has passed, and it is not
+// an open operation. A record written before records carried Until is
+// kept for events.DefaultMaxAge and events.DefaultMaxSkew after it was
+// written, the longest any record must be kept by default.
+func Forgettable(r Applied, now time.Time) bool {
+	if r.Phase == OperationQueued || r.Phase == OperationStarted {
+		return false
+	}
+	until := r.Until
+	if until.IsZero() {
+		until = r.At.Add(events.DefaultMaxAge + events.DefaultMaxSkew)
+	}
+	return now.After(until)
 }
 
 // recover returns the data-loss handler: config records were deleted

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/argocd"
@@ -26,9 +27,9 @@ type Applied struct {
 	Partition  int32  `json:"partition"`
 	Offset     int64  `json:"offset"`
 	Deleted    bool   `json:"deleted,omitempty"`
-	// Pending marks an operation recorded before it was performed: a
-	// crash right after leaves this record, and the operation is
-	// performed again only if Argo CD shows it was not.
+	// Pending marks the bootstrap's record while a bootstrap is under way.
+	// An operation recorded by an agent before operations were queued
+	// carries it too, and is treated as queued.
 	Pending bool `json:"pending,omitempty"`
 	// At is when the record was written.
 	At time.Time `json:"at,omitzero"`
@@ -37,6 +38,19 @@ type Applied struct {
 	// object. Only live objects are remembered for good, so the state
 	// grows with what the cluster holds, not with its history.
 	Transient bool `json:"transient,omitempty"`
+	// Until is when a Transient record may be forgotten: after it, the
+	// decoder refuses any copy of its event and of every older event of
+	// the object, and an operation has expired (docs/design.md, Replays).
+	Until time.Time `json:"until,omitzero"`
+	// Phase is an operation's: queued until Argo CD takes it, started
+	// until it ends, ended after (OperationQueued and the rest).
+	Phase string `json:"phase,omitempty"`
+	// Request is the operation asked for, kept while it is open, so that
+	// the Operator runs it whenever Argo CD is free, across restarts.
+	Request *schemas.OperationRequested `json:"request,omitempty"`
+	// TraceParent is the trace of the operation's event, which the
+	// Operator's acknowledgements continue.
+	TraceParent string `json:"traceparent,omitempty"`
 	// Spec is the desired spec of an Application as the hub sent it, the
 	// baseline drift protection restores, and SpecHash its SpecHash. They
 	// live in the agent's own state, never on the object they protect, so
@@ -83,8 +97,14 @@ type Publisher interface {
 // offset only after the handler returns, so a crash at any point neither
 // loses a change nor applies one twice out of order.
 type Applier struct {
-	budget  time.Duration // for retrying one event's transient failures
-	opAge   time.Duration // the oldest an operation without expiry is performed
+	budget    time.Duration // for retrying one event's transient failures
+	opAge     time.Duration // the latest after its signing an operation starts
+	configAge time.Duration // the decoder's maximum age of a config event
+	skew      time.Duration // and how far ahead of the log its signer may be
+	// ops is argo's way to run syncs and rollbacks one at a time, if it
+	// has one: they are then queued for the Operator, woken by wake.
+	ops     Operations
+	wake    chan struct{}
 	cluster string
 	source  string // of the acknowledgements
 	argo    ArgoCD
@@ -93,6 +113,7 @@ type Applier struct {
 	sealing events.SealingKey // opens repository credentials sealed to this cluster
 	log     *slog.Logger
 	inst    *instruments
+	tracer  trace.Tracer
 
 	// mu makes Handle one event at a time: the config reader and a
 	// recovery from the desired-state topic both call it.
@@ -102,18 +123,22 @@ type Applier struct {
 // NewApplier returns the applier of cluster's config events: it applies
 // them to argo, records what it applied in state, and acknowledges each
 // through pub. sealing opens the repository credentials sealed to the
-// cluster. It takes the WithApplyBudget, WithOperationMaxAge, WithLogger and
-// WithMeterProvider options.
+// cluster. It takes the WithApplyBudget, WithOperationMaxAge,
+// WithStaleness, WithLogger and WithMeterProvider options. When argo is
+// also an Operations, syncs and rollbacks are queued for the applier's
+// Operator, which must run for them to start.
 func NewApplier(cluster string, argo ArgoCD, state StateStore, pub Publisher, sealing events.SealingKey, opts ...Option) (*Applier, error) {
 	if cluster == "" || argo == nil || state == nil || pub == nil {
 		return nil, errors.New("applier: a cluster, an Argo CD, a state store and a publisher are required")
 	}
 	o := newOptions(opts)
-	if o.applyBudget <= 0 || o.operationAge <= 0 {
-		return nil, errors.New("applier: the apply budget and the operations' age must be positive")
+	if o.applyBudget <= 0 || o.operationAge <= 0 || o.configAge <= 0 || o.skew < 0 {
+		return nil, errors.New("applier: the apply budget, the operations' age and the config events' age must be positive")
 	}
-	return &Applier{budget: o.applyBudget, opAge: o.operationAge, cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
-		log: o.log, inst: newInstruments(o.meters)}, nil
+	ops, _ := argo.(Operations)
+	return &Applier{budget: o.applyBudget, opAge: o.operationAge, configAge: o.configAge, skew: o.skew, ops: ops, wake: make(chan struct{}, 1),
+		cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
+		log: o.log, inst: newInstruments(o.meters), tracer: o.tracers.Tracer(instrumentation)}, nil
 }
 
 // Source is the CloudEvents source of the events an agent of cluster
@@ -136,13 +161,19 @@ type change struct {
 }
 
 // record is what the state keeps of c, applied from d.
-func (c *change) record(d *events.Decoded, pending bool) Applied {
-	a := Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition, Offset: d.Offset, Deleted: c.delete,
-		Pending: pending, At: time.Now().UTC(), Transient: c.delete || c.op != nil}
-	if c.spec != nil {
-		a.Spec, a.SpecHash = c.spec, argocd.SpecHash(c.spec)
+func (a *Applier) record(d *events.Decoded, c *change) Applied {
+	r := Applied{Generation: c.res.Generation, EventID: d.Event.ID(), Partition: d.Partition, Offset: d.Offset, Deleted: c.delete,
+		At: time.Now().UTC(), Transient: c.delete || c.op != nil}
+	switch {
+	case c.op != nil:
+		r.Until = a.expiry(d, c.op).Add(a.skew)
+	case c.delete:
+		r.Until = d.Event.Time().Add(a.configAge + a.skew).UTC()
 	}
-	return a
+	if c.spec != nil {
+		r.Spec, r.SpecHash = c.spec, argocd.SpecHash(c.spec)
+	}
+	return r
 }
 
 // Handle implements events.Handler.
@@ -162,26 +193,32 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 	}
 	if seen && prev.EventID == d.Event.ID() {
 		if prev.Partition != d.Partition || prev.Offset != d.Offset {
-			return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
+			return a.reject(ctx, d, c.res, c.kind, schemas.RejectReplay,
 				fmt.Errorf("event %s was applied from %d@%d; this copy at %d@%d is a replay", d.Event.ID(), prev.Partition, prev.Offset, d.Partition, d.Offset))
 		}
-		done := !prev.Pending
-		if !done { // recorded, then the spoke stopped: did it run?
-			if done, err = a.performed(ctx, c); err != nil {
-				return err
-			}
+		if prev.Phase != "" {
+			return nil // a redelivery of a queued operation: the Operator has it
 		}
-		if done {
+		if !prev.Pending || !a.queues(c) {
 			return a.done(ctx, d, c) // a redelivery: already applied
 		}
+		// An operation an older agent recorded before performing it: the
+		// Operator finds out from Argo CD whether it ran.
 	}
 	if seen && c.op == nil && c.res.Generation <= prev.Generation {
 		return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
 			fmt.Errorf("generation %d is not newer than applied generation %d", c.res.Generation, prev.Generation))
 	}
 	if c.op != nil {
-		if err := a.intend(ctx, d, c); err != nil {
-			return err
+		if err := a.expired(d, c.op); err != nil {
+			code := schemas.RejectStale // read too late
+			if d.LogTime.After(a.expiry(d, c.op)) {
+				code = schemas.RejectReplay // appended too late: a copy
+			}
+			return a.reject(ctx, d, c.res, c.kind, code, err)
+		}
+		if a.queues(c) {
+			return a.enqueue(ctx, d, c)
 		}
 	}
 	if err := a.perform(ctx, d, c); err != nil {
@@ -199,58 +236,64 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 
 // done records that c was applied from d and acknowledges it.
 func (a *Applier) done(ctx context.Context, d *events.Decoded, c *change) error {
-	if err := a.state.Put(ctx, c.key, c.record(d, false)); err != nil {
+	if err := a.state.Put(ctx, c.key, a.record(d, c)); err != nil {
 		return err
 	}
 	return a.ack(ctx, d, c.res, c.kind)
 }
 
-// intend refuses an operation asked for too long ago, and otherwise
-// records, durably, that it is about to be performed: a crash between the
-// Argo CD call and the record of its end then neither loses nor repeats
-// it.
-func (a *Applier) intend(ctx context.Context, d *events.Decoded, c *change) error {
-	expires := d.Event.Time().Add(a.opAge)
-	if c.op.ExpiresAt != nil {
-		expires = *c.op.ExpiresAt
+// expiry is when op stops being wanted: its own expiry, but no later than
+// the operations' maximum age after it was signed. The state remembers an
+// operation until after it (Applied.Until), so a copy appended later is
+// refused either way.
+func (a *Applier) expiry(d *events.Decoded, op *schemas.OperationRequested) time.Time {
+	exp := d.Event.Time().Add(a.opAge)
+	if op.ExpiresAt != nil && op.ExpiresAt.Before(exp) {
+		exp = *op.ExpiresAt
 	}
-	if now := time.Now(); now.After(expires) {
-		return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
-			fmt.Errorf("operation %s expired at %s, %s ago: not performed", c.op.RequestID, expires.UTC().Format(time.RFC3339),
-				now.Sub(expires).Round(time.Second)))
-	}
-	return a.state.Put(ctx, c.key, c.record(d, true))
+	return exp.UTC()
 }
 
-// OperationChecker tells whether the sync or rollback asked for by a
-// request was performed on an Application. internal/argocd's Client is
-// one: it finds the request's id in the operation Argo CD runs or ran last.
-type OperationChecker interface {
-	Performed(ctx context.Context, ref Ref, requestID string) (bool, error)
+// expired refuses an operation appended to the log or read after its
+// expiry.
+func (a *Applier) expired(d *events.Decoded, op *schemas.OperationRequested) error {
+	exp := a.expiry(d, op)
+	now := time.Now()
+	late := now
+	if d.LogTime.After(now) {
+		late = d.LogTime
+	}
+	if !late.After(exp) && !d.LogTime.After(exp) {
+		return nil
+	}
+	return fmt.Errorf("operation %s expired at %s (appended %s, read %s): not performed", op.RequestID, exp.Format(time.RFC3339),
+		d.LogTime.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 }
 
-// performed reports whether an operation recorded as pending was
-// performed. A refresh or a terminate is harmless to repeat: it is not.
-// Without an OperationChecker a sync or rollback is taken as performed, so
-// that it never runs twice.
-func (a *Applier) performed(ctx context.Context, c *change) (bool, error) {
-	if c.op == nil {
-		return false, nil
+// queues reports whether c is an operation the Operator runs: a sync or a
+// rollback, on an Argo CD that runs them one at a time (Operations). A
+// refresh or a terminate takes effect at once and is harmless to repeat.
+func (a *Applier) queues(c *change) bool {
+	if c.op == nil || a.ops == nil {
+		return false
 	}
-	switch c.op.Operation {
-	case schemas.OperationSync, schemas.OperationRollback:
+	return c.op.Operation == schemas.OperationSync || c.op.Operation == schemas.OperationRollback
+}
+
+// enqueue records, durably, the operation c asks for as queued, for the
+// Operator to start when Argo CD is free. It is acknowledged when Argo CD
+// takes it (applied) and again when it ends (operation.completed).
+func (a *Applier) enqueue(ctx context.Context, d *events.Decoded, c *change) error {
+	r := a.record(d, c)
+	r.Phase, r.Request, r.TraceParent = OperationQueued, c.op, d.TraceParent
+	if err := a.state.Put(ctx, c.key, r); err != nil {
+		return err
+	}
+	select {
+	case a.wake <- struct{}{}:
 	default:
-		return false, nil
 	}
-	checker, ok := a.argo.(OperationChecker)
-	if !ok {
-		return true, nil
-	}
-	ran, err := checker.Performed(ctx, Ref{Kind: KindApplication, Namespace: c.op.Namespace, Name: c.op.Name}, c.op.RequestID)
-	if err != nil {
-		return false, fmt.Errorf("operation %s: %w", c.op.RequestID, err)
-	}
-	return ran, nil
+	return nil
 }
 
 // errStateUnreadable means an apply ran out of its retry budget while the

@@ -22,6 +22,24 @@ type ArgoCD interface {
 	Operate(ctx context.Context, ref Ref, op Operation) error
 }
 
+// Operations is the part of an ArgoCD that runs syncs and rollbacks the
+// way Argo CD does: one at a time per Application, each recorded with the
+// request it answers. internal/argocd's Client and the simulated Argo CD
+// are ones; with it, the Operator starts an operation only when Argo CD is
+// free, and acknowledges it when Argo CD takes it and when it ends.
+type Operations interface {
+	// Inspect reads where the operation answering requestID stands.
+	Inspect(ctx context.Context, ref Ref, requestID string) (OperationState, error)
+	// Start puts op on the Application if it is still at version, as
+	// Inspect read it; otherwise it returns an error that wraps
+	// ErrChanged and starts nothing.
+	Start(ctx context.Context, ref Ref, op Operation, version string) error
+}
+
+// ErrChanged is Operations.Start's error when the Application changed
+// since it was inspected.
+var ErrChanged = argocd.ErrChanged
+
 // The types of the ArgoCD seam are internal/argocd's, named here so that
 // the agent's API reads on its own.
 type (
@@ -31,6 +49,8 @@ type (
 	Object = argocd.Object
 	// Operation is a one-off action on an Application.
 	Operation = argocd.Operation
+	// OperationState is where one operation stands on an Application.
+	OperationState = argocd.OperationState
 	// PermanentError marks an apply failure that retrying cannot fix
 	// (the API server refused the object, or Argo CD would).
 	PermanentError = argocd.PermanentError

@@ -13,6 +13,10 @@ import (
 type instruments struct {
 	acks   metric.Int64Counter
 	pruned metric.Int64Counter
+	// open is the number of syncs and rollbacks queued or running, and
+	// ended those that ended, by Argo CD's phase.
+	open  metric.Int64Gauge
+	ended metric.Int64Counter
 }
 
 func newInstruments(mp metric.MeterProvider) *instruments {
@@ -26,7 +30,29 @@ func newInstruments(mp metric.MeterProvider) *instruments {
 	if err != nil {
 		otel.Handle(err)
 	}
-	return &instruments{acks: acks, pruned: pruned}
+	open, err := mp.Meter(instrumentation).Int64Gauge("argosy.spoke.operations.open",
+		metric.WithDescription("Syncs and rollbacks queued for Argo CD or running on it."))
+	if err != nil {
+		otel.Handle(err)
+	}
+	ended, err := mp.Meter(instrumentation).Int64Counter("argosy.spoke.operations.completed",
+		metric.WithDescription("Syncs and rollbacks that ended, by Argo CD's phase."))
+	if err != nil {
+		otel.Handle(err)
+	}
+	return &instruments{acks: acks, pruned: pruned, open: open, ended: ended}
+}
+
+func (in *instruments) operations(ctx context.Context, open int) {
+	if in.open != nil {
+		in.open.Record(ctx, int64(open))
+	}
+}
+
+func (in *instruments) completed(ctx context.Context, phase string) {
+	if in.ended != nil {
+		in.ended.Add(ctx, 1, metric.WithAttributes(attribute.String("phase", phase)))
+	}
 }
 
 func (in *instruments) acknowledged(ctx context.Context, code string) {

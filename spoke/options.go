@@ -36,6 +36,8 @@ type options struct {
 	applyBudget   time.Duration
 	statusResync  time.Duration
 	operationAge  time.Duration
+	configAge     time.Duration
+	skew          time.Duration
 	decoderOpts   []events.DecoderOption
 	margin        time.Duration
 }
@@ -43,7 +45,7 @@ type options struct {
 func newOptions(opts []Option) options {
 	o := options{topics: events.DefaultTopics(""), partition: -1, mode: schemas.ModeManaged, heartbeat: 30 * time.Second,
 		window: time.Second, agentVersion: "dev", applyBudget: 2 * time.Minute,
-		statusResync: time.Hour, operationAge: 10 * time.Minute, clientOpts: func(string) []kgo.Opt { return nil }}
+		statusResync: time.Hour, operationAge: 10 * time.Minute, configAge: events.DefaultMaxAge, skew: events.DefaultMaxSkew, clientOpts: func(string) []kgo.Opt { return nil }}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -137,11 +139,24 @@ func WithDecoderOptions(opts ...events.DecoderOption) Option {
 func WithApplyBudget(d time.Duration) Option { return func(o *options) { o.applyBudget = d } }
 
 // WithOperationMaxAge bounds how long after it was asked for an operation
-// without its own expiry (OperationRequested.ExpiresAt, which the hub
-// sets) is still performed; an older one is rejected as stale. The
-// default is ten minutes: a sync requested last week is not run by an
-// agent that reads it today.
+// may still start: a sync or rollback that Argo CD has not taken by then,
+// or whose event reached the log later, is rejected as stale, and so is
+// one past its own expiry (OperationRequested.ExpiresAt, which the hub
+// sets) if that comes first. The default is ten minutes. The agent
+// remembers every operation until after it expires, so that no copy of
+// its event runs it again (docs/design.md, Replays).
 func WithOperationMaxAge(d time.Duration) Option { return func(o *options) { o.operationAge = d } }
+
+// WithStaleness sets how long after its signing a config event may reach
+// the log and still be applied, and how far ahead of the log's clock its
+// signer's may be (events.WithStaleness; defaults events.DefaultMaxAge,
+// seven days, and events.DefaultMaxSkew). The agent remembers a deleted
+// object for maxAge and maxSkew after its deletion was signed, and an
+// operation for maxSkew after it expired, so that no copy of their events
+// is applied again (docs/design.md, Replays).
+func WithStaleness(maxAge, maxSkew time.Duration) Option {
+	return func(o *options) { o.configAge, o.skew = maxAge, maxSkew }
+}
 
 // WithStatusResync sets how often the agent publishes each Application's
 // whole status again, besides the deltas of what changed, so that the

@@ -143,7 +143,7 @@ func (w *world) reason(id string) string {
 }
 
 // endOf is the number of records on topic, all partitions together.
-func endOf(t *testing.T, topic string) int64 {
+func endOf(t testing.TB, topic string) int64 {
 	t.Helper()
 	ends, err := kadm.NewClient(kafkatest.Client(t)).ListEndOffsets(t.Context(), topic)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/testenv/hubtest"
+	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
@@ -145,6 +146,30 @@ func TestStoreFailure(t *testing.T) {
 		if status != http.StatusInternalServerError || !strings.Contains(body, "internal error") || strings.Contains(body, "disk on fire") {
 			t.Errorf("%s: %d\n%s", path, status, body)
 		}
+	}
+}
+
+// TestAuditPageShowsRefusedReplay: an entry the projector refused as a
+// replay is marked so, with its reason, and shows no change.
+func TestAuditPageShowsRefusedReplay(t *testing.T) {
+	q := readtest.Fleet()
+	replay := q.AuditRows[1] // ev-guestbook, a change with a diff and a result
+	replay.Offset, replay.At = 13, readtest.Now().Add(-time.Minute)
+	replay.Before, replay.After, replay.Results = nil, nil, nil
+	replay.Refused = "generation 3 is not newer than the object's generation 3 (event ev-guestbook)"
+	q.AuditRows = []projector.AuditRow{replay}
+	h, err := web.New(q, web.WithClock(readtest.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), web.Viewer{Actor: "alice", Role: "viewer"})))
+	}))
+	defer srv.Close()
+	status, body := get(t, srv.URL+"/audit")
+	if status != 200 || !strings.Contains(body, `title="generation 3 is not newer than the object&#39;s generation 3 (event ev-guestbook)">refused: replay`) ||
+		strings.Contains(body, "Spec change") || strings.Contains(body, "applied") {
+		t.Errorf("%d: the replay is not shown refused, without change or result:\n%s", status, body)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,8 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
-
-	"github.com/argosyproj/argosy/schemas"
 )
 
 // Kinds of objects Argosy manages in an Argo CD.
@@ -333,139 +330,4 @@ func (a *Client) setFinalizer(ctx context.Context, ri dynamic.ResourceInterface,
 	}
 	_, err = ri.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
-}
-
-// Operate runs an operation on an Application through Argo CD's own
-// mechanisms: the operation field and the refresh annotation.
-func (a *Client) Operate(ctx context.Context, ref Ref, op Operation) error {
-	ri, err := a.resource(KindApplication, ref.Namespace)
-	if err != nil {
-		return err
-	}
-	var patch map[string]any
-	switch op.Kind {
-	case schemas.OperationRefresh:
-		kind := op.RefreshType
-		if kind == "" {
-			kind = "normal"
-		}
-		patch = map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotationRefresh: kind}}}
-	case schemas.OperationSync:
-		patch = a.operation(op, map[string]any{"revision": op.Revision, "prune": op.Prune, "dryRun": op.DryRun})
-	case schemas.OperationRollback:
-		sync, err := a.rollbackSync(ctx, ri, ref.Name, op.HistoryID)
-		if err != nil {
-			return err
-		}
-		sync["prune"], sync["dryRun"] = op.Prune, op.DryRun
-		patch = a.operation(op, sync)
-	case schemas.OperationTerminate:
-		return a.terminate(ctx, ri, ref)
-	default:
-		return fmt.Errorf("unknown operation %q", op.Kind)
-	}
-	b, err := json.Marshal(patch)
-	if err != nil {
-		return err
-	}
-	if _, err := ri.Patch(ctx, ref.Name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("%s %s/%s: %w", op.Kind, ref.Namespace, ref.Name, err)
-	}
-	return nil
-}
-
-// terminate does what `argocd app terminate-op` does: mark the running
-// operation Terminating, with an update that fails on a concurrent write, so
-// that the controller's own status writes cannot silently undo it. It
-// returns once the operation is no longer Running, or errs (to be retried)
-// after 30 s.
-func (a *Client) terminate(ctx context.Context, ri dynamic.ResourceInterface, ref Ref) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		u, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("terminate %s/%s: %w", ref.Namespace, ref.Name, err)
-		}
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
-		if phase != "Running" {
-			return nil // nothing running, or already terminating or finished
-		}
-		if err := unstructured.SetNestedField(u.Object, "Terminating", "status", "operationState", "phase"); err != nil {
-			return err
-		}
-		if _, err := ri.Update(ctx, u, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("terminate %s/%s: %w", ref.Namespace, ref.Name, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("terminate %s/%s: the operation is still running", ref.Namespace, ref.Name)
-}
-
-func (a *Client) operation(op Operation, sync map[string]any) map[string]any {
-	by := op.RequestedBy
-	if by == "" {
-		by = a.manager
-	}
-	o := map[string]any{"initiatedBy": map[string]any{"username": by}, "sync": sync}
-	if op.RequestID != "" {
-		o["info"] = []any{map[string]any{"name": InfoRequest, "value": op.RequestID}}
-	}
-	return map[string]any{"operation": o}
-}
-
-// Performed reports whether the sync or rollback that answers request id
-// reached the Application: it is the operation waiting for Argo CD's
-// controller, or the one the controller runs or ran last. Argo CD keeps
-// only the last operation, so a later one hides it. A missing Application
-// performed nothing.
-func (a *Client) Performed(ctx context.Context, ref Ref, requestID string) (bool, error) {
-	ri, err := a.resource(KindApplication, ref.Namespace)
-	if err != nil {
-		return false, err
-	}
-	u, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("application %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	for _, path := range [][]string{{"operation", "info"}, {"status", "operationState", "operation", "info"}} {
-		infos, _, _ := unstructured.NestedSlice(u.Object, path...)
-		for _, i := range infos {
-			if m, ok := i.(map[string]any); ok && m["name"] == InfoRequest && m["value"] == requestID {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
-}
-
-// rollbackSync returns the sync of a rollback to history entry id: its
-// revision and source, as Argo CD's own rollback does.
-func (a *Client) rollbackSync(ctx context.Context, ri dynamic.ResourceInterface, name string, id int64) (map[string]any, error) {
-	u, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	hist, _, err := unstructured.NestedSlice(u.Object, "status", "history")
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range hist {
-		m, ok := h.(map[string]any)
-		if !ok {
-			continue
-		}
-		if hid, _, _ := unstructured.NestedInt64(m, "id"); hid == id {
-			rev, _, _ := unstructured.NestedString(m, "revision")
-			src, _, _ := unstructured.NestedMap(m, "source")
-			return map[string]any{"revision": rev, "source": src}, nil
-		}
-	}
-	return nil, &PermanentError{Err: fmt.Errorf("rollback %s: no history entry %d: Argo CD keeps the last revisionHistoryLimit entries", name, id)}
 }

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -38,9 +39,20 @@ func (l *eventLog) add(t testing.TB, p projector.Partition, at time.Time, typ st
 	id := fmt.Sprintf("%s-%d-%d", p.Topic, p.Partition, off)
 	e.SetID(id)
 	e.SetType(typ)
+	e.SetTime(at.Truncate(time.Second))
 	l.out = append(l.out, &events.Decoded{Event: &e, Spec: sp, Data: data, Subject: subj, LogTime: at,
 		Topic: p.Topic, Partition: p.Partition, Offset: off})
 	return id
+}
+
+// again appends the event of index i once more, as a replay: the same
+// signed event at the next offset of its partition, appended at at.
+func (l *eventLog) again(i int, at time.Time) {
+	d := *l.out[i]
+	p := projector.Partition{Topic: d.Topic, Partition: d.Partition}
+	d.Offset, d.LogTime = l.next[p], at
+	l.next[p]++
+	l.out = append(l.out, &d)
 }
 
 func app(cluster, name string) events.Subject {
@@ -54,14 +66,14 @@ func history(t testing.TB) []*events.Decoded {
 	at := func(i int) time.Time { return time.Date(2026, 3, 1, 12, 0, i, 100000000+i*1111111, cet) }
 	c1, c2 := events.Subject{Cluster: "c1"}, events.Subject{Cluster: "c2"}
 	l.add(t, pConfig0, at(0), events.TypeClusterRegistered, c1,
-		&schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: "c1"}, Labels: map[string]string{"env": "prod"}})
+		&schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: "c1", Name: "c1", Generation: 1}, Labels: map[string]string{"env": "prod"}})
 	up1 := l.add(t, pConfig0, at(1), events.TypeApplicationUpserted, app("c1", "web"), &schemas.ApplicationUpserted{
 		Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 1}, Project: "p1",
 		Spec: json.RawMessage(`{"source": {"repoURL": "https://git.example/r", "path": "web"}, "destination": {}}`)})
 	up2 := l.add(t, pConfig0, at(2), events.TypeApplicationUpserted, app("c1", "web"), &schemas.ApplicationUpserted{
 		Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 2}, Project: "p1",
 		Spec: json.RawMessage(`{"source": {"repoURL": "https://git.example/r", "path": "web2"}, "destination": {}}`)})
-	l.add(t, pConfig1, at(3), events.TypeClusterRegistered, c2, &schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: "c2"}})
+	l.add(t, pConfig1, at(3), events.TypeClusterRegistered, c2, &schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: "c2", Name: "c2", Generation: 1}})
 	l.add(t, pAudit0, at(4), events.TypeAuditRecorded, events.Subject{Cluster: "c1"}, &schemas.AuditRecorded{
 		RequestID: "req-1", Actor: "alice", Action: "apps.update", Outcome: "allowed", EventIDs: []string{up1, up2}})
 	l.add(t, pStatus0, at(5), events.TypeConfigApplied, app("c1", "web"), &schemas.ConfigApplied{
@@ -77,7 +89,7 @@ func history(t testing.TB) []*events.Decoded {
 	l.add(t, pConfig0, at(9), events.TypeApplicationUpserted, app("c1", "web"), &schemas.ApplicationUpserted{
 		Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 4}, Project: "p1",
 		Spec: json.RawMessage(`{"b": 1}`)})
-	l.add(t, pConfig1, at(10), events.TypeClusterDeregistered, c2, &schemas.ClusterDeregistered{Resource: schemas.Resource{Cluster: "c2"}})
+	l.add(t, pConfig1, at(10), events.TypeClusterDeregistered, c2, &schemas.ClusterDeregistered{Resource: schemas.Resource{Cluster: "c2", Name: "c2", Generation: 2}})
 	l.add(t, pStatus0, at(11), events.TypeConfigRejected, app("c1", "web"), &schemas.ConfigRejected{
 		Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "web", Generation: 4}, EventID: "x", Code: "invalid"})
 	l.add(t, pAudit0, at(12), events.TypeAuditRecorded, events.Subject{Cluster: "hub"}, &schemas.AuditRecorded{
@@ -91,7 +103,8 @@ func fold(t testing.TB, s *Store, v *projector.View, ds []*events.Decoded) {
 	for _, d := range ds {
 		// As projector.Folder does, the store is asked only for rows the
 		// working set does not hold.
-		if miss := v.Missing(projector.Needs(d)); len(miss.Registrations)+len(miss.Beats)+len(miss.Desired)+len(miss.Observed)+len(miss.ChainHeads) > 0 {
+		if miss := v.Missing(projector.Needs(d)); len(miss.Registrations)+len(miss.Beats)+len(miss.Desired)+len(miss.Observed)+
+			len(miss.Objects)+len(miss.Operations)+len(miss.ChainHeads) > 0 {
 			rows, err := s.Load(t.Context(), miss)
 			if err != nil {
 				t.Fatalf("load: %v", err)
@@ -177,10 +190,59 @@ func testTamperDetected(t *testing.T, b backend) {
 // fold in memory.
 func testFoldResumes(t *testing.T, b backend) {
 	h := history(t)
-	want, wantChains := foldInMemory(t, h)
+	foldResumes(t, b, h, [][2]int{{0, 3}, {3, 8}, {8, 9}, {9, len(h)}})
+}
 
+// replays is a log of config events about c1's objects, then each of the
+// first four appended again: the rows the fold refuses them by (an
+// AppProject's generation, an Application's, an operation's request id, the
+// cluster's registration) must come from the store in a later step.
+func replays(t testing.TB) []*events.Decoded {
+	var l eventLog
+	at := func(i int) time.Time { return time.Date(2026, 3, 1, 12, 0, i, 100000000+i*1111111, cet) }
+	res := func(name string, gen int64) schemas.Resource {
+		return schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: name, Generation: gen}
+	}
+	team := events.Subject{Cluster: "c1", Kind: schemas.SubjectAppProjects, Namespace: "argocd", Name: "team"}
+	expires := at(3).Add(time.Hour)
+	l.add(t, pConfig0, at(0), events.TypeClusterRegistered, events.Subject{Cluster: "c1"},
+		&schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: "c1", Name: "c1", Generation: 1}})
+	l.add(t, pConfig0, at(1), events.TypeAppProjectUpserted, team, &schemas.AppProjectUpserted{Resource: res("team", 1), Spec: json.RawMessage(`{}`)})
+	l.add(t, pConfig0, at(2), events.TypeApplicationUpserted, app("c1", "web"), &schemas.ApplicationUpserted{Resource: res("web", 1),
+		Project: "team", Spec: json.RawMessage(`{"project":"team"}`)})
+	l.add(t, pConfig0, at(3), events.TypeOperationRequested, app("c1", "web"), &schemas.OperationRequested{Resource: res("web", 1),
+		RequestID: "r1", Operation: schemas.OperationSync, ExpiresAt: &expires})
+	l.add(t, pConfig0, at(4), events.TypeAppProjectDeleted, team, &schemas.AppProjectDeleted{Resource: res("team", 2)})
+	l.add(t, pConfig0, at(5), events.TypeApplicationDeleted, app("c1", "web"), &schemas.ApplicationDeleted{Resource: res("web", 2)})
+	for i := range 4 {
+		l.again(i, at(6+i))
+	}
+	return l.out
+}
+
+// testReplaysRefusedAcrossSteps folds replays in steps, each with a new
+// view: every replay is refused, as in one fold in memory.
+func testReplaysRefusedAcrossSteps(t *testing.T, b backend) {
+	s := foldResumes(t, b, replays(t), [][2]int{{0, 4}, {4, 6}, {6, 8}, {8, 10}})
+	var refused int
+	for _, e := range chains(t, s)[pConfig0] {
+		if e.Refused != "" {
+			refused++
+		}
+	}
+	if refused != 4 {
+		t.Errorf("%d refused audit entries, want 4", refused)
+	}
+}
+
+// foldResumes folds h in steps, each with a new view that loads its rows
+// from the store, and checks that the store holds what one fold in memory
+// gives: rows, chains and offsets.
+func foldResumes(t *testing.T, b backend, h []*events.Decoded, steps [][2]int) *Store {
+	t.Helper()
+	want, wantChains := foldInMemory(t, h)
 	s := b.fresh(t)
-	for _, step := range [][2]int{{0, 3}, {3, 8}, {8, 9}, {9, len(h)}} {
+	for _, step := range steps {
 		fold(t, s, projector.NewView(), h[step[0]:step[1]])
 	}
 	if diff := cmp.Diff(wantChains, chains(t, s)); diff != "" {
@@ -196,6 +258,7 @@ func testFoldResumes(t *testing.T, b backend) {
 	if diff := cmp.Diff(want.Offsets, offsets); diff != "" {
 		t.Errorf("Offsets (-want +got):\n%s", diff)
 	}
+	return s
 }
 
 // testRechain opens a store of schema version 7, whose chains were hashed
@@ -272,7 +335,27 @@ func storeOfVersion7(t *testing.T, b backend, old *projector.Batch) *Store {
 	if err := s.migrateTo(t.Context(), 7); err != nil {
 		t.Fatal(err)
 	}
+	// Audit entries as version 7 held them: without the later columns.
+	entries := old.Audit
+	old.Audit = nil
 	if err := s.Commit(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := each(entries, auditRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		rows[i] = rows[i][:len(auditColumnsV8)]
+	}
+	tx, err := s.w.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.upsert(t.Context(), tx, table{name: "audit_entries", cols: auditColumnsV8, keys: 3, keep: true}, rows); err != nil {
+		t.Fatal(errors.Join(err, tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -42,8 +42,8 @@ type TableComparison struct {
 // their key columns first. The schema's version history is not a view.
 var compared = []table{
 	{name: "offsets", cols: []string{"topic", "part", "next_offset"}, keys: 2},
-	chainHeadsTable, registrationsTable, beatsTable, desiredTable, observedTable, acksTable, callsTable,
-	callEventsTable, auditTable, deploymentsTable, gapsTable, targetsTable, healthTable,
+	chainHeadsTable, registrationsTable, beatsTable, desiredTable, observedTable, objectsTable, operationsTable,
+	acksTable, callsTable, callEventsTable, auditTable, deploymentsTable, gapsTable, targetsTable, healthTable,
 }
 
 // integer key columns; every other key column is text.

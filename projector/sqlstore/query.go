@@ -257,18 +257,22 @@ func (s *Store) Audit(ctx context.Context, f projector.AuditFilter) ([]projector
 	return out, nil
 }
 
-// joinResults sets each row's Results to its event's acks.
+// joinResults sets each row's Results to its event's acks; a refused
+// replay has none, since the acks are of the event it copies.
 func (s *Store) joinResults(ctx context.Context, out []projector.AuditRow) error {
-	if len(out) == 0 {
-		return nil
-	}
 	byEvent := map[string][]int{}
 	var ids []string
 	for i, r := range out {
+		if r.Refused != "" {
+			continue
+		}
 		if _, ok := byEvent[r.EventID]; !ok {
 			ids = append(ids, r.EventID)
 		}
 		byEvent[r.EventID] = append(byEvent[r.EventID], i)
+	}
+	if len(ids) == 0 {
+		return nil
 	}
 	q := `SELECT ` + columns("", ackColumns) + ` FROM acks`
 	return s.inChunks(ctx, q, len(ids), `event_id = ?`, func(i int) []any { return []any{ids[i]} },

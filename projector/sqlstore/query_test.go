@@ -106,19 +106,23 @@ func testAudit(t *testing.T, b backend) {
 	e2 := projector.AuditRow{AuditEntry: f.Audit[1], Results: []projector.Ack{f.Acks[1], f.Acks[0]}}
 	e2.Actor = "alice"
 	e5 := projector.AuditRow{AuditEntry: f.Audit[2]}
+	// e2 appended again and refused: the actor of e2, and no results,
+	// since e2's acks are the change's.
+	replay := projector.AuditRow{AuditEntry: f.Audit[3]}
+	replay.Actor = "alice"
 	tests := []struct {
 		name string
 		f    projector.AuditFilter
 		want []projector.AuditRow
 	}{
-		{"all, newest first", projector.AuditFilter{}, []projector.AuditRow{e2, e5, e1}},
-		{"limit", projector.AuditFilter{Limit: 2}, []projector.AuditRow{e2, e5}},
-		{"cluster", projector.AuditFilter{Cluster: "c1"}, []projector.AuditRow{e2, e1}},
-		{"namespace and name", projector.AuditFilter{Namespace: "argocd", Name: "a1"}, []projector.AuditRow{e2, e1}},
-		{"joined actor", projector.AuditFilter{Actor: "alice"}, []projector.AuditRow{e2, e1}},
+		{"all, newest first", projector.AuditFilter{}, []projector.AuditRow{replay, e2, e5, e1}},
+		{"limit", projector.AuditFilter{Limit: 2}, []projector.AuditRow{replay, e2}},
+		{"cluster", projector.AuditFilter{Cluster: "c1"}, []projector.AuditRow{replay, e2, e1}},
+		{"namespace and name", projector.AuditFilter{Namespace: "argocd", Name: "a1"}, []projector.AuditRow{replay, e2, e1}},
+		{"joined actor", projector.AuditFilter{Actor: "alice"}, []projector.AuditRow{replay, e2, e1}},
 		{"own actor", projector.AuditFilter{Actor: "bob"}, []projector.AuditRow{e5}},
-		{"actor and limit", projector.AuditFilter{Actor: "alice", Limit: 1}, []projector.AuditRow{e2}},
-		{"from, inclusive", projector.AuditFilter{From: f.Audit[2].At}, []projector.AuditRow{e2, e5}},
+		{"actor and limit", projector.AuditFilter{Actor: "alice", Limit: 1}, []projector.AuditRow{replay}},
+		{"from, inclusive", projector.AuditFilter{From: f.Audit[2].At}, []projector.AuditRow{replay, e2, e5}},
 		{"to, exclusive", projector.AuditFilter{To: f.Audit[2].At}, []projector.AuditRow{e1}},
 		{"span", projector.AuditFilter{From: day(3, 0), To: day(5, 0)}, []projector.AuditRow{e2, e5}},
 		{"no match", projector.AuditFilter{Actor: "carol"}, nil},
@@ -154,11 +158,11 @@ func testChain(t *testing.T, b backend) {
 		limit int
 		want  []projector.AuditEntry
 	}{
-		{"all", pConfig0, -1, 0, f.Audit[:2]},
-		{"after", pConfig0, 1, 0, f.Audit[1:2]},
+		{"all", pConfig0, -1, 0, []projector.AuditEntry{f.Audit[0], f.Audit[1], f.Audit[3]}},
+		{"after", pConfig0, 1, 0, []projector.AuditEntry{f.Audit[1], f.Audit[3]}},
 		{"limit", pConfig0, -1, 1, f.Audit[:1]},
-		{"past the end", pConfig0, 2, 10, nil},
-		{"other partition", pAudit0, -1, 0, f.Audit[2:]},
+		{"past the end", pConfig0, 3, 10, nil},
+		{"other partition", pAudit0, -1, 0, f.Audit[2:3]},
 		{"no entries", pStatus0, -1, 0, nil},
 	}
 	for _, tc := range tests {

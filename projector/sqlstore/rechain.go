@@ -105,11 +105,11 @@ func (w *relink) next(e *projector.AuditEntry) (string, bool) {
 // all of them before any is updated: a driver may not run a statement on
 // a transaction's connection while rows are open on it.
 func chainPage(ctx context.Context, tx *sql.Tx, d dialect, p projector.Partition, after int64) ([]*projector.AuditEntry, error) {
-	q := d.bind(`SELECT ` + columns("", auditColumns) + ` FROM audit_entries WHERE topic = ? AND part = ? AND off > ? ORDER BY off LIMIT ` +
+	q := d.bind(`SELECT ` + columns("", auditColumnsV8) + ` FROM audit_entries WHERE topic = ? AND part = ? AND off > ? ORDER BY off LIMIT ` +
 		strconv.Itoa(rechainPage))
 	var out []*projector.AuditEntry
 	err := eachRow(ctx, tx, q, []any{p.Topic, p.Partition, after}, func(rows *sql.Rows) error {
-		dest, build := scanAudit()
+		dest, build := scanAuditV8()
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}

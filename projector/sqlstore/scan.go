@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,10 +27,15 @@ var (
 		"event_id", "updated_at"}
 	observedColumns = []string{"cluster", "namespace", "name", "seq", "deleted", "sync", "health", "operation",
 		"conditions", "resources", "applied_generation", "rejected", "updated_at", "local"}
-	ackColumns   = []string{"event_id", "cluster", "applied", "code", "reason", "at"}
-	callColumns  = []string{"request_id", "actor", "action", "outcome", "at", "event_ids"}
-	auditColumns = []string{"topic", "part", "off", "at", "event_id", "type", "cluster", "kind", "namespace", "name",
+	objectColumns    = []string{"cluster", "kind", "namespace", "name", "generation", "deleted", "event_id", "updated_at"}
+	operationColumns = []string{"request_id", "cluster", "event_id", "part", "off", "at"}
+	ackColumns       = []string{"event_id", "cluster", "applied", "code", "reason", "at", "result"}
+	callColumns      = []string{"request_id", "actor", "action", "outcome", "at", "event_ids"}
+	// auditColumnsV8 are the audit entries' columns up to schema version
+	// 8, which its rehash reads (rechain); never change them.
+	auditColumnsV8 = []string{"topic", "part", "off", "at", "event_id", "type", "cluster", "kind", "namespace", "name",
 		"generation", "actor", "before", "after", "prev_hash", "hash"}
+	auditColumns      = append(slices.Clip(auditColumnsV8), "refused")
 	deploymentColumns = []string{"deployment_id", "event_id", "cluster", "namespace", "name", "generation", "revision",
 		"previous_revision", "phase", "initiator", "started_at", "finished_at", "images", "project", "labels",
 		"app_uid", "history_id", "revision_committed_at", "unchanged"}
@@ -52,6 +58,8 @@ func registrationCols(alias string) string { return columns(alias, registrationC
 func beatCols(alias string) string         { return columns(alias, beatColumns) }
 func desiredCols(alias string) string      { return columns(alias, desiredColumns) }
 func observedCols(alias string) string     { return columns(alias, observedColumns) }
+func objectCols(alias string) string       { return columns(alias, objectColumns) }
+func operationCols(alias string) string    { return columns(alias, operationColumns) }
 
 // minTime and maxTime bound the times a store holds: Unix nanoseconds fit
 // an int64 between them.
@@ -229,14 +237,51 @@ func scanObserved() ([]any, func() (*projector.AppObserved, error)) {
 func scanAck(rows *sql.Rows) (projector.Ack, error) {
 	var a projector.Ack
 	var at sql.NullInt64
-	if err := rows.Scan(&a.EventID, &a.Cluster, &a.Applied, &a.Code, &a.Reason, &at); err != nil {
+	if err := rows.Scan(&a.EventID, &a.Cluster, &a.Applied, &a.Code, &a.Reason, &at, &a.Result); err != nil {
 		return a, err
 	}
 	a.At = fromNanos(at)
 	return a, nil
 }
 
+func scanObject() ([]any, func() (*projector.ObjectGeneration, error)) {
+	var cluster, kind, ns, name, eventID sql.NullString
+	var gen, at sql.NullInt64
+	var deleted sql.NullBool
+	return []any{&cluster, &kind, &ns, &name, &gen, &deleted, &eventID, &at}, func() (*projector.ObjectGeneration, error) {
+		if !cluster.Valid {
+			return nil, nil
+		}
+		return &projector.ObjectGeneration{ObjectKey: projector.ObjectKey{Cluster: cluster.String, Kind: kind.String, Namespace: ns.String,
+			Name: name.String}, Generation: gen.Int64, Deleted: deleted.Bool, EventID: eventID.String, UpdatedAt: fromNanos(at)}, nil
+	}
+}
+
+func scanOperation() ([]any, func() (*projector.Operation, error)) {
+	var id, cluster, eventID sql.NullString
+	var part, off, at sql.NullInt64
+	return []any{&id, &cluster, &eventID, &part, &off, &at}, func() (*projector.Operation, error) {
+		if !id.Valid {
+			return nil, nil
+		}
+		return &projector.Operation{RequestID: id.String, Cluster: cluster.String, EventID: eventID.String,
+			Partition: int32(part.Int64), Offset: off.Int64, At: fromNanos(at)}, nil
+	}
+}
+
+// scanAudit scans auditColumns.
 func scanAudit() ([]any, func() projector.AuditEntry) {
+	dest, build := scanAuditV8()
+	var refused string
+	return append(dest, &refused), func() projector.AuditEntry {
+		e := build()
+		e.Refused = refused
+		return e
+	}
+}
+
+// scanAuditV8 scans auditColumnsV8.
+func scanAuditV8() ([]any, func() projector.AuditEntry) {
 	var e projector.AuditEntry
 	var at sql.NullInt64
 	var before, after []byte

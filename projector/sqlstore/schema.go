@@ -114,6 +114,22 @@ var migrations = [][]string{
 		// No table changes: the audit chains are rehashed with before and
 		// after in canonical form (programs[8], rechain).
 	},
+	{
+		// Replays (docs/design.md): what the fold must refuse an event
+		// about an object for, and the audit entries of those it refused.
+		`CREATE TABLE object_generations (
+			cluster TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+			generation BIGINT NOT NULL, deleted BOOLEAN NOT NULL, event_id TEXT NOT NULL, updated_at BIGINT,
+			PRIMARY KEY (cluster, kind, namespace, name))`,
+		`CREATE TABLE operations (
+			request_id TEXT PRIMARY KEY, cluster TEXT NOT NULL, event_id TEXT NOT NULL,
+			part INTEGER NOT NULL, off BIGINT NOT NULL, at BIGINT)`,
+		`ALTER TABLE audit_entries ADD COLUMN refused TEXT NOT NULL DEFAULT ''`,
+	},
+	{
+		// How a sync or rollback ended, as Argo CD says.
+		`ALTER TABLE acks ADD COLUMN result TEXT NOT NULL DEFAULT ''`,
+	},
 }
 
 // programs are the steps of a migration that SQL alone cannot take:

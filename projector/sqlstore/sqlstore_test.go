@@ -74,6 +74,7 @@ func testStore(t *testing.T, b backend) {
 		{"ChainVerifies", testChainVerifies},
 		{"TamperDetected", testTamperDetected},
 		{"FoldResumes", testFoldResumes},
+		{"ReplaysRefusedAcrossSteps", testReplaysRefusedAcrossSteps},
 		{"Rechain", testRechain},
 		{"Diff", testDiff},
 	}
@@ -158,6 +159,18 @@ func fixture() *projector.Batch {
 				Before: json.RawMessage(`{"z": 0}`), After: json.RawMessage(`{"z": 1, "a": [1,2]}`), PrevHash: "h1", Hash: "h2"},
 			{Topic: pAudit0.Topic, Partition: 0, Offset: 0, At: day(3, 17), EventID: "e5", Type: "t.audit",
 				Cluster: "c2", Kind: "api", Name: "apps.list", Actor: "bob", After: json.RawMessage(`{}`), Hash: "h3"},
+			// e2 appended again: refused, with e2's actor and no results.
+			{Topic: pConfig0.Topic, Partition: 0, Offset: 3, At: day(5, 18), EventID: "e2", Type: "t.upserted",
+				Cluster: "c1", Kind: "applications", Namespace: "argocd", Name: "a1", Generation: 2,
+				Refused: "generation 2 is not newer than the object's generation 2 (event e2)", PrevHash: "h2", Hash: "h4"},
+		},
+		Objects: []projector.ObjectGeneration{
+			{ObjectKey: projector.ObjectKey{Cluster: "c1", Kind: "appprojects", Namespace: "argocd", Name: "team"}, Generation: 2,
+				EventID: "e7", UpdatedAt: day(1, 17)},
+			{ObjectKey: projector.ObjectKey{Cluster: "c2"}, Generation: 3, Deleted: true, EventID: "e8", UpdatedAt: day(1, 19)},
+		},
+		Operations: []projector.Operation{
+			{RequestID: "r9", Cluster: "c1", EventID: "e9", Partition: 0, Offset: 4, At: day(1, 20)},
 		},
 		Deployments: []projector.Deployment{
 			deployment("d1", "c1", "p1", day(3, 1)),
@@ -225,6 +238,12 @@ func load(t *testing.T, s *Store, b *projector.Batch) *projector.Rows {
 	for _, r := range b.Observed {
 		need.Observed = append(need.Observed, r.AppKey)
 	}
+	for _, r := range b.Objects {
+		need.Objects = append(need.Objects, r.ObjectKey)
+	}
+	for _, r := range b.Operations {
+		need.Operations = append(need.Operations, r.RequestID)
+	}
 	for p := range b.ChainHeads {
 		need.ChainHeads = append(need.ChainHeads, p)
 	}
@@ -240,6 +259,7 @@ func rowsOf(b *projector.Batch) *projector.Rows {
 	r := &projector.Rows{
 		Registrations: map[string]projector.ClusterRegistration{}, Beats: map[string]projector.ClusterBeat{},
 		Desired: map[projector.AppKey]projector.AppDesired{}, Observed: map[projector.AppKey]projector.AppObserved{},
+		Objects: map[projector.ObjectKey]projector.ObjectGeneration{}, Operations: map[string]projector.Operation{},
 		ChainHeads: b.ChainHeads,
 	}
 	for _, v := range b.Registrations {
@@ -253,6 +273,12 @@ func rowsOf(b *projector.Batch) *projector.Rows {
 	}
 	for _, v := range b.Observed {
 		r.Observed[v.AppKey] = v
+	}
+	for _, v := range b.Objects {
+		r.Objects[v.ObjectKey] = v
+	}
+	for _, v := range b.Operations {
+		r.Operations[v.RequestID] = v
 	}
 	return r
 }
@@ -397,7 +423,8 @@ func counts(t *testing.T, s *Store) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, tb := range []string{"offsets", "chain_heads", "registrations", "beats", "desired_apps", "observed_apps",
-		"acks", "calls", "call_events", "audit_entries", "deployments", "gaps", "targets", "health_changes"} {
+		"object_generations", "operations", "acks", "calls", "call_events", "audit_entries", "deployments", "gaps", "targets",
+		"health_changes"} {
 		var n int
 		if err := s.r.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM `+tb).Scan(&n); err != nil {
 			t.Fatalf("count %s: %v", tb, err)
@@ -424,12 +451,15 @@ func testIdempotent(t *testing.T, b backend) {
 	changed := first
 	changed.Name = "rewritten"
 	dup.Audit = append(dup.Audit, changed)
-	dup.Acks = append(dup.Acks, projector.Ack{EventID: "e9", Cluster: "c2", Code: "late"})
+	dup.Acks = append(dup.Acks, projector.Ack{EventID: "e9", Cluster: "c2", Code: "late"},
+		projector.Ack{EventID: "e9", Cluster: "c2", Applied: true, Result: "Failed", Reason: "one or more objects failed to apply"})
 	dup.Deployments = append(dup.Deployments, dup.Deployments[0])
 	dup.Gaps = append(dup.Gaps, dup.Gaps[1])
 	dup.Calls = append(dup.Calls, dup.Calls[0])
 	dup.Targets = append(dup.Targets, dup.Targets[0])
 	dup.Health = append(dup.Health, dup.Health[1])
+	dup.Objects = append(dup.Objects, dup.Objects[0])
+	dup.Operations = append(dup.Operations, dup.Operations[0])
 	commit(t, s, dup)
 	if diff := cmp.Diff(want, counts(t, s)); diff != "" {
 		t.Errorf("row counts after duplicates (-want +got):\n%s", diff)
@@ -441,8 +471,8 @@ func testIdempotent(t *testing.T, b backend) {
 	if len(chain) != 1 || chain[0].Name != first.Name {
 		t.Errorf("audit entry rewritten: got %+v, want name %q", chain, first.Name)
 	}
-	if acks := ackRows(t, s); acks[len(acks)-1].Code != "late" {
-		t.Errorf("ack of e9 = %+v, want the last written (code late)", acks[len(acks)-1])
+	if acks := ackRows(t, s); acks[len(acks)-1].Result != "Failed" || acks[len(acks)-1].Reason != "one or more objects failed to apply" {
+		t.Errorf("ack of e9 = %+v, want the last written (an operation's result)", acks[len(acks)-1])
 	}
 }
 

@@ -188,6 +188,7 @@ func (s *Store) Load(ctx context.Context, need *projector.Need) (*projector.Rows
 	r := &projector.Rows{
 		Registrations: map[string]projector.ClusterRegistration{}, Beats: map[string]projector.ClusterBeat{},
 		Desired: map[projector.AppKey]projector.AppDesired{}, Observed: map[projector.AppKey]projector.AppObserved{},
+		Objects: map[projector.ObjectKey]projector.ObjectGeneration{}, Operations: map[string]projector.Operation{},
 		ChainHeads: map[projector.Partition]string{},
 	}
 	steps := []struct {
@@ -198,6 +199,8 @@ func (s *Store) Load(ctx context.Context, need *projector.Need) (*projector.Rows
 		{"heartbeats", func() error { return loadRows(ctx, s, &beatRows, need.Beats, r.Beats) }},
 		{"desired applications", func() error { return loadRows(ctx, s, &desiredRows, need.Desired, r.Desired) }},
 		{"observed applications", func() error { return loadRows(ctx, s, &observedRows, need.Observed, r.Observed) }},
+		{"object generations", func() error { return loadRows(ctx, s, &objectRows, need.Objects, r.Objects) }},
+		{"operations", func() error { return loadRows(ctx, s, &operationRows, need.Operations, r.Operations) }},
 		{"chain heads", func() error { return s.loadChainHeads(ctx, need.ChainHeads, r.ChainHeads) }},
 	}
 	for _, st := range steps {
@@ -225,6 +228,9 @@ const appKeyTerm = `(cluster = ? AND namespace = ? AND name = ?)`
 
 func clusterArgs(c string) []any          { return []any{c} }
 func appKeyArgs(k projector.AppKey) []any { return []any{k.Cluster, k.Namespace, k.Name} }
+func objectKeyArgs(k projector.ObjectKey) []any {
+	return []any{k.Cluster, k.Kind, k.Namespace, k.Name}
+}
 
 var (
 	registrationRows = keyed[string, projector.ClusterRegistration]{
@@ -242,6 +248,16 @@ var (
 	observedRows = keyed[projector.AppKey, projector.AppObserved]{
 		query: `SELECT ` + observedCols("") + ` FROM observed_apps`, term: appKeyTerm, args: appKeyArgs,
 		scan: scanObserved, key: func(v *projector.AppObserved) projector.AppKey { return v.AppKey },
+	}
+	objectRows = keyed[projector.ObjectKey, projector.ObjectGeneration]{
+		query: `SELECT ` + objectCols("") + ` FROM object_generations`,
+		term:  `(cluster = ? AND kind = ? AND namespace = ? AND name = ?)`, args: objectKeyArgs,
+		scan: scanObject, key: func(v *projector.ObjectGeneration) projector.ObjectKey { return v.ObjectKey },
+	}
+	operationRows = keyed[string, projector.Operation]{
+		query: `SELECT ` + operationCols("") + ` FROM operations`, term: `request_id = ?`,
+		args: func(id string) []any { return []any{id} },
+		scan: scanOperation, key: func(v *projector.Operation) string { return v.RequestID },
 	}
 )
 

@@ -29,6 +29,8 @@ var (
 	beatsTable         = table{name: "beats", cols: beatColumns, keys: 1}
 	desiredTable       = table{name: "desired_apps", cols: desiredColumns, keys: 3}
 	observedTable      = table{name: "observed_apps", cols: observedColumns, keys: 3}
+	objectsTable       = table{name: "object_generations", cols: objectColumns, keys: 4}
+	operationsTable    = table{name: "operations", cols: operationColumns, keys: 1}
 	chainHeadsTable    = table{name: "chain_heads", cols: []string{"topic", "part", "hash"}, keys: 2}
 	acksTable          = table{name: "acks", cols: ackColumns, keys: 2}
 	callsTable         = table{name: "calls", cols: callColumns, keys: 1}
@@ -56,6 +58,8 @@ func (s *Store) writeRows(ctx context.Context, tx *sql.Tx, b *projector.Batch) e
 		{beatsTable, func() ([][]any, error) { return each(b.Beats, beatRow) }},
 		{desiredTable, func() ([][]any, error) { return each(b.Desired, desiredRow) }},
 		{observedTable, func() ([][]any, error) { return each(b.Observed, observedRow) }},
+		{objectsTable, func() ([][]any, error) { return each(b.Objects, objectRow) }},
+		{operationsTable, func() ([][]any, error) { return each(b.Operations, operationRow) }},
 		{chainHeadsTable, func() ([][]any, error) { return chainHeadRows(b.ChainHeads), nil }},
 		{acksTable, func() ([][]any, error) { return each(b.Acks, ackRow) }},
 		{callsTable, func() ([][]any, error) { return each(b.Calls, callRow) }},
@@ -263,6 +267,16 @@ func observedRow(v *projector.AppObserved) ([]any, error) {
 		e.time(v.UpdatedAt), e.json(v.Local)}, e.err
 }
 
+func objectRow(v *projector.ObjectGeneration) ([]any, error) {
+	var e encoder
+	return []any{v.Cluster, v.Kind, v.Namespace, v.Name, v.Generation, v.Deleted, v.EventID, e.time(v.UpdatedAt)}, e.err
+}
+
+func operationRow(v *projector.Operation) ([]any, error) {
+	var e encoder
+	return []any{v.RequestID, v.Cluster, v.EventID, v.Partition, v.Offset, e.time(v.At)}, e.err
+}
+
 func chainHeadRows(heads map[projector.Partition]string) [][]any {
 	out := make([][]any, 0, len(heads))
 	for p, h := range heads {
@@ -273,7 +287,7 @@ func chainHeadRows(heads map[projector.Partition]string) [][]any {
 
 func ackRow(v *projector.Ack) ([]any, error) {
 	var e encoder
-	return []any{v.EventID, v.Cluster, v.Applied, v.Code, v.Reason, e.time(v.At)}, e.err
+	return []any{v.EventID, v.Cluster, v.Applied, v.Code, v.Reason, e.time(v.At), v.Result}, e.err
 }
 
 func callRow(v *projector.Call) ([]any, error) {
@@ -294,7 +308,7 @@ func callEventRows(calls []projector.Call) [][]any {
 func auditRow(v *projector.AuditEntry) ([]any, error) {
 	var e encoder
 	return []any{v.Topic, v.Partition, v.Offset, e.time(v.At), v.EventID, v.Type, v.Cluster, v.Kind, v.Namespace,
-		v.Name, v.Generation, v.Actor, blob(v.Before), blob(v.After), v.PrevHash, v.Hash}, e.err
+		v.Name, v.Generation, v.Actor, blob(v.Before), blob(v.After), v.PrevHash, v.Hash, v.Refused}, e.err
 }
 
 func deploymentRow(v *projector.Deployment) ([]any, error) {

@@ -39,21 +39,25 @@ var configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configm
 //	deployed  the spoke.DeployMark as JSON
 //
 // Records marked Transient are also labelled argosy.dev/transient=true,
-// so that Prune lists only those.
+// so that Prune lists only those, and the records of queued or started
+// operations argosy.dev/operation=open, so that OpenOperations lists only
+// those.
 type State struct {
 	cms  dynamic.ResourceInterface
 	name string
 }
 
 var (
-	_ spoke.Store  = (*State)(nil)
-	_ spoke.Pruner = (*State)(nil)
+	_ spoke.Store          = (*State)(nil)
+	_ spoke.Pruner         = (*State)(nil)
+	_ spoke.OperationStore = (*State)(nil)
 )
 
 // Labels and data keys of the state's ConfigMaps.
 const (
 	LabelState     = "argosy.dev/state"
 	LabelTransient = "argosy.dev/transient"
+	LabelOperation = "argosy.dev/operation"
 	dataKey        = "key"
 	dataApplied    = "applied"
 	dataSpec       = "spec"
@@ -206,6 +210,26 @@ func (s *State) Prune(ctx context.Context, forget func(key string, a spoke.Appli
 	return len(keys), nil
 }
 
+// OpenOperations implements spoke.OperationStore: the records of the
+// operations queued or started, by state key.
+func (s *State) OpenOperations(ctx context.Context) (map[string]spoke.Applied, error) {
+	out := map[string]spoke.Applied{}
+	err := s.list(ctx, LabelOperation+"=open", func(data map[string]string) error {
+		key := data[dataKey]
+		a, ok, err := applied(data, key)
+		if err == nil && ok && open(a) {
+			out[key] = a
+		}
+		return err
+	})
+	return out, err
+}
+
+// open reports whether a is the record of an operation that has not ended.
+func open(a spoke.Applied) bool {
+	return a.Phase == spoke.OperationQueued || a.Phase == spoke.OperationStarted
+}
+
 // appKey is the state key of Application namespace/name, whose ConfigMap
 // holds its deployment mark.
 func appKey(app string) string {
@@ -297,8 +321,13 @@ func (s *State) update(ctx context.Context, key string, edit func(data map[strin
 func (s *State) configMap(name string, data map[string]string) *unstructured.Unstructured {
 	labels := map[string]any{argocd.LabelManaged: "true", LabelState: s.name}
 	var a spoke.Applied
-	if raw, ok := data[dataApplied]; ok && json.Unmarshal([]byte(raw), &a) == nil && a.Transient {
-		labels[LabelTransient] = "true"
+	if raw, ok := data[dataApplied]; ok && json.Unmarshal([]byte(raw), &a) == nil {
+		if a.Transient {
+			labels[LabelTransient] = "true"
+		}
+		if open(a) {
+			labels[LabelOperation] = "open"
+		}
 	}
 	d := make(map[string]any, len(data))
 	for k, v := range data {

@@ -19,6 +19,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -120,6 +121,8 @@ type app struct {
 	// Drifted holds the spec before a local edit, until it is reverted.
 	Drifted   json.RawMessage `json:"drifted,omitempty"`
 	Resources int             `json:"resources"`
+	// Version counts the Application's changes, as a resourceVersion.
+	Version uint64 `json:"version,omitempty"`
 }
 
 // op is a sync (or rollback) in flight or finished.
@@ -258,9 +261,14 @@ func (c *Cluster) Delete(_ context.Context, ref spoke.Ref, _ bool) error {
 
 // Operate runs an operation on an Application.
 func (c *Cluster) Operate(_ context.Context, ref spoke.Ref, o spoke.Operation) error {
-	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.operate(ref, o)
+}
+
+// operate is Operate; the caller holds c.mu.
+func (c *Cluster) operate(ref spoke.Ref, o spoke.Operation) error {
+	now := time.Now()
 	a, ok := c.apps[ref]
 	if !ok {
 		return &spoke.PermanentError{Err: fmt.Errorf("application %s/%s not found", ref.Namespace, ref.Name)}
@@ -290,13 +298,36 @@ func (c *Cluster) Operate(_ context.Context, ref spoke.Ref, o spoke.Operation) e
 	return nil
 }
 
-// Performed reports whether the operation requested as requestID ran, or
-// runs, on the Application.
-func (c *Cluster) Performed(_ context.Context, ref spoke.Ref, requestID string) (bool, error) {
+// Inspect implements spoke.Operations.
+func (c *Cluster) Inspect(_ context.Context, ref spoke.Ref, requestID string) (spoke.OperationState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a, ok := c.apps[ref]
-	return ok && a.Op != nil && a.Op.RequestID == requestID, nil
+	if !ok {
+		return spoke.OperationState{}, nil
+	}
+	st := spoke.OperationState{Exists: true, Version: strconv.FormatUint(a.Version, 10), Busy: a.Op != nil && a.Op.Phase == Running}
+	if a.Op == nil || a.Op.RequestID != requestID {
+		return st, nil
+	}
+	started := a.Op.StartedAt
+	st.Taken, st.Ended, st.Phase, st.Message, st.Revision, st.StartedAt = true, a.Op.Phase != Running, a.Op.Phase, a.Op.Message, a.Op.Revision, &started
+	if !a.Op.Finished.IsZero() {
+		finished := a.Op.Finished
+		st.FinishedAt = &finished
+	}
+	return st, nil
+}
+
+// Start implements spoke.Operations: it starts a sync or rollback if the
+// Application is still at version.
+func (c *Cluster) Start(_ context.Context, ref spoke.Ref, o spoke.Operation, version string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.apps[ref]; ok && strconv.FormatUint(a.Version, 10) != version {
+		return fmt.Errorf("%s %s/%s: %w", o.Kind, ref.Namespace, ref.Name, spoke.ErrChanged)
+	}
+	return c.operate(ref, o)
 }
 
 // Revert puts desired back on an Application edited in the cluster.
@@ -420,6 +451,9 @@ func drift(spec json.RawMessage) json.RawMessage {
 
 // touch marks ref for delivery and wakes Run. The caller holds c.mu.
 func (c *Cluster) touch(ref spoke.Ref) {
+	if a, ok := c.apps[ref]; ok {
+		a.Version++
+	}
 	c.dirty[ref] = true
 	select {
 	case c.wake <- struct{}{}:

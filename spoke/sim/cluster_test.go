@@ -144,13 +144,23 @@ func TestOperations(t *testing.T) {
 	c.Step(time.Now().Add(2*time.Second), time.Second)
 	apply(t, c, 2, "v2")
 	c.Step(time.Now().Add(2*time.Second), time.Second)
-	if err := c.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationRollback, RequestID: "r1", HistoryID: 0, RequestedBy: "alice"}); err != nil {
+	st, err := c.Inspect(t.Context(), ref, "r1")
+	if err != nil || !st.Exists || st.Busy || st.Taken {
+		t.Fatalf("before the rollback: %+v %v", st, err)
+	}
+	if err := c.Start(t.Context(), ref, spoke.Operation{Kind: schemas.OperationRollback, RequestID: "r1", HistoryID: 0, RequestedBy: "alice"}, st.Version); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := c.Performed(t.Context(), ref, "r1"); !ok {
-		t.Error("the rollback is not found by its request id")
+	if err := c.Start(t.Context(), ref, spoke.Operation{Kind: schemas.OperationSync, RequestID: "r0"}, st.Version); !errors.Is(err, spoke.ErrChanged) {
+		t.Errorf("a start on the version before the rollback: %v, want ErrChanged", err)
+	}
+	if st, _ := c.Inspect(t.Context(), ref, "r1"); !st.Taken || !st.Busy || st.Ended {
+		t.Errorf("the rollback is not found running by its request id: %+v", st)
 	}
 	c.Step(time.Now().Add(2*time.Second), time.Second)
+	if st, _ := c.Inspect(t.Context(), ref, "r1"); !st.Ended || st.Phase != sim.Succeeded || st.Busy {
+		t.Errorf("the rollback did not end: %+v", st)
+	}
 	s := status(t, c)
 	if len(s.History) != 3 || s.History[2].Revision != s.History[0].Revision || s.History[2].Initiator != "alice" || s.Sync.Status != sim.OutOfSync {
 		t.Fatalf("after the rollback: history %v sync %v", s.History, s.Sync)

@@ -20,8 +20,9 @@ type Store struct {
 }
 
 var (
-	_ spoke.Store  = (*Store)(nil)
-	_ spoke.Pruner = (*Store)(nil)
+	_ spoke.Store          = (*Store)(nil)
+	_ spoke.Pruner         = (*Store)(nil)
+	_ spoke.OperationStore = (*Store)(nil)
 )
 
 // NewStore returns an empty Store.
@@ -57,6 +58,19 @@ func (s *Store) Prune(_ context.Context, forget func(key string, a spoke.Applied
 		}
 	}
 	return n, nil
+}
+
+// OpenOperations implements spoke.OperationStore.
+func (s *Store) OpenOperations(context.Context) (map[string]spoke.Applied, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]spoke.Applied{}
+	for k, a := range s.applied {
+		if a.Phase == spoke.OperationQueued || a.Phase == spoke.OperationStarted {
+			out[k] = a
+		}
+	}
+	return out, nil
 }
 
 // Marks implements spoke.MarkStore.

@@ -125,6 +125,8 @@ def entry_hash(prev, e, actor):
               e["eventId"], e["type"], e.get("cluster", ""), e.get("kind", ""),
               e.get("namespace", ""), e.get("name", ""), str(e.get("generation", 0)),
               actor, json_field(e, "before"), json_field(e, "after")]
+    if e.get("refused"):  # a refused replay's reason, hashed only when there is one
+        fields.append(e["refused"])
     h = hashlib.sha256()
     for f in fields:
         b = f.encode("utf-8")

@@ -43,7 +43,8 @@ func crashArgo(a *argocd.Client) spoke.ArgoCD {
 }
 
 // crashingArgo is an Argo CD that kills the process after its n-th
-// operation; it keeps the Client's Revert and Performed.
+// operation, whether performed at once (Operate) or started by the
+// Operator (Start); it keeps the Client's Revert and Inspect.
 type crashingArgo struct {
 	*argocd.Client
 	n, done atomic.Int64 // the operation to crash after, and those done
@@ -51,6 +52,14 @@ type crashingArgo struct {
 
 func (c *crashingArgo) Operate(ctx context.Context, ref argocd.Ref, op argocd.Operation) error {
 	err := c.Client.Operate(ctx, ref, op)
+	if err == nil && c.done.Add(1) == c.n.Load() {
+		kill()
+	}
+	return err
+}
+
+func (c *crashingArgo) Start(ctx context.Context, ref argocd.Ref, op argocd.Operation, version string) error {
+	err := c.Client.Start(ctx, ref, op, version)
 	if err == nil && c.done.Add(1) == c.n.Load() {
 		kill()
 	}

@@ -34,7 +34,7 @@ import (
 
 // statusSeen is what the spoke published on the status topic.
 type statusSeen struct {
-	acks   map[string][]string // event id -> "applied" or rejection codes, in order
+	acks   map[string][]string // event id -> "applied", rejection codes or "completed:" and a phase, in order
 	deltas int
 	beats  int
 }
@@ -76,6 +76,8 @@ func (r *spokeRig) readStatus(done func(*statusSeen) bool) *statusSeen {
 				seen.acks[a.EventID] = append(seen.acks[a.EventID], "applied")
 			case *schemas.ConfigRejected:
 				seen.acks[a.EventID] = append(seen.acks[a.EventID], a.Code)
+			case *schemas.OperationCompleted:
+				seen.acks[a.EventID] = append(seen.acks[a.EventID], "completed:"+a.Phase)
 			case *schemas.ApplicationStatusChanged:
 				seen.deltas++
 			case *schemas.Heartbeat:
@@ -358,8 +360,154 @@ func TestOperationRunsOnceAcrossACrash(t *testing.T) {
 		t.Errorf("the Application's history has %d syncs, want the one asked for: %v", len(hist), hist)
 	}
 	for _, ack := range seen.acks[sync.ID()] {
-		if ack != "applied" {
-			t.Errorf("the sync was acknowledged %v, want only applied", seen.acks[sync.ID()])
+		if ack != "applied" && ack != "completed:Succeeded" {
+			t.Errorf("the sync was acknowledged %v, want only applied and completed:Succeeded", seen.acks[sync.ID()])
 		}
 	}
+}
+
+// operationsRan watches the Applications and records, per request id,
+// every distinct start time and the last phase of the operation Argo CD
+// ran for it, until the test ends.
+func (r *spokeRig) operationsRan() func() map[string]ran {
+	w, err := r.apps.Watch(r.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]ran{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			st, _, _ := unstructured.NestedMap(u.Object, "status", "operationState")
+			started, _, _ := unstructured.NestedString(st, "startedAt")
+			phase, _, _ := unstructured.NestedString(st, "phase")
+			infos, _, _ := unstructured.NestedSlice(st, "operation", "info")
+			for _, i := range infos {
+				m, _ := i.(map[string]any)
+				id, _ := m["value"].(string)
+				if m["name"] != argocd.InfoRequest || started == "" {
+					continue
+				}
+				mu.Lock()
+				x := seen[id]
+				if len(x.starts) == 0 || x.starts[len(x.starts)-1] != started {
+					x.starts = append(x.starts, started)
+				}
+				x.phase = phase
+				seen[id] = x
+				mu.Unlock()
+			}
+		}
+	}()
+	r.t.Cleanup(func() { w.Stop(); <-done })
+	return func() map[string]ran {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make(map[string]ran, len(seen))
+		for k, v := range seen {
+			out[k] = ran{starts: append([]string(nil), v.starts...), phase: v.phase}
+		}
+		return out
+	}
+}
+
+// ran is what Argo CD did with one request: when it started it, and its
+// last phase.
+type ran struct {
+	starts []string
+	phase  string
+}
+
+// TestOperationBurstSurvivesKills asks for fifty syncs of one Application
+// at once and SIGKILLs the real spoke while it works through them: once
+// right after a sync reached Argo CD and before the spoke recorded it, then
+// at random moments. In the end every sync was run by Argo CD exactly once,
+// none was lost, and each was acknowledged applied and then completed with
+// the phase Argo CD gave it.
+func TestOperationBurstSurvivesKills(t *testing.T) {
+	r := newSpokeRig(t, "argosy_testhooks")
+	name := "burst-" + r.ns
+	r.upserts(1, name)
+	p := r.start()
+	r.waitGeneration(p, name, "1")
+	if err := p.Terminate(30 * time.Second); err != nil {
+		t.Fatalf("%v; log:\n%s", err, p.LogTail())
+	}
+	history := r.operationsRan()
+	res := schemas.Resource{Cluster: r.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 1}
+	var syncs []*event.Event
+	ids := map[string]string{} // event id -> request id
+	for i := range 50 {
+		req := fmt.Sprintf("burst-%d-%s", i, r.ns)
+		e, err := events.New("//argosy.dev/hub/test", events.TypeOperationRequested,
+			events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications, Namespace: res.Namespace, Name: name}.String(), r.cluster,
+			schemas.OperationRequested{Resource: res, RequestID: req, Operation: schemas.OperationSync, RequestedBy: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		syncs, ids[e.ID()] = append(syncs, e), req
+	}
+	if _, err := r.prod.Publish(t.Context(), syncs...); err != nil {
+		t.Fatal(err)
+	}
+	r.env = []string{cli.EnvCrashAfterOperations + "=3"}
+	p = r.start()
+	waitExit(t, p)
+	r.env = nil
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	for range 5 {
+		p = r.start()
+		time.Sleep(time.Duration(2000+rng.IntN(4000)) * time.Millisecond)
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("the spoke exited by itself (%v); log:\n%s", err, p.LogTail())
+		}
+		if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitExit(t, p)
+	}
+	p = r.start()
+	seen := r.readStatus(func(s *statusSeen) bool {
+		for id := range ids {
+			if n := len(s.acks[id]); n == 0 || !strings.HasPrefix(s.acks[id][n-1], "completed:") {
+				return false
+			}
+		}
+		return true
+	})
+	if err := p.Terminate(30 * time.Second); err != nil {
+		t.Fatalf("%v; log:\n%s", err, p.LogTail())
+	}
+	did := history()
+	again := 0
+	for id, req := range ids {
+		acks, h := seen.acks[id], did[req]
+		if len(h.starts) != 1 {
+			t.Errorf("%s: Argo CD started it %d times (%v), want once", req, len(h.starts), h.starts)
+		}
+		applied, completed := 0, 0
+		for _, a := range acks {
+			switch a {
+			case "applied":
+				applied++
+			case "completed:" + h.phase:
+				completed++
+			default:
+				t.Errorf("%s: acknowledged %v; Argo CD's phase is %q", req, acks, h.phase)
+			}
+		}
+		if applied == 0 || completed == 0 {
+			t.Errorf("%s: acknowledged %v, want applied, then completed:%s", req, acks, h.phase)
+		}
+		if len(acks) > 2 {
+			again++
+		}
+	}
+	t.Logf("%d syncs, %d acknowledged again after a kill", len(ids), again)
 }

@@ -82,7 +82,7 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		"how far the Kafka brokers' clocks may be behind this host's: a config event is applied about this long after its append, once the trust topic is read past it; "+
 			"lower it only as far as the clocks are known to keep (env ARGOSY_CLOCK_MARGIN)")
 	fs.DurationVar(&o.OperationAge, "operation-max-age", cmdkit.EnvDuration("ARGOSY_OPERATION_MAX_AGE", 10*time.Minute, 0), // malformed: 0, which Validate refuses
-		"how long after it was asked for an operation that names no expiry is still performed; the state forgets the records of operations and deleted objects once they are older (env ARGOSY_OPERATION_MAX_AGE)")
+		"how long after it was asked for a sync or rollback may still start (earlier if the request says); one Argo CD has not taken by then is rejected as stale. The state remembers each operation until it expired (env ARGOSY_OPERATION_MAX_AGE)")
 	fs.Float64Var(&o.KubeQPS, "kube-api-qps", cmdkit.EnvFloat("ARGOSY_KUBE_API_QPS", 50, 0), // malformed: 0, which Validate refuses
 		"requests per second to the cluster's API server, sustained; each applied event takes about four (env ARGOSY_KUBE_API_QPS)")
 	fs.IntVar(&o.KubeBurst, "kube-api-burst", cmdkit.EnvInt("ARGOSY_KUBE_API_BURST", 100, 0), // malformed: 0, which Validate refuses

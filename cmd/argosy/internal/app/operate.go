@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -27,6 +30,10 @@ type AppOperationOptions struct {
 	Prune       bool
 	HistoryID   int64
 	RefreshType string
+	// Wait is --wait: follow the operation until the cluster's agent
+	// says how it ended, for at most Timeout.
+	Wait    bool
+	Timeout time.Duration
 }
 
 // operation is what tells one operation's command from another's.
@@ -119,10 +126,16 @@ func newCmdAppOperation(io cmdkit.IOStreams, op string, runF func(context.Contex
 		Long: spec.long + `
 
 The hub appends the request to the cluster's config events, at the
-Application's generation, and answers once it is durable; the cluster's
-agent runs it when it reads it, and drops it if that is more than an hour
-after the request. argosy app get NAME -o yaml shows the operation's state
-as the cluster reports it. Operating needs a deployer token.
+Application's generation, and answers once it is durable (with --wait,
+once the cluster's agent says how the operation ended). The cluster's
+agent runs a refresh or terminate when it reads it. It queues a sync or
+rollback and starts it when Argo CD is free (Argo CD runs one operation at
+a time), acknowledging it applied when Argo CD takes it and completed with
+Argo CD's result when it ends; it drops one that Argo CD has not taken
+within the agent's --operation-max-age (10 minutes by default) of the
+request, or an hour, whichever comes first. argosy app get NAME -o yaml
+shows the operation's state as the cluster reports it. Operating needs a
+deployer token.
 ` + hubapi.WriteHelp,
 		Example: spec.example,
 		Args:    cmdkit.UsageArgs(cobra.ExactArgs(1)),
@@ -133,6 +146,9 @@ as the cluster reports it. Operating needs a deployer token.
 			opts.Name = args[0]
 			if opts.Cluster == "" {
 				return &cmdkit.FlagError{Err: errors.New("--cluster is required: the cluster whose Argo CD runs it")}
+			}
+			if opts.Wait && opts.Timeout <= 0 {
+				return &cmdkit.FlagError{Err: errors.New("--timeout must be a positive duration")}
 			}
 			if spec.check != nil {
 				if err := spec.check(opts); err != nil {
@@ -146,6 +162,8 @@ as the cluster reports it. Operating needs a deployer token.
 		},
 	}
 	hubapi.AddWriteFlags(cmd, &opts.Write)
+	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "wait until the cluster's agent says how it ended, and fail unless it succeeded")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 15*time.Minute, "how long --wait waits")
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "the cluster whose Argo CD runs it (required)")
 	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", hubapi.DefaultNamespace, "the Application's namespace")
 	if spec.flags != nil {
@@ -171,5 +189,76 @@ func appOperationRun(ctx context.Context, opts *AppOperationOptions) error {
 	if err != nil {
 		return err
 	}
-	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+	if err := hubapi.PrintResult(opts.IO, opts.Write.Output, res); err != nil || !opts.Wait || res.DryRun || len(res.Events) == 0 {
+		return err
+	}
+	return waitOperation(ctx, opts, res.Events[0].ID)
+}
+
+// waitOperation follows the operation event id asked for through the read
+// API's audit history until the cluster acknowledged it: rejected, applied
+// (a refresh or terminate), or, for a sync or rollback, ended with Argo
+// CD's result. It says on standard error where the operation stands.
+func waitOperation(ctx context.Context, opts *AppOperationOptions, id string) error {
+	c, err := opts.Write.API.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	what := fmt.Sprintf("%s of %s on %s", opts.Operation, opts.Name, opts.Cluster)
+	fmt.Fprintf(opts.IO.Err, "waiting for %s (up to %s)\n", what, opts.Timeout)
+	from, said := time.Now().Add(-time.Hour), ""
+	for {
+		ack, found, err := operationAck(ctx, c, opts, id, from)
+		state := "queued: the cluster's agent has not acknowledged it yet"
+		switch {
+		case err != nil && ctx.Err() == nil:
+			state = "the read API answered: " + opts.Write.API.Explain(err).Error()
+		case !found:
+		case !ack.Applied:
+			return fmt.Errorf("%s was rejected (%s): %s", what, ack.Code, ack.Reason)
+		case ack.Result == schemas.OperationPhaseSucceeded:
+			fmt.Fprintf(opts.IO.Err, "%s: %s\n", what, cmdkit.OrDash(ack.Reason))
+			fmt.Fprintln(opts.IO.Out, ack.Result)
+			return nil
+		case ack.Result != "":
+			return fmt.Errorf("%s ended %s: %s", what, ack.Result, cmdkit.OrDash(ack.Reason))
+		case opts.Operation != schemas.OperationSync && opts.Operation != schemas.OperationRollback:
+			fmt.Fprintln(opts.IO.Out, "applied")
+			return nil
+		default:
+			state = "running: Argo CD took it"
+		}
+		if state != said {
+			fmt.Fprintf(opts.IO.Err, "%s: %s\n", what, state)
+			said = state
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gave up waiting for %s after %s; last seen %s (argosy audit --app %s --cluster %s follows it)",
+				what, opts.Timeout, said, opts.Name, opts.Cluster)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// operationAck is the cluster's last acknowledgement of event id, from the
+// audit history of the Application since from.
+func operationAck(ctx context.Context, c *read.Client, opts *AppOperationOptions, id string, from time.Time) (projector.Ack, bool, error) {
+	entries, err := c.Audit(ctx, projector.AuditFilter{Cluster: opts.Cluster, Namespace: opts.Namespace, Name: opts.Name, From: from})
+	if err != nil {
+		return projector.Ack{}, false, err
+	}
+	for _, e := range entries {
+		if e.EventID != id {
+			continue
+		}
+		for _, a := range e.Results {
+			if a.Cluster == opts.Cluster {
+				return a, true, nil
+			}
+		}
+	}
+	return projector.Ack{}, false, nil
 }

@@ -117,7 +117,7 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 	rows := make([][]string, 0, len(entries))
 	for _, e := range entries {
 		rows = append(rows, []string{cmdkit.Stamp(e.At), cmdkit.OrDash(e.Actor), strings.TrimPrefix(e.Type, "io.argosy."),
-			cmdkit.OrDash(e.Cluster), object(e.AuditEntry), generation(e.Generation), results(e.Results)})
+			cmdkit.OrDash(e.Cluster), object(e.AuditEntry), generation(e.Generation), result(e)})
 	}
 	return cmdkit.PrintOut(opts.IO.Out, opts.Output, entries,
 		[]string{"TIME", "ACTOR", "TYPE", "CLUSTER", "OBJECT", "GEN", "RESULT"}, rows)
@@ -141,13 +141,25 @@ func generation(g int64) string {
 	return strconv.FormatInt(g, 10)
 }
 
+// result is what became of an entry's event: refused as a replay (the
+// reason is in -o json), or the clusters' acknowledgements of a change.
+func result(e projector.AuditRow) string {
+	if e.Refused != "" {
+		return "refused: replay"
+	}
+	return results(e.Results)
+}
+
 // results summarizes the clusters' acknowledgements of a change.
 func results(acks []projector.Ack) string {
 	var out []string
 	for _, a := range acks {
 		r := "applied"
-		if !a.Applied {
+		switch {
+		case !a.Applied:
 			r = "rejected: " + a.Code
+		case a.Result != "":
+			r = "applied, " + a.Result
 		}
 		if len(acks) > 1 {
 			r = a.Cluster + " " + r

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
@@ -120,5 +122,26 @@ func TestAuditSince(t *testing.T) {
 	}
 	if lines := strings.Count(out.String(), "\n"); lines != 4 || !strings.Contains(out.String(), "api/applications.upsert") {
 		t.Errorf("--since 61m listed %d lines, want a header and 3 entries:\n%s", lines, out.String())
+	}
+}
+
+// TestAuditShowsRefusedReplay: an entry the projector refused as a replay
+// says so in RESULT, and not its event's acknowledgements.
+func TestAuditShowsRefusedReplay(t *testing.T) {
+	cmdtest.Isolate(t)
+	q := readtest.Fleet()
+	i := slices.IndexFunc(q.AuditRows, func(r projector.AuditRow) bool { return r.EventID == "ev-guestbook" })
+	replay := q.AuditRows[i]
+	replay.Offset, replay.At = 13, readtest.Now().Add(-time.Minute)
+	replay.Before, replay.After, replay.Results = nil, nil, nil
+	replay.Refused = "generation 3 is not newer than the object's generation 3 (event ev-guestbook)"
+	q.AuditRows = append(q.AuditRows, replay)
+	out, _, err := cmdtest.Run(t, newCmd, "audit", "--app", "guestbook", "--cluster", "prod-eu", "--limit", "1",
+		"--server", cmdtest.ReadServer(t, q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "refused: replay") || strings.Contains(out, "applied") {
+		t.Errorf("the replay's line does not say it was refused:\n%s", out)
 	}
 }

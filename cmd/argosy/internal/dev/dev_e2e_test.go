@@ -134,6 +134,16 @@ func TestDevAsANewUser(t *testing.T) {
 		return n >= len(staging)
 	}, p)
 
+	// A sync followed to its end: the simulated Argo CD ends nine in ten
+	// syncs Succeeded and one Failed, and --wait says which.
+	out, err := try("app", "sync", "guestbook", "--cluster", staging[0], "--wait", "--timeout", "2m", "-o", "json")
+	switch {
+	case err == nil && strings.HasSuffix(out, "Succeeded\n"):
+	case err != nil && strings.Contains(err.Error(), "ended Failed"):
+	default:
+		t.Errorf("app sync --wait: %q, %v; want Succeeded, or an error that it ended Failed", out, err)
+	}
+
 	// Ctrl-C: the terminal signals the whole foreground process group.
 	if err := syscall.Kill(-p.Pid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,297 @@
+package spoke
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/argocd"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// Phases of an operation in the agent's state (Applied.Phase).
+const (
+	// OperationQueued: recorded, waiting for Argo CD to be free.
+	OperationQueued = "queued"
+	// OperationStarted: Argo CD took it; acknowledged applied.
+	OperationStarted = "started"
+	// OperationEnded: it ended (operation.completed) or was rejected.
+	OperationEnded = "ended"
+)
+
+// OperationStore is a StateStore that lists the records of open
+// operations, queued or started. kube.State is one.
+type OperationStore interface {
+	StateStore
+	OpenOperations(ctx context.Context) (map[string]Applied, error)
+}
+
+// Operator runs the syncs and rollbacks its Applier queued, as Argo CD
+// runs them: one at a time per Application, in the order they were asked
+// for. It starts the next one only when Argo CD is free (no operation
+// waits in the Application's operation field, none runs), acknowledges it
+// applied when Argo CD takes it, and publishes operation.completed with
+// Argo CD's own result when it ends. One that expires before Argo CD is
+// free, or that Argo CD cannot take (no such Application or history
+// entry, a namespace the agent may not touch), is rejected.
+//
+// Everything it knows is in the state, so a restart anywhere loses
+// nothing: an operation is started only after the state is read again and
+// still says queued, and only on the version of the Application that was
+// read before (Operations.Start), so two agents of one cluster — one
+// frozen and thawed after the other took over — never both start it.
+type Operator struct {
+	a    *Applier
+	ops  Operations
+	st   OperationStore
+	poll time.Duration
+	log  *slog.Logger
+}
+
+// operatorPoll is how often the Operator looks at Argo CD while
+// operations are open.
+const operatorPoll = time.Second
+
+// Operator returns the runner of the operations a queues. It fails if a's
+// Argo CD runs no Operations or its state lists no open operations.
+func (a *Applier) Operator() (*Operator, error) {
+	st, ok := a.state.(OperationStore)
+	if a.ops == nil || !ok {
+		return nil, errors.New("operator: the Argo CD must run Operations and the state must be an OperationStore")
+	}
+	return &Operator{a: a, ops: a.ops, st: st, poll: operatorPoll, log: a.log}, nil
+}
+
+// Run runs the open operations until ctx ends, then returns nil. It
+// looks at Argo CD every second while any is open, and otherwise waits
+// for the Applier to queue one.
+func (o *Operator) Run(ctx context.Context) error {
+	for {
+		n, err := o.step(ctx)
+		if err != nil && ctx.Err() == nil {
+			o.log.WarnContext(ctx, "operations: will try again", "err", err)
+		}
+		if !o.wait(ctx, n > 0 || err != nil) {
+			return nil
+		}
+	}
+}
+
+// wait returns when the Applier queues an operation, or after the poll
+// interval if busy; false when ctx ends.
+func (o *Operator) wait(ctx context.Context, busy bool) bool {
+	var tick <-chan time.Time
+	if busy {
+		t := time.NewTimer(o.poll)
+		defer t.Stop()
+		tick = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+	case <-o.a.wake:
+	}
+	return true
+}
+
+// opRecord is an open operation and its state key.
+type opRecord struct {
+	key string
+	Applied
+}
+
+// step moves each Application's open operations on as far as Argo CD
+// lets them. An Application whose Argo CD cannot be read now waits; the
+// others go on.
+func (o *Operator) step(ctx context.Context) (int, error) {
+	open, err := o.st.OpenOperations(ctx)
+	if err != nil {
+		return 0, err
+	}
+	o.a.inst.operations(ctx, len(open))
+	byApp := map[Ref][]opRecord{}
+	for k, r := range open {
+		if r.Request == nil {
+			continue
+		}
+		ref := Ref{Kind: KindApplication, Namespace: r.Request.Namespace, Name: r.Request.Name}
+		byApp[ref] = append(byApp[ref], opRecord{key: k, Applied: r})
+	}
+	var errs []error
+	for ref, recs := range byApp {
+		slices.SortFunc(recs, func(x, y opRecord) int {
+			return cmp.Or(cmp.Compare(x.Partition, y.Partition), cmp.Compare(x.Offset, y.Offset))
+		})
+		for _, r := range recs {
+			next, err := o.advance(ctx, ref, r)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("operation %s on %s/%s: %w", r.Request.RequestID, ref.Namespace, ref.Name, err))
+			}
+			if !next {
+				break
+			}
+		}
+	}
+	return len(open), errors.Join(errs...)
+}
+
+// advance moves r on and reports whether it ended, so that the next
+// operation of the Application may go.
+func (o *Operator) advance(ctx context.Context, ref Ref, r opRecord) (bool, error) {
+	ctx = events.ContextWithTrace(ctx, &events.Decoded{TraceParent: r.TraceParent})
+	st, err := o.ops.Inspect(ctx, ref, r.Request.RequestID)
+	if err != nil {
+		if ctx.Err() != nil || argocd.Transient(err) {
+			return false, err
+		}
+		// Argo CD's answer, for good: the agent may not read the
+		// Application's namespace, say. Rejected, as the first time.
+		return true, o.reject(ctx, r, schemas.RejectApplyFailed, err)
+	}
+	switch {
+	case st.Ended:
+		if r.Phase != OperationStarted { // it ran while the agent was down
+			if err := o.started(ctx, r); err != nil {
+				return false, err
+			}
+		}
+		return true, o.complete(ctx, r, st)
+	case st.Taken:
+		if r.Phase == OperationStarted {
+			return false, nil // Argo CD runs it
+		}
+		return false, o.started(ctx, r)
+	case r.Phase == OperationStarted:
+		// Argo CD took it and shows another now: an operation that
+		// was not the agent's followed it before its end was read.
+		st.Phase, st.Message = schemas.OperationPhaseUnknown, "the Application shows a later operation; this one's result was not read"
+		if !st.Exists {
+			st.Message = "the Application was deleted before this operation's result was read"
+		}
+		return true, o.complete(ctx, r, st)
+	case !st.Exists:
+		return true, o.reject(ctx, r, schemas.RejectApplyFailed, fmt.Errorf("application %s/%s not found", ref.Namespace, ref.Name))
+	case time.Now().After(r.Until.Add(-o.a.skew)):
+		return true, o.reject(ctx, r, schemas.RejectStale, fmt.Errorf("operation %s expired at %s before Argo CD was free to start it",
+			r.Request.RequestID, r.Until.Add(-o.a.skew).Format(time.RFC3339)))
+	case st.Busy:
+		return false, nil // Argo CD runs another: wait for its end
+	}
+	return o.start(ctx, ref, r, st.Version)
+}
+
+// start starts r on the Application at version, if the state still says
+// it is queued: an agent that took over meanwhile may have moved it on.
+func (o *Operator) start(ctx context.Context, ref Ref, r opRecord, version string) (bool, error) {
+	cur, ok, err := o.st.Get(ctx, r.key)
+	if err != nil {
+		return false, err
+	}
+	if !ok || cur.EventID != r.EventID || cur.Phase != r.Phase {
+		return false, nil // moved on by another: the next step sees where
+	}
+	p := r.Request
+	op := Operation{RequestID: p.RequestID, Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
+		DryRun: p.DryRun, HistoryID: p.HistoryID}
+	ctx, span := o.a.tracer.Start(ctx, "spoke.operation.start", trace.WithAttributes(attribute.String("argosy.request", p.RequestID),
+		attribute.String("argosy.operation", p.Operation), attribute.String("argosy.application", ref.Namespace+"/"+ref.Name)))
+	defer span.End()
+	err = o.ops.Start(ctx, ref, op, version)
+	if err != nil && !errors.Is(err, ErrChanged) {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	switch {
+	case errors.Is(err, ErrChanged):
+		return false, nil // look again
+	case err != nil && (ctx.Err() != nil || argocd.Transient(err)):
+		return false, err
+	case err != nil:
+		return true, o.reject(ctx, r, schemas.RejectApplyFailed, err)
+	}
+	o.log.DebugContext(ctx, "operation started", "request", p.RequestID, "application", ref.Namespace+"/"+ref.Name)
+	return false, o.started(ctx, r)
+}
+
+// started acknowledges r applied, then records it started: a crash between
+// the two acknowledges it again, never not at all.
+func (o *Operator) started(ctx context.Context, r opRecord) error {
+	e, err := events.New(o.a.source, events.TypeConfigApplied, o.subject(r), o.a.cluster,
+		schemas.ConfigApplied{Resource: o.resource(r), EventID: r.EventID, Offset: r.Offset})
+	if err != nil {
+		return err
+	}
+	if _, err := o.a.publish.Publish(ctx, e); err != nil {
+		return err
+	}
+	o.a.inst.acknowledged(ctx, "")
+	return o.put(ctx, r, OperationStarted)
+}
+
+// complete publishes r's end with Argo CD's result, then records it ended.
+func (o *Operator) complete(ctx context.Context, r opRecord, st OperationState) error {
+	p := r.Request
+	e, err := events.New(o.a.source, events.TypeOperationCompleted, o.subject(r), o.a.cluster,
+		schemas.OperationCompleted{Resource: o.resource(r), EventID: r.EventID, Offset: r.Offset, RequestID: p.RequestID,
+			Operation: p.Operation, Phase: cmp.Or(st.Phase, schemas.OperationPhaseUnknown), Message: st.Message, Revision: st.Revision,
+			StartedAt: st.StartedAt, FinishedAt: st.FinishedAt})
+	if err != nil {
+		return err
+	}
+	if _, err := o.a.publish.Publish(ctx, e); err != nil {
+		return err
+	}
+	o.a.inst.completed(ctx, cmp.Or(st.Phase, schemas.OperationPhaseUnknown))
+	o.log.DebugContext(ctx, "operation ended", "request", p.RequestID, "phase", st.Phase)
+	return o.put(ctx, r, OperationEnded)
+}
+
+// reject acknowledges r rejected, then records it ended.
+func (o *Operator) reject(ctx context.Context, r opRecord, code string, cause error) error {
+	o.log.WarnContext(ctx, "operation rejected", "request", r.Request.RequestID, "code", code, "err", cause)
+	e, err := events.New(o.a.source, events.TypeConfigRejected, o.subject(r), o.a.cluster,
+		schemas.ConfigRejected{Resource: o.resource(r), EventID: r.EventID, Offset: r.Offset, Code: code, Reason: cause.Error()})
+	if err != nil {
+		return err
+	}
+	if _, err := o.a.publish.Publish(ctx, e); err != nil {
+		return err
+	}
+	o.a.inst.acknowledged(ctx, code)
+	return o.put(ctx, r, OperationEnded)
+}
+
+// put records r in phase; an ended operation keeps only what the state
+// needs to refuse its event again until it expired.
+//
+// It runs after an acknowledgement is durable, so it is not cut short by
+// ctx ending (a graceful stop): a record left behind would acknowledge the
+// operation again after the restart.
+func (o *Operator) put(ctx context.Context, r opRecord, phase string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	next := r.Applied
+	next.Phase, next.At = phase, time.Now().UTC()
+	if phase == OperationEnded {
+		next.Request, next.TraceParent = nil, ""
+	}
+	return o.st.Put(ctx, r.key, next)
+}
+
+func (o *Operator) resource(r opRecord) schemas.Resource {
+	return o.a.named(r.Request.Resource)
+}
+
+func (o *Operator) subject(r opRecord) string {
+	return o.a.subject(o.resource(r), schemas.SubjectApplications)
+}

@@ -1,0 +1,132 @@
+package spoke_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/spoke"
+	"github.com/argosyproj/argosy/spoke/sim"
+)
+
+// outbox is a Publisher that keeps what it is given.
+type outbox struct {
+	mu  sync.Mutex
+	out []string // "applied <event id>", "<code> <event id>", "completed:<phase> <event id>"
+}
+
+func (o *outbox) Publish(_ context.Context, es ...*event.Event) ([]*kgo.Record, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, e := range es {
+		switch e.Type() {
+		case events.TypeConfigApplied:
+			var p schemas.ConfigApplied
+			_ = json.Unmarshal(e.Data(), &p)
+			o.out = append(o.out, "applied "+p.EventID)
+		case events.TypeConfigRejected:
+			var p schemas.ConfigRejected
+			_ = json.Unmarshal(e.Data(), &p)
+			o.out = append(o.out, p.Code+" "+p.EventID)
+		case events.TypeOperationCompleted:
+			var p schemas.OperationCompleted
+			_ = json.Unmarshal(e.Data(), &p)
+			o.out = append(o.out, "completed:"+p.Phase+" "+p.EventID)
+		}
+	}
+	return nil, nil
+}
+
+func (o *outbox) all() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.out...)
+}
+
+// syncEvent is a decoded sync request of guestbook at offset, signed now.
+func syncEvent(t *testing.T, offset int64) *events.Decoded {
+	t.Helper()
+	res := schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "guestbook", Generation: 1}
+	p := &schemas.OperationRequested{Resource: res, RequestID: fmt.Sprintf("req-%d", offset), Operation: schemas.OperationSync}
+	e, err := events.New("//argosy.dev/hub/test", events.TypeOperationRequested,
+		events.Subject{Cluster: "c1", Kind: schemas.SubjectApplications, Namespace: "argocd", Name: "guestbook"}.String(), "c1", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &events.Decoded{Event: e, Data: p, LogTime: time.Now(), Partition: 0, Offset: offset}
+}
+
+// TestOperatorWaitsForArgoCD holds the policy with a simulated Argo CD
+// whose operations end only when the test steps it: a sync someone made in
+// the cluster runs, three syncs are asked for; none starts until that one
+// ended, then each starts only after the one before it ended, each is
+// acknowledged applied when it starts and completed when it ends, and one
+// whose expiry passes while it waits is rejected as stale, never started.
+func TestOperatorWaitsForArgoCD(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := sim.NewCluster(sim.WithBehaviour(sim.Behaviour{SyncTime: [2]time.Duration{time.Hour, time.Hour},
+			HealthTime: [2]time.Duration{time.Second, time.Second}, RecoverTime: [2]time.Duration{time.Minute, time.Minute}}), sim.WithSeed(1))
+		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
+		if err := c.Apply(t.Context(), &spoke.Object{Ref: ref, Spec: json.RawMessage(`{"project":"default"}`), Generation: 1}); err != nil {
+			t.Fatal(err)
+		}
+		c.Step(time.Now().Add(2*time.Hour), time.Second) // the first sync of a new Application ends
+		if err := c.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationSync, RequestID: "local"}); err != nil {
+			t.Fatal(err)
+		}
+		out := &outbox{}
+		a, err := spoke.NewApplier("c1", c, sim.NewStore(), out, events.SealingKey{}, spoke.WithOperationMaxAge(10*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := a.Operator()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- op.Run(ctx) }()
+		ds := []*events.Decoded{syncEvent(t, 1), syncEvent(t, 2), syncEvent(t, 3)}
+		for _, d := range ds {
+			if err := a.Handle(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
+		settle(5 * time.Second)
+		if got := out.all(); len(got) != 0 {
+			t.Fatalf("while Argo CD runs another sync: %v, want nothing started", got)
+		}
+		id := func(i int) string { return ds[i].Event.ID() }
+		step := func() { c.Step(time.Now().Add(2*time.Hour), time.Second); settle(2 * time.Second) }
+		step() // the local sync ends; the first queued one starts
+		want := []string{"applied " + id(0)}
+		if got := out.all(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after the local sync ended: %v, want %v", got, want)
+		}
+		step() // the first ends; the second starts
+		want = append(want, "completed:Succeeded "+id(0), "applied "+id(1))
+		if got := out.all(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after the first ended: %v, want %v", got, want)
+		}
+		settle(11 * time.Minute) // the third expires while the second runs
+		step()
+		want = append(want, "completed:Succeeded "+id(1), "stale "+id(2))
+		if got := out.all(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after the second ended: %v, want %v", got, want)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
