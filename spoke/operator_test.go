@@ -76,7 +76,8 @@ func TestOperatorWaitsForArgoCD(t *testing.T) {
 		c := sim.NewCluster(sim.WithBehaviour(sim.Behaviour{SyncTime: [2]time.Duration{time.Hour, time.Hour},
 			HealthTime: [2]time.Duration{time.Second, time.Second}, RecoverTime: [2]time.Duration{time.Minute, time.Minute}}), sim.WithSeed(1))
 		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
-		if err := c.Apply(t.Context(), &spoke.Object{Ref: ref, Spec: json.RawMessage(`{"project":"default"}`), Generation: 1}); err != nil {
+		if err := c.Apply(t.Context(), &spoke.Object{Ref: ref, Spec: json.RawMessage(`{"project":"default","destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}`),
+			Generation: 1}); err != nil {
 			t.Fatal(err)
 		}
 		c.Step(time.Now().Add(2*time.Hour), time.Second) // the first sync of a new Application ends
