@@ -152,7 +152,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return p.recorder.Run(gctx) })
 	g.Go(func() error { return p.guard.Run(gctx) })
-	g.Go(func() error { return a.prune(gctx, p.committed) })
+	g.Go(func() error { return a.prune(gctx, p) })
 	if p.operator != nil {
 		g.Go(func() error { return p.operator.Run(gctx) })
 	}
@@ -225,6 +225,10 @@ type parts struct {
 	// committed is the config partition's committed offset, -1 before
 	// the first commit of this Run.
 	committed *atomic.Int64
+	// read is the log time (Unix nanoseconds) of the last config record
+	// handled, and progress the committed offset and the records after it.
+	read     *atomic.Int64
+	progress func(context.Context) (int64, int64, error)
 }
 
 func (a *Agent) assemble(c *conn) (*parts, error) {
@@ -233,7 +237,7 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parts{follower: follower, committed: &atomic.Int64{}}
+	p := &parts{follower: follower, committed: &atomic.Int64{}, read: &atomic.Int64{}}
 	p.committed.Store(-1)
 	applier, err := NewApplier(a.cluster, a.argo, a.store, producer, a.keys.Sealing, a.opts...)
 	if err != nil {
@@ -245,14 +249,15 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 			return nil, err
 		}
 	}
-	if f := a.o.applied; f != nil {
-		p.handle = func(ctx context.Context, d *events.Decoded) error {
-			err := applier.Handle(ctx, d)
-			if err == nil {
-				f(ctx, d)
-			}
-			return err
+	p.handle = func(ctx context.Context, d *events.Decoded) error {
+		err := applier.Handle(ctx, d)
+		if err == nil || events.IsPoison(err) {
+			p.read.Store(d.LogTime.UnixNano())
 		}
+		if f := a.o.applied; f != nil && err == nil {
+			f(ctx, d)
+		}
+		return err
 	}
 	group := Group(a.cluster)
 	if p.boot, err = NewBootstrap(a.cluster, c.read, a.conn, c.partition, group, in, a.store, applier.Handle, a.opts...); err != nil {
@@ -268,8 +273,8 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	if p.guard, err = NewGuard(a.cluster, revert, a.store, producer, a.opts...); err != nil {
 		return nil, err
 	}
-	progress := progress(kadm.NewClient(c.read), group, a.o.topics[events.TopicConfig], c.partition)
-	if p.heart, err = NewHeartbeater(a.cluster, producer, p.reporter.Counts, progress, a.opts...); err != nil {
+	p.progress = progress(kadm.NewClient(c.read), group, a.o.topics[events.TopicConfig], c.partition)
+	if p.heart, err = NewHeartbeater(a.cluster, producer, p.reporter.Counts, p.progress, a.opts...); err != nil {
 		return nil, err
 	}
 	p.reader, err = events.NewReader(c.read, in, events.ReaderConfig{
@@ -344,10 +349,12 @@ const hubOwner = "hub"
 // a copy of any event of a deleted object, or of an older one, is older
 // than the decoder accepts. So forgetting them neither repeats an
 // operation nor lets an older generation in (docs/design.md, Replays).
+// Time is up by the log, not only by the clock (readTo): a copy appended
+// in time and still unread while the reader lags must find the record.
 // Records applied by the bootstrap carry the config offset of the event
 // they copy, so the same rule holds for them. Open operations are never
 // forgotten.
-func (a *Agent) prune(ctx context.Context, committed *atomic.Int64) error {
+func (a *Agent) prune(ctx context.Context, p *parts) error {
 	pruner, ok := a.store.(Pruner)
 	if !ok {
 		return nil
@@ -361,12 +368,12 @@ func (a *Agent) prune(ctx context.Context, committed *atomic.Int64) error {
 			return nil
 		case <-t.C:
 		}
-		below := committed.Load()
+		below := p.committed.Load()
 		if below < 0 {
 			continue
 		}
-		now := time.Now()
-		n, err := pruner.Prune(ctx, func(_ string, r Applied) bool { return r.Offset < below && Forgettable(r, now) })
+		at := readTo(ctx, p)
+		n, err := pruner.Prune(ctx, func(_ string, r Applied) bool { return r.Offset < below && Forgettable(r, at) })
 		if n > 0 {
 			inst.pruned.Add(ctx, int64(n))
 			a.o.log.DebugContext(ctx, "state pruned", "records", n, "below", below)
@@ -375,6 +382,18 @@ func (a *Agent) prune(ctx context.Context, committed *atomic.Int64) error {
 			a.o.log.WarnContext(ctx, "prune the state; will retry", "err", err)
 		}
 	}
+}
+
+// readTo is the time up to which the agent has read every record of its
+// config partition: now when the reader is at the partition's end, or
+// else the log time of the last record it handled (the records of a
+// partition are in log-time order).
+func readTo(ctx context.Context, p *parts) time.Time {
+	now := time.Now()
+	if _, behind, err := p.progress(ctx); err == nil && behind == 0 {
+		return now
+	}
+	return time.Unix(0, p.read.Load())
 }
 
 // Forgettable reports whether the Transient record r may be forgotten at

@@ -42,9 +42,13 @@ type Applied struct {
 	// decoder refuses any copy of its event and of every older event of
 	// the object, and an operation has expired (docs/design.md, Replays).
 	Until time.Time `json:"until,omitzero"`
-	// Phase is an operation's: queued until Argo CD takes it, started
-	// until it ends, ended after (OperationQueued and the rest).
+	// Phase is an operation's: queued until the agent writes it to Argo
+	// CD, started from then (it is never written again) until it ends,
+	// ended after (OperationQueued and the rest).
 	Phase string `json:"phase,omitempty"`
+	// Acknowledged marks a started operation whose config.applied is
+	// durable: Argo CD's controller took it.
+	Acknowledged bool `json:"acknowledged,omitempty"`
 	// Request is the operation asked for, kept while it is open, so that
 	// the Operator runs it whenever Argo CD is free, across restarts.
 	Request *schemas.OperationRequested `json:"request,omitempty"`
@@ -205,6 +209,10 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 		// An operation an older agent recorded before performing it: the
 		// Operator finds out from Argo CD whether it ran.
 	}
+	if seen && c.op != nil && prev.EventID != d.Event.ID() {
+		return a.reject(ctx, d, c.res, c.kind, schemas.RejectReplay,
+			fmt.Errorf("request %s was asked for by event %s at %d@%d: a request runs once", c.op.RequestID, prev.EventID, prev.Partition, prev.Offset))
+	}
 	if seen && c.op == nil && c.res.Generation <= prev.Generation {
 		return a.reject(ctx, d, c.res, c.kind, schemas.RejectStale,
 			fmt.Errorf("generation %d is not newer than applied generation %d", c.res.Generation, prev.Generation))
@@ -212,7 +220,7 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 	if c.op != nil {
 		if err := a.expired(d, c.op); err != nil {
 			code := schemas.RejectStale // read too late
-			if d.LogTime.After(a.expiry(d, c.op)) {
+			if replayed(d, c.op) {
 				code = schemas.RejectReplay // appended too late: a copy
 			}
 			return a.reject(ctx, d, c.res, c.kind, code, err)
@@ -254,16 +262,28 @@ func (a *Applier) expiry(d *events.Decoded, op *schemas.OperationRequested) time
 	return exp.UTC()
 }
 
+// replayAge is the operations' maximum age by which every reader of the
+// log, the projector too, tells a copy of an operation from the original
+// (projector.OperationMaxAge; docs/design.md, Replays), whatever this
+// agent's own maximum age.
+const replayAge = 10 * time.Minute
+
+// replayed reports whether op was appended after its expiry by the replay
+// rule: a copy, which the projector refuses too.
+func replayed(d *events.Decoded, op *schemas.OperationRequested) bool {
+	exp := d.Event.Time().Add(replayAge)
+	if op.ExpiresAt != nil && op.ExpiresAt.Before(exp) {
+		exp = *op.ExpiresAt
+	}
+	return d.LogTime.After(exp)
+}
+
 // expired refuses an operation appended to the log or read after its
 // expiry.
 func (a *Applier) expired(d *events.Decoded, op *schemas.OperationRequested) error {
 	exp := a.expiry(d, op)
 	now := time.Now()
-	late := now
-	if d.LogTime.After(now) {
-		late = d.LogTime
-	}
-	if !late.After(exp) && !d.LogTime.After(exp) {
+	if !now.After(exp) && !d.LogTime.After(exp) {
 		return nil
 	}
 	return fmt.Errorf("operation %s expired at %s (appended %s, read %s): not performed", op.RequestID, exp.Format(time.RFC3339),

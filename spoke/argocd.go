@@ -34,6 +34,10 @@ type Operations interface {
 	// Inspect read it; otherwise it returns an error that wraps
 	// ErrChanged and starts nothing.
 	Start(ctx context.Context, ref Ref, op Operation, version string) error
+	// Withdraw takes a request that Argo CD has not taken back out of the
+	// Application, if it is still at version; otherwise it returns an
+	// error that wraps ErrChanged.
+	Withdraw(ctx context.Context, ref Ref, requestID, version string) error
 }
 
 // ErrChanged is Operations.Start's error when the Application changed

@@ -112,7 +112,8 @@ type opRecord struct {
 
 // step moves each Application's open operations on as far as Argo CD
 // lets them. An Application whose Argo CD cannot be read now waits; the
-// others go on.
+// others go on. Behind an operation that must wait, the queued ones that
+// expired are rejected at once.
 func (o *Operator) step(ctx context.Context) (int, error) {
 	open, err := o.st.OpenOperations(ctx)
 	if err != nil {
@@ -120,33 +121,47 @@ func (o *Operator) step(ctx context.Context) (int, error) {
 	}
 	o.a.inst.operations(ctx, len(open))
 	byApp := map[Ref][]opRecord{}
+	var errs []error
 	for k, r := range open {
-		if r.Request == nil {
+		if r.Request == nil { // not a record the Applier wrote: nothing to run
+			o.log.WarnContext(ctx, "an open operation names no request; ended", "key", k)
+			errs = append(errs, o.put(ctx, opRecord{key: k, Applied: r}, OperationEnded))
 			continue
 		}
 		ref := Ref{Kind: KindApplication, Namespace: r.Request.Namespace, Name: r.Request.Name}
 		byApp[ref] = append(byApp[ref], opRecord{key: k, Applied: r})
 	}
-	var errs []error
 	for ref, recs := range byApp {
 		slices.SortFunc(recs, func(x, y opRecord) int {
 			return cmp.Or(cmp.Compare(x.Partition, y.Partition), cmp.Compare(x.Offset, y.Offset))
 		})
+		blocked := false
 		for _, r := range recs {
-			next, err := o.advance(ctx, ref, r)
+			var err error
+			switch {
+			case !blocked:
+				var next bool
+				next, err = o.advance(ctx, ref, r)
+				blocked = !next
+			case r.Phase == OperationQueued && o.expired(r):
+				err = o.reject(ctx, r, schemas.RejectStale, fmt.Errorf("operation %s expired at %s, waiting for the one before it",
+					r.Request.RequestID, o.expiry(r).Format(time.RFC3339)))
+			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("operation %s on %s/%s: %w", r.Request.RequestID, ref.Namespace, ref.Name, err))
 			}
-			if !next {
-				break
-			}
 		}
 	}
-	return len(open), errors.Join(errs...)
+	return len(byApp), errors.Join(errs...)
 }
 
-// advance moves r on and reports whether it ended, so that the next
-// operation of the Application may go.
+// expiry is when r's operation stops being wanted, and expired whether
+// that has passed.
+func (o *Operator) expiry(r opRecord) time.Time { return r.Until.Add(-o.a.skew) }
+func (o *Operator) expired(r opRecord) bool     { return time.Now().After(o.expiry(r)) }
+
+// advance moves r on and reports whether it ended (and that is recorded),
+// so that the next operation of the Application may go.
 func (o *Operator) advance(ctx context.Context, ref Ref, r opRecord) (bool, error) {
 	ctx = events.ContextWithTrace(ctx, &events.Decoded{TraceParent: r.TraceParent})
 	st, err := o.ops.Inspect(ctx, ref, r.Request.RequestID)
@@ -155,50 +170,97 @@ func (o *Operator) advance(ctx context.Context, ref Ref, r opRecord) (bool, erro
 			return false, err
 		}
 		// Argo CD's answer, for good: the agent may not read the
-		// Application's namespace, say. Rejected, as the first time.
-		return true, o.reject(ctx, r, schemas.RejectApplyFailed, err)
+		// Application's namespace, say.
+		if r.Phase == OperationStarted {
+			err = o.complete(ctx, r, OperationState{Phase: schemas.OperationPhaseUnknown, Message: err.Error()})
+		} else {
+			err = o.reject(ctx, r, schemas.RejectApplyFailed, err)
+		}
+		return err == nil, err
 	}
 	switch {
 	case st.Ended:
-		if r.Phase != OperationStarted { // it ran while the agent was down
-			if err := o.started(ctx, r); err != nil {
-				return false, err
-			}
-		}
-		return true, o.complete(ctx, r, st)
+		err = o.complete(ctx, r, st)
+		return err == nil, err
 	case st.Taken:
-		if r.Phase == OperationStarted {
-			return false, nil // Argo CD runs it
-		}
-		return false, o.started(ctx, r)
+		return false, o.took(ctx, r)
+	case st.Waiting:
+		return o.waiting(ctx, ref, r, st)
 	case r.Phase == OperationStarted:
-		// Argo CD took it and shows another now: an operation that
-		// was not the agent's followed it before its end was read.
-		st.Phase, st.Message = schemas.OperationPhaseUnknown, "the Application shows a later operation; this one's result was not read"
+		// Written to Argo CD, and gone: an operation that was not the
+		// agent's followed it before its end was read, or the
+		// Application went.
+		st.Phase, st.Message = schemas.OperationPhaseUnknown, "the Application shows another operation; this one's result was not read"
 		if !st.Exists {
 			st.Message = "the Application was deleted before this operation's result was read"
 		}
-		return true, o.complete(ctx, r, st)
+		err = o.complete(ctx, r, st)
+		return err == nil, err
 	case !st.Exists:
-		return true, o.reject(ctx, r, schemas.RejectApplyFailed, fmt.Errorf("application %s/%s not found", ref.Namespace, ref.Name))
-	case time.Now().After(r.Until.Add(-o.a.skew)):
-		return true, o.reject(ctx, r, schemas.RejectStale, fmt.Errorf("operation %s expired at %s before Argo CD was free to start it",
-			r.Request.RequestID, r.Until.Add(-o.a.skew).Format(time.RFC3339)))
+		err = o.reject(ctx, r, schemas.RejectApplyFailed, fmt.Errorf("application %s/%s not found", ref.Namespace, ref.Name))
+		return err == nil, err
+	case o.expired(r):
+		err = o.reject(ctx, r, schemas.RejectStale, fmt.Errorf("operation %s expired at %s before Argo CD was free to start it",
+			r.Request.RequestID, o.expiry(r).Format(time.RFC3339)))
+		return err == nil, err
 	case st.Busy:
 		return false, nil // Argo CD runs another: wait for its end
 	}
-	return o.start(ctx, ref, r, st.Version)
+	return false, o.start(ctx, ref, r, st.Version)
 }
 
-// start starts r on the Application at version, if the state still says
-// it is queued: an agent that took over meanwhile may have moved it on.
-func (o *Operator) start(ctx context.Context, ref Ref, r opRecord, version string) (bool, error) {
-	cur, ok, err := o.st.Get(ctx, r.key)
-	if err != nil {
+// took records that Argo CD's controller took r, if the state does not say
+// so yet, and acknowledges it applied, once.
+func (o *Operator) took(ctx context.Context, r opRecord) error {
+	if r.Phase != OperationStarted { // written before a crash
+		if err := o.put(ctx, r, OperationStarted); err != nil {
+			return err
+		}
+		r.Phase = OperationStarted
+	}
+	if r.Acknowledged {
+		return nil
+	}
+	if err := o.acknowledge(ctx, r); err != nil {
+		return err
+	}
+	r.Acknowledged = true
+	return o.put(ctx, r, OperationStarted)
+}
+
+// waiting handles r while it sits in the Application's operation field,
+// not yet taken by Argo CD's controller: past its expiry it is withdrawn
+// and rejected, so that it never runs late.
+func (o *Operator) waiting(ctx context.Context, ref Ref, r opRecord, st OperationState) (bool, error) {
+	if r.Phase != OperationStarted { // written before a crash
+		if err := o.put(ctx, r, OperationStarted); err != nil {
+			return false, err
+		}
+	}
+	if !o.expired(r) {
+		return false, nil
+	}
+	switch err := o.ops.Withdraw(ctx, ref, r.Request.RequestID, st.Version); {
+	case errors.Is(err, ErrChanged):
+		return false, nil // look again
+	case err != nil:
 		return false, err
 	}
-	if !ok || cur.EventID != r.EventID || cur.Phase != r.Phase {
-		return false, nil // moved on by another: the next step sees where
+	err := o.reject(ctx, r, schemas.RejectStale, fmt.Errorf("operation %s expired at %s before Argo CD's controller took it; withdrawn",
+		r.Request.RequestID, o.expiry(r).Format(time.RFC3339)))
+	return err == nil, err
+}
+
+// start writes r to the Application at version, if the state still says
+// it is queued (an agent that took over meanwhile may have moved it on),
+// and records it started at once: from then on it is never written again.
+func (o *Operator) start(ctx context.Context, ref Ref, r opRecord, version string) error {
+	cur, ok, err := o.st.Get(ctx, r.key)
+	if err != nil {
+		return err
+	}
+	if !ok || cur.EventID != r.EventID || cur.Phase != OperationQueued {
+		return nil // moved on by another: the next step sees where
 	}
 	p := r.Request
 	op := Operation{RequestID: p.RequestID, Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
@@ -213,40 +275,44 @@ func (o *Operator) start(ctx context.Context, ref Ref, r opRecord, version strin
 	}
 	switch {
 	case errors.Is(err, ErrChanged):
-		return false, nil // look again
+		return nil // look again
 	case err != nil && (ctx.Err() != nil || argocd.Transient(err)):
-		return false, err
+		return err
 	case err != nil:
-		return true, o.reject(ctx, r, schemas.RejectApplyFailed, err)
+		return o.reject(ctx, r, schemas.RejectApplyFailed, err)
 	}
 	o.log.DebugContext(ctx, "operation started", "request", p.RequestID, "application", ref.Namespace+"/"+ref.Name)
-	return false, o.started(ctx, r)
+	return o.put(ctx, r, OperationStarted)
 }
 
-// started acknowledges r applied, then records it started: a crash between
-// the two acknowledges it again, never not at all.
-func (o *Operator) started(ctx context.Context, r opRecord) error {
+// acknowledge publishes config.applied for r: Argo CD took it.
+func (o *Operator) acknowledge(ctx context.Context, r opRecord) error {
 	e, err := events.New(o.a.source, events.TypeConfigApplied, o.subject(r), o.a.cluster,
 		schemas.ConfigApplied{Resource: o.resource(r), EventID: r.EventID, Offset: r.Offset})
 	if err != nil {
-		return err
+		return events.Fatal(err)
 	}
 	if _, err := o.a.publish.Publish(ctx, e); err != nil {
 		return err
 	}
 	o.a.inst.acknowledged(ctx, "")
-	return o.put(ctx, r, OperationStarted)
+	return nil
 }
 
 // complete publishes r's end with Argo CD's result, then records it ended.
 func (o *Operator) complete(ctx context.Context, r opRecord, st OperationState) error {
+	if st.Taken && !r.Acknowledged { // it ran while the agent was not looking
+		if err := o.acknowledge(ctx, r); err != nil {
+			return err
+		}
+	}
 	p := r.Request
 	e, err := events.New(o.a.source, events.TypeOperationCompleted, o.subject(r), o.a.cluster,
 		schemas.OperationCompleted{Resource: o.resource(r), EventID: r.EventID, Offset: r.Offset, RequestID: p.RequestID,
 			Operation: p.Operation, Phase: cmp.Or(st.Phase, schemas.OperationPhaseUnknown), Message: st.Message, Revision: st.Revision,
 			StartedAt: st.StartedAt, FinishedAt: st.FinishedAt})
 	if err != nil {
-		return err
+		return events.Fatal(err)
 	}
 	if _, err := o.a.publish.Publish(ctx, e); err != nil {
 		return err
@@ -262,7 +328,7 @@ func (o *Operator) reject(ctx context.Context, r opRecord, code string, cause er
 	e, err := events.New(o.a.source, events.TypeConfigRejected, o.subject(r), o.a.cluster,
 		schemas.ConfigRejected{Resource: o.resource(r), EventID: r.EventID, Offset: r.Offset, Code: code, Reason: cause.Error()})
 	if err != nil {
-		return err
+		return events.Fatal(err)
 	}
 	if _, err := o.a.publish.Publish(ctx, e); err != nil {
 		return err

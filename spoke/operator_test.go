@@ -3,6 +3,7 @@ package spoke_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -18,15 +19,28 @@ import (
 	"github.com/argosyproj/argosy/spoke/sim"
 )
 
-// outbox is a Publisher that keeps what it is given.
+// outbox is a Publisher that keeps what it is given, and refuses the
+// events of type fail, while it is set, as a broker that is away would.
 type outbox struct {
-	mu  sync.Mutex
-	out []string // "applied <event id>", "<code> <event id>", "completed:<phase> <event id>"
+	mu   sync.Mutex
+	out  []string // "applied <event id>", "<code> <event id>", "completed:<phase> <event id>"
+	fail string
+}
+
+func (o *outbox) failing(typ string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.fail = typ
 }
 
 func (o *outbox) Publish(_ context.Context, es ...*event.Event) ([]*kgo.Record, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for _, e := range es {
+		if e.Type() == o.fail {
+			return nil, errors.New("kafka: the broker is away")
+		}
+	}
 	for _, e := range es {
 		switch e.Type() {
 		case events.TypeConfigApplied:
@@ -70,7 +84,8 @@ func syncEvent(t *testing.T, offset int64) *events.Decoded {
 // the cluster runs, three syncs are asked for; none starts until that one
 // ended, then each starts only after the one before it ended, each is
 // acknowledged applied when it starts and completed when it ends, and one
-// whose expiry passes while it waits is rejected as stale, never started.
+// whose expiry passes while it waits is rejected as stale at once, never
+// started.
 func TestOperatorWaitsForArgoCD(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := sim.NewCluster(sim.WithBehaviour(sim.Behaviour{SyncTime: [2]time.Duration{time.Hour, time.Hour},
@@ -119,14 +134,140 @@ func TestOperatorWaitsForArgoCD(t *testing.T) {
 		if got := out.all(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("after the first ended: %v, want %v", got, want)
 		}
-		settle(11 * time.Minute) // the third expires while the second runs
+		settle(11 * time.Minute) // the third expires while the second runs: rejected at once
+		want = append(want, "stale "+id(2))
+		if got := out.all(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after the third expired: %v, want %v", got, want)
+		}
 		step()
-		want = append(want, "completed:Succeeded "+id(1), "stale "+id(2))
+		want = append(want, "completed:Succeeded "+id(1))
 		if got := out.all(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("after the second ended: %v, want %v", got, want)
 		}
 		cancel()
 		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// counting is a simulated Argo CD that counts the operations started on
+// it, by request id.
+type counting struct {
+	*sim.Cluster
+	mu     sync.Mutex
+	starts map[string]int
+}
+
+func (c *counting) Start(ctx context.Context, ref spoke.Ref, op spoke.Operation, version string) error {
+	err := c.Cluster.Start(ctx, ref, op, version)
+	if err == nil {
+		c.mu.Lock()
+		c.starts[op.RequestID]++
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// operatorRig is an Operator on a simulated Argo CD whose operations end
+// only when the test steps it, with one Application, guestbook.
+type operatorRig struct {
+	c    *counting
+	out  *outbox
+	a    *spoke.Applier
+	done chan error
+}
+
+func newOperatorRig(t *testing.T, ctx context.Context) *operatorRig {
+	t.Helper()
+	c := &counting{Cluster: sim.NewCluster(sim.WithBehaviour(sim.Behaviour{SyncTime: [2]time.Duration{time.Hour, time.Hour},
+		HealthTime: [2]time.Duration{time.Second, time.Second}, RecoverTime: [2]time.Duration{time.Minute, time.Minute}}), sim.WithSeed(1)),
+		starts: map[string]int{}}
+	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
+	if err := c.Apply(ctx, &spoke.Object{Ref: ref, Generation: 1,
+		Spec: json.RawMessage(`{"project":"default","destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	c.Step(time.Now().Add(2*time.Hour), time.Second)
+	r := &operatorRig{c: c, out: &outbox{}, done: make(chan error, 1)}
+	var err error
+	if r.a, err = spoke.NewApplier("c1", c, sim.NewStore(), r.out, events.SealingKey{}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := r.a.Operator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.done <- op.Run(ctx) }()
+	return r
+}
+
+// TestOperatorNeverStartsTwice: a sync is written to Argo CD while the
+// status topic is away, so its acknowledgement waits; it ends, and a sync
+// someone made in the cluster runs after it and hides it. When the topic is
+// back, the agent says it does not know how the first ended; it never
+// writes it to Argo CD again.
+func TestOperatorNeverStartsTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		r := newOperatorRig(t, ctx)
+		r.out.failing(events.TypeConfigApplied)
+		d := syncEvent(t, 1)
+		if err := r.a.Handle(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
+		settle(3 * time.Second)
+		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
+		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // it ends
+		if err := r.c.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync, RequestID: "local"}); err != nil {
+			t.Fatal(err)
+		}
+		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // the local one ends too
+		r.out.failing("")
+		settle(3 * time.Second)
+		if n := r.c.starts["req-1"]; n != 1 {
+			t.Errorf("the sync was written to Argo CD %d times, want once", n)
+		}
+		if got, want := r.out.all(), []string{"completed:Unknown " + d.Event.ID()}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("acknowledgements %v, want %v", got, want)
+		}
+		cancel()
+		if err := <-r.done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestOperatorRecordsAnEndBeforeTheNext: while the end of a sync cannot be
+// published, the next sync of the Application waits, so that it cannot
+// hide the first one's result.
+func TestOperatorRecordsAnEndBeforeTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		r := newOperatorRig(t, ctx)
+		r.out.failing(events.TypeOperationCompleted)
+		ds := []*events.Decoded{syncEvent(t, 1), syncEvent(t, 2)}
+		for _, d := range ds {
+			if err := r.a.Handle(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
+		settle(3 * time.Second)
+		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // the first ends
+		settle(5 * time.Second)
+		if n := r.c.starts["req-2"]; n != 0 {
+			t.Fatalf("the second sync started while the first one's end was not published")
+		}
+		r.out.failing("")
+		settle(3 * time.Second)
+		want := []string{"applied " + ds[0].Event.ID(), "completed:Succeeded " + ds[0].Event.ID(), "applied " + ds[1].Event.ID()}
+		if got := r.out.all(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("acknowledgements %v, want %v", got, want)
+		}
+		cancel()
+		if err := <-r.done; err != nil {
 			t.Fatal(err)
 		}
 	})

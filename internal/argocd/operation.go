@@ -158,8 +158,8 @@ var ErrChanged = errors.New("the Application changed since it was read")
 // OperationState is what an Application says about its operations, as far
 // as one request is concerned.
 type OperationState struct {
-	// Version is the Application's resourceVersion as read: Start puts an
-	// operation only on this version.
+	// Version is the Application's resourceVersion as read: Start and
+	// Withdraw write only on this version.
 	Version string
 	// Exists is false when there is no such Application.
 	Exists bool
@@ -168,8 +168,11 @@ type OperationState struct {
 	// Terminating). Argo CD runs one at a time, and its API refuses
 	// another meanwhile.
 	Busy bool
-	// Taken means the request is the operation waiting, running or run
-	// last: it reached Argo CD.
+	// Waiting means the request is in the operation field: written, and
+	// not yet taken by the controller.
+	Waiting bool
+	// Taken means the controller took the request: it is the operation
+	// that runs or ran last (status.operationState).
 	Taken bool
 	// Ended means the request is the operation run last, and it ended:
 	// Phase, Message and the rest are Argo CD's result.
@@ -204,10 +207,7 @@ func InspectObject(u *unstructured.Unstructured, requestID string) OperationStat
 	waiting, _, _ := unstructured.NestedMap(u.Object, "operation")
 	phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
 	st.Busy = waiting != nil || phase == "Running" || phase == "Terminating"
-	if waiting != nil && hasRequest(waiting, requestID) {
-		st.Taken = true
-		return st
-	}
+	st.Waiting = waiting != nil && hasRequest(waiting, requestID)
 	ran, _, _ := unstructured.NestedMap(u.Object, "status", "operationState", "operation")
 	if ran == nil || !hasRequest(ran, requestID) {
 		return st
@@ -218,7 +218,7 @@ func InspectObject(u *unstructured.Unstructured, requestID string) OperationStat
 	st.Revision, _, _ = unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
 	state, _, _ := unstructured.NestedMap(u.Object, "status", "operationState")
 	st.StartedAt, st.FinishedAt = timeOf(state, "startedAt"), timeOf(state, "finishedAt")
-	st.Ended = waiting == nil && phase != "" && phase != "Running" && phase != "Terminating"
+	st.Ended = phase != "" && phase != "Running" && phase != "Terminating"
 	return st
 }
 
@@ -230,6 +230,29 @@ func hasRequest(op map[string]any, requestID string) bool {
 		}
 	}
 	return false
+}
+
+// Withdraw takes the request out of the Application's operation field,
+// where Argo CD's controller has not taken it, if the Application is still
+// at version (as Inspect read it, Waiting): otherwise it returns
+// ErrChanged and changes nothing.
+func (a *Client) Withdraw(ctx context.Context, ref Ref, requestID, version string) error {
+	ri, err := a.resource(KindApplication, ref.Namespace)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": version}, "operation": nil})
+	if err != nil {
+		return err
+	}
+	_, err = ri.Patch(ctx, ref.Name, types.MergePatchType, b, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("withdraw %s from %s/%s: %w", requestID, ref.Namespace, ref.Name, ErrChanged)
+	case err != nil:
+		return fmt.Errorf("withdraw %s from %s/%s: %w", requestID, ref.Namespace, ref.Name, err)
+	}
+	return nil
 }
 
 // timeOf is the time at field of m, or nil.

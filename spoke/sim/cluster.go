@@ -319,6 +319,10 @@ func (c *Cluster) Inspect(_ context.Context, ref spoke.Ref, requestID string) (s
 	return st, nil
 }
 
+// Withdraw implements spoke.Operations. Nothing waits for a simulated
+// controller: Start runs an operation at once.
+func (c *Cluster) Withdraw(context.Context, spoke.Ref, string, string) error { return nil }
+
 // Start implements spoke.Operations: it starts a sync or rollback if the
 // Application is still at version.
 func (c *Cluster) Start(_ context.Context, ref spoke.Ref, o spoke.Operation, version string) error {

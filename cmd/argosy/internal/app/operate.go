@@ -208,12 +208,17 @@ func waitOperation(ctx context.Context, opts *AppOperationOptions, id string) er
 	defer cancel()
 	what := fmt.Sprintf("%s of %s on %s", opts.Operation, opts.Name, opts.Cluster)
 	fmt.Fprintf(opts.IO.Err, "waiting for %s (up to %s)\n", what, opts.Timeout)
-	from, said := time.Now().Add(-time.Hour), ""
+	// The hub's log time of the request is after the write; clocks may
+	// differ by a few minutes.
+	from, said := time.Now().Add(-5*time.Minute), ""
 	for {
 		ack, found, err := operationAck(ctx, c, opts, id, from)
-		state := "queued: the cluster's agent has not acknowledged it yet"
+		state := "not acknowledged by the cluster's agent yet"
 		switch {
-		case err != nil && ctx.Err() == nil:
+		case ctx.Err() != nil:
+			return fmt.Errorf("gave up waiting for %s after %s; last seen %s (argosy audit --app %s --cluster %s follows it)",
+				what, opts.Timeout, cmdkit.OrDash(said), opts.Name, opts.Cluster)
+		case err != nil:
 			state = "the read API answered: " + opts.Write.API.Explain(err).Error()
 		case !found:
 		case !ack.Applied:
@@ -246,7 +251,8 @@ func waitOperation(ctx context.Context, opts *AppOperationOptions, id string) er
 // operationAck is the cluster's last acknowledgement of event id, from the
 // audit history of the Application since from.
 func operationAck(ctx context.Context, c *read.Client, opts *AppOperationOptions, id string, from time.Time) (projector.Ack, bool, error) {
-	entries, err := c.Audit(ctx, projector.AuditFilter{Cluster: opts.Cluster, Namespace: opts.Namespace, Name: opts.Name, From: from})
+	entries, err := c.Audit(ctx, projector.AuditFilter{Cluster: opts.Cluster, Namespace: opts.Namespace, Name: opts.Name, From: from,
+		Limit: read.MaxAuditLimit})
 	if err != nil {
 		return projector.Ack{}, false, err
 	}
