@@ -226,7 +226,7 @@ func (a *Applier) Handle(ctx context.Context, d *events.Decoded) error {
 			return a.reject(ctx, d, c.res, c.kind, code, err)
 		}
 		if a.queues(c) {
-			return a.enqueue(ctx, d, c)
+			return a.enqueue(ctx, d, c, prev, seen)
 		}
 	}
 	if err := a.perform(ctx, d, c); err != nil {
@@ -303,11 +303,25 @@ func (a *Applier) queues(c *change) bool {
 // enqueue records, durably, the operation c asks for as queued, for the
 // Operator to start when Argo CD is free. It is acknowledged when Argo CD
 // takes it (applied) and again when it ends (operation.completed).
-func (a *Applier) enqueue(ctx context.Context, d *events.Decoded, c *change) error {
+//
+// The record is written only over the one Handle read (prev, if seen), so
+// that an agent that froze in between never queues again an operation
+// another agent moved on; the event is then handled again.
+func (a *Applier) enqueue(ctx context.Context, d *events.Decoded, c *change, prev Applied, seen bool) error {
 	r := a.record(d, c)
 	r.Phase, r.Request, r.TraceParent = OperationQueued, c.op, d.TraceParent
-	if err := a.state.Put(ctx, c.key, r); err != nil {
+	st, ok := a.state.(OperationStore)
+	if !ok {
+		return a.state.Put(ctx, c.key, r)
+	}
+	swapped, err := st.Swap(ctx, c.key, r, func(cur Applied, found bool) bool {
+		return found == seen && (!seen || cur.EventID == prev.EventID && cur.Phase == prev.Phase)
+	})
+	if err != nil {
 		return err
+	}
+	if !swapped {
+		return fmt.Errorf("request %s: its record changed while it was read; reading it again", c.op.RequestID)
 	}
 	select {
 	case a.wake <- struct{}{}:

@@ -29,10 +29,13 @@ const (
 )
 
 // OperationStore is a StateStore that lists the records of open
-// operations, queued or started. kube.State is one.
+// operations, queued or started, and writes a record only if the one
+// stored is still the one read (Swap stores a when was accepts the stored
+// record, and reports whether it did). kube.State is one.
 type OperationStore interface {
 	StateStore
 	OpenOperations(ctx context.Context) (map[string]Applied, error)
+	Swap(ctx context.Context, key string, a Applied, was func(cur Applied, found bool) bool) (bool, error)
 }
 
 // Operator runs the syncs and rollbacks its Applier queued, as Argo CD
@@ -224,8 +227,9 @@ func (o *Operator) took(ctx context.Context, r opRecord) error {
 	if err := o.acknowledge(ctx, r); err != nil {
 		return err
 	}
-	r.Acknowledged = true
-	return o.put(ctx, r, OperationStarted)
+	next := r.Applied
+	next.Acknowledged, next.At = true, time.Now().UTC()
+	return o.swap(ctx, r, next)
 }
 
 // waiting handles r while it sits in the Application's operation field,
@@ -339,19 +343,32 @@ func (o *Operator) reject(ctx context.Context, r opRecord, code string, cause er
 
 // put records r in phase; an ended operation keeps only what the state
 // needs to refuse its event again until it expired.
-//
-// It runs after an acknowledgement is durable, so it is not cut short by
-// ctx ending (a graceful stop): a record left behind would acknowledge the
-// operation again after the restart.
 func (o *Operator) put(ctx context.Context, r opRecord, phase string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
 	next := r.Applied
 	next.Phase, next.At = phase, time.Now().UTC()
 	if phase == OperationEnded {
 		next.Request, next.TraceParent = nil, ""
 	}
-	return o.st.Put(ctx, r.key, next)
+	return o.swap(ctx, r, next)
+}
+
+// swap writes next over r, only if the state still holds r as it was read:
+// an agent that froze and thawed after another moved the operation on
+// writes nothing.
+//
+// It runs after an acknowledgement is durable, so it is not cut short by
+// ctx ending (a graceful stop): a record left behind would acknowledge the
+// operation again after the restart.
+func (o *Operator) swap(ctx context.Context, r opRecord, next Applied) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	swapped, err := o.st.Swap(ctx, r.key, next, func(cur Applied, found bool) bool {
+		return found && cur.EventID == r.EventID && cur.Phase == r.Phase && cur.Acknowledged == r.Acknowledged
+	})
+	if err == nil && !swapped {
+		o.log.DebugContext(ctx, "operation moved on by another agent", "key", r.key)
+	}
+	return err
 }
 
 func (o *Operator) resource(r opRecord) schemas.Resource {

@@ -165,8 +165,9 @@ func WithStaleness(maxAge, maxSkew time.Duration) Option {
 // status. The default is one hour, far inside the status topic's 7 days.
 func WithStatusResync(d time.Duration) Option { return func(o *options) { o.statusResync = d } }
 
-// WithApplied calls f after each config event has been applied (or found
-// applied before) and acknowledged, before its offset is committed.
+// WithApplied calls f after each config event the config reader handled
+// was applied (or found applied before) and acknowledged, or, for a sync
+// or rollback, queued for the Operator, before its offset is committed.
 func WithApplied(f func(ctx context.Context, d *events.Decoded)) Option {
 	return func(o *options) { o.applied = f }
 }

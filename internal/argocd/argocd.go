@@ -85,7 +85,7 @@ type Object struct {
 type Operation struct {
 	// RequestID names the request the operation answers. A sync or a
 	// rollback carries it in the operation's info (InfoRequest), where
-	// Performed finds it.
+	// Inspect finds it.
 	RequestID string
 	// Kind is sync, refresh, rollback or terminate (schemas.Operation*).
 	Kind        string

@@ -98,34 +98,6 @@ func (a *Client) operation(op Operation, sync map[string]any) map[string]any {
 	return map[string]any{"operation": o}
 }
 
-// Performed reports whether the sync or rollback that answers request id
-// reached the Application: it is the operation waiting for Argo CD's
-// controller, or the one the controller runs or ran last. Argo CD keeps
-// only the last operation, so a later one hides it. A missing Application
-// performed nothing.
-func (a *Client) Performed(ctx context.Context, ref Ref, requestID string) (bool, error) {
-	ri, err := a.resource(KindApplication, ref.Namespace)
-	if err != nil {
-		return false, err
-	}
-	u, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("application %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	for _, path := range [][]string{{"operation", "info"}, {"status", "operationState", "operation", "info"}} {
-		infos, _, _ := unstructured.NestedSlice(u.Object, path...)
-		for _, i := range infos {
-			if m, ok := i.(map[string]any); ok && m["name"] == InfoRequest && m["value"] == requestID {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
-}
-
 // rollbackSync returns the sync of a rollback to history entry id: its
 // revision and source, as Argo CD's own rollback does.
 func (a *Client) rollbackSync(ctx context.Context, ri dynamic.ResourceInterface, name string, id int64) (map[string]any, error) {

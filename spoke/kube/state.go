@@ -128,20 +128,38 @@ func applied(data map[string]string, key string) (spoke.Applied, bool, error) {
 
 // Put implements spoke.StateStore. It returns once the record is stored.
 func (s *State) Put(ctx context.Context, key string, a spoke.Applied) error {
+	_, err := s.Swap(ctx, key, a, func(spoke.Applied, bool) bool { return true })
+	return err
+}
+
+// Swap implements spoke.OperationStore: it stores a only if was accepts
+// the record stored for key when it writes, in one compare-and-set on the
+// ConfigMap's resourceVersion.
+func (s *State) Swap(ctx context.Context, key string, a spoke.Applied, was func(cur spoke.Applied, found bool) bool) (bool, error) {
 	spec := a.Spec
 	a.Spec = nil
 	raw, err := json.Marshal(a)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return s.update(ctx, key, func(data map[string]string) {
+	swapped := false
+	err = s.update(ctx, key, func(data map[string]string) bool {
+		cur, found, err := applied(data, key)
+		if err != nil { // a record that does not parse counts as none
+			cur, found = spoke.Applied{}, false
+		}
+		if swapped = was(cur, found); !swapped {
+			return false
+		}
 		data[dataApplied] = string(raw)
 		if spec != nil {
 			data[dataSpec] = string(spec)
 		} else {
 			delete(data, dataSpec)
 		}
+		return true
 	})
+	return swapped && err == nil, err
 }
 
 // Marks implements spoke.MarkStore.
@@ -173,12 +191,12 @@ func (s *State) SaveMarks(ctx context.Context, set map[string]spoke.DeployMark, 
 		if err != nil {
 			return err
 		}
-		if err := s.update(ctx, appKey(app), func(data map[string]string) { data[dataMark] = string(raw) }); err != nil {
+		if err := s.update(ctx, appKey(app), func(data map[string]string) bool { data[dataMark] = string(raw); return true }); err != nil {
 			return err
 		}
 	}
 	for _, app := range remove {
-		if err := s.update(ctx, appKey(app), func(data map[string]string) { delete(data, dataMark) }); err != nil {
+		if err := s.update(ctx, appKey(app), func(data map[string]string) bool { delete(data, dataMark); return true }); err != nil {
 			return err
 		}
 	}
@@ -199,15 +217,27 @@ func (s *State) Prune(ctx context.Context, forget func(key string, a spoke.Appli
 	if err != nil {
 		return 0, err
 	}
-	for i, key := range keys {
-		if err := s.update(ctx, key, func(data map[string]string) {
+	n := 0
+	for _, key := range keys {
+		// Asked again on the record as it is when it is deleted: it may
+		// have been written since it was listed (an object re-created).
+		forgot := false
+		if err := s.update(ctx, key, func(data map[string]string) bool {
+			a, ok, err := applied(data, key)
+			if forgot = err == nil && ok && a.Transient && forget(key, a); !forgot {
+				return false
+			}
 			delete(data, dataApplied)
 			delete(data, dataSpec)
+			return true
 		}); err != nil {
-			return i, err
+			return n, err
+		}
+		if forgot {
+			n++
 		}
 	}
-	return len(keys), nil
+	return n, nil
 }
 
 // OpenOperations implements spoke.OperationStore: the records of the
@@ -216,11 +246,12 @@ func (s *State) OpenOperations(ctx context.Context) (map[string]spoke.Applied, e
 	out := map[string]spoke.Applied{}
 	err := s.list(ctx, LabelOperation+"=open", func(data map[string]string) error {
 		key := data[dataKey]
-		a, ok, err := applied(data, key)
-		if err == nil && ok && open(a) {
+		// A record that does not parse names no operation the agent can
+		// run; it must not keep the others from running.
+		if a, ok, err := applied(data, key); err == nil && ok && open(a) {
 			out[key] = a
 		}
-		return err
+		return nil
 	})
 	return out, err
 }
@@ -275,7 +306,7 @@ func (s *State) list(ctx context.Context, selector string, each func(data map[st
 // update changes the data of key's ConfigMap with edit, creating the
 // ConfigMap if needed and deleting it once it holds nothing but its key,
 // and retries on conflicts with other writers.
-func (s *State) update(ctx context.Context, key string, edit func(data map[string]string)) error {
+func (s *State) update(ctx context.Context, key string, edit func(data map[string]string) bool) error {
 	name := s.object(key)
 	for {
 		cm, err := s.cms.Get(ctx, name, metav1.GetOptions{})
@@ -290,7 +321,9 @@ func (s *State) update(ctx context.Context, key string, edit func(data map[strin
 				return err
 			}
 		}
-		edit(data)
+		if !edit(data) {
+			return nil // declined: nothing to write
+		}
 		switch {
 		case len(data) == 1 && cm == nil:
 			return nil

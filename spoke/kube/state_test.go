@@ -44,7 +44,8 @@ func stateBytes(tb testing.TB, dyn dynamic.Interface, ns string) int {
 
 // TestState checks the state's records, marks and pruning on the real
 // apiserver: one ConfigMap per key, a mark kept when its Application's
-// record is forgotten, and a ConfigMap deleted once it holds nothing.
+// record is forgotten, a ConfigMap deleted once it holds nothing, and a
+// write that holds only over the record it expects.
 func TestState(t *testing.T) {
 	e := kubetest.Current(t)
 	ctx := t.Context()
@@ -88,8 +89,8 @@ func TestState(t *testing.T) {
 	if n := count(); n != 3 {
 		t.Fatalf("%d ConfigMaps for 3 keys, two with marks", n)
 	}
-	var asked []string
-	n, err := state.Prune(ctx, func(key string, a spoke.Applied) bool { asked = append(asked, key); return key == gone })
+	asked := map[string]bool{}
+	n, err := state.Prune(ctx, func(key string, a spoke.Applied) bool { asked[key] = true; return key == gone })
 	if err != nil || n != 1 || len(asked) != 2 {
 		t.Fatalf("Prune forgot %d records (%v), was asked about %v; want 1, about the transient ones only", n, err, asked)
 	}
@@ -105,6 +106,26 @@ func TestState(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Errorf("%d ConfigMaps, want 2: one that holds nothing is deleted", n)
 	}
+	// A write that holds only if the record is still as read: an
+	// operation another agent ended is not queued again.
+	ended := spoke.Applied{Generation: 1, EventID: "e1", Transient: true, Phase: spoke.OperationEnded}
+	if err := state.Put(ctx, op, ended); err != nil {
+		t.Fatal(err)
+	}
+	queued := ended
+	queued.Phase = spoke.OperationQueued
+	swapped, err := state.Swap(ctx, op, queued, func(cur spoke.Applied, found bool) bool { return !found })
+	if got, _, _ := state.Get(ctx, op); err != nil || swapped || got.Phase != spoke.OperationEnded {
+		t.Errorf("Swap over a record it did not expect: swapped %v (%v), record %+v; want nothing written", swapped, err, got)
+	}
+	swapped, err = state.Swap(ctx, op, queued, func(cur spoke.Applied, found bool) bool { return found && cur.Phase == spoke.OperationEnded })
+	if got, _, _ := state.Get(ctx, op); err != nil || !swapped || got.Phase != spoke.OperationQueued {
+		t.Errorf("Swap over the record it expected: swapped %v (%v), record %+v; want it written", swapped, err, got)
+	}
+	if open, err := state.OpenOperations(ctx); err != nil || len(open) != 1 || open[op].EventID != "e1" {
+		t.Errorf("open operations %v, %v; want %s", open, err, op)
+	}
+
 	if _, err := kube.NewState(dyn, ns, strings.Repeat("x", 64)); err == nil {
 		t.Error("a name too long for a label is taken")
 	}

@@ -46,6 +46,18 @@ func (s *Store) Put(_ context.Context, key string, a spoke.Applied) error {
 	return nil
 }
 
+// Swap implements spoke.OperationStore.
+func (s *Store) Swap(_ context.Context, key string, a spoke.Applied, was func(cur spoke.Applied, found bool) bool) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, found := s.applied[key]
+	if !was(cur, found) {
+		return false, nil
+	}
+	s.applied[key] = a
+	return true, nil
+}
+
 // Prune implements spoke.Pruner.
 func (s *Store) Prune(_ context.Context, forget func(key string, a spoke.Applied) bool) (int, error) {
 	s.mu.Lock()
