@@ -3,6 +3,8 @@ package hub_test
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -51,5 +53,29 @@ func TestCommitErrorIsDecidedAgain(t *testing.T) {
 	}
 	if failed.Load() < 2 || len(res.Events) != 1 || res.Events[0].Generation != 1 {
 		t.Errorf("commits %d, answer %+v: want the failed commit, then one that wrote generation 1", failed.Load(), res)
+	}
+}
+
+// TestCommitNeverSettledIs503: the broker answers every commit with an
+// error that says nothing of the outcome. After its attempts the hub
+// answers 503, which the CLI resends with the same idempotency key, not a
+// 500.
+func TestCommitNeverSettledIs503(t *testing.T) {
+	h := hubtest.Start(t, 1, func(c *kfake.Cluster) {
+		c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			end := req.(*kmsg.EndTxnRequest)
+			if !end.Commit {
+				return nil, nil, false
+			}
+			resp := end.ResponseKind().(*kmsg.EndTxnResponse)
+			resp.ErrorCode = kerr.UnknownServerError.Code
+			return resp, nil, true
+		})
+	})
+	zero := int64(0)
+	_, err := h.Client.RegisterCluster(t.Context(), "c1", api.ClusterRequest{ExpectedGeneration: &zero}, api.WriteOptions{})
+	if api.StatusOf(err) != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "same idempotency key") {
+		t.Errorf("register while no commit settles: %v, want 503 saying to retry with the same key", err)
 	}
 }

@@ -215,7 +215,7 @@ func (s *Server) classify(ctx context.Context, err error) *apiError {
 		return ae
 	case errors.Is(err, errDenied):
 		return failf(http.StatusForbidden, "%v", err)
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, ErrBusy), errors.Is(err, ErrUnsettled):
 		return failf(http.StatusServiceUnavailable, "%v", err)
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return failf(http.StatusServiceUnavailable, "request canceled")

@@ -89,6 +89,13 @@ const maxFencedRetries = 3
 // was being decided: nothing was written, and the request may be retried.
 var ErrBusy = errors.New("hub: another replica is writing to the same partition; nothing was written, retry")
 
+// ErrUnsettled means the broker answered every attempt's commit with an
+// error that does not say whether it committed (UNKNOWN_SERVER_ERROR while
+// replicas fence each other): the write may be in the log. A retry with
+// the same idempotency key answers with it if it is, and decides anew if
+// not.
+var ErrUnsettled = errors.New("hub: the broker did not say whether the write committed; retry with the same idempotency key")
+
 func (w *writer) owner(l lane) *owner {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -141,8 +148,11 @@ func (w *writer) write(ctx context.Context, l lane, decide decision, extra func(
 		// transactional id, reads the partition to its end and decides
 		// again, and finds the call's events there if they were.
 		if ctx.Err() != nil || attempt >= maxFencedRetries {
-			if fenced(err) {
+			switch {
+			case fenced(err):
 				return nil, nil, fmt.Errorf("%w: %w", ErrBusy, err)
+			case errors.Is(err, kerr.UnknownServerError):
+				return nil, nil, fmt.Errorf("%w: %w", ErrUnsettled, err)
 			}
 			return nil, nil, err
 		}
