@@ -34,6 +34,24 @@ const (
 // aborted registration's key, and is refused (ErrStale).
 const TrustMaxAge = 10 * time.Minute
 
+// OperationMaxAge is the longest after its signing that an
+// operation.requested may be appended and still be the original: the
+// replay rule's bound, which every reader of the log shares, since none can
+// know an agent's flags (docs/design.md, Replays). It is also an agent's
+// default for how late an operation may start.
+const OperationMaxAge = 10 * time.Minute
+
+// OperationExpiry is when the operation p, signed at signed, stops being
+// wanted: the earlier of its own expiresAt, if it has one, and signed plus
+// maxAge.
+func OperationExpiry(signed time.Time, p *schemas.OperationRequested, maxAge time.Duration) time.Time {
+	expires := signed.Add(maxAge)
+	if p.ExpiresAt != nil && p.ExpiresAt.Before(expires) {
+		expires = *p.ExpiresAt
+	}
+	return expires
+}
+
 // Decoded is an event that passed every check: a CloudEvent of a known type,
 // on its own topic, signed by a key that may sign it, targeting the reader,
 // appended in time, whose data matches its schema.

@@ -8,22 +8,15 @@ import (
 	"github.com/argosyproj/argosy/schemas"
 )
 
-// OperationMaxAge bounds how long after its signed time an
-// operation.requested may reach the log: the spoke's default bound
-// (spoke.WithOperationMaxAge), which the replay rule takes as the bound
-// every reader shares, since a reader of the log cannot know each agent's
-// flags.
-const OperationMaxAge = 10 * time.Minute
+// OperationMaxAge is the replay rule's bound on an operation's age,
+// events.OperationMaxAge.
+const OperationMaxAge = events.OperationMaxAge
 
 // OperationExpiry is when an operation.requested signed at signed stops
-// being wanted: the earlier of its own expiresAt, if it has one, and
-// signed plus OperationMaxAge. One appended after it is a replay.
+// being wanted by the replay rule (events.OperationExpiry with
+// OperationMaxAge). One appended after it is a replay.
 func OperationExpiry(signed time.Time, p *schemas.OperationRequested) time.Time {
-	expires := signed.Add(OperationMaxAge)
-	if p.ExpiresAt != nil && p.ExpiresAt.Before(expires) {
-		expires = *p.ExpiresAt
-	}
-	return expires
+	return events.OperationExpiry(signed, p, OperationMaxAge)
 }
 
 // Replay returns why d is a replay that the fold refuses, or "" when it is

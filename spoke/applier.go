@@ -255,27 +255,15 @@ func (a *Applier) done(ctx context.Context, d *events.Decoded, c *change) error 
 // operation until after it (Applied.Until), so a copy appended later is
 // refused either way.
 func (a *Applier) expiry(d *events.Decoded, op *schemas.OperationRequested) time.Time {
-	exp := d.Event.Time().Add(a.opAge)
-	if op.ExpiresAt != nil && op.ExpiresAt.Before(exp) {
-		exp = *op.ExpiresAt
-	}
-	return exp.UTC()
+	return events.OperationExpiry(d.Event.Time(), op, a.opAge).UTC()
 }
 
-// replayAge is the operations' maximum age by which every reader of the
-// log, the projector too, tells a copy of an operation from the original
-// (projector.OperationMaxAge; docs/design.md, Replays), whatever this
-// agent's own maximum age.
-const replayAge = 10 * time.Minute
-
 // replayed reports whether op was appended after its expiry by the replay
-// rule: a copy, which the projector refuses too.
+// rule every reader of the log applies, the projector too
+// (events.OperationMaxAge; docs/design.md, Replays), whatever this agent's
+// own maximum age: a copy.
 func replayed(d *events.Decoded, op *schemas.OperationRequested) bool {
-	exp := d.Event.Time().Add(replayAge)
-	if op.ExpiresAt != nil && op.ExpiresAt.Before(exp) {
-		exp = *op.ExpiresAt
-	}
-	return d.LogTime.After(exp)
+	return d.LogTime.After(events.OperationExpiry(d.Event.Time(), op, events.OperationMaxAge))
 }
 
 // expired refuses an operation appended to the log or read after its

@@ -45,7 +45,7 @@ type options struct {
 func newOptions(opts []Option) options {
 	o := options{topics: events.DefaultTopics(""), partition: -1, mode: schemas.ModeManaged, heartbeat: 30 * time.Second,
 		window: time.Second, agentVersion: "dev", applyBudget: 2 * time.Minute,
-		statusResync: time.Hour, operationAge: 10 * time.Minute, configAge: events.DefaultMaxAge, skew: events.DefaultMaxSkew, clientOpts: func(string) []kgo.Opt { return nil }}
+		statusResync: time.Hour, operationAge: events.OperationMaxAge, configAge: events.DefaultMaxAge, skew: events.DefaultMaxSkew, clientOpts: func(string) []kgo.Opt { return nil }}
 	for _, f := range opts {
 		f(&o)
 	}
