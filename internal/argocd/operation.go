@@ -31,15 +31,10 @@ func (a *Client) Operate(ctx context.Context, ref Ref, op Operation) error {
 			kind = "normal"
 		}
 		patch = map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotationRefresh: kind}}}
-	case schemas.OperationSync:
-		patch = a.operation(op, map[string]any{"revision": op.Revision, "prune": op.Prune, "dryRun": op.DryRun})
-	case schemas.OperationRollback:
-		sync, err := a.rollbackSync(ctx, ri, ref.Name, op.HistoryID)
-		if err != nil {
+	case schemas.OperationSync, schemas.OperationRollback:
+		if patch, err = a.operationPatch(ctx, ri, ref, op); err != nil {
 			return err
 		}
-		sync["prune"], sync["dryRun"] = op.Prune, op.DryRun
-		patch = a.operation(op, sync)
 	case schemas.OperationTerminate:
 		return a.terminate(ctx, ri, ref)
 	default:
@@ -84,6 +79,23 @@ func (a *Client) terminate(ctx context.Context, ri dynamic.ResourceInterface, re
 		}
 	}
 	return fmt.Errorf("terminate %s/%s: the operation is still running", ref.Namespace, ref.Name)
+}
+
+// operationPatch is the merge patch that puts the sync or rollback op in
+// the Application's operation field.
+func (a *Client) operationPatch(ctx context.Context, ri dynamic.ResourceInterface, ref Ref, op Operation) (map[string]any, error) {
+	switch op.Kind {
+	case schemas.OperationSync:
+		return a.operation(op, map[string]any{"revision": op.Revision, "prune": op.Prune, "dryRun": op.DryRun}), nil
+	case schemas.OperationRollback:
+		sync, err := a.rollbackSync(ctx, ri, ref.Name, op.HistoryID)
+		if err != nil {
+			return nil, err
+		}
+		sync["prune"], sync["dryRun"] = op.Prune, op.DryRun
+		return a.operation(op, sync), nil
+	}
+	return nil, &PermanentError{Err: fmt.Errorf("%q is not an operation Argo CD runs and records", op.Kind)}
 }
 
 func (a *Client) operation(op Operation, sync map[string]any) map[string]any {
@@ -170,11 +182,11 @@ func (a *Client) Inspect(ctx context.Context, ref Ref, requestID string) (Operat
 	if err != nil {
 		return OperationState{}, fmt.Errorf("application %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	return InspectObject(u, requestID), nil
+	return inspect(u, requestID), nil
 }
 
-// InspectObject is Inspect on an Application already read.
-func InspectObject(u *unstructured.Unstructured, requestID string) OperationState {
+// inspect is Inspect on an Application already read.
+func inspect(u *unstructured.Unstructured, requestID string) OperationState {
 	st := OperationState{Version: u.GetResourceVersion(), Exists: true}
 	waiting, _, _ := unstructured.NestedMap(u.Object, "operation")
 	phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
@@ -245,19 +257,9 @@ func (a *Client) Start(ctx context.Context, ref Ref, op Operation, version strin
 	if err != nil {
 		return err
 	}
-	var patch map[string]any
-	switch op.Kind {
-	case schemas.OperationSync:
-		patch = a.operation(op, map[string]any{"revision": op.Revision, "prune": op.Prune, "dryRun": op.DryRun})
-	case schemas.OperationRollback:
-		sync, err := a.rollbackSync(ctx, ri, ref.Name, op.HistoryID)
-		if err != nil {
-			return err
-		}
-		sync["prune"], sync["dryRun"] = op.Prune, op.DryRun
-		patch = a.operation(op, sync)
-	default:
-		return &PermanentError{Err: fmt.Errorf("%q is not an operation Argo CD runs and records", op.Kind)}
+	patch, err := a.operationPatch(ctx, ri, ref, op)
+	if err != nil {
+		return err
 	}
 	patch["metadata"] = map[string]any{"resourceVersion": version}
 	b, err := json.Marshal(patch)
