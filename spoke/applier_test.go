@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,36 +265,21 @@ func (w *world) publish(p *events.Producer, es ...*event.Event) []*kgo.Record {
 // returns true.
 func (w *world) acks(want func(last map[string]string, n int) bool) map[string]string {
 	w.t.Helper()
-	cl := kafkatest.Client(w.t, kgo.ConsumeTopics(w.topics[events.TopicStatus]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	dec, err := events.NewDecoder(events.NewVerifier(w.reg))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	got := map[string]string{} // event id -> "applied" or the rejection code
-	ctx, cancel := context.WithTimeout(w.t.Context(), 2*time.Minute)
-	defer cancel()
-	n := 0
-	for !want(got, n) {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			w.t.Fatalf("acknowledgements so far %v", got)
-		}
-		for _, r := range fs.Records() {
-			d, err := dec.Decode(ctx, r)
-			if err != nil {
-				w.t.Fatalf("an acknowledgement does not decode: %v", err)
-			}
-			switch p := d.Data.(type) {
-			case *schemas.ConfigApplied:
-				got[p.EventID] = "applied"
-				n++
-			case *schemas.ConfigRejected:
-				got[p.EventID] = p.Code
-				n++
+	var last map[string]string
+	w.outcomes(func(all map[string][]string) bool {
+		last = map[string]string{} // event id -> "applied" or the rejection code
+		n := 0
+		for id, acks := range all {
+			for _, a := range acks {
+				if !strings.HasPrefix(a, "completed:") { // an operation's end is not an acknowledgement
+					last[id] = a
+					n++
+				}
 			}
 		}
-	}
-	return got
+		return want(last, n)
+	})
+	return last
 }
 
 // TestSpokeAppliesAndAcknowledges appends config events for one cluster and

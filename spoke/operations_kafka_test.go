@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/argosyproj/argosy/events"
@@ -65,47 +64,15 @@ func (w *world) outcomes(done func(map[string][]string) bool) map[string][]strin
 }
 
 // starts watches the Application name and records every operation Argo
-// CD ran on it: the request id and start time of each operationState.
+// CD ran on it: per request id, the start time of each run.
 func (w *world) starts(name string) func() map[string][]string {
 	w.t.Helper()
-	wa, err := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace).Watch(w.t.Context(),
-		metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	var mu sync.Mutex
-	seen := map[string][]string{} // request id -> distinct startedAt
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range wa.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok || ev.Type == watch.Error {
-				continue
-			}
-			started, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "startedAt")
-			infos, _, _ := unstructured.NestedSlice(u.Object, "status", "operationState", "operation", "info")
-			for _, i := range infos {
-				m, _ := i.(map[string]any)
-				id, _ := m["value"].(string)
-				if m["name"] != argocd.InfoRequest || started == "" {
-					continue
-				}
-				mu.Lock()
-				if h := seen[id]; len(h) == 0 || h[len(h)-1] != started {
-					seen[id] = append(h, started)
-				}
-				mu.Unlock()
-			}
-		}
-	}()
-	w.t.Cleanup(func() { wa.Stop(); <-done })
+	ran := kubetest.WatchOperations(w.t, w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace),
+		metav1.ListOptions{FieldSelector: "metadata.name=" + name}, argocd.InfoRequest)
 	return func() map[string][]string {
-		mu.Lock()
-		defer mu.Unlock()
 		out := map[string][]string{}
-		for k, v := range seen {
-			out[k] = append([]string(nil), v...)
+		for id, r := range ran() {
+			out[id] = r.Starts
 		}
 		return out
 	}

@@ -366,64 +366,6 @@ func TestOperationRunsOnceAcrossACrash(t *testing.T) {
 	}
 }
 
-// operationsRan watches the Applications and records, per request id,
-// every distinct start time and the last phase of the operation Argo CD
-// ran for it, until the test ends.
-func (r *spokeRig) operationsRan() func() map[string]ran {
-	w, err := r.apps.Watch(r.t.Context(), metav1.ListOptions{})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	var mu sync.Mutex
-	seen := map[string]ran{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			st, _, _ := unstructured.NestedMap(u.Object, "status", "operationState")
-			started, _, _ := unstructured.NestedString(st, "startedAt")
-			phase, _, _ := unstructured.NestedString(st, "phase")
-			infos, _, _ := unstructured.NestedSlice(st, "operation", "info")
-			for _, i := range infos {
-				m, _ := i.(map[string]any)
-				id, _ := m["value"].(string)
-				if m["name"] != argocd.InfoRequest || started == "" {
-					continue
-				}
-				mu.Lock()
-				x := seen[id]
-				if len(x.starts) == 0 || x.starts[len(x.starts)-1] != started {
-					x.starts = append(x.starts, started)
-				}
-				x.phase = phase
-				seen[id] = x
-				mu.Unlock()
-			}
-		}
-	}()
-	r.t.Cleanup(func() { w.Stop(); <-done })
-	return func() map[string]ran {
-		mu.Lock()
-		defer mu.Unlock()
-		out := make(map[string]ran, len(seen))
-		for k, v := range seen {
-			out[k] = ran{starts: append([]string(nil), v.starts...), phase: v.phase}
-		}
-		return out
-	}
-}
-
-// ran is what Argo CD did with one request: when it started it, and its
-// last phase.
-type ran struct {
-	starts []string
-	phase  string
-}
-
 // TestOperationBurstSurvivesKills asks for fifty syncs of one Application
 // at once and SIGKILLs the real spoke while it works through them: once
 // right after a sync reached Argo CD and before the spoke recorded it, then
@@ -439,7 +381,7 @@ func TestOperationBurstSurvivesKills(t *testing.T) {
 	if err := p.Terminate(30 * time.Second); err != nil {
 		t.Fatalf("%v; log:\n%s", err, p.LogTail())
 	}
-	history := r.operationsRan()
+	history := kubetest.WatchOperations(t, r.apps, metav1.ListOptions{}, argocd.InfoRequest)
 	res := schemas.Resource{Cluster: r.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 1}
 	var syncs []*event.Event
 	ids := map[string]string{} // event id -> request id
@@ -488,22 +430,22 @@ func TestOperationBurstSurvivesKills(t *testing.T) {
 	again := 0
 	for id, req := range ids {
 		acks, h := seen.acks[id], did[req]
-		if len(h.starts) != 1 {
-			t.Errorf("%s: Argo CD started it %d times (%v), want once", req, len(h.starts), h.starts)
+		if len(h.Starts) != 1 {
+			t.Errorf("%s: Argo CD started it %d times (%v), want once", req, len(h.Starts), h.Starts)
 		}
 		applied, completed := 0, 0
 		for _, a := range acks {
 			switch a {
 			case "applied":
 				applied++
-			case "completed:" + h.phase:
+			case "completed:" + h.Phase:
 				completed++
 			default:
-				t.Errorf("%s: acknowledged %v; Argo CD's phase is %q", req, acks, h.phase)
+				t.Errorf("%s: acknowledged %v; Argo CD's phase is %q", req, acks, h.Phase)
 			}
 		}
 		if applied == 0 || completed == 0 {
-			t.Errorf("%s: acknowledged %v, want applied, then completed:%s", req, acks, h.phase)
+			t.Errorf("%s: acknowledged %v, want applied, then completed:%s", req, acks, h.Phase)
 		}
 		if len(acks) > 2 {
 			again++
