@@ -272,3 +272,90 @@ func TestOperatorRecordsAnEndBeforeTheNext(t *testing.T) {
 		}
 	})
 }
+
+// stuck is a simulated Argo CD whose controller never takes an operation:
+// what Start writes waits in the Application's operation field for good,
+// until Withdraw takes it out.
+type stuck struct {
+	*counting
+	mu        sync.Mutex
+	waiting   string // the request in the operation field
+	withdrawn []string
+}
+
+func (s *stuck) Start(_ context.Context, _ spoke.Ref, op spoke.Operation, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting = op.RequestID
+	s.counting.mu.Lock()
+	s.starts[op.RequestID]++
+	s.counting.mu.Unlock()
+	return nil
+}
+
+func (s *stuck) Inspect(ctx context.Context, ref spoke.Ref, requestID string) (spoke.OperationState, error) {
+	st, err := s.counting.Inspect(ctx, ref, requestID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting != "" {
+		st.Busy, st.Waiting = true, s.waiting == requestID
+	}
+	return st, err
+}
+
+func (s *stuck) Withdraw(_ context.Context, _ spoke.Ref, requestID, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.withdrawn, s.waiting = append(s.withdrawn, requestID), ""
+	return nil
+}
+
+// TestOperatorWithdrawsWhatArgoCDNeverTakes: a sync written to an Argo CD
+// whose controller never takes it is not acknowledged applied; at its
+// expiry it is taken back out of the Application and rejected as stale,
+// and the next sync of the Application then starts.
+func TestOperatorWithdrawsWhatArgoCDNeverTakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		r := newOperatorRig(t, ctx)
+		s := &stuck{counting: r.c}
+		a, err := spoke.NewApplier("c1", s, sim.NewStore(), r.out, events.SealingKey{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := a.Operator()
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- op.Run(ctx) }()
+		first := syncEvent(t, 1)
+		if err := a.Handle(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if got := r.out.all(); len(got) != 0 || s.starts["req-1"] != 1 {
+			t.Fatalf("a sync the controller has not taken: acknowledgements %v, written %d times; want none, once", got, s.starts["req-1"])
+		}
+		second := syncEvent(t, 2)
+		if err := a.Handle(ctx, second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(6 * time.Minute) // the first expires
+		synctest.Wait()
+		if fmt.Sprint(s.withdrawn) != "[req-1]" || s.starts["req-2"] != 1 {
+			t.Errorf("after the first expired: withdrawn %v, the second written %d times; want req-1 withdrawn, the second written",
+				s.withdrawn, s.starts["req-2"])
+		}
+		if got := r.out.all(); len(got) == 0 || got[0] != "stale "+first.Event.ID() {
+			t.Errorf("acknowledgements %v, want the first rejected as stale", got)
+		}
+		cancel()
+		for _, ch := range []chan error{done, r.done} {
+			if err := <-ch; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
