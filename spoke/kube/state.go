@@ -128,13 +128,13 @@ func applied(data map[string]string, key string) (spoke.Applied, bool, error) {
 
 // Put implements spoke.StateStore. It returns once the record is stored.
 func (s *State) Put(ctx context.Context, key string, a spoke.Applied) error {
-	_, err := s.Swap(ctx, key, a, func(spoke.Applied, bool) bool { return true })
+	_, err := s.Swap(ctx, key, a, nil)
 	return err
 }
 
 // Swap implements spoke.OperationStore: it stores a only if was accepts
 // the record stored for key when it writes, in one compare-and-set on the
-// ConfigMap's resourceVersion.
+// ConfigMap's resourceVersion; a nil was accepts any.
 func (s *State) Swap(ctx context.Context, key string, a spoke.Applied, was func(cur spoke.Applied, found bool) bool) (bool, error) {
 	spec := a.Spec
 	a.Spec = nil
@@ -144,13 +144,17 @@ func (s *State) Swap(ctx context.Context, key string, a spoke.Applied, was func(
 	}
 	swapped := false
 	err = s.update(ctx, key, func(data map[string]string) bool {
-		cur, found, err := applied(data, key)
-		if err != nil { // a record that does not parse counts as none
-			cur, found = spoke.Applied{}, false
+		if was != nil { // Put writes without reading the record first
+			cur, found, err := applied(data, key)
+			if err != nil { // a record that does not parse counts as none
+				cur, found = spoke.Applied{}, false
+			}
+			if !was(cur, found) {
+				swapped = false
+				return false
+			}
 		}
-		if swapped = was(cur, found); !swapped {
-			return false
-		}
+		swapped = true
 		data[dataApplied] = string(raw)
 		if spec != nil {
 			data[dataSpec] = string(spec)
