@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -83,7 +85,14 @@ type owner struct {
 
 // maxFencedRetries bounds how often a write is decided again after another
 // replica took its partition in the middle.
-const maxFencedRetries = 3
+const maxFencedRetries = 5
+
+// fencedBackoff is the longest first wait before a write fenced by another
+// replica takes the partition back; it doubles with each attempt. The wait
+// is drawn at random below it, so that two replicas writing to one
+// partition at once do not take it from each other in step, attempt after
+// attempt, until both give up (TestConcurrentConflictingWritesOneWins).
+const fencedBackoff = 20 * time.Millisecond
 
 // ErrBusy means another replica kept taking the partition while a write
 // was being decided: nothing was written, and the request may be retried.
@@ -156,6 +165,21 @@ func (w *writer) write(ctx context.Context, l lane, decide decision, extra func(
 			}
 			return nil, nil, err
 		}
+		if err := sleep(ctx, rand.N(fencedBackoff<<attempt)); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrBusy, err)
+		}
+	}
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
