@@ -1,0 +1,20 @@
+package api
+
+// The hub's limits on what a caller may send, in one place. docs/hub.md
+// lists each with the answer a request past it gets; the read API, the CLI
+// and the dashboard hold to the same numbers when they show what the hub
+// stored.
+const (
+	// MaxBodyBytes bounds a request body: a longer one is answered 413
+	// without being read further.
+	MaxBodyBytes = 2 << 20
+	// MaxDepth bounds the nesting of any JSON or YAML value a request
+	// carries, manifests and Helm values included, counted from the
+	// document's root (a scalar at the top is depth 0, each object or
+	// array one level more). Deeper input is answered 400 naming the
+	// field where it went past the limit.
+	MaxDepth = 100
+	// MaxAnnotationsBytes bounds the total size of an object's annotations
+	// (keys and values), as Kubernetes' own apiserver does.
+	MaxAnnotationsBytes = 256 << 10
+)
