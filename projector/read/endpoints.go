@@ -73,7 +73,9 @@ func (h *Handler) listApps(r *http.Request, f projector.AppFilter) (any, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing clusters: %w", err)
 	}
-	return List[App]{Items: h.withFreshness(rows, clusters)}, nil
+	apps := h.withFreshness(rows, clusters)
+	boundApps(apps)
+	return List[App]{Items: apps}, nil
 }
 
 func (h *Handler) audit(r *http.Request) (any, error) {
@@ -90,6 +92,9 @@ func (h *Handler) audit(r *http.Request) (any, error) {
 	rows, err := h.q.Audit(r.Context(), f)
 	if err != nil {
 		return nil, fmt.Errorf("listing audit entries: %w", err)
+	}
+	for i := range rows {
+		rows[i].Before, rows[i].After = Bound(rows[i].Before), Bound(rows[i].After)
 	}
 	return List[projector.AuditRow]{Items: nonNil(rows)}, nil
 }

@@ -1,0 +1,156 @@
+package read
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/argosyproj/argosy/events"
+)
+
+// The read API answers with specs as the fold stored them, and the fold
+// stores whatever a signed event on the log carried: the hub's limits on
+// what it accepts bound what it writes today, but not what it wrote before
+// them, nor what anyone else able to append to the config topic writes.
+// A spec past the limits below is left out of an answer and a marker
+// object stands in its place, so that every answer decodes (Go's
+// encoding/json refuses nesting past 10,000 levels, and an answer wraps a
+// spec in a few levels of its own) and costs memory in proportion to what
+// a caller can use.
+const (
+	// MaxSpecDepth is the deepest spec an answer carries, counted as the
+	// hub counts (a scalar is depth 0, each object or array one level
+	// more): the hub's own limit, hub/api.MaxDepth, which a test of the
+	// dashboard holds equal to it. A spec the hub accepts is nested in its
+	// manifest, so it is always shallower.
+	MaxSpecDepth = 100
+	// MaxSpecBytes is the largest spec an answer carries: twice the
+	// largest event, as the fold's re-encoding of a spec can grow it
+	// (encoding/json writes <, > and & as \u003c, \u003e and \u0026).
+	MaxSpecBytes = 2 * events.MaxEventBytes
+)
+
+// Reasons a spec is left out of an answer (OmittedSpec.Reason).
+const (
+	OmittedDepth = "depth"
+	OmittedSize  = "size"
+)
+
+// omittedKey is the one member of the marker object. No Argo CD spec has
+// a member of that name at its top (Kubernetes field names are
+// identifiers), so a marker is never taken for a spec.
+const omittedKey = "$omitted"
+
+// OmittedSpec says why a spec was left out of an answer, and how deep and
+// how large the stored spec is. In an answer it stands where the spec
+// would, as {"$omitted": {...}}; openapi.yaml documents it as OmittedSpec.
+type OmittedSpec struct {
+	// Reason is OmittedDepth or OmittedSize.
+	Reason string `json:"reason"`
+	// Depth is the stored spec's nesting, counted as MaxSpecDepth is.
+	Depth int `json:"depth"`
+	// Bytes is the stored spec's size.
+	Bytes int `json:"bytes"`
+}
+
+// Bound returns raw, or the marker that stands for it when it is deeper
+// than MaxSpecDepth or larger than MaxSpecBytes. It reads raw once and
+// allocates only for a marker.
+func Bound(raw json.RawMessage) json.RawMessage {
+	b, _ := bound(raw)
+	return b
+}
+
+// bound is Bound, and whether it left raw out.
+func bound(raw json.RawMessage) (json.RawMessage, bool) {
+	o, ok := Check(raw, MaxSpecDepth, MaxSpecBytes)
+	if !ok {
+		return raw, false
+	}
+	// A string and two ints always encode.
+	b, err := json.Marshal(map[string]OmittedSpec{omittedKey: o})
+	if err != nil {
+		return json.RawMessage(`{"` + omittedKey + `":{}}`), true
+	}
+	return b, true
+}
+
+// Check says whether raw is past maxDepth or maxBytes, and why. It reads
+// raw once, without recursion, whatever its depth.
+func Check(raw []byte, maxDepth, maxBytes int) (OmittedSpec, bool) {
+	o := OmittedSpec{Depth: Depth(raw), Bytes: len(raw)}
+	switch {
+	case o.Depth > maxDepth:
+		o.Reason = OmittedDepth
+	case o.Bytes > maxBytes:
+		o.Reason = OmittedSize
+	default:
+		return o, false
+	}
+	return o, true
+}
+
+// Omitted returns what the marker raw says, when raw is one.
+func Omitted(raw json.RawMessage) (OmittedSpec, bool) {
+	raw = bytes.TrimSpace(raw)
+	if !bytes.HasPrefix(raw, []byte(`{"`+omittedKey+`"`)) || len(raw) > 256 {
+		return OmittedSpec{}, false
+	}
+	var m map[string]OmittedSpec
+	if json.Unmarshal(raw, &m) != nil || len(m) != 1 {
+		return OmittedSpec{}, false
+	}
+	o, ok := m[omittedKey]
+	return o, ok && o.Reason != ""
+}
+
+// Depth is the nesting of the JSON text raw: 0 for a scalar, each object
+// or array one level more. It counts brackets outside strings in one
+// pass, so it costs the same for any depth; for text that is not JSON it
+// still ends, with a number that means little.
+func Depth(raw []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// boundApps bounds the specs of apps' rows, copying what it changes: the
+// rows may share their desired and observed state with the store's.
+func boundApps(apps []App) {
+	for i := range apps {
+		if d := apps[i].Desired; d != nil {
+			if s, left := bound(d.Spec); left {
+				c := *d
+				c.Spec = s
+				apps[i].Desired = &c
+			}
+		}
+		if o := apps[i].Observed; o != nil && o.Local != nil {
+			if s, left := bound(o.Local.Spec); left {
+				l, c := *o.Local, *o
+				l.Spec = s
+				c.Local = &l
+				apps[i].Observed = &c
+			}
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package read_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/read/readtest"
+)
+
+func TestDepth(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{``, 0},
+		{`1`, 0},
+		{`"{[{["`, 0},
+		{`{}`, 1},
+		{`[[],{}]`, 2},
+		{`{"a":{"b":[1,{"c":"]}\"{{"}]}}`, 4},
+		{`{"a\\":"{"}`, 1},
+		{string(readtest.DeepSpec(readtest.DeepLevels)), readtest.DeepLevels + 3},
+		{string(readtest.WideSpec(4096, 12)), 12},
+	}
+	for _, tt := range tests {
+		if got := read.Depth([]byte(tt.in)); got != tt.want {
+			t.Errorf("Depth(%.40q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+// FuzzDepth holds Depth, which counts brackets, to the nesting a JSON
+// decoder finds, and Bound to its promise: what it returns is the input,
+// or a marker that Omitted reads back with the input's depth and size.
+func FuzzDepth(f *testing.F) {
+	for _, s := range []string{`{}`, `[1,[2,[3]]]`, `{"a":"]\"}","b":{"c":[]}}`, `"x"`, `{"a\\":{}}`,
+		string(readtest.DeepSpec(120)), string(readtest.WideSpec(2048, 8))} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return
+		}
+		want := tokenDepth(t, raw)
+		if got := read.Depth(raw); got != want {
+			t.Fatalf("Depth(%q) = %d, the decoder's %d", raw, got, want)
+		}
+		b := read.Bound(raw)
+		o, omitted := read.Omitted(b)
+		switch {
+		case want > read.MaxSpecDepth || len(raw) > read.MaxSpecBytes:
+			if !omitted || o.Depth != want || o.Bytes != len(raw) {
+				t.Fatalf("Bound(%q) = %s: want a marker of depth %d, %d bytes", raw, b, want, len(raw))
+			}
+		case string(b) != string(raw):
+			t.Fatalf("Bound(%q) = %s, want it unchanged", raw, b)
+		}
+	})
+}
+
+// tokenDepth is the deepest nesting a JSON decoder reads in raw.
+func tokenDepth(t *testing.T, raw []byte) int {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	depth, deepest := 0, 0
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return deepest
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			deepest = max(deepest, depth)
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+}
+
+// TestAnswersLeaveOutHostileSpecs: an answer that holds a spec too deep
+// for a JSON decoder, or larger than an answer carries, decodes, with a
+// marker in the spec's place that says how deep and large it is; every
+// other spec is as stored.
+func TestAnswersLeaveOutHostileSpecs(t *testing.T) {
+	q := readtest.Hostile()
+	deep, wide := readtest.DeepSpec(readtest.DeepLevels), readtest.WideSpec(readtest.HugeSpecBytes, 8)
+	srv := httptest.NewServer(newHandler(q))
+	defer srv.Close()
+	c, err := read.NewClient(srv.URL, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deepMark := read.OmittedSpec{Reason: read.OmittedDepth, Depth: readtest.DeepLevels + 3, Bytes: len(deep)}
+	wideMark := read.OmittedSpec{Reason: read.OmittedSize, Depth: 8, Bytes: len(wide)}
+	marker := func(raw json.RawMessage) read.OmittedSpec {
+		o, _ := read.Omitted(raw)
+		return o
+	}
+
+	rows, err := c.Audit(t.Context(), projector.AuditFilter{})
+	if err != nil {
+		t.Fatalf("Audit: %v", err)
+	}
+	for _, r := range rows {
+		if r.EventID != "ev-guestbook" {
+			continue
+		}
+		if diff := cmp.Diff([]read.OmittedSpec{wideMark, deepMark}, []read.OmittedSpec{marker(r.Before), marker(r.After)}); diff != "" {
+			t.Errorf("the audit entry's before and after (-want +got):\n%s", diff)
+		}
+	}
+
+	apps, err := c.Apps(t.Context(), projector.AppFilter{Cluster: "prod-eu"})
+	if err != nil || len(apps) != 2 {
+		t.Fatalf("Apps: %d, %v", len(apps), err)
+	}
+	if got := marker(apps[1].Desired.Spec); got != deepMark {
+		t.Errorf("guestbook's desired spec: %s, want the marker %+v", apps[1].Desired.Spec, deepMark)
+	}
+	if got := marker(apps[0].Observed.Local.Spec); got != deepMark {
+		t.Errorf("billing's published spec: %s, want the marker %+v", apps[0].Observed.Local.Spec, deepMark)
+	}
+	if _, omitted := read.Omitted(apps[0].Desired.Spec); omitted || len(apps[0].Desired.Spec) == 0 {
+		t.Errorf("billing's desired spec %s: want it as stored", apps[0].Desired.Spec)
+	}
+	// The store's rows are as they were: the answer changed copies.
+	if string(q.AppRows[0].Desired.Spec) != string(deep) || string(q.AppRows[1].Observed.Local.Spec) != string(deep) {
+		t.Error("answering changed the store's rows")
+	}
+}
