@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector"
@@ -128,6 +129,10 @@ func adoptManifest(ctx context.Context, opts *AppAdoptOptions) (json.RawMessage,
 		return nil, fmt.Errorf("cluster %s has published no Application %s/%s of its own: only a spoke in autonomous mode publishes them "+
 			"(argosy app status --cluster %s lists what it reports); adopt with a manifest of your own with -f FILE",
 			opts.Cluster, opts.Namespace, opts.Name, opts.Cluster)
+	}
+	if why := readapi.Omitted(local.Spec); why != "" {
+		return nil, fmt.Errorf("the spec cluster %s published of %s/%s is %s; adopt with a manifest of your own with -f FILE",
+			opts.Cluster, opts.Namespace, opts.Name, why)
 	}
 	meta := map[string]any{"name": opts.Name, "namespace": opts.Namespace}
 	if len(local.Labels) > 0 {

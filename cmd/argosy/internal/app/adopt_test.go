@@ -66,3 +66,22 @@ func TestAppAdopt(t *testing.T) {
 		}
 	}
 }
+
+// TestAppAdoptRefusesAnOmittedSpec: a published spec the read API left
+// out, too deep to answer with, is not adopted as its marker.
+func TestAppAdoptRefusesAnOmittedSpec(t *testing.T) {
+	cmdtest.Isolate(t)
+	h := fleetHub(t, false)
+	h.Read = read.New(readtest.Hostile(), read.WithClock(readtest.Now))
+	before := len(h.Requests())
+	_, _, err := run(t, h, cmdtest.AdminToken, "", "adopt", "billing", "--cluster", "prod-eu")
+	want := "the spec cluster prod-eu published of argocd/billing is too deep to show: 9998 levels"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("adopt: error %v, want %q", err, want)
+	}
+	for _, r := range h.Requests()[before:] {
+		if r.Method != "GET" {
+			t.Errorf("adopt sent %s %s", r.Method, r.Path)
+		}
+	}
+}

@@ -8,6 +8,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -101,8 +102,29 @@ func appStatusRun(ctx context.Context, opts *AppStatusOptions) error {
 	for _, a := range apps {
 		rows = append(rows, appRow(a))
 	}
-	return cmdkit.PrintOut(opts.IO.Out, opts.Output, apps,
-		[]string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE", "REPORTED"}, rows)
+	if err := cmdkit.PrintOut(opts.IO.Out, opts.Output, apps,
+		[]string{"CLUSTER", "NAMESPACE", "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION", "GENERATION", "STATE", "REPORTED"}, rows); err != nil {
+		return err
+	}
+	for _, a := range apps {
+		noteOmitted(opts.IO.Err, a)
+	}
+	return nil
+}
+
+// noteOmitted says which of an Application's specs the read API left out
+// of its answer, and why.
+func noteOmitted(w io.Writer, a read.App) {
+	if d := a.Desired; d != nil {
+		if why := readapi.Omitted(d.Spec); why != "" {
+			fmt.Fprintf(w, "Note: the spec the hub wants for %s/%s on %s (generation %d) is %s\n", a.Namespace, a.Name, a.Cluster, d.Generation, why)
+		}
+	}
+	if o := a.Observed; o != nil && o.Local != nil {
+		if why := readapi.Omitted(o.Local.Spec); why != "" {
+			fmt.Fprintf(w, "Note: the spec %s published for %s/%s is %s\n", a.Cluster, a.Namespace, a.Name, why)
+		}
+	}
 }
 
 func where(cluster, namespace string) string {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -46,5 +47,31 @@ func TestAppStatusAndClusterGetFlags(t *testing.T) {
 		Name: "guestbook"}
 	if diff := cmp.Diff(want, *app, cmpopts.IgnoreUnexported(readapi.Options{}), cmpopts.IgnoreFields(AppStatusOptions{}, "IO")); diff != "" {
 		t.Errorf("app status (-want +got):\n%s", diff)
+	}
+}
+
+// TestAppStatusOfHostileSpecs: Applications whose desired or published
+// spec is nested 9,998 levels deep are listed, with a note for each spec
+// the read API left out and why; -o json prints the marker in its place.
+func TestAppStatusOfHostileSpecs(t *testing.T) {
+	server := cmdtest.ReadServer(t, readtest.Hostile())
+	stdout, stderr, err := cmdtest.Run(t, NewCmdApp, "app", "status", "--cluster", "prod-eu", "--server", server)
+	if err != nil {
+		t.Fatalf("argosy app status: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "prod-eu  argocd     guestbook") || !strings.Contains(stdout, "prod-eu  argocd     billing") {
+		t.Errorf("the listing lacks an Application:\n%s", stdout)
+	}
+	for _, want := range []string{
+		"Note: the spec the hub wants for argocd/guestbook on prod-eu (generation 3) is too deep to show: 9998 levels, 60069 bytes (the read API answers with specs up to 100 levels deep)",
+		"Note: the spec prod-eu published for argocd/billing is too deep to show: 9998 levels, 60069 bytes",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	stdout, _, err = cmdtest.Run(t, NewCmdApp, "app", "status", "guestbook", "--cluster", "prod-eu", "--server", server, "-o", "json")
+	if err != nil || !strings.Contains(stdout, `"$omitted": {`) || !strings.Contains(stdout, `"reason": "depth"`) {
+		t.Errorf("argosy app status -o json: %v\n%s", err, stdout)
 	}
 }

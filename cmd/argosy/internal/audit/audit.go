@@ -4,6 +4,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -119,8 +120,22 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 		rows = append(rows, []string{cmdkit.Stamp(e.At), cmdkit.OrDash(e.Actor), strings.TrimPrefix(e.Type, "io.argosy."),
 			cmdkit.OrDash(e.Cluster), object(e.AuditEntry), generation(e.Generation), result(e)})
 	}
-	return cmdkit.PrintOut(opts.IO.Out, opts.Output, entries,
-		[]string{"TIME", "ACTOR", "TYPE", "CLUSTER", "OBJECT", "GEN", "RESULT"}, rows)
+	if err := cmdkit.PrintOut(opts.IO.Out, opts.Output, entries,
+		[]string{"TIME", "ACTOR", "TYPE", "CLUSTER", "OBJECT", "GEN", "RESULT"}, rows); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		for _, side := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"before", e.Before}, {"after", e.After}} {
+			if why := readapi.Omitted(side.raw); why != "" {
+				fmt.Fprintf(opts.IO.Err, "Note: the spec %s the change of %s at %s (event %s) is %s\n",
+					side.name, object(e.AuditEntry), cmdkit.Stamp(e.At), e.EventID, why)
+			}
+		}
+	}
+	return nil
 }
 
 // object names what an entry is about: kind/namespace/name.

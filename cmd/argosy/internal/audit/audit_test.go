@@ -145,3 +145,30 @@ func TestAuditShowsRefusedReplay(t *testing.T) {
 		t.Errorf("the replay's line does not say it was refused:\n%s", out)
 	}
 }
+
+// TestAuditOfHostileSpecs: an audit history that holds a change to a
+// spec nested 9,998 levels deep, from one of more than 1 MiB, is listed,
+// with a note for each spec the read API left out and why; -o json
+// prints the marker in the spec's place.
+func TestAuditOfHostileSpecs(t *testing.T) {
+	server := cmdtest.ReadServer(t, readtest.Hostile())
+	stdout, stderr, err := cmdtest.Run(t, newCmd, "audit", "--server", server)
+	if err != nil {
+		t.Fatalf("argosy audit: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "applications/argocd/guestbook") {
+		t.Errorf("the listing lacks the change:\n%s", stdout)
+	}
+	for _, want := range []string{
+		"Note: the spec before the change of applications/argocd/guestbook at 2026-03-02T10:00:00Z (event ev-guestbook) is too large to show: 1052589 bytes (the read API answers with specs up to 1048576 bytes)",
+		"Note: the spec after the change of applications/argocd/guestbook at 2026-03-02T10:00:00Z (event ev-guestbook) is too deep to show: 9998 levels, 60069 bytes (the read API answers with specs up to 100 levels deep)",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	stdout, _, err = cmdtest.Run(t, newCmd, "audit", "--server", server, "-o", "json")
+	if err != nil || !strings.Contains(stdout, `"$omitted": {`) || !strings.Contains(stdout, `"depth": 9998`) {
+		t.Errorf("argosy audit -o json: %v\n%.2000s", err, stdout)
+	}
+}
