@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -9,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/sergi/go-diff/diffmatchpatch"
 
 	"github.com/argosyproj/argosy/projector/read"
 )
@@ -117,48 +114,4 @@ func pairs(m map[string]int) []pair {
 		out = append(out, pair{k, m[k]})
 	}
 	return out
-}
-
-// diffLine is one line of a spec diff: Op is "+", "-" or " ".
-type diffLine struct {
-	Op, Text string
-}
-
-// specDiff is a line diff of two JSON specs, each indented first, so that
-// a change shows as the fields it changed.
-func specDiff(before, after json.RawMessage) []diffLine {
-	a, b := indent(before), indent(after)
-	if a == "" && b == "" {
-		return nil
-	}
-	dmp := diffmatchpatch.New()
-	ca, cb, lines := dmp.DiffLinesToChars(a, b)
-	diffs := dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), lines)
-	var out []diffLine
-	for _, d := range diffs {
-		op := " "
-		switch d.Type {
-		case diffmatchpatch.DiffInsert:
-			op = "+"
-		case diffmatchpatch.DiffDelete:
-			op = "-"
-		}
-		for _, l := range strings.SplitAfter(d.Text, "\n") {
-			if l != "" {
-				out = append(out, diffLine{op, strings.TrimSuffix(l, "\n")})
-			}
-		}
-	}
-	return out
-}
-
-func indent(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw) + "\n"
-	}
-	return buf.String() + "\n"
 }

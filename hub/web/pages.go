@@ -168,7 +168,7 @@ type auditData struct {
 
 type auditRow struct {
 	projector.AuditRow
-	Diff []diffLine
+	Diff *specChange
 }
 
 func (h *Handler) audit(r *http.Request) (string, any, error) {

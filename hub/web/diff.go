@@ -1,0 +1,230 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/argosyproj/argosy/projector/read"
+)
+
+// A spec change is shown as a line diff of the two specs indented. The
+// specs are what the fold stored, which is whatever a signed event
+// carried: the hub's limits bound what it writes now, not what it wrote
+// before them, nor what others able to append to the log write. So the
+// cost of a diff is bounded here, whatever the specs: each is read once
+// to measure its depth and its indented size before anything is built,
+// and a spec past the limits below is not shown, with a note that says
+// how deep or large it is.
+const (
+	// maxDiffText bounds each side's indented text. Indenting writes each
+	// level's indent on every line, so the text of a deep spec grows with
+	// its depth; the bound is on what is built, not on what was stored.
+	maxDiffText = 256 << 10
+	// maxDiffCells bounds the line-by-line comparison of what changed
+	// (the lines between the common head and tail), in lines before
+	// times lines after. A larger change is shown as its old lines
+	// removed and its new lines added, which costs their length only.
+	maxDiffCells = 1 << 22
+)
+
+// diffLine is one line of a spec diff: Op is "+", "-" or " ".
+type diffLine struct {
+	Op, Text string
+}
+
+// specChange is the change of a spec the audit page shows: its lines, or
+// why they are not shown.
+type specChange struct {
+	Lines []diffLine
+	// Hidden says why the change is not shown: a spec too deep or too
+	// large, with its size.
+	Hidden string
+}
+
+// specSide is one side of a change, measured before it is indented.
+type specSide struct {
+	name     string
+	raw      json.RawMessage
+	depth    int
+	indented int // an upper bound of the indented text's length
+}
+
+// specDiff is the change from before to after, nil when both are absent.
+func specDiff(before, after json.RawMessage) *specChange {
+	sides := [2]specSide{{name: "before", raw: before}, {name: "after", raw: after}}
+	for i := range sides {
+		s := &sides[i]
+		if isNull(s.raw) {
+			s.raw = nil
+		}
+		s.depth, s.indented = measure(s.raw)
+	}
+	if sides[0].raw == nil && sides[1].raw == nil {
+		return nil
+	}
+	if why := hidden(sides); why != "" {
+		return &specChange{Hidden: why}
+	}
+	return &specChange{Lines: lineDiff(indent(sides[0].raw, sides[0].indented), indent(sides[1].raw, sides[1].indented))}
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null"
+}
+
+// hidden says why the specs are not shown, or "".
+func hidden(sides [2]specSide) string {
+	var deep, large []string
+	for _, s := range sides {
+		switch {
+		case s.depth > read.MaxSpecDepth:
+			deep = append(deep, fmt.Sprintf("the spec %s the change nests %s levels (%s)", s.name, count(s.depth), size(len(s.raw))))
+		case s.indented > maxDiffText:
+			large = append(large, fmt.Sprintf("the spec %s the change is %s, %s indented", s.name, size(len(s.raw)), size(s.indented)))
+		}
+	}
+	switch {
+	case len(deep) > 0:
+		return fmt.Sprintf("Too deep to show: %s; the dashboard shows specs up to %d levels deep. The log keeps the spec.",
+			strings.Join(deep, ", and "), read.MaxSpecDepth)
+	case len(large) > 0:
+		return fmt.Sprintf("Too large to show: %s; the dashboard shows specs up to %s indented. The log keeps the spec.",
+			strings.Join(large, ", and "), size(maxDiffText))
+	}
+	return ""
+}
+
+// measure reads raw once and returns its depth and an upper bound of the
+// length json.Indent writes for it with a two-space indent: every
+// bracket and comma starts a line indented by its depth, every colon
+// gains a space.
+func measure(raw []byte) (depth, indented int) {
+	level, deepest, n := 0, 0, len(raw)+1
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			level++
+			deepest = max(deepest, level)
+			n += 1 + 2*level
+		case c == '}' || c == ']':
+			level--
+			n += 1 + 2*max(level, 0)
+		case c == ',':
+			n += 1 + 2*max(level, 0)
+		case c == ':':
+			n++
+		}
+	}
+	return deepest, n
+}
+
+// indent is raw indented, with a final newline; raw as it is when it is
+// not JSON. bound is measure's upper bound of its length.
+func indent(raw json.RawMessage, bound int) string {
+	if raw == nil {
+		return ""
+	}
+	var buf bytes.Buffer
+	buf.Grow(bound + 1)
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw) + "\n"
+	}
+	buf.WriteByte('\n')
+	return buf.String()
+}
+
+// lineDiff is the line diff of a and b: the lines both start and end with
+// are kept, and the lines between are compared line by line when there
+// are few enough, and shown removed and added otherwise.
+func lineDiff(a, b string) []diffLine {
+	la, lb := lines(a), lines(b)
+	head := 0
+	for head < len(la) && head < len(lb) && la[head] == lb[head] {
+		head++
+	}
+	tail := 0
+	for tail < len(la)-head && tail < len(lb)-head && la[len(la)-1-tail] == lb[len(lb)-1-tail] {
+		tail++
+	}
+	out := make([]diffLine, 0, len(la)+len(lb)-head-tail)
+	out = appendLines(out, " ", la[:head])
+	ma, mb := la[head:len(la)-tail], lb[head:len(lb)-tail]
+	if len(ma)*len(mb) <= maxDiffCells {
+		out = appendMiddle(out, ma, mb)
+	} else {
+		out = appendLines(appendLines(out, "-", ma), "+", mb)
+	}
+	return appendLines(out, " ", la[len(la)-tail:])
+}
+
+// lines splits indented text into its lines, without their newlines.
+func lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+func appendLines(out []diffLine, op string, ls []string) []diffLine {
+	for _, l := range ls {
+		out = append(out, diffLine{op, l})
+	}
+	return out
+}
+
+// appendMiddle compares the lines between the common head and tail one
+// by one: at most maxDiffCells steps.
+func appendMiddle(out []diffLine, a, b []string) []diffLine {
+	if len(a) == 0 || len(b) == 0 {
+		return appendLines(appendLines(out, "-", a), "+", b)
+	}
+	dmp := diffmatchpatch.New()
+	ca, cb, table := dmp.DiffLinesToChars(strings.Join(a, "\n")+"\n", strings.Join(b, "\n")+"\n")
+	for _, d := range dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), table) {
+		op := " "
+		switch d.Type {
+		case diffmatchpatch.DiffInsert:
+			op = "+"
+		case diffmatchpatch.DiffDelete:
+			op = "-"
+		}
+		out = appendLines(out, op, lines(d.Text))
+	}
+	return out
+}
+
+// count writes n with thousands separators: 9,998.
+func count(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// size writes a size in bytes for people: 812 bytes, 71.3 KiB, 2.4 MiB.
+func size(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}

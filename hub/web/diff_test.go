@@ -1,0 +1,108 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/web"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/read/readtest"
+)
+
+// TestLimitsAgree holds the readers' limit on a spec's depth to the hub's
+// on what it accepts: the hub must never accept a spec its own readers
+// leave out.
+func TestLimitsAgree(t *testing.T) {
+	if read.MaxSpecDepth != api.MaxDepth {
+		t.Errorf("read.MaxSpecDepth is %d, api.MaxDepth %d: want them equal", read.MaxSpecDepth, api.MaxDepth)
+	}
+}
+
+// auditPage returns the dashboard over readtest.Fleet with the change of
+// its audit entry ev-guestbook made from before to after.
+func auditPage(t testing.TB, before, after json.RawMessage) *web.Handler {
+	t.Helper()
+	q := readtest.Fleet()
+	for i, r := range q.AuditRows {
+		if r.EventID == "ev-guestbook" {
+			q.AuditRows[i].Before, q.AuditRows[i].After = before, after
+		}
+	}
+	h, err := web.New(q, web.WithClock(readtest.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// render serves the audit page once and returns its body and the bytes
+// allocated while it was served.
+func render(t testing.TB, h *web.Handler) (string, uint64) {
+	t.Helper()
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/audit", http.NoBody)
+	req = req.WithContext(web.WithViewer(req.Context(), web.Viewer{Actor: "alice", Role: "viewer"}))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	runtime.ReadMemStats(&after)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /audit: %d\n%.2000s", rec.Code, rec.Body.String())
+	}
+	return rec.Body.String(), after.TotalAlloc - before.TotalAlloc
+}
+
+// TestAuditDiffOfHostileSpecs renders the audit page with a change to the
+// deepest spec the hub ever accepted (9,995 levels of Helm values: the
+// diff indented it into 200 MB) and to a spec of 500 KiB as deep as the
+// hub allows throughout, and wants the page to say the change is too deep
+// or too large to show, with its size, having allocated less than ten
+// times the specs. A small change is still shown line by line.
+func TestAuditDiffOfHostileSpecs(t *testing.T) {
+	small := json.RawMessage(`{"project":"default","source":{"repoURL":"https://git.example/web.git","targetRevision":"v1"}}`)
+	tests := []struct {
+		name          string
+		before, after json.RawMessage
+		want          []string
+		unwanted      []string
+	}{
+		{"deep", small, readtest.DeepSpec(readtest.DeepLevels),
+			[]string{"Too deep to show: the spec after the change nests 9,998 levels (58.7 KiB); the dashboard shows specs up to 100 levels deep."},
+			[]string{`&#34;v&#34;`}},
+		{"large", readtest.WideSpec(500<<10, read.MaxSpecDepth-1), readtest.WideSpec(490<<10, read.MaxSpecDepth-1),
+			[]string{"Too large to show: the spec before the change is 499.6 KiB, 17.1 MiB indented, and the spec after the change is 489.9 KiB, 16.8 MiB indented; the dashboard shows specs up to 256.0 KiB indented."},
+			[]string{`k000001`}},
+		{"small", small, json.RawMessage(strings.Replace(string(small), "v1", "v2", 1)),
+			[]string{`<span class="ddel">-     &#34;targetRevision&#34;: &#34;v1&#34;</span>`,
+				`<span class="dadd">&#43;     &#34;targetRevision&#34;: &#34;v2&#34;</span>`, `<span class="d">      &#34;repoURL&#34;`},
+			[]string{"to show"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := auditPage(t, tt.before, tt.after)
+			render(t, h) // the first render parses what later ones reuse
+			body, allocated := render(t, h)
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("the page lacks %q", w)
+				}
+			}
+			for _, w := range tt.unwanted {
+				if strings.Contains(body, w) {
+					t.Errorf("the page has %q", w)
+				}
+			}
+			in := uint64(len(tt.before) + len(tt.after))
+			if tt.name != "small" && allocated > 10*in {
+				t.Errorf("rendering the page allocated %d bytes for specs of %d: want under 10 times", allocated, in)
+			}
+			t.Logf("specs of %d bytes, page of %d, %d bytes allocated", in, len(body), allocated)
+		})
+	}
+}
