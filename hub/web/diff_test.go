@@ -40,22 +40,29 @@ func auditPage(t testing.TB, before, after json.RawMessage) *web.Handler {
 	return h
 }
 
+// serveAudit serves the audit page once and returns its body.
+func serveAudit(t testing.TB, h *web.Handler) string {
+	t.Helper()
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/audit", http.NoBody)
+	req = req.WithContext(web.WithViewer(req.Context(), web.Viewer{Actor: "alice", Role: "viewer"}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /audit: %d\n%.2000s", rec.Code, rec.Body.String())
+	}
+	return rec.Body.String()
+}
+
 // render serves the audit page once and returns its body and the bytes
 // allocated while it was served.
 func render(t testing.TB, h *web.Handler) (string, uint64) {
 	t.Helper()
-	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/audit", http.NoBody)
-	req = req.WithContext(web.WithViewer(req.Context(), web.Viewer{Actor: "alice", Role: "viewer"}))
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	body := serveAudit(t, h)
 	runtime.ReadMemStats(&after)
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET /audit: %d\n%.2000s", rec.Code, rec.Body.String())
-	}
-	return rec.Body.String(), after.TotalAlloc - before.TotalAlloc
+	return body, after.TotalAlloc - before.TotalAlloc
 }
 
 // TestAuditDiffOfHostileSpecs renders the audit page with a change to the
@@ -80,7 +87,7 @@ func TestAuditDiffOfHostileSpecs(t *testing.T) {
 			[]string{`k000001`}},
 		{"small", small, json.RawMessage(strings.Replace(string(small), "v1", "v2", 1)),
 			[]string{`<span class="ddel">-     &#34;targetRevision&#34;: &#34;v1&#34;</span>`,
-				`<span class="dadd">&#43;     &#34;targetRevision&#34;: &#34;v2&#34;</span>`, `<span class="d">      &#34;repoURL&#34;`},
+				`<span class="dadd">+     &#34;targetRevision&#34;: &#34;v2&#34;</span>`, `<span class="d">      &#34;repoURL&#34;`},
 			[]string{"to show"}},
 	}
 	for _, tt := range tests {
