@@ -2,11 +2,17 @@ package readtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // Specs that cost a reader the most, for the tests and benchmarks of
@@ -80,4 +86,98 @@ func Hostile() *Query {
 		}
 	}
 	return q
+}
+
+// WorstUpsert is the worst Application upsert the hub accepts, signed by
+// signer: annotations of annotationBytes in all (keys and values; the hub
+// accepts up to 256 KiB), and a WideSpec as deep as a manifest's spec may
+// be (the hub counts depth from the manifest, whose spec is one level
+// down) and as large as the rest of one event allows. It returns the
+// event and the size of its record, just under events.MaxEventBytes.
+func WorstUpsert(ctx context.Context, signer *events.Signer, annotationBytes int) (*event.Event, int, error) {
+	ann := map[string]string{}
+	for i := 0; annotationBytes > 0; i++ {
+		k := fmt.Sprintf("example.com/note-%d", i)
+		n := min(annotationBytes-len(k), 64<<10)
+		if n < 0 {
+			break
+		}
+		ann[k] = strings.Repeat("x", n)
+		annotationBytes -= len(k) + n
+	}
+	size := events.MaxEventBytes
+	for {
+		e, n, err := SignedUpsert(ctx, signer, ann, WideSpec(size, read.MaxSpecDepth-1))
+		if err != nil || n <= events.MaxEventBytes {
+			return e, n, err
+		}
+		size -= n - events.MaxEventBytes
+	}
+}
+
+// SignedUpsert is an upsert of the Application argocd/worst of cluster c1
+// with annotations and spec, signed by signer, and the size of its
+// record.
+func SignedUpsert(ctx context.Context, signer *events.Signer, annotations map[string]string, spec json.RawMessage) (*event.Event, int, error) {
+	subj := events.Subject{Cluster: "c1", Kind: schemas.SubjectApplications, Namespace: "argocd", Name: "worst"}
+	e, err := events.New("//argosy.dev/hub", events.TypeApplicationUpserted, subj.String(), "c1",
+		schemas.ApplicationUpserted{Resource: schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: "worst", Generation: 1},
+			Project: "default", Annotations: annotations, Spec: spec})
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := signer.Sign(ctx, e); err != nil {
+		return nil, 0, err
+	}
+	r, err := events.EventRecord(ctx, e)
+	if err != nil {
+		return nil, 0, err
+	}
+	return e, events.RecordSize(r), nil
+}
+
+// Change is a change of an Application's spec from Before to After, for
+// the readers' benchmarks.
+type Change struct {
+	Name          string
+	Before, After json.RawMessage
+	// EventBytes is the size of the record of the event that wrote After.
+	EventBytes int
+}
+
+// WorstChanges returns the changes the readers' benchmarks measure, each
+// to a spec from a different one of the same shape whose every nested
+// line differs:
+//   - deep-9995: to DeepSpec(DeepLevels), the worst the hub accepted
+//     before it limited nesting;
+//   - accepted-annotations: to the spec of WorstUpsert with 256 KiB of
+//     annotations, the largest and deepest manifest the hub accepts;
+//   - accepted-spec: to the spec of WorstUpsert without annotations (they
+//     are not in the views), the largest and deepest spec it accepts.
+func WorstChanges(ctx context.Context) ([]Change, error) {
+	signer, err := events.GenerateSigner()
+	if err != nil {
+		return nil, err
+	}
+	deep := DeepSpec(DeepLevels)
+	_, n, err := SignedUpsert(ctx, signer, nil, deep)
+	if err != nil {
+		return nil, err
+	}
+	out := []Change{{Name: "deep-9995", Before: bytes.ReplaceAll(deep, []byte(`"v"`), []byte(`"w"`)), After: deep, EventBytes: n}}
+	for _, c := range []struct {
+		name string
+		ann  int
+	}{{"accepted-annotations", 256 << 10}, {"accepted-spec", 0}} {
+		e, n, err := WorstUpsert(ctx, signer, c.ann)
+		if err != nil {
+			return nil, err
+		}
+		var p schemas.ApplicationUpserted
+		if err := e.DataAs(&p); err != nil {
+			return nil, err
+		}
+		out = append(out, Change{Name: c.name, Before: bytes.ReplaceAll(p.Spec, []byte(`"v"`), []byte(`"w"`)), After: p.Spec, EventBytes: n})
+	}
+	return out, nil
 }
