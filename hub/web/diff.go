@@ -25,6 +25,12 @@ const (
 	// level's indent on every line, so the text of a deep spec grows with
 	// its depth; the bound is on what is built, not on what was stored.
 	maxDiffText = 256 << 10
+	// maxPageDiff bounds the diffs of one audit page, as the HTML they
+	// are written as: a page lists up to read.MaxAuditLimit changes, each
+	// of which may be just under maxDiffText a side. A change is diffed
+	// only while the page's diffs are shorter, and its indented text fits
+	// in what is left, so a page's diffs may pass it by one change's.
+	maxPageDiff = 4 << 20
 	// maxDiffCells bounds the line-by-line comparison of what changed
 	// (the lines between the common head and tail), in lines before
 	// times lines after. A larger change is shown as its old lines
@@ -59,7 +65,9 @@ type specSide struct {
 }
 
 // specDiff is the change from before to after, nil when both are absent.
-func specDiff(before, after json.RawMessage) *specChange {
+// left is how much of maxPageDiff the page has left: a change whose
+// indented text is longer is not shown.
+func specDiff(before, after json.RawMessage, left int) *specChange {
 	sides := [2]specSide{{name: "before", raw: before}, {name: "after", raw: after}}
 	for i := range sides {
 		s := &sides[i]
@@ -73,6 +81,10 @@ func specDiff(before, after json.RawMessage) *specChange {
 	}
 	if why := hidden(sides); why != "" {
 		return &specChange{Hidden: why}
+	}
+	if n := sides[0].indented + sides[1].indented; n > left {
+		return &specChange{Hidden: fmt.Sprintf("Not shown: this change is %s indented, and the changes above it fill what one page shows (%s). "+
+			"Filter the timeline to this object, or lower the limit, to see it.", size(n), size(maxPageDiff))}
 	}
 	return &specChange{Lines: diffHTML(lineDiff(indent(sides[0].raw, sides[0].indented), indent(sides[1].raw, sides[1].indented)))}
 }

@@ -2,11 +2,13 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/web"
@@ -111,5 +113,44 @@ func TestAuditDiffOfHostileSpecs(t *testing.T) {
 			}
 			t.Logf("specs of %d bytes, page of %d, %d bytes allocated", in, len(body), allocated)
 		})
+	}
+}
+
+// TestAuditPageBoundsItsDiffs: a page of many changes, each small enough
+// to diff, diffs them until they fill what one page shows, and says of
+// the rest that they are not shown and why.
+func TestAuditPageBoundsItsDiffs(t *testing.T) {
+	after := readtest.WideSpec(60<<10, 6)
+	before := json.RawMessage(strings.ReplaceAll(string(after), `"v"`, `"w"`))
+	q := readtest.Fleet()
+	row := q.AuditRows[1]
+	row.Before, row.After = before, after
+	for i := range 200 {
+		row.Offset++
+		row.At = row.At.Add(-time.Second)
+		row.EventID = fmt.Sprintf("ev-%d", i)
+		q.AuditRows = append(q.AuditRows, row)
+	}
+	h, err := web.New(q, web.WithClock(readtest.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/audit?limit=1000", http.NoBody)
+	req = req.WithContext(web.WithViewer(req.Context(), web.Viewer{Actor: "alice", Role: "viewer"}))
+	var before0, after0 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before0)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	runtime.ReadMemStats(&after0)
+	body := rec.Body.String()
+	shown, hidden := strings.Count(body, `<pre class="diff">`), strings.Count(body, "fill what one page shows (4.0 MiB)")
+	if rec.Code != http.StatusOK || shown < 3 || hidden < 150 || shown+hidden < 200 {
+		t.Errorf("%d: %d changes shown, %d not shown for the page's bound: want some of each, 200 in all", rec.Code, shown, hidden)
+	}
+	allocated := after0.TotalAlloc - before0.TotalAlloc
+	t.Logf("%d changes shown, %d not; a page of %d bytes, %d bytes allocated", shown, hidden, len(body), allocated)
+	if len(body) > 8<<20 || allocated > 96<<20 {
+		t.Errorf("a page of %d bytes, %d bytes allocated: want under 8 MiB and 96 MiB", len(body), allocated)
 	}
 }

@@ -191,8 +191,13 @@ func (h *Handler) audit(r *http.Request) (string, any, error) {
 		return "", nil, err
 	}
 	out := auditData{Filter: q, Limit: f.Limit, Rows: make([]auditRow, len(rows))}
+	left := maxPageDiff
 	for i, a := range rows {
-		out.Rows[i] = auditRow{AuditRow: a, Diff: specDiff(a.Before, a.After)}
+		d := specDiff(a.Before, a.After, left)
+		if d != nil {
+			left -= len(d.Lines)
+		}
+		out.Rows[i] = auditRow{AuditRow: a, Diff: d}
 	}
 	return "audit", out, nil
 }
