@@ -93,8 +93,9 @@ func (h *Handler) audit(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing audit entries: %w", err)
 	}
+	b := newBudget()
 	for i := range rows {
-		rows[i].Before, rows[i].After = Bound(rows[i].Before), Bound(rows[i].After)
+		rows[i].Before, rows[i].After = b.bound(rows[i].Before), b.bound(rows[i].After)
 	}
 	return List[projector.AuditRow]{Items: nonNil(rows)}, nil
 }

@@ -27,12 +27,20 @@ const (
 	// largest event, as the fold's re-encoding of a spec can grow it
 	// (encoding/json writes <, > and & as \u003c, \u003e and \u0026).
 	MaxSpecBytes = 2 * events.MaxEventBytes
+	// MaxAnswerSpecBytes bounds the specs of one answer together: an
+	// answer lists up to MaxAuditLimit entries, each of which may carry
+	// two specs of up to MaxSpecBytes. Specs past it are left out, for a
+	// caller to read with fewer entries per request.
+	MaxAnswerSpecBytes = 16 << 20
 )
 
-// Reasons a spec is left out of an answer (OmittedSpec.Reason).
+// Reasons a spec is left out of an answer (OmittedSpec.Reason): it is
+// deeper than MaxSpecDepth, larger than MaxSpecBytes, or the answer's
+// specs before it reached MaxAnswerSpecBytes.
 const (
-	OmittedDepth = "depth"
-	OmittedSize  = "size"
+	OmittedDepth  = "depth"
+	OmittedSize   = "size"
+	OmittedAnswer = "answer"
 )
 
 // omittedKey is the one member of the marker object. No Argo CD spec has
@@ -56,22 +64,33 @@ type OmittedSpec struct {
 // than MaxSpecDepth or larger than MaxSpecBytes. It reads raw once and
 // allocates only for a marker.
 func Bound(raw json.RawMessage) json.RawMessage {
-	b, _ := bound(raw)
-	return b
+	return newBudget().bound(raw)
 }
 
-// bound is Bound, and whether it left raw out.
-func bound(raw json.RawMessage) (json.RawMessage, bool) {
-	o, ok := Check(raw, MaxSpecDepth, MaxSpecBytes)
-	if !ok {
-		return raw, false
+// budget is what is left of an answer's MaxAnswerSpecBytes.
+type budget struct{ left int }
+
+func newBudget() *budget { return &budget{left: MaxAnswerSpecBytes} }
+
+// bound returns raw, or the marker that stands for it when it is past
+// the limits or past what is left of the answer's budget, which a spec
+// it returns spends.
+func (b *budget) bound(raw json.RawMessage) json.RawMessage {
+	o, past := Check(raw, MaxSpecDepth, MaxSpecBytes)
+	switch {
+	case past:
+	case len(raw) > b.left:
+		o.Reason = OmittedAnswer
+	default:
+		b.left -= len(raw)
+		return raw
 	}
 	// A string and two ints always encode.
-	b, err := json.Marshal(map[string]OmittedSpec{omittedKey: o})
+	m, err := json.Marshal(map[string]OmittedSpec{omittedKey: o})
 	if err != nil {
-		return json.RawMessage(`{"` + omittedKey + `":{}}`), true
+		return json.RawMessage(`{"` + omittedKey + `":{}}`)
 	}
-	return b, true
+	return m
 }
 
 // Check says whether raw is past maxDepth or maxBytes, and why. It reads
@@ -136,16 +155,17 @@ func Depth(raw []byte) int {
 // boundApps bounds the specs of apps' rows, copying what it changes: the
 // rows may share their desired and observed state with the store's.
 func boundApps(apps []App) {
+	b := newBudget()
 	for i := range apps {
 		if d := apps[i].Desired; d != nil {
-			if s, left := bound(d.Spec); left {
+			if s := b.bound(d.Spec); !sameBytes(s, d.Spec) {
 				c := *d
 				c.Spec = s
 				apps[i].Desired = &c
 			}
 		}
 		if o := apps[i].Observed; o != nil && o.Local != nil {
-			if s, left := bound(o.Local.Spec); left {
+			if s := b.bound(o.Local.Spec); !sameBytes(s, o.Local.Spec) {
 				l, c := *o.Local, *o
 				l.Spec = s
 				c.Local = &l
@@ -153,4 +173,10 @@ func boundApps(apps []App) {
 			}
 		}
 	}
+}
+
+// sameBytes reports whether a and b are the same bytes in memory: bound
+// returns its argument itself when it keeps it.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -3,10 +3,12 @@ package read_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -137,5 +139,48 @@ func TestAnswersLeaveOutHostileSpecs(t *testing.T) {
 	// The store's rows are as they were: the answer changed copies.
 	if string(q.AppRows[0].Desired.Spec) != string(deep) || string(q.AppRows[1].Observed.Local.Spec) != string(deep) {
 		t.Error("answering changed the store's rows")
+	}
+}
+
+// TestAnswerBoundsItsSpecs: an audit answer of many large specs, each
+// within the limits, carries them until they reach MaxAnswerSpecBytes
+// together, and markers for the rest.
+func TestAnswerBoundsItsSpecs(t *testing.T) {
+	q := readtest.Fleet()
+	spec := readtest.WideSpec(600<<10, 8)
+	row := q.AuditRows[1]
+	row.Before, row.After = spec, spec
+	for i := range 40 {
+		row.Offset++
+		row.At = row.At.Add(-time.Second)
+		row.EventID = fmt.Sprintf("ev-%d", i)
+		q.AuditRows = append(q.AuditRows, row)
+	}
+	srv := httptest.NewServer(newHandler(q))
+	defer srv.Close()
+	c, err := read.NewClient(srv.URL, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := c.Audit(t.Context(), projector.AuditFilter{Limit: read.MaxAuditLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried, left := 0, 0
+	for _, r := range rows {
+		for _, raw := range []json.RawMessage{r.Before, r.After} {
+			if o, ok := read.Omitted(raw); ok {
+				if o.Reason != read.OmittedAnswer || o.Bytes != len(spec) {
+					t.Errorf("a marker %+v, want one of the answer's for %d bytes", o, len(spec))
+				}
+				left++
+				continue
+			}
+			carried += len(raw)
+		}
+	}
+	if carried > read.MaxAnswerSpecBytes || carried < read.MaxAnswerSpecBytes-2*len(spec) || left == 0 {
+		t.Errorf("the answer carries %d bytes of specs and leaves %d out: want up to %d, and some left out",
+			carried, left, read.MaxAnswerSpecBytes)
 	}
 }

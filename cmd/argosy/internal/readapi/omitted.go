@@ -20,6 +20,9 @@ func Omitted(raw json.RawMessage) string {
 	case o.Reason == read.OmittedDepth:
 		return fmt.Sprintf("too deep to show: %d levels, %d bytes (the read API answers with specs up to %d levels deep)",
 			o.Depth, o.Bytes, read.MaxSpecDepth)
+	case o.Reason == read.OmittedAnswer:
+		return fmt.Sprintf("left out of this answer: %d bytes, past what one answer carries (%d bytes of specs); ask for fewer entries to see it",
+			o.Bytes, read.MaxAnswerSpecBytes)
 	}
 	return fmt.Sprintf("too large to show: %d bytes (the read API answers with specs up to %d bytes)", o.Bytes, read.MaxSpecBytes)
 }
