@@ -76,7 +76,7 @@ func newBudget() *budget { return &budget{left: MaxAnswerSpecBytes} }
 // the limits or past what is left of the answer's budget, which a spec
 // it returns spends.
 func (b *budget) bound(raw json.RawMessage) json.RawMessage {
-	o, past := Check(raw, MaxSpecDepth, MaxSpecBytes)
+	o, past := check(raw, MaxSpecDepth, MaxSpecBytes)
 	switch {
 	case past:
 	case len(raw) > b.left:
@@ -93,9 +93,9 @@ func (b *budget) bound(raw json.RawMessage) json.RawMessage {
 	return m
 }
 
-// Check says whether raw is past maxDepth or maxBytes, and why. It reads
+// check says whether raw is past maxDepth or maxBytes, and why. It reads
 // raw once, without recursion, whatever its depth.
-func Check(raw []byte, maxDepth, maxBytes int) (OmittedSpec, bool) {
+func check(raw []byte, maxDepth, maxBytes int) (OmittedSpec, bool) {
 	o := OmittedSpec{Depth: Depth(raw), Bytes: len(raw)}
 	switch {
 	case o.Depth > maxDepth:
