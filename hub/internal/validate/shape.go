@@ -196,7 +196,7 @@ func yamlDepthBound(b []byte, limit int) (bound, line int) {
 			open, col = blockLevels(open, l, indent, limit)
 		}
 		var peak int
-		flow, quote, peak = scanLine(l[col:], flow, quote)
+		flow, quote, peak = scanLine(l[col:], flow, quote, limit-len(open))
 		if quote == 0 && flow == 0 && peak == 0 && blockHeader(l[col:]) {
 			block = indent
 		}
@@ -262,8 +262,8 @@ func indicator(l []byte, col int) bool {
 
 // scanLine follows a YAML line's quotes, comments and flow brackets. It
 // returns the open brackets and quote after the line, and the most
-// brackets open within it.
-func scanLine(l []byte, flow int, quote byte) (int, byte, int) {
+// brackets open within it; it stops as soon as more than room are open.
+func scanLine(l []byte, flow int, quote byte, room int) (int, byte, int) {
 	peak := flow
 	for i := 0; i < len(l); i++ {
 		c := l[i]
@@ -284,6 +284,9 @@ func scanLine(l []byte, flow int, quote byte) (int, byte, int) {
 		case c == '[' || c == '{':
 			flow++
 			peak = max(peak, flow)
+			if peak > room {
+				return flow, quote, peak
+			}
 		case c == ']' || c == '}':
 			flow = max(flow-1, 0)
 		}
