@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -65,5 +66,13 @@ func TestCheckEvent(t *testing.T) {
 		if (ae == nil && tc.status != 0) || (ae != nil && ae.status != tc.status) {
 			t.Errorf("eventError(%v) = %v, want %d", tc.err, ae, tc.status)
 		}
+	}
+}
+
+// TestEventLimitIsTheLogs holds the limit the API documents to the one the
+// events package enforces.
+func TestEventLimitIsTheLogs(t *testing.T) {
+	if api.MaxEventBytes != events.MaxEventBytes {
+		t.Errorf("api.MaxEventBytes %d, events.MaxEventBytes %d", api.MaxEventBytes, events.MaxEventBytes)
 	}
 }
