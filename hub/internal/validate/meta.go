@@ -54,6 +54,9 @@ func checkName(verr *Error, field, name string) {
 // back, not the value.
 func checkLabels(verr *Error, labels map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if verr.full() {
+			return
+		}
 		f := "metadata.labels[" + k + "]"
 		for _, e := range metavalidation.ValidateLabelName(k, field.NewPath("metadata", "labels")) {
 			verr.add(f, "the key is not a Kubernetes label's: %s", e.Detail)
@@ -69,6 +72,9 @@ func checkLabels(verr *Error, labels map[string]string) {
 // Kubernetes' ValidateAnnotations.
 func checkAnnotations(verr *Error, annotations map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		if verr.full() {
+			break
+		}
 		for _, e := range apivalidation.ValidateAnnotations(map[string]string{k: ""}, field.NewPath("metadata", "annotations")) {
 			verr.add("metadata.annotations["+k+"]", "the key is not a Kubernetes annotation's: %s", e.Detail)
 		}

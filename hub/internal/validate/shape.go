@@ -57,7 +57,9 @@ func (e *shapeError) fieldError() FieldError {
 // frame is one open object or array of checkJSON's walk.
 type frame struct {
 	object bool
-	// key is the object's current key; index the array's current element.
+	// key is an object's current key, and keys all it has had; index is
+	// an array's current element, and for an object 1 while the value of
+	// its key is read, 0 while a key is awaited.
 	key   string
 	index int
 	keys  map[string]struct{}
@@ -156,10 +158,7 @@ func jsonPath(stack []frame) string {
 	if s == "" {
 		return "(manifest)"
 	}
-	if len(s) > maxPathBytes {
-		s = s[:maxPathBytes/2] + "…" + s[len(s)-maxPathBytes/2:]
-	}
-	return s
+	return clip(s, maxPathBytes)
 }
 
 // yamlDepthBound bounds the nesting of a YAML document from above without

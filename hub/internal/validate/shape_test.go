@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +201,67 @@ func BenchmarkDepth(b *testing.B) {
 			for b.Loop() {
 				if _, err := Application(m, "argocd"); (err == nil) != (name == "json-at-limit") {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// wide is about n bytes of Application: its labels (label true) or its
+// spec.sources (false) as many as fit, each of them wrong.
+func wide(n int, labels bool) []byte {
+	var b bytes.Buffer
+	if labels {
+		b.WriteString(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"a","labels":{`)
+		for i := 0; b.Len() < n-200; i++ {
+			fmt.Fprintf(&b, `"-%d":"-",`, i)
+		}
+		b.WriteString(`"z":"z"}},"spec":{"project":"p","destination":{"name":"n"},"source":{"repoURL":"x"}}}`)
+		return b.Bytes()
+	}
+	b.WriteString(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"a"},"spec":{"project":"p","destination":{"name":"n"},"sources":[`)
+	for b.Len() < n-10 {
+		b.WriteString(`{},`)
+	}
+	b.WriteString(`{}]}}`)
+	return b.Bytes()
+}
+
+// TestErrorIsBounded checks that a manifest wrong in tens of thousands of
+// places gets an answer of a few KiB, not fifty times its own size.
+func TestErrorIsBounded(t *testing.T) {
+	for name, m := range map[string][]byte{
+		"labels":  wide(api.MaxBodyBytes/8, true),
+		"sources": wide(api.MaxBodyBytes/8, false),
+		"a long unknown key": []byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"a"},"spec":{"` +
+			strings.Repeat("k", api.MaxBodyBytes/8) + `":1}}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Application(m, "argocd")
+			ve, ok := err.(*Error) //nolint:errorlint // returned unwrapped
+			if !ok {
+				t.Fatalf("error %.300v, want an *Error", err)
+			}
+			if n := len(err.Error()); n > 16<<10 || len(ve.Fields) > maxFields {
+				t.Errorf("%d fields, %d bytes: %.300s", len(ve.Fields), n, err)
+			}
+			if name != "a long unknown key" && !ve.More {
+				t.Errorf("%d fields listed, and none said to be left out", len(ve.Fields))
+			}
+		})
+	}
+}
+
+// BenchmarkWide measures the refusal of a 2 MiB manifest wrong in every
+// one of its hundreds of thousands of labels or sources.
+func BenchmarkWide(b *testing.B) {
+	for name, m := range map[string][]byte{"labels": wide(api.MaxBodyBytes, true), "sources": wide(api.MaxBodyBytes, false)} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(m)))
+			for b.Loop() {
+				if _, err := Application(m, "argocd"); err == nil {
+					b.Fatal("accepted")
 				}
 			}
 		})

@@ -56,21 +56,66 @@ type FieldError struct {
 	Reason string
 }
 
-// Error is a rejected manifest: every wrong field found.
+// Error is a rejected manifest: the wrong fields found, up to maxFields.
 type Error struct {
 	Fields []FieldError
+	// More is set when more fields were wrong than Fields lists.
+	More bool
 }
 
+// maxFields bounds the fields an Error lists: a 2 MiB manifest may hold
+// a hundred thousand wrong labels, and an answer naming each would be
+// fifty times its size.
+const maxFields = 20
+
 func (e *Error) Error() string {
-	parts := make([]string, 0, len(e.Fields))
+	parts := make([]string, 0, len(e.Fields)+1)
 	for _, f := range e.Fields {
 		parts = append(parts, f.Field+": "+f.Reason)
+	}
+	if e.More {
+		parts = append(parts, fmt.Sprintf("and more: only the first %d problems are listed", maxFields))
 	}
 	return strings.Join(parts, "; ")
 }
 
 func (e *Error) add(field, format string, args ...any) {
-	e.Fields = append(e.Fields, FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	e.addField(FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+// addField adds f, its field and reason shortened past what anyone reads:
+// both may quote what the caller sent (an unknown key, a URL).
+func (e *Error) addField(f FieldError) {
+	if e.full() {
+		return
+	}
+	f.Field, f.Reason = clip(f.Field, maxFieldBytes), clip(f.Reason, maxReasonBytes)
+	e.Fields = append(e.Fields, f)
+}
+
+// The longest field and reason an Error says: a label's key may be 317
+// bytes long, and is named whole.
+const (
+	maxFieldBytes  = 512
+	maxReasonBytes = 1024
+)
+
+// clip keeps the start and the end of s past n bytes.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n/2] + "…" + s[len(s)-n/2:]
+}
+
+// full reports whether the error lists all it will, and marks it as
+// having more: a check that finds it full may stop looking.
+func (e *Error) full() bool {
+	if len(e.Fields) < maxFields {
+		return false
+	}
+	e.More = true
+	return true
 }
 
 func (e *Error) err() error {
@@ -118,6 +163,9 @@ func Application(manifest []byte, defaultNamespace string) (*App, error) {
 		verr.add("spec.sources", "give spec.source or spec.sources, not both")
 	}
 	for i, src := range spec.GetSources() {
+		if verr.full() {
+			break
+		}
 		field := "spec.source"
 		if len(spec.Sources) > 0 {
 			field = fmt.Sprintf("spec.sources[%d]", i)
@@ -154,6 +202,9 @@ func AppProject(manifest []byte, defaultNamespace string) (*Project, error) {
 	}
 	checkMeta(verr, p.Name, raw)
 	for i, repo := range p.Spec.SourceRepos {
+		if verr.full() {
+			break
+		}
 		checkRepoURL(verr, fmt.Sprintf("spec.sourceRepos[%d]", i), repo)
 	}
 	if err := verr.err(); err != nil {
@@ -270,7 +321,7 @@ func decode(manifest []byte, kind string, v any, schema func(any) []FieldError) 
 	if err != nil {
 		var se *shapeError
 		if errors.As(err, &se) {
-			verr.Fields = append(verr.Fields, se.fieldError())
+			verr.addField(se.fieldError())
 			return nil, verr
 		}
 		verr.add("(manifest)", "%v", err)
@@ -311,7 +362,9 @@ func decode(manifest []byte, kind string, v any, schema func(any) []FieldError) 
 		verr.add("(manifest)", "%v", err)
 		return nil, verr
 	}
-	verr.Fields = append(verr.Fields, schema(doc)...)
+	for _, f := range schema(doc) {
+		verr.addField(f)
+	}
 	if verr.err() != nil {
 		return nil, verr
 	}
