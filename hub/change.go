@@ -31,6 +31,20 @@ type change struct {
 	build func(ctx context.Context, cur entry, exists bool) (*pending, error)
 }
 
+// checked builds the change's event and checks that the log would take
+// it (checkEvent), so that an event the caller's input makes too large is
+// the caller's error, decided before anything is written.
+func (ch change) checked(ctx context.Context, cur entry, exists bool) (*pending, error) {
+	p, err := ch.build(ctx, cur, exists)
+	if err != nil || p == nil {
+		return p, err
+	}
+	if err := checkEvent(ctx, p.event); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // idNamespace derives the event ids of idempotent writes.
 var idNamespace = uuid.MustParse("6f6d8b8e-5a4e-4c2b-9a7e-61726773792e")
 
@@ -57,7 +71,7 @@ func (s *Server) commit(ctx context.Context, c *call, changes []change) (*api.Re
 		res.DryRun = true
 		for _, ch := range changes {
 			cur, ok := s.ledger.get(ch.key)
-			p, err := ch.build(ctx, cur, ok)
+			p, err := ch.checked(ctx, cur, ok)
 			if err != nil {
 				return nil, err
 			}
@@ -115,7 +129,7 @@ func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []ch
 				continue
 			}
 			cur, ok := s.ledger.get(ch.key)
-			pd, err := ch.build(ctx, cur, ok)
+			pd, err := ch.checked(ctx, cur, ok)
 			if err != nil {
 				return nil, err
 			}
@@ -268,4 +282,50 @@ func (s *Server) allowChange(p *principal, action, cluster string, cur entry, ex
 func (s *Server) allowProjectChange(p *principal, action, cluster, project string) error {
 	cl, _ := s.ledger.get(cluster)
 	return p.allow(action, cluster, cl.labels, project)
+}
+
+// eventHeadroom is what an event grows by after the hub decides it: its
+// signature, its trace context and, on the desired-state topic's copy, the
+// config offset. A change whose event would not fit with it is refused
+// before anything is written.
+const eventHeadroom = 2 << 10
+
+// checkEvent refuses an event the caller's input makes unfit for the log,
+// as publishing it would, but as the caller's error and before anything is
+// written: 413 for an event over events.MaxEventBytes, 400 for one its
+// schema refuses.
+func checkEvent(ctx context.Context, e *event.Event) error {
+	if err := events.ValidateData(e.Type(), e.Data()); err != nil {
+		return eventError(fmt.Errorf("%s: %w", e.Type(), err))
+	}
+	r, err := events.EventRecord(ctx, e)
+	if err != nil {
+		return fmt.Errorf("event %s: %w", e.Type(), err)
+	}
+	if n := events.RecordSize(r) + eventHeadroom; n > events.MaxEventBytes {
+		return tooLarge(fmt.Sprintf("the event this request makes (%s) would be %d bytes with the %d KiB the hub adds as it signs it: "+
+			"over the limit of %d bytes (%d KiB) on one event", e.Type(), n, eventHeadroom>>10, events.MaxEventBytes, events.MaxEventBytes>>10))
+	}
+	return nil
+}
+
+func tooLarge(msg string) *apiError {
+	return &apiError{status: http.StatusRequestEntityTooLarge, body: api.Error{Error: msg,
+		Hint: "make the manifest smaller: large Helm values belong in a values file in the repository, large data not in annotations"}}
+}
+
+// eventError is the answer to a write whose event the log would refuse
+// (events.ErrOversized, events.ErrSchema): the request's input made it,
+// so it is the caller's to change, not a 500. Any other error is nil.
+func eventError(err error) *apiError {
+	switch {
+	case errors.Is(err, events.ErrOversized):
+		return tooLarge(fmt.Sprintf("the event this request makes is over the limit of %d bytes (%d KiB) on one event: %v",
+			events.MaxEventBytes, events.MaxEventBytes>>10, err))
+	case errors.Is(err, events.ErrSchema):
+		return &apiError{status: http.StatusBadRequest, body: api.Error{
+			Error: fmt.Sprintf("the event this request makes does not fit its schema: %v", err),
+			Hint:  "the schema names the field; the hub's own checks should have caught it, so please report it too"}}
+	}
+	return nil
 }

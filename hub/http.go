@@ -213,6 +213,8 @@ func (s *Server) classify(ctx context.Context, err error) *apiError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case eventError(err) != nil:
+		return eventError(err)
 	case errors.Is(err, errDenied):
 		return failf(http.StatusForbidden, "%v", err)
 	case errors.Is(err, ErrBusy), errors.Is(err, ErrUnsettled):

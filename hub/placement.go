@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -118,6 +119,11 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 	}
 	key := app.Namespace + "/" + app.Name
 	c.target = "placements/" + key
+	want := schemas.PlacementUpserted{Namespace: app.Namespace, Name: app.Name, Selector: sel.String(),
+		Prune: req.Prune, Project: app.Project, Labels: app.Labels, Annotations: app.Annotations, Spec: app.Spec, Commit: commit}
+	if err := s.placedFits(r.Context(), want, sel); err != nil {
+		return nil, err
+	}
 	return s.writePlacement(r.Context(), c, key, func(cur placement, exists bool) (*pending, error) {
 		gen, err := generationFor(req.ExpectedGeneration, entry{generation: cur.Generation, deleted: cur.deleted}, exists, "placement "+key)
 		if err != nil {
@@ -130,8 +136,8 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 				return nil, err
 			}
 		}
-		data := schemas.PlacementUpserted{Namespace: app.Namespace, Name: app.Name, Generation: gen, Selector: sel.String(),
-			Prune: req.Prune, Project: app.Project, Labels: app.Labels, Annotations: app.Annotations, Spec: app.Spec, Commit: commit}
+		data := want
+		data.Generation = gen
 		return s.placementEvent(events.TypePlacementUpserted, key, data, &placement{PlacementUpserted: data, selector: sel})
 	})
 }
@@ -173,6 +179,20 @@ func (s *Server) deletePlacement(r *http.Request, c *call) (any, error) {
 	})
 }
 
+// longestCluster is a cluster's name as long as a DNS-1123 label may be.
+var longestCluster = strings.Repeat("c", 63)
+
+// placedFits checks that the Applications a placement writes fit in the
+// log, on a cluster with the longest name one may have: the placer writes
+// them later, when a refusal would reach no caller.
+func (s *Server) placedFits(ctx context.Context, want schemas.PlacementUpserted, sel labels.Selector) error {
+	p, err := s.placer.build(placement{PlacementUpserted: want, selector: sel}, longestCluster, true, entry{}, false)
+	if err != nil {
+		return err
+	}
+	return checkEvent(ctx, p.event)
+}
+
 func (s *Server) placementEvent(typ, key string, data any, p *placement) (*pending, error) {
 	ev, err := events.New(Source, typ, "placements/"+key, key, data)
 	if err != nil {
@@ -187,10 +207,13 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 	if err := s.signingErr(); err != nil {
 		return nil, err
 	}
-	decide := func(context.Context) ([]pending, error) {
+	decide := func(ctx context.Context) ([]pending, error) {
 		cur, ok := s.ledger.placement(key)
 		p, err := build(cur, ok)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkEvent(ctx, p.event); err != nil {
 			return nil, err
 		}
 		if c.idempotencyKey != "" {

@@ -17,4 +17,10 @@ const (
 	// MaxAnnotationsBytes bounds the total size of an object's annotations
 	// (keys and values), as Kubernetes' own apiserver does.
 	MaxAnnotationsBytes = 256 << 10
+	// MaxEventBytes bounds the event one change of an object makes on the
+	// log (the events package's limit on one event on the wire, of which
+	// the hub keeps 2 KiB for what it adds as it signs): a manifest whose
+	// event would be larger is answered 413 saying its size and the limit,
+	// before anything is written.
+	MaxEventBytes = 512 << 10
 )

@@ -78,7 +78,9 @@ func crdSchema(name string, crd []byte) func(doc any) []FieldError {
 		if !ok {
 			return []FieldError{{Field: "(manifest)", Reason: err.Error()}}
 		}
-		return leaves(ve)
+		var out []FieldError
+		leaves(ve, &out)
+		return out
 	}
 }
 
@@ -117,24 +119,26 @@ func toJSONSchema(s map[string]any) map[string]any {
 	return s
 }
 
-// leaves returns the innermost causes of a validation error, each at the
-// JSON path of the field it is about.
-func leaves(ve *jsonschema.ValidationError) []FieldError {
+// leaves appends the innermost causes of a validation error to out, each
+// at the JSON path of the field it is about, up to one more than
+// maxFields (which tells the Error it has more).
+func leaves(ve *jsonschema.ValidationError, out *[]FieldError) {
+	if len(*out) > maxFields {
+		return
+	}
 	if len(ve.Causes) == 0 {
 		if req, ok := ve.ErrorKind.(*kind.Required); ok {
-			out := make([]FieldError, 0, len(req.Missing))
 			for _, m := range req.Missing {
-				out = append(out, FieldError{Field: path(append(slices.Clone(ve.InstanceLocation), m)), Reason: "required"})
+				*out = append(*out, FieldError{Field: path(append(slices.Clone(ve.InstanceLocation), m)), Reason: "required"})
 			}
-			return out
+			return
 		}
-		return []FieldError{{Field: path(ve.InstanceLocation), Reason: ve.ErrorKind.LocalizedString(english)}}
+		*out = append(*out, FieldError{Field: path(ve.InstanceLocation), Reason: ve.ErrorKind.LocalizedString(english)})
+		return
 	}
-	var out []FieldError
 	for _, c := range ve.Causes {
-		out = append(out, leaves(c)...)
+		leaves(c, out)
 	}
-	return out
 }
 
 // path writes an instance location as a JSON path: spec.sources[0].repoURL.

@@ -14,6 +14,15 @@
 // takes with it), and labels and annotations under argosy.dev/, which
 // Argosy sets itself (the generation, the placement, the source commit).
 //
+// Before anything parses a manifest recursively, its shape is checked in
+// one pass, in time and memory linear in it: nothing may nest deeper than
+// api.MaxDepth, and no key may be given twice (which the conversion from
+// YAML would otherwise settle silently, the last one winning). Names,
+// labels and annotations are held to Kubernetes' own rules, with
+// apimachinery's validation, so what the hub accepts an apiserver accepts
+// too; and a repository URL may not carry credentials, which a manifest
+// would store and show in the clear.
+//
 // It is the only package that links Argo CD's module (see docs/hub.md); the
 // argosy CLI and the spoke never do.
 package validate
@@ -26,11 +35,15 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/argosyproj/argosy/hub/api"
 )
 
 // APIVersion is the only version of Argo CD's kinds the hub accepts.
@@ -43,21 +56,66 @@ type FieldError struct {
 	Reason string
 }
 
-// Error is a rejected manifest: every wrong field found.
+// Error is a rejected manifest: the wrong fields found, up to maxFields.
 type Error struct {
 	Fields []FieldError
+	// More is set when more fields were wrong than Fields lists.
+	More bool
 }
 
+// maxFields bounds the fields an Error lists: a 2 MiB manifest may hold
+// a hundred thousand wrong labels, and an answer naming each would be
+// fifty times its size.
+const maxFields = 20
+
 func (e *Error) Error() string {
-	parts := make([]string, 0, len(e.Fields))
+	parts := make([]string, 0, len(e.Fields)+1)
 	for _, f := range e.Fields {
 		parts = append(parts, f.Field+": "+f.Reason)
+	}
+	if e.More {
+		parts = append(parts, fmt.Sprintf("and more: only the first %d problems are listed", maxFields))
 	}
 	return strings.Join(parts, "; ")
 }
 
 func (e *Error) add(field, format string, args ...any) {
-	e.Fields = append(e.Fields, FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	e.addField(FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+// addField adds f, its field and reason shortened past what anyone reads:
+// both may quote what the caller sent (an unknown key, a URL).
+func (e *Error) addField(f FieldError) {
+	if e.full() {
+		return
+	}
+	f.Field, f.Reason = clip(f.Field, maxFieldBytes), clip(f.Reason, maxReasonBytes)
+	e.Fields = append(e.Fields, f)
+}
+
+// The longest field and reason an Error says: a label's key may be 317
+// bytes long, and is named whole.
+const (
+	maxFieldBytes  = 512
+	maxReasonBytes = 1024
+)
+
+// clip keeps the start and the end of s past n bytes.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n/2] + "…" + s[len(s)-n/2:]
+}
+
+// full reports whether the error lists all it will, and marks it as
+// having more: a check that finds it full may stop looking.
+func (e *Error) full() bool {
+	if len(e.Fields) < maxFields {
+		return false
+	}
+	e.More = true
+	return true
 }
 
 func (e *Error) err() error {
@@ -95,6 +153,8 @@ func Application(manifest []byte, defaultNamespace string) (*App, error) {
 	spec := a.Spec
 	if spec.Project == "" {
 		verr.add("spec.project", "required: the AppProject the Application belongs to (default for Argo CD's default project)")
+	} else {
+		checkName(verr, "spec.project", spec.Project)
 	}
 	switch {
 	case spec.Source == nil && len(spec.Sources) == 0:
@@ -103,6 +163,9 @@ func Application(manifest []byte, defaultNamespace string) (*App, error) {
 		verr.add("spec.sources", "give spec.source or spec.sources, not both")
 	}
 	for i, src := range spec.GetSources() {
+		if verr.full() {
+			break
+		}
 		field := "spec.source"
 		if len(spec.Sources) > 0 {
 			field = fmt.Sprintf("spec.sources[%d]", i)
@@ -110,6 +173,7 @@ func Application(manifest []byte, defaultNamespace string) (*App, error) {
 		if src.RepoURL == "" {
 			verr.add(field+".repoURL", "required: the repository (or Helm registry) to deploy from")
 		}
+		checkRepoURL(verr, field+".repoURL", src.RepoURL)
 	}
 	d := spec.Destination
 	switch {
@@ -137,6 +201,12 @@ func AppProject(manifest []byte, defaultNamespace string) (*Project, error) {
 		return nil, verr
 	}
 	checkMeta(verr, p.Name, raw)
+	for i, repo := range p.Spec.SourceRepos {
+		if verr.full() {
+			break
+		}
+		checkRepoURL(verr, fmt.Sprintf("spec.sourceRepos[%d]", i), repo)
+	}
 	if err := verr.err(); err != nil {
 		return nil, err
 	}
@@ -189,11 +259,6 @@ func Permitted(app *App, projectSpec json.RawMessage) error {
 
 var errUnknowable = errors.New("the project's own clusters are known only on the cluster")
 
-var (
-	dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	dns1123Label     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-)
-
 // serverSet are the metadata fields the cluster sets.
 var serverSet = []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "ownerReferences",
 	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
@@ -206,15 +271,16 @@ func checkMeta(verr *Error, name string, raw map[string]json.RawMessage) {
 		verr.add("metadata", "required: an object with at least a name")
 		return
 	}
-	switch {
-	case name == "":
+	if name == "" {
 		verr.add("metadata.name", "required")
-	case len(name) > 253 || !dns1123Subdomain.MatchString(name):
-		verr.add("metadata.name", "%q is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')", name)
+	} else {
+		checkName(verr, "metadata.name", name)
 	}
 	var ns string
-	if v, ok := meta["namespace"]; ok && json.Unmarshal(v, &ns) == nil && ns != "" && (len(ns) > 63 || !dns1123Label.MatchString(ns)) {
-		verr.add("metadata.namespace", "%q is not a DNS-1123 label", ns)
+	if v, ok := meta["namespace"]; ok && json.Unmarshal(v, &ns) == nil && ns != "" {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			verr.add("metadata.namespace", "%s is not a namespace's name (a DNS-1123 label): %s", quoted(ns), strings.Join(msgs, "; "))
+		}
 	}
 	for _, f := range serverSet {
 		if _, ok := meta[f]; ok {
@@ -225,7 +291,7 @@ func checkMeta(verr *Error, name string, raw map[string]json.RawMessage) {
 		verr.add("metadata.finalizers", "the hub does not write finalizers: argosy app delete --cascade decides whether a deletion takes the Application's resources with it")
 	}
 	for _, field := range []string{"labels", "annotations"} {
-		var m map[string]json.RawMessage
+		var m map[string]string
 		if json.Unmarshal(meta[field], &m) != nil {
 			continue // the strict decode reports a map of the wrong shape
 		}
@@ -233,6 +299,11 @@ func checkMeta(verr *Error, name string, raw map[string]json.RawMessage) {
 			if strings.HasPrefix(k, ReservedPrefix) {
 				verr.add("metadata."+field+"["+k+"]", "reserved: Argosy sets its own %s labels and annotations (the generation, the placement, the source commit, which --commit-time sends)", ReservedPrefix)
 			}
+		}
+		if field == "labels" {
+			checkLabels(verr, m)
+		} else {
+			checkAnnotations(verr, m)
 		}
 	}
 }
@@ -246,9 +317,14 @@ const ReservedPrefix = "argosy.dev/"
 // fields as JSON.
 func decode(manifest []byte, kind string, v any, schema func(any) []FieldError) (map[string]json.RawMessage, *Error) {
 	verr := &Error{}
-	j, err := yaml.YAMLToJSON(manifest)
+	j, err := toJSON(manifest)
 	if err != nil {
-		verr.add("(manifest)", "not YAML or JSON: %v", err)
+		var se *shapeError
+		if errors.As(err, &se) {
+			verr.addField(se.fieldError())
+			return nil, verr
+		}
+		verr.add("(manifest)", "%v", err)
 		return nil, verr
 	}
 	var raw map[string]json.RawMessage
@@ -286,7 +362,9 @@ func decode(manifest []byte, kind string, v any, schema func(any) []FieldError) 
 		verr.add("(manifest)", "%v", err)
 		return nil, verr
 	}
-	verr.Fields = append(verr.Fields, schema(doc)...)
+	for _, f := range schema(doc) {
+		verr.addField(f)
+	}
 	if verr.err() != nil {
 		return nil, verr
 	}
@@ -299,6 +377,46 @@ func decode(manifest []byte, kind string, v any, schema func(any) []FieldError) 
 	}
 	return raw, verr
 }
+
+// toJSON converts a manifest to JSON once its shape is checked: JSON is
+// read token by token first; YAML is bounded without parsing, then parsed
+// (refusing a key given twice) and its JSON read as JSON is.
+func toJSON(manifest []byte) ([]byte, error) {
+	err := checkJSON(manifest)
+	var se *shapeError
+	switch {
+	case errors.As(err, &se):
+		return nil, err
+	case err != nil:
+		if bound, line := yamlDepthBound(manifest, yamlCeiling); bound > yamlCeiling {
+			return nil, fmt.Errorf("nested too deep by line %d: the limit is %d levels of objects and arrays, counted from the manifest's top; flatten it", line, api.MaxDepth)
+		}
+	}
+	j, yerr := yaml.YAMLToJSONStrict(manifest)
+	if yerr != nil {
+		if m := yamlDupRe.FindStringSubmatch(yerr.Error()); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			key, uerr := strconv.Unquote(m[2])
+			if uerr != nil {
+				key = m[2]
+			}
+			if p := yamlKeyPath(manifest, line, key); p != "" {
+				return nil, &shapeError{kind: errDuplicate, field: p}
+			}
+			return nil, fmt.Errorf("line %d: key %s given twice: give each field once (the later value would otherwise silently win)", line, quoted(key))
+		}
+		return nil, fmt.Errorf("not YAML or JSON: %w", yerr)
+	}
+	if err != nil { // YAML: its JSON holds no key twice, but may nest too deep
+		if err := checkJSON(j); err != nil {
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+// yamlDupRe reads the YAML parser's error for a key given twice.
+var yamlDupRe = regexp.MustCompile(`line (\d+): key (.*) already set in map`)
 
 func compact(b json.RawMessage) (json.RawMessage, error) {
 	var buf bytes.Buffer

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 const goodApp = `apiVersion: argoproj.io/v1alpha1
@@ -194,34 +192,6 @@ func TestCRDsAreArgoCDs(t *testing.T) {
 			t.Errorf("crds/%s differs from Argo CD's: run go generate ./hub/...", file)
 		}
 	}
-}
-
-// FuzzApplication checks that no manifest makes validation panic, and
-// that an accepted Application, written back as a manifest, validates to
-// the same App.
-func FuzzApplication(f *testing.F) {
-	f.Add([]byte(goodApp))
-	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"a"},"spec":{"project":"p","sources":[{"repoURL":"x"}],"destination":{"name":"n"}}}`))
-	f.Add([]byte(`kind: Application`))
-	f.Fuzz(func(t *testing.T, m []byte) {
-		app, err := Application(m, "argocd")
-		if err != nil {
-			return
-		}
-		back, err := json.Marshal(map[string]any{"apiVersion": APIVersion, "kind": "Application",
-			"metadata": map[string]any{"name": app.Name, "namespace": app.Namespace, "labels": app.Labels, "annotations": app.Annotations},
-			"spec":     app.Spec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := Application(back, "argocd")
-		if err != nil {
-			t.Fatalf("accepted %q, then refused it written back: %v", m, err)
-		}
-		if diff := cmp.Diff(app, again); diff != "" {
-			t.Errorf("round trip (-first +again):\n%s", diff)
-		}
-	})
 }
 
 func BenchmarkApplication(b *testing.B) {
