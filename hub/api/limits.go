@@ -14,6 +14,13 @@ const (
 	// array one level more). Deeper input is answered 400 naming the
 	// field where it went past the limit.
 	MaxDepth = 100
+	// MaxValues bounds how many keys and values (scalars, objects and
+	// arrays alike) one manifest holds: reading a value costs the hub far
+	// more than its bytes, so a 2 MiB body of a hundred thousand short
+	// keys would cost hundreds of megabytes to refuse. A larger manifest
+	// is answered 400; Helm values that large belong in a values file in
+	// the repository.
+	MaxValues = 50000
 	// MaxAnnotationsBytes bounds the total size of an object's annotations
 	// (keys and values), as Kubernetes' own apiserver does.
 	MaxAnnotationsBytes = 256 << 10

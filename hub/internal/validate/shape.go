@@ -34,6 +34,7 @@ const yamlCeiling = 4 * api.MaxDepth
 var (
 	errTooDeep   = errors.New("too deep")
 	errDuplicate = errors.New("duplicate key")
+	errTooMany   = errors.New("too many values")
 )
 
 // shapeError is a field of the manifest that checkJSON refuses.
@@ -51,6 +52,10 @@ func (e *shapeError) fieldError() FieldError {
 		return FieldError{Field: e.field, Reason: fmt.Sprintf("nested deeper than %d levels (objects and arrays, counted from the manifest's top): "+
 			"flatten it, or give a deeply nested Helm value as a values file in the repository", api.MaxDepth)}
 	}
+	if errors.Is(e.kind, errTooMany) {
+		return FieldError{Field: e.field, Reason: fmt.Sprintf("the manifest holds more than %d keys and values (this one is past the limit): "+
+			"give large Helm values as a values file in the repository", api.MaxValues)}
+	}
 	return FieldError{Field: e.field, Reason: "given twice: give each field once (a manifest's later value would otherwise silently win)"}
 }
 
@@ -66,20 +71,26 @@ type frame struct {
 }
 
 // checkJSON reads one JSON document token by token, refusing a value
-// nested deeper than api.MaxDepth or a key given twice in an object, each
-// with the field's path. Time and memory are linear in the input; a
+// nested deeper than api.MaxDepth, a key given twice in an object, or
+// more than api.MaxValues keys and values in all, each with the field's
+// path. Time and memory are linear in the input; a
 // refusal stops reading where it is. An error that is not a *shapeError
 // means the input is not one JSON document.
 func checkJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var stack []frame
-	for {
+	for values := 0; ; {
 		tok, err := dec.Token()
 		if err != nil {
 			return fmt.Errorf("validate: not JSON: %w", err)
 		}
 		delim, isDelim := tok.(json.Delim)
+		if !isDelim || delim == '{' || delim == '[' {
+			if values++; values > api.MaxValues {
+				return &shapeError{kind: errTooMany, field: jsonPath(stack)}
+			}
+		}
 		switch {
 		case isDelim && (delim == '}' || delim == ']'):
 			stack = stack[:len(stack)-1]
@@ -205,6 +216,27 @@ func yamlDepthBound(b []byte, limit int) (bound, line int) {
 		}
 	}
 	return bound, 0
+}
+
+// yamlValuesBound bounds from above, without parsing, how many keys and
+// values a YAML document holds: each line with content holds at most one
+// key or value in block context, and flow context separates the rest by
+// commas. It counts commas in quoted scalars and comments too, so it can
+// only overcount.
+func yamlValuesBound(b []byte) int {
+	n := bytes.Count(b, []byte(","))
+	for len(b) > 0 {
+		l := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			l, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if t := bytes.TrimSpace(l); len(t) > 0 && t[0] != '#' {
+			n++
+		}
+	}
+	return n
 }
 
 // level is an open level of block context: the column of its nodes, and

@@ -3,6 +3,7 @@ package validate
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -231,8 +232,9 @@ func wide(n int, labels bool) []byte {
 // places gets an answer of a few KiB, not fifty times its own size.
 func TestErrorIsBounded(t *testing.T) {
 	for name, m := range map[string][]byte{
-		"labels":  wide(api.MaxBodyBytes/8, true),
-		"sources": wide(api.MaxBodyBytes/8, false),
+		// Within api.MaxValues: about 9,000 labels, 34,000 sources.
+		"labels":  wide(100<<10, true),
+		"sources": wide(100<<10, false),
 		"a long unknown key": []byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"a"},"spec":{"` +
 			strings.Repeat("k", api.MaxBodyBytes/8) + `":1}}`),
 	} {
@@ -252,16 +254,65 @@ func TestErrorIsBounded(t *testing.T) {
 	}
 }
 
+// TestTooManyValues checks that a manifest of more than api.MaxValues keys
+// and values is refused, in JSON by the walk that counts them and in YAML
+// by the bound that counts lines and commas before any parsing, naming
+// the limit.
+func TestTooManyValues(t *testing.T) {
+	var y bytes.Buffer
+	y.WriteString("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: a\n  labels:\n")
+	for i := range api.MaxValues + 10 {
+		fmt.Fprintf(&y, "    k%d: v\n", i)
+	}
+	var flow bytes.Buffer
+	flow.WriteString("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec: {project: p, x: [")
+	flow.WriteString(strings.Repeat("1,", 2*api.MaxValues+1))
+	flow.WriteString("1]}\n")
+	for name, m := range map[string][]byte{
+		"json":      wideValues(api.MaxValues),
+		"yaml":      y.Bytes(),
+		"yaml flow": flow.Bytes(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Application(m, "argocd")
+			if err == nil || !strings.Contains(err.Error(), strconv.Itoa(api.MaxValues)) {
+				t.Fatalf("%d bytes: %.300v, want a refusal naming the limit of %d values", len(m), err, api.MaxValues)
+			}
+		})
+	}
+	if _, err := Application(wideValues(api.MaxValues/2-100), "argocd"); err != nil {
+		t.Errorf("a manifest within the limit: %.300v", err)
+	}
+}
+
+// wideValues is an Application whose Helm valuesObject holds n keys, each
+// with a number: 2n keys and values.
+func wideValues(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"w"},"spec":{"project":"default",` +
+		`"destination":{"server":"https://kubernetes.default.svc","namespace":"x"},"source":{"repoURL":"https://example.com/r.git","helm":{"valuesObject":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":%d`, i, i)
+	}
+	b.WriteString(`}}}}}`)
+	return b.Bytes()
+}
+
 // BenchmarkWide measures the refusal of a 2 MiB manifest wrong in every
-// one of its hundreds of thousands of labels or sources.
+// one of its hundreds of thousands of labels or sources, and the
+// acceptance of the widest manifest within api.MaxValues.
 func BenchmarkWide(b *testing.B) {
-	for name, m := range map[string][]byte{"labels": wide(api.MaxBodyBytes, true), "sources": wide(api.MaxBodyBytes, false)} {
+	for name, m := range map[string][]byte{"labels": wide(api.MaxBodyBytes, true), "sources": wide(api.MaxBodyBytes, false),
+		"accepted": wideValues(api.MaxValues/2 - 100)} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(m)))
 			for b.Loop() {
-				if _, err := Application(m, "argocd"); err == nil {
-					b.Fatal("accepted")
+				if _, err := Application(m, "argocd"); (err == nil) != (name == "accepted") {
+					b.Fatal(err)
 				}
 			}
 		})

@@ -379,18 +379,26 @@ func decode(manifest []byte, kind string, v any, schema func(any) []FieldError) 
 }
 
 // toJSON converts a manifest to JSON once its shape is checked: JSON is
-// read token by token first; YAML is bounded without parsing, then parsed
-// (refusing a key given twice) and its JSON read as JSON is.
+// read token by token and taken as it is, never through the YAML parser,
+// which costs several times more per value; YAML is bounded without
+// parsing, then parsed (refusing a key given twice) and its JSON read as
+// JSON is.
 func toJSON(manifest []byte) ([]byte, error) {
 	err := checkJSON(manifest)
 	var se *shapeError
 	switch {
+	case err == nil:
+		return manifest, nil
 	case errors.As(err, &se):
 		return nil, err
-	case err != nil:
-		if bound, line := yamlDepthBound(manifest, yamlCeiling); bound > yamlCeiling {
-			return nil, fmt.Errorf("nested too deep by line %d: the limit is %d levels of objects and arrays, counted from the manifest's top; flatten it", line, api.MaxDepth)
-		}
+	}
+	if bound, line := yamlDepthBound(manifest, yamlCeiling); bound > yamlCeiling {
+		return nil, fmt.Errorf("nested too deep by line %d: the limit is %d levels of objects and arrays, counted from the manifest's top; flatten it", line, api.MaxDepth)
+	}
+	// The bound counts lines and commas; past twice the limit, the YAML
+	// surely holds too many values to be worth parsing.
+	if n := yamlValuesBound(manifest); n > 2*api.MaxValues {
+		return nil, fmt.Errorf("%d lines and commas: a manifest holds at most %d keys and values; give large Helm values as a values file in the repository", n, api.MaxValues)
 	}
 	j, yerr := yaml.YAMLToJSONStrict(manifest)
 	if yerr != nil {
@@ -407,10 +415,10 @@ func toJSON(manifest []byte) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("not YAML or JSON: %w", yerr)
 	}
-	if err != nil { // YAML: its JSON holds no key twice, but may nest too deep
-		if err := checkJSON(j); err != nil {
-			return nil, err
-		}
+	// YAML: its JSON holds no key twice, but may nest too deep or hold too
+	// many values.
+	if err := checkJSON(j); err != nil {
+		return nil, err
 	}
 	return j, nil
 }
