@@ -157,6 +157,7 @@ func newJoinToken(expires time.Time) (string, *schemas.JoinToken, error) {
 // as "join:<cluster>". A token is good once, until it expires, and only for
 // the cluster it was issued to.
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
+	limitBody(w, r)
 	name := r.PathValue("name")
 	if !validName(name) {
 		// No cluster can have this name: not worth a record.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,9 +22,6 @@ import (
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/schemas"
 )
-
-// maxBody bounds a request body.
-const maxBody = 2 << 20
 
 // route is one endpoint of the hub's own. openapi.yaml documents each, and
 // a test holds the two to the same set.
@@ -132,6 +128,7 @@ func failf(status int, format string, args ...any) *apiError {
 // serve function is the read API's.
 func (s *Server) handle(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limitBody(w, r)
 		c := &call{id: uuid.NewString(), action: rt.action, cluster: r.PathValue("cluster"), target: target(r),
 			method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr, idempotencyKey: r.Header.Get(api.HeaderIdempotencyKey)}
 		var dryErr error
@@ -302,30 +299,6 @@ func hubURL(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
-}
-
-// decodeBody decodes a JSON request body strictly into v.
-func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te):
-			return invalid(te.Field, fmt.Sprintf("want a %s, got a JSON %s", te.Type, te.Value))
-		case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
-			return failf(http.StatusBadRequest, "the body is not JSON: %v", err)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return invalid(f, "unknown field")
-		}
-		return failf(http.StatusBadRequest, "reading the body: %v", err)
-	}
-	if dec.More() {
-		return failf(http.StatusBadRequest, "the body holds more than one JSON value")
-	}
-	return nil
 }
 
 // invalid is a 400 naming one field.

@@ -23,6 +23,23 @@ func TestDecodeBody(t *testing.T) {
 		{`{} {}`, "", http.StatusBadRequest},
 		{`not json`, "", http.StatusBadRequest},
 		{``, "", http.StatusBadRequest},
+		// Valid JSON and then anything but whitespace.
+		{`{"clusters":["a"]}` + " \r\n\t", "", 0},
+		{`{"clusters":["a"]}garbage`, "", http.StatusBadRequest},
+		{`{"clusters":["a"]}]]]`, "", http.StatusBadRequest},
+		{`{"clusters":["a"]}}` + strings.Repeat("x", 1<<20), "", http.StatusBadRequest},
+		{`{"clusters":["a"]}` + strings.Repeat("x", 1<<20), "", http.StatusBadRequest},
+		// A field given twice, even in another case, or deep inside.
+		{`{"clusters":["a"],"clusters":["a","b"]}`, "clusters", http.StatusBadRequest},
+		{`{"clusters":["a"],"Clusters":["b"]}`, "Clusters", http.StatusBadRequest},
+		{`{"clusters":["a"],"manifest":{"metadata":{"name":"x","name":"y"}}}`, "manifest.metadata.name", http.StatusBadRequest},
+		{`{"clusters":["a"],"manifest":{"spec":{"a":[{"b":1},{"b":1,"b":2}]}}}`, "manifest.spec.a[1].b", http.StatusBadRequest},
+		// Nesting: the limit, and one past it.
+		{`{"manifest":` + strings.Repeat(`[`, api.MaxDepth-1) + strings.Repeat(`]`, api.MaxDepth-1) + `}`, "", 0},
+		{`{"manifest":` + strings.Repeat(`[`, api.MaxDepth) + strings.Repeat(`]`, api.MaxDepth) + `}`, "manifest" + strings.Repeat("[0]", api.MaxDepth-1), http.StatusBadRequest},
+		{strings.Repeat(`[`, 1<<20), "", http.StatusBadRequest},
+		// Past the size limit: 413, whatever follows.
+		{`{"manifest":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`, "", http.StatusRequestEntityTooLarge},
 	}
 	for _, tc := range tests {
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
@@ -31,11 +48,11 @@ func TestDecodeBody(t *testing.T) {
 		var ae *apiError
 		switch {
 		case tc.status == 0 && err != nil:
-			t.Errorf("%s: %v", tc.body, err)
+			t.Errorf("%.80s: %v", tc.body, err)
 		case tc.status != 0 && (!errors.As(err, &ae) || ae.status != tc.status):
-			t.Errorf("%s: %v, want %d", tc.body, err, tc.status)
+			t.Errorf("%.80s: %v, want %d", tc.body, err, tc.status)
 		case tc.field != "" && (len(ae.body.Fields) != 1 || ae.body.Fields[0].Field != tc.field):
-			t.Errorf("%s: fields %+v, want %s named", tc.body, ae.body.Fields, tc.field)
+			t.Errorf("%.80s: fields %+v, want %s named", tc.body, ae.body.Fields, tc.field)
 		}
 	}
 }

@@ -1,0 +1,142 @@
+//go:build integration
+
+package hub_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// hostile is one request the hub must refuse with a 4xx that names what
+// is wrong.
+type hostile struct {
+	name, method, path, body string
+	status                   int
+	// field is the field the answer names, if any; text a substring of
+	// its error.
+	field, text string
+}
+
+// send sends one request with actor's token and returns its status and
+// its error body.
+func (r *rig) send(url, actor, method, path, body string) (int, api.Error) {
+	r.t.Helper()
+	req, err := http.NewRequestWithContext(r.t.Context(), method, url+path, strings.NewReader(body))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+r.tokens[actor])
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatalf("%s %.80s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var e api.Error
+	if res.StatusCode >= 400 {
+		if err := json.Unmarshal(b, &e); err != nil {
+			r.t.Errorf("%s %.80s: %d with a body that is no error: %.200s", method, path, res.StatusCode, b)
+		}
+	}
+	return res.StatusCode, e
+}
+
+// refuse sends each request, checks its answer, and then that none wrote
+// to the config topic and each was audited as failed with its status.
+func (r *rig) refuse(url string, cases []hostile) {
+	t := r.t
+	before := len(r.records(events.TopicConfig))
+	auditBefore := len(r.records(events.TopicAudit))
+	for _, tc := range cases {
+		status, e := r.send(url, "root", tc.method, tc.path, tc.body)
+		if status != tc.status {
+			t.Errorf("%s: %d %+v, want %d", tc.name, status, e, tc.status)
+			continue
+		}
+		if tc.field != "" && (len(e.Fields) == 0 || e.Fields[0].Field != tc.field) {
+			t.Errorf("%s: fields %+v, want %q named", tc.name, e.Fields, tc.field)
+		}
+		if !strings.Contains(e.Error, tc.text) {
+			t.Errorf("%s: error %q, want it to say %q", tc.name, e.Error, tc.text)
+		}
+	}
+	if n := len(r.records(events.TopicConfig)); n != before {
+		t.Errorf("the config topic went from %d to %d records: a refused request wrote", before, n)
+	}
+	type row struct {
+		method, path, outcome string
+		status                int
+	}
+	audited := map[row]int{}
+	for _, d := range ofType(r.decoded(r.records(events.TopicAudit)[auditBefore:]), events.TypeAuditRecorded) {
+		a := d.Data.(*schemas.AuditRecorded)
+		audited[row{a.Method, a.Path, a.Outcome, a.StatusCode}]++
+		if b, _ := json.Marshal(a); bytes.Contains(b, []byte("PASSWORD")) {
+			t.Errorf("an audit record holds the password: %s", b)
+		}
+	}
+	for _, tc := range cases {
+		k := row{tc.method, tc.path, "failed", tc.status}
+		if audited[k] == 0 {
+			t.Errorf("%s: no audit record of %s %.80s failed with %d", tc.name, tc.method, tc.path, tc.status)
+			continue
+		}
+		audited[k]--
+	}
+}
+
+// deep returns a JSON value nested n arrays deep.
+func deep(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+
+// TestHostileBodies sends bodies past each limit of the hub's decoding to
+// every route that reads one, on the real broker: each is a 4xx naming the
+// limit or the field, writes nothing, and is audited.
+func TestHostileBodies(t *testing.T) {
+	r := newRig(t, 2)
+	url := r.start()
+	r.register(r.client(url, "root"), "c1", map[string]string{"env": "dev"})
+	app := string(appIn("web", "default"))
+	big := strings.Repeat("x", api.MaxBodyBytes)
+	var cases []hostile
+	for _, route := range []struct{ method, path string }{
+		{http.MethodPost, "/api/v1/applications"},
+		{http.MethodPost, "/api/v1/appprojects"},
+		{http.MethodPost, "/api/v1/placements"},
+		{http.MethodPut, "/api/v1/clusters/c2"},
+		{http.MethodPut, "/api/v1/clusters/c1/repositories/argocd/apps"},
+	} {
+		cases = append(cases,
+			hostile{name: "too long " + route.path, method: route.method, path: route.path,
+				body: `{"manifest":{"x":"` + big + `"}}`, status: http.StatusRequestEntityTooLarge, text: fmt.Sprint(api.MaxBodyBytes)},
+			hostile{name: "garbage after " + route.path, method: route.method, path: route.path,
+				body: `{}]` + strings.Repeat("garbage", 100_000), status: http.StatusBadRequest, text: "more than one JSON value"},
+			hostile{name: "a field twice " + route.path, method: route.method, path: route.path,
+				body: `{"expectedGeneration":0,"expectedGeneration":1}`, status: http.StatusBadRequest, field: "expectedGeneration"},
+			hostile{name: "too deep " + route.path, method: route.method, path: route.path,
+				body: `{"manifest":` + deep(api.MaxDepth) + `}`, status: http.StatusBadRequest, text: fmt.Sprint(api.MaxDepth)},
+		)
+	}
+	cases = append(cases,
+		hostile{name: "clusters twice", method: http.MethodPost, path: "/api/v1/applications",
+			body: `{"clusters":["c1"],"manifest":` + app + `,"clusters":["c1","c2"]}`, status: http.StatusBadRequest, field: "clusters"},
+		hostile{name: "clusters in another case", method: http.MethodPost, path: "/api/v1/applications",
+			body: `{"clusters":["c1"],"manifest":` + app + `,"Clusters":["c2"]}`, status: http.StatusBadRequest, field: "Clusters"},
+		hostile{name: "a manifest key twice", method: http.MethodPost, path: "/api/v1/applications",
+			body: `{"clusters":["c1"],"manifest":` + strings.Replace(app, `"name":"web"`, `"name":"web","name":"other"`, 1) + `}`,
+			status: http.StatusBadRequest, field: "manifest.metadata.name"},
+	)
+	r.refuse(url, cases)
+}
