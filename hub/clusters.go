@@ -41,6 +41,9 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
+	if err := checkLabels("labels", req.Labels); err != nil {
+		return nil, err
+	}
 	if err := c.p.allowShared(actionRegisterCluster, name, req.Labels, ""); err != nil {
 		return nil, err
 	}
@@ -425,6 +428,9 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 	}
 	if req.URL == "" {
 		return nil, invalid("url", "required: the repository's URL")
+	}
+	if err := checkRepoURL(req.URL); err != nil {
+		return nil, err
 	}
 	if req.Type == "" {
 		req.Type = "git"

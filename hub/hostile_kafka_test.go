@@ -135,8 +135,50 @@ func TestHostileBodies(t *testing.T) {
 		hostile{name: "clusters in another case", method: http.MethodPost, path: "/api/v1/applications",
 			body: `{"clusters":["c1"],"manifest":` + app + `,"Clusters":["c2"]}`, status: http.StatusBadRequest, field: "Clusters"},
 		hostile{name: "a manifest key twice", method: http.MethodPost, path: "/api/v1/applications",
-			body: `{"clusters":["c1"],"manifest":` + strings.Replace(app, `"name":"web"`, `"name":"web","name":"other"`, 1) + `}`,
+			body:   `{"clusters":["c1"],"manifest":` + strings.Replace(app, `"name":"web"`, `"name":"web","name":"other"`, 1) + `}`,
 			status: http.StatusBadRequest, field: "manifest.metadata.name"},
 	)
 	r.refuse(url, cases)
+}
+
+// TestHostileNames sends names the event schema would refuse, in paths,
+// labels, selectors and a repository's URL, to the real hub: each is a
+// 400 naming the parameter or field, never a 500, writes nothing, and is
+// audited; a repository URL's password is echoed nowhere.
+func TestHostileNames(t *testing.T) {
+	r := newRig(t, 2)
+	url := r.start()
+	root := r.client(url, "root")
+	r.register(root, "c1", map[string]string{"env": "dev"})
+	signing, sealing, _ := clusterKeys(t)
+	keys := fmt.Sprintf(`"signingKey":%q,"sealingKey":%q`, signing, sealing)
+	repo := `{"url":"https://git.example.com/apps.git"}`
+	long := strings.Repeat("a", 500)
+	r.refuse(url, []hostile{
+		{name: "repository ..x", method: http.MethodPut, path: "/api/v1/clusters/c1/repositories/argocd/..x", body: repo, status: 400, field: "name"},
+		{name: "repository répo", method: http.MethodPut, path: "/api/v1/clusters/c1/repositories/argocd/r%C3%A9po", body: repo, status: 400, field: "name"},
+		{name: "repository of 500", method: http.MethodPut, path: "/api/v1/clusters/c1/repositories/argocd/" + long, body: repo, status: 400, field: "name"},
+		{name: "repository namespace", method: http.MethodPut, path: "/api/v1/clusters/c1/repositories/Argo_CD/apps", body: repo, status: 400, field: "namespace"},
+		{name: "repository cluster", method: http.MethodPut, path: "/api/v1/clusters/C1/repositories/argocd/apps", body: repo, status: 400, field: "cluster"},
+		{name: "delete an application", method: http.MethodDelete, path: "/api/v1/clusters/c1/applications/argocd/a%09b", status: 400, field: "name"},
+		{name: "operate", method: http.MethodPost, path: "/api/v1/clusters/c1/applications/argocd/" + long + "/operations", body: `{"operation":"sync"}`, status: 400, field: "name"},
+		{name: "delete a project", method: http.MethodDelete, path: "/api/v1/clusters/c1/appprojects/a.b/p", status: 400, field: "namespace"},
+		{name: "delete a placement", method: http.MethodDelete, path: "/api/v1/placements/argocd/-x-", status: 400, field: "name"},
+		{name: "register a cluster", method: http.MethodPut, path: "/api/v1/clusters/c%2E2", body: `{` + keys + `}`, status: 400, field: "name"},
+		{name: "label ../x", method: http.MethodPut, path: "/api/v1/clusters/c2", body: `{"labels":{"../x":"1"},` + keys + `}`, status: 400, field: "labels[../x]"},
+		{name: "label empty key", method: http.MethodPut, path: "/api/v1/clusters/c2", body: `{"labels":{"":"1"},` + keys + `}`, status: 400, field: "labels[]"},
+		{name: "label value 10000", method: http.MethodPut, path: "/api/v1/clusters/c2", body: `{"labels":{"team":"` + strings.Repeat("v", 10_000) + `"},` + keys + `}`, status: 400, field: "labels[team]"},
+		{name: "relabel ../x", method: http.MethodPut, path: "/api/v1/clusters/c1", body: `{"labels":{"../x":"1"}}`, status: 400, field: "labels[../x]"},
+		{name: "selector ../x", method: http.MethodPost, path: "/api/v1/placements", body: `{"selector":"../x=1","manifest":` + string(appIn("web", "default")) + `}`, status: 400, field: "selector"},
+		{name: "selector value 10000", method: http.MethodPost, path: "/api/v1/placements", body: `{"selector":"team=` + strings.Repeat("v", 10_000) + `","manifest":` + string(appIn("web", "default")) + `}`, status: 400, field: "selector"},
+		{name: "repository URL with a password", method: http.MethodPut, path: "/api/v1/clusters/c1/repositories/argocd/apps",
+			body: `{"url":"https://bot:PASSWORD@git.example.com/x.git"}`, status: 400, field: "url", text: "credentials"},
+		{name: "repository URL with a token", method: http.MethodPut, path: "/api/v1/clusters/c1/repositories/argocd/apps",
+			body: `{"url":"https://PASSWORD@git.example.com/x.git","credentials":{"username":"bot","password":"x"}}`, status: 400, field: "url"},
+	})
+	// The same repository with its credentials where they belong is taken.
+	if _, err := root.PutRepository(t.Context(), "c1", "argocd", "apps", api.RepositoryRequest{URL: "https://git.example.com/x.git",
+		Credentials: map[string]string{"username": "bot", "password": "PASSWORD"}}, api.WriteOptions{}); err != nil {
+		t.Fatalf("a repository with sealed credentials: %v", err)
+	}
 }

@@ -154,6 +154,10 @@ func (s *Server) handle(rt route) http.Handler {
 			s.finish(w, r, c, nil, dryErr)
 			return
 		}
+		if err := checkPathNames(r, rt.path); err != nil {
+			s.finish(w, r, c, nil, err)
+			return
+		}
 		if rt.serve == nil {
 			s.serveRead(w, r, c)
 			return

@@ -94,7 +94,12 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 	}
 	sel, err := labels.Parse(req.Selector)
 	if err != nil {
-		return nil, invalid("selector", err.Error())
+		// The parser's message quotes the bad key or value whole.
+		msg := err.Error()
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		return nil, invalid("selector", msg)
 	}
 	if req.Prune == "" {
 		req.Prune = schemas.PruneDelete
