@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/sqlstore"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -180,5 +184,25 @@ func TestHostileNames(t *testing.T) {
 	if _, err := root.PutRepository(t.Context(), "c1", "argocd", "apps", api.RepositoryRequest{URL: "https://git.example.com/x.git",
 		Credentials: map[string]string{"username": "bot", "password": "PASSWORD"}}, api.WriteOptions{}); err != nil {
 		t.Fatalf("a repository with sealed credentials: %v", err)
+	}
+}
+
+// TestHostileReadTimes asks the read API, through the hub, for times the
+// store cannot hold: 400 naming the parameter, never the store's 500.
+func TestHostileReadTimes(t *testing.T) {
+	r := newRig(t, 2)
+	store, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "views.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	url := r.start(hub.WithReadAPI(read.New(store)))
+	for _, q := range []string{"/api/v1/audit?from=1600-01-01T00:00:00Z", "/api/v1/audit?to=2300-01-01T00:00:00Z",
+		"/api/v1/deployments?from=0001-01-01T00:00:00Z", "/api/v1/reports/deployments?by=app&from=1000-01-01T00:00:00Z",
+		"/api/v1/reports/rollouts?to=9999-01-01T00:00:00Z"} {
+		status, e := r.send(url, "root", http.MethodGet, q, "")
+		if status != http.StatusBadRequest || !strings.Contains(e.Error, "1678-01-01T00:00:00Z to 2262-01-01T00:00:00Z") {
+			t.Errorf("%s: %d %q, want 400 naming the range", q, status, e.Error)
+		}
 	}
 }
