@@ -37,6 +37,11 @@ func decodeBody(r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
+	return decodeBytes(body, v)
+}
+
+// decodeBytes is decodeBody on a body read already.
+func decodeBytes(body []byte, v any) error {
 	if err := checkShape(body); err != nil {
 		return err
 	}

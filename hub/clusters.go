@@ -38,7 +38,7 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 		return nil, invalid("name", fmt.Sprintf("%q is not a cluster name (a DNS-1123 label: lower-case letters, digits and '-', at most 63)", name))
 	}
 	var req api.ClusterRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	if err := checkLabels("labels", req.Labels); err != nil {
@@ -186,7 +186,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error) {
 	var req api.JoinRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	check := func(cur entry, exists bool) error {
@@ -420,7 +420,7 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	var req api.RepositoryRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	if err := c.p.allowShared(actionApplyRepository, subj.Cluster, cl.labels, req.Project); err != nil {
@@ -543,7 +543,7 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	var req api.OperationRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	if req.RefreshType != "" && req.RefreshType != "normal" && req.RefreshType != "hard" {

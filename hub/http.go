@@ -100,8 +100,10 @@ type call struct {
 	// by the hub itself have their own.
 	method, path, remote string
 	// idempotencyKey is the request's Idempotency-Key; dryRun its
-	// ?dryRun.
+	// ?dryRun. query is the query as the request's digest takes it, body
+	// the digest of the body decode read (idempotency.go).
 	idempotencyKey string
+	query, body    string
 	dryRun         bool
 	action         string
 	cluster        string
@@ -130,7 +132,8 @@ func (s *Server) handle(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limitBody(w, r)
 		c := &call{id: uuid.NewString(), action: rt.action, cluster: r.PathValue("cluster"), target: target(r),
-			method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr, idempotencyKey: r.Header.Get(api.HeaderIdempotencyKey)}
+			method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr, idempotencyKey: r.Header.Get(api.HeaderIdempotencyKey),
+			query: canonicalQuery(r)}
 		var dryErr error
 		c.dryRun, dryErr = boolParam(r, "dryRun", false)
 		if c.cluster == "" && strings.HasPrefix(rt.path, "/api/v1/clusters/{name}") {
