@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	sigsjson "sigs.k8s.io/json"
 
@@ -61,7 +62,7 @@ func decodeBytes(body []byte, v any) error {
 	for _, e := range strict {
 		var fe sigsjson.FieldError
 		if errors.As(e, &fe) {
-			return invalid(fe.FieldPath(), "unknown field (field names are case-sensitive)")
+			return invalid(clip(fe.FieldPath(), maxEchoedField), "unknown field (field names are case-sensitive)")
 		}
 		return failf(http.StatusBadRequest, "the body: %v", e)
 	}
@@ -91,12 +92,12 @@ func decodeError(err error) *apiError {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &te):
-		return invalid(te.Field, fmt.Sprintf("want a %s, got a JSON %s", te.Type, te.Value))
+		return invalid(clip(te.Field, maxEchoedField), fmt.Sprintf("want a %s, got a JSON %s", te.Type, clip(te.Value, 64)))
 	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return failf(http.StatusBadRequest, "the body is not JSON: %v", err)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return invalid(f, "unknown field")
+		return invalid(clip(f, maxEchoedField), "unknown field")
 	}
 	return failf(http.StatusBadRequest, "reading the body: %v", err)
 }
@@ -130,7 +131,7 @@ func checkShape(body []byte) error {
 		}
 		if s, ok := tok.(string); ok && top != nil && top.object && top.wantKey {
 			if _, dup := top.keys[s]; dup {
-				return invalid(fieldPath(stack, s), "given twice: give each field once")
+				return invalid(clip(fieldPath(stack, s), maxEchoedField), "given twice: give each field once")
 			}
 			top.keys[s], top.key, top.wantKey = struct{}{}, s, false
 			continue
@@ -138,7 +139,7 @@ func checkShape(body []byte) error {
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
 			if len(stack) >= api.MaxDepth {
-				return invalid(fieldPath(stack, ""), fmt.Sprintf("nested deeper than %d objects and arrays, the most the hub takes", api.MaxDepth))
+				return invalid(clip(fieldPath(stack, ""), maxEchoedField), fmt.Sprintf("nested deeper than %d objects and arrays, the most the hub takes", api.MaxDepth))
 			}
 			f := frame{object: tok == json.Delim('{'), wantKey: true}
 			if f.object {
@@ -193,4 +194,21 @@ func fieldPath(stack []frame, key string) string {
 		return "body"
 	}
 	return b.String()
+}
+
+// maxEchoedField bounds a field name an answer echoes: the name is the
+// caller's, as long as the body let it be.
+const maxEchoedField = 512
+
+// clip returns s cut to at most n bytes, on a rune boundary, with "…"
+// when it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -1,12 +1,14 @@
 package hub
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -57,24 +59,77 @@ func TestDecodeBody(t *testing.T) {
 	}
 }
 
-// FuzzDecodeBody checks that no body makes the request decoder panic, and
-// that what it accepts encodes and decodes to the same request.
+// requestTypes are the request bodies the hub decodes, by route.
+var requestTypes = []func() any{
+	func() any { return new(api.ApplyRequest) },
+	func() any { return new(api.ClusterRequest) },
+	func() any { return new(api.JoinRequest) },
+	func() any { return new(api.RepositoryRequest) },
+	func() any { return new(api.OperationRequest) },
+	func() any { return new(api.PlacementRequest) },
+}
+
+// FuzzDecodeBody checks that no body makes the request decoder panic for
+// any request type, that a refusal stays small and is a 4xx, and that
+// what it accepts encodes, decodes again and encodes to the same bytes.
+// The seeds are the bodies TestDecodeBody and the hub's API tests send.
 func FuzzDecodeBody(f *testing.F) {
-	for _, s := range []string{`{"clusters":["a"],"manifest":{"kind":"Application"}}`, `{"expectedGeneration":3}`, `{}`, `[]`, `{"clusters":[1]}`} {
-		f.Add(s)
+	app := `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},` +
+		`"spec":{"project":"default","source":{"repoURL":"https://git.example/apps.git","path":"web","targetRevision":"main"},` +
+		`"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}}`
+	seeds := []string{
+		`{"clusters":["a"],"manifest":{"kind":"Application"}}`, `{"expectedGeneration":3}`, `{}`, `[]`, `{"clusters":[1]}`,
+		`{"clusters":["c1","c2"],"manifest":` + app + `,"adopt":false}`,
+		`{"clusters":["c1"],"manifest":` + app + `,"commit":{"revision":"0123456789abcdef0123456789abcdef01234567","committedAt":"2026-01-02T15:04:05Z"}}`,
+		`{"labels":{"env":"prod","example.com/tier":"web"},"signingKey":"AAAA","sealingKey":"BBBB","partition":2,"expectedGeneration":0,"keyOverlap":"10m","joinTokenTTL":"24h"}`,
+		`{"token":"argosy_join_x","signingKey":"AAAA","sealingKey":"BBBB"}`,
+		`{"url":"https://git.example.com/apps.git","type":"git","project":"default","credentials":{"username":"bot","password":"x"}}`,
+		`{"url":"https://git.example.com/apps.git","sealed":{"keyId":"k","ciphertext":"Y2lwaGVy"}}`,
+		`{"operation":"rollback","historyId":3,"revision":"main","prune":true,"dryRun":true,"refreshType":"hard"}`,
+		`{"selector":"env=prod,region in (eu,us)","prune":"orphan","manifest":` + app + `}`,
+		`{"clusters":["a"]}]]]`, `{"clusters":["a"],"clusters":["b"]}`, `{"clusters":["a"],"Clusters":["b"]}`,
+		`{"manifest":` + strings.Repeat(`[`, api.MaxDepth) + strings.Repeat(`]`, api.MaxDepth) + `}`,
+		`{"manifest":{"a":{"b":1,"b":2}}}`, `{"labels":{"a":"1","a":"2"}}`, `"x"`, `null`, `{"clusters":null}`,
 	}
-	f.Fuzz(func(t *testing.T, body string) {
-		var req api.ApplyRequest
-		if decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)), &req) != nil {
+	for _, s := range seeds {
+		for kind := range requestTypes {
+			f.Add(uint8(kind), s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, body string) {
+		newReq := requestTypes[int(kind)%len(requestTypes)]
+		req := newReq()
+		start := time.Now()
+		err := decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)), req)
+		// Linear in the body: the fuzzer's bodies are small, so a
+		// second is far past what any of them may take.
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("%T: %s to decode %d bytes", req, d, len(body))
+		}
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.status < 400 || ae.status >= 500 {
+				t.Fatalf("%T: %v, want a 4xx", req, err)
+			}
+			if n := len(ae.body.Error); n > 2048 {
+				t.Fatalf("%T: a %d-byte error: %.200s", req, n, ae.body.Error)
+			}
 			return
 		}
 		b, err := jsonMarshal(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var again api.ApplyRequest
-		if err := decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(b))), &again); err != nil {
-			t.Fatalf("re-decoding %s: %v", b, err)
+		again := newReq()
+		if err := decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(b))), again); err != nil {
+			t.Fatalf("re-decoding %s into %T: %v", b, again, err)
+		}
+		b2, err := jsonMarshal(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, b2) {
+			t.Fatalf("%T does not round-trip:\n%s\n%s", req, b, b2)
 		}
 	})
 }
