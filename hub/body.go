@@ -59,14 +59,14 @@ func decodeBytes(body []byte, v any) error {
 	if err != nil {
 		return decodeError(err)
 	}
-	for _, e := range strict {
-		var fe sigsjson.FieldError
-		if errors.As(e, &fe) {
-			return invalid(clip(fe.FieldPath(), maxEchoedField), "unknown field (field names are case-sensitive)")
-		}
-		return failf(http.StatusBadRequest, "the body: %v", e)
+	if len(strict) == 0 {
+		return nil
 	}
-	return nil
+	var fe sigsjson.FieldError
+	if errors.As(strict[0], &fe) {
+		return invalid(clip(fe.FieldPath(), maxEchoedField), "unknown field (field names are case-sensitive)")
+	}
+	return failf(http.StatusBadRequest, "the body: %v", clip(strict[0].Error(), maxEchoedField))
 }
 
 // readBody reads the whole body, up to api.MaxBodyBytes.
