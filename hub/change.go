@@ -156,7 +156,7 @@ func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []ch
 	}
 	ps, recs, err := s.writer.write(ctx, configLane(p), decide, audit)
 	if err != nil {
-		return 0, false, err
+		return 0, false, oversized(err)
 	}
 	for i, pd := range ps {
 		w := describe(&pd, recs[i])
@@ -282,4 +282,17 @@ func (s *Server) allowChange(p *principal, action, cluster string, cur entry, ex
 func (s *Server) allowProjectChange(p *principal, action, cluster, project string) error {
 	cl, _ := s.ledger.get(cluster)
 	return p.allow(action, cluster, cl.labels, project)
+}
+
+// oversized turns the log's refusal of an event larger than
+// events.MaxEventBytes into a 413: the request, not the hub, made it so.
+// Any other error is returned as it is.
+func oversized(err error) error {
+	if !errors.Is(err, events.ErrOversized) {
+		return err
+	}
+	return &apiError{status: http.StatusRequestEntityTooLarge, body: api.Error{
+		Error: fmt.Sprintf("the request makes an event larger than the log takes, %d bytes (%d KiB) an event, signed: %v; nothing was written",
+			events.MaxEventBytes, events.MaxEventBytes>>10, err),
+		Hint: "make the manifest smaller: move inline values into the repository the Application deploys from"}}
 }

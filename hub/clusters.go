@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
@@ -361,6 +362,9 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	reason := r.URL.Query().Get("reason")
+	if len(reason) > api.MaxReasonBytes || !utf8.ValidString(reason) {
+		return nil, invalid("reason", fmt.Sprintf("want UTF-8 text of at most %d bytes", api.MaxReasonBytes))
+	}
 	return s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
 		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 			if !exists || cur.deleted {
@@ -434,6 +438,11 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 	}
 	if req.Type == "" {
 		req.Type = "git"
+	}
+	if req.Project != "" {
+		if err := checkName("project", req.Project, false); err != nil {
+			return nil, err
+		}
 	}
 	if req.Type != "git" && req.Type != "helm" {
 		return nil, invalid("type", fmt.Sprintf("%q: want git or helm", req.Type))

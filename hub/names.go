@@ -42,7 +42,8 @@ func checkPathNames(r *http.Request, pattern string) error {
 }
 
 // checkName checks one name: a label (at most 63 characters) or a
-// subdomain (at most 253), and answers a 400 naming the path parameter.
+// subdomain (at most 253), and answers a 400 naming the parameter or
+// field.
 func checkName(param, v string, label bool) error {
 	what, errs := "DNS-1123 subdomain", validation.IsDNS1123Subdomain(v)
 	if label {
@@ -55,7 +56,7 @@ func checkName(param, v string, label bool) error {
 	if len(shown) > 80 {
 		shown = shown[:80] + "…"
 	}
-	ae := invalid(param, fmt.Sprintf("path parameter: %q is not a %s (%s)", shown, what, strings.Join(errs, "; ")))
+	ae := invalid(param, fmt.Sprintf("%q is not a %s (%s)", shown, what, strings.Join(errs, "; ")))
 	ae.body.Hint = "name it as Kubernetes does: lower-case letters, digits and '-' (and '.' in an object's name)"
 	return ae
 }

@@ -223,7 +223,7 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 	}
 	ps, recs, err := s.writer.write(ctx, placementsLane, decide, audit)
 	if err != nil {
-		return nil, err
+		return nil, oversized(err)
 	}
 	c.audited = true
 	w := describePlacement(&ps[0], &recs[0].Offset)

@@ -17,4 +17,7 @@ const (
 	// MaxAnnotationsBytes bounds the total size of an object's annotations
 	// (keys and values), as Kubernetes' own apiserver does.
 	MaxAnnotationsBytes = 256 << 10
+	// MaxReasonBytes bounds a deregistration's reason (?reason=), which
+	// the deregistration event and the keys' revocations carry.
+	MaxReasonBytes = 1 << 10
 )
