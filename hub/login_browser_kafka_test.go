@@ -4,6 +4,7 @@ package hub_test
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/testenv/browsertest"
 	"github.com/argosyproj/argosy/projector/read/readtest"
@@ -73,5 +75,25 @@ func logout(t *testing.T, b context.Context) {
 	if err := chromedp.Run(b, chromedp.Evaluate(`fetch('/logout', {method: 'POST'}).then(r => r.status)`, &status,
 		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil || status != 200 {
 		t.Fatalf("logging out: %d, %v", status, err)
+	}
+}
+
+// TestLoginFormBounded posts a login form past the hub's body limit: 413,
+// not a form read up to net/http's 10 MB.
+func TestLoginFormBounded(t *testing.T) {
+	r := newRig(t, 1)
+	dash, err := web.New(readtest.Fleet(), web.WithClock(readtest.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := r.start(hub.WithDashboard(dash))
+	form := "next=%2F&token=" + strings.Repeat("x", api.MaxBodyBytes)
+	res, err := http.Post(base+"/login", "application/x-www-form-urlencoded", strings.NewReader(form)) //nolint:noctx // loopback
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a %d-byte login form: %d, want 413", len(form), res.StatusCode)
 	}
 }

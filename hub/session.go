@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -77,6 +78,18 @@ func setSession(w http.ResponseWriter, r *http.Request, value string, maxAge tim
 
 // login checks the posted token and starts a session.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	// The form is read whole before anything else: bounded as the API's
+	// bodies are, rather than by net/http's 10 MB for forms.
+	limitBody(w, r)
+	if err := r.ParseForm(); err != nil {
+		status, msg := http.StatusBadRequest, "the login form could not be read: "+err.Error()
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			status, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("the login form is longer than the hub takes, %d bytes", api.MaxBodyBytes)
+		}
+		s.o.dashboard.LoginPage(w, r, status, "/", msg, s.browserLogin())
+		return
+	}
 	next := localPath(r.PostFormValue("next"))
 	if !sameOrigin(r) {
 		s.o.dashboard.LoginPage(w, r, http.StatusForbidden, next, "cross-origin login refused", s.browserLogin())
