@@ -207,12 +207,25 @@ func TestHostileReadTimes(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	url := r.start(hub.WithReadAPI(read.New(store)))
-	for _, q := range []string{"/api/v1/audit?from=1600-01-01T00:00:00Z", "/api/v1/audit?to=2300-01-01T00:00:00Z",
+	audit := len(r.records(events.TopicAudit))
+	queries := []string{"/api/v1/audit?from=1600-01-01T00:00:00Z", "/api/v1/audit?to=2300-01-01T00:00:00Z",
 		"/api/v1/deployments?from=0001-01-01T00:00:00Z", "/api/v1/reports/deployments?by=app&from=1000-01-01T00:00:00Z",
-		"/api/v1/reports/rollouts?to=9999-01-01T00:00:00Z"} {
+		"/api/v1/reports/rollouts?to=9999-01-01T00:00:00Z"}
+	for _, q := range queries {
 		status, e := r.send(url, "root", http.MethodGet, q, "")
 		if status != http.StatusBadRequest || !strings.Contains(e.Error, "1678-01-01T00:00:00Z to 2262-01-01T00:00:00Z") {
 			t.Errorf("%s: %d %q, want 400 naming the range", q, status, e.Error)
+		}
+	}
+	failed := map[string]bool{}
+	for _, d := range ofType(r.decoded(r.records(events.TopicAudit)[audit:]), events.TypeAuditRecorded) {
+		if a := d.Data.(*schemas.AuditRecorded); a.Outcome == "failed" && a.StatusCode == http.StatusBadRequest {
+			failed[a.Path] = true
+		}
+	}
+	for _, q := range queries {
+		if path, _, _ := strings.Cut(q, "?"); !failed[path] {
+			t.Errorf("%s: no audit record of the refusal", q)
 		}
 	}
 }

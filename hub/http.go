@@ -180,7 +180,16 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 	}
 	// The read API shows only what the caller's limits hold.
-	s.o.read.ServeHTTP(w, r.WithContext(read.WithScope(r.Context(), c.p)))
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.o.read.ServeHTTP(sw, r.WithContext(read.WithScope(r.Context(), c.p)))
+	// A refused read is audited as a refused write is, with its status,
+	// whether or not reads are: the record above, if any, said only that
+	// the call was let through to the read API.
+	if sw.status >= 400 {
+		if err := s.auditCall(r, c, sw.status); err != nil {
+			s.o.log.ErrorContext(r.Context(), "auditing a refused read", "err", err, "request", c.id)
+		}
+	}
 }
 
 // finish audits the call, unless its write did, and answers it.
