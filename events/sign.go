@@ -30,10 +30,26 @@ const (
 	PayloadTypeDSSE = "https://cloudevents.io/verifiability/dsse/v0.1"
 )
 
-// signedExtensions are the extension attributes Argosy signs, in order.
-// Trace context (traceparent, tracestate) is left unsigned on purpose: it is
-// telemetry, and intermediaries may rewrite it.
-var signedExtensions = []string{ExtPartitionKey}
+// Extension attributes of a config event the hub wrote for an API call
+// that carried an Idempotency-Key. The hub's ledger reads them back, on
+// every replica and after a restart, to tell a retry of the same request
+// (answered with what the first wrote) from another request under the
+// same key (refused).
+const (
+	// ExtIdempotencyKey names the call's key without holding it: the
+	// hex of the first 16 bytes of the SHA-256 of the actor's name, a
+	// zero byte and the key.
+	ExtIdempotencyKey = "idempotencykey"
+	// ExtRequestDigest is the hex SHA-256 of the request the key was
+	// first used for: its method, path, query and body.
+	ExtRequestDigest = "requestdigest"
+)
+
+// signedExtensions are the extension attributes Argosy signs, in order,
+// each when the event carries it. Trace context (traceparent, tracestate)
+// is left unsigned on purpose: it is telemetry, and intermediaries may
+// rewrite it.
+var signedExtensions = []string{ExtPartitionKey, ExtIdempotencyKey, ExtRequestDigest}
 
 // KeyID returns the id of a public key: the hex SHA-256 of the raw key,
 // truncated to 16 bytes.

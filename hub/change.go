@@ -69,6 +69,13 @@ func (s *Server) commit(ctx context.Context, c *call, changes []change) (*api.Re
 	}
 	if c.dryRun {
 		res.DryRun = true
+		ids := make([]string, len(changes))
+		for i, ch := range changes {
+			ids[i] = eventID(c, ch)
+		}
+		if err := s.sameRequest(c, ids); err != nil {
+			return nil, err
+		}
 		for _, ch := range changes {
 			cur, ok := s.ledger.get(ch.key)
 			p, err := ch.checked(ctx, cur, ok)
@@ -121,6 +128,12 @@ func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []ch
 	}
 	decide := func(ctx context.Context) ([]pending, error) {
 		replayed = replayed[:0]
+		// Decided on the ledger read to the partition's end: a key used
+		// for another request writes nothing here, whichever replica
+		// wrote the first.
+		if err := s.sameRequest(c, ids); err != nil {
+			return nil, err
+		}
 		var out []pending
 		for i, ch := range chs {
 			id := ids[i]
@@ -137,6 +150,7 @@ func (s *Server) commitPartition(ctx context.Context, c *call, p int32, chs []ch
 				continue
 			}
 			pd.event.SetID(id)
+			bindKey(c, pd.event)
 			if pd.entry != nil {
 				pd.entry.id = id
 			}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
@@ -38,7 +39,10 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 		return nil, invalid("name", fmt.Sprintf("%q is not a cluster name (a DNS-1123 label: lower-case letters, digits and '-', at most 63)", name))
 	}
 	var req api.ClusterRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
+		return nil, err
+	}
+	if err := checkLabels("labels", req.Labels); err != nil {
 		return nil, err
 	}
 	if err := c.p.allowShared(actionRegisterCluster, name, req.Labels, ""); err != nil {
@@ -157,6 +161,7 @@ func newJoinToken(expires time.Time) (string, *schemas.JoinToken, error) {
 // as "join:<cluster>". A token is good once, until it expires, and only for
 // the cluster it was issued to.
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
+	limitBody(w, r)
 	name := r.PathValue("name")
 	if !validName(name) {
 		// No cluster can have this name: not worth a record.
@@ -182,7 +187,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error) {
 	var req api.JoinRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	check := func(cur entry, exists bool) error {
@@ -357,6 +362,9 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	reason := r.URL.Query().Get("reason")
+	if len(reason) > api.MaxReasonBytes || !utf8.ValidString(reason) {
+		return nil, invalid("reason", fmt.Sprintf("want UTF-8 text of at most %d bytes", api.MaxReasonBytes))
+	}
 	return s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
 		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
 			if !exists || cur.deleted {
@@ -416,7 +424,7 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	var req api.RepositoryRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	if err := c.p.allowShared(actionApplyRepository, subj.Cluster, cl.labels, req.Project); err != nil {
@@ -425,8 +433,16 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 	if req.URL == "" {
 		return nil, invalid("url", "required: the repository's URL")
 	}
+	if err := checkRepoURL(req.URL); err != nil {
+		return nil, err
+	}
 	if req.Type == "" {
 		req.Type = "git"
+	}
+	if req.Project != "" {
+		if err := checkName("project", req.Project, false); err != nil {
+			return nil, err
+		}
 	}
 	if req.Type != "git" && req.Type != "helm" {
 		return nil, invalid("type", fmt.Sprintf("%q: want git or helm", req.Type))
@@ -536,7 +552,7 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	var req api.OperationRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	if req.RefreshType != "" && req.RefreshType != "normal" && req.RefreshType != "hard" {

@@ -67,7 +67,7 @@ func (s *Server) cluster(name, field string) (entry, error) {
 
 func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 	var req api.ApplyRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	if err := checkTargets(req.Clusters, req.ExpectedGeneration); err != nil {
@@ -152,7 +152,7 @@ func (s *Server) permitted(app *validate.App, cluster string) error {
 
 func (s *Server) applyProject(r *http.Request, c *call) (any, error) {
 	var req api.ApplyRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	if err := checkTargets(req.Clusters, req.ExpectedGeneration); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,9 +22,6 @@ import (
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/schemas"
 )
-
-// maxBody bounds a request body.
-const maxBody = 2 << 20
 
 // route is one endpoint of the hub's own. openapi.yaml documents each, and
 // a test holds the two to the same set.
@@ -104,8 +100,10 @@ type call struct {
 	// by the hub itself have their own.
 	method, path, remote string
 	// idempotencyKey is the request's Idempotency-Key; dryRun its
-	// ?dryRun.
+	// ?dryRun. query is the query as the request's digest takes it, body
+	// the digest of the body decode read (idempotency.go).
 	idempotencyKey string
+	query, body    string
 	dryRun         bool
 	action         string
 	cluster        string
@@ -132,8 +130,10 @@ func failf(status int, format string, args ...any) *apiError {
 // serve function is the read API's.
 func (s *Server) handle(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limitBody(w, r)
 		c := &call{id: uuid.NewString(), action: rt.action, cluster: r.PathValue("cluster"), target: target(r),
-			method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr, idempotencyKey: r.Header.Get(api.HeaderIdempotencyKey)}
+			method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr, idempotencyKey: r.Header.Get(api.HeaderIdempotencyKey),
+			query: canonicalQuery(r)}
 		var dryErr error
 		c.dryRun, dryErr = boolParam(r, "dryRun", false)
 		if c.cluster == "" && strings.HasPrefix(rt.path, "/api/v1/clusters/{name}") {
@@ -157,6 +157,10 @@ func (s *Server) handle(rt route) http.Handler {
 			s.finish(w, r, c, nil, dryErr)
 			return
 		}
+		if err := checkPathNames(r, rt.path); err != nil {
+			s.finish(w, r, c, nil, err)
+			return
+		}
 		if rt.serve == nil {
 			s.serveRead(w, r, c)
 			return
@@ -176,7 +180,16 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 	}
 	// The read API shows only what the caller's limits hold.
-	s.o.read.ServeHTTP(w, r.WithContext(read.WithScope(r.Context(), c.p)))
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.o.read.ServeHTTP(sw, r.WithContext(read.WithScope(r.Context(), c.p)))
+	// A refused read is audited as a refused write is, with its status,
+	// whether or not reads are: the record above, if any, said only that
+	// the call was let through to the read API.
+	if sw.status >= 400 {
+		if err := s.auditCall(r, c, sw.status); err != nil {
+			s.o.log.ErrorContext(r.Context(), "auditing a refused read", "err", err, "request", c.id)
+		}
+	}
 }
 
 // finish audits the call, unless its write did, and answers it.
@@ -304,30 +317,6 @@ func hubURL(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
-}
-
-// decodeBody decodes a JSON request body strictly into v.
-func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te):
-			return invalid(te.Field, fmt.Sprintf("want a %s, got a JSON %s", te.Type, te.Value))
-		case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
-			return failf(http.StatusBadRequest, "the body is not JSON: %v", err)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return invalid(f, "unknown field")
-		}
-		return failf(http.StatusBadRequest, "reading the body: %v", err)
-	}
-	if dec.More() {
-		return failf(http.StatusBadRequest, "the body holds more than one JSON value")
-	}
-	return nil
 }
 
 // invalid is a 400 naming one field.

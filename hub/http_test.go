@@ -1,12 +1,14 @@
 package hub
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -23,6 +25,23 @@ func TestDecodeBody(t *testing.T) {
 		{`{} {}`, "", http.StatusBadRequest},
 		{`not json`, "", http.StatusBadRequest},
 		{``, "", http.StatusBadRequest},
+		// Valid JSON and then anything but whitespace.
+		{`{"clusters":["a"]}` + " \r\n\t", "", 0},
+		{`{"clusters":["a"]}garbage`, "", http.StatusBadRequest},
+		{`{"clusters":["a"]}]]]`, "", http.StatusBadRequest},
+		{`{"clusters":["a"]}}` + strings.Repeat("x", 1<<20), "", http.StatusBadRequest},
+		{`{"clusters":["a"]}` + strings.Repeat("x", 1<<20), "", http.StatusBadRequest},
+		// A field given twice, even in another case, or deep inside.
+		{`{"clusters":["a"],"clusters":["a","b"]}`, "clusters", http.StatusBadRequest},
+		{`{"clusters":["a"],"Clusters":["b"]}`, "Clusters", http.StatusBadRequest},
+		{`{"clusters":["a"],"manifest":{"metadata":{"name":"x","name":"y"}}}`, "manifest.metadata.name", http.StatusBadRequest},
+		{`{"clusters":["a"],"manifest":{"spec":{"a":[{"b":1},{"b":1,"b":2}]}}}`, "manifest.spec.a[1].b", http.StatusBadRequest},
+		// Nesting: the limit, and one past it.
+		{`{"manifest":` + strings.Repeat(`[`, api.MaxDepth-1) + strings.Repeat(`]`, api.MaxDepth-1) + `}`, "", 0},
+		{`{"manifest":` + strings.Repeat(`[`, api.MaxDepth) + strings.Repeat(`]`, api.MaxDepth) + `}`, "manifest" + strings.Repeat("[0]", api.MaxDepth-1), http.StatusBadRequest},
+		{strings.Repeat(`[`, 1<<20), "", http.StatusBadRequest},
+		// Past the size limit: 413, whatever follows.
+		{`{"manifest":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`, "", http.StatusRequestEntityTooLarge},
 	}
 	for _, tc := range tests {
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
@@ -31,33 +50,86 @@ func TestDecodeBody(t *testing.T) {
 		var ae *apiError
 		switch {
 		case tc.status == 0 && err != nil:
-			t.Errorf("%s: %v", tc.body, err)
+			t.Errorf("%.80s: %v", tc.body, err)
 		case tc.status != 0 && (!errors.As(err, &ae) || ae.status != tc.status):
-			t.Errorf("%s: %v, want %d", tc.body, err, tc.status)
+			t.Errorf("%.80s: %v, want %d", tc.body, err, tc.status)
 		case tc.field != "" && (len(ae.body.Fields) != 1 || ae.body.Fields[0].Field != tc.field):
-			t.Errorf("%s: fields %+v, want %s named", tc.body, ae.body.Fields, tc.field)
+			t.Errorf("%.80s: fields %+v, want %s named", tc.body, ae.body.Fields, tc.field)
 		}
 	}
 }
 
-// FuzzDecodeBody checks that no body makes the request decoder panic, and
-// that what it accepts encodes and decodes to the same request.
+// requestTypes are the request bodies the hub decodes, by route.
+var requestTypes = []func() any{
+	func() any { return new(api.ApplyRequest) },
+	func() any { return new(api.ClusterRequest) },
+	func() any { return new(api.JoinRequest) },
+	func() any { return new(api.RepositoryRequest) },
+	func() any { return new(api.OperationRequest) },
+	func() any { return new(api.PlacementRequest) },
+}
+
+// FuzzDecodeBody checks that no body makes the request decoder panic for
+// any request type, that a refusal stays small and is a 4xx, and that
+// what it accepts encodes, decodes again and encodes to the same bytes.
+// The seeds are the bodies TestDecodeBody and the hub's API tests send.
 func FuzzDecodeBody(f *testing.F) {
-	for _, s := range []string{`{"clusters":["a"],"manifest":{"kind":"Application"}}`, `{"expectedGeneration":3}`, `{}`, `[]`, `{"clusters":[1]}`} {
-		f.Add(s)
+	app := `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},` +
+		`"spec":{"project":"default","source":{"repoURL":"https://git.example/apps.git","path":"web","targetRevision":"main"},` +
+		`"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}}`
+	seeds := []string{
+		`{"clusters":["a"],"manifest":{"kind":"Application"}}`, `{"expectedGeneration":3}`, `{}`, `[]`, `{"clusters":[1]}`,
+		`{"clusters":["c1","c2"],"manifest":` + app + `,"adopt":false}`,
+		`{"clusters":["c1"],"manifest":` + app + `,"commit":{"revision":"0123456789abcdef0123456789abcdef01234567","committedAt":"2026-01-02T15:04:05Z"}}`,
+		`{"labels":{"env":"prod","example.com/tier":"web"},"signingKey":"AAAA","sealingKey":"BBBB","partition":2,"expectedGeneration":0,"keyOverlap":"10m","joinTokenTTL":"24h"}`,
+		`{"token":"argosy_join_x","signingKey":"AAAA","sealingKey":"BBBB"}`,
+		`{"url":"https://git.example.com/apps.git","type":"git","project":"default","credentials":{"username":"bot","password":"x"}}`,
+		`{"url":"https://git.example.com/apps.git","sealed":{"keyId":"k","ciphertext":"Y2lwaGVy"}}`,
+		`{"operation":"rollback","historyId":3,"revision":"main","prune":true,"dryRun":true,"refreshType":"hard"}`,
+		`{"selector":"env=prod,region in (eu,us)","prune":"orphan","manifest":` + app + `}`,
+		`{"clusters":["a"]}]]]`, `{"clusters":["a"],"clusters":["b"]}`, `{"clusters":["a"],"Clusters":["b"]}`,
+		`{"manifest":` + strings.Repeat(`[`, api.MaxDepth) + strings.Repeat(`]`, api.MaxDepth) + `}`,
+		`{"manifest":{"a":{"b":1,"b":2}}}`, `{"labels":{"a":"1","a":"2"}}`, `"x"`, `null`, `{"clusters":null}`,
 	}
-	f.Fuzz(func(t *testing.T, body string) {
-		var req api.ApplyRequest
-		if decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)), &req) != nil {
+	for _, s := range seeds {
+		for kind := range requestTypes {
+			f.Add(uint8(kind), s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, body string) {
+		newReq := requestTypes[int(kind)%len(requestTypes)]
+		req := newReq()
+		start := time.Now()
+		err := decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)), req)
+		// Linear in the body: the fuzzer's bodies are small, so a
+		// second is far past what any of them may take.
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("%T: %s to decode %d bytes", req, d, len(body))
+		}
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.status < 400 || ae.status >= 500 {
+				t.Fatalf("%T: %v, want a 4xx", req, err)
+			}
+			if n := len(ae.body.Error); n > 2048 {
+				t.Fatalf("%T: a %d-byte error: %.200s", req, n, ae.body.Error)
+			}
 			return
 		}
 		b, err := jsonMarshal(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var again api.ApplyRequest
-		if err := decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(b))), &again); err != nil {
-			t.Fatalf("re-decoding %s: %v", b, err)
+		again := newReq()
+		if err := decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(b))), again); err != nil {
+			t.Fatalf("re-decoding %s into %T: %v", b, again, err)
+		}
+		b2, err := jsonMarshal(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, b2) {
+			t.Fatalf("%T does not round-trip:\n%s\n%s", req, b, b2)
 		}
 	})
 }

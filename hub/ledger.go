@@ -54,6 +54,9 @@ type written struct {
 	partition  int32
 	offset     int64
 	at         time.Time
+	// digest is the request digest the event carries, if it was written
+	// under an idempotency key (idempotency.go).
+	digest string
 }
 
 // ledger is the hub's index of the log: the latest config event of every
@@ -80,6 +83,9 @@ type ledger struct {
 	objects    map[string]*entry     // by desired-state key
 	placements map[string]*placement // by "namespace/name"
 	ids        map[string]written
+	// requests are the idempotency keys used within the window, by
+	// reference (idempotency.go).
+	requests map[string]keyUse
 	// next is the next offset to read of each partition, by topic name;
 	// moved tells waiters that it moved.
 	next  map[string]map[int32]int64
@@ -88,7 +94,7 @@ type ledger struct {
 
 func newLedger(topics events.Topics, in *events.Intake, window time.Duration, log *slog.Logger) *ledger {
 	return &ledger{topics: topics, in: in, window: window, log: log, objects: map[string]*entry{}, placements: map[string]*placement{},
-		ids: map[string]written{}, next: map[string]map[int32]int64{}, moved: make(chan struct{})}
+		ids: map[string]written{}, requests: map[string]keyUse{}, next: map[string]map[int32]int64{}, moved: make(chan struct{})}
 }
 
 // consumeOpts returns the options of the ledger's client: the desired-state
@@ -245,13 +251,14 @@ func (l *ledger) fold(d *events.Decoded, r *kgo.Record) {
 		}
 		l.put(string(r.Key), entryOf(d, off))
 	case l.topics[events.TopicPlacements]:
+		l.noteRequest(d.Event, r.Timestamp)
 		if pl := placementOf(d); pl != nil {
 			l.putPlacement(pl)
 		}
 	case l.topics[events.TopicConfig]:
 		res := resourceOf(d.Data)
 		l.ids[d.Event.ID()] = written{key: events.DesiredKey(d.Subject), typ: d.Spec.Type, generation: res.Generation,
-			partition: r.Partition, offset: r.Offset, at: r.Timestamp}
+			partition: r.Partition, offset: r.Offset, at: r.Timestamp, digest: l.noteRequest(d.Event, r.Timestamp)}
 	}
 }
 
@@ -278,6 +285,11 @@ func (l *ledger) pruneIDs(now time.Time) {
 			delete(l.ids, id)
 		}
 	}
+	for ref, u := range l.requests {
+		if now.Sub(u.at) > l.window {
+			delete(l.requests, ref)
+		}
+	}
 }
 
 // recorded folds events this replica has just committed, so that its next
@@ -287,6 +299,7 @@ func (l *ledger) recorded(es []pending, recs []*kgo.Record) {
 	defer l.mu.Unlock()
 	for i, p := range es {
 		rec := recs[i]
+		digest := l.noteRequest(p.event, rec.Timestamp)
 		if p.placement != nil {
 			pl := *p.placement
 			pl.id, pl.offset = p.event.ID(), rec.Offset
@@ -294,7 +307,7 @@ func (l *ledger) recorded(es []pending, recs []*kgo.Record) {
 			continue
 		}
 		l.ids[p.event.ID()] = written{key: p.key, typ: p.event.Type(), generation: p.generation,
-			partition: rec.Partition, offset: rec.Offset, at: rec.Timestamp}
+			partition: rec.Partition, offset: rec.Offset, at: rec.Timestamp, digest: digest}
 		if p.entry == nil {
 			continue
 		}

@@ -5,6 +5,7 @@ package hub_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,30 @@ func TestDashboardOIDCLogin(t *testing.T) {
 		resp, body := do(t, pageRequest(t, base, "/login/oidc/callback?state=forged&code=stolen", nil))
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "not started here") || len(resp.Cookies()) != 1 {
 			t.Errorf("%d, cookies %v\n%s", resp.StatusCode, resp.Cookies(), body)
+		}
+	})
+
+	t.Run("a next page off the hub", func(t *testing.T) {
+		for _, next := range offSite {
+			iss.SignIn(oidctest.Claims{Subject: "u-bob", Extra: map[string]any{"email": "bob@example.com", "groups": []string{"everyone"}}})
+			if err := chromedp.Run(b, chromedp.Navigate(base+"/login?next="+url.QueryEscape(next)), chromedp.WaitVisible("#oidc-login", chromedp.ByID),
+				chromedp.Click("#oidc-login", chromedp.ByID)); err != nil {
+				t.Fatal(err)
+			}
+			// Until it is on the hub's front page, or off both the hub
+			// and the issuer.
+			var href string
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				if err := chromedp.Run(b, chromedp.Evaluate(`location.href`, &href)); err == nil &&
+					(href == base+"/" || !strings.HasPrefix(href, base) && !strings.HasPrefix(href, iss.URL)) {
+					break
+				}
+			}
+			if href != base+"/" {
+				t.Errorf("next %q: landed on %s, want the hub's %s/", next, href, base)
+				continue
+			}
+			logout(t, b)
 		}
 	})
 

@@ -90,12 +90,17 @@ func (l *ledger) allPlacements() []placement {
 // from the reconciler, each one event per cluster like any other.
 func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 	var req api.PlacementRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
 	sel, err := labels.Parse(req.Selector)
 	if err != nil {
-		return nil, invalid("selector", err.Error())
+		// The parser's message quotes the bad key or value whole.
+		msg := err.Error()
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		return nil, invalid("selector", msg)
 	}
 	if req.Prune == "" {
 		req.Prune = schemas.PruneDelete
@@ -217,7 +222,12 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 			return nil, err
 		}
 		if c.idempotencyKey != "" {
-			p.event.SetID(eventID(c, change{key: "placements/" + key}))
+			id := eventID(c, change{key: "placements/" + key})
+			if err := s.sameRequest(c, nil); err != nil {
+				return nil, err
+			}
+			p.event.SetID(id)
+			bindKey(c, p.event)
 		}
 		return []pending{*p}, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -77,6 +78,18 @@ func setSession(w http.ResponseWriter, r *http.Request, value string, maxAge tim
 
 // login checks the posted token and starts a session.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	// The form is read whole before anything else: bounded as the API's
+	// bodies are, rather than by net/http's 10 MB for forms.
+	limitBody(w, r)
+	if err := r.ParseForm(); err != nil {
+		status, msg := http.StatusBadRequest, "the login form could not be read: "+err.Error()
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			status, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("the login form is longer than the hub takes, %d bytes", api.MaxBodyBytes)
+		}
+		s.o.dashboard.LoginPage(w, r, status, "/", msg, s.browserLogin())
+		return
+	}
 	next := localPath(r.PostFormValue("next"))
 	if !sameOrigin(r) {
 		s.o.dashboard.LoginPage(w, r, http.StatusForbidden, next, "cross-origin login refused", s.browserLogin())
@@ -196,12 +209,32 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 }
 
 // localPath returns p if it is a path on this server, "/" otherwise, so
-// that a login link cannot send the browser elsewhere.
+// that a login link cannot send the browser elsewhere. It judges p as a
+// browser would read it: browsers drop tabs and newlines anywhere in a
+// URL and take a backslash for a slash, so that "/\t/evil.example" is
+// "//evil.example" to them, another host. A control character or a
+// backslash anywhere, raw or percent-encoded, is refused outright, and so
+// is anything url.Parse finds a scheme, a host or user info in.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+	if !isLocalPath(p) {
 		return "/"
 	}
 	return p
+}
+
+func isLocalPath(p string) bool {
+	check := []string{p}
+	if un, err := url.PathUnescape(p); err == nil && un != p {
+		check = append(check, un)
+	}
+	for _, v := range check {
+		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) ||
+			!strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") {
+			return false
+		}
+	}
+	u, err := url.Parse(p)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == ""
 }
 
 // sameOrigin reports whether a form post came from this server's pages:

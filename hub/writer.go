@@ -150,6 +150,12 @@ func (w *writer) write(ctx context.Context, l lane, decide decision, extra func(
 			w.ledger.recorded(ps, recs)
 			return ps, recs, nil
 		}
+		if errors.Is(err, events.ErrOversized) {
+			// Refused as it was encoded, before any transaction began:
+			// the lane is still this replica's, and deciding again would
+			// make the same event.
+			return nil, nil, err
+		}
 		w.release(o)
 		// Fenced, nothing of the transaction was committed. Otherwise (the
 		// broker answered the commit with an error it does not explain,

@@ -203,7 +203,7 @@ func TestAsyncAPIHeaders(t *testing.T) {
 		t.Errorf("the conditional headers require %v, want [ce_subject]", got)
 	}
 	props := get[map[string]any](t, headers, "properties")
-	if got, want := slices.Sorted(maps.Keys(props)), slices.Sorted(slices.Values(append(wantRequired, "ce_subject", "ce_traceparent", "ce_tracestate"))); !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(props)), slices.Sorted(slices.Values(append(wantRequired, "ce_subject", "ce_traceparent", "ce_tracestate", "ce_idempotencykey", "ce_requestdigest"))); !slices.Equal(got, want) {
 		t.Errorf("headers %v, want %v", got, want)
 	}
 	dlq := get[map[string]any](t, doc, "components", "messages", "deadLetter", "headers")

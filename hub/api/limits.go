@@ -30,4 +30,7 @@ const (
 	// event would be larger is answered 413 saying its size and the limit,
 	// before anything is written.
 	MaxEventBytes = 512 << 10
+	// MaxReasonBytes bounds a deregistration's reason (?reason=), which
+	// the deregistration event and the keys' revocations carry.
+	MaxReasonBytes = 1 << 10
 )

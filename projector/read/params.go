@@ -58,8 +58,22 @@ func (p *params) time(name string) time.Time {
 		p.fail(badRequest("parameter %q: %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", name, v))
 		return time.Time{}
 	}
+	if t.Before(EarliestTime) || t.After(LatestTime) {
+		p.fail(badRequest("parameter %q: %s is outside the times taken, %s to %s", name, v,
+			EarliestTime.Format(time.RFC3339), LatestTime.Format(time.RFC3339)))
+		return time.Time{}
+	}
 	return t
 }
+
+// EarliestTime and LatestTime bound a time parameter: the stores keep
+// times as nanoseconds since 1970 in an int64, which holds 1677-09-21 to
+// 2262-04-11, and a time past them would overflow there (a 500) rather
+// than be refused here (a 400). The bounds are whole years inside that.
+var (
+	EarliestTime = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	LatestTime   = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
 
 // interval returns the from and to parameters, checking that from is
 // before to when both are given.

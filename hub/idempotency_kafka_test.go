@@ -1,0 +1,96 @@
+//go:build integration
+
+package hub_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// TestIdempotencyKeyBindsRequest checks that an Idempotency-Key names one
+// request, on the real broker and across replicas, one of them started
+// after the writes (as after a restart): the same request again is
+// replayed; another request under the key (one more cluster, other
+// clusters, another route, another placement) is a 422 naming the key,
+// writes nothing and is audited; the same key is another actor's own.
+func TestIdempotencyKeyBindsRequest(t *testing.T) {
+	r := newRig(t, 4)
+	url := r.start()
+	root := r.client(url, "root")
+	for _, c := range []string{"c1", "c2", "c3"} {
+		r.register(root, c, map[string]string{"env": "dev"})
+	}
+	k1 := api.WriteOptions{IdempotencyKey: "k1"}
+	apply := func(c *api.Client, clusters ...string) (*api.Result, error) {
+		return c.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: clusters, Manifest: appIn("web", "default")}, k1)
+	}
+	first, err := apply(root, "c1", "c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	placement := func(c *api.Client, selector string) (*api.Result, error) {
+		return c.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: selector, Manifest: appIn("site", "default")}, api.WriteOptions{IdempotencyKey: "k2"})
+	}
+	// A selector no cluster matches: the placer writes nothing for it.
+	if _, err := placement(root, "env=nowhere"); err != nil {
+		t.Fatal(err)
+	}
+	config, audit := len(r.records(events.TopicConfig)), len(r.records(events.TopicAudit))
+	placements := len(r.records(events.TopicPlacements))
+
+	later := r.client(r.start(), "root")
+	for _, c := range []struct {
+		name   string
+		client *api.Client
+	}{{"the replica that wrote", root}, {"a replica started after", later}} {
+		again, err := apply(c.client, "c1", "c2")
+		if err != nil || !again.Replayed || !cmp.Equal(again.Events, first.Events) {
+			t.Errorf("%s: the same request again = %+v, %v; want the first answer, replayed", c.name, again, err)
+		}
+		for _, tc := range []struct {
+			name string
+			do   func() error
+		}{
+			{"one more cluster", func() error { _, err := apply(c.client, "c1", "c2", "c3"); return err }},
+			{"one cluster fewer", func() error { _, err := apply(c.client, "c1"); return err }},
+			{"other clusters", func() error { _, err := apply(c.client, "c3"); return err }},
+			{"another route", func() error {
+				_, err := c.client.PutRepository(t.Context(), "c1", "argocd", "apps", api.RepositoryRequest{URL: "https://git.example.com/x.git"}, k1)
+				return err
+			}},
+			{"another placement", func() error { _, err := placement(c.client, "env=prod"); return err }},
+		} {
+			err := tc.do()
+			var re *api.ResponseError
+			if api.StatusOf(err) != http.StatusUnprocessableEntity || !asResponse(err, &re) || len(re.Body.Fields) == 0 || re.Body.Fields[0].Field != api.HeaderIdempotencyKey {
+				t.Errorf("%s: %s = %v, want 422 naming %s", c.name, tc.name, err, api.HeaderIdempotencyKey)
+			}
+		}
+	}
+	if n := len(r.records(events.TopicConfig)); n != config {
+		t.Errorf("the config topic went from %d to %d records", config, n)
+	}
+	if n := len(r.records(events.TopicPlacements)); n != placements {
+		t.Errorf("the placements topic went from %d to %d records", placements, n)
+	}
+	refused := 0
+	for _, d := range ofType(r.decoded(r.records(events.TopicAudit)[audit:]), events.TypeAuditRecorded) {
+		if a := d.Data.(*schemas.AuditRecorded); a.Outcome == "failed" && a.StatusCode == http.StatusUnprocessableEntity {
+			refused++
+		}
+	}
+	if refused != 10 {
+		t.Errorf("%d refusals audited as failed with 422, want 10", refused)
+	}
+	// Another actor's k1 is its own.
+	if _, err := r.client(url, "dev-deployer").Apply(t.Context(), api.KindApplications,
+		api.ApplyRequest{Clusters: []string{"c3"}, Manifest: appIn("web", "default")}, k1); err != nil {
+		t.Errorf("another actor's k1: %v", err)
+	}
+}
