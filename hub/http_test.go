@@ -90,3 +90,47 @@ func TestGenerationFor(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// TestIfMatch holds If-Match to its pattern in openapi.yaml: a header
+// present but empty, or with anything but a whole number of at most 18
+// digits, bare or in one pair of quotes, is a 400, never taken as absent.
+func TestIfMatch(t *testing.T) {
+	for _, tc := range []struct {
+		header []string // nil: no If-Match
+		want   int64    // -1: absent
+		bad    bool
+	}{
+		{header: nil, want: -1},
+		{header: []string{`"3"`}, want: 3},
+		{header: []string{`3`}, want: 3},
+		{header: []string{`"0"`}, want: 0},
+		{header: []string{`999999999999999999`}, want: 999999999999999999},
+		{header: []string{``}, bad: true},
+		{header: []string{`""`}, bad: true},
+		{header: []string{`"3`}, bad: true},
+		{header: []string{`3"`}, bad: true},
+		{header: []string{`""3""`}, bad: true},
+		{header: []string{`+3`}, bad: true},
+		{header: []string{`-0`}, bad: true},
+		{header: []string{`1000000000000000000`}, bad: true},
+		{header: []string{`"3"`, `"4"`}, bad: true},
+	} {
+		r := httptest.NewRequest(http.MethodDelete, "/", nil)
+		if tc.header != nil {
+			r.Header[api.HeaderIfMatch] = tc.header
+		}
+		g, err := ifMatch(r)
+		var ae *apiError
+		switch {
+		case tc.bad && (!errors.As(err, &ae) || ae.status != http.StatusBadRequest):
+			t.Errorf("If-Match %q: %v, %v, want a 400", tc.header, g, err)
+		case tc.bad:
+		case err != nil:
+			t.Errorf("If-Match %q: %v", tc.header, err)
+		case tc.want < 0 && g != nil:
+			t.Errorf("no If-Match: %d, want none", *g)
+		case tc.want >= 0 && (g == nil || *g != tc.want):
+			t.Errorf("If-Match %q: %v, want %d", tc.header, g, tc.want)
+		}
+	}
+}
