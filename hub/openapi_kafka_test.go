@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -30,6 +31,13 @@ type answer struct {
 }
 
 func call(t *testing.T, method, target, token string, body []byte) answer {
+	t.Helper()
+	a, _ := callAllow(t, method, target, token, body)
+	return a
+}
+
+// callAllow is call, returning the answer's Allow header too.
+func callAllow(t *testing.T, method, target, token string, body []byte) (answer, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -54,7 +62,7 @@ func call(t *testing.T, method, target, token string, body []byte) answer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return answer{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: b}
+	return answer{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: b}, resp.Header.Get("Allow")
 }
 
 // routeMissing tells an answer for which no route exists from the API's
@@ -63,7 +71,11 @@ func call(t *testing.T, method, target, token string, body []byte) answer {
 // /api/v1/, answers a path it has no route for with a JSON 404 that says
 // "no endpoint".
 func routeMissing(a answer) bool {
-	if a.status != http.StatusNotFound && a.status != http.StatusMethodNotAllowed {
+	switch a.status {
+	case http.StatusMethodNotAllowed:
+		return true
+	case http.StatusNotFound:
+	default:
 		return false
 	}
 	if !strings.HasPrefix(a.ctype, "application/json") {
@@ -153,6 +165,26 @@ func TestDocumentedRoutesAnswer(t *testing.T) {
 	}
 	if a := call(t, http.MethodPost, base+"/api/v1/clusters/prod-eu", root, nil); !routeMissing(a) {
 		t.Fatalf("POST /api/v1/clusters/prod-eu: %d %s %q, want the mux's 405", a.status, a.ctype, a.body)
+	}
+
+	// A method a path does not take is a 405 whose Allow names those the
+	// document lists for it, though the read API's GET /api/v1/ matches
+	// every path below it.
+	for _, p := range slices.Sorted(maps.Keys(doc["paths"].(map[string]any))) {
+		var want []string
+		for _, o := range operations(doc) {
+			if o.path == p {
+				want = append(want, strings.ToUpper(o.method))
+				if o.method == "get" {
+					want = append(want, http.MethodHead)
+				}
+			}
+		}
+		slices.Sort(want)
+		a, allow := callAllow(t, http.MethodOptions, base+strings.NewReplacer("{", "x", "}", "").Replace(p), root, nil)
+		if a.status != http.StatusMethodNotAllowed || allow != strings.Join(want, ", ") {
+			t.Errorf("OPTIONS %s: %d, Allow %q, want 405 with Allow %q", p, a.status, allow, strings.Join(want, ", "))
+		}
 	}
 
 	// The cluster the path examples name is registered with the
