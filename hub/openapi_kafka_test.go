@@ -187,6 +187,14 @@ func TestDocumentedRoutesAnswer(t *testing.T) {
 		}
 	}
 
+	// A query parameter given empty is not taken as absent where the
+	// document's schema refuses the empty value.
+	for _, u := range []string{"/api/v1/objects?kind=", "/api/v1/objects?kind=placements"} {
+		if a := call(t, http.MethodGet, base+u, root, nil); a.status != http.StatusBadRequest {
+			t.Errorf("GET %s: %d %s, want 400", u, a.status, a.body)
+		}
+	}
+
 	// The cluster the path examples name is registered with the
 	// document's example, so that the calls about it reach its objects.
 	ops := operations(doc)
