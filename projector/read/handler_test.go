@@ -259,6 +259,7 @@ func TestEndpoints(t *testing.T) {
 		{name: "rollouts of one placement", target: "/api/v1/reports/rollouts?placement=argocd/guestbook&from=" + at(-time.Hour),
 			status: 200, list: rolloutRows, want: []string{"argocd/guestbook gen 2: 0 of 2 converged, 0 failed, 2 pending prod-eu prod-us"}},
 		{name: "rollouts of a bad placement", target: "/api/v1/reports/rollouts?placement=guestbook", status: 400, errText: "want namespace/name"},
+		{name: "rollouts of an empty placement", target: "/api/v1/reports/rollouts?placement=", status: 400, errText: "want namespace/name"},
 		{name: "report by cluster", target: "/api/v1/reports/deployments?by=cluster", status: 200, list: reportRows, want: []string{
 			"cluster day 2026-01-31T12:00:00Z..2026-03-02T12:00:00Z gaps=[{prod-us 1}]",
 			"prod-eu 2026-02-22 ok=1 failed=0",
