@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -301,9 +302,17 @@ func hubURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// decodeBody decodes a JSON request body strictly into v.
+// decodeBody decodes a JSON request body strictly into v: an object, no
+// member of it null.
 func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		return failf(http.StatusBadRequest, "reading the body: %v", err)
+	}
+	if err := refuseNull(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
