@@ -303,7 +303,7 @@ func hubURL(r *http.Request) string {
 }
 
 // decodeBody decodes a JSON request body strictly into v: an object, no
-// member of it null.
+// member of it null, a whole number written 3.0 or 3e0 taken as 3.
 func decodeBody(r *http.Request, v any) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
@@ -312,7 +312,7 @@ func decodeBody(r *http.Request, v any) error {
 	if err := refuseNull(body); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	dec := json.NewDecoder(bytes.NewReader(wholeNumbers(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError

@@ -141,3 +141,34 @@ func TestIfMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeBodyWholeNumbers: JSON Schema's integer, which the documents
+// give every integer field, takes 3.0 and 1e1; so does the decoder, and
+// it still refuses a fraction.
+func TestDecodeBodyWholeNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want int64 // -1: refused
+	}{
+		{`{"expectedGeneration":3}`, 3},
+		{`{"expectedGeneration":3.0}`, 3},
+		{`{"expectedGeneration":1e1}`, 10},
+		{`{"expectedGeneration":14424.000}`, 14424},
+		{`{"expectedGeneration":2.0E+0}`, 2},
+		{`{"expectedGeneration":3.5}`, -1},
+		{`{"expectedGeneration":1e-1}`, -1},
+		{`{"expectedGeneration":1e999999}`, -1},
+		{`{"expectedGeneration":1e30}`, -1},
+	} {
+		var req api.ApplyRequest
+		err := decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body)), &req)
+		switch {
+		case tc.want < 0 && err == nil:
+			t.Errorf("%s: taken as %v, want a 400", tc.body, *req.ExpectedGeneration)
+		case tc.want >= 0 && err != nil:
+			t.Errorf("%s: %v", tc.body, err)
+		case tc.want >= 0 && (req.ExpectedGeneration == nil || *req.ExpectedGeneration != tc.want):
+			t.Errorf("%s: %v, want %d", tc.body, req.ExpectedGeneration, tc.want)
+		}
+	}
+}
