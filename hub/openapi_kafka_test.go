@@ -19,6 +19,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 )
@@ -249,4 +250,32 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestOperationRequestChecked: an operation request with a value its
+// schema refuses is a 400, decided before anything is written, never
+// the event schema's refusal later.
+func TestOperationRequestChecked(t *testing.T) {
+	r := newRig(t, 2)
+	base := r.start()
+	root := r.client(base, "root")
+	r.twoTeams(root)
+	if _, err := root.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"prod"}, Manifest: appIn("pay", "team-a")}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u := base + "/api/v1/clusters/prod/applications/argocd/pay/operations?dryRun=true"
+	for _, tc := range []struct {
+		body   string
+		status int
+	}{
+		{`{"operation":"sync"}`, http.StatusOK},
+		{`{"operation":"sync","historyId":0}`, http.StatusOK},
+		{`{"operation":"sync","historyId":-1}`, http.StatusBadRequest},
+		{`{"operation":"rollback","historyId":-144115188075855872}`, http.StatusBadRequest},
+		{`{"operation":"refresh","refreshType":"soft"}`, http.StatusBadRequest},
+	} {
+		if a := call(t, http.MethodPost, u, r.tokens["root"], []byte(tc.body)); a.status != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.body, a.status, a.body, tc.status)
+		}
+	}
 }
