@@ -27,7 +27,7 @@ import (
 // test runs the short one; make fuzz sets ARGOSY_OPENAPI_FUZZ_EXAMPLES
 // for a longer run.
 const (
-	fuzzExamples     = 25
+	fuzzExamples     = 40
 	fuzzSeed         = 32
 	fuzzExamplesEnv  = "ARGOSY_OPENAPI_FUZZ_EXAMPLES"
 	fuzzRequirements = "testdata/schemathesis/requirements.txt"
