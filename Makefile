@@ -2,9 +2,11 @@
 # needs by itself: an Apache Kafka broker from Maven Central's jars, etcd,
 # kube-apiserver and Argo CD built from their Go modules (make kube-tools),
 # PostgreSQL from Debian's packages (make test-tools), and a Python virtual
-# environment with PyPI's packages pinned in
-# events/internal/pyreader/requirements.txt. Tools, jars and environments
-# are cached under $(CACHE), never in the repository.
+# environments with PyPI's packages pinned in
+# events/internal/pyreader/requirements.txt and (Schemathesis, the OpenAPI
+# fuzzer of hub.TestOpenAPIFuzz) hub/testdata/schemathesis/requirements.txt.
+# Tools, jars and environments are cached under $(CACHE), never in the
+# repository.
 
 GO        ?= go
 SHELL     := bash
@@ -25,6 +27,9 @@ LDFLAGS   := -X github.com/argosyproj/argosy/internal/version.Version=$(VERSION)
 # Tests that need real servers carry this build tag.
 INTEGRATION := -tags integration
 FUZZTIME    ?= 60s
+# Examples per operation and phase of the OpenAPI fuzzer under make fuzz;
+# make test runs it with the test's own small budget.
+OPENAPI_FUZZ_EXAMPLES ?= 400
 BENCHCOUNT  ?= 1
 
 .PHONY: all build run test test-unit test-integration fuzz bench bench-fleet lint generate verify tools test-tools kube-tools clean
@@ -53,13 +58,15 @@ test-integration: test-tools kube-tools ## Run the packages whose tests use real
 kube-tools: test-tools ## Build and cache etcd, kube-apiserver, kubectl, kube-controller-manager, Argo CD and helm.
 	$(GO) run ./internal/testenv/kubetest/build >/dev/null
 
-fuzz: ## Run every fuzz target for FUZZTIME each (default 60s).
+fuzz: test-tools ## Run every fuzz target for FUZZTIME each (default 60s), then the OpenAPI fuzzer against a real hub and read API with OPENAPI_FUZZ_EXAMPLES examples per operation (default 400).
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== $$pkg $$f ($(FUZZTIME))"; \
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
 	  done; \
 	done
+	@echo "== ./hub TestOpenAPIFuzz ($(OPENAPI_FUZZ_EXAMPLES) examples)"
+	ARGOSY_OPENAPI_FUZZ_EXAMPLES=$(OPENAPI_FUZZ_EXAMPLES) $(GO) test -race -count=1 $(INTEGRATION) -timeout 2h -run '^TestOpenAPIFuzz$$' -v ./hub/
 
 bench: test-tools ## Run the micro-benchmarks and the Kafka throughput benchmarks.
 	$(GO) test $(INTEGRATION) -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./... | tee bench.txt

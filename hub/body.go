@@ -46,6 +46,10 @@ func decodeBytes(body []byte, v any) error {
 	if err := checkShape(body); err != nil {
 		return err
 	}
+	if err := refuseNull(body); err != nil {
+		return err
+	}
+	body = wholeNumbers(body)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

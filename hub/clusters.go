@@ -555,6 +555,9 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
+	if req.HistoryID < 0 {
+		return nil, invalid("historyId", fmt.Sprintf("%d: want an Argo CD history id, a whole number ≥ 0", req.HistoryID))
+	}
 	if req.RefreshType != "" && req.RefreshType != "normal" && req.RefreshType != "hard" {
 		return nil, invalid("refreshType", fmt.Sprintf("%q: want normal or hard", req.RefreshType))
 	}

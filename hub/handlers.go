@@ -22,7 +22,7 @@ func (s *Server) whoami(_ *http.Request, c *call) (any, error) { return c.p.Iden
 func (s *Server) objects(r *http.Request, c *call) (any, error) {
 	q := r.URL.Query()
 	cluster, kind := q.Get("cluster"), q.Get("kind")
-	if kind != "" && !slices.Contains([]string{api.KindApplications, api.KindAppProjects, api.KindRepositories, api.KindClusters}, kind) {
+	if _, ok := q["kind"]; ok && !slices.Contains([]string{api.KindApplications, api.KindAppProjects, api.KindRepositories, api.KindClusters}, kind) {
 		return nil, invalid("kind", fmt.Sprintf("%q: want applications, appprojects, repositories or clusters", kind))
 	}
 	select {

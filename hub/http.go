@@ -89,9 +89,6 @@ func (s *Server) routes() *http.ServeMux {
 	return mux
 }
 
-// ServeHTTP serves the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
-
 // call is what one API call did, for its audit record.
 type call struct {
 	id string
@@ -325,18 +322,35 @@ func invalid(field, reason string) *apiError {
 		Fields: []api.FieldError{{Field: field, Reason: reason}}}}
 }
 
-// ifMatch returns the generation the If-Match header expects, if any.
+// ifMatch returns the generation the If-Match header expects, if any: a
+// whole number of at most maxGenerationDigits digits, bare or in one pair
+// of quotes. A header present but empty is a 400, never taken as absent.
 func ifMatch(r *http.Request) (*int64, error) {
-	v := strings.Trim(r.Header.Get(api.HeaderIfMatch), `"`)
-	if v == "" {
+	vs, ok := r.Header[http.CanonicalHeaderKey(api.HeaderIfMatch)]
+	if !ok {
 		return nil, nil
 	}
+	raw := strings.Join(vs, ",")
+	v := raw
+	if q, ok := strings.CutPrefix(raw, `"`); ok {
+		v, _ = strings.CutSuffix(q, `"`)
+		if len(v) == len(q) {
+			v = raw // an opening quote without its closing one
+		}
+	}
+	if v == "" || len(v) > maxGenerationDigits || strings.Trim(v, "0123456789") != "" {
+		return nil, invalid(api.HeaderIfMatch, fmt.Sprintf("%q: want a generation, a whole number ≥ 0 of at most %d digits, bare or in quotes", raw, maxGenerationDigits))
+	}
 	g, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || g < 0 {
-		return nil, invalid(api.HeaderIfMatch, fmt.Sprintf("%q: want a generation, a whole number ≥ 0", v))
+	if err != nil {
+		return nil, invalid(api.HeaderIfMatch, fmt.Sprintf("%q: %v", raw, err))
 	}
 	return &g, nil
 }
+
+// maxGenerationDigits bounds the generation If-Match names, as the
+// pattern in openapi.yaml does: 18 digits always fit an int64.
+const maxGenerationDigits = 18
 
 // boolParam reads a boolean query parameter: absent is def, and anything
 // strconv.ParseBool does not take is a 400, never a guess.

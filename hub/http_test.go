@@ -24,6 +24,11 @@ func TestDecodeBody(t *testing.T) {
 		{`{"clusters":["a"]`, "", http.StatusBadRequest},
 		{`{} {}`, "", http.StatusBadRequest},
 		{`not json`, "", http.StatusBadRequest},
+		{`null`, "", http.StatusBadRequest},
+		{` null `, "", http.StatusBadRequest},
+		{`{"clusters":["a"],"expectedGeneration":null}`, "expectedGeneration", http.StatusBadRequest},
+		{`{"clusters":null}`, "clusters", http.StatusBadRequest},
+		{`{"clusters":["a"],"manifest":{"spec":{"x":null}}}`, "", 0},
 		{``, "", http.StatusBadRequest},
 		// Valid JSON and then anything but whitespace.
 		{`{"clusters":["a"]}` + " \r\n\t", "", 0},
@@ -121,7 +126,7 @@ func FuzzDecodeBody(f *testing.F) {
 			t.Fatal(err)
 		}
 		again := newReq()
-		if err := decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(b))), again); err != nil {
+		if err := decodeBody(httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(withoutNulls(t, b))), again); err != nil {
 			t.Fatalf("re-decoding %s into %T: %v", b, again, err)
 		}
 		b2, err := jsonMarshal(again)
@@ -162,3 +167,98 @@ func TestGenerationFor(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// withoutNulls drops the members of an encoded request that are null (a
+// field it left out, encoded as null), which the decoder refuses.
+func withoutNulls(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range m {
+		if string(v) == "null" {
+			delete(m, k)
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestIfMatch holds If-Match to its pattern in openapi.yaml: a header
+// present but empty, or with anything but a whole number of at most 18
+// digits, bare or in one pair of quotes, is a 400, never taken as absent.
+func TestIfMatch(t *testing.T) {
+	for _, tc := range []struct {
+		header []string // nil: no If-Match
+		want   int64    // -1: absent
+		bad    bool
+	}{
+		{header: nil, want: -1},
+		{header: []string{`"3"`}, want: 3},
+		{header: []string{`3`}, want: 3},
+		{header: []string{`"0"`}, want: 0},
+		{header: []string{`999999999999999999`}, want: 999999999999999999},
+		{header: []string{``}, bad: true},
+		{header: []string{`""`}, bad: true},
+		{header: []string{`"3`}, bad: true},
+		{header: []string{`3"`}, bad: true},
+		{header: []string{`""3""`}, bad: true},
+		{header: []string{`+3`}, bad: true},
+		{header: []string{`-0`}, bad: true},
+		{header: []string{`1000000000000000000`}, bad: true},
+		{header: []string{`"3"`, `"4"`}, bad: true},
+	} {
+		r := httptest.NewRequest(http.MethodDelete, "/", nil)
+		if tc.header != nil {
+			r.Header[api.HeaderIfMatch] = tc.header
+		}
+		g, err := ifMatch(r)
+		var ae *apiError
+		switch {
+		case tc.bad && (!errors.As(err, &ae) || ae.status != http.StatusBadRequest):
+			t.Errorf("If-Match %q: %v, %v, want a 400", tc.header, g, err)
+		case tc.bad:
+		case err != nil:
+			t.Errorf("If-Match %q: %v", tc.header, err)
+		case tc.want < 0 && g != nil:
+			t.Errorf("no If-Match: %d, want none", *g)
+		case tc.want >= 0 && (g == nil || *g != tc.want):
+			t.Errorf("If-Match %q: %v, want %d", tc.header, g, tc.want)
+		}
+	}
+}
+
+// TestDecodeBodyWholeNumbers: JSON Schema's integer, which the documents
+// give every integer field, takes 3.0 and 1e1; so does the decoder, and
+// it still refuses a fraction.
+func TestDecodeBodyWholeNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want int64 // -1: refused
+	}{
+		{`{"expectedGeneration":3}`, 3},
+		{`{"expectedGeneration":3.0}`, 3},
+		{`{"expectedGeneration":1e1}`, 10},
+		{`{"expectedGeneration":14424.000}`, 14424},
+		{`{"expectedGeneration":2.0E+0}`, 2},
+		{`{"expectedGeneration":3.5}`, -1},
+		{`{"expectedGeneration":1e-1}`, -1},
+		{`{"expectedGeneration":1e999999}`, -1},
+		{`{"expectedGeneration":1e30}`, -1},
+	} {
+		var req api.ApplyRequest
+		err := decodeBody(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body)), &req)
+		switch {
+		case tc.want < 0 && err == nil:
+			t.Errorf("%s: taken as %v, want a 400", tc.body, *req.ExpectedGeneration)
+		case tc.want >= 0 && err != nil:
+			t.Errorf("%s: %v", tc.body, err)
+		case tc.want >= 0 && (req.ExpectedGeneration == nil || *req.ExpectedGeneration != tc.want):
+			t.Errorf("%s: %v, want %d", tc.body, req.ExpectedGeneration, tc.want)
+		}
+	}
+}

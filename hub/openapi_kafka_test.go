@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 )
@@ -30,6 +32,13 @@ type answer struct {
 }
 
 func call(t *testing.T, method, target, token string, body []byte) answer {
+	t.Helper()
+	a, _ := callAllow(t, method, target, token, body)
+	return a
+}
+
+// callAllow is call, returning the answer's Allow header too.
+func callAllow(t *testing.T, method, target, token string, body []byte) (answer, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -54,7 +63,7 @@ func call(t *testing.T, method, target, token string, body []byte) answer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return answer{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: b}
+	return answer{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: b}, resp.Header.Get("Allow")
 }
 
 // routeMissing tells an answer for which no route exists from the API's
@@ -63,7 +72,11 @@ func call(t *testing.T, method, target, token string, body []byte) answer {
 // /api/v1/, answers a path it has no route for with a JSON 404 that says
 // "no endpoint".
 func routeMissing(a answer) bool {
-	if a.status != http.StatusNotFound && a.status != http.StatusMethodNotAllowed {
+	switch a.status {
+	case http.StatusMethodNotAllowed:
+		return true
+	case http.StatusNotFound:
+	default:
 		return false
 	}
 	if !strings.HasPrefix(a.ctype, "application/json") {
@@ -155,6 +168,34 @@ func TestDocumentedRoutesAnswer(t *testing.T) {
 		t.Fatalf("POST /api/v1/clusters/prod-eu: %d %s %q, want the mux's 405", a.status, a.ctype, a.body)
 	}
 
+	// A method a path does not take is a 405 whose Allow names those the
+	// document lists for it, though the read API's GET /api/v1/ matches
+	// every path below it.
+	for _, p := range slices.Sorted(maps.Keys(doc["paths"].(map[string]any))) {
+		var want []string
+		for _, o := range operations(doc) {
+			if o.path == p {
+				want = append(want, strings.ToUpper(o.method))
+				if o.method == "get" {
+					want = append(want, http.MethodHead)
+				}
+			}
+		}
+		slices.Sort(want)
+		a, allow := callAllow(t, http.MethodOptions, base+strings.NewReplacer("{", "x", "}", "").Replace(p), root, nil)
+		if a.status != http.StatusMethodNotAllowed || allow != strings.Join(want, ", ") {
+			t.Errorf("OPTIONS %s: %d, Allow %q, want 405 with Allow %q", p, a.status, allow, strings.Join(want, ", "))
+		}
+	}
+
+	// A query parameter given empty is not taken as absent where the
+	// document's schema refuses the empty value.
+	for _, u := range []string{"/api/v1/objects?kind=", "/api/v1/objects?kind=placements"} {
+		if a := call(t, http.MethodGet, base+u, root, nil); a.status != http.StatusBadRequest {
+			t.Errorf("GET %s: %d %s, want 400", u, a.status, a.body)
+		}
+	}
+
 	// The cluster the path examples name is registered with the
 	// document's example, so that the calls about it reach its objects.
 	ops := operations(doc)
@@ -209,4 +250,32 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestOperationRequestChecked: an operation request with a value its
+// schema refuses is a 400, decided before anything is written, never
+// the event schema's refusal later.
+func TestOperationRequestChecked(t *testing.T) {
+	r := newRig(t, 2)
+	base := r.start()
+	root := r.client(base, "root")
+	r.twoTeams(root)
+	if _, err := root.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"prod"}, Manifest: appIn("pay", "team-a")}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u := base + "/api/v1/clusters/prod/applications/argocd/pay/operations?dryRun=true"
+	for _, tc := range []struct {
+		body   string
+		status int
+	}{
+		{`{"operation":"sync"}`, http.StatusOK},
+		{`{"operation":"sync","historyId":0}`, http.StatusOK},
+		{`{"operation":"sync","historyId":-1}`, http.StatusBadRequest},
+		{`{"operation":"rollback","historyId":-144115188075855872}`, http.StatusBadRequest},
+		{`{"operation":"refresh","refreshType":"soft"}`, http.StatusBadRequest},
+	} {
+		if a := call(t, http.MethodPost, u, r.tokens["root"], []byte(tc.body)); a.status != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.body, a.status, a.body, tc.status)
+		}
+	}
 }

@@ -56,13 +56,14 @@ type Server struct {
 	// unauth limits failed authentications per source address.
 	unauth *sourceLimiter
 
-	ledger *ledger
-	writer *writer
-	audit  *events.Producer
-	keys   *events.Registry
-	mux    *http.ServeMux
-	ready  chan struct{}
-	placer *placer
+	ledger  *ledger
+	writer  *writer
+	audit   *events.Producer
+	keys    *events.Registry
+	mux     *http.ServeMux
+	methods *methods
+	ready   chan struct{}
+	placer  *placer
 	// tokens follows the tokens file, given WithTokenFile.
 	tokens *tokenFile
 	// partitions is the config topic's partition count.
@@ -143,6 +144,7 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 		s.auth.oidc.log = o.log
 	}
 	s.mux = s.routes()
+	s.methods = newMethods(s.o.read != nil)
 	s.placer = &placer{s: s, pokes: make(chan struct{}, 1), period: o.placeEvery}
 	return s, nil
 }

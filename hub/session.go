@@ -178,6 +178,7 @@ func sessionCall(r *http.Request, actor, action string, v session) *call {
 // browser to log in.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
 		s.writeError(w, r, failf(http.StatusMethodNotAllowed, "method %s not allowed here", r.Method))
 		return
 	}

@@ -88,6 +88,23 @@ func TestDashboardSession(t *testing.T) {
 		}
 	})
 
+	t.Run("a method a path does not take is a 405 with Allow", func(t *testing.T) {
+		for _, tc := range []struct{ method, path, allow string }{
+			{http.MethodPut, "/audit", "GET, HEAD"},                      // a page
+			{http.MethodPost, "/api/v1/clusters/prod-eu", "DELETE, PUT"}, // the API's, under the pages' /
+			{http.MethodDelete, "/openapi.json", "GET, HEAD"},
+		} {
+			req, err := http.NewRequestWithContext(t.Context(), tc.method, base+tc.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, body := do(t, req)
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != tc.allow {
+				t.Errorf("%s %s: %d, Allow %q, want 405 with Allow %q\n%s", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), tc.allow, body)
+			}
+		}
+	})
+
 	t.Run("a cross-origin login is refused", func(t *testing.T) {
 		resp, _ := do(t, loginRequest(t, base, r.tokens["auditor"], "/", "https://evil.example"))
 		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,20 +31,23 @@ func PositionOf(e projector.AuditEntry) ChainPosition {
 	return ChainPosition{Partition: projector.Partition{Topic: e.Topic, Partition: e.Partition}, Offset: e.Offset}
 }
 
-// parsePosition parses TOPIC/PARTITION/OFFSET. Kafka topic names hold no
-// slash.
+// parsePosition parses TOPIC/PARTITION/OFFSET, as openapi.yaml's pattern
+// for it says: Kafka topic names hold no slash, a partition has at most 9
+// digits and an offset at most 18, so that both always fit.
 func parsePosition(v string) (ChainPosition, bool) {
-	parts := strings.Split(v, "/")
-	if len(parts) != 3 || parts[0] == "" {
+	m := positionRe.FindStringSubmatch(v)
+	if m == nil {
 		return ChainPosition{}, false
 	}
-	part, err1 := strconv.ParseInt(parts[1], 10, 32)
-	off, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err1 != nil || err2 != nil || part < 0 || off < 0 {
+	part, err1 := strconv.ParseInt(m[2], 10, 32)
+	off, err2 := strconv.ParseInt(m[3], 10, 64)
+	if err1 != nil || err2 != nil {
 		return ChainPosition{}, false
 	}
-	return ChainPosition{Partition: projector.Partition{Topic: parts[0], Partition: int32(part)}, Offset: off}, true
+	return ChainPosition{Partition: projector.Partition{Topic: m[1], Partition: int32(part)}, Offset: off}, true
 }
+
+var positionRe = regexp.MustCompile(`^([^/]+)/([0-9]{1,9})/([0-9]{1,18})$`)
 
 // chain serves the audit entries as stored, for whoever checks the chains
 // without Argosy: every partition's, in topic, partition and offset order,

@@ -161,7 +161,7 @@ func (h *Handler) rollouts(r *http.Request) (any, error) {
 		return nil, err
 	}
 	var rp RolloutParams
-	if name := p.str("placement"); name != "" {
+	if name, ok := p.values["placement"]; ok { // given empty, it is refused, not taken as absent
 		ns, n, ok := strings.Cut(name, "/")
 		if !ok || ns == "" || n == "" {
 			return nil, badRequest("parameter \"placement\" %q: want namespace/name", name)

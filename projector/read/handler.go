@@ -130,6 +130,17 @@ func routes() []route {
 	}
 }
 
+// Paths returns the paths of the read API's routes, each a GET, as
+// ServeMux patterns: a server that mounts the read API under a larger mux
+// answers another method on them with a 405.
+func Paths() []string {
+	var out []string
+	for _, rt := range routes() {
+		out = append(out, rt.path)
+	}
+	return out
+}
+
 // New returns the read API's handler over q. Mount it at the root, or under
 // "/api/v1/" of a larger mux: it serves paths starting with /api/v1/ only.
 func New(q projector.Query, opts ...Option) *Handler {

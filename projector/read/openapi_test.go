@@ -224,3 +224,40 @@ func TestOpenAPIValidAgainstSpec(t *testing.T) {
 		t.Fatalf("openapi.yaml is not a valid OpenAPI 3.1 document:\n%#v", err)
 	}
 }
+
+// TestOpenAPIServedAsDocumented serves openapi.yaml: its Content-Type is
+// the media type the document declares for it, and the body, read as
+// that media type, is what its schema there takes.
+func TestOpenAPIServedAsDocumented(t *testing.T) {
+	doc := openAPI(t)
+	rec := get(t, newHandler(readtest.Fleet()), http.MethodGet, "/api/v1/openapi.yaml")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	ctype := rec.Header().Get("Content-Type")
+	content := get2[map[string]any](t, doc, "paths", "/api/v1/openapi.yaml", "get", "responses", "200", "content")
+	media, ok := content[ctype].(map[string]any)
+	if !ok {
+		t.Fatalf("served as %s, documented as %v", ctype, slices.Sorted(maps.Keys(content)))
+	}
+	j, err := yaml.YAMLToJSON(rec.Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("urn:argosy:read:openapi.yaml:200", media["schema"]); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("urn:argosy:read:openapi.yaml:200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(body); err != nil {
+		t.Errorf("the served document does not match its documented schema: %v", err)
+	}
+}
