@@ -9,6 +9,7 @@ import (
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 
+	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 )
 
@@ -119,6 +120,9 @@ func isNull(raw json.RawMessage) bool {
 
 // hidden says why the specs are not shown, or "".
 func hidden(sides [2]specSide) string {
+	if why := unread(sides); why != "" {
+		return why
+	}
 	var deep, large []string
 	for _, s := range sides {
 		switch {
@@ -135,6 +139,35 @@ func hidden(sides [2]specSide) string {
 	case len(large) > 0:
 		return fmt.Sprintf("Too large to show: %s; the dashboard shows specs up to %s indented. The log keeps the spec.",
 			strings.Join(large, ", and "), size(maxDiffText))
+	}
+	return ""
+}
+
+// unread says which specs the store left out unread, with a marker in
+// their place (projector.Omitted), or "".
+func unread(sides [2]specSide) string {
+	var large, past []string
+	for _, s := range sides {
+		o, ok := projector.Omitted(s.raw)
+		if !ok {
+			continue
+		}
+		what := fmt.Sprintf("the spec %s the change is %s", s.name, size(o.Bytes))
+		switch o.Reason {
+		case projector.OmittedAnswer:
+			past = append(past, what)
+		default:
+			large = append(large, what)
+		}
+	}
+	switch {
+	case len(large) > 0:
+		return fmt.Sprintf("Too large to show: %s; the dashboard reads specs up to %s. The log keeps the spec.",
+			strings.Join(large, ", and "), size(projector.MaxSpecBytes))
+	case len(past) > 0:
+		return fmt.Sprintf("Not shown: %s, and the changes above it fill what one page reads (%s of specs). "+
+			"Filter the timeline to this object, or lower the limit, to see it.",
+			strings.Join(past, ", and "), size(projector.MaxAnswerSpecBytes))
 	}
 	return ""
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/web"
+	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
@@ -152,5 +153,33 @@ func TestAuditPageBoundsItsDiffs(t *testing.T) {
 	t.Logf("%d changes shown, %d not; a page of %d bytes, %d bytes allocated", shown, hidden, len(body), allocated)
 	if len(body) > 8<<20 || allocated > 96<<20 {
 		t.Errorf("a page of %d bytes, %d bytes allocated: want under 8 MiB and 96 MiB", len(body), allocated)
+	}
+}
+
+// TestAuditPageSaysWhatTheStoreLeftOut: a spec the store left out unread,
+// with a marker in its place, is not diffed as if the marker were the
+// spec: the page says why it is not shown, with the spec's size.
+func TestAuditPageSaysWhatTheStoreLeftOut(t *testing.T) {
+	small := json.RawMessage(`{"project":"default"}`)
+	tests := []struct {
+		name          string
+		before, after json.RawMessage
+		want          string
+	}{
+		{"size", small, projector.Marker(projector.OmittedSpec{Reason: projector.OmittedSize, Bytes: 3 << 20}),
+			"Too large to show: the spec after the change is 3.0 MiB; the dashboard reads specs up to 1.0 MiB."},
+		{"answer", projector.Marker(projector.OmittedSpec{Reason: projector.OmittedAnswer, Bytes: 600 << 10}), small,
+			"Not shown: the spec before the change is 600.0 KiB, and the changes above it fill what one page reads (16.0 MiB of specs)."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := serveAudit(t, auditPage(t, tt.before, tt.after))
+			if !strings.Contains(body, tt.want) {
+				t.Errorf("the page lacks %q", tt.want)
+			}
+			if strings.Contains(body, "$omitted") {
+				t.Errorf("the page shows the marker")
+			}
+		})
 	}
 }

@@ -1,64 +1,49 @@
 package read
 
 import (
-	"bytes"
 	"encoding/json"
 
-	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/projector"
 )
 
 // The read API answers with specs as the fold stored them, and the fold
-// stores whatever a signed event on the log carried: the hub's limits on
-// what it accepts bound what it writes today, but not what it wrote before
-// them, nor what anyone else able to append to the config topic writes.
-// A spec past the limits below is left out of an answer and a marker
-// object stands in its place, so that every answer decodes (Go's
-// encoding/json refuses nesting past 10,000 levels, and an answer wraps a
-// spec in a few levels of its own) and costs memory in proportion to what
-// a caller can use.
+// stores whatever a signed event on the log carried (package projector
+// says why that is not bounded by the hub's limits). A spec past the
+// limits below is left out of an answer and a marker object stands in its
+// place, so that every answer decodes (Go's encoding/json refuses nesting
+// past 10,000 levels, and an answer wraps a spec in a few levels of its
+// own) and costs memory in proportion to what a caller can use. The store
+// leaves out, unread, a spec larger than MaxSpecBytes or past the answer's
+// MaxAnswerSpecBytes, with the same marker; an answer passes its markers
+// on as they are.
 const (
-	// MaxSpecDepth is the deepest spec an answer carries, counted as the
-	// hub counts (a scalar is depth 0, each object or array one level
-	// more): the hub's own limit, hub/api.MaxDepth, which a test of the
-	// dashboard holds equal to it. A spec the hub accepts is nested in its
-	// manifest, so it is always shallower.
-	MaxSpecDepth = 100
-	// MaxSpecBytes is the largest spec an answer carries: twice the
-	// largest event, as the fold's re-encoding of a spec can grow it
-	// (encoding/json writes <, > and & as \u003c, \u003e and \u0026).
-	MaxSpecBytes = 2 * events.MaxEventBytes
-	// MaxAnswerSpecBytes bounds the specs of one answer together: an
-	// answer lists up to MaxAuditLimit entries, each of which may carry
-	// two specs of up to MaxSpecBytes. Specs past it are left out, for a
-	// caller to read with fewer entries per request.
-	MaxAnswerSpecBytes = 16 << 20
+	// MaxSpecDepth is the deepest spec an answer carries:
+	// projector.MaxSpecDepth.
+	MaxSpecDepth = projector.MaxSpecDepth
+	// MaxSpecBytes is the largest spec an answer carries:
+	// projector.MaxSpecBytes, twice the largest event.
+	MaxSpecBytes = projector.MaxSpecBytes
+	// MaxAnswerSpecBytes bounds the specs of one answer together:
+	// projector.MaxAnswerSpecBytes. An answer lists up to MaxAuditLimit
+	// entries, each of which may carry two specs of up to MaxSpecBytes.
+	// Specs past it are left out, for a caller to read with fewer entries
+	// per request.
+	MaxAnswerSpecBytes = projector.MaxAnswerSpecBytes
 )
 
 // Reasons a spec is left out of an answer (OmittedSpec.Reason): it is
 // deeper than MaxSpecDepth, larger than MaxSpecBytes, or the answer's
 // specs before it reached MaxAnswerSpecBytes.
 const (
-	OmittedDepth  = "depth"
-	OmittedSize   = "size"
-	OmittedAnswer = "answer"
+	OmittedDepth  = projector.OmittedDepth
+	OmittedSize   = projector.OmittedSize
+	OmittedAnswer = projector.OmittedAnswer
 )
-
-// omittedKey is the one member of the marker object. No Argo CD spec has
-// a member of that name at its top (Kubernetes field names are
-// identifiers), so a marker is never taken for a spec.
-const omittedKey = "$omitted"
 
 // OmittedSpec says why a spec was left out of an answer, and how deep and
 // how large the stored spec is. In an answer it stands where the spec
 // would, as {"$omitted": {...}}; openapi.yaml documents it as OmittedSpec.
-type OmittedSpec struct {
-	// Reason is OmittedDepth or OmittedSize.
-	Reason string `json:"reason"`
-	// Depth is the stored spec's nesting, counted as MaxSpecDepth is.
-	Depth int `json:"depth"`
-	// Bytes is the stored spec's size.
-	Bytes int `json:"bytes"`
-}
+type OmittedSpec = projector.OmittedSpec
 
 // Bound returns raw, or the marker that stands for it when it is deeper
 // than MaxSpecDepth or larger than MaxSpecBytes. It reads raw once and
@@ -68,29 +53,25 @@ func Bound(raw json.RawMessage) json.RawMessage {
 }
 
 // budget is what is left of an answer's MaxAnswerSpecBytes.
-type budget struct{ left int }
+type budget struct{ b *projector.SpecBudget }
 
-func newBudget() *budget { return &budget{left: MaxAnswerSpecBytes} }
+func newBudget() *budget { return &budget{projector.NewSpecBudget()} }
 
 // bound returns raw, or the marker that stands for it when it is past
 // the limits or past what is left of the answer's budget, which a spec
-// it returns spends.
+// it returns spends. A marker the store put in a spec's place is returned
+// as it is, and spends nothing.
 func (b *budget) bound(raw json.RawMessage) json.RawMessage {
-	o, past := check(raw, MaxSpecDepth, MaxSpecBytes)
-	switch {
-	case past:
-	case len(raw) > b.left:
-		o.Reason = OmittedAnswer
-	default:
-		b.left -= len(raw)
+	if _, ok := Omitted(raw); ok {
 		return raw
 	}
-	// A string and two ints always encode.
-	m, err := json.Marshal(map[string]OmittedSpec{omittedKey: o})
-	if err != nil {
-		return json.RawMessage(`{"` + omittedKey + `":{}}`)
+	o, past := check(raw, MaxSpecDepth, MaxSpecBytes)
+	if !past {
+		if o.Reason = b.b.Take(len(raw)); o.Reason == "" {
+			return raw
+		}
 	}
-	return m
+	return projector.Marker(o)
 }
 
 // check says whether raw is past maxDepth or maxBytes, and why. It reads
@@ -109,18 +90,7 @@ func check(raw []byte, maxDepth, maxBytes int) (OmittedSpec, bool) {
 }
 
 // Omitted returns what the marker raw says, when raw is one.
-func Omitted(raw json.RawMessage) (OmittedSpec, bool) {
-	raw = bytes.TrimSpace(raw)
-	if !bytes.HasPrefix(raw, []byte(`{"`+omittedKey+`"`)) || len(raw) > 256 {
-		return OmittedSpec{}, false
-	}
-	var m map[string]OmittedSpec
-	if json.Unmarshal(raw, &m) != nil || len(m) != 1 {
-		return OmittedSpec{}, false
-	}
-	o, ok := m[omittedKey]
-	return o, ok && o.Reason != ""
-}
+func Omitted(raw json.RawMessage) (OmittedSpec, bool) { return projector.Omitted(raw) }
 
 // Depth is the nesting of the JSON text raw: 0 for a scalar, each object
 // or array one level more. It counts brackets outside strings in one

@@ -184,3 +184,51 @@ func TestAnswerBoundsItsSpecs(t *testing.T) {
 			carried, left, read.MaxAnswerSpecBytes)
 	}
 }
+
+// TestAnswerPassesTheStoresMarkers: a marker the store put in place of a
+// spec it left out unread is answered as it is, and spends nothing of
+// the answer's budget: an answer of a thousand such markers and then
+// exactly MaxAnswerSpecBytes of specs carries every one of the specs.
+func TestAnswerPassesTheStoresMarkers(t *testing.T) {
+	q := readtest.Fleet()
+	q.AuditRows = q.AuditRows[:1]
+	row := q.AuditRows[0]
+	marker := projector.Marker(projector.OmittedSpec{Reason: projector.OmittedSize, Bytes: 3 << 20})
+	spec := json.RawMessage(`{"p":"` + strings.Repeat("x", read.MaxSpecBytes-8) + `"}`)
+	for i := range 500 + read.MaxAnswerSpecBytes/read.MaxSpecBytes/2 {
+		row.Offset++
+		row.At = row.At.Add(-time.Second)
+		row.EventID = fmt.Sprintf("ev-%d", i)
+		row.Before, row.After = marker, marker
+		if i >= 500 {
+			row.Before, row.After = spec, spec
+		}
+		q.AuditRows = append(q.AuditRows, row)
+	}
+	srv := httptest.NewServer(newHandler(q))
+	defer srv.Close()
+	c, err := read.NewClient(srv.URL, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := c.Audit(t.Context(), projector.AuditFilter{Limit: read.MaxAuditLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	markers, carried := 0, 0
+	for _, r := range rows[1:] {
+		for _, raw := range []json.RawMessage{r.Before, r.After} {
+			if o, ok := read.Omitted(raw); ok {
+				if o.Reason == read.OmittedSize && o.Bytes == 3<<20 {
+					markers++
+				}
+				continue
+			}
+			carried += len(raw)
+		}
+	}
+	if markers != 1000 || carried != read.MaxAnswerSpecBytes {
+		t.Errorf("the answer carries %d of the store's markers and %d bytes of specs, want 1000 and %d",
+			markers, carried, read.MaxAnswerSpecBytes)
+	}
+}

@@ -26,6 +26,10 @@ type Store struct {
 	// PostgreSQL. SQLite has one writer connection, and readers beside it
 	// that see the last committed state (WAL).
 	w, r *sql.DB
+	// maxSpec and maxAnswer bound the specs one read carries, each and
+	// together (specs.go); zero is projector.MaxSpecBytes and
+	// projector.MaxAnswerSpecBytes. Tests lower them.
+	maxSpec, maxAnswer int
 }
 
 var (
@@ -52,6 +56,9 @@ type dialect struct {
 	// lock is the statement that starts the migration transaction, for
 	// engines whose transactions do not exclude each other by themselves.
 	lock string
+	// withoutSpec is a JSON column's object without its member spec, as
+	// a format of the column.
+	withoutSpec string
 }
 
 // migrationLock is the key of PostgreSQL's advisory lock around
@@ -59,9 +66,11 @@ type dialect struct {
 const migrationLock = 0x6172676f7379
 
 var (
-	sqliteDialect = dialect{json: "TEXT", blob: "BLOB", maxParams: 256, prepare: true}
-	postgres      = dialect{json: "JSONB", blob: "BYTEA", numbered: true, maxParams: 30000,
-		lock: "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(migrationLock, 10) + ")"}
+	sqliteDialect = dialect{json: "TEXT", blob: "BLOB", maxParams: 256, prepare: true,
+		withoutSpec: `json_remove(%s, '$.spec')`}
+	postgres = dialect{json: "JSONB", blob: "BYTEA", numbered: true, maxParams: 30000,
+		lock:        "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(migrationLock, 10) + ")",
+		withoutSpec: `(%s - 'spec')`}
 )
 
 // bind returns q with its '?' placeholders in the dialect's form. The

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -162,28 +163,49 @@ func and(w where) string {
 }
 
 // Apps returns the Applications that match f, desired or observed (deleted
-// ones too, with their Deleted flags), by cluster, namespace and name.
+// ones too, with their Deleted flags), by cluster, namespace and name. The
+// desired and local specs are read within one answer's budget (specs.go):
+// a spec past it is a marker.
 func (s *Store) Apps(ctx context.Context, f projector.AppFilter) ([]projector.AppRow, error) {
 	var w where
 	w.eq("cluster", f.Cluster)
 	w.eq("namespace", f.Namespace)
 	w.eq("name", f.Name)
+	inline := s.inlineSpec(0)
+	dcols, ocols := slices.Clone(desiredColumns), slices.Clone(observedColumns)
+	for i, c := range dcols {
+		dcols[i] = "d." + c
+		if c == "spec" {
+			dcols[i] = bounded("d.spec", sizeSQL("d.spec"), inline)
+		}
+	}
+	for i, c := range ocols {
+		ocols[i] = "o." + c
+		if c == "local" {
+			ocols[i] = `CASE WHEN ` + localSizeSQL("o.local") + ` <= ` + strconv.Itoa(inline) + ` THEN o.local ELSE ` +
+				fmt.Sprintf(s.d.withoutSpec, "o.local") + ` END`
+		}
+	}
 	q := `WITH k AS (SELECT cluster, namespace, name FROM desired_apps` + w.String() + `
 			UNION SELECT cluster, namespace, name FROM observed_apps` + w.String() + `)
-		SELECT k.cluster, k.namespace, k.name, ` + desiredCols("d") + `, ` + observedCols("o") + `
+		SELECT k.cluster, k.namespace, k.name, ` + strings.Join(dcols, ", ") + `, ` + strings.Join(ocols, ", ") +
+		`, ` + sizeSQL("d.spec") + `, ` + localSizeSQL("o.local") + `
 		FROM k
 		LEFT JOIN desired_apps d ON d.cluster = k.cluster AND d.namespace = k.namespace AND d.name = k.name
 		LEFT JOIN observed_apps o ON o.cluster = k.cluster AND o.namespace = k.namespace AND o.name = k.name
 		ORDER BY k.cluster, k.namespace, k.name`
 	var out []projector.AppRow
+	var sizes []specSize
 	err := s.each(ctx, q, append(append([]any{}, w.args...), w.args...), func(rows *sql.Rows) error {
 		var row projector.AppRow
 		ddest, dbuild := scanDesired()
 		odest, obuild := scanObserved()
-		dest := append(append([]any{&row.Cluster, &row.Namespace, &row.Name}, ddest...), odest...)
+		var spec, local specSize
+		dest := append(append(append([]any{&row.Cluster, &row.Namespace, &row.Name}, ddest...), odest...), &spec, &local)
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
+		sizes = append(sizes, spec, local)
 		var err error
 		if row.Desired, err = dbuild(); err != nil {
 			return err
@@ -196,6 +218,9 @@ func (s *Store) Apps(ctx context.Context, f projector.AppFilter) ([]projector.Ap
 	})
 	if err != nil {
 		return nil, fmt.Errorf("applications: %w", err)
+	}
+	if err := s.appSpecs(ctx, out, sizes, inline); err != nil {
+		return nil, fmt.Errorf("applications: specs: %w", err)
 	}
 	return out, nil
 }
@@ -211,7 +236,8 @@ const whoSQL = `COALESCE(NULLIF(a.actor, ''), (SELECT c.actor FROM call_events c
 // then offset), at most f.Limit of them if it is positive. Each entry's
 // Actor is joined from the calls for config changes, so Audit's entries
 // are not for Verify: Chain's are. Results are the entry's event's acks,
-// by cluster.
+// by cluster. The entries' specs are read within one answer's budget
+// (specs.go): a spec past it is a marker.
 func (s *Store) Audit(ctx context.Context, f projector.AuditFilter) ([]projector.AuditRow, error) {
 	var w where
 	w.eq("a.cluster", f.Cluster)
@@ -222,14 +248,19 @@ func (s *Store) Audit(ctx context.Context, f projector.AuditFilter) ([]projector
 		return nil, fmt.Errorf("audit: %w", w.err)
 	}
 	args := w.args
+	inline := s.inlineSpec(f.Limit)
 	sel := make([]string, len(auditColumns))
 	for i, c := range auditColumns {
-		sel[i] = "a." + c
-		if c == "actor" {
+		switch c {
+		case "actor":
 			sel[i] = whoSQL + " AS actor"
+		case "before", "after":
+			sel[i] = bounded("a."+c, sizeSQL("a."+c), inline) + " AS " + c + ", " + sizeSQL("a."+c) + " AS " + c + "_size"
+		default:
+			sel[i] = "a." + c
 		}
 	}
-	q := `SELECT ` + columns("x", auditColumns) + ` FROM (SELECT ` + strings.Join(sel, ", ") +
+	q := `SELECT ` + columns("x", auditColumns) + `, x.before_size, x.after_size FROM (SELECT ` + strings.Join(sel, ", ") +
 		` FROM audit_entries a` + w.String() + `) x`
 	if f.Actor != "" {
 		q += ` WHERE x.actor = ?`
@@ -240,16 +271,22 @@ func (s *Store) Audit(ctx context.Context, f projector.AuditFilter) ([]projector
 		q += ` LIMIT ` + strconv.Itoa(f.Limit)
 	}
 	var out []projector.AuditRow
+	var sizes []specSize
 	err := s.each(ctx, q, args, func(rows *sql.Rows) error {
 		dest, build := scanAudit()
-		if err := rows.Scan(dest...); err != nil {
+		var before, after specSize
+		if err := rows.Scan(append(dest, &before, &after)...); err != nil {
 			return err
 		}
 		out = append(out, projector.AuditRow{AuditEntry: build()})
+		sizes = append(sizes, before, after)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if err := s.auditSpecs(ctx, out, sizes, inline); err != nil {
+		return nil, fmt.Errorf("audit: specs: %w", err)
 	}
 	if err := s.joinResults(ctx, out); err != nil {
 		return nil, fmt.Errorf("audit: results: %w", err)

@@ -221,7 +221,7 @@ func scanObserved() ([]any, func() (*projector.AppObserved, error)) {
 		d.json(res, &v.Resources, "resources")
 		d.json(rejected, &v.Rejected, "rejected")
 		d.json(local, &v.Local, "local")
-		if v.Local != nil && d.err == nil {
+		if v.Local != nil && len(v.Local.Spec) > 0 && d.err == nil {
 			// A JSON column keeps the value, not its bytes (PostgreSQL's
 			// jsonb spaces it out): compact the spec as the fold wrote it.
 			var b bytes.Buffer

@@ -78,6 +78,18 @@ func testStore(t *testing.T, b backend) {
 		{"Rechain", testRechain},
 		{"Diff", testDiff},
 	}
+	// These measure what the process allocates, so they run one at a
+	// time, before the parallel tests start.
+	alone := []struct {
+		name string
+		run  func(t *testing.T, b backend)
+	}{
+		{"AppsBounded", testAppsBounded},
+		{"AuditBounded", testAuditBounded},
+	}
+	for _, tc := range alone {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
