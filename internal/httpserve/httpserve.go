@@ -17,6 +17,17 @@ import (
 // after it are cut.
 const ShutdownTimeout = 10 * time.Second
 
+// ReadTimeout bounds how long a request, its body included, may take to
+// arrive: a client sending its body a byte at a time would otherwise hold
+// a connection, a goroutine and the body read so far for as long as it
+// liked, without any credential when the route reads the body to find one
+// (a join, the login form). Bodies are at most a few MiB, which a minute
+// carries at 35 KB/s.
+const ReadTimeout = time.Minute
+
+// readTimeout is ReadTimeout, shortened by the package's tests.
+var readTimeout = ReadTimeout
+
 // Run listens on addr and serves h until ctx ends, then shuts the server
 // down gracefully and returns nil; it returns at once with the error if
 // the address cannot be listened on or the server fails.
@@ -30,7 +41,7 @@ func Run(ctx context.Context, addr string, h http.Handler) error {
 
 // Serve is Run on a listener the caller made; it closes ln.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }() // received below on every path
 	select {
