@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/internal/validate"
 )
 
 // checkPathNames checks every name a route's path carries before the
@@ -86,35 +86,19 @@ func checkLabels(field string, ls map[string]string) error {
 	return nil
 }
 
-// checkRepoURL refuses a repository URL that carries credentials: the URL
-// is written in the clear on the topics and shown by the read API and the
-// dashboard, where only the sealed credentials of the same request are
-// safe. A user name alone is kept for ssh (git@host), where it names the
-// account and proves nothing; for http(s) any user info is taken for a
-// token. Neither the URL nor its parts are echoed.
+// checkRepoURL refuses a repository URL that carries credentials
+// (validate.Credentials): the URL is stored in the clear on the topics and
+// shown by the read API and the dashboard, where only the sealed
+// credentials of the same request are safe. Neither the URL nor its parts
+// are echoed.
 func checkRepoURL(raw string) error {
-	refuse := func() error {
-		return &apiError{status: http.StatusBadRequest, body: api.Error{
-			Error:  "url: carries credentials (user info before '@'): the URL is stored and shown in the clear, so the hub does not take them there",
-			Fields: []api.FieldError{{Field: "url", Reason: "credentials in the URL"}},
-			Hint: "send the URL without them and the credentials in the same request's credentials (username, password), which the hub seals to the cluster's key: " +
-				"argosy repo add NAME --cluster CLUSTER --url https://HOST/PATH --username USER --password-stdin"}}
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Opaque != "" {
-		// scp-like ssh (git@host:path) is no URL, or one with a scheme
-		// and an opaque part (user:password@host:path); what comes
-		// before '@' there is a user name, and a ':' in it a password.
-		if at := strings.LastIndex(raw, "@"); at >= 0 && strings.Contains(raw[:at], ":") {
-			return refuse()
-		}
+	where := validate.Credentials(raw)
+	if where == "" {
 		return nil
 	}
-	if u.User == nil {
-		return nil
-	}
-	if _, hasPassword := u.User.Password(); hasPassword || u.Scheme != "ssh" {
-		return refuse()
-	}
-	return nil
+	return &apiError{status: http.StatusBadRequest, body: api.Error{
+		Error:  "url: carries credentials (" + where + "): the URL is stored and shown in the clear, so the hub does not take them there",
+		Fields: []api.FieldError{{Field: "url", Reason: "credentials in the URL"}},
+		Hint: "send the URL without them and the credentials in the same request's credentials (username, password), which the hub seals to the cluster's key: " +
+			"argosy repo add NAME --cluster CLUSTER --url https://HOST/PATH --username USER --password-stdin"}}
 }

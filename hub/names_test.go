@@ -3,6 +3,7 @@ package hub
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -83,6 +84,9 @@ func TestCheckRepoURL(t *testing.T) {
 		{"ssh://git:PASSWORD@git.example.com/x.git", true},
 		{"bot:PASSWORD@git.example.com:org/x.git", true},
 		{"https://bot:PASS WORD@git.example.com/x.git", true},
+		{"https://git.example.com/x.git?private_token=PASSWORD", true},
+		{"https://git.example.com/x.git?access_token=PASSWORD#main", true},
+		{"https://git.example.com/x.git?ref=main", false},
 	}
 	for _, tc := range tests {
 		err := checkRepoURL(tc.url)
@@ -94,6 +98,22 @@ func TestCheckRepoURL(t *testing.T) {
 			if b, _ := json.Marshal(ae.body); strings.Contains(string(b), "PASS") || strings.Contains(string(b), "TOKEN") || ae.body.Fields[0].Field != "url" {
 				t.Errorf("%s: %s, want url named and nothing of the URL echoed", tc.url, b)
 			}
+		}
+	}
+}
+
+// TestAnswersQuoteLittle checks that a value a refusal quotes back is
+// shortened: a cluster name of a mebibyte in a request's clusters is not
+// answered with a mebibyte.
+func TestAnswersQuoteLittle(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for name, err := range map[string]error{
+		"a cluster's name": checkTargets([]string{long}, nil),
+		"a cluster twice":  checkTargets([]string{long[:63], long[:63]}, nil),
+	} {
+		var ae *apiError
+		if !errors.As(err, &ae) || len(ae.body.Error) > 1<<10 {
+			t.Errorf("%s: %d bytes of error, want a 400 under 1 KiB", name, len(fmt.Sprint(err)))
 		}
 	}
 }

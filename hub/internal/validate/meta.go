@@ -94,22 +94,63 @@ func checkAnnotations(verr *Error, annotations map[string]string) {
 // and the dashboard, where a repository's credentials never are. Neither
 // the URL nor its password is said back.
 func checkRepoURL(verr *Error, field, repo string) {
-	scheme, rest, ok := strings.Cut(repo, "://")
+	checkURL(verr, field, repo, "Give the URL without them, and the credentials to the cluster with argosy repo add NAME --cluster CLUSTER "+
+		"--url URL --username USER --password-stdin, which seals them to the cluster")
+}
+
+// checkURL refuses a URL that carries credentials (Credentials), naming
+// field and saying what to do instead.
+func checkURL(verr *Error, field, u, instead string) {
+	if where := Credentials(u); where != "" {
+		verr.add(field, "the URL carries credentials (%s) where a manifest is stored and shown in the clear. %s", where, instead)
+	}
+}
+
+// Credentials says where a URL carries credentials, in words safe to say
+// back ("https://***@git.example", "its query's private_token"), or ""
+// when it carries none: user info with a password, or any user but an
+// SSH one (ssh://git@host/…, git@host:org/repo name the SSH account and
+// prove nothing); a query parameter whose name says it holds a token, a
+// password or a signature.
+func Credentials(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
 	if !ok {
-		return // scp-like (git@host:org/repo) names the SSH user, not a secret
+		// scp-like: user@host:path, whose user may carry a password.
+		if at := strings.LastIndexByte(u, '@'); at >= 0 && strings.Contains(u[:at], ":") {
+			return "a password before '@'"
+		}
+		return ""
 	}
 	host := rest
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		host = rest[:i]
 	}
-	at := strings.LastIndexByte(host, '@')
-	if at < 0 {
-		return
+	if at := strings.LastIndexByte(host, '@'); at >= 0 &&
+		(strings.Contains(host[:at], ":") || !strings.Contains(strings.ToLower(scheme), "ssh")) {
+		return short(scheme) + "://***@" + short(host[at+1:]) + "…"
 	}
-	if !strings.Contains(host[:at], ":") && strings.Contains(strings.ToLower(scheme), "ssh") {
-		return // ssh://git@host/… names the SSH user; the key travels apart
+	_, query, _ := strings.Cut(rest, "?")
+	query, _, _ = strings.Cut(query, "#")
+	for _, kv := range strings.Split(query, "&") {
+		if name, _, _ := strings.Cut(kv, "="); secretParam(name) {
+			return "its query's " + short(name)
+		}
 	}
-	verr.add(field, "the URL carries credentials (%s://***@%s…) where a manifest is stored and shown in the clear. "+
-		"Give the URL without them, and the credentials to the cluster with argosy repo add NAME --cluster CLUSTER --url URL "+
-		"--username USER --password-stdin, which seals them to the cluster", short(scheme), short(host[at+1:]))
+	return ""
+}
+
+// secretParam reports whether a URL query parameter's name says it holds
+// a credential: private_token, access_token, password, X-Amz-Signature,
+// sig, key and the like.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	if n == "sig" || n == "key" || n == "apikey" || n == "code" {
+		return true
+	}
+	for _, w := range []string{"token", "password", "passwd", "secret", "signature", "credential", "api_key", "api-key", "auth"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }

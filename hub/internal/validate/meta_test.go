@@ -102,6 +102,18 @@ func TestCredentialsInURLs(t *testing.T) {
 		{"ssh with a password", app(`"source":{"repoURL":"ssh://git:` + secret + `@git.example/x.git"}`), "spec.source.repoURL", false},
 		{"an escaped password", app(`"source":{"repoURL":"https://bot:` + secret + `%40x@git.example/x.git"}`), "spec.source.repoURL", false},
 		{"in sources", app(`"sources":[{"repoURL":"https://git.example/a.git"},{"repoURL":"https://bot:` + secret + `@charts.example","chart":"c"}]`), "spec.sources[1].repoURL", false},
+		{"a token in the query", app(`"source":{"repoURL":"https://git.example/x.git?private_token=` + secret + `"}`), "spec.source.repoURL", false},
+		{"a harmless query", app(`"source":{"repoURL":"https://git.example/x.git?ref=main"}`), "", false},
+		{"a Helm values file with a password", app(`"source":{"repoURL":"https://git.example/x.git","helm":{"valueFiles":["https://u:` + secret + `@v.example/values.yaml"]}}`),
+			"spec.source.helm.valueFiles[0]", false},
+		{"a Helm values file signed", app(`"source":{"repoURL":"https://git.example/x.git","helm":{"valueFiles":["https://v.example/values.yaml?X-Amz-Signature=` + secret + `"]}}`),
+			"spec.source.helm.valueFiles[0]", false},
+		{"a relative Helm values file", app(`"source":{"repoURL":"https://git.example/x.git","helm":{"valueFiles":["values-prod.yaml"]}}`), "", false},
+		{"a destination server with a password", `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"a"},"spec":{"project":"default",` +
+			`"source":{"repoURL":"https://git.example/x.git"},"destination":{"server":"https://admin:` + secret + `@k8s.example:6443","namespace":"a"}}}`,
+			"spec.destination.server", false},
+		{"a project's destination with a password", `{"apiVersion":"argoproj.io/v1alpha1","kind":"AppProject","metadata":{"name":"p"},"spec":{` +
+			`"destinations":[{"server":"https://admin:` + secret + `@k8s.example:6443","namespace":"*"}]}}`, "spec.destinations[0].server", true},
 		{"a project's pattern", project(`["https://git.example/*"]`), "", true},
 		{"a project's repository", project(`["https://git.example/*","https://bot:` + secret + `@git.example/x.git"]`), "spec.sourceRepos[1]", true},
 	}
@@ -126,7 +138,7 @@ func TestCredentialsInURLs(t *testing.T) {
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("the error says the password back: %v", err)
 			}
-			if !strings.Contains(err.Error(), "argosy repo add") {
+			if !strings.Contains(err.Error(), "argosy repo add") && !strings.Contains(err.Error(), "cluster Secret") {
 				t.Errorf("the error %v does not say how credentials travel", err)
 			}
 		})

@@ -174,8 +174,15 @@ func Application(manifest []byte, defaultNamespace string) (*App, error) {
 			verr.add(field+".repoURL", "required: the repository (or Helm registry) to deploy from")
 		}
 		checkRepoURL(verr, field+".repoURL", src.RepoURL)
+		if src.Helm != nil {
+			for j, f := range src.Helm.ValueFiles {
+				checkURL(verr, fmt.Sprintf("%s.helm.valueFiles[%d]", field, j), f,
+					"Keep values files in the source's repository, whose credentials argosy repo add seals to the cluster")
+			}
+		}
 	}
 	d := spec.Destination
+	checkURL(verr, "spec.destination.server", d.Server, destinationInstead)
 	switch {
 	case d.Server == "" && d.Name == "":
 		verr.add("spec.destination", "give server (https://kubernetes.default.svc for the cluster Argo CD runs in) or name")
@@ -193,6 +200,10 @@ func Application(manifest []byte, defaultNamespace string) (*App, error) {
 		Labels: a.Labels, Annotations: a.Annotations, Spec: specJSON}, nil
 }
 
+// destinationInstead says where a destination's credentials belong.
+const destinationInstead = "Give the API server's URL alone: the credentials to a destination cluster belong to Argo CD on the cluster " +
+	"(its cluster Secret), never in a manifest"
+
 // AppProject validates an AppProject manifest (YAML or JSON).
 func AppProject(manifest []byte, defaultNamespace string) (*Project, error) {
 	var p v1alpha1.AppProject
@@ -206,6 +217,9 @@ func AppProject(manifest []byte, defaultNamespace string) (*Project, error) {
 			break
 		}
 		checkRepoURL(verr, fmt.Sprintf("spec.sourceRepos[%d]", i), repo)
+	}
+	for i, d := range p.Spec.Destinations {
+		checkURL(verr, fmt.Sprintf("spec.destinations[%d].server", i), d.Server, destinationInstead)
 	}
 	if err := verr.err(); err != nil {
 		return nil, err
