@@ -117,7 +117,8 @@ type frame struct {
 
 // checkShape walks a body's tokens once, before anything is decoded, and
 // refuses a body that is not one JSON value followed by whitespace, that
-// nests deeper than api.MaxDepth, or that gives a key twice in one object
+// nests deeper than api.MaxDepth below its own top (a manifest it carries
+// may be as deep as validation allows), or that gives a key twice in one object
 // (encoding/json would keep the last, so that two readers of the same
 // body could disagree on what it asked). Its cost is linear in the body.
 func checkShape(body []byte) error {
@@ -142,7 +143,10 @@ func checkShape(body []byte) error {
 		}
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
-			if len(stack) >= api.MaxDepth {
+			// The request's own object is one level above the manifest
+			// it carries, whose depth api.MaxDepth counts from the
+			// manifest's top.
+			if len(stack) >= api.MaxDepth+1 {
 				return invalid(clip(fieldPath(stack, ""), maxEchoedField), fmt.Sprintf("nested deeper than %d objects and arrays, the most the hub takes", api.MaxDepth))
 			}
 			f := frame{object: tok == json.Delim('{'), wantKey: true}
@@ -203,6 +207,10 @@ func fieldPath(stack []frame, key string) string {
 // maxEchoedField bounds a field name an answer echoes: the name is the
 // caller's, as long as the body let it be.
 const maxEchoedField = 512
+
+// maxEchoedValue bounds a value an answer quotes back (a cluster's name,
+// an enum's value): enough to recognise it.
+const maxEchoedValue = 128
 
 // clip returns s cut to at most n bytes, on a rune boundary, with "…"
 // when it was cut.

@@ -36,7 +36,7 @@ func validName(s string) bool { return len(s) <= 63 && dns1123Label.MatchString(
 func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 	name := r.PathValue("name")
 	if !validName(name) {
-		return nil, invalid("name", fmt.Sprintf("%q is not a cluster name (a DNS-1123 label: lower-case letters, digits and '-', at most 63)", name))
+		return nil, invalid("name", fmt.Sprintf("%q is not a cluster name (a DNS-1123 label: lower-case letters, digits and '-', at most 63)", clip(name, maxEchoedValue)))
 	}
 	var req api.ClusterRequest
 	if err := c.decode(r, &req); err != nil {
@@ -127,7 +127,7 @@ func keyOverlap(v string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 || d > maxKeyOverlap || d%time.Second != 0 {
-		return 0, invalid("keyOverlap", fmt.Sprintf("%q: want a duration in whole seconds such as 0s or 10m, at most 168h", v))
+		return 0, invalid("keyOverlap", fmt.Sprintf("%q: want a duration in whole seconds such as 0s or 10m, at most 168h", clip(v, maxEchoedValue)))
 	}
 	return d, nil
 }
@@ -141,7 +141,7 @@ func joinTTL(v string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 || d > 30*24*time.Hour {
-		return 0, invalid("joinTokenTTL", fmt.Sprintf("%q: want a duration such as 24h, at most 720h", v))
+		return 0, invalid("joinTokenTTL", fmt.Sprintf("%q: want a duration such as 24h, at most 720h", clip(v, maxEchoedValue)))
 	}
 	return d, nil
 }
@@ -165,7 +165,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if !validName(name) {
 		// No cluster can have this name: not worth a record.
-		s.writeError(w, r, s.refuseUnauthenticated(r, failf(http.StatusNotFound, "%q is not a cluster name (a DNS-1123 label)", name)))
+		s.writeError(w, r, s.refuseUnauthenticated(r, failf(http.StatusNotFound, "%q is not a cluster name (a DNS-1123 label)", clip(name, maxEchoedValue))))
 		return
 	}
 	c := &call{id: uuid.NewString(), action: actionJoin, cluster: name, method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr,
@@ -351,6 +351,11 @@ func (ks *keySet) events(cur entry, live bool, overlap time.Duration, others []s
 func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 	name := r.PathValue("name")
 	cur, err := s.cluster(name, "name")
+	if err != nil && s.wrote(c, name) {
+		// A resend of this very deregistration: commit replays it.
+		cur, _ = s.ledger.get(name)
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +450,7 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 		}
 	}
 	if req.Type != "git" && req.Type != "helm" {
-		return nil, invalid("type", fmt.Sprintf("%q: want git or helm", req.Type))
+		return nil, invalid("type", fmt.Sprintf("%q: want git or helm", clip(req.Type, maxEchoedValue)))
 	}
 	var sealed *schemas.Sealed
 	switch {
@@ -543,7 +548,7 @@ func (s *Server) sealedAlready(ctx context.Context, cl entry, c *api.SealedCrede
 // Application. Operations are not state: each is its own event, at the
 // Application's generation.
 func (s *Server) operate(r *http.Request, c *call) (any, error) {
-	subj, cur, err := s.object(r, schemas.SubjectApplications)
+	subj, cur, err := s.object(r, c, schemas.SubjectApplications)
 	if err != nil {
 		return nil, err
 	}
@@ -559,7 +564,7 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 		return nil, invalid("historyId", fmt.Sprintf("%d: want an Argo CD history id, a whole number ≥ 0", req.HistoryID))
 	}
 	if req.RefreshType != "" && req.RefreshType != "normal" && req.RefreshType != "hard" {
-		return nil, invalid("refreshType", fmt.Sprintf("%q: want normal or hard", req.RefreshType))
+		return nil, invalid("refreshType", fmt.Sprintf("%q: want normal or hard", clip(req.RefreshType, maxEchoedValue)))
 	}
 	switch req.Operation {
 	case schemas.OperationSync, schemas.OperationRefresh, schemas.OperationTerminate:
@@ -568,7 +573,7 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 			return nil, invalid("historyId", "a rollback needs the Argo CD history id to go back to: the deployment records carry it (historyId in GET /api/v1/deployments)")
 		}
 	default:
-		return nil, invalid("operation", fmt.Sprintf("%q: want sync, refresh, rollback or terminate", req.Operation))
+		return nil, invalid("operation", fmt.Sprintf("%q: want sync, refresh, rollback or terminate", clip(req.Operation, maxEchoedValue)))
 	}
 	expires := s.o.now().Add(time.Hour).UTC().Truncate(time.Second)
 	return s.commit(r.Context(), c, []change{{cluster: subj.Cluster, key: events.DesiredKey(subj) + "#" + req.Operation, kind: api.KindApplications,

@@ -23,7 +23,7 @@ func (s *Server) objects(r *http.Request, c *call) (any, error) {
 	q := r.URL.Query()
 	cluster, kind := q.Get("cluster"), q.Get("kind")
 	if _, ok := q["kind"]; ok && !slices.Contains([]string{api.KindApplications, api.KindAppProjects, api.KindRepositories, api.KindClusters}, kind) {
-		return nil, invalid("kind", fmt.Sprintf("%q: want applications, appprojects, repositories or clusters", kind))
+		return nil, invalid("kind", fmt.Sprintf("%q: want applications, appprojects, repositories or clusters", clip(kind, maxEchoedValue)))
 	}
 	select {
 	case <-s.ready:
@@ -217,10 +217,10 @@ func checkTargets(clusters []string, expected *int64) error {
 	seen := map[string]bool{}
 	for i, c := range clusters {
 		if !validName(c) {
-			return invalid(fmt.Sprintf("clusters[%d]", i), fmt.Sprintf("%q is not a cluster name (a DNS-1123 label)", c))
+			return invalid(fmt.Sprintf("clusters[%d]", i), fmt.Sprintf("%q is not a cluster name (a DNS-1123 label)", clip(c, maxEchoedValue)))
 		}
 		if seen[c] {
-			return invalid(fmt.Sprintf("clusters[%d]", i), fmt.Sprintf("%q is named twice", c))
+			return invalid(fmt.Sprintf("clusters[%d]", i), fmt.Sprintf("%q is named twice", clip(c, maxEchoedValue)))
 		}
 		seen[c] = true
 	}
@@ -247,14 +247,17 @@ func validationError(err error) error {
 
 var singular = map[string]string{schemas.SubjectApplications: "Application", schemas.SubjectAppProjects: "AppProject", schemas.SubjectRepositories: "repository"}
 
-// object reads the live object a path names, or answers 404.
-func (s *Server) object(r *http.Request, kind string) (events.Subject, entry, error) {
+// object reads the live object a path names, or answers 404. An object
+// this very call deleted, under its idempotency key, is read as it was
+// deleted: a resend after a lost answer is answered with the first
+// attempt's events (commit replays them), not with a 404.
+func (s *Server) object(r *http.Request, c *call, kind string) (events.Subject, entry, error) {
 	subj := events.Subject{Cluster: r.PathValue("cluster"), Kind: kind, Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 	if _, err := s.cluster(subj.Cluster, "cluster"); err != nil {
 		return subj, entry{}, err
 	}
 	e, ok := s.ledger.get(events.DesiredKey(subj))
-	if !ok || e.deleted {
+	if !ok || (e.deleted && !s.wrote(c, events.DesiredKey(subj))) {
 		return subj, entry{}, &apiError{status: http.StatusNotFound, body: api.Error{
 			Error: fmt.Sprintf("no %s %s/%s on cluster %q", singular[kind], subj.Namespace, subj.Name, subj.Cluster),
 			Hint:  "argosy " + map[string]string{schemas.SubjectApplications: "app", schemas.SubjectAppProjects: "project", schemas.SubjectRepositories: "repo"}[kind] + " list --cluster " + subj.Cluster}}
@@ -262,10 +265,20 @@ func (s *Server) object(r *http.Request, kind string) (events.Subject, entry, er
 	return subj, e, nil
 }
 
+// wrote reports whether the log holds the event this call, under its
+// idempotency key, makes for the object at key: the call is a resend.
+func (s *Server) wrote(c *call, key string) bool {
+	if c.idempotencyKey == "" {
+		return false
+	}
+	_, ok := s.ledger.lookupID(eventID(c, change{key: key}))
+	return ok
+}
+
 // remove deletes the object a path names: data builds the delete event's
 // payload from the object's resource at its next generation.
 func (s *Server) remove(r *http.Request, c *call, kind, typ, project string, data func(schemas.Resource) any) (any, error) {
-	subj, _, err := s.object(r, kind)
+	subj, _, err := s.object(r, c, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +309,7 @@ func (s *Server) remove(r *http.Request, c *call, kind, typ, project string, dat
 }
 
 func (s *Server) deleteApplication(r *http.Request, c *call) (any, error) {
-	subj, cur, err := s.object(r, schemas.SubjectApplications)
+	subj, cur, err := s.object(r, c, schemas.SubjectApplications)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +327,7 @@ func (s *Server) deleteApplication(r *http.Request, c *call) (any, error) {
 }
 
 func (s *Server) deleteProject(r *http.Request, c *call) (any, error) {
-	subj, _, err := s.object(r, schemas.SubjectAppProjects)
+	subj, _, err := s.object(r, c, schemas.SubjectAppProjects)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +341,7 @@ func (s *Server) deleteProject(r *http.Request, c *call) (any, error) {
 }
 
 func (s *Server) deleteRepository(r *http.Request, c *call) (any, error) {
-	subj, cur, err := s.object(r, schemas.SubjectRepositories)
+	subj, cur, err := s.object(r, c, schemas.SubjectRepositories)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +367,7 @@ func (s *Server) sourceCommit(c *api.SourceCommit) (*schemas.SourceCommit, error
 		return nil, nil
 	}
 	if !commitRevision.MatchString(c.Revision) {
-		return nil, invalid("commit.revision", fmt.Sprintf("%q: want the commit's full id, 40 (or 64) lowercase hexadecimal digits", c.Revision))
+		return nil, invalid("commit.revision", fmt.Sprintf("%q: want the commit's full id, 40 (or 64) lowercase hexadecimal digits", clip(c.Revision, maxEchoedValue)))
 	}
 	if c.CommittedAt.IsZero() {
 		return nil, invalid("commit.committedAt", "required: when the commit was made (RFC 3339)")

@@ -133,7 +133,7 @@ func TestHostileBodies(t *testing.T) {
 			hostile{name: "a field twice " + route.path, method: route.method, path: route.path,
 				body: `{"expectedGeneration":0,"expectedGeneration":1}`, status: http.StatusBadRequest, field: "expectedGeneration"},
 			hostile{name: "too deep " + route.path, method: route.method, path: route.path,
-				body: `{"manifest":` + deep(api.MaxDepth) + `}`, status: http.StatusBadRequest, text: fmt.Sprint(api.MaxDepth)},
+				body: `{"manifest":` + deep(api.MaxDepth+1) + `}`, status: http.StatusBadRequest, text: fmt.Sprint(api.MaxDepth)},
 		)
 	}
 	cases = append(cases,
@@ -194,6 +194,43 @@ func TestHostileNames(t *testing.T) {
 	if _, err := root.PutRepository(t.Context(), "c1", "argocd", "apps", api.RepositoryRequest{URL: "https://git.example.com/x.git",
 		Credentials: map[string]string{"username": "bot", "password": "PASSWORD"}}, api.WriteOptions{}); err != nil {
 		t.Fatalf("a repository with sealed credentials: %v", err)
+	}
+}
+
+// TestHostileQueries sends query parameters a route does not take, or
+// takes once, to the real hub: a misspelt or repeated dryRun must be a
+// 400, never a write meant as a dry run; and a path too long to audit
+// whole is still audited.
+func TestHostileQueries(t *testing.T) {
+	r := newRig(t, 2)
+	url := r.start()
+	r.register(r.client(url, "root"), "c1", map[string]string{"env": "dev"})
+	apply := `{"clusters":["c1"],"manifest":` + string(appIn("web", "default")) + `}`
+	r.refuse(url, []hostile{
+		{name: "dryrun misspelt", method: http.MethodPost, path: "/api/v1/applications?dryrun=true", body: apply, status: 400, field: "dryrun"},
+		{name: "dryRun empty", method: http.MethodPost, path: "/api/v1/applications?dryRun=", body: apply, status: 400, field: "dryRun"},
+		{name: "dryRun twice", method: http.MethodPost, path: "/api/v1/applications?dryRun=false&dryRun=true", body: apply, status: 400, field: "dryRun"},
+		{name: "cascade twice", method: http.MethodDelete, path: "/api/v1/clusters/c1/applications/argocd/web?cascade=false&cascade=true", status: 400, field: "cascade"},
+		{name: "reason on a delete of an application", method: http.MethodDelete, path: "/api/v1/clusters/c1/applications/argocd/web?reason=x", status: 400, field: "reason"},
+		{name: "a parameter of no route", method: http.MethodGet, path: "/api/v1/objects?cluster=c1&foo=1", status: 400, field: "foo"},
+		{name: "dryRun on a read", method: http.MethodGet, path: "/api/v1/whoami?dryRun=true", status: 400, field: "dryRun"},
+	})
+	// A name of 300 KB is refused, and audited with its path shortened:
+	// whole, the audit record would be past the log's limit on an event.
+	before := len(r.records(events.TopicAudit))
+	long := "/api/v1/clusters/c1/applications/argocd/" + strings.Repeat("a", 300<<10)
+	if status, e := r.send(url, "root", http.MethodDelete, long, ""); status != http.StatusBadRequest {
+		t.Fatalf("a 300 KB name: %d %+v, want 400", status, e)
+	}
+	var found bool
+	for _, d := range ofType(r.decoded(r.records(events.TopicAudit)[before:]), events.TypeAuditRecorded) {
+		a := d.Data.(*schemas.AuditRecorded)
+		if a.StatusCode == http.StatusBadRequest && strings.HasPrefix(long, strings.TrimSuffix(a.Path, "…")) && len(a.Path) < 4<<10 {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("the refusal of a 300 KB name was not audited")
 	}
 }
 

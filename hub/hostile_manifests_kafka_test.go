@@ -89,6 +89,20 @@ func TestHostileManifests(t *testing.T) {
 			t.Errorf("fields %.500v, want %s", re.Body.Fields, tc.field)
 		})
 	}
+	// As deep as the limit goes through the API: the valuesObject is the
+	// fifth level of the manifest, so 96 objects from it reach the 100th.
+	// A level more is refused.
+	for n, want := range map[int]int{96: http.StatusOK, 97: http.StatusBadRequest} {
+		atLimit := `{"repoURL":"https://git.example.com/web.git","helm":{"valuesObject":` + strings.Repeat(`{"a":`, n) + `1` + strings.Repeat(`}`, n) + `}}`
+		_, err := root.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"edge-1"}, Manifest: app("", atLimit)},
+			api.WriteOptions{DryRun: true})
+		if got := api.StatusOf(err); (err == nil && want != http.StatusOK) || (err != nil && got != want) {
+			t.Errorf("a manifest %d levels deep: %.300v, want %d", n+4, err, want)
+		}
+		if want != http.StatusOK {
+			refused[fmt.Sprintf("%s %d", api.KindApplications, want)]++
+		}
+	}
 	for _, topic := range []events.Topic{events.TopicConfig, events.TopicPlacements} {
 		for _, d := range r.decoded(r.records(topic)) {
 			if d.Event.Type() != events.TypeClusterRegistered {

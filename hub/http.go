@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,24 +30,27 @@ import (
 type route struct {
 	method, path, action string
 	serve                func(s *Server, r *http.Request, c *call) (any, error)
+	// params are the query parameters the route takes besides dryRun,
+	// which every write takes.
+	params []string
 }
 
 func routes() []route {
 	return []route{
-		{http.MethodGet, "/api/v1/whoami", actionRead, (*Server).whoami},
-		{http.MethodGet, "/api/v1/objects", actionRead, (*Server).objects},
-		{http.MethodPut, "/api/v1/clusters/{name}", actionRegisterCluster, (*Server).registerCluster},
-		{http.MethodDelete, "/api/v1/clusters/{name}", actionDeregister, (*Server).deregisterCluster},
-		{http.MethodPost, "/api/v1/applications", actionApplyApplication, (*Server).applyApplication},
-		{http.MethodDelete, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}", actionDeleteApp, (*Server).deleteApplication},
-		{http.MethodPost, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/operations", actionOperate, (*Server).operate},
-		{http.MethodPost, "/api/v1/appprojects", actionApplyProject, (*Server).applyProject},
-		{http.MethodDelete, "/api/v1/clusters/{cluster}/appprojects/{namespace}/{name}", actionDeleteProject, (*Server).deleteProject},
-		{http.MethodPut, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", actionApplyRepository, (*Server).putRepository},
-		{http.MethodDelete, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", actionDeleteRepository, (*Server).deleteRepository},
-		{http.MethodGet, "/api/v1/placements", actionRead, (*Server).placements},
-		{http.MethodPost, "/api/v1/placements", actionApplyPlacement, (*Server).applyPlacement},
-		{http.MethodDelete, "/api/v1/placements/{namespace}/{name}", actionDeletePlacement, (*Server).deletePlacement},
+		{http.MethodGet, "/api/v1/whoami", actionRead, (*Server).whoami, nil},
+		{http.MethodGet, "/api/v1/objects", actionRead, (*Server).objects, []string{"cluster", "kind"}},
+		{http.MethodPut, "/api/v1/clusters/{name}", actionRegisterCluster, (*Server).registerCluster, nil},
+		{http.MethodDelete, "/api/v1/clusters/{name}", actionDeregister, (*Server).deregisterCluster, []string{"reason"}},
+		{http.MethodPost, "/api/v1/applications", actionApplyApplication, (*Server).applyApplication, nil},
+		{http.MethodDelete, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}", actionDeleteApp, (*Server).deleteApplication, []string{"cascade"}},
+		{http.MethodPost, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/operations", actionOperate, (*Server).operate, nil},
+		{http.MethodPost, "/api/v1/appprojects", actionApplyProject, (*Server).applyProject, nil},
+		{http.MethodDelete, "/api/v1/clusters/{cluster}/appprojects/{namespace}/{name}", actionDeleteProject, (*Server).deleteProject, nil},
+		{http.MethodPut, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", actionApplyRepository, (*Server).putRepository, nil},
+		{http.MethodDelete, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", actionDeleteRepository, (*Server).deleteRepository, nil},
+		{http.MethodGet, "/api/v1/placements", actionRead, (*Server).placements, nil},
+		{http.MethodPost, "/api/v1/placements", actionApplyPlacement, (*Server).applyPlacement, nil},
+		{http.MethodDelete, "/api/v1/placements/{namespace}/{name}", actionDeletePlacement, (*Server).deletePlacement, nil},
 	}
 }
 
@@ -97,7 +102,7 @@ type call struct {
 	// by the hub itself have their own.
 	method, path, remote string
 	// idempotencyKey is the request's Idempotency-Key; dryRun its
-	// ?dryRun. query is the query as the request's digest takes it, body
+	// ?dryRun. query is the query and If-Match as the digest takes them, body
 	// the digest of the body decode read (idempotency.go).
 	idempotencyKey string
 	query, body    string
@@ -150,8 +155,8 @@ func (s *Server) handle(rt route) http.Handler {
 			s.finish(w, r, c, nil, err)
 			return
 		}
-		if dryErr != nil {
-			s.finish(w, r, c, nil, dryErr)
+		if err := errors.Join(checkQuery(r, rt), dryErr); err != nil {
+			s.finish(w, r, c, nil, err)
 			return
 		}
 		if err := checkPathNames(r, rt.path); err != nil {
@@ -282,8 +287,11 @@ func (s *Server) auditEvent(c *call, status int) (*event.Event, error) {
 	case status >= 400:
 		outcome = "failed"
 	}
-	data := schemas.AuditRecorded{RequestID: c.id, Actor: actor, Action: c.action, Method: c.method, Path: c.path,
-		Cluster: c.cluster, Target: c.target, Outcome: outcome, StatusCode: status, RemoteAddr: c.remote, EventIDs: c.events}
+	// A path may be as long as the server takes a request line (1 MiB): an
+	// audit record of it whole would be past the log's limit on an event,
+	// and the call would go unrecorded.
+	data := schemas.AuditRecorded{RequestID: c.id, Actor: actor, Action: c.action, Method: c.method, Path: clip(c.path, maxAuditedPath),
+		Cluster: c.cluster, Target: clip(c.target, maxAuditedPath), Outcome: outcome, StatusCode: status, RemoteAddr: c.remote, EventIDs: c.events}
 	subject, key := "", "hub"
 	if validName(c.cluster) {
 		subject, key = events.Subject{Cluster: c.cluster}.String(), c.cluster
@@ -292,6 +300,9 @@ func (s *Server) auditEvent(c *call, status int) (*event.Event, error) {
 	}
 	return events.New(Source, events.TypeAuditRecorded, subject, key, data)
 }
+
+// maxAuditedPath bounds the path and the target an audit record holds.
+const maxAuditedPath = 2 << 10
 
 // target names the object of a call from its path: "kind/namespace/name".
 func target(r *http.Request) string {
@@ -352,13 +363,49 @@ func ifMatch(r *http.Request) (*int64, error) {
 // pattern in openapi.yaml does: 18 digits always fit an int64.
 const maxGenerationDigits = 18
 
+// checkQuery refuses a query parameter the route does not take, or one
+// given twice: a misspelt ?dryrun=true, or ?dryRun=false&dryRun=true,
+// must not be a write that was meant as a dry run. The read API checks
+// its own routes' parameters.
+func checkQuery(r *http.Request, rt route) error {
+	if rt.serve == nil {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return failf(http.StatusBadRequest, "the query is not a URL query: %v", clip(err.Error(), maxEchoedField))
+	}
+	takes := rt.params
+	if rt.method != http.MethodGet {
+		takes = append(slices.Clone(takes), "dryRun")
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(takes, name):
+			return invalid(clip(name, maxEchoedField), fmt.Sprintf("not a parameter of %s %s (it takes %s)", rt.method, rt.path, paramList(takes)))
+		case len(q[name]) > 1:
+			return invalid(name, "given more than once: give it once")
+		}
+	}
+	return nil
+}
+
+func paramList(ps []string) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	return strings.Join(ps, ", ")
+}
+
 // boolParam reads a boolean query parameter: absent is def, and anything
-// strconv.ParseBool does not take is a 400, never a guess.
+// strconv.ParseBool does not take, the empty value included, is a 400,
+// never a guess.
 func boolParam(r *http.Request, name string, def bool) (bool, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
+	vs, ok := r.URL.Query()[name]
+	if !ok {
 		return def, nil
 	}
+	v := vs[0]
 	b, err := strconv.ParseBool(v)
 	if err != nil {
 		return false, invalid(name, fmt.Sprintf("%q: want true or false", v))

@@ -42,8 +42,9 @@ func TestDecodeBody(t *testing.T) {
 		{`{"clusters":["a"],"manifest":{"metadata":{"name":"x","name":"y"}}}`, "manifest.metadata.name", http.StatusBadRequest},
 		{`{"clusters":["a"],"manifest":{"spec":{"a":[{"b":1},{"b":1,"b":2}]}}}`, "manifest.spec.a[1].b", http.StatusBadRequest},
 		// Nesting: the limit, and one past it.
-		{`{"manifest":` + strings.Repeat(`[`, api.MaxDepth-1) + strings.Repeat(`]`, api.MaxDepth-1) + `}`, "", 0},
-		{`{"manifest":` + strings.Repeat(`[`, api.MaxDepth) + strings.Repeat(`]`, api.MaxDepth) + `}`, "manifest" + strings.Repeat("[0]", api.MaxDepth-1), http.StatusBadRequest},
+		// A manifest as deep as validation allows, and one level more.
+		{`{"manifest":` + strings.Repeat(`[`, api.MaxDepth) + strings.Repeat(`]`, api.MaxDepth) + `}`, "", 0},
+		{`{"manifest":` + strings.Repeat(`[`, api.MaxDepth+1) + strings.Repeat(`]`, api.MaxDepth+1) + `}`, "manifest" + strings.Repeat("[0]", api.MaxDepth), http.StatusBadRequest},
 		{strings.Repeat(`[`, 1<<20), "", http.StatusBadRequest},
 		// Past the size limit: 413, whatever follows.
 		{`{"manifest":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`, "", http.StatusRequestEntityTooLarge},

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -46,10 +47,14 @@ func (c *call) decode(r *http.Request, v any) error {
 
 // canonicalQuery returns a request's query as the request's digest takes
 // it: sorted, and without dryRun, which changes what is written, not what
-// is asked.
+// is asked; with the generation If-Match expects, which is part of what
+// is asked as a body's expectedGeneration is.
 func canonicalQuery(r *http.Request) string {
 	q := r.URL.Query()
 	q.Del("dryRun")
+	if v, ok := r.Header[api.HeaderIfMatch]; ok {
+		return q.Encode() + "\x00" + api.HeaderIfMatch + ":" + strings.Join(v, ",")
+	}
 	return q.Encode()
 }
 
@@ -103,10 +108,12 @@ func keyReused(c *call) error {
 		shown = shown[:80] + "…"
 	}
 	return &apiError{status: http.StatusUnprocessableEntity, body: api.Error{
-		Error: fmt.Sprintf("%s %q was used by %s for another request: a key names one request, and a retry repeats it exactly (method, path, query and body); nothing was written",
+		Error: fmt.Sprintf("%s %q was used by %s for another request: a key names one request, and a retry repeats it exactly (method, path, query, If-Match and body); this one is refused",
 			api.HeaderIdempotencyKey, shown, c.p.Actor),
 		Fields: []api.FieldError{{Field: api.HeaderIdempotencyKey, Reason: "used for another request"}},
-		Hint:   "send a changed request under a new key; resend the first request exactly to learn what it wrote"}}
+		Hint: "send a changed request under a new key; resend the first request exactly to learn what it wrote. " +
+			"An argosy command run again with the same --idempotency-key gets this answer when its first run went through " +
+			"and the request it builds changed since (it reads the object's current generation, say): look at the object instead"}}
 }
 
 // keyUse is what the ledger keeps of a key's first request.

@@ -88,6 +88,29 @@ func TestIdempotencyKeyBindsRequest(t *testing.T) {
 	if refused != 10 {
 		t.Errorf("%d refusals audited as failed with 422, want 10", refused)
 	}
+	// If-Match is part of what a request asks, as expectedGeneration is:
+	// a delete under k3 expecting generation 1, then under k3 expecting
+	// 9, is another request, not a replay of the first.
+	gen := func(g int64) api.WriteOptions { return api.WriteOptions{IdempotencyKey: "k3", IfMatch: &g} }
+	if _, err := root.Delete(t.Context(), api.KindApplications, "c1", "argocd", "web", true, gen(1)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := root.Delete(t.Context(), api.KindApplications, "c1", "argocd", "web", true, gen(9)); api.StatusOf(err) != http.StatusUnprocessableEntity {
+		t.Errorf("the delete under k3 again, expecting generation 9 = %+v, %v; want 422", res, err)
+	}
+	if res, err := root.Delete(t.Context(), api.KindApplications, "c1", "argocd", "web", true, gen(1)); err != nil || !res.Replayed {
+		t.Errorf("the same delete under k3 again = %+v, %v; want it replayed", res, err)
+	}
+	// A deregistration's resend, after the cluster is gone, is answered
+	// with the first attempt's events, not a 404.
+	k4 := api.WriteOptions{IdempotencyKey: "k4"}
+	first4, err := root.DeregisterCluster(t.Context(), "c2", "", k4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := root.DeregisterCluster(t.Context(), "c2", "", k4); err != nil || !again.Replayed || !cmp.Equal(again.Events, first4.Events) {
+		t.Errorf("the deregistration under k4 again = %+v, %v; want the first answer, replayed", again, err)
+	}
 	// Another actor's k1 is its own.
 	if _, err := r.client(url, "dev-deployer").Apply(t.Context(), api.KindApplications,
 		api.ApplyRequest{Clusters: []string{"c3"}, Manifest: appIn("web", "default")}, k1); err != nil {

@@ -106,7 +106,7 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 		req.Prune = schemas.PruneDelete
 	}
 	if req.Prune != schemas.PruneDelete && req.Prune != schemas.PruneOrphan {
-		return nil, invalid("prune", fmt.Sprintf("%q: want delete or orphan", req.Prune))
+		return nil, invalid("prune", fmt.Sprintf("%q: want delete or orphan", clip(req.Prune, maxEchoedValue)))
 	}
 	app, err := validate.Application(req.Manifest, s.o.namespace)
 	if err != nil {
