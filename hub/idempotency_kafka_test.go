@@ -38,7 +38,8 @@ func TestIdempotencyKeyBindsRequest(t *testing.T) {
 		return c.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: selector, Manifest: appIn("site", "default")}, api.WriteOptions{IdempotencyKey: "k2"})
 	}
 	// A selector no cluster matches: the placer writes nothing for it.
-	if _, err := placement(root, "env=nowhere"); err != nil {
+	firstPlacement, err := placement(root, "env=nowhere")
+	if err != nil {
 		t.Fatal(err)
 	}
 	config, audit := len(r.records(events.TopicConfig)), len(r.records(events.TopicAudit))
@@ -52,6 +53,9 @@ func TestIdempotencyKeyBindsRequest(t *testing.T) {
 		again, err := apply(c.client, "c1", "c2")
 		if err != nil || !again.Replayed || !cmp.Equal(again.Events, first.Events) {
 			t.Errorf("%s: the same request again = %+v, %v; want the first answer, replayed", c.name, again, err)
+		}
+		if again, err := placement(c.client, "env=nowhere"); err != nil || !again.Replayed || !cmp.Equal(again.Events, firstPlacement.Events) {
+			t.Errorf("%s: the same placement again = %+v, %v; want the first answer, replayed", c.name, again, err)
 		}
 		for _, tc := range []struct {
 			name string
@@ -100,6 +104,16 @@ func TestIdempotencyKeyBindsRequest(t *testing.T) {
 	}
 	if res, err := root.Delete(t.Context(), api.KindApplications, "c1", "argocd", "web", true, gen(1)); err != nil || !res.Replayed {
 		t.Errorf("the same delete under k3 again = %+v, %v; want it replayed", res, err)
+	}
+	// A placement's deletion, resent after the placement is gone, is
+	// answered with the first attempt's event.
+	k5 := api.WriteOptions{IdempotencyKey: "k5"}
+	gone, err := root.DeletePlacement(t.Context(), "argocd", "site", k5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := root.DeletePlacement(t.Context(), "argocd", "site", k5); err != nil || !again.Replayed || !cmp.Equal(again.Events, gone.Events) {
+		t.Errorf("the placement's deletion under k5 again = %+v, %v; want the first answer, replayed", again, err)
 	}
 	// A deregistration's resend, after the cluster is gone, is answered
 	// with the first attempt's events, not a 404.

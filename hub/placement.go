@@ -153,7 +153,10 @@ func (s *Server) deletePlacement(r *http.Request, c *call) (any, error) {
 	key := r.PathValue("namespace") + "/" + r.PathValue("name")
 	c.target = "placements/" + key
 	cur, ok := s.ledger.placement(key)
-	if !ok || cur.deleted {
+	// A resend of this very deletion is answered by writePlacement with
+	// the first attempt's event, not with a 404.
+	resend := c.idempotencyKey != "" && cur.id == eventID(c, change{key: "placements/" + key})
+	if !ok || (cur.deleted && !resend) {
 		return nil, &apiError{status: http.StatusNotFound, body: api.Error{Error: "no placement " + key, Hint: "argosy app list --placements"}}
 	}
 	if err := c.p.allow(actionDeletePlacement, "", nil, cur.Project); err != nil {
@@ -212,8 +215,24 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 	if err := s.signingErr(); err != nil {
 		return nil, err
 	}
+	// replayed is the placement's event this call wrote before, under
+	// its idempotency key, when it is still the placement's latest: a
+	// resend is answered with it and writes nothing.
+	var replayed *api.Written
 	decide := func(ctx context.Context) ([]pending, error) {
+		replayed = nil
 		cur, ok := s.ledger.placement(key)
+		id := ""
+		if c.idempotencyKey != "" {
+			id = eventID(c, change{key: "placements/" + key})
+			if err := s.sameRequest(c, nil); err != nil {
+				return nil, err
+			}
+			if ok && cur.id == id {
+				replayed = writtenPlacement(cur)
+				return nil, nil
+			}
+		}
 		p, err := build(cur, ok)
 		if err != nil {
 			return nil, err
@@ -221,11 +240,7 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 		if err := checkEvent(ctx, p.event); err != nil {
 			return nil, err
 		}
-		if c.idempotencyKey != "" {
-			id := eventID(c, change{key: "placements/" + key})
-			if err := s.sameRequest(c, nil); err != nil {
-				return nil, err
-			}
+		if id != "" {
 			p.event.SetID(id)
 			bindKey(c, p.event)
 		}
@@ -233,8 +248,11 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 	}
 	if c.dryRun {
 		ps, err := decide(ctx)
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
+		case replayed != nil:
+			return &api.Result{DryRun: true, Replayed: true, Events: []api.Written{*replayed}}, nil
 		}
 		return &api.Result{DryRun: true, Events: []api.Written{describePlacement(&ps[0], nil)}}, nil
 	}
@@ -245,14 +263,29 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 		return []*event.Event{e}, err
 	}
 	ps, recs, err := s.writer.write(ctx, placementsLane, decide, audit)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
+	case replayed != nil:
+		c.events = []string{replayed.ID}
+		return &api.Result{Replayed: true, Events: []api.Written{*replayed}}, nil
 	}
 	c.audited = true
 	w := describePlacement(&ps[0], &recs[0].Offset)
 	c.events = []string{w.ID}
 	s.placer.poke()
 	return &api.Result{Events: []api.Written{w}}, nil
+}
+
+// writtenPlacement describes the placement's latest event as the call
+// that wrote it was answered.
+func writtenPlacement(p placement) *api.Written {
+	typ := events.TypePlacementUpserted
+	if p.deleted {
+		typ = events.TypePlacementDeleted
+	}
+	return &api.Written{ID: p.id, Type: typ, Kind: api.KindPlacements, Namespace: p.Namespace, Name: p.Name,
+		Generation: p.Generation, Offset: &p.offset}
 }
 
 func describePlacement(p *pending, offset *int64) api.Written {
