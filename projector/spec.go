@@ -118,3 +118,42 @@ func (b *SpecBudget) Take(n int) string {
 	b.left -= n
 	return ""
 }
+
+// Measure reads the JSON text raw once and returns its nesting depth (0
+// for a scalar, each object or array one level more) and an upper bound
+// of the length json.Indent writes for it with a two-space indent: every
+// bracket and comma starts a line indented by its depth, every colon
+// gains a space. It counts brackets outside strings, so it costs the same
+// for any depth; for text that is not JSON it still ends, with numbers
+// that mean little.
+func Measure(raw []byte) (depth, indented int) {
+	level, deepest, n := 0, 0, len(raw)+1
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			level++
+			deepest = max(deepest, level)
+			n += 1 + 2*level
+		case c == '}' || c == ']':
+			level--
+			n += 1 + 2*max(level, 0)
+		case c == ',':
+			n += 1 + 2*max(level, 0)
+		case c == ':':
+			n++
+		}
+	}
+	return deepest, n
+}

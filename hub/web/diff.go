@@ -75,7 +75,7 @@ func specDiff(before, after json.RawMessage, left int) *specChange {
 		if isNull(s.raw) {
 			s.raw = nil
 		}
-		s.depth, s.indented = measure(s.raw)
+		s.depth, s.indented = projector.Measure(s.raw)
 	}
 	if sides[0].raw == nil && sides[1].raw == nil {
 		return nil
@@ -172,44 +172,8 @@ func unread(sides [2]specSide) string {
 	return ""
 }
 
-// measure reads raw once and returns its depth and an upper bound of the
-// length json.Indent writes for it with a two-space indent: every
-// bracket and comma starts a line indented by its depth, every colon
-// gains a space.
-func measure(raw []byte) (depth, indented int) {
-	level, deepest, n := 0, 0, len(raw)+1
-	inString, escaped := false, false
-	for _, c := range raw {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			level++
-			deepest = max(deepest, level)
-			n += 1 + 2*level
-		case c == '}' || c == ']':
-			level--
-			n += 1 + 2*max(level, 0)
-		case c == ',':
-			n += 1 + 2*max(level, 0)
-		case c == ':':
-			n++
-		}
-	}
-	return deepest, n
-}
-
 // indent is raw indented, with a final newline; raw as it is when it is
-// not JSON. bound is measure's upper bound of its length.
+// not JSON. bound is projector.Measure's upper bound of its length.
 func indent(raw json.RawMessage, bound int) string {
 	if raw == nil {
 		return ""

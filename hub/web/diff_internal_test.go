@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/argosyproj/argosy/projector"
 )
 
 func TestLineDiff(t *testing.T) {
@@ -42,11 +44,11 @@ func TestLineDiff(t *testing.T) {
 	}
 }
 
-// TestMeasureBoundsIndent: measure's length is never less than what
+// TestMeasureBoundsIndent: projector.Measure's length is never less than what
 // json.Indent writes.
 func TestMeasureBoundsIndent(t *testing.T) {
 	for _, s := range []string{`{}`, `[]`, `{"a":[1,2,{"b":{}}],"c":"{,:}"}`, `[[[[1]]],[],{"x":null}]`, `"s"`, `12`} {
-		depth, bound := measure([]byte(s))
+		depth, bound := projector.Measure([]byte(s))
 		got := indent([]byte(s), bound)
 		if len(got) > bound {
 			t.Errorf("%s: indented to %d bytes, measured at most %d", s, len(got), bound)

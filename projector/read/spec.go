@@ -93,33 +93,10 @@ func check(raw []byte, maxDepth, maxBytes int) (OmittedSpec, bool) {
 func Omitted(raw json.RawMessage) (OmittedSpec, bool) { return projector.Omitted(raw) }
 
 // Depth is the nesting of the JSON text raw: 0 for a scalar, each object
-// or array one level more. It counts brackets outside strings in one
-// pass, so it costs the same for any depth; for text that is not JSON it
-// still ends, with a number that means little.
+// or array one level more (projector.Measure).
 func Depth(raw []byte) int {
-	depth, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range raw {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
+	d, _ := projector.Measure(raw)
+	return d
 }
 
 // boundApps bounds the specs of apps' rows, copying what it changes: the
