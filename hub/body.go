@@ -8,13 +8,13 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/internal/validate"
 )
 
 // limitBody bounds what the handlers may read of r's body to
@@ -106,102 +106,35 @@ func decodeError(err error) *apiError {
 	return failf(http.StatusBadRequest, "reading the body: %v", err)
 }
 
-// frame is one object or array checkShape is in.
-type frame struct {
-	object  bool
-	wantKey bool
-	key     string
-	index   int
-	keys    map[string]struct{}
-}
-
-// checkShape walks a body's tokens once, before anything is decoded, and
-// refuses a body that is not one JSON value followed by whitespace, that
-// nests deeper than api.MaxDepth below its own top (a manifest it carries
-// may be as deep as validation allows), or that gives a key twice in one object
-// (encoding/json would keep the last, so that two readers of the same
-// body could disagree on what it asked). Its cost is linear in the body.
+// checkShape checks a body's tokens once, before anything is decoded,
+// with the same walk validation checks a manifest with (validate.Shape):
+// one JSON value followed by whitespace only, nested no deeper than
+// api.MaxDepth below its own top (a manifest it carries may be as deep as
+// validation allows), and no key given twice in one object (encoding/json
+// would keep the last, so that two readers of the same body could
+// disagree on what it asked). Its cost is linear in the body.
 func checkShape(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return decodeError(err)
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if s, ok := tok.(string); ok && top != nil && top.object && top.wantKey {
-			if _, dup := top.keys[s]; dup {
-				return invalid(clip(fieldPath(stack, s), maxEchoedField), "given twice: give each field once")
-			}
-			top.keys[s], top.key, top.wantKey = struct{}{}, s, false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			// The request's own object is one level above the manifest
-			// it carries, whose depth api.MaxDepth counts from the
-			// manifest's top.
-			if len(stack) >= api.MaxDepth+1 {
-				return invalid(clip(fieldPath(stack, ""), maxEchoedField), fmt.Sprintf("nested deeper than %d objects and arrays, the most the hub takes", api.MaxDepth))
-			}
-			f := frame{object: tok == json.Delim('{'), wantKey: true}
-			if f.object {
-				f.keys = map[string]struct{}{}
-			}
-			stack = append(stack, f)
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) == 0 {
-			break
-		}
-		// A value ended: the enclosing object wants its next key, the
-		// enclosing array its next element.
-		top = &stack[len(stack)-1]
-		top.wantKey = true
-		if !top.object {
-			top.index++
-		}
+	// The request's own object is one level above the manifest it
+	// carries, whose depth api.MaxDepth counts from the manifest's top.
+	err := validate.Shape(body, api.MaxDepth+1, 0)
+	var se *validate.ShapeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, validate.ErrTrailing):
+		return failf(http.StatusBadRequest, "the body holds %v", err)
+	case !errors.As(err, &se):
+		return decodeError(err)
 	}
-	if rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
-		return failf(http.StatusBadRequest, "the body holds more than one JSON value: %d bytes follow the first, where only whitespace may", len(rest))
+	field := se.Field
+	if field == "" {
+		field = "body"
 	}
-	return nil
-}
-
-// fieldPath names the value the stack is at, with key under it if not "",
-// as the API's field errors do: clusters[2], manifest.spec.source.
-func fieldPath(stack []frame, key string) string {
-	var b strings.Builder
-	add := func(k string) {
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(k)
+	field = clip(field, maxEchoedField)
+	if errors.Is(se, validate.ErrDuplicate) {
+		return invalid(field, "given twice: give each field once")
 	}
-	for i, f := range stack {
-		if key != "" && i == len(stack)-1 && f.object {
-			break // its key now is the one given twice
-		}
-		if f.object {
-			add(f.key)
-		} else {
-			b.WriteString("[" + strconv.Itoa(f.index) + "]")
-		}
-	}
-	if key != "" {
-		add(key)
-	}
-	if b.Len() == 0 {
-		return "body"
-	}
-	return b.String()
+	return invalid(field, fmt.Sprintf("nested deeper than %d objects and arrays, the most the hub takes", api.MaxDepth))
 }
 
 // maxEchoedField bounds a field name an answer echoes: the name is the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -29,34 +28,50 @@ import (
 // real depth checked, which names the field.
 const yamlCeiling = 4 * api.MaxDepth
 
-// errTooDeep and errDuplicate say what checkJSON found; other errors mean
-// the input is not JSON (it may still be YAML).
+// What Shape refuses: errTooDeep, errDuplicate and errTooMany as a
+// *ShapeError naming the field, ErrTrailing wrapped with how much
+// follows. Any other error is the JSON decoder's: the input is not JSON
+// (a manifest may still be YAML).
 var (
 	errTooDeep   = errors.New("too deep")
 	errDuplicate = errors.New("duplicate key")
 	errTooMany   = errors.New("too many values")
+	// ErrTrailing is anything but whitespace after the JSON value.
+	ErrTrailing = errors.New("more than one JSON value")
+	// ErrTooDeep, ErrDuplicate and ErrTooMany tell a *ShapeError's kind.
+	ErrTooDeep, ErrDuplicate, ErrTooMany = errTooDeep, errDuplicate, errTooMany
 )
 
-// shapeError is a field of the manifest that checkJSON refuses.
-type shapeError struct {
-	kind  error
-	field string
+// ShapeError is a field of a JSON document that Shape refuses. Field is
+// its path (spec.sources[0].repoURL; "" for the document itself), as
+// long as the input made it.
+type ShapeError struct {
+	Kind  error
+	Field string
 }
 
-func (e *shapeError) Error() string { return e.field + ": " + e.kind.Error() }
-func (e *shapeError) Unwrap() error { return e.kind }
+func (e *ShapeError) Error() string { return e.Field + ": " + e.Kind.Error() }
+func (e *ShapeError) Unwrap() error { return e.Kind }
 
-// fieldError is the FieldError a shapeError stands for.
+// shapeError is ShapeError by the name this package's code knows it.
+type shapeError = ShapeError
+
+// fieldError is the FieldError a shapeError of a manifest stands for,
+// its path shortened to be read.
 func (e *shapeError) fieldError() FieldError {
-	if errors.Is(e.kind, errTooDeep) {
-		return FieldError{Field: e.field, Reason: fmt.Sprintf("nested deeper than %d levels (objects and arrays, counted from the manifest's top): "+
+	field := "(manifest)"
+	if e.Field != "" {
+		field = clip(e.Field, maxPathBytes)
+	}
+	if errors.Is(e.Kind, errTooDeep) {
+		return FieldError{Field: field, Reason: fmt.Sprintf("nested deeper than %d levels (objects and arrays, counted from the manifest's top): "+
 			"flatten it, or give a deeply nested Helm value as a values file in the repository", api.MaxDepth)}
 	}
-	if errors.Is(e.kind, errTooMany) {
-		return FieldError{Field: e.field, Reason: fmt.Sprintf("the manifest holds more than %d keys and values (this one is past the limit): "+
+	if errors.Is(e.Kind, errTooMany) {
+		return FieldError{Field: field, Reason: fmt.Sprintf("the manifest holds more than %d keys and values (this one is past the limit): "+
 			"give large Helm values as a values file in the repository", api.MaxValues)}
 	}
-	return FieldError{Field: e.field, Reason: "given twice: give each field once (a manifest's later value would otherwise silently win)"}
+	return FieldError{Field: field, Reason: "given twice: give each field once (a manifest's later value would otherwise silently win)"}
 }
 
 // frame is one open object or array of checkJSON's walk.
@@ -70,25 +85,30 @@ type frame struct {
 	keys  map[string]struct{}
 }
 
-// checkJSON reads one JSON document token by token, refusing a value
-// nested deeper than api.MaxDepth, a key given twice in an object, or
-// more than api.MaxValues keys and values in all, each with the field's
-// path. Time and memory are linear in the input; a
-// refusal stops reading where it is. An error that is not a *shapeError
-// means the input is not one JSON document.
-func checkJSON(b []byte) error {
+// checkJSON checks a manifest's JSON with Shape: at most api.MaxDepth
+// levels and api.MaxValues keys and values.
+func checkJSON(b []byte) error { return Shape(b, api.MaxDepth, api.MaxValues) }
+
+// Shape reads one JSON document token by token, refusing, with the
+// field's path, a value nested deeper than maxDepth, a key given twice in
+// an object, or more than maxValues keys and values in all (0: no limit);
+// and anything but whitespace after the document (ErrTrailing). Time and
+// memory are linear in the input, and a refusal stops reading where it
+// is. The hub checks request bodies with it, and this package manifests,
+// before anything reads them recursively.
+func Shape(b []byte, maxDepth, maxValues int) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var stack []frame
 	for values := 0; ; {
 		tok, err := dec.Token()
 		if err != nil {
-			return fmt.Errorf("validate: not JSON: %w", err)
+			return err
 		}
 		delim, isDelim := tok.(json.Delim)
 		if !isDelim || delim == '{' || delim == '[' {
-			if values++; values > api.MaxValues {
-				return &shapeError{kind: errTooMany, field: jsonPath(stack)}
+			if values++; maxValues > 0 && values > maxValues {
+				return &shapeError{Kind: errTooMany, Field: jsonPath(stack)}
 			}
 		}
 		switch {
@@ -96,8 +116,8 @@ func checkJSON(b []byte) error {
 			stack = stack[:len(stack)-1]
 			advance(stack)
 		case isDelim:
-			if len(stack) >= api.MaxDepth {
-				return &shapeError{kind: errTooDeep, field: jsonPath(stack)}
+			if len(stack) >= maxDepth {
+				return &shapeError{Kind: errTooDeep, Field: jsonPath(stack)}
 			}
 			stack = append(stack, frame{object: delim == '{'})
 			continue
@@ -106,7 +126,7 @@ func checkJSON(b []byte) error {
 			key, _ := tok.(string) // an object's keys are strings
 			if _, dup := top.keys[key]; dup {
 				top.key = key
-				return &shapeError{kind: errDuplicate, field: jsonPath(stack)}
+				return &shapeError{Kind: errDuplicate, Field: jsonPath(stack)}
 			}
 			if top.keys == nil {
 				top.keys = map[string]struct{}{}
@@ -118,8 +138,8 @@ func checkJSON(b []byte) error {
 			advance(stack)
 		}
 		if len(stack) == 0 {
-			if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-				return errors.New("validate: not one JSON document")
+			if rest := bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+				return fmt.Errorf("%w: %d bytes follow the first, where only whitespace may", ErrTrailing, len(rest))
 			}
 			return nil
 		}
@@ -148,8 +168,8 @@ func advance(stack []frame) {
 // a path a hundred levels deep longer still.
 const maxPathBytes = 240
 
-// jsonPath writes the path of the value the walk is at: spec.sources[0].
-// A path too long to read keeps its start and its end.
+// jsonPath writes the path of the value the walk is at: spec.sources[0];
+// "" at the top.
 func jsonPath(stack []frame) string {
 	var b strings.Builder
 	for i, f := range stack {
@@ -165,11 +185,7 @@ func jsonPath(stack []frame) string {
 			b.WriteString("[" + strconv.Itoa(f.index) + "]")
 		}
 	}
-	s := b.String()
-	if s == "" {
-		return "(manifest)"
-	}
-	return clip(s, maxPathBytes)
+	return b.String()
 }
 
 // yamlDepthBound bounds the nesting of a YAML document from above without

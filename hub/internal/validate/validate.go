@@ -423,7 +423,7 @@ func toJSON(manifest []byte) ([]byte, error) {
 				key = m[2]
 			}
 			if p := yamlKeyPath(manifest, line, key); p != "" {
-				return nil, &shapeError{kind: errDuplicate, field: p}
+				return nil, &shapeError{Kind: errDuplicate, Field: p}
 			}
 			return nil, fmt.Errorf("line %d: key %s given twice: give each field once (the later value would otherwise silently win)", line, quoted(key))
 		}
