@@ -22,6 +22,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/fleetsim"
 	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
@@ -127,7 +128,7 @@ func TestRolesWorkWithTheirACLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
-	tok, entry, err := hub.NewToken("admin", hub.RoleAdmin, nil, "")
+	tok, entry, err := auth.NewToken("admin", auth.RoleAdmin, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestRolesWorkWithTheirACLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := hub.New(a.conn(deploy.HubUser), signer, anchors, []hub.Token{entry}, hub.WithTopics(topics), hub.WithListener(ln))
+	srv, err := hub.New(a.conn(deploy.HubUser), signer, anchors, []auth.Token{entry}, hub.WithTopics(topics), hub.WithListener(ln))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/auth"
 )
 
 // authzRow is one row of docs/hub.md's authorization table.
@@ -43,7 +43,7 @@ func authzTable(t *testing.T) map[string]authzRow {
 		if strings.HasPrefix(row.least, "none") {
 			row.least = "none"
 		}
-		if !slices.Contains([]string{"none", hub.RoleViewer, hub.RoleDeployer, hub.RoleAdmin}, row.least) {
+		if !slices.Contains([]string{"none", auth.RoleViewer, auth.RoleDeployer, auth.RoleAdmin}, row.least) {
 			t.Fatalf("authorization table row %q: least role %q", line, row.least)
 		}
 		if _, dup := out[row.route]; dup {
@@ -82,10 +82,10 @@ func TestAuthorizationTable(t *testing.T) {
 	}
 
 	r := newRig(t, 2)
-	r.addToken("deployer", hub.RoleDeployer, nil, "")
+	r.addToken("deployer", auth.RoleDeployer, nil, "")
 	base := r.start()
-	tokens := map[string]string{hub.RoleViewer: "auditor", hub.RoleDeployer: "deployer", hub.RoleAdmin: "root"}
-	rank := map[string]int{"none": 0, hub.RoleViewer: 1, hub.RoleDeployer: 2, hub.RoleAdmin: 3}
+	tokens := map[string]string{auth.RoleViewer: "auditor", auth.RoleDeployer: "deployer", auth.RoleAdmin: "root"}
+	rank := map[string]int{"none": 0, auth.RoleViewer: 1, auth.RoleDeployer: 2, auth.RoleAdmin: 3}
 	for _, o := range ops {
 		row := rows[o.String()]
 		t.Run(o.String(), func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestAuthorizationTable(t *testing.T) {
 				body = []byte("{}")
 			}
 			statuses := map[int]bool{}
-			for _, role := range []string{hub.RoleViewer, hub.RoleDeployer, hub.RoleAdmin} {
+			for _, role := range []string{auth.RoleViewer, auth.RoleDeployer, auth.RoleAdmin} {
 				a := call(t, strings.ToUpper(o.method), base+target(t, doc, o), r.tokens[tokens[role]], body)
 				statuses[a.status] = true
 				if row.least == "none" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 )
 
 // change is one event a call makes on one cluster.
@@ -229,7 +230,7 @@ func partial(err error, res *api.Result) error {
 		body.Error = fmt.Sprintf("%s; %d events were written before it (%s)", body.Error, len(ids), strings.Join(ids, ", "))
 		return &apiError{status: ae.status, body: body}
 	}
-	if errors.Is(err, errDenied) {
+	if errors.Is(err, auth.ErrDenied) {
 		return failf(http.StatusForbidden, "%v; %d events were written before it (%s)", err, len(ids), strings.Join(ids, ", "))
 	}
 	return failf(http.StatusServiceUnavailable, "%v; %d events were written before the failure (%s): retry with the same %s to write the rest",
@@ -280,22 +281,22 @@ func newEvent(typ string, subj events.Subject, data any) (*event.Event, error) {
 // project it is in now. A token limited to a project may not take over
 // another project's object by naming its own project, nor act on a
 // cluster relabelled since the call was first checked.
-func (s *Server) allowChange(p *principal, action, cluster string, cur entry, exists bool) error {
+func (s *Server) allowChange(p *auth.Principal, action, cluster string, cur entry, exists bool) error {
 	cl, ok := s.ledger.get(cluster)
 	if p.Clusters != "" && (!ok || cl.deleted || cl.typ != events.TypeClusterRegistered) {
-		return fmt.Errorf("%w: %s may not %s on cluster %q: it is not registered, so it has no labels to match %q", errDenied, p.Actor, action, cluster, p.Clusters)
+		return fmt.Errorf("%w: %s may not %s on cluster %q: it is not registered, so it has no labels to match %q", auth.ErrDenied, p.Actor, action, cluster, p.Clusters)
 	}
 	if !exists || cur.deleted {
-		return p.allow(action, cluster, cl.labels, "")
+		return p.Allow(action, cluster, cl.labels, "")
 	}
-	return p.allowShared(action, cluster, cl.labels, cur.project)
+	return p.AllowShared(action, cluster, cl.labels, cur.project)
 }
 
 // allowProjectChange is allowChange for an AppProject, whose project is
 // its name.
-func (s *Server) allowProjectChange(p *principal, action, cluster, project string) error {
+func (s *Server) allowProjectChange(p *auth.Principal, action, cluster, project string) error {
 	cl, _ := s.ledger.get(cluster)
-	return p.allow(action, cluster, cl.labels, project)
+	return p.Allow(action, cluster, cl.labels, project)
 }
 
 // eventHeadroom is what an event grows by after the hub decides it: its

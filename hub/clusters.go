@@ -21,6 +21,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -45,7 +46,7 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 	if err := checkLabels("labels", req.Labels); err != nil {
 		return nil, err
 	}
-	if err := c.p.allowShared(actionRegisterCluster, name, req.Labels, ""); err != nil {
+	if err := c.p.AllowShared(auth.ActionRegisterCluster, name, req.Labels, ""); err != nil {
 		return nil, err
 	}
 	if req.Partition != nil && (*req.Partition < 0 || *req.Partition >= s.partitions) {
@@ -78,7 +79,7 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := c.p.allowRegistered(actionRegisterCluster, name, cur, exists); err != nil {
+			if err := allowRegistered(c.p, auth.ActionRegisterCluster, name, cur, exists); err != nil {
 				return nil, err
 			}
 			live := exists && !cur.deleted
@@ -153,7 +154,7 @@ func newJoinToken(expires time.Time) (string, *schemas.JoinToken, error) {
 		return "", nil, err
 	}
 	tok := "argosy_join_" + base64.RawURLEncoding.EncodeToString(b)
-	return tok, &schemas.JoinToken{SHA256: HashToken(tok), ExpiresAt: expires.UTC().Truncate(time.Second)}, nil
+	return tok, &schemas.JoinToken{SHA256: auth.HashToken(tok), ExpiresAt: expires.UTC().Truncate(time.Second)}, nil
 }
 
 // join registers a cluster's keys on the proof of its join token. The join
@@ -169,7 +170,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &call{id: uuid.NewString(), action: actionJoin, cluster: name, method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr,
-		p: &principal{Identity: api.Identity{Actor: "join:" + name}}}
+		p: &auth.Principal{Identity: api.Identity{Actor: "join:" + name}}}
 	v, err := s.joinCluster(r, c, name)
 	// Every failed proof counts against the address's limit, whatever its
 	// answer: each is audited until the limit, so that no one can fill
@@ -196,7 +197,7 @@ func (s *Server) joinCluster(r *http.Request, c *call, name string) (any, error)
 			return failf(http.StatusUnauthorized, "cluster %q is not registered: the join token is not good for it", name)
 		case cur.join == nil && cur.signingKey != "":
 			return failf(http.StatusConflict, "cluster %q has joined already: its join token was used", name)
-		case cur.join == nil || subtle.ConstantTimeCompare([]byte(HashToken(req.Token)), []byte(cur.join.SHA256)) != 1:
+		case cur.join == nil || subtle.ConstantTimeCompare([]byte(auth.HashToken(req.Token)), []byte(cur.join.SHA256)) != 1:
 			return failf(http.StatusUnauthorized, "the join token is not cluster %q's", name)
 		case !s.o.now().Before(cur.join.ExpiresAt):
 			return &apiError{status: http.StatusUnauthorized, body: api.Error{Error: fmt.Sprintf("cluster %q's join token expired at %s", name, cur.join.ExpiresAt.Format(time.RFC3339)),
@@ -359,7 +360,7 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.p.allowShared(actionDeregister, name, cur.labels, ""); err != nil {
+	if err := c.p.AllowShared(auth.ActionDeregister, name, cur.labels, ""); err != nil {
 		return nil, err
 	}
 	expected, err := ifMatch(r)
@@ -379,7 +380,7 @@ func (s *Server) deregisterCluster(r *http.Request, c *call) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := c.p.allowRegistered(actionDeregister, name, cur, exists); err != nil {
+			if err := allowRegistered(c.p, auth.ActionDeregister, name, cur, exists); err != nil {
 				return nil, err
 			}
 			data := schemas.ClusterDeregistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen}, Reason: reason}
@@ -432,7 +433,7 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
-	if err := c.p.allowShared(actionApplyRepository, subj.Cluster, cl.labels, req.Project); err != nil {
+	if err := c.p.AllowShared(auth.ActionApplyRepository, subj.Cluster, cl.labels, req.Project); err != nil {
 		return nil, err
 	}
 	if req.URL == "" {
@@ -471,7 +472,7 @@ func (s *Server) putRepository(r *http.Request, c *call) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := s.allowChange(c.p, actionApplyRepository, subj.Cluster, cur, exists); err != nil {
+			if err := s.allowChange(c.p, auth.ActionApplyRepository, subj.Cluster, cur, exists); err != nil {
 				return nil, err
 			}
 			// The cluster as it is now: still registered, and still
@@ -553,7 +554,7 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	cl, _ := s.ledger.get(subj.Cluster)
-	if err := c.p.allow(actionOperate, subj.Cluster, cl.labels, cur.project); err != nil {
+	if err := c.p.Allow(auth.ActionOperate, subj.Cluster, cl.labels, cur.project); err != nil {
 		return nil, err
 	}
 	var req api.OperationRequest
@@ -582,7 +583,7 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 			if !ok || app.deleted {
 				return nil, &apiError{status: http.StatusConflict, body: api.Error{Error: fmt.Sprintf("%s was deleted meanwhile", subj)}}
 			}
-			if err := s.allowChange(c.p, actionOperate, subj.Cluster, app, ok); err != nil {
+			if err := s.allowChange(c.p, auth.ActionOperate, subj.Cluster, app, ok); err != nil {
 				return nil, err
 			}
 			data := schemas.OperationRequested{Resource: schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: app.generation},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/hub/internal/validate"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -44,7 +45,7 @@ func (s *Server) objects(r *http.Request, c *call) (any, error) {
 		if c.p.Clusters != "" && !registered {
 			continue // a deregistered cluster has no labels to match
 		}
-		if c.p.allow(actionRead, o.Cluster, cl.labels, project) != nil {
+		if c.p.Allow(auth.ActionRead, o.Cluster, cl.labels, project) != nil {
 			continue
 		}
 		out.Items = append(out.Items, o)
@@ -81,7 +82,7 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 	// project's Application by adopting it into its own.
 	if req.Adopt && len(c.p.Projects) > 0 {
 		return nil, fmt.Errorf("%w: %s may not adopt: the token is limited to projects %s, and the Application on the cluster may be another project's",
-			errDenied, c.p.Actor, strings.Join(c.p.Projects, ", "))
+			auth.ErrDenied, c.p.Actor, strings.Join(c.p.Projects, ", "))
 	}
 	app, err := validate.Application(req.Manifest, s.o.namespace)
 	if err != nil {
@@ -98,7 +99,7 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := c.p.allow(actionApplyApplication, name, cl.labels, app.Project); err != nil {
+		if err := c.p.Allow(auth.ActionApplyApplication, name, cl.labels, app.Project); err != nil {
 			return nil, err
 		}
 		if err := s.permitted(app, name); err != nil {
@@ -116,7 +117,7 @@ func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				if err := s.allowChange(c.p, actionApplyApplication, name, cur, exists); err != nil {
+				if err := s.allowChange(c.p, auth.ActionApplyApplication, name, cur, exists); err != nil {
 					return nil, err
 				}
 				data := schemas.ApplicationUpserted{Resource: schemas.Resource{Cluster: name, Namespace: app.Namespace, Name: app.Name, Generation: gen},
@@ -175,7 +176,7 @@ func (s *Server) applyProject(r *http.Request, c *call) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := c.p.allow(actionApplyProject, name, cl.labels, proj.Name); err != nil {
+		if err := c.p.Allow(auth.ActionApplyProject, name, cl.labels, proj.Name); err != nil {
 			return nil, err
 		}
 		subj := events.Subject{Cluster: name, Kind: schemas.SubjectAppProjects, Namespace: proj.Namespace, Name: proj.Name}
@@ -185,7 +186,7 @@ func (s *Server) applyProject(r *http.Request, c *call) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				if err := s.allowProjectChange(c.p, actionApplyProject, name, proj.Name); err != nil {
+				if err := s.allowProjectChange(c.p, auth.ActionApplyProject, name, proj.Name); err != nil {
 					return nil, err
 				}
 				data := schemas.AppProjectUpserted{Resource: schemas.Resource{Cluster: name, Namespace: proj.Namespace, Name: proj.Name, Generation: gen},
@@ -314,7 +315,7 @@ func (s *Server) deleteApplication(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	cl, _ := s.ledger.get(subj.Cluster)
-	if err := c.p.allow(actionDeleteApp, subj.Cluster, cl.labels, cur.project); err != nil {
+	if err := c.p.Allow(auth.ActionDeleteApp, subj.Cluster, cl.labels, cur.project); err != nil {
 		return nil, err
 	}
 	cascade, err := boolParam(r, "cascade", true)
@@ -332,7 +333,7 @@ func (s *Server) deleteProject(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	cl, _ := s.ledger.get(subj.Cluster)
-	if err := c.p.allow(actionDeleteProject, subj.Cluster, cl.labels, subj.Name); err != nil {
+	if err := c.p.Allow(auth.ActionDeleteProject, subj.Cluster, cl.labels, subj.Name); err != nil {
 		return nil, err
 	}
 	return s.remove(r, c, schemas.SubjectAppProjects, events.TypeAppProjectDeleted, "", func(res schemas.Resource) any {
@@ -346,7 +347,7 @@ func (s *Server) deleteRepository(r *http.Request, c *call) (any, error) {
 		return nil, err
 	}
 	cl, _ := s.ledger.get(subj.Cluster)
-	if err := c.p.allowShared(actionDeleteRepository, subj.Cluster, cl.labels, cur.project); err != nil {
+	if err := c.p.AllowShared(auth.ActionDeleteRepository, subj.Cluster, cl.labels, cur.project); err != nil {
 		return nil, err
 	}
 	return s.remove(r, c, schemas.SubjectRepositories, events.TypeRepositoryDeleted, "", func(res schemas.Resource) any {

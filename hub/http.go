@@ -21,6 +21,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -37,20 +38,20 @@ type route struct {
 
 func routes() []route {
 	return []route{
-		{http.MethodGet, "/api/v1/whoami", actionRead, (*Server).whoami, nil},
-		{http.MethodGet, "/api/v1/objects", actionRead, (*Server).objects, []string{"cluster", "kind"}},
-		{http.MethodPut, "/api/v1/clusters/{name}", actionRegisterCluster, (*Server).registerCluster, nil},
-		{http.MethodDelete, "/api/v1/clusters/{name}", actionDeregister, (*Server).deregisterCluster, []string{"reason"}},
-		{http.MethodPost, "/api/v1/applications", actionApplyApplication, (*Server).applyApplication, nil},
-		{http.MethodDelete, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}", actionDeleteApp, (*Server).deleteApplication, []string{"cascade"}},
-		{http.MethodPost, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/operations", actionOperate, (*Server).operate, nil},
-		{http.MethodPost, "/api/v1/appprojects", actionApplyProject, (*Server).applyProject, nil},
-		{http.MethodDelete, "/api/v1/clusters/{cluster}/appprojects/{namespace}/{name}", actionDeleteProject, (*Server).deleteProject, nil},
-		{http.MethodPut, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", actionApplyRepository, (*Server).putRepository, nil},
-		{http.MethodDelete, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", actionDeleteRepository, (*Server).deleteRepository, nil},
-		{http.MethodGet, "/api/v1/placements", actionRead, (*Server).placements, nil},
-		{http.MethodPost, "/api/v1/placements", actionApplyPlacement, (*Server).applyPlacement, nil},
-		{http.MethodDelete, "/api/v1/placements/{namespace}/{name}", actionDeletePlacement, (*Server).deletePlacement, nil},
+		{http.MethodGet, "/api/v1/whoami", auth.ActionRead, (*Server).whoami, nil},
+		{http.MethodGet, "/api/v1/objects", auth.ActionRead, (*Server).objects, []string{"cluster", "kind"}},
+		{http.MethodPut, "/api/v1/clusters/{name}", auth.ActionRegisterCluster, (*Server).registerCluster, nil},
+		{http.MethodDelete, "/api/v1/clusters/{name}", auth.ActionDeregister, (*Server).deregisterCluster, []string{"reason"}},
+		{http.MethodPost, "/api/v1/applications", auth.ActionApplyApplication, (*Server).applyApplication, nil},
+		{http.MethodDelete, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}", auth.ActionDeleteApp, (*Server).deleteApplication, []string{"cascade"}},
+		{http.MethodPost, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/operations", auth.ActionOperate, (*Server).operate, nil},
+		{http.MethodPost, "/api/v1/appprojects", auth.ActionApplyProject, (*Server).applyProject, nil},
+		{http.MethodDelete, "/api/v1/clusters/{cluster}/appprojects/{namespace}/{name}", auth.ActionDeleteProject, (*Server).deleteProject, nil},
+		{http.MethodPut, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", auth.ActionApplyRepository, (*Server).putRepository, nil},
+		{http.MethodDelete, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", auth.ActionDeleteRepository, (*Server).deleteRepository, nil},
+		{http.MethodGet, "/api/v1/placements", auth.ActionRead, (*Server).placements, nil},
+		{http.MethodPost, "/api/v1/placements", auth.ActionApplyPlacement, (*Server).applyPlacement, nil},
+		{http.MethodDelete, "/api/v1/placements/{namespace}/{name}", auth.ActionDeletePlacement, (*Server).deletePlacement, nil},
 	}
 }
 
@@ -85,7 +86,7 @@ func (s *Server) routes() *http.ServeMux {
 		w.WriteHeader(http.StatusOK)
 	})
 	if s.o.read != nil {
-		read := route{action: actionRead, serve: nil}
+		read := route{action: auth.ActionRead, serve: nil}
 		mux.Handle("GET /api/v1/", s.handle(read))
 	}
 	if s.o.dashboard != nil {
@@ -97,7 +98,7 @@ func (s *Server) routes() *http.ServeMux {
 // call is what one API call did, for its audit record.
 type call struct {
 	id string
-	p  *principal
+	p  *auth.Principal
 	// method, path and remote are the request's; placements reconciled
 	// by the hub itself have their own.
 	method, path, remote string
@@ -144,14 +145,14 @@ func (s *Server) handle(rt route) http.Handler {
 		p, err := s.auth.authenticate(r)
 		if err != nil {
 			status := http.StatusUnauthorized
-			if errors.Is(err, errIssuerUnavailable) {
+			if errors.Is(err, auth.ErrIssuerUnavailable) {
 				status = http.StatusServiceUnavailable
 			}
 			s.finish(w, r, c, nil, s.refuseUnauthenticated(r, &apiError{status: status, body: api.Error{Error: err.Error(), Hint: authHint(r, err)}}))
 			return
 		}
 		c.p = p
-		if err := p.allow(rt.action, "", nil, ""); err != nil {
+		if err := p.Allow(rt.action, "", nil, ""); err != nil {
 			s.finish(w, r, c, nil, err)
 			return
 		}
@@ -203,7 +204,7 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, c *call, v any, 
 		errors.As(err, &ae)
 		status = ae.status
 	}
-	if !c.audited && c.p != nil && (c.action != actionRead || s.o.auditReads || status >= 400) {
+	if !c.audited && c.p != nil && (c.action != auth.ActionRead || s.o.auditReads || status >= 400) {
 		if aerr := s.auditCall(r, c, status); aerr != nil {
 			s.o.log.ErrorContext(r.Context(), "auditing a call", "err", aerr, "request", c.id)
 			if err == nil && len(c.events) == 0 {
@@ -230,7 +231,7 @@ func (s *Server) classify(ctx context.Context, err error) *apiError {
 		return ae
 	case eventError(err) != nil:
 		return eventError(err)
-	case errors.Is(err, errDenied):
+	case errors.Is(err, auth.ErrDenied):
 		return failf(http.StatusForbidden, "%v", err)
 	case errors.Is(err, ErrBusy), errors.Is(err, ErrUnsettled):
 		return failf(http.StatusServiceUnavailable, "%v", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/testenv/oidctest"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -20,8 +21,8 @@ import (
 func TestOIDCLogin(t *testing.T) {
 	r := newRig(t, 1)
 	iss := oidctest.New(t)
-	url := r.start(hub.WithOIDC(hub.OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []hub.OIDCGroup{
-		{Group: "platform", Role: hub.RoleAdmin}, {Group: "everyone", Role: hub.RoleViewer}}}))
+	url := r.start(hub.WithOIDC(auth.OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []auth.OIDCGroup{
+		{Group: "platform", Role: auth.RoleAdmin}, {Group: "everyone", Role: auth.RoleViewer}}}))
 	client := func(email string, groups ...string) *api.Client {
 		t.Helper()
 		c, err := api.NewClient(url, iss.Token(t, oidctest.Claims{Subject: email, Audience: "argosy",

@@ -1,7 +1,8 @@
 package hub
 
 import (
-	"context"
+	"github.com/argosyproj/argosy/hub/auth"
+
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -22,7 +23,6 @@ import (
 // issuer sends the browser back by a cross-site navigation, which a Strict
 // cookie would not go with.
 const (
-	oidcCallback    = "/login/oidc/callback"
 	oidcStateCookie = "argosy_oidc"
 	oidcLoginMaxAge = 10 * time.Minute
 )
@@ -36,32 +36,12 @@ type oidcLogin struct {
 }
 
 // browserLogin reports whether the login page offers the OIDC login.
-func (s *Server) browserLogin() bool { return s.auth.oidc != nil && s.auth.oidc.cfg.BrowserLogin }
-
-// oauthConfig is the client's configuration at the issuer, whose
-// discovery document must have been read.
-func (a *oidcAuth) oauthConfig(r *http.Request) (*oauth2.Config, error) {
-	a.mu.Lock()
-	endpoint, lastErr, ready := a.endpoint, a.lastErr, a.verifier != nil
-	a.mu.Unlock()
-	if !ready {
-		if lastErr == nil {
-			lastErr = errors.New("its discovery document is being read")
-		}
-		return nil, fmt.Errorf("%w: the OIDC issuer %s is not reachable yet (%w); try again", errIssuerUnavailable, a.cfg.Issuer, lastErr)
-	}
-	redirect := a.cfg.RedirectURL
-	if redirect == "" {
-		redirect = hubURL(r) + oidcCallback
-	}
-	return &oauth2.Config{ClientID: a.cfg.ClientID, ClientSecret: a.cfg.ClientSecret, Endpoint: endpoint,
-		RedirectURL: redirect, Scopes: a.cfg.Scopes}, nil
-}
+func (s *Server) browserLogin() bool { return s.auth.BrowserLogin() }
 
 // oidcStart sends the browser to the issuer to log in.
 func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request) {
 	next := localPath(r.URL.Query().Get("next"))
-	conf, err := s.auth.oidc.oauthConfig(r)
+	conf, err := s.auth.OAuth2Config(hubURL(r) + auth.OIDCCallback)
 	if err != nil {
 		s.o.dashboard.LoginPage(w, r, http.StatusServiceUnavailable, next, err.Error(), true)
 		return
@@ -72,7 +52,7 @@ func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: oidcStateCookie, Value: base64.RawURLEncoding.EncodeToString(b), Path: oidcCallback,
+	http.SetCookie(w, &http.Cookie{Name: oidcStateCookie, Value: base64.RawURLEncoding.EncodeToString(b), Path: auth.OIDCCallback,
 		MaxAge: int(oidcLoginMaxAge / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, conf.AuthCodeURL(l.State, oidc.Nonce(l.Nonce), oauth2.S256ChallengeOption(l.Verifier)), http.StatusSeeOther)
 }
@@ -82,7 +62,7 @@ func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request) {
 // a pasted token would: the session keeps the caller's name and listed
 // groups and ends when the ID token expires, and the token is kept nowhere.
 func (s *Server) oidcFinish(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: oidcStateCookie, Path: oidcCallback, MaxAge: -1, HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: oidcStateCookie, Path: auth.OIDCCallback, MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
 	l, err := loginState(r)
 	if err != nil {
@@ -94,7 +74,7 @@ func (s *Server) oidcFinish(w http.ResponseWriter, r *http.Request) {
 		s.o.dashboard.LoginPage(w, r, http.StatusUnauthorized, l.Next, fmt.Sprintf("the OIDC issuer refused the login: %s %s", e, q.Get("error_description")), true)
 		return
 	}
-	tok, err := s.auth.oidc.exchange(r, q.Get("code"), l)
+	tok, err := s.auth.Exchange(r.Context(), hubURL(r)+auth.OIDCCallback, q.Get("code"), l.Verifier, l.Nonce)
 	if err != nil {
 		s.o.log.WarnContext(r.Context(), "an OIDC login failed", "err", err)
 		s.o.dashboard.LoginPage(w, r, http.StatusUnauthorized, l.Next, err.Error(), true)
@@ -138,35 +118,4 @@ func loginState(r *http.Request) (oidcLogin, error) {
 		return l, errors.New("the OIDC login's state does not match: log in again")
 	}
 	return l, nil
-}
-
-// exchange trades the code for the issuer's tokens and returns the ID
-// token, once it verifies and carries the login's nonce.
-func (a *oidcAuth) exchange(r *http.Request, code string, l oidcLogin) (string, error) {
-	conf, err := a.oauthConfig(r)
-	if err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), a.timeout)
-	defer cancel()
-	ctx = oidc.ClientContext(ctx, &http.Client{Timeout: a.timeout})
-	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(l.Verifier))
-	if err != nil {
-		return "", fmt.Errorf("the OIDC issuer did not exchange the login's code: %w", err)
-	}
-	raw, ok := tok.Extra("id_token").(string)
-	if !ok || raw == "" {
-		return "", errors.New("the OIDC issuer's answer has no ID token: is the openid scope allowed for this client?")
-	}
-	a.mu.Lock()
-	v := a.verifier
-	a.mu.Unlock()
-	idt, err := v.Verify(ctx, raw)
-	if err != nil {
-		return "", fmt.Errorf("the OIDC issuer's ID token does not verify: %w", err)
-	}
-	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(l.Nonce)) != 1 {
-		return "", errors.New("the OIDC issuer's ID token is not this login's (nonce)")
-	}
-	return raw, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/testenv/browsertest"
 	"github.com/argosyproj/argosy/internal/testenv/oidctest"
@@ -36,8 +37,8 @@ func TestDashboardOIDCLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := r.start(hub.WithDashboard(dash), hub.WithOIDC(hub.OIDC{Issuer: iss.URL, ClientID: "argosy", ClientSecret: "s3cret",
-		BrowserLogin: true, Groups: []hub.OIDCGroup{{Group: "platform", Role: hub.RoleAdmin}, {Group: "everyone", Role: hub.RoleViewer}}}))
+	base := r.start(hub.WithDashboard(dash), hub.WithOIDC(auth.OIDC{Issuer: iss.URL, ClientID: "argosy", ClientSecret: "s3cret",
+		BrowserLogin: true, Groups: []auth.OIDCGroup{{Group: "platform", Role: auth.RoleAdmin}, {Group: "everyone", Role: auth.RoleViewer}}}))
 	// The hub reads the issuer's discovery document as it starts.
 	deadline := time.Now().Add(30 * time.Second)
 	for {

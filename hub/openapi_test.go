@@ -25,6 +25,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/testenv/toolcache"
 	"github.com/argosyproj/argosy/projector/read"
 )
@@ -547,12 +548,12 @@ func newServer(t *testing.T) *hub.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := hub.NewToken("root", hub.RoleAdmin, nil, "")
+	_, tok, err := auth.NewToken("root", auth.RoleAdmin, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := hub.New([]kgo.Opt{kgo.SeedBrokers("127.0.0.1:9")}, signer, []events.Key{events.HubAnchor("hub", signer.Public())},
-		[]hub.Token{tok}, hub.WithListen("127.0.0.1:0"))
+		[]auth.Token{tok}, hub.WithListen("127.0.0.1:0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/hub/internal/validate"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -116,10 +117,10 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.p.allow(actionApplyPlacement, "", nil, app.Project); err != nil {
+	if err := c.p.Allow(auth.ActionApplyPlacement, "", nil, app.Project); err != nil {
 		return nil, err
 	}
-	if err := c.p.allowEveryCluster(); err != nil {
+	if err := c.p.AllowEveryCluster(); err != nil {
 		return nil, err
 	}
 	key := app.Namespace + "/" + app.Name
@@ -137,7 +138,7 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 		// The placement as it is, too: a token of one project may not
 		// take over another's placement by naming its own project.
 		if exists && !cur.deleted {
-			if err := c.p.allow(actionApplyPlacement, "", nil, cur.Project); err != nil {
+			if err := c.p.Allow(auth.ActionApplyPlacement, "", nil, cur.Project); err != nil {
 				return nil, err
 			}
 		}
@@ -159,10 +160,10 @@ func (s *Server) deletePlacement(r *http.Request, c *call) (any, error) {
 	if !ok || (cur.deleted && !resend) {
 		return nil, &apiError{status: http.StatusNotFound, body: api.Error{Error: "no placement " + key, Hint: "argosy app list --placements"}}
 	}
-	if err := c.p.allow(actionDeletePlacement, "", nil, cur.Project); err != nil {
+	if err := c.p.Allow(auth.ActionDeletePlacement, "", nil, cur.Project); err != nil {
 		return nil, err
 	}
-	if err := c.p.allowEveryCluster(); err != nil {
+	if err := c.p.AllowEveryCluster(); err != nil {
 		return nil, err
 	}
 	expected, err := ifMatch(r)
@@ -173,7 +174,7 @@ func (s *Server) deletePlacement(r *http.Request, c *call) (any, error) {
 		if !exists || cur.deleted {
 			return nil, failf(http.StatusConflict, "placement %s was deleted meanwhile", key)
 		}
-		if err := c.p.allow(actionDeletePlacement, "", nil, cur.Project); err != nil {
+		if err := c.p.Allow(auth.ActionDeletePlacement, "", nil, cur.Project); err != nil {
 			return nil, err
 		}
 		gen, err := generationFor(expected, entry{generation: cur.Generation}, exists, "placement "+key)
@@ -306,13 +307,13 @@ func (s *Server) placements(r *http.Request, c *call) (any, error) {
 		if p.deleted && len(s.placedOn(p, clusters)) == 0 {
 			continue
 		}
-		if c.p.allow(actionRead, "", nil, p.Project) != nil {
+		if c.p.Allow(auth.ActionRead, "", nil, p.Project) != nil {
 			continue
 		}
 		// A token limited to some clusters sees only those among the
 		// placement's.
 		placed := slices.DeleteFunc(s.placedOn(p, clusters), func(pc api.PlacedCluster) bool {
-			return c.p.allow(actionRead, pc.Cluster, clusters[pc.Cluster].labels, "") != nil
+			return c.p.Allow(auth.ActionRead, pc.Cluster, clusters[pc.Cluster].labels, "") != nil
 		})
 		item := api.Placement{Namespace: p.Namespace, Name: p.Name, Generation: p.Generation,
 			Selector: p.Selector, Prune: p.Prune, Project: p.Project, Deleted: p.deleted, Clusters: append([]api.PlacedCluster{}, placed...)}
@@ -441,8 +442,8 @@ func (p *placer) reconcile(ctx context.Context) error {
 		if len(changes) == 0 {
 			continue
 		}
-		c := &call{id: uuid.NewString(), p: &principal{Identity: api.Identity{Actor: "hub/placement", Role: RoleAdmin}},
-			action: actionPlace, method: "PLACE", path: "/api/v1/placements/" + pl.key(), target: "placements/" + pl.key()}
+		c := &call{id: uuid.NewString(), p: &auth.Principal{Identity: api.Identity{Actor: "hub/placement", Role: auth.RoleAdmin}},
+			action: auth.ActionPlace, method: "PLACE", path: "/api/v1/placements/" + pl.key(), target: "placements/" + pl.key()}
 		if _, err := p.s.commit(ctx, c, changes); err != nil {
 			errs = append(errs, fmt.Errorf("placement %s: %w", pl.key(), err))
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/projector"
@@ -68,8 +69,8 @@ func names(v map[string]any, field string) []string {
 // projects, and a cluster out of scope is not found.
 func TestReadsStayInScope(t *testing.T) {
 	r := newRig(t, 2)
-	r.addToken("staging-viewer", hub.RoleViewer, nil, "env=staging")
-	r.addToken("team-a-viewer", hub.RoleViewer, []string{"team-a"}, "")
+	r.addToken("staging-viewer", auth.RoleViewer, nil, "env=staging")
+	r.addToken("team-a-viewer", auth.RoleViewer, []string{"team-a"}, "")
 	store, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "views.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/schemas"
@@ -36,7 +37,7 @@ type rig struct {
 	topics events.Topics
 	signer *events.Signer
 	tokens map[string]string // by actor
-	list   []hub.Token
+	list   []auth.Token
 	// file, once useTokenFile has made it, is the tokens file every
 	// replica started afterwards reads and follows.
 	file string
@@ -54,11 +55,11 @@ func newRig(t testing.TB, partitions int32) *rig {
 		t.Fatal(err)
 	}
 	for _, tk := range []struct{ name, role, clusters string }{
-		{"root", hub.RoleAdmin, ""},
-		{"dev-deployer", hub.RoleDeployer, "env=dev"},
-		{"auditor", hub.RoleViewer, ""},
+		{"root", auth.RoleAdmin, ""},
+		{"dev-deployer", auth.RoleDeployer, "env=dev"},
+		{"auditor", auth.RoleViewer, ""},
 	} {
-		tok, entry, err := hub.NewToken(tk.name, tk.role, nil, tk.clusters)
+		tok, entry, err := auth.NewToken(tk.name, tk.role, nil, tk.clusters)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,9 +121,9 @@ func (r *rig) useTokenFile() {
 
 // writeTokens replaces the tokens file's content with list, as an
 // operator's editor would: a new file renamed over the old.
-func (r *rig) writeTokens(list []hub.Token) {
+func (r *rig) writeTokens(list []auth.Token) {
 	r.t.Helper()
-	b, err := yaml.Marshal(hub.TokenFile{Tokens: list})
+	b, err := yaml.Marshal(auth.TokenFile{Tokens: list})
 	if err != nil {
 		r.t.Fatal(err)
 	}

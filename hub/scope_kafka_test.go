@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/schemas"
 )
 
 // addToken adds a token to the rig; call it before starting a replica.
 func (r *rig) addToken(name, role string, projects []string, clusters string) {
 	r.t.Helper()
-	tok, entry, err := hub.NewToken(name, role, projects, clusters)
+	tok, entry, err := auth.NewToken(name, role, projects, clusters)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -43,10 +43,10 @@ func appIn(name, project string) json.RawMessage {
 func scopeRig(t *testing.T) (*rig, string) {
 	t.Helper()
 	r := newRig(t, 2)
-	r.addToken("staging-admin", hub.RoleAdmin, nil, "env=staging")
-	r.addToken("staging-deployer", hub.RoleDeployer, nil, "env=staging")
-	r.addToken("team-a", hub.RoleDeployer, []string{"team-a"}, "")
-	r.addToken("team-a-admin", hub.RoleAdmin, []string{"team-a"}, "")
+	r.addToken("staging-admin", auth.RoleAdmin, nil, "env=staging")
+	r.addToken("staging-deployer", auth.RoleDeployer, nil, "env=staging")
+	r.addToken("team-a", auth.RoleDeployer, []string{"team-a"}, "")
+	r.addToken("team-a-admin", auth.RoleAdmin, []string{"team-a"}, "")
 	url := r.start()
 	r.twoTeams(r.client(url, "root"))
 	return r, url

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/httpserve"
 )
@@ -64,8 +65,6 @@ type Server struct {
 	methods *methods
 	ready   chan struct{}
 	placer  *placer
-	// tokens follows the tokens file, given WithTokenFile.
-	tokens *tokenFile
 	// partitions is the config topic's partition count.
 	partitions int32
 	// admin is Run's admin client while it runs, for Ready.
@@ -97,7 +96,7 @@ func (s *Server) Ready(ctx context.Context) error {
 // New returns a hub that connects to Kafka with conn, signs with signer
 // (its key must be one of anchors, the hub keys readers trust), and accepts
 // the bearer tokens in tokens. It takes every Option.
-func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []Token, opts ...Option) (*Server, error) {
+func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []auth.Token, opts ...Option) (*Server, error) {
 	o := newOptions(opts)
 	var errs []error
 	if len(conn) == 0 {
@@ -108,16 +107,16 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 	} else if !slices.ContainsFunc(anchors, func(k events.Key) bool { return k.ID == signer.KeyID() }) {
 		errs = append(errs, fmt.Errorf("the signing key %s is not among the trust anchors", signer.KeyID()))
 	}
-	tokens, oidcCfg, follow, err := o.tokenSource(tokens)
+	inst := newInstruments(o.meters)
+	authn, err := o.authenticator(tokens, auth.WithLogger(o.log), auth.WithVerified(inst.oidcVerified))
 	errs = append(errs, err)
-	var auth *authenticator
+	var a *authenticator
 	if err == nil {
-		auth, err = newAuthenticator(tokens, oidcCfg)
-		errs = append(errs, err)
-	}
-	if auth != nil && signer != nil {
-		auth.sessions, err = newSessions(signer, o.now)
-		errs = append(errs, err)
+		a = &authenticator{Authenticator: authn}
+		if signer != nil {
+			a.sessions, err = newSessions(signer, o.now)
+			errs = append(errs, err)
+		}
 	}
 	if (o.listen == "") == (o.listener == nil) {
 		errs = append(errs, errors.New("give either an address or a listener to serve on"))
@@ -133,16 +132,9 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []T
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
-	if follow != nil {
-		follow.auth = auth
-	}
-	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: auth, o: o, tokens: follow,
-		tracer: o.tracers.Tracer(instrumentation), inst: newInstruments(o.meters), ready: make(chan struct{}),
+	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: a, o: o,
+		tracer: o.tracers.Tracer(instrumentation), inst: inst, ready: make(chan struct{}),
 		unauth: newSourceLimiter(o.now, o.unauthRate, o.unauthBurst)}
-	s.auth.verified = s.inst.oidcVerified
-	if s.auth.oidc != nil {
-		s.auth.oidc.log = o.log
-	}
 	s.mux = s.routes()
 	s.methods = newMethods(s.o.read != nil)
 	s.placer = &placer{s: s, pokes: make(chan struct{}, 1), period: o.placeEvery}
@@ -216,12 +208,7 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.catchUp(gctx, adm) })
 	g.Go(func() error { return s.placer.run(gctx) })
 	g.Go(func() error { return s.publishKey(gctx, started) })
-	if s.auth.oidc != nil {
-		g.Go(func() error { return s.auth.oidc.discover(gctx) })
-	}
-	if s.tokens != nil {
-		g.Go(func() error { return s.tokens.run(gctx) })
-	}
+	g.Go(func() error { return s.auth.Run(gctx) })
 	g.Go(func() error {
 		if s.o.listener != nil {
 			return httpserve.Serve(gctx, s.o.listener, s)
@@ -326,7 +313,7 @@ type options struct {
 	ledgerLag   time.Duration // tests only: see export_test.go
 	placeEvery  time.Duration
 	decoder     []events.DecoderOption
-	oidc        *OIDC
+	oidc        *auth.OIDC
 	tokenFile   string
 }
 
@@ -394,7 +381,28 @@ func WithDecoderOptions(opts ...events.DecoderOption) Option {
 
 // WithOIDC makes the hub accept ID tokens of an OpenID Connect issuer as
 // bearer tokens too (the tokens file's oidc section; docs/hub.md).
-func WithOIDC(cfg OIDC) Option { return func(o *options) { o.oidc = &cfg } }
+func WithOIDC(cfg auth.OIDC) Option { return func(o *options) { o.oidc = &cfg } }
+
+// WithTokenFile makes the hub take its tokens and its OIDC section from
+// the tokens file at path, and follow the file while it runs: each replica
+// reads it again every second, and a change to its tokens (one added,
+// removed, or given another role or scope) or to its OIDC groups applies
+// at once to calls and to the dashboard sessions made with them
+// (auth.Open). The other settings of the oidc section take a restart.
+// New's tokens and WithOIDC must not be given with it.
+func WithTokenFile(path string) Option { return func(o *options) { o.tokenFile = path } }
+
+// authenticator returns the authenticator of the tokens given to New and
+// WithOIDC, or of the tokens file.
+func (o *options) authenticator(tokens []auth.Token, opts ...auth.Option) (*auth.Authenticator, error) {
+	if o.tokenFile == "" {
+		return auth.New(tokens, o.oidc, opts...)
+	}
+	if len(tokens) > 0 || o.oidc != nil {
+		return nil, errors.New("give the tokens either to New and WithOIDC, or by WithTokenFile, not both")
+	}
+	return auth.Open(o.tokenFile, opts...)
+}
 
 // WithTransactionalPrefix sets the prefix of the config writers'
 // transactional ids (default DefaultTransactionalPrefix). Replicas of one

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/projector/read"
 )
@@ -44,7 +45,7 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux) {
 	})
 	if s.browserLogin() {
 		mux.Handle("GET /login/oidc", s.traced("GET /login/oidc", http.HandlerFunc(s.oidcStart)))
-		mux.Handle("GET "+oidcCallback, s.traced("GET "+oidcCallback, http.HandlerFunc(s.oidcFinish)))
+		mux.Handle("GET "+auth.OIDCCallback, s.traced("GET "+auth.OIDCCallback, http.HandlerFunc(s.oidcFinish)))
 	}
 	mux.Handle("POST /login", s.traced("POST /login", http.HandlerFunc(s.login)))
 	mux.Handle("POST /logout", s.traced("POST /logout", http.HandlerFunc(s.logout)))
@@ -52,17 +53,17 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux) {
 }
 
 // reader returns the principal of a token if it may read.
-func (s *Server) reader(r *http.Request, tok string) (*principal, error) {
-	p, err := s.auth.token(r.Context(), tok)
+func (s *Server) reader(r *http.Request, tok string) (*auth.Principal, error) {
+	p, err := s.auth.Token(r.Context(), tok)
 	if err == nil {
-		err = p.allow(actionRead, "", nil, "")
+		err = p.Allow(auth.ActionRead, "", nil, "")
 	}
 	return p, err
 }
 
 // readCall is the audit record of a dashboard read by p.
-func readCall(r *http.Request, p *principal) *call {
-	return &call{id: uuid.NewString(), action: actionRead, method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr, p: p}
+func readCall(r *http.Request, p *auth.Principal) *call {
+	return &call{id: uuid.NewString(), action: auth.ActionRead, method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr, p: p}
 }
 
 // setSession sets the session cookie to value for maxAge, or clears it
@@ -108,7 +109,7 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok, next 
 	p, err := s.reader(r, tok)
 	if err != nil {
 		status, msg := http.StatusUnauthorized, err.Error()
-		if errors.Is(err, errDenied) {
+		if errors.Is(err, auth.ErrDenied) {
 			status = http.StatusForbidden
 		}
 		if p == nil {
@@ -171,7 +172,7 @@ func (s *Server) endSession(r *http.Request, value string) error {
 // sessionCall is the audit record of a session's start or end by actor.
 func sessionCall(r *http.Request, actor, action string, v session) *call {
 	return &call{id: uuid.NewString(), action: action, method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr,
-		target: sessionTarget + v.ref(), p: &principal{Identity: api.Identity{Actor: actor}}}
+		target: sessionTarget + v.ref(), p: &auth.Principal{Identity: api.Identity{Actor: actor}}}
 }
 
 // page serves a dashboard page to the session's principal, or sends the
@@ -189,7 +190,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	p, _, err := s.auth.session(ck.Value)
 	if err == nil {
-		err = p.allow(actionRead, "", nil, "")
+		err = p.Allow(auth.ActionRead, "", nil, "")
 	}
 	if err != nil {
 		setSession(w, r, "", 0)
@@ -205,7 +206,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	v := web.Viewer{Actor: p.Actor, Role: p.Role, CanWrite: p.noRole == "" && rank[p.Role] >= rank[RoleDeployer], CSRF: csrfValue(ck.Value)}
+	v := web.Viewer{Actor: p.Actor, Role: p.Role, CanWrite: p.Has(auth.RoleDeployer), CSRF: csrfValue(ck.Value)}
 	s.o.dashboard.ServeHTTP(w, r.WithContext(read.WithScope(web.WithViewer(r.Context(), v), p)))
 }
 

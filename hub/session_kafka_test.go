@@ -18,6 +18,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/projector/read/readtest"
@@ -275,7 +276,7 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	var endedCSRF string
 	t.Run("the cookie holds neither the token nor its hash", func(t *testing.T) {
 		tok := r.tokens["auditor"]
-		hash := hub.HashToken(tok)
+		hash := auth.HashToken(tok)
 		raw, err := hex.DecodeString(hash)
 		if err != nil {
 			t.Fatal(err)
@@ -304,7 +305,7 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	t.Run("a session started on one replica works on the other", func(t *testing.T) {
 		endedCSRF = csrfOnPage(t, b, ended)
 		for name, base := range replicas {
-			if status, role := whoami(t, base, ended, endedCSRF, ""); status != http.StatusOK || role != hub.RoleViewer {
+			if status, role := whoami(t, base, ended, endedCSRF, ""); status != http.StatusOK || role != auth.RoleViewer {
 				t.Errorf("replica %s: %d, role %q", name, status, role)
 			}
 			if resp, _ := do(t, pageRequest(t, base, "/", ended)); resp.StatusCode != http.StatusOK {
@@ -345,7 +346,7 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 				t.Fatalf("replica %s, before: %d", name, status)
 			}
 		}
-		r.writeTokens(slices.DeleteFunc(slices.Clone(r.list), func(tk hub.Token) bool { return tk.Name == "dev-deployer" }))
+		r.writeTokens(slices.DeleteFunc(slices.Clone(r.list), func(tk auth.Token) bool { return tk.Name == "dev-deployer" }))
 		eventually(t, within, func() string {
 			for name, base := range replicas {
 				if status, _ := whoami(t, base, nil, "", tok); status != http.StatusUnauthorized {
@@ -367,17 +368,17 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 		lowered := slices.Clone(r.list)
 		for i := range lowered {
 			if lowered[i].Name == "root" {
-				lowered[i].Role = hub.RoleViewer
+				lowered[i].Role = auth.RoleViewer
 			}
 		}
-		lowered = slices.DeleteFunc(lowered, func(tk hub.Token) bool { return tk.Name == "dev-deployer" })
+		lowered = slices.DeleteFunc(lowered, func(tk auth.Token) bool { return tk.Name == "dev-deployer" })
 		r.writeTokens(lowered)
 		eventually(t, within, func() string {
 			for name, base := range replicas {
-				if status, role := whoami(t, base, nil, "", tok); status != http.StatusOK || role != hub.RoleViewer {
+				if status, role := whoami(t, base, nil, "", tok); status != http.StatusOK || role != auth.RoleViewer {
 					return fmt.Sprintf("replica %s: the token is %d %q, want a viewer", name, status, role)
 				}
-				if status, role := whoami(t, base, live, liveCSRF, ""); status != http.StatusOK || role != hub.RoleViewer {
+				if status, role := whoami(t, base, live, liveCSRF, ""); status != http.StatusOK || role != auth.RoleViewer {
 					return fmt.Sprintf("replica %s: its session is %d %q, want a viewer", name, status, role)
 				}
 			}
@@ -390,7 +391,7 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 		if status, _ := whoami(t, c, ended, endedCSRF, ""); status != http.StatusUnauthorized {
 			t.Errorf("the ended session: %d, want 401", status)
 		}
-		if status, role := whoami(t, c, live, liveCSRF, ""); status != http.StatusOK || role != hub.RoleViewer {
+		if status, role := whoami(t, c, live, liveCSRF, ""); status != http.StatusOK || role != auth.RoleViewer {
 			t.Errorf("a live session: %d %q, want a viewer's 200", status, role)
 		}
 	})

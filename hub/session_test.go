@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"github.com/argosyproj/argosy/hub/auth"
+
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -46,7 +48,7 @@ func TestOIDCLoginStateLocalPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := httptest.NewRequest(http.MethodGet, oidcCallback+"?state=s", nil)
+		r := httptest.NewRequest(http.MethodGet, auth.OIDCCallback+"?state=s", nil)
 		r.AddCookie(&http.Cookie{Name: oidcStateCookie, Value: base64.RawURLEncoding.EncodeToString(b)})
 		l, err := loginState(r)
 		if err != nil || l.Next != "/" {

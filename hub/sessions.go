@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/auth"
 )
 
 // Dashboard sessions, served by any replica and ended on every one.
@@ -107,11 +108,11 @@ func newSessions(signer *events.Signer, now func() time.Time) (*sessions, error)
 
 // start returns a new session of p, who logged in with tok: it lasts
 // sessionMaxAge, or until an OIDC caller's ID token expires.
-func (s *sessions) start(p *principal, tok string) session {
+func (s *sessions) start(p *auth.Principal, tok string) session {
 	v := session{ID: rand.Text(), Actor: p.Actor, Expiry: s.now().Add(sessionMaxAge).Unix()}
-	if p.oidc != nil {
-		v.OIDC, v.Groups = true, p.oidc.groups
-		v.Expiry = min(v.Expiry, p.oidc.expires.Unix())
+	if c := p.OIDC(); c != nil {
+		v.OIDC, v.Groups = true, c.Groups
+		v.Expiry = min(v.Expiry, c.Expires.Unix())
 	} else {
 		sum := sha256.Sum256([]byte(tok))
 		v.Token = sum[:]
@@ -142,11 +143,11 @@ func (s *sessions) open(value string) (session, error) {
 	}
 	switch {
 	case err != nil || !opened || v.ID == "":
-		return session{}, fmt.Errorf("%w: the session cookie is not one this hub sealed (or the hub's key changed since): log in again", errUnauthenticated)
+		return session{}, fmt.Errorf("%w: the session cookie is not one this hub sealed (or the hub's key changed since): log in again", auth.ErrUnauthenticated)
 	case s.now().Unix() >= v.Expiry:
-		return session{}, fmt.Errorf("%w: the session expired: log in again", errUnauthenticated)
+		return session{}, fmt.Errorf("%w: the session expired: log in again", auth.ErrUnauthenticated)
 	case s.isEnded(v.ref()):
-		return session{}, fmt.Errorf("%w: the session ended (logged out): log in again", errUnauthenticated)
+		return session{}, fmt.Errorf("%w: the session ended (logged out): log in again", auth.ErrUnauthenticated)
 	}
 	return v, nil
 }
@@ -173,13 +174,13 @@ func (s *sessions) isEnded(ref string) bool {
 
 // cookie authenticates a request by its session cookie, which must come
 // with its CSRF value in the HeaderCSRF header.
-func (a *authenticator) cookie(r *http.Request) (*principal, error) {
+func (a *authenticator) cookie(r *http.Request) (*auth.Principal, error) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" {
-		return nil, fmt.Errorf("%w: no bearer token (send Authorization: Bearer <token>)", errUnauthenticated)
+		return nil, fmt.Errorf("%w: no bearer token (send Authorization: Bearer <token>)", auth.ErrUnauthenticated)
 	}
 	if subtle.ConstantTimeCompare([]byte(r.Header.Get(HeaderCSRF)), []byte(csrfValue(c.Value))) != 1 {
-		return nil, fmt.Errorf("%w: a call with the dashboard's session cookie needs its %s header", errUnauthenticated, HeaderCSRF)
+		return nil, fmt.Errorf("%w: a call with the dashboard's session cookie needs its %s header", auth.ErrUnauthenticated, HeaderCSRF)
 	}
 	p, _, err := a.session(c.Value)
 	return p, err
@@ -187,28 +188,24 @@ func (a *authenticator) cookie(r *http.Request) (*principal, error) {
 
 // session opens a session cookie and returns its principal, as the tokens
 // file has it now.
-func (a *authenticator) session(value string) (*principal, session, error) {
+func (a *authenticator) session(value string) (*auth.Principal, session, error) {
 	if a.sessions == nil {
-		return nil, session{}, fmt.Errorf("%w: this hub keeps no sessions", errUnauthenticated)
+		return nil, session{}, fmt.Errorf("%w: this hub keeps no sessions", auth.ErrUnauthenticated)
 	}
 	v, err := a.sessions.open(value)
 	if err != nil {
 		return nil, v, err
 	}
-	set := a.set.Load()
 	if v.OIDC {
-		if a.oidc == nil {
-			return nil, v, fmt.Errorf("%w: the hub takes no OIDC callers now: log in again", errUnauthenticated)
-		}
-		p, _ := set.oidcPrincipal(oidcCaller{actor: v.Actor, groups: v.Groups, expires: time.Unix(v.Expiry, 0)}, a.oidc.cfg.GroupsClaim)
-		return p, v, nil
+		p, err := a.Caller(auth.Caller{Actor: v.Actor, Groups: v.Groups, Expires: time.Unix(v.Expiry, 0)})
+		return p, v, err
 	}
-	var p *principal
+	var p *auth.Principal
 	if len(v.Token) == sha256.Size {
-		p = set.byHash[[sha256.Size]byte(v.Token)]
+		p = a.Hashed([sha256.Size]byte(v.Token))
 	}
 	if p == nil {
-		return nil, v, fmt.Errorf("%w: the token this session was started with is not one this hub accepts now: log in again", errUnauthenticated)
+		return nil, v, fmt.Errorf("%w: the token this session was started with is not one this hub accepts now: log in again", auth.ErrUnauthenticated)
 	}
 	return p, v, nil
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/testenv/oidctest"
 )
 
@@ -43,11 +45,15 @@ func TestSessionSeal(t *testing.T) {
 	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	signer, other := newTestSigner(t), newTestSigner(t)
 	s := testSessions(t, signer, &now)
-	tok, entry, err := NewToken("alice", RoleDeployer, nil, "")
+	tok, entry, err := auth.NewToken("alice", auth.RoleDeployer, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPrincipal(entry)
+	a, err := auth.New([]auth.Token{entry}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Token(t.Context(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +89,7 @@ func TestSessionSeal(t *testing.T) {
 		"empty seal, right base64":  base64.RawURLEncoding.EncodeToString(make([]byte, 40)),
 		"a seal of another session": sealWith(t, s, session{Actor: "root", Expiry: now.Add(time.Hour).Unix()}), // no id
 	} {
-		if _, err := s.open(c); !errors.Is(err, errUnauthenticated) || !strings.Contains(err.Error(), "not one this hub sealed") {
+		if _, err := s.open(c); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "not one this hub sealed") {
 			t.Errorf("%s: %v, want refused", name, err)
 		}
 	}
@@ -126,20 +132,24 @@ func sealWith(t *testing.T, s *sessions, v session) string {
 // is mapped by the groups as they are now, and ends with its ID token.
 func TestSessionFollowsTheTokens(t *testing.T) {
 	iss := oidctest.New(t)
-	a := oidcAuthenticator(t, iss)
+	cfg := auth.OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []auth.OIDCGroup{
+		{Group: "platform", Role: auth.RoleAdmin},
+		{Group: "team-a", Role: auth.RoleDeployer, Projects: []string{"team-a"}, Clusters: "env in (staging)"},
+		{Group: "everyone", Role: auth.RoleViewer},
+	}}
+	a := oidcAuthenticator(t, iss, cfg)
 	now := time.Now()
 	a.sessions = testSessions(t, newTestSigner(t), &now)
-	tok, entry, err := NewToken("alice", RoleDeployer, nil, "")
+	tok, entry, err := auth.NewToken("alice", auth.RoleDeployer, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := *a.oidcCfg
-	if _, err := a.reload(TokenFile{Tokens: []Token{entry}, OIDC: &cfg}); err != nil {
+	if _, err := a.Reload(auth.TokenFile{Tokens: []auth.Token{entry}, OIDC: &cfg}); err != nil {
 		t.Fatal(err)
 	}
 	start := func(tok string) string {
 		t.Helper()
-		p, err := a.token(t.Context(), tok)
+		p, err := a.Token(t.Context(), tok)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +160,7 @@ func TestSessionFollowsTheTokens(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		if err := p.allow(actionRead, "", nil, ""); err != nil {
+		if err := p.Allow(auth.ActionRead, "", nil, ""); err != nil {
 			return "", err
 		}
 		return p.Role, nil
@@ -159,36 +169,36 @@ func TestSessionFollowsTheTokens(t *testing.T) {
 	expiry := time.Now().Add(30 * time.Minute).Truncate(time.Second)
 	bob := start(iss.Token(t, oidctest.Claims{Subject: "u-bob", Audience: "argosy", Expiry: expiry,
 		Extra: map[string]any{"email": "bob@example.com", "groups": []string{"unlisted", "team-a"}}}))
-	if got, err := role(alice); got != RoleDeployer || err != nil {
+	if got, err := role(alice); got != auth.RoleDeployer || err != nil {
 		t.Fatalf("alice: %q, %v", got, err)
 	}
-	if got, err := role(bob); got != RoleDeployer || err != nil {
+	if got, err := role(bob); got != auth.RoleDeployer || err != nil {
 		t.Fatalf("bob: %q, %v", got, err)
 	}
 	if _, v, _ := a.session(bob); !v.OIDC || strings.Join(v.Groups, ",") != "team-a" || v.Expiry != expiry.Unix() {
 		t.Errorf("bob's session %+v: want his listed group only, ending with his ID token", v)
 	}
 
-	entry.Role = RoleViewer
-	cfg.Groups = []OIDCGroup{{Group: "team-a", Role: RoleViewer}}
-	if _, err := a.reload(TokenFile{Tokens: []Token{entry}, OIDC: &cfg}); err != nil {
+	entry.Role = auth.RoleViewer
+	cfg.Groups = []auth.OIDCGroup{{Group: "team-a", Role: auth.RoleViewer}}
+	if _, err := a.Reload(auth.TokenFile{Tokens: []auth.Token{entry}, OIDC: &cfg}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := role(alice); got != RoleViewer || err != nil {
+	if got, err := role(alice); got != auth.RoleViewer || err != nil {
 		t.Errorf("alice, her token lowered: %q, %v", got, err)
 	}
-	if got, err := role(bob); got != RoleViewer || err != nil {
+	if got, err := role(bob); got != auth.RoleViewer || err != nil {
 		t.Errorf("bob, team-a lowered: %q, %v", got, err)
 	}
 
-	cfg.Groups = []OIDCGroup{{Group: "platform", Role: RoleAdmin}}
-	if _, err := a.reload(TokenFile{OIDC: &cfg}); err != nil {
+	cfg.Groups = []auth.OIDCGroup{{Group: "platform", Role: auth.RoleAdmin}}
+	if _, err := a.Reload(auth.TokenFile{OIDC: &cfg}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := role(alice); !errors.Is(err, errUnauthenticated) {
+	if _, err := role(alice); !errors.Is(err, auth.ErrUnauthenticated) {
 		t.Errorf("alice, her token taken out: %v, want unauthenticated", err)
 	}
-	if _, err := role(bob); !errors.Is(err, errDenied) {
+	if _, err := role(bob); !errors.Is(err, auth.ErrDenied) {
 		t.Errorf("bob, team-a taken out: %v, want denied", err)
 	}
 
@@ -201,17 +211,18 @@ func TestSessionFollowsTheTokens(t *testing.T) {
 // TestSessionCookieNeedsCSRF: a call with the session cookie is taken
 // only with the cookie's CSRF value.
 func TestSessionCookieNeedsCSRF(t *testing.T) {
-	tok, entry, err := NewToken("alice", RoleViewer, nil, "")
+	tok, entry, err := auth.NewToken("alice", auth.RoleViewer, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newAuthenticator([]Token{entry}, nil)
+	authn, err := auth.New([]auth.Token{entry}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := &authenticator{Authenticator: authn}
 	now := time.Now()
 	a.sessions = testSessions(t, newTestSigner(t), &now)
-	p, err := a.token(t.Context(), tok)
+	p, err := a.Token(t.Context(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,4 +235,28 @@ func TestSessionCookieNeedsCSRF(t *testing.T) {
 			t.Errorf("CSRF %q: %+v, %v; want ok %v", csrf, p, err, ok)
 		}
 	}
+}
+
+// oidcAuthenticator returns the hub's authenticator of iss's ID tokens,
+// whose discovery document it has read.
+func oidcAuthenticator(t *testing.T, iss *oidctest.Issuer, cfg auth.OIDC) *authenticator {
+	t.Helper()
+	a, err := auth.New(nil, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	tok := iss.Token(t, oidctest.Claims{Subject: "probe", Audience: "argosy", Expiry: time.Now().Add(time.Minute)})
+	for _, err := a.Token(t.Context(), tok); errors.Is(err, auth.ErrIssuerUnavailable); _, err = a.Token(t.Context(), tok) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return &authenticator{Authenticator: a}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/fleetsim"
 	"github.com/argosyproj/argosy/internal/testenv/browsertest"
@@ -78,9 +79,9 @@ func startSystem(t *testing.T) *system {
 	}
 	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
 	s := &system{tokens: map[string]string{}}
-	var list []hub.Token
-	for _, tk := range []struct{ name, role string }{{"admin", hub.RoleAdmin}, {"vera", hub.RoleViewer}} {
-		tok, entry, err := hub.NewToken(tk.name, tk.role, nil, "")
+	var list []auth.Token
+	for _, tk := range []struct{ name, role string }{{"admin", auth.RoleAdmin}, {"vera", auth.RoleViewer}} {
+		tok, entry, err := auth.NewToken(tk.name, tk.role, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/projector"
 )
 
@@ -60,7 +61,7 @@ func Start(t testing.TB, partitions int32, setup func(*kfake.Cluster)) *Hub {
 	if h.Signer, err = events.GenerateSigner(); err != nil {
 		t.Fatal(err)
 	}
-	tok, entry, err := hub.NewToken("admin", hub.RoleAdmin, nil, "")
+	tok, entry, err := auth.NewToken("admin", auth.RoleAdmin, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func Start(t testing.TB, partitions int32, setup func(*kfake.Cluster)) *Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := hub.New(h.Conn, h.Signer, []events.Key{events.HubAnchor("hub", h.Signer.Public())}, []hub.Token{entry},
+	s, err := hub.New(h.Conn, h.Signer, []events.Key{events.HubAnchor("hub", h.Signer.Public())}, []auth.Token{entry},
 		hub.WithTopics(h.Topics), hub.WithListener(ln), hub.WithDecoderOptions(events.AcceptCreateTime()))
 	if err != nil {
 		t.Fatal(err)

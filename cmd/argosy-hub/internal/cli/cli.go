@@ -18,7 +18,7 @@ import (
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/auth"
 )
 
 // NewRoot returns the argosy-hub root command.
@@ -171,7 +171,7 @@ repositories. --projects and --clusters (a label selector) limit any role.`,
 			return tokenNewRun(opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Role, "role", hub.RoleViewer, "viewer, deployer or admin")
+	cmd.Flags().StringVar(&opts.Role, "role", auth.RoleViewer, "viewer, deployer or admin")
 	cmd.Flags().StringSliceVar(&opts.Projects, "projects", nil, "AppProjects the token is limited to (default: all)")
 	cmd.Flags().StringVar(&opts.Clusters, "clusters", "", "label selector of the clusters the token is limited to (default: all)")
 	cmd.Flags().StringVar(&opts.File, "file", cmdkit.Env("ARGOSY_TOKENS", ""), "the tokens file to add to; made if missing (env ARGOSY_TOKENS)")
@@ -179,11 +179,11 @@ repositories. --projects and --clusters (a label selector) limit any role.`,
 }
 
 func tokenNewRun(opts *TokenNewOptions) error {
-	tok, entry, err := hub.NewToken(opts.Name, opts.Role, opts.Projects, opts.Clusters)
+	tok, entry, err := auth.NewToken(opts.Name, opts.Role, opts.Projects, opts.Clusters)
 	if err != nil {
 		return &cmdkit.FlagError{Err: err}
 	}
-	var f hub.TokenFile
+	var f auth.TokenFile
 	if b, err := os.ReadFile(opts.File); err == nil {
 		if err := yaml.UnmarshalStrict(b, &f); err != nil {
 			return fmt.Errorf("tokens file %s: %w", opts.File, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/fleetsim"
 	"github.com/argosyproj/argosy/internal/httpserve"
@@ -226,17 +227,17 @@ func devRun(ctx context.Context, o *DevOptions) error {
 
 // devCredentials makes the hub's key and an admin token in dir the first
 // time, and reads them after.
-func devCredentials(dir string) (*events.Signer, string, []hub.Token, error) {
+func devCredentials(dir string) (*events.Signer, string, []auth.Token, error) {
 	keyFile, tokenFile, tokensFile := filepath.Join(dir, PrivateKeyFile), filepath.Join(dir, "admin.token"), filepath.Join(dir, "tokens.yaml")
 	if _, err := os.Stat(keyFile); errors.Is(err, fs.ErrNotExist) {
 		if err := keygenRun(&KeygenOptions{IO: cmdkit.IOStreams{Out: discardWriter{}}, Dir: dir}); err != nil {
 			return nil, "", nil, err
 		}
-		tok, entry, err := hub.NewToken("admin", hub.RoleAdmin, nil, "")
+		tok, entry, err := auth.NewToken("admin", auth.RoleAdmin, nil, "")
 		if err != nil {
 			return nil, "", nil, err
 		}
-		b, err := yaml.Marshal(hub.TokenFile{Tokens: []hub.Token{entry}})
+		b, err := yaml.Marshal(auth.TokenFile{Tokens: []auth.Token{entry}})
 		if err != nil {
 			return nil, "", nil, err
 		}
@@ -255,7 +256,7 @@ func devCredentials(dir string) (*events.Signer, string, []hub.Token, error) {
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("dev: %w (argosy dev --reset starts over)", err)
 	}
-	tokens, err := hub.LoadTokens(tokensFile)
+	tokens, err := auth.LoadTokens(tokensFile)
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke"
@@ -57,9 +58,9 @@ func startHub(t *testing.T, opts ...hub.Option) *realHub {
 	if h.signer, err = events.GenerateSigner(); err != nil {
 		t.Fatal(err)
 	}
-	var tokens []hub.Token
-	for _, tk := range []struct{ name, role string }{{"root", hub.RoleAdmin}, {"auditor", hub.RoleViewer}} {
-		tok, entry, err := hub.NewToken(tk.name, tk.role, nil, "")
+	var tokens []auth.Token
+	for _, tk := range []struct{ name, role string }{{"root", auth.RoleAdmin}, {"auditor", auth.RoleViewer}} {
+		tok, entry, err := auth.NewToken(tk.name, tk.role, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}

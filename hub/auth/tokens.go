@@ -1,4 +1,4 @@
-package hub
+package auth
 
 import (
 	"context"
@@ -21,22 +21,44 @@ import (
 	"github.com/argosyproj/argosy/hub/api"
 )
 
+// TokenFile is the tokens file: bearer tokens, and optionally an OIDC
+// issuer whose ID tokens are accepted too.
+type TokenFile struct {
+	Tokens []Token `json:"tokens,omitempty"`
+	OIDC   *OIDC   `json:"oidc,omitempty"`
+}
+
+// LoadTokens reads a tokens file's tokens.
+func LoadTokens(path string) ([]Token, error) {
+	f, err := LoadTokenFile(path)
+	return f.Tokens, err
+}
+
+// LoadTokenFile reads a tokens file.
+func LoadTokenFile(path string) (TokenFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return TokenFile{}, fmt.Errorf("tokens file: %w", err)
+	}
+	return ParseTokenFile(path, b)
+}
+
 // tokenSet is what the tokens file grants: its tokens, by hash, and the
 // roles of its OIDC groups. The authenticator swaps it whole when the file
 // changes; a call, and a session's call, takes the set as it is then.
 type tokenSet struct {
-	byHash map[[sha256.Size]byte]*principal
+	byHash map[[sha256.Size]byte]*Principal
 	// groups are the oidc section's groups in the file's order (the first
 	// a caller names decides), and roles their principals, whose Actor
 	// each caller sets.
 	groups []string
-	roles  []*principal
+	roles  []*Principal
 }
 
 // newTokenSet checks a tokens file's tokens and OIDC groups and returns
 // what they grant. With an error, the set holds what was valid.
 func newTokenSet(f TokenFile) (*tokenSet, error) {
-	s := &tokenSet{byHash: map[[sha256.Size]byte]*principal{}}
+	s := &tokenSet{byHash: map[[sha256.Size]byte]*Principal{}}
 	var errs []error
 	names := map[string]bool{}
 	for _, t := range f.Tokens {
@@ -92,41 +114,32 @@ func (s *tokenSet) addGroups(groups []OIDCGroup) error {
 	return errors.Join(errs...)
 }
 
-// oidcCaller is a caller by OIDC, as its verified ID token or its session
-// names it.
-type oidcCaller struct {
-	actor  string
-	groups []string
-	// expires is when the ID token expires.
-	expires time.Time
-}
-
 // oidcPrincipal returns the principal of an OIDC caller: the role and
 // scopes of the first listed group it names, and the metrics' outcome. A
 // caller none of whose groups is listed has no role: every action is
 // denied, naming its groups (claim names the claim that held them). The
 // principal keeps the caller's listed groups only, what a session needs.
-func (s *tokenSet) oidcPrincipal(c oidcCaller, claim string) (*principal, string) {
-	listed := slices.DeleteFunc(slices.Clone(c.groups), func(g string) bool { return !slices.Contains(s.groups, g) })
+func (s *tokenSet) oidcPrincipal(c Caller, claim string) (*Principal, string) {
+	listed := slices.DeleteFunc(slices.Clone(c.Groups), func(g string) bool { return !slices.Contains(s.groups, g) })
 	for i, g := range s.groups {
-		if slices.Contains(c.groups, g) {
+		if slices.Contains(c.Groups, g) {
 			p := *s.roles[i]
-			p.Actor = c.actor
-			p.oidc = &oidcCaller{actor: c.actor, groups: listed, expires: c.expires}
+			p.Actor = c.Actor
+			p.oidc = &Caller{Actor: c.Actor, Groups: listed, Expires: c.Expires}
 			return &p, "allowed"
 		}
 	}
-	return &principal{Identity: api.Identity{Actor: c.actor}, selector: labels.Nothing(),
-			noRole: fmt.Sprintf("none of %s's groups %q (claim %q) has a role here; the hub's oidc.groups are %q", c.actor, c.groups, claim, s.groups)},
+	return &Principal{Identity: api.Identity{Actor: c.Actor}, selector: labels.Nothing(),
+			noRole: fmt.Sprintf("none of %s's groups %q (claim %q) has a role here; the oidc.groups here are %q", c.Actor, c.Groups, claim, s.groups)},
 		"no_role"
 }
 
-// reload replaces the authenticator's tokens and OIDC groups with the
+// Reload replaces the authenticator's tokens and OIDC groups with the
 // file's. A file that is not valid changes nothing and is the error.
-// Nothing else of the oidc section changes while the hub runs (the issuer,
-// the client, the claims): restart reports that it differs from what the
-// hub started with.
-func (a *authenticator) reload(f TokenFile) (restart bool, err error) {
+// Nothing else of the oidc section changes while the authenticator runs
+// (the issuer, the client, the claims): restart reports that it differs
+// from what the authenticator started with.
+func (a *Authenticator) Reload(f TokenFile) (restart bool, err error) {
 	set, err := newTokenSet(f)
 	if err != nil {
 		// A file that is not valid changes nothing, but for what it
@@ -151,10 +164,10 @@ func (a *authenticator) reload(f TokenFile) (restart bool, err error) {
 const tokenFilePoll = time.Second
 
 // tokenFile follows the tokens file for the authenticator: it reads the
-// file every tokenFilePoll and hands a changed one to reload.
+// file every tokenFilePoll and hands a changed one to Reload.
 type tokenFile struct {
 	path string
-	auth *authenticator
+	auth *Authenticator
 	log  *slog.Logger
 	// last is the hash of the content last read; failed is the last
 	// failure to read it, logged once.
@@ -184,7 +197,7 @@ func (f *tokenFile) check(ctx context.Context) {
 	if err != nil {
 		if err.Error() != f.failed {
 			f.failed = err.Error()
-			f.log.ErrorContext(ctx, "the tokens file cannot be read; the hub keeps the tokens it has", "err", err)
+			f.log.ErrorContext(ctx, "the tokens file cannot be read; the tokens it had are kept", "err", err)
 		}
 		return
 	}
@@ -194,52 +207,23 @@ func (f *tokenFile) check(ctx context.Context) {
 		return
 	}
 	f.last = sum
-	tf, err := parseTokenFile(f.path, b)
+	tf, err := ParseTokenFile(f.path, b)
 	restart := false
 	if err == nil {
-		restart, err = f.auth.reload(tf)
+		restart, err = f.auth.Reload(tf)
 	}
 	if err != nil {
-		f.log.ErrorContext(ctx, "the tokens file changed and is not valid; the hub keeps the tokens it had that the file still holds", "path", f.path, "err", err)
+		f.log.ErrorContext(ctx, "the tokens file changed and is not valid; the tokens it had that the file still holds are kept", "path", f.path, "err", err)
 		return
 	}
 	f.log.InfoContext(ctx, "the tokens file changed; its tokens and OIDC groups apply now", "path", f.path, "tokens", len(tf.Tokens))
 	if restart {
-		f.log.WarnContext(ctx, "the tokens file's oidc section changed beyond its groups; that takes a restart of the hub", "path", f.path)
+		f.log.WarnContext(ctx, "the tokens file's oidc section changed beyond its groups; that takes a restart", "path", f.path)
 	}
 }
 
-// WithTokenFile makes the hub take its tokens and its OIDC section from
-// the tokens file at path, and follow the file while it runs: each replica
-// reads it again every second, and a change to its tokens (one added,
-// removed, or given another role or scope) or to its OIDC groups applies
-// at once to calls and to the dashboard sessions made with them. The other
-// settings of the oidc section take a restart. New's tokens and WithOIDC
-// must not be given with it.
-func WithTokenFile(path string) Option { return func(o *options) { o.tokenFile = path } }
-
-// tokenSource returns the tokens and OIDC section the hub starts with, and
-// the follower of its tokens file, if it has one.
-func (o *options) tokenSource(tokens []Token) ([]Token, *OIDC, *tokenFile, error) {
-	if o.tokenFile == "" {
-		return tokens, o.oidc, nil, nil
-	}
-	if len(tokens) > 0 || o.oidc != nil {
-		return nil, nil, nil, errors.New("give the tokens either to New and WithOIDC, or by WithTokenFile, not both")
-	}
-	b, err := os.ReadFile(o.tokenFile)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("tokens file: %w", err)
-	}
-	f, err := parseTokenFile(o.tokenFile, b)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return f.Tokens, f.OIDC, &tokenFile{path: o.tokenFile, log: o.log, last: sha256.Sum256(b)}, nil
-}
-
-// parseTokenFile parses the content b of the tokens file at path.
-func parseTokenFile(path string, b []byte) (TokenFile, error) {
+// ParseTokenFile parses the content b of the tokens file at path.
+func ParseTokenFile(path string, b []byte) (TokenFile, error) {
 	var f TokenFile
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
 		return f, fmt.Errorf("tokens file %s: %w", path, err)
@@ -247,13 +231,13 @@ func parseTokenFile(path string, b []byte) (TokenFile, error) {
 	return f, nil
 }
 
-// printable reports whether s is UTF-8 of printable characters only, as
+// Printable reports whether s is UTF-8 of printable characters only, as
 // unicode.IsPrint has them (letters, marks, numbers, punctuation, symbols
 // and the ASCII space). A name the audit records as an actor holds no
 // line break, control character, escape sequence or invisible formatting
 // (a right-to-left override, a zero-width space) that could fake a line of
 // a log or hide what it says.
-func printable(s string) bool {
+func Printable(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
@@ -271,7 +255,7 @@ func (s *tokenSet) without(tokens []Token) *tokenSet {
 	for _, t := range tokens {
 		held[strings.ToLower(t.SHA256)] = true
 	}
-	out := &tokenSet{byHash: map[[sha256.Size]byte]*principal{}, groups: s.groups, roles: s.roles}
+	out := &tokenSet{byHash: map[[sha256.Size]byte]*Principal{}, groups: s.groups, roles: s.roles}
 	for h, p := range s.byHash {
 		if held[hex.EncodeToString(h[:])] {
 			out.byHash[h] = p

@@ -1,4 +1,4 @@
-package hub
+package auth
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 
 // oidcAuthenticator returns an authenticator of iss's ID tokens for
 // client "argosy" that has read the issuer's discovery document.
-func oidcAuthenticator(t *testing.T, iss *oidctest.Issuer) *authenticator {
+func oidcAuthenticator(t *testing.T, iss *oidctest.Issuer) *Authenticator {
 	t.Helper()
-	a, err := newAuthenticator(nil, &OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []OIDCGroup{
+	a, err := New(nil, &OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []OIDCGroup{
 		{Group: "platform", Role: RoleAdmin},
 		{Group: "team-a", Role: RoleDeployer, Projects: []string{"team-a"}, Clusters: "env in (staging)"},
 		{Group: "everyone", Role: RoleViewer},
@@ -34,11 +34,11 @@ func oidcAuthenticator(t *testing.T, iss *oidctest.Issuer) *authenticator {
 	return a
 }
 
-func authWith(t *testing.T, a *authenticator, tok string) (*principal, error) {
+func authWith(t *testing.T, a *Authenticator, tok string) (*Principal, error) {
 	t.Helper()
 	r := httptest.NewRequestWithContext(t.Context(), "GET", "/api/v1/objects", nil)
 	r.Header.Set("Authorization", "Bearer "+tok)
-	return a.authenticate(r)
+	return a.Request(r)
 }
 
 // TestOIDCTokens verifies ID tokens from a local issuer: the first listed
@@ -60,7 +60,7 @@ func TestOIDCTokens(t *testing.T) {
 	if p.Actor != "oidc:alice@example.com" || p.Role != RoleDeployer || len(p.Projects) != 1 || p.Clusters != "env in (staging)" {
 		t.Errorf("team-a listed before everyone: principal %+v, want team-a's deployer", p.Identity)
 	}
-	if err := p.allow(actionApplyApplication, "c", map[string]string{"env": "prod"}, "team-a"); !errors.Is(err, errDenied) {
+	if err := p.Allow(ActionApplyApplication, "c", map[string]string{"env": "prod"}, "team-a"); !errors.Is(err, ErrDenied) {
 		t.Errorf("team-a on prod: %v, want denied by its cluster scope", err)
 	}
 	if p, err = authWith(t, a, iss.Token(t, claims("platform", "team-a"))); err != nil || p.Role != RoleAdmin {
@@ -75,7 +75,7 @@ func TestOIDCTokens(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a valid token with no listed group: %v, want it authenticated", err)
 	}
-	if err := p.allow(actionRead, "", nil, ""); !errors.Is(err, errDenied) || !strings.Contains(err.Error(), "contractors") {
+	if err := p.Allow(ActionRead, "", nil, ""); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "contractors") {
 		t.Errorf("a valid token with no listed group: allow = %v, want denied naming its groups", err)
 	}
 	noEmail := claims("everyone")
@@ -110,7 +110,7 @@ func TestOIDCTokens(t *testing.T) {
 		"not a token at all":    "a.b.c",
 		"an unknown bare token": "argosy_nope",
 	} {
-		if p, err := authWith(t, a, tok); !errors.Is(err, errUnauthenticated) {
+		if p, err := authWith(t, a, tok); !errors.Is(err, ErrUnauthenticated) {
 			t.Errorf("%s: %+v, %v; want unauthenticated", name, p, err)
 		}
 	}
@@ -123,11 +123,11 @@ func TestOIDCUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newAuthenticator([]Token{entry}, &OIDC{Issuer: "http://127.0.0.1:1", ClientID: "argosy", Groups: []OIDCGroup{{Group: "g", Role: RoleViewer}}})
+	a, err := New([]Token{entry}, &OIDC{Issuer: "http://127.0.0.1:1", ClientID: "argosy", Groups: []OIDCGroup{{Group: "g", Role: RoleViewer}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := authWith(t, a, "x.y.z"); !errors.Is(err, errIssuerUnavailable) || !strings.Contains(err.Error(), "not reachable") {
+	if _, err := authWith(t, a, "x.y.z"); !errors.Is(err, ErrIssuerUnavailable) || !strings.Contains(err.Error(), "not reachable") {
 		t.Errorf("before discovery: %v, want the issuer unavailable", err)
 	}
 	if p, err := authWith(t, a, tok); err != nil || p.Actor != "ci" {
@@ -150,7 +150,7 @@ func TestOIDCConfig(t *testing.T) {
 	if err != nil || f.OIDC == nil {
 		t.Fatalf("LoadTokenFile = %+v, %v", f, err)
 	}
-	if _, err := newAuthenticator(f.Tokens, f.OIDC); err != nil {
+	if _, err := New(f.Tokens, f.OIDC); err != nil {
 		t.Errorf("an OIDC-only file: %v", err)
 	}
 	for body, want := range map[string]string{
@@ -167,7 +167,7 @@ func TestOIDCConfig(t *testing.T) {
 	} {
 		f, err := LoadTokenFile(write(body))
 		if err == nil {
-			_, err = newAuthenticator(f.Tokens, f.OIDC)
+			_, err = New(f.Tokens, f.OIDC)
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
@@ -192,7 +192,7 @@ func TestOIDCNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newAuthenticator([]Token{entry}, nil); err == nil || !strings.Contains(err.Error(), "OIDC callers") {
+	if _, err := New([]Token{entry}, nil); err == nil || !strings.Contains(err.Error(), "OIDC callers") {
 		t.Errorf("a file token named oidc:…: %v", err)
 	}
 }
@@ -214,7 +214,7 @@ func TestOIDCUnprintableNames(t *testing.T) {
 	} {
 		c.Audience = "argosy"
 		p, err := authWith(t, a, iss.Token(t, c))
-		if !errors.Is(err, errUnauthenticated) || !strings.Contains(err.Error(), "unprintable") {
+		if !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), "unprintable") {
 			t.Errorf("%s: %+v, %v; want it refused for an unprintable name", name, p, err)
 		}
 	}
@@ -228,7 +228,7 @@ func TestOIDCUnprintableNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.allow(actionRead, "", nil, ""); err == nil || strings.Contains(err.Error(), "\n") {
+	if err := p.Allow(ActionRead, "", nil, ""); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Errorf("no role, a newline in a group: %v; want denied, the group quoted", err)
 	}
 }
@@ -239,7 +239,7 @@ func TestOIDCUnprintableNames(t *testing.T) {
 func TestOIDCDiscoveryRetries(t *testing.T) {
 	iss := oidctest.New(t)
 	iss.FailDiscovery(1)
-	a, err := newAuthenticator(nil, &OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []OIDCGroup{{Group: "everyone", Role: RoleViewer}}})
+	a, err := New(nil, &OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []OIDCGroup{{Group: "everyone", Role: RoleViewer}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestOIDCDiscoveryRetries(t *testing.T) {
 			t.Fatal("the first discovery did not fail")
 		}
 	}
-	if _, err := authWith(t, a, tok); !errors.Is(err, errIssuerUnavailable) {
+	if _, err := authWith(t, a, tok); !errors.Is(err, ErrIssuerUnavailable) {
 		t.Fatalf("while the issuer cannot be read: %v, want unavailable", err)
 	}
 	select {
@@ -280,7 +280,7 @@ func TestOIDCDiscoveryRetries(t *testing.T) {
 // again once the endpoint answers.
 func TestOIDCKeysTimeOut(t *testing.T) {
 	iss := oidctest.New(t)
-	a, err := newAuthenticator(nil, &OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []OIDCGroup{{Group: "everyone", Role: RoleViewer}}})
+	a, err := New(nil, &OIDC{Issuer: iss.URL, ClientID: "argosy", Groups: []OIDCGroup{{Group: "everyone", Role: RoleViewer}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestOIDCKeysTimeOut(t *testing.T) {
 	release := iss.StallKeys()
 	tok := iss.Token(t, oidctest.Claims{Subject: "u", Audience: "argosy", Extra: map[string]any{"groups": []string{"everyone"}}})
 	start := time.Now()
-	if _, err := authWith(t, a, tok); !errors.Is(err, errUnauthenticated) {
+	if _, err := authWith(t, a, tok); !errors.Is(err, ErrUnauthenticated) {
 		t.Errorf("with the keys stalled: %v, want the token refused", err)
 	}
 	if took := time.Since(start); took > 5*time.Second {

@@ -1,4 +1,4 @@
-package hub
+package auth
 
 import (
 	"context"
@@ -46,22 +46,15 @@ func TestTokenFileFollowed(t *testing.T) {
 			write(b)
 		}
 		writeFile(TokenFile{Tokens: []Token{aliceEntry}})
-		o := newOptions([]Option{WithTokenFile(path)})
-		o.log = slog.New(slog.DiscardHandler)
-		tokens, oidcCfg, follow, err := o.tokenSource(nil)
+		a, err := Open(path, WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := newAuthenticator(tokens, oidcCfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		follow.auth = a
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
-		go func() { done <- follow.run(ctx) }()
+		go func() { done <- a.Run(ctx) }()
 		role := func(tok string) string {
-			p, err := a.token(t.Context(), tok)
+			p, err := a.Token(t.Context(), tok)
 			if err != nil {
 				return "refused"
 			}
@@ -118,7 +111,7 @@ func TestTokenFileFollowed(t *testing.T) {
 // runs; anything else of it takes a restart, which reload reports.
 func TestTokenFileOIDCChange(t *testing.T) {
 	cfg := &OIDC{Issuer: "https://idp.example.com", ClientID: "argosy", Groups: []OIDCGroup{{Group: "g", Role: RoleViewer}}}
-	a, err := newAuthenticator(nil, cfg)
+	a, err := New(nil, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,33 +124,12 @@ func TestTokenFileOIDCChange(t *testing.T) {
 		{"another client", TokenFile{OIDC: &OIDC{Issuer: cfg.Issuer, ClientID: "other", Groups: cfg.Groups}}, true},
 		{"the section gone", TokenFile{}, true},
 	} {
-		restart, err := a.reload(tc.f)
+		restart, err := a.Reload(tc.f)
 		if err != nil || restart != tc.restart {
 			t.Errorf("%s: restart %v, %v; want %v", tc.name, restart, err, tc.restart)
 		}
 	}
-	if restart, err := a.reload(TokenFile{OIDC: &OIDC{Issuer: cfg.Issuer, ClientID: cfg.ClientID}}); err == nil {
+	if restart, err := a.Reload(TokenFile{OIDC: &OIDC{Issuer: cfg.Issuer, ClientID: cfg.ClientID}}); err == nil {
 		t.Errorf("an oidc section without groups: restart %v, no error", restart)
-	}
-}
-
-// TestTokenFileOption: WithTokenFile takes the place of New's tokens and
-// WithOIDC, not their side.
-func TestTokenFileOption(t *testing.T) {
-	_, entry, err := NewToken("alice", RoleAdmin, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "tokens.yaml")
-	if err := os.WriteFile(path, []byte("tokens: []\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	o := newOptions([]Option{WithTokenFile(path)})
-	if _, _, _, err := o.tokenSource([]Token{entry}); err == nil {
-		t.Error("tokens given both ways were taken")
-	}
-	o = newOptions([]Option{WithTokenFile(filepath.Join(t.TempDir(), "missing.yaml"))})
-	if _, _, _, err := o.tokenSource(nil); err == nil {
-		t.Error("a missing tokens file was taken")
 	}
 }

@@ -1,4 +1,4 @@
-package hub
+package auth
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestPrincipalAllow(t *testing.T) {
-	mk := func(role, clusters string, projects ...string) *principal {
+	mk := func(role, clusters string, projects ...string) *Principal {
 		t.Helper()
 		_, tok, err := NewToken("u", role, projects, clusters)
 		if err != nil {
@@ -27,30 +27,30 @@ func TestPrincipalAllow(t *testing.T) {
 	prod := map[string]string{"env": "prod"}
 	tests := []struct {
 		name    string
-		p       *principal
+		p       *Principal
 		action  string
 		cluster string
 		labels  map[string]string
 		project string
 		allowed bool
 	}{
-		{"viewer reads", mk(RoleViewer, ""), actionRead, "", nil, "", true},
-		{"viewer may not apply", mk(RoleViewer, ""), actionApplyApplication, "c", dev, "p", false},
-		{"deployer applies", mk(RoleDeployer, ""), actionApplyApplication, "c", dev, "p", true},
-		{"deployer may not register", mk(RoleDeployer, ""), actionRegisterCluster, "c", dev, "", false},
-		{"deployer may not apply projects", mk(RoleDeployer, ""), actionApplyProject, "c", dev, "p", false},
-		{"admin registers", mk(RoleAdmin, ""), actionRegisterCluster, "c", dev, "", true},
-		{"selector matches", mk(RoleDeployer, "env=dev"), actionApplyApplication, "c", dev, "p", true},
-		{"selector does not match", mk(RoleDeployer, "env=dev"), actionApplyApplication, "c", prod, "p", false},
-		{"selector on an unlabelled cluster", mk(RoleDeployer, "env=dev"), actionApplyApplication, "c", nil, "p", false},
-		{"project allowed", mk(RoleDeployer, "", "web"), actionApplyApplication, "c", dev, "web", true},
-		{"project not allowed", mk(RoleDeployer, "", "web"), actionApplyApplication, "c", dev, "api", false},
-		{"admin scoped to a project", mk(RoleAdmin, "", "web"), actionApplyProject, "c", dev, "api", false},
+		{"viewer reads", mk(RoleViewer, ""), ActionRead, "", nil, "", true},
+		{"viewer may not apply", mk(RoleViewer, ""), ActionApplyApplication, "c", dev, "p", false},
+		{"deployer applies", mk(RoleDeployer, ""), ActionApplyApplication, "c", dev, "p", true},
+		{"deployer may not register", mk(RoleDeployer, ""), ActionRegisterCluster, "c", dev, "", false},
+		{"deployer may not apply projects", mk(RoleDeployer, ""), ActionApplyProject, "c", dev, "p", false},
+		{"admin registers", mk(RoleAdmin, ""), ActionRegisterCluster, "c", dev, "", true},
+		{"selector matches", mk(RoleDeployer, "env=dev"), ActionApplyApplication, "c", dev, "p", true},
+		{"selector does not match", mk(RoleDeployer, "env=dev"), ActionApplyApplication, "c", prod, "p", false},
+		{"selector on an unlabelled cluster", mk(RoleDeployer, "env=dev"), ActionApplyApplication, "c", nil, "p", false},
+		{"project allowed", mk(RoleDeployer, "", "web"), ActionApplyApplication, "c", dev, "web", true},
+		{"project not allowed", mk(RoleDeployer, "", "web"), ActionApplyApplication, "c", dev, "api", false},
+		{"admin scoped to a project", mk(RoleAdmin, "", "web"), ActionApplyProject, "c", dev, "api", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.p.allow(tc.action, tc.cluster, tc.labels, tc.project)
-			if (err == nil) != tc.allowed || (err != nil && !errors.Is(err, errDenied)) {
+			err := tc.p.Allow(tc.action, tc.cluster, tc.labels, tc.project)
+			if (err == nil) != tc.allowed || (err != nil && !errors.Is(err, ErrDenied)) {
 				t.Errorf("allow = %v, want allowed %v", err, tc.allowed)
 			}
 		})
@@ -65,7 +65,7 @@ func TestTokens(t *testing.T) {
 	if entry.SHA256 == tok || entry.SHA256 != HashToken(tok) {
 		t.Fatalf("the entry holds %q, want the token's hash", entry.SHA256)
 	}
-	a, err := newAuthenticator([]Token{entry}, nil)
+	a, err := New([]Token{entry}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +82,8 @@ func TestTokens(t *testing.T) {
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.Header.Set("Authorization", tc.header)
-		p, err := a.authenticate(r)
-		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, errUnauthenticated)) || (tc.ok && p.Actor != "alice") {
+		p, err := a.Request(r)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrUnauthenticated)) || (tc.ok && p.Actor != "alice") {
 			t.Errorf("%q: %v, %v; want ok %v", tc.header, p, err, tc.ok)
 		}
 	}
@@ -99,14 +99,14 @@ func TestTokens(t *testing.T) {
 		{Name: "ci\u202eroot", SHA256: entry.SHA256, Role: RoleAdmin},
 		{Name: "ci\u00a0", SHA256: entry.SHA256, Role: RoleAdmin},
 	} {
-		if _, err := newAuthenticator([]Token{bad}, nil); err == nil {
+		if _, err := New([]Token{bad}, nil); err == nil {
 			t.Errorf("token %+v accepted", bad)
 		}
 	}
-	if _, err := newAuthenticator(nil, nil); err == nil {
+	if _, err := New(nil, nil); err == nil {
 		t.Error("no tokens accepted")
 	}
-	if _, err := newAuthenticator([]Token{entry, entry}, nil); err == nil {
+	if _, err := New([]Token{entry, entry}, nil); err == nil {
 		t.Error("the same token twice accepted")
 	}
 	path := filepath.Join(t.TempDir(), "tokens.yaml")
@@ -120,7 +120,7 @@ func TestTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f, err := LoadTokenFile(path); err == nil {
-		if _, err = newAuthenticator(f.Tokens, nil); err == nil || !strings.Contains(err.Error(), "control") {
+		if _, err = New(f.Tokens, nil); err == nil || !strings.Contains(err.Error(), "control") {
 			t.Errorf("a token named with a tab: %v, want it refused for its control character", err)
 		}
 	}
@@ -142,27 +142,27 @@ func TestReloadNotValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := newAuthenticator([]Token{a, b}, nil)
+	authn, err := New([]Token{a, b}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// bob's token is taken out (it leaked), carol's added, and a typo
 	// makes the file not valid.
 	broken := Token{Name: "dave", SHA256: "nope", Role: RoleViewer}
-	if _, err := auth.reload(TokenFile{Tokens: []Token{a, c, broken}}); err == nil {
+	if _, err := authn.Reload(TokenFile{Tokens: []Token{a, c, broken}}); err == nil {
 		t.Fatal("a file with a bad token reloaded without an error")
 	}
-	if _, err := auth.token(ctx, tokB); err == nil {
+	if _, err := authn.Token(ctx, tokB); err == nil {
 		t.Error("a token taken out of a file that is not valid still works")
 	}
-	if p, err := auth.token(ctx, tokA); err != nil || p.Actor != "alice" {
+	if p, err := authn.Token(ctx, tokA); err != nil || p.Actor != "alice" {
 		t.Errorf("a token the file still holds = %v, %v", p, err)
 	}
 	// Two tokens of one name are refused: the audit could not tell them
 	// apart.
 	same := c
 	same.Name = "alice"
-	if _, err := newAuthenticator([]Token{a, same}, nil); err == nil || !strings.Contains(err.Error(), "name twice") {
+	if _, err := New([]Token{a, same}, nil); err == nil || !strings.Contains(err.Error(), "name twice") {
 		t.Errorf("two tokens named alice = %v, want refused", err)
 	}
 }

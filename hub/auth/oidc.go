@@ -1,4 +1,4 @@
-package hub
+package auth
 
 import (
 	"context"
@@ -16,7 +16,11 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// OIDC makes the hub accept ID tokens from an OpenID Connect issuer as
+// OIDCCallback is the path of the hub's OIDC login callback, which an
+// oidc.redirectURL must name.
+const OIDCCallback = "/login/oidc/callback"
+
+// OIDC makes the hub (and the projector's read API) accept ID tokens from an OpenID Connect issuer as
 // bearer tokens, beside the tokens of the tokens file. It is the tokens
 // file's oidc section.
 type OIDC struct {
@@ -84,9 +88,9 @@ func newOIDCAuth(cfg OIDC) (*oidcAuth, error) {
 		errs = append(errs, errors.New("oidc.clientID is required: the audience ID tokens name"))
 	}
 	if cfg.RedirectURL != "" {
-		if u, err := url.Parse(cfg.RedirectURL); err != nil || u.Host == "" || u.Path != oidcCallback ||
+		if u, err := url.Parse(cfg.RedirectURL); err != nil || u.Host == "" || u.Path != OIDCCallback ||
 			(u.Scheme != "https" && (u.Scheme != "http" || !loopback(u.Hostname()))) {
-			errs = append(errs, fmt.Errorf("oidc.redirectURL %q: want https://HUB%s (plain http only on this machine's loopback)", cfg.RedirectURL, oidcCallback))
+			errs = append(errs, fmt.Errorf("oidc.redirectURL %q: want https://HUB%s (plain http only on this machine's loopback)", cfg.RedirectURL, OIDCCallback))
 		}
 	}
 	if len(cfg.Scopes) == 0 {
@@ -140,9 +144,9 @@ func (a *oidcAuth) discover(ctx context.Context) error {
 	}
 }
 
-// errIssuerUnavailable is an ID token the hub cannot check yet: the
+// ErrIssuerUnavailable is an ID token the hub cannot check yet: the
 // issuer's discovery document has not been read. It is answered 503.
-var errIssuerUnavailable = errors.New("unavailable")
+var ErrIssuerUnavailable = errors.New("unavailable")
 
 // loopback reports whether host is a loopback name or address.
 func loopback(host string) bool {
@@ -159,7 +163,7 @@ func isJWT(tok string) bool { return strings.Count(tok, ".") == 2 }
 // authenticate verifies an ID token and returns its caller, with the
 // metrics' outcome of a failure; the token set maps the caller's groups
 // to its role (tokenSet.oidcPrincipal).
-func (a *oidcAuth) authenticate(ctx context.Context, tok string) (oidcCaller, string, error) {
+func (a *oidcAuth) authenticate(ctx context.Context, tok string) (Caller, string, error) {
 	a.mu.Lock()
 	v, lastErr := a.verifier, a.lastErr
 	a.mu.Unlock()
@@ -167,7 +171,7 @@ func (a *oidcAuth) authenticate(ctx context.Context, tok string) (oidcCaller, st
 		if lastErr == nil {
 			lastErr = errors.New("its discovery document is being read")
 		}
-		return oidcCaller{}, "unavailable", fmt.Errorf("%w: the OIDC issuer %s is not reachable yet (%w); try again", errIssuerUnavailable, a.cfg.Issuer, lastErr)
+		return Caller{}, "unavailable", fmt.Errorf("%w: the OIDC issuer %s is not reachable yet (%w); try again", ErrIssuerUnavailable, a.cfg.Issuer, lastErr)
 	}
 	idt, err := v.Verify(ctx, tok)
 	if err != nil {
@@ -176,11 +180,11 @@ func (a *oidcAuth) authenticate(ctx context.Context, tok string) (oidcCaller, st
 		if errors.As(err, &expired) {
 			outcome = "expired"
 		}
-		return oidcCaller{}, outcome, fmt.Errorf("%w: the %w does not verify: %w", errUnauthenticated, errBadIDToken, err)
+		return Caller{}, outcome, fmt.Errorf("%w: the %w does not verify: %w", ErrUnauthenticated, ErrBadIDToken, err)
 	}
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
-		return oidcCaller{}, "invalid", fmt.Errorf("%w: the ID token's claims: %w", errUnauthenticated, err)
+		return Caller{}, "invalid", fmt.Errorf("%w: the ID token's claims: %w", ErrUnauthenticated, err)
 	}
 	claim := a.cfg.UsernameClaim
 	name, _ := claims[claim].(string)
@@ -190,11 +194,11 @@ func (a *oidcAuth) authenticate(ctx context.Context, tok string) (oidcCaller, st
 	if name == "" {
 		claim, name = "sub", "sub:"+idt.Subject
 	}
-	if !printable(name) {
-		return oidcCaller{}, "invalid", fmt.Errorf("%w: the ID token's %s claim %q holds a control or unprintable character, and the hub takes no such name for the audit's actor",
-			errUnauthenticated, claim, strings.TrimPrefix(name, "sub:"))
+	if !Printable(name) {
+		return Caller{}, "invalid", fmt.Errorf("%w: the ID token's %s claim %q holds a control or unprintable character, and the hub takes no such name for the audit's actor",
+			ErrUnauthenticated, claim, strings.TrimPrefix(name, "sub:"))
 	}
-	return oidcCaller{actor: "oidc:" + name, groups: stringsClaim(claims[a.cfg.GroupsClaim]), expires: idt.Expiry}, "", nil
+	return Caller{Actor: "oidc:" + name, Groups: stringsClaim(claims[a.cfg.GroupsClaim]), Expires: idt.Expiry}, "", nil
 }
 
 // stringsClaim reads a claim that is a list of strings, or one string.
@@ -214,14 +218,6 @@ func stringsClaim(v any) []string {
 	return nil
 }
 
-// authHint is what to do about a refused bearer: renew an ID token, or
-// log in with a token the hub knows.
-func authHint(r *http.Request, err error) string {
-	if errors.Is(err, errBadIDToken) {
-		return "get a new ID token from your identity provider, then argosy login " + hubURL(r) + " --token …"
-	}
-	return "argosy login " + hubURL(r) + " --token …"
-}
-
-// errBadIDToken marks an ID token that does not verify.
-var errBadIDToken = errors.New("ID token")
+// ErrBadIDToken marks an ID token that does not verify: the caller
+// should get a new one from its identity provider.
+var ErrBadIDToken = errors.New("ID token")
