@@ -98,7 +98,7 @@ func (s *system) start(ctx context.Context) error {
 	s.viewURL = fmt.Sprintf("http://127.0.0.1:%d", ports[2])
 	s.projArgs = []string{"projector", "--kafka-brokers", s.cfg.kafka, "--topic-prefix", s.prefix,
 		"--hub-key", filepath.Join(s.dir, "hub.pub"), "--store", "sqlite://" + filepath.Join(s.dir, "views.db"), "--group", s.prefix + "projector",
-		"--listen", fmt.Sprintf("127.0.0.1:%d", ports[2]), "--metrics-address", s.projMetrics}
+		"--listen", fmt.Sprintf("127.0.0.1:%d", ports[2]), "--tokens", filepath.Join(s.dir, "tokens.yaml"), "--metrics-address", s.projMetrics}
 	if s.cfg.margin > 0 {
 		s.projArgs = append(s.projArgs, "--clock-margin", s.cfg.margin.String())
 	}
@@ -111,7 +111,7 @@ func (s *system) start(ctx context.Context) error {
 	if s.hub, err = api.NewClient(s.hubURL, s.token, nil); err != nil {
 		return err
 	}
-	if s.views, err = read.NewClient(s.viewURL, nil); err != nil {
+	if s.views, err = read.NewClient(s.viewURL, nil, read.WithToken(s.token)); err != nil {
 		return err
 	}
 	packs := (s.n + s.cfg.perProcess - 1) / s.cfg.perProcess

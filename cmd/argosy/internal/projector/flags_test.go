@@ -46,4 +46,16 @@ func TestEveryFlagHasAnEnvFallback(t *testing.T) {
 	if _, err := run(map[string]string{"ARGOSY_MAX_RECORDS": "7", "ARGOSY_CLOCK_MARGIN": "0s"}); err == nil || !strings.Contains(err.Error(), "--clock-margin") {
 		t.Errorf("ARGOSY_CLOCK_MARGIN=0s: %v, want --clock-margin refused", err)
 	}
+	if got, err := run(map[string]string{"ARGOSY_MAX_RECORDS": "7", "ARGOSY_CLOCK_MARGIN": "1s"}); err != nil || got.Listen != "" {
+		t.Errorf("defaults: listen %q, %v; want no read API", got.Listen, err)
+	}
+	for _, env := range []map[string]string{{"ARGOSY_LISTEN": "127.0.0.1:8080"}, {"ARGOSY_LISTEN": "", "ARGOSY_TOKENS": "tokens.yaml"}} {
+		if _, err := run(env); err == nil || !strings.Contains(err.Error(), "--tokens") {
+			t.Errorf("%v: %v, want the read API without tokens (or tokens without it) refused", env, err)
+		}
+	}
+	got, err = run(map[string]string{"ARGOSY_LISTEN": "127.0.0.1:8080", "ARGOSY_TOKENS": "tokens.yaml"})
+	if err != nil || got.Listen != "127.0.0.1:8080" || got.Tokens != "tokens.yaml" {
+		t.Errorf("the read API with tokens: %+v, %v", got, err)
+	}
 }

@@ -1,6 +1,6 @@
 // Package projector is `argosy projector`: flags, then the store and a
-// projector.Service over it with the read API, and the metrics endpoint,
-// until it is stopped.
+// projector.Service over it, with the read API behind the hub's tokens
+// when it is enabled, and the metrics endpoint, until it is stopped.
 package projector
 
 import (
@@ -16,6 +16,7 @@ import (
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/httpserve"
 	"github.com/argosyproj/argosy/internal/kafkaconn"
 	"github.com/argosyproj/argosy/internal/telemetry"
@@ -35,6 +36,7 @@ type ProjectorOptions struct {
 	Group       string
 	HubKeyFile  string
 	Listen      string
+	Tokens      string
 	MetricsAddr string
 	MaxRecords  int
 	ClockMargin time.Duration
@@ -48,14 +50,20 @@ func NewCmdProjector(io cmdkit.IOStreams, runF func(context.Context, *ProjectorO
 		Short: "Fold the event log into fleet, audit and deployment views, and serve them",
 		Long: `projector consumes the config, status, deployments and audit topics in a
 consumer group and folds them, exactly once, into a store: an embedded
-SQLite file by default, or PostgreSQL for several replicas. It serves the
-views as HTTP/JSON (the read API; see /api/v1/openapi.yaml), which the
-fleet, cluster, app, audit and report commands read.`,
+SQLite file by default, or PostgreSQL for several replicas.
+
+With --listen it also serves the views as HTTP/JSON (the read API; see
+/api/v1/openapi.yaml) behind the hub's tokens file (--tokens): the same
+tokens, roles and scopes as the hub's read routes. Without --listen it
+serves no read API; the hub serves the same views to its callers.`,
 		Example: `  # One replica with the embedded store
   argosy projector --kafka-brokers kafka:9092 --hub-key hub.pub --store sqlite:///var/lib/argosy/views.db
 
   # Replicas sharing the partitions over PostgreSQL
-  ARGOSY_STORE=postgres://argosy@db:5432/argosy argosy projector --kafka-brokers kafka:9092 --hub-key hub.pub`,
+  ARGOSY_STORE=postgres://argosy@db:5432/argosy argosy projector --kafka-brokers kafka:9092 --hub-key hub.pub
+
+  # Its own read API too, for the hub's tokens
+  argosy projector --kafka-brokers kafka:9092 --hub-key hub.pub --listen 127.0.0.1:8080 --tokens tokens.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := opts.Validate(); err != nil {
@@ -74,7 +82,10 @@ fleet, cluster, app, audit and report commands read.`,
 	fs.StringVar(&opts.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
 	fs.StringVar(&opts.Group, "group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", argosyprojector.DefaultGroup), "consumer group the replicas share (env ARGOSY_PROJECTOR_GROUP)")
 	fs.StringVar(&opts.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
-	fs.StringVar(&opts.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the read API (env ARGOSY_LISTEN)")
+	fs.StringVar(&opts.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", ""),
+		"address of the read API, which needs --tokens; empty: no read API (env ARGOSY_LISTEN)")
+	fs.StringVar(&opts.Tokens, "tokens", cmdkit.Env("ARGOSY_TOKENS", ""),
+		"the hub's tokens file, re-read when it changes: who may call the read API, with what scope (env ARGOSY_TOKENS)")
 	fs.StringVar(&opts.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9465"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 	fs.IntVar(&opts.MaxRecords, "max-records", cmdkit.EnvInt("ARGOSY_MAX_RECORDS", 10_000, 0), // malformed: 0, which Validate refuses
 		"records folded per store transaction at most (env ARGOSY_MAX_RECORDS)")
@@ -99,6 +110,12 @@ func (o *ProjectorOptions) Validate() error {
 	if o.MaxRecords <= 0 {
 		errs = append(errs, errors.New("--max-records must be positive"))
 	}
+	switch {
+	case o.Listen != "" && o.Tokens == "":
+		errs = append(errs, errors.New("--listen serves the read API, which takes the hub's tokens: --tokens is required with it"))
+	case o.Listen == "" && o.Tokens != "":
+		errs = append(errs, errors.New("--tokens guards the read API, which only --listen serves: give both or neither"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -122,16 +139,26 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 	if err != nil {
 		return err
 	}
-	svc, err := argosyprojector.NewService(conn, withCrash(store), []events.Key{events.HubAnchor("hub", hub)},
-		argosyprojector.WithTopics(events.DefaultTopics(o.TopicPrefix)), argosyprojector.WithGroup(o.Group),
+	opts := []argosyprojector.Option{argosyprojector.WithTopics(events.DefaultTopics(o.TopicPrefix)), argosyprojector.WithGroup(o.Group),
 		argosyprojector.WithMaxRecords(o.MaxRecords), argosyprojector.WithClockMargin(o.ClockMargin), argosyprojector.WithClientOpts(tel.KafkaOpts),
-		argosyprojector.WithReadAPI(o.Listen, read.New(store)), argosyprojector.WithLogger(log))
+		argosyprojector.WithLogger(log)}
+	var authn *auth.Authenticator
+	if o.Listen != "" {
+		if authn, err = auth.Open(o.Tokens, auth.WithLogger(log)); err != nil {
+			return err
+		}
+		opts = append(opts, argosyprojector.WithReadAPI(o.Listen, guard(authn, log, read.New(store))))
+	}
+	svc, err := argosyprojector.NewService(conn, withCrash(store), []events.Key{events.HubAnchor("hub", hub)}, opts...)
 	if err != nil {
 		return err
 	}
 	log.InfoContext(ctx, "argosy projector started", "version", version.Get().Version, "store", storeKind(o.Store), "listen", o.Listen)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return svc.Run(gctx) })
+	if authn != nil {
+		g.Go(func() error { return authn.Run(gctx) })
+	}
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(svc.Ready, store.Ping)) })
 	return g.Wait()
 }

@@ -344,6 +344,8 @@ type projectorProc struct {
 	group string
 	// metrics is the /metrics URL of the process started last.
 	metrics string
+	// args are more flags (--listen and --tokens, say).
+	args []string
 }
 
 // buildArgosy builds the argosy binary with tags (such as
@@ -360,19 +362,18 @@ func buildArgosy(t *testing.T, tags ...string) string {
 
 func (p *projectorProc) start(env ...string) *testproc.Proc {
 	p.t.Helper()
-	ports, err := testproc.FreePorts(2)
+	ports, err := testproc.FreePorts(1)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	p.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
+	p.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0])
 	hubKey := filepath.Join(p.dir, "hub.pub")
 	if err := os.WriteFile(hubKey, []byte(base64.StdEncoding.EncodeToString(p.f.hubPub)), 0o644); err != nil {
 		p.t.Fatal(err)
 	}
-	proc, err := testproc.Start(p.dir, "argosy-projector", p.bin, []string{"projector",
+	proc, err := testproc.Start(p.dir, "argosy-projector", p.bin, append([]string{"projector",
 		"--kafka-brokers", kafkatest.Bootstrap(p.t), "--topic-prefix", p.f.prefix, "--store", p.store, "--group", p.group,
-		"--hub-key", hubKey, "--listen", fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		"--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--max-records", "200"}, env)
+		"--hub-key", hubKey, "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--max-records", "200"}, p.args...), env)
 	if err != nil {
 		p.t.Fatal(err)
 	}
