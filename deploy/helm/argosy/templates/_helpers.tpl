@@ -23,6 +23,13 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* A part's metrics Service: its labels, and the one its ServiceMonitor
+selects by. */}}
+{{- define "argosy.metricsLabels" -}}
+{{ include "argosy.labels" . }}
+argosy.dev/service: metrics
+{{- end -}}
+
 {{- define "argosy.selector" -}}
 app.kubernetes.io/name: argosy
 app.kubernetes.io/instance: {{ .root.Release.Name }}
