@@ -183,7 +183,9 @@ func TestEvaluator(t *testing.T) {
 		return networkingv1.NetworkPolicyPort{Port: &p}
 	}
 	end := int32(9100)
-	sel := func(kv ...string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{kv[0]: kv[1]}} }
+	sel := func(kv ...string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{kv[0]: kv[1]}}
+	}
 	policy := func(ns string, types []networkingv1.PolicyType, in []networkingv1.NetworkPolicyIngressRule, out []networkingv1.NetworkPolicyEgressRule) networkingv1.NetworkPolicy {
 		return networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns},
 			Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "web"), PolicyTypes: types, Ingress: in, Egress: out}}

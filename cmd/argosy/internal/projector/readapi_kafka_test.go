@@ -84,7 +84,7 @@ func newReadRig(t *testing.T) *readRig {
 		}
 	})
 	url := "http://" + ln.Addr().String()
-	r.waitStatus(url+"/readyz", "", http.StatusOK)
+	r.waitOK(url+"/readyz", "")
 	root, err := api.NewClient(url, r.tokens["root"], nil)
 	if err != nil {
 		t.Fatal(err)
@@ -153,17 +153,17 @@ func (r *readRig) get(url, tok string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// waitStatus waits up to a minute for url to answer status to tok.
-func (r *readRig) waitStatus(url, tok string, status int) []byte {
+// waitOK waits up to a minute for url to answer 200 to tok.
+func (r *readRig) waitOK(url, tok string) {
 	r.t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		got, b := r.get(url, tok)
-		if got == status {
-			return b
+		if got == http.StatusOK {
+			return
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("GET %s: %d %s, want %d", url, got, b, status)
+			r.t.Fatalf("GET %s: %d %s, want 200", url, got, b)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -290,11 +290,11 @@ func TestProjectorReadAPIIsGuarded(t *testing.T) {
 	// The tokens file is followed: a token added reads within seconds.
 	r.addToken("late", auth.RoleViewer, "")
 	r.write()
-	r.waitStatus(base+"/api/v1/clusters", r.tokens["late"], http.StatusOK)
+	r.waitOK(base+"/api/v1/clusters", r.tokens["late"])
 
 	// The metrics endpoint stays open to scrapers: no token, no 401.
 	for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
-		r.waitStatus(metrics+path, "", http.StatusOK)
+		r.waitOK(metrics+path, "")
 	}
 	if got, want := listening(t, proc.Pid()), []int{ports[0], portOf(t, metrics)}; !slices.Equal(got, sorted(want)) {
 		t.Errorf("the projector listens on %v, want %v (read API and metrics)", got, sorted(want))
@@ -308,7 +308,7 @@ func TestProjectorServesNoReadAPIByDefault(t *testing.T) {
 	r := newReadRig(t)
 	bin := buildArgosy(t)
 	proc, metrics := r.projector(bin)
-	r.waitStatus(metrics+"/readyz", "", http.StatusOK)
+	r.waitOK(metrics+"/readyz", "")
 	if got, want := listening(t, proc.Pid()), []int{portOf(t, metrics)}; !slices.Equal(got, want) {
 		t.Errorf("the projector listens on %v, want %v (metrics only)", got, want)
 	}
