@@ -7,7 +7,8 @@
 // placements' Applications on the clusters their selectors match.
 //
 // Server (New, Run) is the component; hub/api is its client and wire
-// types; hub/internal/validate checks manifests with Argo CD's types.
+// types; hub/auth authenticates its callers (and the projector's read
+// API's); hub/internal/validate checks manifests with Argo CD's types.
 // docs/hub.md describes the API and the concurrency design. It may import
 // projector (read side), events and schemas, and never spoke.
 package hub
