@@ -20,9 +20,9 @@ import (
 // oidc.redirectURL must name.
 const OIDCCallback = "/login/oidc/callback"
 
-// OIDC makes the hub (and the projector's read API) accept ID tokens from an OpenID Connect issuer as
-// bearer tokens, beside the tokens of the tokens file. It is the tokens
-// file's oidc section.
+// OIDC makes the hub (and the projector's read API) accept ID tokens
+// from an OpenID Connect issuer as bearer tokens, beside the tokens of the
+// tokens file. It is the tokens file's oidc section.
 type OIDC struct {
 	// Issuer is the issuer's URL, as its tokens' iss claim says; the hub
 	// finds its keys through Issuer/.well-known/openid-configuration.
@@ -144,7 +144,7 @@ func (a *oidcAuth) discover(ctx context.Context) error {
 	}
 }
 
-// ErrIssuerUnavailable is an ID token the hub cannot check yet: the
+// ErrIssuerUnavailable is an ID token that cannot be checked yet: the
 // issuer's discovery document has not been read. It is answered 503.
 var ErrIssuerUnavailable = errors.New("unavailable")
 
