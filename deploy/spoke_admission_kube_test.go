@@ -113,14 +113,24 @@ func TestSpokeAdmissionPolicy(t *testing.T) {
 		call    func(context.Context, kubernetes.Interface) error
 		allowed bool
 	}{
-		{"patch argocd-secret", func(ctx context.Context, cs kubernetes.Interface) error { return patchSecret(ctx, cs, argocdNS, "argocd-secret") }, false},
-		{"create another Secret", func(ctx context.Context, cs kubernetes.Interface) error { return createSecret(ctx, cs, argocdNS, "another") }, false},
-		{"patch another Secret", func(ctx context.Context, cs kubernetes.Interface) error { return patchSecret(ctx, cs, argocdNS, "other") }, false},
+		{"patch argocd-secret", func(ctx context.Context, cs kubernetes.Interface) error {
+			return patchSecret(ctx, cs, argocdNS, "argocd-secret")
+		}, false},
+		{"create another Secret", func(ctx context.Context, cs kubernetes.Interface) error {
+			return createSecret(ctx, cs, argocdNS, "another")
+		}, false},
+		{"patch another Secret", func(ctx context.Context, cs kubernetes.Interface) error {
+			return patchSecret(ctx, cs, argocdNS, "other")
+		}, false},
 		{"delete another Secret", func(ctx context.Context, cs kubernetes.Interface) error {
 			return cs.CoreV1().Secrets(argocdNS).Delete(ctx, "other", metav1.DeleteOptions{})
 		}, false},
-		{"create argosy-repo-x", func(ctx context.Context, cs kubernetes.Interface) error { return createSecret(ctx, cs, argocdNS, "argosy-repo-x") }, true},
-		{"patch argosy-repo-x", func(ctx context.Context, cs kubernetes.Interface) error { return patchSecret(ctx, cs, argocdNS, "argosy-repo-x") }, true},
+		{"create argosy-repo-x", func(ctx context.Context, cs kubernetes.Interface) error {
+			return createSecret(ctx, cs, argocdNS, "argosy-repo-x")
+		}, true},
+		{"patch argosy-repo-x", func(ctx context.Context, cs kubernetes.Interface) error {
+			return patchSecret(ctx, cs, argocdNS, "argosy-repo-x")
+		}, true},
 		{"delete argosy-repo-x", func(ctx context.Context, cs kubernetes.Interface) error {
 			return cs.CoreV1().Secrets(argocdNS).Delete(ctx, "argosy-repo-x", metav1.DeleteOptions{})
 		}, true},
@@ -149,6 +159,7 @@ func TestSpokeAdmissionPolicy(t *testing.T) {
 	}
 
 	t.Run("a second install in another namespace", func(t *testing.T) {
+		ctx := t.Context()
 		spokeNS2, argocdNS2 := e.Namespace(t), e.Namespace(t)
 		if err := createSecret(ctx, admin, argocdNS2, "argocd-secret"); err != nil {
 			t.Fatal(err)
