@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
@@ -200,11 +202,11 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts)), hub.WithTokenFile(o.Tokens),
 		hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst)}
 	if o.TLSCert != "" {
-		cert, err := httpserve.NewCertificate(o.TLSCert, o.TLSKey, httpserve.WithCertLogger(log))
+		tlsOpt, err := serveTLS(o, log)
 		if err != nil {
 			return err
 		}
-		opts = append(opts, hub.WithTLS(cert.TLSConfig()))
+		opts = append(opts, tlsOpt)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	var ready []telemetry.Check
@@ -238,4 +240,24 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(append(ready, srv.Ready)...)) })
 	return g.Wait()
+}
+
+// serveTLS loads --tls-cert and --tls-key, to be read again when they
+// change, and counts the new pairs that did not load in
+// argosy.hub.tls.reload_failures.
+func serveTLS(o *RunOptions, log *slog.Logger) (hub.Option, error) {
+	cert, err := httpserve.NewCertificate(o.TLSCert, o.TLSKey, httpserve.WithCertLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	_, err = otel.Meter("argosy-hub").Int64ObservableCounter("argosy.hub.tls.reload_failures",
+		metric.WithDescription("New --tls-cert and --tls-key pairs that did not load: the hub kept presenting the last good certificate."),
+		metric.WithInt64Callback(func(_ context.Context, obs metric.Int64Observer) error {
+			obs.Observe(cert.Failures())
+			return nil
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("tls metrics: %w", err)
+	}
+	return hub.WithTLS(cert.TLSConfig()), nil
 }

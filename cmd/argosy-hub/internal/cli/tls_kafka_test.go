@@ -5,9 +5,11 @@ package cli_test
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,6 +100,16 @@ func TestHubServesTLS(t *testing.T) {
 	if err := get(t.Context(), ca.Client(), url+"/readyz"); err != nil {
 		t.Errorf("after a broken pair: %v", err)
 	}
+	metrics := "http://127.0.0.1:" + itoa(ports[1]) + "/metrics"
+	waitFor(t, 10*time.Second, "the broken pair is counted", func() bool {
+		resp, err := http.Get(metrics) //nolint:noctx // a loopback probe
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return err == nil && regexp.MustCompile(`(?m)^argosy_hub_tls_reload_failures_total(\{[^}]*\})? 1$`).Match(b)
+	})
 
 	bin := buildSpoke(t)
 	untrusting := spawnSpoke(t, e, f, bin, url, cluster, reg.JoinToken, ns)
