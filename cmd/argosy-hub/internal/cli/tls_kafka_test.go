@@ -55,8 +55,10 @@ func TestHubServesTLS(t *testing.T) {
 		}
 	})
 	url := "https://" + addr
-	if err := p.WaitFor(t.Context(), func(ctx context.Context) error { return get(ctx, ca.Client(), url+"/readyz") }); err != nil {
-		t.Fatal(err)
+	wctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := p.WaitFor(wctx, func(ctx context.Context) error { return get(ctx, ca.Client(), url+"/readyz") }); err != nil {
+		t.Fatalf("the hub over TLS: %v", err)
 	}
 	hubc, err := api.NewClient(url, f.token, ca.Client())
 	if err != nil {
