@@ -190,6 +190,8 @@ func TestBadValues(t *testing.T) {
 		{"no hub key", []string{"--set", "hubPublicKey="}, "/hubPublicKey"},
 		{"projector without a store", []string{"--set", "hubPublicKey=k,projector.store.secret="}, "/projector/store/secret"},
 		{"unknown value", []string{"--set", "hubPublicKey=k,hub.replica=2"}, "additional properties 'replica' not allowed"},
+		{"ingress without a host", []string{"--set", "hubPublicKey=k,hub.ingress.enabled=true"}, "/hub/ingress/hosts"},
+		{"hub TLS by another name", []string{"--set", "hubPublicKey=k,hub.tls.secretName=x"}, "additional properties 'secretName' not allowed"},
 		{"spoke in Argo CD's namespace", append(spoke, "--set", join+",spoke.cluster=c", "--namespace", "argocd"), "install it in a namespace of its own"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

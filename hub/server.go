@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -209,11 +210,15 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.placer.run(gctx) })
 	g.Go(func() error { return s.publishKey(gctx, started) })
 	g.Go(func() error { return s.auth.Run(gctx) })
+	var serve []httpserve.Option
+	if s.o.tls != nil {
+		serve = append(serve, httpserve.WithTLS(s.o.tls))
+	}
 	g.Go(func() error {
 		if s.o.listener != nil {
-			return httpserve.Serve(gctx, s.o.listener, s)
+			return httpserve.Serve(gctx, s.o.listener, s, serve...)
 		}
-		return httpserve.Run(gctx, s.o.listen, s)
+		return httpserve.Run(gctx, s.o.listen, s, serve...)
 	})
 	return g.Wait()
 }
@@ -295,6 +300,7 @@ type options struct {
 	topics     events.Topics
 	listen     string
 	listener   net.Listener
+	tls        *tls.Config
 	read       http.Handler
 	dashboard  *web.Handler
 	log        *slog.Logger
@@ -340,6 +346,11 @@ func WithListen(addr string) Option { return func(o *options) { o.listen = addr 
 
 // WithListener serves the API on ln, which Run closes.
 func WithListener(ln net.Listener) Option { return func(o *options) { o.listener = ln } }
+
+// WithTLS serves the API over TLS with cfg (httpserve.WithTLS): with
+// httpserve.Certificate's TLSConfig, a certificate renewed in its files is
+// presented without a restart.
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // WithReadAPI serves h (the projector's read API, projector/read) for the
 // read routes beside the hub's own, behind the same authentication.

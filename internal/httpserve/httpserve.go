@@ -1,11 +1,13 @@
 // Package httpserve serves an HTTP handler for as long as a context lives,
 // then shuts the server down gracefully: the one way Argosy's commands and
-// components serve their APIs and metrics. It is a leaf over the standard
-// library.
+// components serve their APIs and metrics, over plain HTTP or over TLS with
+// a certificate read again from its files when they change (Certificate).
+// It is a leaf over the standard library.
 package httpserve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -31,19 +33,36 @@ var readTimeout = ReadTimeout
 // Run listens on addr and serves h until ctx ends, then shuts the server
 // down gracefully and returns nil; it returns at once with the error if
 // the address cannot be listened on or the server fails.
-func Run(ctx context.Context, addr string, h http.Handler) error {
+func Run(ctx context.Context, addr string, h http.Handler, opts ...Option) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	return Serve(ctx, ln, h)
+	return Serve(ctx, ln, h, opts...)
 }
 
+// Option configures Run and Serve.
+type Option func(*http.Server)
+
+// WithTLS serves HTTPS with cfg, which must present a certificate (by
+// Certificates or GetCertificate; Certificate.TLSConfig does); plain HTTP
+// to the address is then refused.
+func WithTLS(cfg *tls.Config) Option { return func(s *http.Server) { s.TLSConfig = cfg } }
+
 // Serve is Run on a listener the caller made; it closes ln.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ...Option) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
+	for _, o := range opts {
+		o(srv)
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }() // received below on every path
+	go func() { // received below on every path
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
@@ -36,6 +38,9 @@ type RunOptions struct {
 	Anchors     []string
 	Tokens      string
 	Listen      string
+	// TLSCert and TLSKey, both or neither, serve the API over TLS.
+	TLSCert     string
+	TLSKey      string
 	MetricsAddr string
 	Store       string
 	Fold        bool
@@ -59,6 +64,10 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Tokens, "tokens", cmdkit.Env("ARGOSY_TOKENS", ""),
 		"the tokens file, from argosy-hub token new, with an optional oidc section; read again every second, so that a token removed or changed applies without a restart (env ARGOSY_TOKENS)")
 	fs.StringVar(&o.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the API (env ARGOSY_LISTEN)")
+	fs.StringVar(&o.TLSCert, "tls-cert", cmdkit.Env("ARGOSY_TLS_CERT", ""),
+		"PEM certificate (chain) of the API, with --tls-key: the API is then served over TLS 1.2 or later only, and the files are read again when they change, "+
+			"so a renewed certificate is presented without a restart; /metrics and /healthz stay plain HTTP (env ARGOSY_TLS_CERT)")
+	fs.StringVar(&o.TLSKey, "tls-key", cmdkit.Env("ARGOSY_TLS_KEY", ""), "PEM private key of --tls-cert (env ARGOSY_TLS_KEY)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9466"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 	fs.StringVar(&o.Store, "store", cmdkit.Env("ARGOSY_STORE", ""),
 		"the projector's store (sqlite://PATH or postgres://…), whose views the read routes and the web dashboard at / serve; empty: neither (env ARGOSY_STORE)")
@@ -80,6 +89,9 @@ func (o *RunOptions) Validate() error {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("%s is required", f.flag))
 		}
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))
 	}
 	if o.Store != "" && !strings.HasPrefix(o.Store, "sqlite://") && !sqlstore.IsPostgres(o.Store) {
 		errs = append(errs, fmt.Errorf("--store %q: want sqlite://PATH or postgres://…", o.Store))
@@ -121,11 +133,19 @@ whose groups map to roles (docs/hub.md#authentication-and-authorization):
 
 The hub reads the file again every second: a token added, removed or
 given another role or scope, and the oidc section's groups, apply within
-seconds to calls and to the dashboard's sessions, without a restart.`,
+seconds to calls and to the dashboard's sessions, without a restart.
+
+With --tls-cert and --tls-key the API is served over TLS (1.2 or later)
+only. Both files are read again, at most once a second, when a handshake
+comes: a certificate renewed in place (cert-manager, a Secret the kubelet
+updates) is presented without a restart, and a new pair that does not load
+is logged and the last good one kept.`,
 		Example: `  argosy-hub keygen --dir ./hub
   argosy-hub token new admin --role admin --file ./hub/tokens.yaml
   argosy-hub run --kafka-brokers kafka:9092 --hub-key ./hub/hub.key --tokens ./hub/tokens.yaml \
-    --store sqlite://views.db --fold`,
+    --store sqlite://views.db --fold
+  argosy-hub run --kafka-brokers kafka:9092 --hub-key ./hub/hub.key --tokens ./hub/tokens.yaml \
+    --listen 0.0.0.0:8443 --tls-cert /etc/argosy/tls/tls.crt --tls-key /etc/argosy/tls/tls.key`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := opts.Validate(); err != nil {
@@ -181,6 +201,13 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	opts := []hub.Option{hub.WithTopics(topics), hub.WithListen(o.Listen), hub.WithLogger(log), hub.WithIdempotencyWindow(o.Window),
 		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts)), hub.WithTokenFile(o.Tokens),
 		hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst)}
+	if o.TLSCert != "" {
+		tlsOpt, err := serveTLS(o, log)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, tlsOpt)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	var ready []telemetry.Check
 	if o.Store != "" {
@@ -209,8 +236,28 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	log.InfoContext(ctx, "argosy hub started", "version", version.Get().Version, "listen", o.Listen, "key", signer.KeyID())
+	log.InfoContext(ctx, "argosy hub started", "version", version.Get().Version, "listen", o.Listen, "tls", o.TLSCert != "", "key", signer.KeyID())
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(append(ready, srv.Ready)...)) })
 	return g.Wait()
+}
+
+// serveTLS loads --tls-cert and --tls-key, to be read again when they
+// change, and counts the new pairs that did not load in
+// argosy.hub.tls.reload_failures.
+func serveTLS(o *RunOptions, log *slog.Logger) (hub.Option, error) {
+	cert, err := httpserve.NewCertificate(o.TLSCert, o.TLSKey, httpserve.WithCertLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	_, err = otel.Meter("argosy-hub").Int64ObservableCounter("argosy.hub.tls.reload_failures",
+		metric.WithDescription("New --tls-cert and --tls-key pairs that did not load: the hub kept presenting the last good certificate."),
+		metric.WithInt64Callback(func(_ context.Context, obs metric.Int64Observer) error {
+			obs.Observe(cert.Failures())
+			return nil
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("tls metrics: %w", err)
+	}
+	return hub.WithTLS(cert.TLSConfig()), nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/spoke"
 )
@@ -30,7 +31,11 @@ func join(ctx context.Context, o *RunOptions, log *slog.Logger) error {
 	} else if err != nil {
 		return fmt.Errorf("join: keys: %w", err)
 	}
-	c, err := api.NewClient(o.HubURL, "", nil)
+	hc, err := cmdkit.CAClient(o.HubCA)
+	if err != nil {
+		return fmt.Errorf("--hub-ca: %w", err)
+	}
+	c, err := api.NewClient(o.HubURL, "", hc)
 	if err != nil {
 		return fmt.Errorf("--hub-url: %w", err)
 	}
@@ -41,6 +46,8 @@ func join(ctx context.Context, o *RunOptions, log *slog.Logger) error {
 		log.InfoContext(ctx, "joined the fleet: the hub registered this cluster's keys", "signingKey", pub[0].KeyID)
 	case api.StatusOf(err) == http.StatusConflict:
 		log.InfoContext(ctx, "the join token was used already; starting with the keys in --keys-dir", "signingKey", pub[0].KeyID)
+	case cmdkit.Untrusted(err):
+		return fmt.Errorf("join: the hub's certificate is not trusted: if a private CA signed it, give that CA's PEM bundle with --hub-ca (env ARGOSY_HUB_CA): %w", err)
 	default:
 		return fmt.Errorf("join: %w", err)
 	}

@@ -52,6 +52,8 @@ type RunOptions struct {
 	LeaseTiming   kube.LeaseTiming
 	JoinToken     string
 	HubURL        string
+	// HubCA is a PEM bundle trusted for --hub-url besides the system's.
+	HubCA string
 }
 
 // BindFlags binds the options to fs with environment fallbacks.
@@ -99,6 +101,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.JoinToken, "join-token", cmdkit.Env("ARGOSY_JOIN_TOKEN", ""),
 		"the one-time join token of this cluster's registration (argosy cluster register): on start, keys are made in --keys-dir if it has none, and registered with the hub at --hub-url (env ARGOSY_JOIN_TOKEN)")
 	fs.StringVar(&o.HubURL, "hub-url", cmdkit.Env("ARGOSY_HUB_URL", ""), "the hub's API, for --join-token (env ARGOSY_HUB_URL)")
+	fs.StringVar(&o.HubCA, "hub-ca", cmdkit.Env("ARGOSY_HUB_CA", ""),
+		"PEM bundle of CA certificates trusted for an https --hub-url in addition to the system's, for a hub whose certificate a private CA signed (env ARGOSY_HUB_CA)")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9464"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
 
@@ -117,6 +121,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if (o.JoinToken == "") != (o.HubURL == "") {
 		errs = append(errs, errors.New("--join-token and --hub-url go together"))
+	}
+	if o.HubCA != "" && o.HubURL == "" {
+		errs = append(errs, errors.New("--hub-ca needs --hub-url"))
 	}
 	if o.Heartbeat <= 0 {
 		errs = append(errs, errors.New("--heartbeat-interval must be a positive duration"))

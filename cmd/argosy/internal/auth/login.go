@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,6 +41,9 @@ type LoginOptions struct {
 	Name string
 	// Project is --project; empty keeps the context's.
 	Project string
+	// CA is --certificate-authority, made absolute; empty keeps the
+	// context's.
+	CA string
 	// Prompt reads a token from the terminal without echoing it; nil when
 	// standard input is not a terminal.
 	Prompt func(prompt string) (string, error)
@@ -63,15 +67,21 @@ when standard input is a terminal, from a prompt that does not echo it.
 --token shows the token to ps and may keep it in the shell's history;
 prefer the others.
 
+A hub whose certificate a private CA signed is trusted with
+--certificate-authority, a PEM CA bundle trusted besides the system's CAs,
+whose path the context keeps as kubectl's kubeconfig does.
+
 The context is named after SERVER's host and port unless --name names it.
 Logging in again under the same name replaces its server and token, and
-keeps its project unless --project gives another. The config file is
+keeps its project and CA bundle unless --project or
+--certificate-authority gives another. The config file is
 $ARGOSY_CONFIG, else argosy/config.yaml in the user's configuration
 directory; it is written readable by its owner only.`,
 		Example: `  argosy login https://hub.example.com
   argosy login https://hub.example.com --token-stdin < token.txt
   pass show argosy/prod | argosy login https://hub.example.com --token-stdin --name prod --project payments
-  argosy login http://127.0.0.1:8080 --token "$TOKEN" --name local`,
+  argosy login http://127.0.0.1:8080 --token "$TOKEN" --name local
+  argosy login https://argosy.internal:8443 --certificate-authority ./ca.crt`,
 		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := opts.parse(args[0], c.Flags().Changed("token")); err != nil {
@@ -88,6 +98,7 @@ directory; it is written readable by its owner only.`,
 	f.BoolVar(&opts.TokenStdin, "token-stdin", false, "read the token from standard input")
 	f.StringVar(&opts.Name, "name", "", "the context's name (default SERVER's host:port)")
 	f.StringVar(&opts.Project, "project", "", "the Argo CD project commands default to in this context")
+	f.StringVar(&opts.CA, "certificate-authority", "", "PEM CA bundle trusted for SERVER besides the system's CAs, kept in the context")
 	if err := cmd.RegisterFlagCompletionFunc("name", readapi.CompleteContexts); err != nil {
 		// cannot happen for a flag just added; surface it if it does
 		cmd.PreRunE = func(*cobra.Command, []string) error { return fmt.Errorf("--name completion: %w", err) }
@@ -110,6 +121,13 @@ func (o *LoginOptions) parse(server string, tokenSet bool) error {
 	case !tokenSet && !o.TokenStdin && o.Prompt == nil:
 		return &cmdkit.FlagError{Err: errors.New("no token: standard input is not a terminal to ask for one; " +
 			"pass --token-stdin and the token on standard input, or --token TOKEN")}
+	}
+	if o.CA != "" {
+		abs, err := filepath.Abs(o.CA)
+		if err != nil {
+			return &cmdkit.FlagError{Err: fmt.Errorf("--certificate-authority: %w", err)}
+		}
+		o.CA = abs
 	}
 	if o.Name == "" {
 		u, err := url.Parse(o.Server)
@@ -159,10 +177,6 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 	if err != nil {
 		return err
 	}
-	id, err := whoami(ctx, opts.HTTPClient, opts.Server, token)
-	if err != nil {
-		return err
-	}
 	path, err := config.Path()
 	if err != nil {
 		return err
@@ -171,9 +185,27 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 	if err != nil {
 		return err
 	}
-	x := config.Context{Name: opts.Name, Server: opts.Server, Token: token, Project: opts.Project}
-	if old := cfg.Find(opts.Name); old != nil && x.Project == "" {
-		x.Project = old.Project
+	x := config.Context{Name: opts.Name, Server: opts.Server, Token: token, Project: opts.Project, CertificateAuthority: opts.CA}
+	if old := cfg.Find(opts.Name); old != nil {
+		if x.Project == "" {
+			x.Project = old.Project
+		}
+		if x.CertificateAuthority == "" {
+			x.CertificateAuthority = old.CertificateAuthority
+		}
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		if hc, err = cmdkit.CAClient(x.CertificateAuthority); err != nil {
+			return &cmdkit.FlagError{Err: fmt.Errorf("--certificate-authority: %w", err)}
+		}
+	}
+	id, err := whoami(ctx, hc, opts.Server, token)
+	if cmdkit.Untrusted(err) {
+		return fmt.Errorf("%w; if a private CA signed the hub's certificate, pass its PEM bundle with --certificate-authority FILE", err)
+	}
+	if err != nil {
+		return err
 	}
 	cfg.Set(x)
 	cfg.CurrentContext = x.Name

@@ -43,6 +43,10 @@ type Context struct {
 	Token string `json:"token,omitempty"`
 	// Project is the Argo CD project commands default to; empty for none.
 	Project string `json:"project,omitempty"`
+	// CertificateAuthority is the path of a PEM CA bundle trusted for
+	// Server besides the system's CAs, as a kubeconfig's
+	// certificate-authority; empty for the system's alone.
+	CertificateAuthority string `json:"certificateAuthority,omitempty"`
 }
 
 // Path returns the configuration file's path: $ARGOSY_CONFIG, else

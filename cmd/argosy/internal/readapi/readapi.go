@@ -9,7 +9,9 @@
 // The server is the first of: --server, ARGOSY_SERVER, the server of the
 // context --context (or ARGOSY_CONTEXT) names, the current context's
 // server, http://127.0.0.1:8080. The token is the first of: --token,
-// ARGOSY_TOKEN, the chosen context's token, none. The current context
+// ARGOSY_TOKEN, the chosen context's token, none. So is the CA bundle
+// trusted besides the system's CAs: --certificate-authority,
+// ARGOSY_CERTIFICATE_AUTHORITY, the chosen context's, none. The current context
 // applies only to its own server: with --server naming another, its token
 // stays home. A context named with --context always applies.
 package readapi
@@ -37,6 +39,7 @@ const (
 	EnvServer     = "ARGOSY_SERVER"
 	EnvToken      = "ARGOSY_TOKEN"
 	EnvContext    = "ARGOSY_CONTEXT"
+	EnvCA         = "ARGOSY_CERTIFICATE_AUTHORITY"
 	DefaultServer = "http://127.0.0.1:8080"
 )
 
@@ -50,6 +53,9 @@ type Options struct {
 	Context string
 	// Token is --token; empty for the environment's or the context's.
 	Token string
+	// CA is --certificate-authority; empty for the environment's or the
+	// context's.
+	CA string
 	// HTTPClient is the client to call the server with; nil for a default
 	// one.
 	HTTPClient *http.Client
@@ -68,6 +74,8 @@ func AddFlags(cmd *cobra.Command, o *Options) {
 	f.StringVar(&o.Context, "context", "", "context of the argosy config file to use (default $"+EnvContext+
 		", else the current context)")
 	f.StringVar(&o.Token, "token", "", "bearer token to send (default $"+EnvToken+", else the context's token)")
+	f.StringVar(&o.CA, "certificate-authority", "", "PEM CA bundle trusted for an https server besides the system's CAs (default $"+EnvCA+
+		", else the context's, from argosy login --certificate-authority)")
 	if err := cmd.RegisterFlagCompletionFunc("context", CompleteContexts); err != nil {
 		// cannot happen for a flag just added; surface it if it does
 		cmd.PreRunE = func(*cobra.Command, []string) error { return fmt.Errorf("--context completion: %w", err) }
@@ -108,6 +116,8 @@ type Target struct {
 	// TokenFrom says where Token came from: "--token", "ARGOSY_TOKEN" or
 	// `context "NAME"`; empty for none.
 	TokenFrom string
+	// CA is the CA bundle trusted besides the system's; empty for none.
+	CA string
 	// Context is the context that applies, nil for none.
 	Context *config.Context
 	// Skipped is the current context when it did not apply because the
@@ -125,6 +135,9 @@ func (o *Options) Resolve() (*Target, error) {
 	}
 	if t.Token == "" {
 		t.Token, t.TokenFrom = os.Getenv(EnvToken), EnvToken
+	}
+	if t.CA = o.CA; t.CA == "" {
+		t.CA = os.Getenv(EnvCA)
 	}
 	name, from := o.Context, "--context"
 	if name == "" {
@@ -165,6 +178,22 @@ func (t *Target) apply(x *config.Context, explicit bool) {
 	if t.Token == "" && x.Token != "" {
 		t.Token, t.TokenFrom = x.Token, from
 	}
+	if t.CA == "" {
+		t.CA = x.CertificateAuthority
+	}
+}
+
+// httpClient is o.HTTPClient, else one that trusts t's CA bundle besides
+// the system's CAs, else nil (the default).
+func (o *Options) httpClient(t *Target) (*http.Client, error) {
+	if o.HTTPClient != nil || t.CA == "" {
+		return o.HTTPClient, nil
+	}
+	hc, err := cmdkit.CAClient(t.CA)
+	if err != nil {
+		return nil, fmt.Errorf("--certificate-authority: %w", err)
+	}
+	return hc, nil
 }
 
 // loadContext returns the context named name (given with the flag or
@@ -204,7 +233,11 @@ func (o *Options) Client() (*read.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := read.NewClient(t.Server, o.HTTPClient, read.WithToken(t.Token))
+	hc, err := o.httpClient(t)
+	if err != nil {
+		return nil, err
+	}
+	c, err := read.NewClient(t.Server, hc, read.WithToken(t.Token))
 	if err != nil {
 		if t.Context != nil && t.ServerFrom != "--server" && t.ServerFrom != EnvServer {
 			return nil, fmt.Errorf("%s: %w; run: argosy login SERVER --name %s", t.ServerFrom, err, t.Context.Name)
@@ -222,7 +255,11 @@ func (o *Options) HubClient() (*api.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := api.NewClient(t.Server, t.Token, o.HTTPClient)
+	hc, err := o.httpClient(t)
+	if err != nil {
+		return nil, err
+	}
+	c, err := api.NewClient(t.Server, t.Token, hc)
 	if err != nil {
 		if t.Context != nil && t.ServerFrom != "--server" && t.ServerFrom != EnvServer {
 			return nil, fmt.Errorf("%s: %w; run: argosy login SERVER --name %s", t.ServerFrom, err, t.Context.Name)
@@ -262,6 +299,10 @@ func refusal(err error) (status int, msg string, ok bool) {
 
 // Explain is Options.Explain for a call to t.
 func (t *Target) Explain(err error) error {
+	if cmdkit.Untrusted(err) {
+		return &authError{msg: fmt.Sprintf("the certificate of %s is not trusted: if a private CA signed it, pass its PEM bundle with "+
+			"--certificate-authority FILE, or keep it in the context: argosy login %s --certificate-authority FILE", t.Server, t.Server), err: err}
+	}
 	code, message, ok := refusal(err)
 	if !ok || (code != http.StatusUnauthorized && code != http.StatusForbidden) {
 		return err
