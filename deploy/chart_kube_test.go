@@ -190,6 +190,18 @@ func TestBadValues(t *testing.T) {
 		{"no hub key", []string{"--set", "hubPublicKey="}, "/hubPublicKey"},
 		{"projector without a store", []string{"--set", "hubPublicKey=k,projector.store.secret="}, "/projector/store/secret"},
 		{"unknown value", []string{"--set", "hubPublicKey=k,hub.replica=2"}, "additional properties 'replica' not allowed"},
+		{"misspelt top-level key", []string{"--set", "hubPublicKey=k,hubPublickey=k"}, "additional properties 'hubPublickey' not allowed"},
+		{"pod annotations as a string", []string{"--set", "hubPublicKey=k,hub.podAnnotations=a"}, "at '/hub/podAnnotations': got string, want object"},
+		{"pod annotation not a string", []string{"--set", "hubPublicKey=k", "--set-json", `projector.podAnnotations={"a":1}`}, "at '/projector/podAnnotations/a': got number, want string"},
+		{"pod label not a string", []string{"--set", "hubPublicKey=k", "--set-json", `hub.podLabels={"tier":true}`}, "at '/hub/podLabels/tier'"},
+		{"extra env as a map", []string{"--set", "hubPublicKey=k", "--set-json", `hub.extraEnv={"OTEL":"x"}`}, "at '/hub/extraEnv': got object, want array"},
+		{"extra env without a name", []string{"--set", "hubPublicKey=k", "--set-json", `projector.extraEnv=[{"value":"x"}]`}, "at '/projector/extraEnv/0': missing property 'name'"},
+		{"extra mount without a path", append(spoke, "--set", join+",spoke.cluster=c", "--set-json", `spoke.extraVolumeMounts=[{"name":"ca"}]`), "at '/spoke/extraVolumeMounts/0': missing property 'mountPath'"},
+		{"spread without a topology key", []string{"--set", "hubPublicKey=k", "--set-json", `hub.topologySpreadConstraints=[{"maxSkew":1,"whenUnsatisfiable":"DoNotSchedule"}]`}, "at '/hub/topologySpreadConstraints/0': missing property 'topologyKey'"},
+		{"priority class not a string", []string{"--set", "hubPublicKey=k,hub.priorityClassName=1"}, "at '/hub/priorityClassName': got number, want string"},
+		{"security context as a list", []string{"--set", "hubPublicKey=k", "--set-json", `hub.securityContext=["ALL"]`}, "at '/hub/securityContext': got array, want object"},
+		{"digest without its algorithm", []string{"--set", "hubPublicKey=k,image.digest=0123abcd"}, "/image/digest"},
+		{"unknown Kafka authentication", []string{"--set", "hubPublicKey=k,kafka.auth.type=plain"}, "at '/kafka/auth/type': value must be one of 'tls', 'scram-sha-512'"},
 		{"spoke in Argo CD's namespace", append(spoke, "--set", join+",spoke.cluster=c", "--namespace", "argocd"), "install it in a namespace of its own"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
