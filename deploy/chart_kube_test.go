@@ -201,6 +201,7 @@ func TestBadValues(t *testing.T) {
 		{"priority class not a string", []string{"--set", "hubPublicKey=k,hub.priorityClassName=1"}, "at '/hub/priorityClassName': got number, want string"},
 		{"security context as a list", []string{"--set", "hubPublicKey=k", "--set-json", `hub.securityContext=["ALL"]`}, "at '/hub/securityContext': got array, want object"},
 		{"digest without its algorithm", []string{"--set", "hubPublicKey=k,image.digest=0123abcd"}, "/image/digest"},
+		{"full name not a DNS label", []string{"--set", "hubPublicKey=k,fullnameOverride=Fleet_1"}, "at '/fullnameOverride'"},
 		{"unknown Kafka authentication", []string{"--set", "hubPublicKey=k,kafka.auth.type=plain"}, "at '/kafka/auth/type': value must be one of 'tls', 'scram-sha-512'"},
 		{"spoke in Argo CD's namespace", append(spoke, "--set", join+",spoke.cluster=c", "--namespace", "argocd"), "install it in a namespace of its own"},
 	} {

@@ -262,3 +262,23 @@ func keys[V any](m map[string]V) []string {
 }
 
 func to[T any](v T) *T { return &v }
+
+// TestFullnameOverride: fullnameOverride names the objects in place of the
+// release, and what refers to them follows.
+func TestFullnameOverride(t *testing.T) {
+	setup(t)
+	deps := deployments(t, "--set", "hubPublicKey=k,fullnameOverride=fleet")
+	if len(deps) != 2 || deps["fleet-hub"] == nil || deps["fleet-projector"] == nil {
+		t.Fatalf("Deployments %v, want fleet-hub and fleet-projector", keys(deps))
+	}
+	cms := map[string]bool{}
+	for _, o := range render(t, "argosy", "--set", "hubPublicKey=k,fullnameOverride=fleet") {
+		if o.GetKind() == "ConfigMap" {
+			cms[o.GetName()] = true
+		}
+	}
+	v := volume(&deps["fleet-projector"].Spec.Template.Spec, "hub")
+	if v == nil || v.ConfigMap == nil || !cms[v.ConfigMap.Name] || v.ConfigMap.Name != "fleet-hub-public-key" {
+		t.Errorf("the projector's hub key volume %+v, ConfigMaps %v", v, cms)
+	}
+}

@@ -1,6 +1,7 @@
-{{/* Names and labels. */}}
+{{/* Names and labels. Objects are named after the release, or after
+fullnameOverride when set. */}}
 {{- define "argosy.name" -}}
-{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | default .Release.Name | trunc 40 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/* A part's name: <release>-<part>, or the release's name when that
