@@ -125,6 +125,7 @@ passwords reach the files. Called with dict "root" and "userSecret". */}}
   value: {{ $v.kafka.topicPrefix | quote }}
 {{- end -}}
 
+{{/* kafka.auth.type: tls unless set. */}}
 {{- define "argosy.kafkaAuth" -}}
 {{- (.Values.kafka.auth | default dict).type | default "tls" -}}
 {{- end -}}
