@@ -1,6 +1,7 @@
-{{/* Names and labels. */}}
+{{/* Names and labels. Objects are named after the release, or after
+fullnameOverride when set. */}}
 {{- define "argosy.name" -}}
-{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | default .Release.Name | trunc 40 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/* A part's name: <release>-<part>, or the release's name when that
@@ -36,9 +37,15 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* An image reference: repository@digest when a digest is given (the tag
+is then ignored), else repository:tag, the tag defaulting to appVersion. */}}
 {{- define "argosy.image" -}}
+{{- if .digest -}}
+{{- printf "%s@%s" .repository .digest -}}
+{{- else -}}
 {{- $tag := .root.Values.image.tag | default .root.Chart.AppVersion -}}
 {{- printf "%s:%s" .repository $tag -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The spoke's KafkaUser Secret: argosy-spoke-<cluster> unless set. */}}
@@ -46,39 +53,88 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.spoke.kafkaUserSecret | default (printf "argosy-spoke-%s" .Values.spoke.cluster) -}}
 {{- end -}}
 
-{{/* Pod and container security: non-root, read-only root, no privileges. */}}
+{{/* Pod and container security: the chart's defaults (non-root, read-only
+root, no privileges, RuntimeDefault seccomp) with the part's
+podSecurityContext and securityContext merged over them, field by field:
+a field the operator sets wins, the others stay. Called with the part's
+values. */}}
 {{- define "argosy.podSecurity" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
+{{- $defaults := dict "runAsNonRoot" true "runAsUser" 65532 "runAsGroup" 65532 "fsGroup" 65532 "seccompProfile" (dict "type" "RuntimeDefault") -}}
+{{- toYaml (mergeOverwrite $defaults (.podSecurityContext | default dict)) -}}
 {{- end -}}
 
 {{- define "argosy.containerSecurity" -}}
-readOnlyRootFilesystem: true
-allowPrivilegeEscalation: false
-capabilities:
-  drop: ["ALL"]
+{{- $defaults := dict "readOnlyRootFilesystem" true "allowPrivilegeEscalation" false "capabilities" (dict "drop" (list "ALL")) -}}
+{{- toYaml (mergeOverwrite $defaults (.securityContext | default dict)) -}}
 {{- end -}}
 
-{{/* Kafka over the TLS listener with the KafkaUser's client certificate
-(docs/kafka.md#strimzi). The Secrets are mounted whole, not by subPath, so
-renewed certificates reach the files. */}}
+{{/* A pod template's metadata: the chart's labels with the part's
+podLabels (the chart's win on a clash: the selector must match), and the
+chart's annotations (.annotations) with the part's podAnnotations. */}}
+{{- define "argosy.podMeta" -}}
+{{- $labels := merge (fromYaml (include "argosy.labels" .c)) (.part.podLabels | default dict) -}}
+{{- $annotations := merge (.annotations | default dict) (.part.podAnnotations | default dict) -}}
+labels: {{- toYaml $labels | nindent 2 }}
+{{- with $annotations }}
+annotations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* What a part adds to its pod spec: priority class, topology spread (a
+constraint without a labelSelector gets the part's selector), node
+selector, tolerations and affinity. Called with dict "c" (root, component)
+and "part" (the part's values). */}}
+{{- define "argosy.podSpecExtras" -}}
+{{- with .part.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with .part.topologySpreadConstraints }}
+topologySpreadConstraints:
+{{- range $tsc := . }}
+  - {{ toYaml $tsc | nindent 4 | trim }}
+    {{- if not $tsc.labelSelector }}
+    labelSelector:
+      matchLabels: {{- include "argosy.selector" $.c | nindent 8 }}
+    {{- end }}
+{{- end }}
+{{- end }}
+{{- include "argosy.scheduling" .part }}
+{{- end -}}
+
+{{/* Kafka over the TLS listener, with the cluster CA, authenticated as
+kafka.auth.type says (docs/kafka.md#strimzi): tls, the KafkaUser's client
+certificate (user.crt, user.key); scram-sha-512, the KafkaUser's password
+(key password) as user the KafkaUser's name, which is its Secret's name.
+The Secrets are mounted whole, not by subPath, so renewed certificates and
+passwords reach the files. Called with dict "root" and "userSecret". */}}
 {{- define "argosy.kafkaEnv" -}}
+{{- $v := .root.Values -}}
 - name: ARGOSY_KAFKA_BROKERS
-  value: {{ .Values.kafka.bootstrap | quote }}
+  value: {{ $v.kafka.bootstrap | quote }}
 - name: ARGOSY_KAFKA_TLS
   value: "true"
 - name: ARGOSY_KAFKA_CA_FILE
   value: /etc/argosy/kafka-ca/ca.crt
+{{- if eq (include "argosy.kafkaAuth" .root) "scram-sha-512" }}
+- name: ARGOSY_KAFKA_SASL_MECHANISM
+  value: SCRAM-SHA-512
+- name: ARGOSY_KAFKA_SASL_USERNAME
+  value: {{ .userSecret | quote }}
+- name: ARGOSY_KAFKA_SASL_PASSWORD_FILE
+  value: /etc/argosy/kafka-user/password
+{{- else }}
 - name: ARGOSY_KAFKA_CERT_FILE
   value: /etc/argosy/kafka-user/user.crt
 - name: ARGOSY_KAFKA_KEY_FILE
   value: /etc/argosy/kafka-user/user.key
+{{- end }}
 - name: ARGOSY_TOPIC_PREFIX
-  value: {{ .Values.kafka.topicPrefix | quote }}
+  value: {{ $v.kafka.topicPrefix | quote }}
+{{- end -}}
+
+{{/* kafka.auth.type: tls unless set. */}}
+{{- define "argosy.kafkaAuth" -}}
+{{- (.Values.kafka.auth | default dict).type | default "tls" -}}
 {{- end -}}
 
 {{- define "argosy.kafkaMounts" -}}
@@ -98,7 +154,11 @@ renewed certificates reach the files. */}}
 - name: kafka-user
   secret:
     secretName: {{ .userSecret }}
+    {{- if eq (include "argosy.kafkaAuth" .root) "scram-sha-512" }}
+    items: [{key: password, path: password}]
+    {{- else }}
     items: [{key: user.crt, path: user.crt}, {key: user.key, path: user.key}]
+    {{- end }}
 {{- end -}}
 
 {{/* Probes on the metrics port: /healthz while the process serves,
