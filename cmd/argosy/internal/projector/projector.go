@@ -61,6 +61,9 @@ fleet, cluster, app, audit and report commands read.`,
 			if err := opts.Validate(); err != nil {
 				return &cmdkit.FlagError{Err: err}
 			}
+			if opts.Group == "" {
+				opts.Group = events.ProjectorGroup(opts.TopicPrefix)
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -72,7 +75,8 @@ fleet, cluster, app, audit and report commands read.`,
 	fs.StringVar(&opts.Store, "store", cmdkit.Env("ARGOSY_STORE", "sqlite://argosy-views.db"),
 		"where the views live: sqlite://PATH or postgres://… (env ARGOSY_STORE)")
 	fs.StringVar(&opts.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
-	fs.StringVar(&opts.Group, "group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", argosyprojector.DefaultGroup), "consumer group the replicas share (env ARGOSY_PROJECTOR_GROUP)")
+	fs.StringVar(&opts.Group, "group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", ""),
+		"consumer group the replicas share; empty: the topic prefix then "+argosyprojector.DefaultGroup+", the group the KafkaUser's ACLs grant (env ARGOSY_PROJECTOR_GROUP)")
 	fs.StringVar(&opts.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
 	fs.StringVar(&opts.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", "127.0.0.1:8080"), "address of the read API (env ARGOSY_LISTEN)")
 	fs.StringVar(&opts.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9465"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
