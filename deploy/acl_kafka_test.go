@@ -40,9 +40,10 @@ type aclBroker struct {
 
 func startACLBroker(t *testing.T, k deploy.Kafka) *aclBroker {
 	t.Helper()
+	n := k.Names()
 	roles := map[string][]deploy.ACL{
-		deploy.HubUser: k.HubACLs(), deploy.ProjectorUser: k.ProjectorACLs(), deploy.SpokeUser(aclCluster): k.SpokeACLs(aclCluster),
-		deploy.ReaderUser: k.ReaderACLs(),
+		n.HubUser: k.HubACLs(), n.ProjectorUser: k.ProjectorACLs(), n.SpokeUser(aclCluster): k.SpokeACLs(aclCluster),
+		n.ReaderUser: k.ReaderACLs(),
 	}
 	opts := []kafkatest.Option{kafkatest.WithListeners(kafkatest.SASLPlaintext), kafkatest.WithAuthorizer()}
 	for user := range roles {
@@ -112,6 +113,7 @@ func (a *aclBroker) conn(user string) []kgo.Opt {
 func TestRolesWorkWithTheirACLs(t *testing.T) {
 	k := deploy.DefaultKafka()
 	a := startACLBroker(t, k)
+	n := k.Names()
 	topics := events.DefaultTopics(k.TopicPrefix)
 	ctx, cancel := context.WithCancel(t.Context())
 	g, gctx := errgroup.WithContext(ctx)
@@ -135,7 +137,7 @@ func TestRolesWorkWithTheirACLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := hub.New(a.conn(deploy.HubUser), signer, anchors, []hub.Token{entry}, hub.WithTopics(topics), hub.WithListener(ln))
+	srv, err := hub.New(a.conn(n.HubUser), signer, anchors, []hub.Token{entry}, hub.WithTopics(topics), hub.WithListener(ln))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,14 +154,14 @@ func TestRolesWorkWithTheirACLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	svc, err := projector.NewService(a.conn(deploy.ProjectorUser), store, anchors, projector.WithTopics(topics))
+	svc, err := projector.NewService(a.conn(n.ProjectorUser), store, anchors, projector.WithTopics(topics))
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.Go(func() error { return svc.Run(gctx) })
 
 	fleet, err := fleetsim.New(fleetsim.Config{Clusters: 1, Prefix: "acl", Hub: client, HubKey: signer.Public(),
-		Conn: a.conn(deploy.SpokeUser(aclCluster)), Topics: topics, Heartbeat: time.Second})
+		Conn: a.conn(n.SpokeUser(aclCluster)), Topics: topics, Heartbeat: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,25 +184,25 @@ func TestRolesWorkWithTheirACLs(t *testing.T) {
 	})
 
 	t.Run("least privilege", func(t *testing.T) {
-		refused(t, a, deploy.SpokeUser(aclCluster), "produce to the config topic", func(cl *kgo.Client) error {
+		refused(t, a, n.SpokeUser(aclCluster), "produce to the config topic", func(cl *kgo.Client) error {
 			return cl.ProduceSync(t.Context(), &kgo.Record{Topic: topics[events.TopicConfig], Value: []byte("x")}).FirstErr()
 		})
-		refused(t, a, deploy.SpokeUser(aclCluster), "commit in another cluster's group", func(cl *kgo.Client) error {
+		refused(t, a, n.SpokeUser(aclCluster), "commit in another cluster's group", func(cl *kgo.Client) error {
 			var o kadm.Offsets
 			o.Add(kadm.Offset{Topic: topics[events.TopicConfig], Partition: 0, At: 0})
-			resp, err := kadm.NewClient(cl).CommitOffsets(t.Context(), deploy.SpokeGroupPrefix+"other", o)
+			resp, err := kadm.NewClient(cl).CommitOffsets(t.Context(), n.SpokeGroup("other"), o)
 			return errors.Join(err, resp.Error())
 		})
-		refused(t, a, deploy.SpokeUser(aclCluster), "read the status topic", fetch(topics[events.TopicStatus]))
-		refused(t, a, deploy.ProjectorUser, "produce to the config topic", func(cl *kgo.Client) error {
+		refused(t, a, n.SpokeUser(aclCluster), "read the status topic", fetch(topics[events.TopicStatus]))
+		refused(t, a, n.ProjectorUser, "produce to the config topic", func(cl *kgo.Client) error {
 			return cl.ProduceSync(t.Context(), &kgo.Record{Topic: topics[events.TopicConfig], Value: []byte("x")}).FirstErr()
 		})
-		refused(t, a, deploy.HubUser, "read the status topic", fetch(topics[events.TopicStatus]))
-		refused(t, a, deploy.ReaderUser, "produce to the audit topic", func(cl *kgo.Client) error {
+		refused(t, a, n.HubUser, "read the status topic", fetch(topics[events.TopicStatus]))
+		refused(t, a, n.ReaderUser, "produce to the audit topic", func(cl *kgo.Client) error {
 			return cl.ProduceSync(t.Context(), &kgo.Record{Topic: topics[events.TopicAudit], Value: []byte("x")}).FirstErr()
 		})
 		// The reader reads every topic.
-		cl, err := kgo.NewClient(append(a.conn(deploy.ReaderUser), kgo.ConsumeTopics(topics[events.TopicAudit]),
+		cl, err := kgo.NewClient(append(a.conn(n.ReaderUser), kgo.ConsumeTopics(topics[events.TopicAudit]),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 		if err != nil {
 			t.Fatal(err)
