@@ -38,12 +38,17 @@ type aclBroker struct {
 	addr string // the SASL listener's
 }
 
-func startACLBroker(t *testing.T, k deploy.Kafka) *aclBroker {
+// startACLBroker starts the broker with the topics and users of installs.
+// With more than one install, each gets its topics and users; a user
+// whose name two installs share holds the later install's ACLs only, as a
+// KafkaUser applied again under the same name would.
+func startACLBroker(t *testing.T, installs ...deploy.Kafka) *aclBroker {
 	t.Helper()
-	n := k.Names()
-	roles := map[string][]deploy.ACL{
-		n.HubUser: k.HubACLs(), n.ProjectorUser: k.ProjectorACLs(), n.SpokeUser(aclCluster): k.SpokeACLs(aclCluster),
-		n.ReaderUser: k.ReaderACLs(),
+	roles := map[string][]deploy.ACL{}
+	for _, k := range installs {
+		n := k.Names()
+		roles[n.HubUser], roles[n.ProjectorUser], roles[n.SpokeUser(aclCluster)] = k.HubACLs(), k.ProjectorACLs(), k.SpokeACLs(aclCluster)
+		roles[n.ReaderUser] = k.ReaderACLs()
 	}
 	opts := []kafkatest.Option{kafkatest.WithListeners(kafkatest.SASLPlaintext), kafkatest.WithAuthorizer()}
 	for user := range roles {
@@ -51,8 +56,10 @@ func startACLBroker(t *testing.T, k deploy.Kafka) *aclBroker {
 	}
 	b := kafkatest.StartBroker(t, opts...)
 	adm := kadm.NewClient(b.Client(t)) // PLAINTEXT: the super user
-	if err := events.EnsureTopics(t.Context(), adm, events.DefaultTopics(k.TopicPrefix), events.TopicPlan(2, 2), 1, 1); err != nil {
-		t.Fatal(err)
+	for _, k := range installs {
+		if err := events.EnsureTopics(t.Context(), adm, events.DefaultTopics(k.TopicPrefix), events.TopicPlan(2, 2), 1, 1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for user, acls := range roles {
 		for _, a := range acls {
