@@ -178,8 +178,9 @@ func TestTwoInstallsShareOneKafka(t *testing.T) {
 	t.Run("A is refused B's", func(t *testing.T) { refusedOther(t, a, installs[0], installs[1]) })
 }
 
-// checkNames: the broker's groups and the hubs' transactional ids are
-// each install's own, as the ACLs grant them.
+// checkNames: every group and transactional id on the broker begins with
+// one install's topic prefix, and each install has its projector's and
+// spoke's groups and its hub's transactional ids there.
 func checkNames(t *testing.T, a *aclBroker, installs []*install) {
 	adm := kadm.NewClient(a.b.Client(t))
 	groups, err := adm.ListGroups(t.Context())
@@ -190,14 +191,20 @@ func checkNames(t *testing.T, a *aclBroker, installs []*install) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, name := range append(groups.Groups(), txns.TransactionalIDs()...) {
+		if !slices.ContainsFunc(installs, func(in *install) bool { return strings.HasPrefix(name, in.k.TopicPrefix) }) {
+			t.Errorf("%s is no install's own", name)
+		}
+	}
 	for _, in := range installs {
-		for _, want := range []string{in.n.ProjectorGroup, in.n.SpokeGroup(aclCluster)} {
+		p := in.k.TopicPrefix
+		for _, want := range []string{p + "argosy-projector", p + "argosy-spoke." + aclCluster} {
 			if !slices.Contains(groups.Groups(), want) {
 				t.Errorf("no group %s among %v", want, groups.Groups())
 			}
 		}
-		if !slices.ContainsFunc(txns.TransactionalIDs(), func(id string) bool { return strings.HasPrefix(id, in.n.HubTransactionalPrefix) }) {
-			t.Errorf("no transactional id begins with %s: %v", in.n.HubTransactionalPrefix, txns.TransactionalIDs())
+		if !slices.ContainsFunc(txns.TransactionalIDs(), func(id string) bool { return strings.HasPrefix(id, p+"argosy-hub-config-") }) {
+			t.Errorf("no transactional id begins with %sargosy-hub-config-: %v", p, txns.TransactionalIDs())
 		}
 	}
 }
