@@ -52,15 +52,15 @@ func bindPool(fs *flag.FlagSet, role string, p *deploy.Pool) {
 		name, usage string
 		v           *string
 	}{
-		{"cpu", "CPU request", &p.CPURequest},
-		{"cpu-limit", "CPU limit; empty: none", &p.CPULimit},
-		{"memory", "memory request", &p.MemoryRequest},
-		{"memory-limit", "memory limit; empty: none", &p.MemoryLimit},
-		{"heap", "JVM -Xms and -Xmx; leave the rest of the memory to the page cache; empty: Strimzi's default", &p.Heap},
-		{"storage", "volume size of each", &p.Storage},
-		{"storage-class", "storage class of the volumes; empty: the Kubernetes cluster's default", &p.StorageClass},
+		{"cpu", "CPU request of each %s", &p.CPURequest},
+		{"cpu-limit", "CPU limit of each %s; empty: none", &p.CPULimit},
+		{"memory", "memory request of each %s; keep it equal to the limit", &p.MemoryRequest},
+		{"memory-limit", "memory limit of each %s; empty: none", &p.MemoryLimit},
+		{"heap", "JVM -Xms and -Xmx of each %s, about half its memory: Kafka reads through the page cache, which the rest holds; empty: Strimzi's default", &p.Heap},
+		{"storage", "persistent volume size of each %s, which also holds its KRaft metadata", &p.Storage},
+		{"storage-class", "storage class of the %s volumes; empty: the Kubernetes cluster's default", &p.StorageClass},
 	} {
-		fs.StringVar(f.v, role+"-"+f.name, *f.v, "each "+role+"'s "+f.usage)
+		fs.StringVar(f.v, role+"-"+f.name, *f.v, fmt.Sprintf(f.usage, role))
 	}
 }
 
