@@ -5,8 +5,6 @@ package deploy_test
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +18,9 @@ import (
 
 	"github.com/argosyproj/argosy/deploy"
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/internal/fleetsim"
-	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/projector"
-	"github.com/argosyproj/argosy/projector/sqlstore"
 )
 
 const aclCluster = "acl-000"
@@ -120,8 +114,6 @@ func (a *aclBroker) conn(user string) []kgo.Opt {
 func TestRolesWorkWithTheirACLs(t *testing.T) {
 	k := deploy.DefaultKafka()
 	a := startACLBroker(t, k)
-	n := k.Names()
-	topics := events.DefaultTopics(k.TopicPrefix)
 	ctx, cancel := context.WithCancel(t.Context())
 	g, gctx := errgroup.WithContext(ctx)
 	defer func() {
@@ -130,58 +122,13 @@ func TestRolesWorkWithTheirACLs(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-
-	signer, err := events.GenerateSigner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
-	tok, entry, err := hub.NewToken("admin", hub.RoleAdmin, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := hub.New(a.conn(n.HubUser), signer, anchors, []hub.Token{entry}, hub.WithTopics(topics), hub.WithListener(ln))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Go(func() error { return srv.Run(gctx) })
-	url := "http://" + ln.Addr().String()
-	hubtest.WaitReady(t, url)
-	client, err := api.NewClient(url, tok, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "views.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	svc, err := projector.NewService(a.conn(n.ProjectorUser), store, anchors, projector.WithTopics(topics))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Go(func() error { return svc.Run(gctx) })
-
-	fleet, err := fleetsim.New(fleetsim.Config{Clusters: 1, Prefix: "acl", Hub: client, HubKey: signer.Public(),
-		Conn: a.conn(n.SpokeUser(aclCluster)), Topics: topics, Heartbeat: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Go(func() error { return fleet.Run(gctx) })
-
-	manifest := []byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},
-	"spec":{"project":"default","source":{"repoURL":"https://git.example/apps.git","path":"web","targetRevision":"main"},
-	"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}}`)
+	in := startInstall(t, gctx, g, a, k)
+	n, topics, store := in.n, in.topics, in.store
 	waitFor(t, "the cluster to join", func() bool {
 		c, ok, err := store.Cluster(ctx, aclCluster)
 		return err == nil && ok && c.Beat != nil
 	})
-	if _, err := client.Apply(ctx, api.KindApplications, api.ApplyRequest{Clusters: []string{aclCluster}, Manifest: manifest}, api.WriteOptions{}); err != nil {
+	if _, err := in.client.Apply(ctx, api.KindApplications, api.ApplyRequest{Clusters: []string{aclCluster}, Manifest: app("web")}, api.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the projector to show the Application applied", func() bool {
