@@ -5,8 +5,6 @@ package deploy_test
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,14 +18,9 @@ import (
 
 	"github.com/argosyproj/argosy/deploy"
 	"github.com/argosyproj/argosy/events"
-	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/hub/auth"
-	"github.com/argosyproj/argosy/internal/fleetsim"
-	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/projector"
-	"github.com/argosyproj/argosy/projector/sqlstore"
 )
 
 const aclCluster = "acl-000"
@@ -39,11 +32,17 @@ type aclBroker struct {
 	addr string // the SASL listener's
 }
 
-func startACLBroker(t *testing.T, k deploy.Kafka) *aclBroker {
+// startACLBroker starts the broker with the topics and users of installs.
+// With more than one install, each gets its topics and users; a user
+// whose name two installs share holds the later install's ACLs only, as a
+// KafkaUser applied again under the same name would.
+func startACLBroker(t *testing.T, installs ...deploy.Kafka) *aclBroker {
 	t.Helper()
-	roles := map[string][]deploy.ACL{
-		deploy.HubUser: k.HubACLs(), deploy.ProjectorUser: k.ProjectorACLs(), deploy.SpokeUser(aclCluster): k.SpokeACLs(aclCluster),
-		deploy.ReaderUser: k.ReaderACLs(),
+	roles := map[string][]deploy.ACL{}
+	for _, k := range installs {
+		n := k.Names()
+		roles[n.HubUser], roles[n.ProjectorUser], roles[n.SpokeUser(aclCluster)] = k.HubACLs(), k.ProjectorACLs(), k.SpokeACLs(aclCluster)
+		roles[n.ReaderUser] = k.ReaderACLs()
 	}
 	opts := []kafkatest.Option{kafkatest.WithListeners(kafkatest.SASLPlaintext), kafkatest.WithAuthorizer()}
 	for user := range roles {
@@ -51,8 +50,10 @@ func startACLBroker(t *testing.T, k deploy.Kafka) *aclBroker {
 	}
 	b := kafkatest.StartBroker(t, opts...)
 	adm := kadm.NewClient(b.Client(t)) // PLAINTEXT: the super user
-	if err := events.EnsureTopics(t.Context(), adm, events.DefaultTopics(k.TopicPrefix), events.TopicPlan(2, 2), 1, 1); err != nil {
-		t.Fatal(err)
+	for _, k := range installs {
+		if err := events.EnsureTopics(t.Context(), adm, events.DefaultTopics(k.TopicPrefix), events.TopicPlan(2, 2), 1, 1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for user, acls := range roles {
 		for _, a := range acls {
@@ -113,7 +114,6 @@ func (a *aclBroker) conn(user string) []kgo.Opt {
 func TestRolesWorkWithTheirACLs(t *testing.T) {
 	k := deploy.DefaultKafka()
 	a := startACLBroker(t, k)
-	topics := events.DefaultTopics(k.TopicPrefix)
 	ctx, cancel := context.WithCancel(t.Context())
 	g, gctx := errgroup.WithContext(ctx)
 	defer func() {
@@ -122,58 +122,13 @@ func TestRolesWorkWithTheirACLs(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-
-	signer, err := events.GenerateSigner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
-	tok, entry, err := auth.NewToken("admin", auth.RoleAdmin, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := hub.New(a.conn(deploy.HubUser), signer, anchors, []auth.Token{entry}, hub.WithTopics(topics), hub.WithListener(ln))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Go(func() error { return srv.Run(gctx) })
-	url := "http://" + ln.Addr().String()
-	hubtest.WaitReady(t, url)
-	client, err := api.NewClient(url, tok, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "views.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	svc, err := projector.NewService(a.conn(deploy.ProjectorUser), store, anchors, projector.WithTopics(topics))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Go(func() error { return svc.Run(gctx) })
-
-	fleet, err := fleetsim.New(fleetsim.Config{Clusters: 1, Prefix: "acl", Hub: client, HubKey: signer.Public(),
-		Conn: a.conn(deploy.SpokeUser(aclCluster)), Topics: topics, Heartbeat: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Go(func() error { return fleet.Run(gctx) })
-
-	manifest := []byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},
-	"spec":{"project":"default","source":{"repoURL":"https://git.example/apps.git","path":"web","targetRevision":"main"},
-	"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}}`)
+	in := startInstall(t, gctx, g, a, k)
+	n, topics, store := in.n, in.topics, in.store
 	waitFor(t, "the cluster to join", func() bool {
 		c, ok, err := store.Cluster(ctx, aclCluster)
 		return err == nil && ok && c.Beat != nil
 	})
-	if _, err := client.Apply(ctx, api.KindApplications, api.ApplyRequest{Clusters: []string{aclCluster}, Manifest: manifest}, api.WriteOptions{}); err != nil {
+	if _, err := in.client.Apply(ctx, api.KindApplications, api.ApplyRequest{Clusters: []string{aclCluster}, Manifest: app("web")}, api.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the projector to show the Application applied", func() bool {
@@ -183,25 +138,25 @@ func TestRolesWorkWithTheirACLs(t *testing.T) {
 	})
 
 	t.Run("least privilege", func(t *testing.T) {
-		refused(t, a, deploy.SpokeUser(aclCluster), "produce to the config topic", func(cl *kgo.Client) error {
+		refused(t, a, n.SpokeUser(aclCluster), "produce to the config topic", func(cl *kgo.Client) error {
 			return cl.ProduceSync(t.Context(), &kgo.Record{Topic: topics[events.TopicConfig], Value: []byte("x")}).FirstErr()
 		})
-		refused(t, a, deploy.SpokeUser(aclCluster), "commit in another cluster's group", func(cl *kgo.Client) error {
+		refused(t, a, n.SpokeUser(aclCluster), "commit in another cluster's group", func(cl *kgo.Client) error {
 			var o kadm.Offsets
 			o.Add(kadm.Offset{Topic: topics[events.TopicConfig], Partition: 0, At: 0})
-			resp, err := kadm.NewClient(cl).CommitOffsets(t.Context(), deploy.SpokeGroupPrefix+"other", o)
+			resp, err := kadm.NewClient(cl).CommitOffsets(t.Context(), n.SpokeGroup("other"), o)
 			return errors.Join(err, resp.Error())
 		})
-		refused(t, a, deploy.SpokeUser(aclCluster), "read the status topic", fetch(topics[events.TopicStatus]))
-		refused(t, a, deploy.ProjectorUser, "produce to the config topic", func(cl *kgo.Client) error {
+		refused(t, a, n.SpokeUser(aclCluster), "read the status topic", fetch(topics[events.TopicStatus]))
+		refused(t, a, n.ProjectorUser, "produce to the config topic", func(cl *kgo.Client) error {
 			return cl.ProduceSync(t.Context(), &kgo.Record{Topic: topics[events.TopicConfig], Value: []byte("x")}).FirstErr()
 		})
-		refused(t, a, deploy.HubUser, "read the status topic", fetch(topics[events.TopicStatus]))
-		refused(t, a, deploy.ReaderUser, "produce to the audit topic", func(cl *kgo.Client) error {
+		refused(t, a, n.HubUser, "read the status topic", fetch(topics[events.TopicStatus]))
+		refused(t, a, n.ReaderUser, "produce to the audit topic", func(cl *kgo.Client) error {
 			return cl.ProduceSync(t.Context(), &kgo.Record{Topic: topics[events.TopicAudit], Value: []byte("x")}).FirstErr()
 		})
 		// The reader reads every topic.
-		cl, err := kgo.NewClient(append(a.conn(deploy.ReaderUser), kgo.ConsumeTopics(topics[events.TopicAudit]),
+		cl, err := kgo.NewClient(append(a.conn(n.ReaderUser), kgo.ConsumeTopics(topics[events.TopicAudit]),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 		if err != nil {
 			t.Fatal(err)

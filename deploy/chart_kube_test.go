@@ -11,11 +11,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/argosyproj/argosy/deploy"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 )
 
@@ -123,7 +125,7 @@ func TestStrimziOnAPIServer(t *testing.T) {
 			kinds[o.GetKind()]++
 		}
 	}
-	want := map[string]int{"Kafka": 1, "KafkaNodePool": 2, "KafkaTopic": 8, "KafkaUser": 4}
+	want := map[string]int{"Kafka": 1, "KafkaNodePool": 2, "KafkaTopic": 8, "KafkaUser": 4, "ConfigMap": 1}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d %s, want %d (all: %v)", kinds[k], k, n, kinds)
@@ -214,5 +216,30 @@ func TestBadValues(t *testing.T) {
 				t.Errorf("got %v, want an error with %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestChartUserSecretsFollowThePrefix: left empty, the hub's and the
+// projector's KafkaUser Secrets are the KafkaUsers deploy/internal/gen
+// makes for the same topic prefix.
+func TestChartUserSecretsFollowThePrefix(t *testing.T) {
+	for _, prefix := range []string{"", "prod."} {
+		n := deploy.NamesFor(prefix)
+		want := map[string]string{"argosy-hub": n.HubUser, "argosy-projector": n.ProjectorUser}
+		got := map[string]string{}
+		for _, o := range render(t, "argosy", "--set", "hubPublicKey=k,kafka.topicPrefix="+prefix) {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			vols, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+			for _, v := range vols {
+				if v := v.(map[string]any); v["name"] == "kafka-user" {
+					got[o.GetName()], _, _ = unstructured.NestedString(v, "secret", "secretName")
+				}
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("prefix %q: KafkaUser Secrets (-want +got):\n%s", prefix, d)
+		}
 	}
 }

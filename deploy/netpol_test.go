@@ -57,7 +57,7 @@ func direction(policies []networkingv1.NetworkPolicy, f flow, dir networkingv1.P
 	}
 	isolated := false
 	for _, p := range policies {
-		if p.Namespace != self.Namespace || !matches(&p.Spec.PodSelector, self.Labels) || !slices.Contains(types(p.Spec), dir) {
+		if p.Namespace != self.Namespace || !matches(&p.Spec.PodSelector, self.Labels) || !slices.Contains(policyTypes(p.Spec), dir) {
 			continue
 		}
 		isolated = true
@@ -78,9 +78,9 @@ func direction(policies []networkingv1.NetworkPolicy, f flow, dir networkingv1.P
 	return !isolated
 }
 
-// types are a policy's policyTypes, or, when it names none, Ingress and,
+// policyTypes are a policy's policyTypes, or, when it names none, Ingress and,
 // if it has egress rules, Egress.
-func types(s networkingv1.NetworkPolicySpec) []networkingv1.PolicyType {
+func policyTypes(s networkingv1.NetworkPolicySpec) []networkingv1.PolicyType {
 	if len(s.PolicyTypes) > 0 {
 		return s.PolicyTypes
 	}

@@ -119,15 +119,84 @@ func TestTopicsMatchTopicPlan(t *testing.T) {
 }
 
 // TestNamesMatchComponents holds the groups and transactional ids the ACLs
-// grant to the ones the components use.
+// grant to the ones the components use: with no prefix, their defaults.
 func TestNamesMatchComponents(t *testing.T) {
+	n := deploy.NamesFor("")
 	for _, c := range []struct{ what, got, want string }{
-		{"hub transactional prefix", deploy.HubTransactionalPrefix, hub.DefaultTransactionalPrefix},
-		{"projector group", deploy.ProjectorGroup, projector.DefaultGroup},
-		{"spoke group", deploy.SpokeGroupPrefix + "prod-eu-1", spoke.Group("prod-eu-1")},
+		{"hub transactional prefix", n.HubTransactionalPrefix, hub.DefaultTransactionalPrefix},
+		{"projector group", n.ProjectorGroup, projector.DefaultGroup},
+		{"spoke group", n.SpokeGroup("prod-eu-1"), spoke.Group("prod-eu-1")},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: ACLs grant %q, the component uses %q", c.what, c.got, c.want)
+		}
+	}
+}
+
+// TestNamesFollowThePrefix: every name of an install begins with its
+// prefix, the KafkaUsers' mapped to a Kubernetes name; no prefix keeps the
+// names installs have always had; and two prefixes share no name.
+func TestNamesFollowThePrefix(t *testing.T) {
+	for _, c := range []struct {
+		prefix string
+		want   deploy.Names
+		spoke  [2]string // user, group of cluster c1
+	}{
+		{"", deploy.Names{HubUser: "argosy-hub", ProjectorUser: "argosy-projector", ReaderUser: "argosy-reader",
+			HubTransactionalPrefix: "argosy-hub-config-", ProjectorGroup: "argosy-projector", ReaderGroupPrefix: "argosy-reader."},
+			[2]string{"argosy-spoke-c1", "argosy-spoke.c1"}},
+		{"prod.", deploy.Names{Prefix: "prod.", HubUser: "prod-argosy-hub", ProjectorUser: "prod-argosy-projector", ReaderUser: "prod-argosy-reader",
+			HubTransactionalPrefix: "prod.argosy-hub-config-", ProjectorGroup: "prod.argosy-projector", ReaderGroupPrefix: "prod.argosy-reader."},
+			[2]string{"prod-argosy-spoke-c1", "prod.argosy-spoke.c1"}},
+		{"V2_", deploy.Names{Prefix: "V2_", HubUser: "v2-argosy-hub", ProjectorUser: "v2-argosy-projector", ReaderUser: "v2-argosy-reader",
+			HubTransactionalPrefix: "V2_argosy-hub-config-", ProjectorGroup: "V2_argosy-projector", ReaderGroupPrefix: "V2_argosy-reader."},
+			[2]string{"v2-argosy-spoke-c1", "V2_argosy-spoke.c1"}},
+	} {
+		n := deploy.NamesFor(c.prefix)
+		if d := cmp.Diff(c.want, n); d != "" {
+			t.Errorf("prefix %q (-want +got):\n%s", c.prefix, d)
+		}
+		if got := [2]string{n.SpokeUser("c1"), n.SpokeGroup("c1")}; got != c.spoke {
+			t.Errorf("prefix %q: spoke user and group %v, want %v", c.prefix, got, c.spoke)
+		}
+		if err := n.Validate(); err != nil {
+			t.Error(err)
+		}
+		// The components take the same names from events.
+		if n.HubTransactionalPrefix != events.HubTransactionalPrefix(c.prefix) || n.ProjectorGroup != events.ProjectorGroup(c.prefix) ||
+			n.SpokeGroup("c1") != events.SpokeGroup(c.prefix, "c1") {
+			t.Errorf("prefix %q: names differ from package events'", c.prefix)
+		}
+	}
+	for _, bad := range []string{".a", "-", "a b", "a/"} {
+		if err := deploy.NamesFor(bad).Validate(); err == nil {
+			t.Errorf("prefix %q: no error", bad)
+		}
+	}
+	// Two installs' users and ACLs name nothing in common.
+	a, b := deploy.DefaultKafka(), deploy.DefaultKafka()
+	a.TopicPrefix, b.TopicPrefix = "blue.", "green."
+	seen := map[string]string{}
+	for _, k := range []deploy.Kafka{a, b} {
+		n := k.Names()
+		spoke, err := k.Spoke("c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := []string{n.HubUser, n.ProjectorUser, n.ReaderUser, n.SpokeUser("c1"), spoke["metadata"].(map[string]any)["name"].(string)}
+		for _, acls := range [][]deploy.ACL{k.HubACLs(), k.ProjectorACLs(), k.ReaderACLs(), k.SpokeACLs("c1")} {
+			for _, acl := range acls {
+				names = append(names, acl.Type+":"+acl.Name)
+			}
+		}
+		for _, name := range names {
+			if other, ok := seen[name]; ok && other != k.TopicPrefix {
+				t.Errorf("%q is both %q's and %q's", name, other, k.TopicPrefix)
+			}
+			seen[name] = k.TopicPrefix
+			if !strings.Contains(name, strings.TrimSuffix(k.TopicPrefix, ".")) {
+				t.Errorf("%q does not carry the prefix %q", name, k.TopicPrefix)
+			}
 		}
 	}
 }

@@ -7,29 +7,69 @@ import (
 	"github.com/argosyproj/argosy/events"
 )
 
-// The consumer groups and transactional ids the components use, as their
-// packages name them (a test holds these to hub, projector and spoke).
-const (
+// Names are one install's names in Kafka and Kubernetes, every one derived
+// from its topic prefix, so that two installs with different prefixes
+// share a Kafka without sharing a name (docs/deploy.md#other-sizes): the
+// groups and transactional ids its components use, as package events names
+// them, and its KafkaUsers, which Strimzi also gives their Secrets and
+// certificates. A KafkaUser's name is a Kubernetes name, so the prefix is
+// mapped once, here: lower case, with '.' and '_' as '-' ("prod." makes
+// prod-argosy-hub). With no prefix each name is the one installs have
+// always used.
+type Names struct {
+	// Prefix is the topic prefix.
+	Prefix string
+	// HubUser, ProjectorUser and ReaderUser name the KafkaUsers; a spoke's
+	// is SpokeUser(cluster).
+	HubUser, ProjectorUser, ReaderUser string
 	// HubTransactionalPrefix begins the hub's transactional ids
-	// (hub.DefaultTransactionalPrefix).
-	HubTransactionalPrefix = "argosy-hub-config-"
+	// (events.HubTransactionalPrefix).
+	HubTransactionalPrefix string
 	// ProjectorGroup is the projector replicas' consumer group
-	// (projector.DefaultGroup).
-	ProjectorGroup = "argosy-projector"
-	// SpokeGroupPrefix begins each spoke's group, where it stores its
-	// config offsets (spoke.Group).
-	SpokeGroupPrefix = "argosy-spoke."
-	// ReaderGroupPrefix begins the groups outside readers (the data
-	// platform's consumers) may use.
-	ReaderGroupPrefix = "argosy-reader."
-)
+	// (events.ProjectorGroup).
+	ProjectorGroup string
+	// ReaderGroupPrefix begins the groups outside readers may use
+	// (events.ReaderGroupPrefix).
+	ReaderGroupPrefix string
+}
 
-// The KafkaUsers' names. A spoke's is SpokeUser(cluster).
-const (
-	HubUser       = "argosy-hub"
-	ProjectorUser = "argosy-projector"
-	ReaderUser    = "argosy-reader"
-)
+// NamesFor returns the names of the install whose topics begin with prefix.
+func NamesFor(prefix string) Names {
+	return Names{
+		Prefix:  prefix,
+		HubUser: userName(prefix, "argosy-hub"), ProjectorUser: userName(prefix, "argosy-projector"), ReaderUser: userName(prefix, "argosy-reader"),
+		HubTransactionalPrefix: events.HubTransactionalPrefix(prefix),
+		ProjectorGroup:         events.ProjectorGroup(prefix),
+		ReaderGroupPrefix:      events.ReaderGroupPrefix(prefix),
+	}
+}
+
+// Names returns the names of k's install.
+func (k Kafka) Names() Names { return NamesFor(k.TopicPrefix) }
+
+// userName is the KafkaUser name of role in the install with prefix.
+func userName(prefix, role string) string { return resourceName(prefix) + role }
+
+// SpokeUser is the name of cluster's spoke's KafkaUser, and of the Secret
+// with its client certificate.
+func (n Names) SpokeUser(cluster string) string { return userName(n.Prefix, "argosy-spoke-"+cluster) }
+
+// SpokeGroup is the group where cluster's spoke stores its offsets
+// (events.SpokeGroup).
+func (n Names) SpokeGroup(cluster string) string { return events.SpokeGroup(n.Prefix, cluster) }
+
+// topicPrefix is what a topic prefix may be: the characters of a topic
+// name, beginning with a letter or digit so that the names made from it
+// are Kubernetes names.
+var topicPrefix = regexp.MustCompile(`^([a-zA-Z0-9][a-zA-Z0-9._-]{0,99})?$`)
+
+// Validate reports a prefix that cannot begin the names.
+func (n Names) Validate() error {
+	if !topicPrefix.MatchString(n.Prefix) {
+		return fmt.Errorf("deploy: topic prefix %q: want letters, digits, '.', '_' and '-', beginning with a letter or digit, at most 100", n.Prefix)
+	}
+	return nil
+}
 
 // ACL is one simple-authorization rule of a KafkaUser: operations allowed
 // on a resource (topic, group or transactionalId), by name or prefix.
@@ -80,7 +120,7 @@ func (k Kafka) topicACLs(ops []string, roles ...events.Topic) []ACL {
 // consumes in a group.
 func (k Kafka) HubACLs() []ACL {
 	acls := k.topicACLs(both, events.TopicConfig, events.TopicDesired, events.TopicPlacements, events.TopicTrust, events.TopicAudit)
-	return append(acls, ACL{Type: "transactionalId", Name: HubTransactionalPrefix, Prefix: true, Operations: produce})
+	return append(acls, ACL{Type: "transactionalId", Name: k.Names().HubTransactionalPrefix, Prefix: true, Operations: produce})
 }
 
 // ProjectorACLs are the projector's: it folds config, status, deployments
@@ -89,7 +129,7 @@ func (k Kafka) HubACLs() []ACL {
 func (k Kafka) ProjectorACLs() []ACL {
 	acls := k.topicACLs(consume, events.TopicConfig, events.TopicStatus, events.TopicDeployments, events.TopicAudit, events.TopicTrust)
 	acls = append(acls, k.topicACLs(produce, events.TopicDeadLetter)...)
-	return append(acls, ACL{Type: "group", Name: ProjectorGroup, Operations: consume})
+	return append(acls, ACL{Type: "group", Name: k.Names().ProjectorGroup, Operations: consume})
 }
 
 // SpokeACLs are cluster's spoke's: it reads the config, desired-state and
@@ -100,26 +140,22 @@ func (k Kafka) ProjectorACLs() []ACL {
 func (k Kafka) SpokeACLs(cluster string) []ACL {
 	acls := k.topicACLs(consume, events.TopicConfig, events.TopicDesired, events.TopicTrust)
 	acls = append(acls, k.topicACLs(produce, events.TopicStatus, events.TopicDeployments, events.TopicDeadLetter)...)
-	return append(acls, ACL{Type: "group", Name: SpokeGroupPrefix + cluster, Operations: consume})
+	return append(acls, ACL{Type: "group", Name: k.Names().SpokeGroup(cluster), Operations: consume})
 }
 
 // ReaderACLs are an outside reader's, such as an auditor's export or a
 // data platform's consumer: every Argosy topic, read only, and groups
-// named ReaderGroupPrefix….
+// beginning with Names().ReaderGroupPrefix.
 func (k Kafka) ReaderACLs() []ACL {
 	return []ACL{
 		{Type: "topic", Name: k.TopicPrefix + "argosy.", Prefix: true, Operations: consume},
-		{Type: "group", Name: ReaderGroupPrefix, Prefix: true, Operations: consume},
+		{Type: "group", Name: k.Names().ReaderGroupPrefix, Prefix: true, Operations: consume},
 	}
 }
 
 // clusterName is what a cluster name may be where it names a KafkaUser:
 // a DNS label, as the hub requires of cluster names.
 var clusterName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-
-// SpokeUser is the name of cluster's spoke's KafkaUser, and of the Secret
-// with its client certificate.
-func SpokeUser(cluster string) string { return "argosy-spoke-" + cluster }
 
 // User returns a KafkaUser authenticated by a TLS client certificate
 // (Strimzi's user operator issues it into a Secret of the same name) with
@@ -142,10 +178,11 @@ func (k Kafka) User(name string, acls []ACL) Object {
 // Users returns the hub's, the projector's and the outside reader's
 // KafkaUsers.
 func (k Kafka) Users() []Object {
+	n := k.Names()
 	return []Object{
-		k.User(HubUser, k.HubACLs()),
-		k.User(ProjectorUser, k.ProjectorACLs()),
-		k.User(ReaderUser, k.ReaderACLs()),
+		k.User(n.HubUser, k.HubACLs()),
+		k.User(n.ProjectorUser, k.ProjectorACLs()),
+		k.User(n.ReaderUser, k.ReaderACLs()),
 	}
 }
 
@@ -155,5 +192,8 @@ func (k Kafka) Spoke(cluster string) (Object, error) {
 	if !clusterName.MatchString(cluster) {
 		return nil, fmt.Errorf("deploy: cluster name %q: want a DNS label (lower-case letters, digits and '-', at most 63)", cluster)
 	}
-	return k.User(SpokeUser(cluster), k.SpokeACLs(cluster)), nil
+	if err := k.Names().Validate(); err != nil {
+		return nil, err
+	}
+	return k.User(k.Names().SpokeUser(cluster), k.SpokeACLs(cluster)), nil
 }

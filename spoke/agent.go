@@ -111,9 +111,9 @@ func New(cluster string, keys Keys, hubKey ed25519.PublicKey, conn []kgo.Opt, ar
 }
 
 // Group is the consumer group where the agent of cluster commits its
-// config offsets. The agent does not join it; it only stores offsets
-// there.
-func Group(cluster string) string { return "argosy-spoke." + cluster }
+// config offsets unless WithGroup names another: events.SpokeGroup with no
+// topic prefix. The agent does not join it; it only stores offsets there.
+func Group(cluster string) string { return events.SpokeGroup("", cluster) }
 
 // Run runs the agent until ctx ends, then stops every part and returns
 // nil once all of them have stopped; or it returns the first error a part
@@ -259,7 +259,10 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 		}
 		return err
 	}
-	group := Group(a.cluster)
+	group := a.o.group
+	if group == "" {
+		group = Group(a.cluster)
+	}
 	if p.boot, err = NewBootstrap(a.cluster, c.read, a.conn, c.partition, group, in, a.store, applier.Handle, a.opts...); err != nil {
 		return nil, err
 	}

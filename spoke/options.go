@@ -40,6 +40,7 @@ type options struct {
 	skew          time.Duration
 	decoderOpts   []events.DecoderOption
 	margin        time.Duration
+	group         string
 }
 
 func newOptions(opts []Option) options {
@@ -91,6 +92,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options)
 
 // WithTopics names the topics; the default is events.DefaultTopics("").
 func WithTopics(t events.Topics) Option { return func(o *options) { o.topics = t } }
+
+// WithGroup names the group where the agent stores its config offsets; the
+// default is Group(cluster). An install with a topic prefix gives its
+// agents events.SpokeGroup(prefix, cluster), which its KafkaUsers' ACLs
+// grant.
+func WithGroup(group string) Option { return func(o *options) { o.group = group } }
 
 // WithPartition pins the cluster's config partition; the default, -1,
 // computes it from the cluster's name as the hub's partitioner does.

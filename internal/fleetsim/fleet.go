@@ -39,9 +39,12 @@ type Config struct {
 	// clusters. HubKey is the hub's public key, which the agents trust.
 	Hub    *api.Client
 	HubKey ed25519.PublicKey
-	// Conn connects the agents to Kafka; Topics are Argosy's topics.
-	Conn   []kgo.Opt
-	Topics events.Topics
+	// Conn connects the agents to Kafka; Topics are Argosy's topics, and
+	// TopicPrefix the prefix they were named with, which begins the
+	// agents' groups too (events.SpokeGroup).
+	Conn        []kgo.Opt
+	Topics      events.Topics
+	TopicPrefix string
 	// Dir keeps each cluster's keys and, when the fleet stops, its
 	// simulated Argo CD and agent state, so that the next run carries on.
 	// Empty: nothing is kept.
@@ -240,7 +243,8 @@ func (f *Fleet) runMember(ctx context.Context, m *member, down <-chan time.Durat
 	backoff := time.Second
 	for ctx.Err() == nil {
 		a, err := spoke.New(m.name, m.keys, f.cfg.HubKey, f.cfg.Conn, m.argo, m.argo, m.store,
-			append([]spoke.Option{spoke.WithTopics(f.cfg.Topics), spoke.WithHeartbeatInterval(f.cfg.Heartbeat),
+			append([]spoke.Option{spoke.WithTopics(f.cfg.Topics), spoke.WithGroup(events.SpokeGroup(f.cfg.TopicPrefix, m.name)),
+				spoke.WithHeartbeatInterval(f.cfg.Heartbeat),
 				spoke.WithLogger(f.cfg.Log.With("cluster", m.name)), spoke.WithAgentVersion("sim"), spoke.WithArgoCDVersion("v2.14.21-sim")},
 				f.cfg.AgentOpts...)...)
 		if err != nil {

@@ -163,7 +163,8 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	}
 	defer store.Close()
 	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
-	svc, err := projector.NewService(conn, store, anchors, projector.WithTopics(topics), projector.WithClientOpts(tel.KafkaOpts),
+	svc, err := projector.NewService(conn, store, anchors, projector.WithTopics(topics), projector.WithGroup(events.ProjectorGroup(o.TopicPrefix)),
+		projector.WithClientOpts(tel.KafkaOpts),
 		projector.WithLogger(log.With("component", "projector")), projector.WithDecoderOptions(decoderOpts...))
 	if err != nil {
 		return err
@@ -177,7 +178,8 @@ func devRun(ctx context.Context, o *DevOptions) error {
 		ln.Close()
 		return err
 	}
-	srv, err := hub.New(conn, signer, anchors, tokens, hub.WithTopics(topics), hub.WithListener(ln), hub.WithLogger(log.With("component", "hub")),
+	srv, err := hub.New(conn, signer, anchors, tokens, hub.WithTopics(topics),
+		hub.WithTransactionalPrefix(events.HubTransactionalPrefix(o.TopicPrefix)), hub.WithListener(ln), hub.WithLogger(log.With("component", "hub")),
 		hub.WithReadAPI(read.New(store, read.WithLogger(log))), hub.WithDashboard(dash), hub.WithClientOpts(tel.KafkaOpts), hub.WithDecoderOptions(decoderOpts...))
 	if err != nil {
 		ln.Close()
@@ -197,7 +199,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 			return err
 		}
 		fleet, err := fleetsim.New(fleetsim.Config{Clusters: o.Clusters, Prefix: "sim", Hub: client, HubKey: signer.Public(), Conn: conn,
-			Topics: topics, Dir: filepath.Join(o.DataDir, "fleet"), Offline: o.Offline, OfflineFor: [2]time.Duration{30 * time.Second, 90 * time.Second},
+			Topics: topics, TopicPrefix: o.TopicPrefix, Dir: filepath.Join(o.DataDir, "fleet"), Offline: o.Offline, OfflineFor: [2]time.Duration{30 * time.Second, 90 * time.Second},
 			Log: log.With("component", "fleet"), AgentOpts: []spoke.Option{spoke.WithDecoderOptions(decoderOpts...)}})
 		if err != nil {
 			return err

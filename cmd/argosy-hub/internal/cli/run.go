@@ -73,7 +73,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		"the projector's store (sqlite://PATH or postgres://…), whose views the read routes and the web dashboard at / serve; empty: neither (env ARGOSY_STORE)")
 	fs.BoolVar(&o.Fold, "fold", cmdkit.Env("ARGOSY_FOLD", "") == "true",
 		"also run a projector replica in this process, folding into --store (env ARGOSY_FOLD=true)")
-	fs.StringVar(&o.Group, "projector-group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", projector.DefaultGroup), "the projector replicas' consumer group, with --fold (env ARGOSY_PROJECTOR_GROUP)")
+	fs.StringVar(&o.Group, "projector-group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", ""),
+		"the projector replicas' consumer group, with --fold; empty: the topic prefix then "+projector.DefaultGroup+" (env ARGOSY_PROJECTOR_GROUP)")
 	fs.DurationVar(&o.Window, "idempotency-window", cmdkit.EnvDuration("ARGOSY_IDEMPOTENCY_WINDOW", hub.DefaultIdempotencyWindow, 0), // malformed: 0, which Validate refuses
 		"how long an Idempotency-Key is honoured; the hub reads this much of the config topic at start (env ARGOSY_IDEMPOTENCY_WINDOW)")
 	fs.BoolVar(&o.AuditReads, "audit-reads", cmdkit.Env("ARGOSY_AUDIT_READS", "true") != "false", "audit read calls too, not only writes and denials (env ARGOSY_AUDIT_READS)")
@@ -148,6 +149,9 @@ is logged and the last good one kept.`,
     --listen 0.0.0.0:8443 --tls-cert /etc/argosy/tls/tls.crt --tls-key /etc/argosy/tls/tls.key`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if opts.Group == "" {
+				opts.Group = events.ProjectorGroup(opts.TopicPrefix)
+			}
 			if err := opts.Validate(); err != nil {
 				return &cmdkit.FlagError{Err: err}
 			}
@@ -198,7 +202,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		return err
 	}
 	topics := events.DefaultTopics(o.TopicPrefix)
-	opts := []hub.Option{hub.WithTopics(topics), hub.WithListen(o.Listen), hub.WithLogger(log), hub.WithIdempotencyWindow(o.Window),
+	opts := []hub.Option{hub.WithTopics(topics), hub.WithTransactionalPrefix(events.HubTransactionalPrefix(o.TopicPrefix)), hub.WithListen(o.Listen), hub.WithLogger(log), hub.WithIdempotencyWindow(o.Window),
 		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts)), hub.WithTokenFile(o.Tokens),
 		hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst)}
 	if o.TLSCert != "" {

@@ -259,7 +259,8 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger, dyn dynam
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]spoke.Option{spoke.WithTopics(events.DefaultTopics(o.TopicPrefix)), spoke.WithPartition(int32(o.Partition)),
+	opts := append([]spoke.Option{spoke.WithTopics(events.DefaultTopics(o.TopicPrefix)), spoke.WithGroup(events.SpokeGroup(o.TopicPrefix, o.Cluster)),
+		spoke.WithPartition(int32(o.Partition)),
 		spoke.WithMode(o.Mode), spoke.WithHeartbeatInterval(o.Heartbeat), spoke.WithAgentVersion(version.Get().Version),
 		spoke.WithArgoCDVersion(o.ArgoCDVersion), spoke.WithApplyBudget(o.ApplyBudget), spoke.WithStatusResync(o.StatusResync), spoke.WithOperationMaxAge(o.OperationAge), spoke.WithClockMargin(o.ClockMargin),
 		spoke.WithClientOpts(tel.KafkaOpts), spoke.WithLogger(log)}, crashHook()...)

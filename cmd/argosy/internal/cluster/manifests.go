@@ -46,7 +46,7 @@ func writeManifests(w io.Writer, o ManifestOptions, in spokeInstall) error {
 	if err != nil {
 		return err
 	}
-	secret, ca := deploy.SpokeUser(in.cluster), o.KafkaName+"-cluster-ca-cert"
+	secret, ca := k.Names().SpokeUser(in.cluster), o.KafkaName+"-cluster-ca-cert"
 	bootstrap := o.Bootstrap
 	if bootstrap == "" {
 		bootstrap = fmt.Sprintf(`$(kubectl --context HUB -n %s get kafka %s -o jsonpath='{.status.listeners[?(@.name=="external")].bootstrapServers}')`,

@@ -14,19 +14,21 @@ import (
 // TestPrintManifests registers clusters with --print-manifests against a
 // fake hub and renders the chart (the real helm) with exactly the --set
 // arguments the printed helm command holds: with a join token, and with
-// keys. The KafkaUser printed is the cluster's own.
+// keys. The KafkaUser printed is the cluster's own, named after the topic
+// prefix when there is one, and the chart mounts its Secret.
 func TestPrintManifests(t *testing.T) {
 	h := cmdtest.NewFakeHub(t)
 	dir, _ := keysDir(t, "edge-7")
 	for _, c := range []struct {
 		cluster string
+		user    string // the KafkaUser's and its Secret's name
 		args    []string
 		want    []string // in the rendered chart
 	}{
-		{"prod-eu", []string{"--labels", "env=prod"},
+		{"prod-eu", "argosy-spoke-prod-eu", []string{"--labels", "env=prod"},
 			[]string{"value: \"prod-eu\"", "name: argosy-spoke-join", "token: \"argosy_join_test\"", "claimName: argosy-spoke-keys", "value: \"kafka.example.com:9094\""}},
-		{"edge-7", []string{"--keys-dir", dir, "--topic-prefix", "p."},
-			[]string{"value: \"edge-7\"", "secretName: argosy-spoke-keys", "value: \"p.\"", "secretName: argosy-spoke-edge-7"}},
+		{"edge-7", "p-argosy-spoke-edge-7", []string{"--keys-dir", dir, "--topic-prefix", "p."},
+			[]string{"value: \"edge-7\"", "secretName: argosy-spoke-keys", "value: \"p.\"", "secretName: p-argosy-spoke-edge-7"}},
 	} {
 		t.Run(c.cluster, func(t *testing.T) {
 			args := append([]string{"cluster", "register", c.cluster, "--print-manifests", "--kafka-bootstrap", "kafka.example.com:9094",
@@ -35,14 +37,14 @@ func TestPrintManifests(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
 			}
-			if !strings.Contains(stdout, "kubectl --context HUB -n kafka get secret argosy-spoke-"+c.cluster+" ") {
+			if !strings.Contains(stdout, "kubectl --context HUB -n kafka get secret "+c.user+" ") {
 				t.Errorf("the commands do not copy the KafkaUser's Secret from the Kafka's namespace:\n%s", stdout)
 			}
 			if !strings.Contains(stderr, "cluster.registered") {
 				t.Errorf("stderr %q does not show the registration", stderr)
 			}
 			objs, err := kubetest.ParseYAML([]byte(stdout))
-			if err != nil || len(objs) != 1 || objs[0].GetKind() != "KafkaUser" || objs[0].GetName() != "argosy-spoke-"+c.cluster {
+			if err != nil || len(objs) != 1 || objs[0].GetKind() != "KafkaUser" || objs[0].GetName() != c.user {
 				t.Fatalf("printed objects %v, %v:\n%s", objs, err, stdout)
 			}
 			helm := helmArgs(t, stdout)

@@ -130,7 +130,7 @@ Registering needs an admin token.
 	f.StringVar(&m.KafkaName, "kafka-name", "argosy", "with --print-manifests: the Strimzi Kafka's name")
 	f.StringVar(&m.KafkaNamespace, "kafka-namespace", "kafka", "with --print-manifests: the Strimzi Kafka's namespace")
 	f.StringVar(&m.Bootstrap, "kafka-bootstrap", "", "with --print-manifests: the Kafka address the workload cluster reaches (default: the external listener's, read from the Kafka's status)")
-	f.StringVar(&m.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "with --print-manifests: prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
+	f.StringVar(&m.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "with --print-manifests: prefix of Argosy's topic names, which also begins the spoke's KafkaUser, its Secret and its group (env ARGOSY_TOPIC_PREFIX)")
 	f.StringVar(&m.Namespace, "spoke-namespace", "argosy-spoke", "with --print-manifests: the spoke's namespace in the workload cluster")
 	f.StringVar(&m.Chart, "chart", "./deploy/helm/argosy", "with --print-manifests: the Argosy chart, a path or a chart reference")
 	f.StringVar(&m.HubKeyFile, "hub-public-key", "hub.pub", "with --print-manifests: the hub's public key file, from argosy-hub keygen")

@@ -59,3 +59,26 @@ func TestEveryFlagHasAnEnvFallback(t *testing.T) {
 		t.Errorf("the read API with tokens: %+v, %v", got, err)
 	}
 }
+
+// TestGroupFollowsTheTopicPrefix: with no --group the replicas' group is
+// the topic prefix's (events.ProjectorGroup), the one its KafkaUser may
+// use; --group still overrides it.
+func TestGroupFollowsTheTopicPrefix(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "argosy-projector"},
+		{[]string{"--topic-prefix", "prod."}, "prod.argosy-projector"},
+		{[]string{"--topic-prefix", "prod.", "--group", "mine"}, "mine"},
+	} {
+		var got string
+		cmd := NewCmdProjector(cmdkit.IOStreams{}, func(_ context.Context, o *ProjectorOptions) error { got = o.Group; return nil })
+		cmd.SetArgs(append([]string{"--kafka-brokers", "127.0.0.1:9092", "--hub-key", "hub.pub"}, c.args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err != nil || got != c.want {
+			t.Errorf("%v: group %q (%v), want %q", c.args, got, err, c.want)
+		}
+	}
+}

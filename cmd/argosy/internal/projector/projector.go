@@ -69,6 +69,9 @@ serves no read API; the hub serves the same views to its callers.`,
 			if err := opts.Validate(); err != nil {
 				return &cmdkit.FlagError{Err: err}
 			}
+			if opts.Group == "" {
+				opts.Group = events.ProjectorGroup(opts.TopicPrefix)
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -80,7 +83,8 @@ serves no read API; the hub serves the same views to its callers.`,
 	fs.StringVar(&opts.Store, "store", cmdkit.Env("ARGOSY_STORE", "sqlite://argosy-views.db"),
 		"where the views live: sqlite://PATH or postgres://… (env ARGOSY_STORE)")
 	fs.StringVar(&opts.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
-	fs.StringVar(&opts.Group, "group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", argosyprojector.DefaultGroup), "consumer group the replicas share (env ARGOSY_PROJECTOR_GROUP)")
+	fs.StringVar(&opts.Group, "group", cmdkit.Env("ARGOSY_PROJECTOR_GROUP", ""),
+		"consumer group the replicas share; empty: the topic prefix then "+argosyprojector.DefaultGroup+", the group the KafkaUser's ACLs grant (env ARGOSY_PROJECTOR_GROUP)")
 	fs.StringVar(&opts.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
 	fs.StringVar(&opts.Listen, "listen", cmdkit.Env("ARGOSY_LISTEN", ""),
 		"address of the read API, which needs --tokens; empty: no read API (env ARGOSY_LISTEN)")

@@ -48,9 +48,16 @@ is then ignored), else repository:tag, the tag defaulting to appVersion. */}}
 {{- end -}}
 {{- end -}}
 
-{{/* The spoke's KafkaUser Secret: argosy-spoke-<cluster> unless set. */}}
+{{/* A KafkaUser Secret: .secret unless empty, else the KafkaUser
+deploy/internal/gen names: kafka.topicPrefix in lower case with '.' and
+'_' as '-', then .user (deploy.Names). */}}
+{{- define "argosy.kafkaUser" -}}
+{{- .secret | default (printf "%s%s" (.root.Values.kafka.topicPrefix | lower | replace "." "-" | replace "_" "-") .user) -}}
+{{- end -}}
+
+{{/* The spoke's KafkaUser Secret: [prefix-]argosy-spoke-<cluster> unless set. */}}
 {{- define "argosy.spokeUserSecret" -}}
-{{- .Values.spoke.kafkaUserSecret | default (printf "argosy-spoke-%s" .Values.spoke.cluster) -}}
+{{- include "argosy.kafkaUser" (dict "root" . "secret" .Values.spoke.kafkaUserSecret "user" (printf "argosy-spoke-%s" .Values.spoke.cluster)) -}}
 {{- end -}}
 
 {{/* Pod and container security: the chart's defaults (non-root, read-only
