@@ -53,7 +53,7 @@ var crds struct {
 	err  error
 }
 
-// setup installs the Strimzi, Argo CD and ServiceMonitor CRDs once, and
+// setup installs the Strimzi, Argo CD, ServiceMonitor and PrometheusRule CRDs once, and
 // makes the namespaces named.
 func setup(t *testing.T, namespaces ...string) *kubetest.Env {
 	t.Helper()
@@ -77,7 +77,7 @@ func setup(t *testing.T, namespaces ...string) *kubetest.Env {
 
 // TestChartOnAPIServer renders the chart with every values file in ci/,
 // lints it, and server-side dry-runs every object it renders on a real
-// kube-apiserver with the Strimzi, Argo CD and ServiceMonitor CRDs: an
+// kube-apiserver with the Strimzi, Argo CD and prometheus-operator CRDs: an
 // unknown field or a value the schemas refuse fails.
 func TestChartOnAPIServer(t *testing.T) {
 	e := setup(t, "argosy", "argocd", "gitops")
