@@ -273,4 +273,3 @@ func waitUntil(t *testing.T, within time.Duration, what string, p *testproc.Proc
 		time.Sleep(500 * time.Millisecond)
 	}
 }
-

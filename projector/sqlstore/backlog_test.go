@@ -20,19 +20,16 @@ func testBacklogs(t *testing.T, b backend) {
 			Type: "io.argosy.config.application.upserted.v1", Cluster: cluster, Refused: refused, Hash: "h", PrevHash: "p"}
 	}
 	cfg, old := "argosy.config", "v0.argosy.config"
-	var audit []projector.AuditEntry
 	// c1 has read to offset 5: 3 is below it, 5 is applied, 6 rejected,
 	// 7 pending, 8 a refused replay; its entries on another topic, and the
 	// API call on the audit topic, are not config changes of this log.
-	for _, e := range []projector.AuditEntry{
+	audit := []projector.AuditEntry{
 		entry(cfg, "c1", 3, 3, ""), entry(cfg, "c1", 5, 5, ""), entry(cfg, "c1", 6, 6, ""), entry(cfg, "c1", 7, 7, ""),
 		entry(cfg, "c1", 8, 1, "a replay"), entry(old, "c1", 1, 1, ""), entry("argosy.audit", "c1", 2, 2, ""),
 		// c2 has no heartbeat: everything is pending.
 		entry(cfg, "c2", 10, 10, ""), entry(cfg, "c2", 11, 11, ""),
 		// c3 applied everything; c4 is deregistered.
 		entry(cfg, "c3", 12, 12, ""), entry(cfg, "c4", 13, 13, ""),
-	} {
-		audit = append(audit, e)
 	}
 	ack := func(e projector.AuditEntry, applied bool) projector.Ack {
 		return projector.Ack{EventID: e.EventID, Cluster: e.Cluster, Applied: applied, At: day(6, 0)}
