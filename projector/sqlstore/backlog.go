@@ -27,18 +27,39 @@ func (s *Store) Backlogs(ctx context.Context, configTopic string) ([]projector.C
 		WHERE r.registered
 		ORDER BY r.cluster`
 	var out []projector.ClusterBacklog
-	err := s.each(ctx, q, []any{configTopic}, func(rows *sql.Rows) error {
-		var c projector.ClusterBacklog
-		var beat, oldest sql.NullInt64
-		if err := rows.Scan(&c.Cluster, &beat, &oldest); err != nil {
-			return err
-		}
-		c.HeartbeatAt, c.OldestUnapplied = fromNanos(beat), fromNanos(oldest)
-		out = append(out, c)
-		return nil
+	err := s.read(ctx, s.d.noJIT, func(db querier) error {
+		return eachRow(ctx, db, s.d.bind(q), []any{configTopic}, func(rows *sql.Rows) error {
+			var c projector.ClusterBacklog
+			var beat, oldest sql.NullInt64
+			if err := rows.Scan(&c.Cluster, &beat, &oldest); err != nil {
+				return err
+			}
+			c.HeartbeatAt, c.OldestUnapplied = fromNanos(beat), fromNanos(oldest)
+			out = append(out, c)
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster backlogs: %w", err)
 	}
 	return out, nil
+}
+
+// read runs f on the read pool, or, with setup, in a read-only transaction
+// that setup's statement starts.
+func (s *Store) read(ctx context.Context, setup string, f func(querier) error) error {
+	if setup == "" {
+		return f(s.r)
+	}
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, setup); err != nil {
+		return rollback(tx, err)
+	}
+	if err := f(tx); err != nil {
+		return rollback(tx, err)
+	}
+	return tx.Commit()
 }

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -68,5 +69,45 @@ func testBacklogs(t *testing.T, b backend) {
 	}
 	if len(got) == 0 || !got[0].OldestUnapplied.IsZero() {
 		t.Errorf("after the acknowledgement, Backlogs = %+v; want c1 with nothing pending", got)
+	}
+}
+
+// BenchmarkBacklogs reads the backlogs of 10,000 registered clusters, each
+// with 20 config entries of history, all but the last acknowledged and
+// below the offset its heartbeat reported, and one in ten with its last
+// change pending: one metrics collection of the per-cluster gauges.
+func BenchmarkBacklogs(b *testing.B) {
+	for _, bk := range benchBackends() {
+		b.Run(bk.name, func(b *testing.B) {
+			s := bk.fresh(b)
+			const clusters, history = 10_000, 20
+			cfg := "argosy.config"
+			for c := range clusters {
+				name := fmt.Sprintf("c%05d", c)
+				batch := &projector.Batch{Registrations: []projector.ClusterRegistration{{Cluster: name, Registered: true, RegisteredAt: day(1, 0)}}}
+				last := int64(history)
+				if c%10 == 0 {
+					last-- // the newest change is pending
+				}
+				batch.Beats = []projector.ClusterBeat{{Cluster: name, Seq: 1, At: day(7, 0), ConfigOffset: int64(c*history) + last}}
+				for i := range history {
+					e := projector.AuditEntry{Topic: cfg, Partition: 0, Offset: int64(c*history + i), At: day(5, i), EventID: fmt.Sprintf("%s-%d", name, i),
+						Type: "io.argosy.config.application.upserted.v1", Cluster: name, Hash: "h", PrevHash: "p"}
+					batch.Audit = append(batch.Audit, e)
+					if int64(i) < last {
+						batch.Acks = append(batch.Acks, projector.Ack{EventID: e.EventID, Cluster: name, Applied: true, At: day(6, 0)})
+					}
+				}
+				commit(b, s, batch)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				bs, err := s.Backlogs(b.Context(), cfg)
+				if err != nil || len(bs) != clusters {
+					b.Fatalf("Backlogs = %d, %v", len(bs), err)
+				}
+			}
+		})
 	}
 }
