@@ -190,6 +190,8 @@ func TestBadValues(t *testing.T) {
 		{"no hub key", []string{"--set", "hubPublicKey="}, "/hubPublicKey"},
 		{"projector without a store", []string{"--set", "hubPublicKey=k,projector.store.secret="}, "/projector/store/secret"},
 		{"unknown value", []string{"--set", "hubPublicKey=k,hub.replica=2"}, "additional properties 'replica' not allowed"},
+		{"write error ratio above 1", []string{"--set", "hubPublicKey=k,prometheusRule.alerts.hubWriteErrors.ratio=2"}, "/prometheusRule/alerts/hubWriteErrors/ratio"},
+		{"misspelt alert", []string{"--set", "hubPublicKey=k,prometheusRule.alerts.clusterstale.enabled=false"}, "additional properties 'clusterstale' not allowed"},
 		{"spoke in Argo CD's namespace", append(spoke, "--set", join+",spoke.cluster=c", "--namespace", "argocd"), "install it in a namespace of its own"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
