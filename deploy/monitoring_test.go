@@ -13,9 +13,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
+	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -271,5 +273,63 @@ func waitUntil(t *testing.T, within time.Duration, what string, p *testproc.Proc
 			t.Fatalf("%s: not within %s\n%s", what, within, p.LogTail())
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestAlertRulesAreWellFormed checks what promtool check rules would of
+// the rendered PrometheusRule, with every alert enabled: each rule has a
+// name, a `for` Prometheus reads as a duration, a severity, and summary,
+// description and runbook_url annotations whose templates parse with
+// Prometheus's template functions; names are unique. The apiserver
+// dry-run (TestChartOnAPIServer) checks the shape against the CRD.
+func TestAlertRulesAreWellFormed(t *testing.T) {
+	objs := render(t, "argosy", "-f", filepath.Join(chart, "ci", "monitoring-values.yaml"),
+		"--set", "prometheusRule.alerts.hubWriteErrors.enabled=true")
+	funcs := template.FuncMap{}
+	for _, f := range []string{"humanize", "humanize1024", "humanizeDuration", "humanizePercentage", "humanizeTimestamp", "title", "toUpper", "toLower"} {
+		funcs[f] = func(v any) string { return fmt.Sprint(v) }
+	}
+	seen := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() != "PrometheusRule" {
+			continue
+		}
+		groups, _, _ := unstructured.NestedSlice(o.Object, "spec", "groups")
+		for _, g := range groups {
+			rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+			for _, r := range rules {
+				rm := r.(map[string]any)
+				alert, _ := rm["alert"].(string)
+				if alert == "" || seen[alert] {
+					t.Errorf("rule %v: no name, or a name used twice", rm)
+				}
+				seen[alert] = true
+				if f, _ := rm["for"].(string); f != "" {
+					if _, err := model.ParseDuration(f); err != nil {
+						t.Errorf("%s: for %q: %v", alert, f, err)
+					}
+				}
+				if sev, _, _ := unstructured.NestedString(rm, "labels", "severity"); sev == "" {
+					t.Errorf("%s: no severity label", alert)
+				}
+				for _, a := range []string{"summary", "description", "runbook_url"} {
+					text, _, _ := unstructured.NestedString(rm, "annotations", a)
+					if text == "" {
+						t.Errorf("%s: no %s annotation", alert, a)
+						continue
+					}
+					// Prometheus defines $labels and $value before the text.
+					if _, err := template.New(a).Funcs(funcs).Parse(`{{$labels := .Labels}}{{$value := .Value}}` + text); err != nil {
+						t.Errorf("%s: %s: %v", alert, a, err)
+					}
+				}
+				if u, _, _ := unstructured.NestedString(rm, "annotations", "runbook_url"); !strings.HasSuffix(u, "#"+strings.ToLower(alert)) {
+					t.Errorf("%s: runbook_url %q does not point at its runbook", alert, u)
+				}
+			}
+		}
+	}
+	if len(seen) != 5 {
+		t.Errorf("alerts %v, want 5", seen)
 	}
 }
