@@ -55,7 +55,7 @@ var crds struct {
 	err  error
 }
 
-// setup installs the Strimzi, Argo CD and ServiceMonitor CRDs once, and
+// setup installs the Strimzi, Argo CD, ServiceMonitor and PrometheusRule CRDs once, and
 // makes the namespaces named.
 func setup(t *testing.T, namespaces ...string) *kubetest.Env {
 	t.Helper()
@@ -79,7 +79,7 @@ func setup(t *testing.T, namespaces ...string) *kubetest.Env {
 
 // TestChartOnAPIServer renders the chart with every values file in ci/,
 // lints it, and server-side dry-runs every object it renders on a real
-// kube-apiserver with the Strimzi, Argo CD and ServiceMonitor CRDs: an
+// kube-apiserver with the Strimzi, Argo CD and prometheus-operator CRDs: an
 // unknown field or a value the schemas refuse fails.
 func TestChartOnAPIServer(t *testing.T) {
 	e := setup(t, "argosy", "argocd", "gitops")
@@ -207,6 +207,8 @@ func TestBadValues(t *testing.T) {
 		{"digest without its algorithm", []string{"--set", "hubPublicKey=k,image.digest=0123abcd"}, "/image/digest"},
 		{"full name not a DNS label", []string{"--set", "hubPublicKey=k,fullnameOverride=Fleet_1"}, "at '/fullnameOverride'"},
 		{"unknown Kafka authentication", []string{"--set", "hubPublicKey=k,kafka.auth.type=plain"}, "at '/kafka/auth/type': value must be one of 'tls', 'scram-sha-512'"},
+		{"write error ratio above 1", []string{"--set", "hubPublicKey=k,prometheusRule.alerts.hubWriteErrors.ratio=2"}, "/prometheusRule/alerts/hubWriteErrors/ratio"},
+		{"misspelt alert", []string{"--set", "hubPublicKey=k,prometheusRule.alerts.clusterstale.enabled=false"}, "additional properties 'clusterstale' not allowed"},
 		{"spoke in Argo CD's namespace", append(spoke, "--set", join+",spoke.cluster=c", "--namespace", "argocd"), "install it in a namespace of its own"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

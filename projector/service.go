@@ -50,7 +50,8 @@ func (s *Service) Ready(ctx context.Context) error {
 // NewService returns a Service that folds into store, connecting to Kafka
 // with conn (seed brokers, TLS, SASL), and trusting the trust events that
 // anchors sign (the hub's signing keys, configured out of band). It takes
-// every Option.
+// every Option. While it runs, a store that is also a BacklogQuery (as
+// sqlstore's is) gives the per-cluster gauges of docs/projector.md.
 func NewService(conn []kgo.Opt, store Store, anchors []events.Key, opts ...Option) (*Service, error) {
 	o := newOptions(opts)
 	errs := checkReader(conn, store, anchors, o)
@@ -98,6 +99,9 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.leave(ctx, runner)
+	if q, ok := s.store.(BacklogQuery); ok {
+		defer s.observeBacklogs(q)()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return follower.Run(gctx) })
 	g.Go(func() error { return runner.Run(gctx) })

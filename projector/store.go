@@ -188,3 +188,17 @@ type DeploymentFilter struct {
 	// deployments reads no more than it shows however long the history.
 	Last int
 }
+
+// ClusterBacklog is how far behind a registered cluster is: the oldest
+// config change it has not acknowledged, and its last heartbeat. The
+// projector's per-cluster gauges report it.
+type ClusterBacklog struct {
+	Cluster string
+	// OldestUnapplied is the log time of the oldest config event for the
+	// cluster, at or past the offset its last heartbeat says its agent has
+	// read to, that no acknowledgement (applied or rejected) answers and
+	// the fold did not refuse as a replay; zero when there is none.
+	OldestUnapplied time.Time
+	// HeartbeatAt is the last heartbeat's log time; zero when none came.
+	HeartbeatAt time.Time
+}

@@ -59,6 +59,10 @@ type dialect struct {
 	// withoutSpec is a JSON column's object without its member spec, as
 	// a format of the column.
 	withoutSpec string
+	// noJIT starts a read transaction without PostgreSQL's JIT, which
+	// for one cheap query over every cluster (Backlogs) costs more to
+	// compile than the query takes to run.
+	noJIT string
 }
 
 // migrationLock is the key of PostgreSQL's advisory lock around
@@ -70,7 +74,7 @@ var (
 		withoutSpec: `json_remove(%s, '$.spec')`}
 	postgres = dialect{json: "JSONB", blob: "BYTEA", numbered: true, maxParams: 30000,
 		lock:        "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(migrationLock, 10) + ")",
-		withoutSpec: `(%s - 'spec')`}
+		withoutSpec: `(%s - 'spec')`, noJIT: "SET LOCAL jit = off"}
 )
 
 // bind returns q with its '?' placeholders in the dialect's form. The

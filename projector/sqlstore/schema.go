@@ -130,6 +130,11 @@ var migrations = [][]string{
 		// How a sync or rollback ended, as Argo CD says.
 		`ALTER TABLE acks ADD COLUMN result TEXT NOT NULL DEFAULT ''`,
 	},
+	{
+		// A cluster's config entries from an offset on, for its oldest
+		// unacknowledged change (Backlogs), without reading its history.
+		`CREATE INDEX audit_entries_cluster_off ON audit_entries (cluster, topic, off)`,
+	},
 }
 
 // programs are the steps of a migration that SQL alone cannot take:

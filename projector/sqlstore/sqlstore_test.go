@@ -65,6 +65,7 @@ func testStore(t *testing.T, b backend) {
 		{"ConcurrentReplicas", testConcurrentReplicas},
 		{"ConcurrentFence", testConcurrentFence},
 		{"Clusters", testClusters},
+		{"Backlogs", testBacklogs},
 		{"Apps", testApps},
 		{"Audit", testAudit},
 		{"Chain", testChain},

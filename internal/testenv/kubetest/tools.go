@@ -26,8 +26,9 @@ const (
 	// HelmVersion renders and lints the chart in deploy/helm. Helm's SDK
 	// needs a newer client-go than Argo CD's, so it is a binary of its own.
 	HelmVersion = "v3.22.0"
-	// PrometheusOperatorVersion is the module whose ServiceMonitor CRD the
-	// chart's optional ServiceMonitor is checked against.
+	// PrometheusOperatorVersion is the module whose ServiceMonitor and
+	// PrometheusRule CRDs the chart's optional ServiceMonitors and alerts
+	// are checked against.
 	PrometheusOperatorVersion = "v0.85.0"
 )
 
@@ -42,7 +43,7 @@ type Binaries struct {
 	// Helm is the helm command.
 	Helm string
 	// MonitoringCRDs is the directory holding the prometheus-operator's
-	// ServiceMonitor CRD.
+	// ServiceMonitor and PrometheusRule CRDs.
 	MonitoringCRDs string
 }
 
@@ -62,7 +63,9 @@ var tools = []tool{
 	{"etcd-" + EtcdVersion, buildEtcd, []string{"etcd"}},
 	{"argocd-" + ArgoCDVersion, buildArgoCD, []string{"argocd", "argocd-application-controller", "argocd-repo-server"}},
 	{"helm-" + HelmVersion, buildHelm, []string{"helm"}},
-	{"prometheus-operator-" + PrometheusOperatorVersion, copyServiceMonitorCRD, nil},
+	// Named apart from the entry that held the ServiceMonitor CRD alone,
+	// so that a cache made before the PrometheusRule CRD is made again.
+	{"prometheus-operator-crds-" + PrometheusOperatorVersion, copyServiceMonitorCRD, nil},
 }
 
 // entryDir is where a tool is cached: its name, the recipe version and the
@@ -249,21 +252,26 @@ func buildHelm(ctx context.Context, out string) error {
 		"helm.sh/helm/v3/cmd/helm")
 }
 
-// copyServiceMonitorCRD copies the ServiceMonitor CRD out of the
-// prometheus-operator module; nothing is built.
+// copyServiceMonitorCRD copies the ServiceMonitor and PrometheusRule CRDs
+// out of the prometheus-operator module; nothing is built.
 func copyServiceMonitorCRD(ctx context.Context, out string) error {
 	_, dir, err := moduleFile(ctx, "github.com/prometheus-operator/prometheus-operator", PrometheusOperatorVersion)
-	if err != nil {
-		return err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml"))
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(out, "crds"), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "crds", "servicemonitors.yaml"), b, 0o644)
+	for _, crd := range []string{"servicemonitors", "prometheusrules"} {
+		b, err := os.ReadFile(filepath.Join(dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_"+crd+".yaml"))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, "crds", crd+".yaml"), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // copyDir copies the files of src ending in ext into dst.
