@@ -96,7 +96,10 @@ var guideSteps = []guideStep{
 		// No kubelet: the hub's pod is run as a process, from the
 		// Deployment the chart installed (its command, environment and
 		// mounted Secrets), pointed at this machine's broker and store.
-		after: func(g *guide) { g.runPod("kafka", "argosy-hub") }},
+		after: func(g *guide) {
+			g.hub = g.runPod("kafka", "argosy-hub")
+			g.runPod("kafka", "argosy-projector")
+		}},
 	{match: regexp.MustCompile(`^kubectl -n kafka port-forward svc/argosy-hub 8080:8080 &$`),
 		skip: "no pod runs to forward to: the hub's stand-in process listens on 127.0.0.1 itself, and the guide's 127.0.0.1:8080 is its address"},
 	{match: regexp.MustCompile(`^argosy login http://127\.0\.0\.1:8080 `),
@@ -141,6 +144,15 @@ func TestDeployGuide(t *testing.T) {
 			step.after(g)
 		}
 	}
+	// The hub and the projector the chart installed work together: the
+	// registrations went through the hub to Kafka, and the projector folded
+	// them into the store whose views the hub serves.
+	waitFor(t, "the registered clusters in the hub's views", func() bool {
+		c := exec.CommandContext(t.Context(), filepath.Join(g.bin, "argosy"), "cluster", "list")
+		c.Dir, c.Env = g.dir, g.env
+		out, err := c.Output()
+		return err == nil && strings.Contains(string(out), "prod-eu-1") && strings.Contains(string(out), "prod-eu-2")
+	})
 	for i, s := range guideSteps {
 		if !used[i] {
 			t.Errorf("no command of the guide matches %s: the test no longer follows the guide", s.match)
@@ -591,7 +603,7 @@ func (g *guide) createTopic(cl *kgo.Client, name string, partitions int32, cfg m
 // chart's bootstrap is a cluster DNS name), the API and metrics listen on
 // free ports of 127.0.0.1, and the store, which is the operator's
 // PostgreSQL, is an SQLite file.
-func (g *guide) runPod(ns, name string) {
+func (g *guide) runPod(ns, name string) (listen string) {
 	g.t.Helper()
 	ctx := g.t.Context()
 	cs := kubetest.Clientset(g.t, g.e.Admin)
@@ -624,10 +636,12 @@ func (g *guide) runPod(ns, name string) {
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	g.hub = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	listen = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	metrics := fmt.Sprintf("127.0.0.1:%d", ports[1])
 	override := map[string]string{
-		"ARGOSY_KAFKA_BROKERS": g.kafka.ListenerAddr(kafkatest.SSL), "ARGOSY_LISTEN": g.hub, "ARGOSY_METRICS_ADDRESS": metrics,
+		"ARGOSY_KAFKA_BROKERS": g.kafka.ListenerAddr(kafkatest.SSL), "ARGOSY_LISTEN": listen, "ARGOSY_METRICS_ADDRESS": metrics,
+		// One store for the release, as its PostgreSQL is.
+		"ARGOSY_STORE": "sqlite://" + filepath.Join(g.dir, ".views.db"),
 	}
 	var env []string
 	for _, ev := range c.Env {
@@ -645,9 +659,6 @@ func (g *guide) runPod(ns, name string) {
 			default:
 				g.t.Fatalf("%s: env %s: the stand-in cannot resolve %+v", name, ev.Name, from)
 			}
-		}
-		if ev.Name == "ARGOSY_STORE" {
-			v = "sqlite://" + filepath.Join(root, "views.db")
 		}
 		if o, ok := override[ev.Name]; ok {
 			v = o
@@ -674,6 +685,7 @@ func (g *guide) runPod(ns, name string) {
 	if _, err := p.WaitStatus(ctx, "http://"+metrics+"/readyz", 200, 2*time.Minute); err != nil {
 		g.t.Fatalf("%s: %v\n%s", name, err, p.LogTail())
 	}
+	return listen
 }
 
 // volume writes a Secret or ConfigMap volume's files into dir; any other
