@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
@@ -97,8 +98,8 @@ var guideSteps = []guideStep{
 		// Deployment the chart installed (its command, environment and
 		// mounted Secrets), pointed at this machine's broker and store.
 		after: func(g *guide) {
-			g.hub = g.runPod("kafka", "argosy-hub")
-			g.runPod("kafka", "argosy-projector")
+			g.hub = g.runPod("kafka", "argosy-hub", nil)
+			g.runPod("kafka", "argosy-projector", nil)
 		}},
 	{match: regexp.MustCompile(`^kubectl -n kafka port-forward svc/argosy-hub 8080:8080 &$`),
 		skip: "no pod runs to forward to: the hub's stand-in process listens on 127.0.0.1 itself, and the guide's 127.0.0.1:8080 is its address"},
@@ -107,7 +108,12 @@ var guideSteps = []guideStep{
 	{match: regexp.MustCompile(`^argosy cluster register prod-eu-1 .*> prod-eu-1\.yaml$`),
 		after: func(g *guide) { g.printedSteps("prod-eu-1", "prod-eu-1.yaml") }},
 	{match: regexp.MustCompile(`^argosy cluster register prod-eu-2 .*> prod-eu-2\.yaml$`),
-		after: func(g *guide) { g.printedSteps("prod-eu-2", "prod-eu-2.yaml") }},
+		after: func(g *guide) {
+			g.printedSteps("prod-eu-2", "prod-eu-2.yaml")
+			// The spoke's pod, as its ServiceAccount: its RBAC and the
+			// admission policy hold it as they would in the cluster.
+			g.runPod("argosy-spoke", "argosy-spoke", map[string]string{"KUBECONFIG": g.serviceAccountKubeconfig("argosy-spoke", "argosy-spoke")})
+		}},
 }
 
 // TestDeployGuide runs every command of docs/deploy.md's shell blocks, in
@@ -147,11 +153,19 @@ func TestDeployGuide(t *testing.T) {
 	// The hub and the projector the chart installed work together: the
 	// registrations went through the hub to Kafka, and the projector folded
 	// them into the store whose views the hub serves.
+	var out []byte
+	defer func() {
+		if t.Failed() {
+			t.Logf("argosy fleet:\n%s", out)
+		}
+	}()
 	waitFor(t, "the registered clusters in the hub's views", func() bool {
-		c := exec.CommandContext(t.Context(), filepath.Join(g.bin, "argosy"), "cluster", "list")
+		c := exec.CommandContext(t.Context(), filepath.Join(g.bin, "argosy"), "fleet")
 		c.Dir, c.Env = g.dir, g.env
-		out, err := c.Output()
-		return err == nil && strings.Contains(string(out), "prod-eu-1") && strings.Contains(string(out), "prod-eu-2")
+		var err error
+		out, err = c.CombinedOutput()
+		// prod-eu-2's spoke runs, and its heartbeats make it Connected.
+		return err == nil && strings.Contains(string(out), "prod-eu-1") && regexp.MustCompile(`(?m)^prod-eu-2\s.*Connected`).Match(out)
 	})
 	for i, s := range guideSteps {
 		if !used[i] {
@@ -528,10 +542,12 @@ func printedCommands(printed string) []string {
 func (g *guide) uninstallSpoke() {
 	ctx := g.t.Context()
 	cs := kubetest.Clientset(g.t, g.e.Admin)
-	for _, ns := range []string{"argocd"} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}}, metav1.CreateOptions{}); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
 			g.t.Fatal(err)
 		}
+	} else if err := g.e.InstallArgoCDCRDs(ctx); err != nil {
+		g.t.Fatal(err)
 	}
 	if _, err := cs.CoreV1().Namespaces().Get(ctx, "argosy-spoke", metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return
@@ -556,6 +572,22 @@ func (g *guide) uninstallSpoke() {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, "argosy-spoke", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
+// ServiceAccount ns/name with a token of its own, as its pod's would.
+func (g *guide) serviceAccountKubeconfig(ns, name string) string {
+	cfg := g.e.TokenConfig(g.t, ns, name)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, InsecureSkipTLSVerify: true}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["pod"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: name, Namespace: ns}
+	kc.CurrentContext = "pod"
+	path := filepath.Join(g.t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		g.t.Fatal(err)
+	}
+	return path
 }
 
 // secret makes a Secret of files' contents, keyed as given.
@@ -603,7 +635,7 @@ func (g *guide) createTopic(cl *kgo.Client, name string, partitions int32, cfg m
 // chart's bootstrap is a cluster DNS name), the API and metrics listen on
 // free ports of 127.0.0.1, and the store, which is the operator's
 // PostgreSQL, is an SQLite file.
-func (g *guide) runPod(ns, name string) (listen string) {
+func (g *guide) runPod(ns, name string, extra map[string]string) (listen string) {
 	g.t.Helper()
 	ctx := g.t.Context()
 	cs := kubetest.Clientset(g.t, g.e.Admin)
@@ -626,6 +658,9 @@ func (g *guide) runPod(ns, name string) (listen string) {
 	}
 	local := func(s string) string {
 		for mp, l := range mounts {
+			if s == mp {
+				return l
+			}
 			if rest, ok := strings.CutPrefix(s, mp+"/"); ok {
 				return filepath.Join(l, rest)
 			}
@@ -665,6 +700,9 @@ func (g *guide) runPod(ns, name string) (listen string) {
 		}
 		env = append(env, ev.Name+"="+local(v))
 	}
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
 	args := append(append([]string{}, c.Command...), c.Args...)
 	for i, a := range args {
 		if flag, v, ok := strings.Cut(a, "="); ok {
@@ -676,8 +714,8 @@ func (g *guide) runPod(ns, name string) (listen string) {
 		g.t.Fatal(err)
 	}
 	g.t.Cleanup(func() {
-		if err := p.Stop(20 * time.Second); err != nil {
-			g.t.Errorf("%s: %v\n%s", name, err, p.LogTail())
+		if err := p.Stop(20 * time.Second); err != nil || g.t.Failed() {
+			g.t.Logf("%s: %v\n%s", name, err, p.LogTail())
 		}
 	})
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
