@@ -3,8 +3,11 @@ package cluster
 import (
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"strings"
 
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/deploy"
 )
 
@@ -27,6 +30,27 @@ type ManifestOptions struct {
 	Chart string
 	// HubKeyFile is the hub's public key file (hub.pub).
 	HubKeyFile string
+	// HubURL is --hub-url: the hub's API as the workload cluster reaches
+	// it, for the join; empty: the URL this CLI calls.
+	HubURL string
+}
+
+// joinURL returns the hub URL a joining spoke is given: --hub-url, or the
+// URL this CLI reached the hub at unless that is on this machine (a
+// port-forward), which no workload cluster reaches.
+func (o ManifestOptions) joinURL(cli string) (string, error) {
+	if o.HubURL != "" {
+		return o.HubURL, nil
+	}
+	u, err := url.Parse(cli)
+	if err != nil {
+		return "", fmt.Errorf("the hub's URL %q: %w", cli, err)
+	}
+	if h := u.Hostname(); h == "localhost" || net.ParseIP(h).IsLoopback() {
+		return "", &cmdkit.FlagError{Err: fmt.Errorf("this CLI reaches the hub at %s, on this machine (a port-forward?), which the workload cluster's spoke cannot reach: "+
+			"give --hub-url, the hub's address as the workload cluster reaches it", cli)}
+	}
+	return cli, nil
 }
 
 // spokeInstall is what the manifests of one cluster's spoke need.

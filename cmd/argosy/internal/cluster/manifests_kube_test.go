@@ -25,8 +25,8 @@ func TestPrintManifests(t *testing.T) {
 		args    []string
 		want    []string // in the rendered chart
 	}{
-		{"prod-eu", "argosy-spoke-prod-eu", []string{"--labels", "env=prod"},
-			[]string{"value: \"prod-eu\"", "name: argosy-spoke-join", "token: \"argosy_join_test\"", "claimName: argosy-spoke-keys", "value: \"kafka.example.com:9094\""}},
+		{"prod-eu", "argosy-spoke-prod-eu", []string{"--labels", "env=prod", "--hub-url", "https://argosy.example.com"},
+			[]string{"value: \"prod-eu\"", "value: \"https://argosy.example.com\"", "name: argosy-spoke-join", "token: \"argosy_join_test\"", "claimName: argosy-spoke-keys", "value: \"kafka.example.com:9094\""}},
 		{"edge-7", "p-argosy-spoke-edge-7", []string{"--keys-dir", dir, "--topic-prefix", "p."},
 			[]string{"value: \"edge-7\"", "secretName: argosy-spoke-keys", "value: \"p.\"", "secretName: p-argosy-spoke-edge-7"}},
 	} {

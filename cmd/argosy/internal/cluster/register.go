@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -134,6 +136,8 @@ Registering needs an admin token.
 	f.StringVar(&m.Namespace, "spoke-namespace", "argosy-spoke", "with --print-manifests: the spoke's namespace in the workload cluster")
 	f.StringVar(&m.Chart, "chart", "./deploy/helm/argosy", "with --print-manifests: the Argosy chart, a path or a chart reference")
 	f.StringVar(&m.HubKeyFile, "hub-public-key", "hub.pub", "with --print-manifests: the hub's public key file, from argosy-hub keygen")
+	f.StringVar(&m.HubURL, "hub-url", "", "with --print-manifests: the hub's API as the workload cluster reaches it, for the spoke's join "+
+		"(default: the server this CLI calls, unless that is on this machine)")
 	return cmd
 }
 
@@ -145,6 +149,12 @@ func (o *ClusterRegisterOptions) parse(c *cobra.Command, keysDir string, partiti
 	case keysDir != "":
 		o.KeysFile = filepath.Join(keysDir, publicKeysFile)
 		o.KeysDir = keysDir
+	}
+	if o.Manifests.HubURL != "" {
+		if u, err := url.Parse(o.Manifests.HubURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return &cmdkit.FlagError{Err: fmt.Errorf("--hub-url %q: want http(s)://HOST[:PORT]", o.Manifests.HubURL)}
+		}
+		o.Manifests.HubURL = strings.TrimSuffix(o.Manifests.HubURL, "/")
 	}
 	if o.Manifests.Print && o.KeysFile != "" && o.KeysDir == "" {
 		return &cmdkit.FlagError{Err: errors.New("--print-manifests needs --keys-dir, not --public-keys: the spoke's Secret holds the whole directory")}
@@ -172,6 +182,13 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 	if err != nil {
 		return err
 	}
+	joinURL := s.Client.BaseURL()
+	if opts.Manifests.Print && opts.KeysDir == "" && !opts.Write.DryRun {
+		// Checked before the registration: its join token is shown once.
+		if joinURL, err = opts.Manifests.joinURL(joinURL); err != nil {
+			return err
+		}
+	}
 	if opts.Overwrite {
 		cur, err := hubapi.Find(ctx, s.Client, api.KindClusters, opts.Name, "", opts.Name)
 		if err != nil {
@@ -197,7 +214,7 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 		return err
 	}
 	if opts.Manifests.Print {
-		return printManifests(opts, res, s.Client.BaseURL())
+		return printManifests(opts, res, joinURL)
 	}
 	if err := hubapi.PrintResult(opts.IO, opts.Write.Output, res); err != nil {
 		return err

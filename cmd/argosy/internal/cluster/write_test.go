@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,6 +49,9 @@ func TestClusterRegisterFlags(t *testing.T) {
 		{args: []string{"prod", "--print-manifests", "--kafka-bootstrap", "kafka.example.com:9094", "--hub-public-key", "k/hub.pub"},
 			want: ClusterRegisterOptions{Write: table, Name: "prod", Manifests: printing}},
 		{args: []string{"prod", "--print-manifests", "--public-keys", "p.json"}, wantErr: "--print-manifests needs --keys-dir, not --public-keys"},
+		{args: []string{"prod", "--print-manifests", "--kafka-bootstrap", "kafka.example.com:9094", "--hub-public-key", "k/hub.pub", "--hub-url", "https://hub.example.com/"},
+			want: ClusterRegisterOptions{Write: table, Name: "prod", Manifests: withHubURL(printing, "https://hub.example.com")}},
+		{args: []string{"prod", "--print-manifests", "--hub-url", "hub.example.com"}, wantErr: `--hub-url "hub.example.com": want http(s)://HOST[:PORT]`},
 		{args: []string{"prod", "--public-keys", "p.json", "--partition", "3", "--if-generation", "0", "--dry-run", "-o", "json", "--idempotency-key", "k1"},
 			want: ClusterRegisterOptions{Write: hubapi.Options{Output: "json", DryRun: true, IdempotencyKey: "k1"}, Name: "prod", KeysFile: "p.json",
 				Partition: ptr(int32(3)), IfGeneration: ptr(int64(0)), Manifests: m}},
@@ -109,6 +113,31 @@ func TestClusterLabelDeregisterListFlags(t *testing.T) {
 	}
 	_, err = cmdtest.Parse(t, NewCmdClusterList, []string{"extra"})
 	checkUsage(t, err, `unknown command "extra"`)
+}
+
+func withHubURL(m ManifestOptions, u string) ManifestOptions {
+	m.HubURL = u
+	return m
+}
+
+// TestPrintManifestsRefusesALoopbackJoinURL: a CLI that reaches the hub
+// through a port-forward would give the spoke 127.0.0.1 to join; without
+// --hub-url it is refused before anything is registered (the join token
+// is shown once).
+func TestPrintManifestsRefusesALoopbackJoinURL(t *testing.T) {
+	cmdtest.Isolate(t)
+	h := cmdtest.NewFakeHub(t)
+	step{args: []string{"register", "prod", "--print-manifests"}, err: "give --hub-url"}.run(t, h, cmdtest.AdminToken)
+	for _, r := range h.Requests() {
+		if r.Method != http.MethodGet {
+			t.Errorf("%s %s was sent before the refusal", r.Method, r.Path)
+		}
+	}
+	out, _, err := cmdtest.Run(t, NewCmdCluster, "cluster", "register", "prod", "--print-manifests", "--hub-url", "https://hub.example.com",
+		"--kafka-bootstrap", "kafka.example.com:9094", "--server", h.URL, "--token", cmdtest.AdminToken)
+	if err != nil || !strings.Contains(out, "spoke.join.hubURL=https://hub.example.com,") {
+		t.Errorf("with --hub-url: %v\n%s", err, out)
+	}
 }
 
 // keysDir writes a cluster's keys as argosy-spoke keygen does.
