@@ -243,5 +243,22 @@ func TestChartUserSecretsFollowThePrefix(t *testing.T) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("prefix %q: KafkaUser Secrets (-want +got):\n%s", prefix, d)
 		}
+		// With SCRAM the KafkaUser's name is the SASL user too.
+		users := map[string]string{}
+		for _, o := range render(t, "argosy", "--set", "hubPublicKey=k,kafka.auth.type=scram-sha-512,kafka.topicPrefix="+prefix) {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+			for _, e := range env {
+				if e := e.(map[string]any); e["name"] == "ARGOSY_KAFKA_SASL_USERNAME" {
+					users[o.GetName()], _ = e["value"].(string)
+				}
+			}
+		}
+		if d := cmp.Diff(want, users); d != "" {
+			t.Errorf("prefix %q: SASL users (-want +got):\n%s", prefix, d)
+		}
 	}
 }
