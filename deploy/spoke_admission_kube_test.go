@@ -58,7 +58,8 @@ func patchSecret(ctx context.Context, cs kubernetes.Interface, ns, name string) 
 }
 
 func createSecret(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
-	_, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	_, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}}, StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{})
 	return err
 }
 
@@ -174,4 +175,40 @@ func TestSpokeAdmissionPolicy(t *testing.T) {
 			t.Errorf("after a second install, the first spoke's argosy-repo- Secret: %v", err)
 		}
 	})
+}
+
+// TestSpokeAdmissionPolicySecretType checks that the policy confines what
+// the spoke's Secrets are to Argo CD, not only their names: a Secret named
+// argosy-repo-* labelled as an Argo CD cluster (or repo-creds) Secret is
+// not a repository Secret, and Argo CD would take it as a new destination
+// cluster with the credentials it carries.
+func TestSpokeAdmissionPolicySecretType(t *testing.T) {
+	e := kubetest.Current(t)
+	ctx := t.Context()
+	admin := kubetest.Clientset(t, e.Admin)
+	spokeNS, argocdNS := e.Namespace(t), e.Namespace(t)
+	if err := createSecret(ctx, admin, argocdNS, "argocd-secret"); err != nil {
+		t.Fatal(err)
+	}
+	spoke := installSpokeFor(t, e, spokeNS, argocdNS)
+	waitDenied(t, spoke, argocdNS)
+
+	for _, typ := range []string{"cluster", "repo-creds"} {
+		name := "argosy-repo-as-" + typ
+		_, err := spoke.CoreV1().Secrets(argocdNS).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"argocd.argoproj.io/secret-type": typ}},
+			StringData: map[string]string{"name": "evil", "server": "https://attacker.example", "config": `{"bearerToken":"x"}`},
+		}, metav1.CreateOptions{})
+		if err == nil {
+			t.Errorf("as the spoke, create %s/%s labelled argocd.argoproj.io/secret-type=%s: allowed, want it refused by the admission policy", argocdNS, name, typ)
+		}
+	}
+	if err := createSecret(ctx, spoke, argocdNS, "argosy-repo-plain"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := spoke.CoreV1().Secrets(argocdNS).Patch(ctx, "argosy-repo-plain", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"argocd.argoproj.io/secret-type":"cluster"}}}`), metav1.PatchOptions{})
+	if err == nil {
+		t.Errorf("as the spoke, relabel %s/argosy-repo-plain as a cluster Secret: allowed, want it refused", argocdNS)
+	}
 }
