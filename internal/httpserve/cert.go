@@ -115,6 +115,14 @@ func (c *Certificate) reload() {
 	default:
 		c.readErr = ""
 		cert, perr := tls.X509KeyPair(pem[0], pem[1])
+		if perr != nil {
+			// The files may have been swapped between the two reads (the
+			// kubelet's ..data symlink): that is no failed renewal; the
+			// next check reads them again.
+			if again, err := c.read(); err == nil && !same(again, pem) {
+				return
+			}
+		}
 		if perr == nil {
 			c.cert, c.loaded, c.failed = &cert, pem, [2][]byte{}
 			c.log.Info("tls certificate reloaded", "cert", c.certFile)
