@@ -192,6 +192,7 @@ func TestBadValues(t *testing.T) {
 		{"no hub key", []string{"--set", "hubPublicKey="}, "/hubPublicKey"},
 		{"projector without a store", []string{"--set", "hubPublicKey=k,projector.store.secret="}, "/projector/store/secret"},
 		{"unknown value", []string{"--set", "hubPublicKey=k,hub.replica=2"}, "additional properties 'replica' not allowed"},
+		{"topic prefix that names another's users", []string{"--set", "hubPublicKey=k,kafka.topicPrefix=prod-"}, "/kafka/topicPrefix"},
 		{"ingress without a host", []string{"--set", "hubPublicKey=k,hub.ingress.enabled=true"}, "/hub/ingress/hosts"},
 		{"hub TLS by another name", []string{"--set", "hubPublicKey=k,hub.tls.secretName=x"}, "additional properties 'secretName' not allowed"},
 		{"misspelt top-level key", []string{"--set", "hubPublicKey=k,hubPublickey=k"}, "additional properties 'hubPublickey' not allowed"},

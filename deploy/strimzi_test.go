@@ -148,9 +148,9 @@ func TestNamesFollowThePrefix(t *testing.T) {
 		{"prod.", deploy.Names{Prefix: "prod.", HubUser: "prod-argosy-hub", ProjectorUser: "prod-argosy-projector", ReaderUser: "prod-argosy-reader",
 			HubTransactionalPrefix: "prod.argosy-hub-config-", ProjectorGroup: "prod.argosy-projector", ReaderGroupPrefix: "prod.argosy-reader."},
 			[2]string{"prod-argosy-spoke-c1", "prod.argosy-spoke.c1"}},
-		{"V2_", deploy.Names{Prefix: "V2_", HubUser: "v2-argosy-hub", ProjectorUser: "v2-argosy-projector", ReaderUser: "v2-argosy-reader",
-			HubTransactionalPrefix: "V2_argosy-hub-config-", ProjectorGroup: "V2_argosy-projector", ReaderGroupPrefix: "V2_argosy-reader."},
-			[2]string{"v2-argosy-spoke-c1", "V2_argosy-spoke.c1"}},
+		{"team-2.", deploy.Names{Prefix: "team-2.", HubUser: "team-2-argosy-hub", ProjectorUser: "team-2-argosy-projector", ReaderUser: "team-2-argosy-reader",
+			HubTransactionalPrefix: "team-2.argosy-hub-config-", ProjectorGroup: "team-2.argosy-projector", ReaderGroupPrefix: "team-2.argosy-reader."},
+			[2]string{"team-2-argosy-spoke-c1", "team-2.argosy-spoke.c1"}},
 	} {
 		n := deploy.NamesFor(c.prefix)
 		if d := cmp.Diff(c.want, n); d != "" {
@@ -168,7 +168,10 @@ func TestNamesFollowThePrefix(t *testing.T) {
 			t.Errorf("prefix %q: names differ from package events'", c.prefix)
 		}
 	}
-	for _, bad := range []string{".a", "-", "a b", "a/"} {
+	// A prefix is a DNS label and a dot, so that the KafkaUser names made
+	// from it (the dot as '-') are one prefix's only: prod- or Prod. would
+	// name prod.'s users.
+	for _, bad := range []string{".a", "-", "a b", "a/", "prod", "prod-", "prod_", "Prod.", "V2_", "a..", "-a.", "a-.", "a.b."} {
 		if err := deploy.NamesFor(bad).Validate(); err == nil {
 			t.Errorf("prefix %q: no error", bad)
 		}

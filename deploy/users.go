@@ -58,15 +58,16 @@ func (n Names) SpokeUser(cluster string) string { return userName(n.Prefix, "arg
 // (events.SpokeGroup).
 func (n Names) SpokeGroup(cluster string) string { return events.SpokeGroup(n.Prefix, cluster) }
 
-// topicPrefix is what a topic prefix may be: the characters of a topic
-// name, beginning with a letter or digit so that the names made from it
-// are Kubernetes names.
-var topicPrefix = regexp.MustCompile(`^([a-zA-Z0-9][a-zA-Z0-9._-]{0,99})?$`)
+// topicPrefix is what a topic prefix may be: a DNS label (lower-case
+// letters, digits and '-', at most 63) and a dot. The KafkaUser names made
+// from it write the dot as '-', and no other prefix maps to the same
+// names: prod- or Prod. would name prod.'s users, and are refused.
+var topicPrefix = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)?$`)
 
 // Validate reports a prefix that cannot begin the names.
 func (n Names) Validate() error {
 	if !topicPrefix.MatchString(n.Prefix) {
-		return fmt.Errorf("deploy: topic prefix %q: want letters, digits, '.', '_' and '-', beginning with a letter or digit, at most 100", n.Prefix)
+		return fmt.Errorf("deploy: topic prefix %q: want a DNS label and a dot, such as prod. or team-a.: lower-case letters, digits and '-', at most 63, then '.'", n.Prefix)
 	}
 	return nil
 }
