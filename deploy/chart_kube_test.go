@@ -263,3 +263,32 @@ func TestChartUserSecretsFollowThePrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAPIsServeTLS: with a TLS Secret each API that takes bearer
+// tokens, the hub's and the projector's read API, gets the certificate's
+// files from the whole Secret (so renewals reach them) and serves TLS.
+func TestReadAPIsServeTLS(t *testing.T) {
+	for _, o := range render(t, "argosy", "-f", filepath.Join(chart, "ci", "tls-values.yaml")) {
+		if o.GetKind() != "Deployment" || strings.HasSuffix(o.GetName(), "-spoke") {
+			continue
+		}
+		pod, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+		c := pod["containers"].([]any)[0].(map[string]any)
+		env := map[string]string{}
+		for _, e := range c["env"].([]any) {
+			e := e.(map[string]any)
+			env[e["name"].(string)], _ = e["value"].(string)
+		}
+		if env["ARGOSY_TLS_CERT"] != "/etc/argosy/tls/tls.crt" || env["ARGOSY_TLS_KEY"] != "/etc/argosy/tls/tls.key" {
+			t.Errorf("%s: TLS env %q %q", o.GetName(), env["ARGOSY_TLS_CERT"], env["ARGOSY_TLS_KEY"])
+		}
+		mounted := false
+		for _, m := range c["volumeMounts"].([]any) {
+			m := m.(map[string]any)
+			mounted = mounted || (m["name"] == "tls" && m["mountPath"] == "/etc/argosy/tls" && m["subPath"] == nil)
+		}
+		if !mounted {
+			t.Errorf("%s: the TLS Secret is not mounted whole at /etc/argosy/tls", o.GetName())
+		}
+	}
+}

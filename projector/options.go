@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"time"
@@ -29,6 +30,7 @@ type options struct {
 	clientOpts func(name string) []kgo.Opt
 	listen     string
 	api        http.Handler
+	apiTLS     *tls.Config
 	leave      time.Duration
 	decoder    []events.DecoderOption
 	margin     time.Duration
@@ -117,6 +119,10 @@ func WithDecoderOptions(opts ...events.DecoderOption) Option {
 func WithReadAPI(listen string, h http.Handler) Option {
 	return func(o *options) { o.listen, o.api = listen, h }
 }
+
+// WithReadAPITLS serves the read API of WithReadAPI over TLS with cfg
+// (httpserve.Certificate's, which follows renewed files).
+func WithReadAPITLS(cfg *tls.Config) Option { return func(o *options) { o.apiTLS = cfg } }
 
 // WithLeaveTimeout bounds how long a Service waits, once it stops, for its
 // consumer group client to leave the group; the default is 10 s. See

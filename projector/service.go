@@ -106,7 +106,11 @@ func (s *Service) Run(ctx context.Context) error {
 	g.Go(func() error { return follower.Run(gctx) })
 	g.Go(func() error { return runner.Run(gctx) })
 	if s.o.api != nil {
-		g.Go(func() error { return httpserve.Run(gctx, s.o.listen, s.o.api) })
+		var serve []httpserve.Option
+		if s.o.apiTLS != nil {
+			serve = append(serve, httpserve.WithTLS(s.o.apiTLS))
+		}
+		g.Go(func() error { return httpserve.Run(gctx, s.o.listen, s.o.api, serve...) })
 	}
 	return g.Wait()
 }

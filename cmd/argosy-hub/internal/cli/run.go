@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
@@ -250,18 +248,9 @@ func runRun(ctx context.Context, o *RunOptions) error {
 // change, and counts the new pairs that did not load in
 // argosy.hub.tls.reload_failures.
 func serveTLS(o *RunOptions, log *slog.Logger) (hub.Option, error) {
-	cert, err := httpserve.NewCertificate(o.TLSCert, o.TLSKey, httpserve.WithCertLogger(log))
+	cfg, err := cmdkit.ServeTLS(o.TLSCert, o.TLSKey, "argosy-hub", "argosy.hub.tls.reload_failures", log)
 	if err != nil {
 		return nil, err
 	}
-	_, err = otel.Meter("argosy-hub").Int64ObservableCounter("argosy.hub.tls.reload_failures",
-		metric.WithDescription("New --tls-cert and --tls-key pairs that did not load: the hub kept presenting the last good certificate."),
-		metric.WithInt64Callback(func(_ context.Context, obs metric.Int64Observer) error {
-			obs.Observe(cert.Failures())
-			return nil
-		}))
-	if err != nil {
-		return nil, fmt.Errorf("tls metrics: %w", err)
-	}
-	return hub.WithTLS(cert.TLSConfig()), nil
+	return hub.WithTLS(cfg), nil
 }

@@ -37,6 +37,9 @@ type ProjectorOptions struct {
 	HubKeyFile  string
 	Listen      string
 	Tokens      string
+	// TLSCert and TLSKey, both or neither, serve the read API over TLS.
+	TLSCert     string
+	TLSKey      string
 	MetricsAddr string
 	MaxRecords  int
 	ClockMargin time.Duration
@@ -55,7 +58,10 @@ SQLite file by default, or PostgreSQL for several replicas.
 With --listen it also serves the views as HTTP/JSON (the read API; see
 /api/v1/openapi.yaml) behind the hub's tokens file (--tokens): the same
 tokens, roles and scopes as the hub's read routes. Without --listen it
-serves no read API; the hub serves the same views to its callers.`,
+serves no read API; the hub serves the same views to its callers. With
+--tls-cert and --tls-key the read API is served over TLS 1.2 or later,
+and a renewed certificate is presented without a restart: the read API
+carries bearer tokens, which are also the hub's.`,
 		Example: `  # One replica with the embedded store
   argosy projector --kafka-brokers kafka:9092 --hub-key hub.pub --store sqlite:///var/lib/argosy/views.db
 
@@ -90,6 +96,9 @@ serves no read API; the hub serves the same views to its callers.`,
 		"address of the read API, which needs --tokens; empty: no read API (env ARGOSY_LISTEN)")
 	fs.StringVar(&opts.Tokens, "tokens", cmdkit.Env("ARGOSY_TOKENS", ""),
 		"the hub's tokens file, re-read when it changes: who may call the read API, with what scope (env ARGOSY_TOKENS)")
+	fs.StringVar(&opts.TLSCert, "tls-cert", cmdkit.Env("ARGOSY_TLS_CERT", ""),
+		"PEM certificate (chain) of the read API, with --tls-key: it is then served over TLS 1.2 or later only, and the files are read again when they change (env ARGOSY_TLS_CERT)")
+	fs.StringVar(&opts.TLSKey, "tls-key", cmdkit.Env("ARGOSY_TLS_KEY", ""), "PEM private key of --tls-cert (env ARGOSY_TLS_KEY)")
 	fs.StringVar(&opts.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9465"), "address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 	fs.IntVar(&opts.MaxRecords, "max-records", cmdkit.EnvInt("ARGOSY_MAX_RECORDS", 10_000, 0), // malformed: 0, which Validate refuses
 		"records folded per store transaction at most (env ARGOSY_MAX_RECORDS)")
@@ -119,6 +128,12 @@ func (o *ProjectorOptions) Validate() error {
 		errs = append(errs, errors.New("--listen serves the read API, which takes the hub's tokens: --tokens is required with it"))
 	case o.Listen == "" && o.Tokens != "":
 		errs = append(errs, errors.New("--tokens guards the read API, which only --listen serves: give both or neither"))
+	}
+	switch {
+	case (o.TLSCert == "") != (o.TLSKey == ""):
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))
+	case o.TLSCert != "" && o.Listen == "":
+		errs = append(errs, errors.New("--tls-cert serves the read API over TLS, which only --listen serves"))
 	}
 	return errors.Join(errs...)
 }
@@ -153,11 +168,18 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 		}
 		opts = append(opts, argosyprojector.WithReadAPI(o.Listen, guard(authn, log, read.New(store))))
 	}
+	if o.TLSCert != "" {
+		cfg, err := cmdkit.ServeTLS(o.TLSCert, o.TLSKey, "argosy-projector", "argosy.projector.tls.reload_failures", log)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, argosyprojector.WithReadAPITLS(cfg))
+	}
 	svc, err := argosyprojector.NewService(conn, withCrash(store), []events.Key{events.HubAnchor("hub", hub)}, opts...)
 	if err != nil {
 		return err
 	}
-	log.InfoContext(ctx, "argosy projector started", "version", version.Get().Version, "store", storeKind(o.Store), "listen", o.Listen)
+	log.InfoContext(ctx, "argosy projector started", "version", version.Get().Version, "store", storeKind(o.Store), "listen", o.Listen, "tls", o.TLSCert != "")
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return svc.Run(gctx) })
 	if authn != nil {

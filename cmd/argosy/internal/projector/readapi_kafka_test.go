@@ -30,6 +30,7 @@ import (
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/oidctest"
 	"github.com/argosyproj/argosy/internal/testenv/testproc"
+	"github.com/argosyproj/argosy/internal/testenv/tlstest"
 	"github.com/argosyproj/argosy/projector/read"
 )
 
@@ -301,6 +302,45 @@ func TestProjectorReadAPIIsGuarded(t *testing.T) {
 	}
 }
 
+// TestProjectorReadAPIOverTLS: with --tls-cert and --tls-key the read API
+// answers over TLS only, so the bearer tokens it takes never cross the
+// network in the clear.
+func TestProjectorReadAPIOverTLS(t *testing.T) {
+	r := newReadRig(t)
+	ca := tlstest.NewCA(t, "argosy test CA")
+	cert, key := ca.WriteFiles(t, t.TempDir(), "127.0.0.1")
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	proc, _ := r.projector(buildArgosy(t), "--listen", addr, "--tokens", r.path, "--tls-cert", cert, "--tls-key", key)
+	client := ca.Client()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+addr+"/api/v1/clusters", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+r.tokens["auditor"])
+		resp, err := client.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.Contains(string(b), `"prod"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the read API over TLS never answered: %v\n%s", err, proc.LogTail())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if status, b := r.get("http://"+addr+"/api/v1/clusters", r.tokens["auditor"]); status == http.StatusOK {
+		t.Errorf("plain HTTP to the read API: %d %s, want no answer", status, b)
+	}
+}
+
 // TestProjectorServesNoReadAPIByDefault: without --listen the projector
 // listens on its metrics address only, and --listen without --tokens, or
 // --tokens without --listen, is refused.
@@ -312,7 +352,7 @@ func TestProjectorServesNoReadAPIByDefault(t *testing.T) {
 	if got, want := listening(t, proc.Pid()), []int{portOf(t, metrics)}; !slices.Equal(got, want) {
 		t.Errorf("the projector listens on %v, want %v (metrics only)", got, want)
 	}
-	for _, args := range [][]string{{"--listen", "127.0.0.1:0"}, {"--tokens", r.path}} {
+	for _, args := range [][]string{{"--listen", "127.0.0.1:0"}, {"--tokens", r.path}, {"--tls-cert", r.path}, {"--tls-cert", r.path, "--tls-key", r.path}} {
 		p := &projectorProc{t: t, bin: bin, dir: t.TempDir(), f: r.f, group: "refused." + r.f.prefix,
 			store: "sqlite://" + filepath.Join(t.TempDir(), "views.db"), args: args}
 		proc := p.start()
