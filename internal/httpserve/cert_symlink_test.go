@@ -79,7 +79,9 @@ func TestCertificateReloadsKubeletSwap(t *testing.T) {
 		return b, err
 	}
 	now = now.Add(CheckInterval)
-	got, _ = c.GetCertificate(nil)
+	if _, err := c.GetCertificate(nil); err != nil {
+		t.Fatal(err)
+	}
 	c.readFile = os.ReadFile
 	now = now.Add(CheckInterval)
 	got, _ = c.GetCertificate(nil)

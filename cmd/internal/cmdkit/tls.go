@@ -1,19 +1,12 @@
 package cmdkit
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
-
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/metric"
-
-	"github.com/argosyproj/argosy/internal/httpserve"
 )
 
 // CAClient returns an HTTP client that trusts the system's CAs and, in
@@ -44,24 +37,3 @@ func CAClient(caFile string) (*http.Client, error) {
 // not verify (an unknown CA, an expired certificate, another host's name):
 // the caller then says which option gives a CA bundle.
 func Untrusted(err error) bool { return errors.As(err, new(*tls.CertificateVerificationError)) }
-
-// ServeTLS loads a server's certificate and key, to be read again when
-// they change (httpserve.Certificate), and counts the new pairs that did
-// not load in the counter name of meter: the server kept presenting the
-// last good certificate. It returns the TLS configuration to serve with.
-func ServeTLS(certFile, keyFile, meter, name string, log *slog.Logger) (*tls.Config, error) {
-	cert, err := httpserve.NewCertificate(certFile, keyFile, httpserve.WithCertLogger(log))
-	if err != nil {
-		return nil, err
-	}
-	_, err = otel.Meter(meter).Int64ObservableCounter(name,
-		metric.WithDescription("New --tls-cert and --tls-key pairs that did not load: the last good certificate was kept."),
-		metric.WithInt64Callback(func(_ context.Context, obs metric.Int64Observer) error {
-			obs.Observe(cert.Failures())
-			return nil
-		}))
-	if err != nil {
-		return nil, fmt.Errorf("tls metrics: %w", err)
-	}
-	return cert.TLSConfig(), nil
-}

@@ -204,11 +204,13 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts)), hub.WithTokenFile(o.Tokens),
 		hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst)}
 	if o.TLSCert != "" {
-		tlsOpt, err := serveTLS(o, log)
+		// Read again when the files change; pairs that did not load are
+		// counted in argosy.hub.tls.reload_failures.
+		cfg, err := tel.ServeTLS(o.TLSCert, o.TLSKey, "argosy.hub.tls.reload_failures", log)
 		if err != nil {
 			return err
 		}
-		opts = append(opts, tlsOpt)
+		opts = append(opts, hub.WithTLS(cfg))
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	var ready []telemetry.Check
@@ -242,15 +244,4 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(append(ready, srv.Ready)...)) })
 	return g.Wait()
-}
-
-// serveTLS loads --tls-cert and --tls-key, to be read again when they
-// change, and counts the new pairs that did not load in
-// argosy.hub.tls.reload_failures.
-func serveTLS(o *RunOptions, log *slog.Logger) (hub.Option, error) {
-	cfg, err := cmdkit.ServeTLS(o.TLSCert, o.TLSKey, "argosy-hub", "argosy.hub.tls.reload_failures", log)
-	if err != nil {
-		return nil, err
-	}
-	return hub.WithTLS(cfg), nil
 }

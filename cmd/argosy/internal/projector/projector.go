@@ -169,7 +169,7 @@ func projectorRun(ctx context.Context, o *ProjectorOptions) error {
 		opts = append(opts, argosyprojector.WithReadAPI(o.Listen, guard(authn, log, read.New(store))))
 	}
 	if o.TLSCert != "" {
-		cfg, err := cmdkit.ServeTLS(o.TLSCert, o.TLSKey, "argosy-projector", "argosy.projector.tls.reload_failures", log)
+		cfg, err := tel.ServeTLS(o.TLSCert, o.TLSKey, "argosy.projector.tls.reload_failures", log)
 		if err != nil {
 			return err
 		}
