@@ -144,11 +144,7 @@ func (s *Server) handle(rt route) http.Handler {
 		}
 		p, err := s.auth.authenticate(r)
 		if err != nil {
-			status := http.StatusUnauthorized
-			if errors.Is(err, auth.ErrIssuerUnavailable) {
-				status = http.StatusServiceUnavailable
-			}
-			s.finish(w, r, c, nil, s.refuseUnauthenticated(r, &apiError{status: status, body: api.Error{Error: err.Error(), Hint: authHint(r, err)}}))
+			s.finish(w, r, c, nil, s.refuseUnauthenticated(r, &apiError{status: auth.Status(err), body: api.Error{Error: err.Error(), Hint: authHint(r, err)}}))
 			return
 		}
 		c.p = p

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -164,5 +165,20 @@ func TestReloadNotValid(t *testing.T) {
 	same.Name = "alice"
 	if _, err := New([]Token{a, same}, nil); err == nil || !strings.Contains(err.Error(), "name twice") {
 		t.Errorf("two tokens named alice = %v, want refused", err)
+	}
+}
+
+// TestStatus: the status of each refusal, as the hub and the projector's
+// read API answer it.
+func TestStatus(t *testing.T) {
+	for err, want := range map[error]int{
+		fmt.Errorf("%w: no bearer token", ErrUnauthenticated):                       http.StatusUnauthorized,
+		fmt.Errorf("%w: the %w does not verify", ErrUnauthenticated, ErrBadIDToken): http.StatusUnauthorized,
+		fmt.Errorf("%w: the issuer is not reachable yet", ErrIssuerUnavailable):     http.StatusServiceUnavailable,
+		fmt.Errorf("%w: role viewer", ErrDenied):                                    http.StatusForbidden,
+	} {
+		if got := Status(err); got != want {
+			t.Errorf("Status(%v) = %d, want %d", err, got, want)
+		}
 	}
 }

@@ -112,6 +112,20 @@ func (a *Authenticator) Run(ctx context.Context) error {
 // knows (401).
 var ErrUnauthenticated = errors.New("unauthenticated")
 
+// Status is the HTTP status that answers a refusal of the authenticator
+// (Request, Token) or of a principal (Allow): 503 while an ID token
+// cannot be checked yet (ErrIssuerUnavailable: trying again helps), 403
+// for a call the caller may not make (ErrDenied), and 401 otherwise.
+func Status(err error) int {
+	switch {
+	case errors.Is(err, ErrIssuerUnavailable):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrDenied):
+		return http.StatusForbidden
+	}
+	return http.StatusUnauthorized
+}
+
 // Bearer returns the bearer token of r's Authorization header, if it
 // has one.
 func Bearer(r *http.Request) (string, bool) {

@@ -20,18 +20,15 @@ func guard(a *auth.Authenticator, log *slog.Logger, next http.Handler) http.Hand
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := a.Request(r)
 		if err != nil {
-			status, hint := http.StatusUnauthorized, "send a token of the tokens file the hub takes: Authorization: Bearer <token>"
-			switch {
-			case errors.Is(err, auth.ErrIssuerUnavailable):
-				status = http.StatusServiceUnavailable
-			case errors.Is(err, auth.ErrBadIDToken):
+			hint := "send a token of the tokens file the hub takes: Authorization: Bearer <token>"
+			if errors.Is(err, auth.ErrBadIDToken) {
 				hint = "get a new ID token from your identity provider"
 			}
-			refuse(w, r, log, status, api.Error{Error: err.Error(), Hint: hint})
+			refuse(w, r, log, auth.Status(err), api.Error{Error: err.Error(), Hint: hint})
 			return
 		}
 		if err := p.Allow(auth.ActionRead, "", nil, ""); err != nil {
-			refuse(w, r, log, http.StatusForbidden, api.Error{Error: err.Error()})
+			refuse(w, r, log, auth.Status(err), api.Error{Error: err.Error()})
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(read.WithScope(r.Context(), p)))
