@@ -43,7 +43,7 @@ func (s *Service) observeBacklogs(q BacklogQuery) (unregister func()) {
 		return func() {}
 	}
 	topic := s.o.topics[events.TopicConfig]
-	reg, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+	return registerCallback(m, func(ctx context.Context, o metric.Observer) error {
 		ctx, cancel := context.WithTimeout(ctx, backlogTimeout)
 		defer cancel()
 		bs, err := q.Backlogs(ctx, topic)
@@ -65,13 +65,4 @@ func (s *Service) observeBacklogs(q BacklogQuery) (unregister func()) {
 		}
 		return nil
 	}, oldest, beat)
-	if err != nil {
-		otel.Handle(err)
-		return func() {}
-	}
-	return func() {
-		if err := reg.Unregister(); err != nil {
-			otel.Handle(err)
-		}
-	}
 }

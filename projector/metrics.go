@@ -119,7 +119,7 @@ func (l *lags) observe(in *instruments) (unregister func()) {
 	if in.lag == nil {
 		return func() {}
 	}
-	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	return registerCallback(in.meter, func(_ context.Context, o metric.Observer) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		for p, n := range l.by {
@@ -128,6 +128,13 @@ func (l *lags) observe(in *instruments) (unregister func()) {
 		}
 		return nil
 	}, in.lag)
+}
+
+// registerCallback registers f, which observes insts, on m until the
+// returned func runs. An error is OpenTelemetry's to handle, and then
+// nothing is observed.
+func registerCallback(m metric.Meter, f metric.Callback, insts ...metric.Observable) (unregister func()) {
+	reg, err := m.RegisterCallback(f, insts...)
 	if err != nil {
 		otel.Handle(err)
 		return func() {}
