@@ -89,7 +89,10 @@ its spoke with the Helm chart (docs/deploy.md): its Strimzi KafkaUser, to
 apply where the Kafka runs, and, as comments above it, the commands that
 copy the KafkaUser's certificate to the workload cluster and the helm
 install command with the join token (or, with --keys-dir, the keys as a
-Secret). Nothing is printed for a dry run.
+Secret). The join URL is --hub-url, the hub as the workload cluster
+reaches it; without it, the server this command calls, which is refused
+before anything is registered when it is on this machine (a
+port-forward). Nothing is printed for a dry run.
 
 Registering needs an admin token.
 ` + hubapi.WriteHelp,
@@ -101,7 +104,7 @@ Registering needs an admin token.
   argosy cluster register edge-7 --public-keys edge-7.json --partition 3 --dry-run
 
   # Register, and print the spoke's KafkaUser and the commands that install it
-  argosy cluster register prod-eu --labels env=prod --print-manifests --hub-public-key hub.pub > prod-eu.yaml`,
+  argosy cluster register prod-eu --labels env=prod --print-manifests --hub-public-key hub.pub --hub-url https://argosy.example.com > prod-eu.yaml`,
 		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := opts.Write.Check(); err != nil {

@@ -38,7 +38,7 @@ is how many config events the cluster has yet to read.`,
 		Example: `  argosy fleet
   argosy fleet -o json
   argosy fleet --context prod
-  argosy fleet --server http://projector.argosy.svc:8080`,
+  argosy fleet --server https://argosy-projector.argosy:8080 --token "$TOKEN"`,
 		Args: cmdkit.UsageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cmdkit.CheckOutput(opts.Output); err != nil {
