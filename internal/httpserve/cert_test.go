@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,5 +130,56 @@ func TestNewCertificateRefusesABadPair(t *testing.T) {
 	}
 	if _, err := NewCertificate(certFile+".missing", keyFile); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v, want ErrNotExist", err)
+	}
+}
+
+// TestCertificateUnderConcurrentHandshakes: fifty handshakes at once, while
+// the pair is renewed again and again, each get a whole pair, the old or
+// the new, and no renewal is counted as failed (run with -race).
+func TestCertificateUnderConcurrentHandshakes(t *testing.T) {
+	ca := tlstest.NewCA(t, "test CA")
+	certA, keyA := ca.Issue(t, "a")
+	certB, keyB := ca.Issue(t, "b")
+	files := &fakeFiles{files: map[string][]byte{}}
+	files.set(certA, keyA)
+	var clock atomic.Int64
+	c := &Certificate{certFile: "tls.crt", keyFile: "tls.key", log: slog.New(slog.DiscardHandler),
+		now: func() time.Time { return time.Unix(0, clock.Load()) }, readFile: files.read}
+	if err := c.init(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for range 50 {
+		wg.Go(func() {
+			for range 200 {
+				got, err := c.GetCertificate(nil)
+				if err != nil || got == nil || len(got.Certificate) == 0 {
+					errs <- fmt.Errorf("GetCertificate = %v, %v", got, err)
+					return
+				}
+				x, err := x509.ParseCertificate(got.Certificate[0])
+				if err != nil || (x.Subject.CommonName != "a" && x.Subject.CommonName != "b") {
+					errs <- fmt.Errorf("presented %v, %v", x, err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 100 {
+		if i%2 == 0 {
+			files.set(certB, keyB)
+		} else {
+			files.set(certA, keyA)
+		}
+		clock.Add(int64(CheckInterval))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := c.Failures(); n != 0 {
+		t.Errorf("%d renewals counted as failed, want 0", n)
 	}
 }
