@@ -155,12 +155,12 @@ func TestCertificateUnderConcurrentHandshakes(t *testing.T) {
 			for range 200 {
 				got, err := c.GetCertificate(nil)
 				if err != nil || got == nil || len(got.Certificate) == 0 {
-					errs <- fmt.Errorf("GetCertificate = %v, %v", got, err)
+					errs <- fmt.Errorf("GetCertificate = %v, %w", got, err)
 					return
 				}
 				x, err := x509.ParseCertificate(got.Certificate[0])
 				if err != nil || (x.Subject.CommonName != "a" && x.Subject.CommonName != "b") {
-					errs <- fmt.Errorf("presented %v, %v", x, err)
+					errs <- fmt.Errorf("presented %v, %w", x, err)
 					return
 				}
 			}
