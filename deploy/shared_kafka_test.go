@@ -22,10 +22,10 @@ import (
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/auth"
-	"github.com/argosyproj/argosy/internal/fleetsim"
-	"github.com/argosyproj/argosy/internal/testenv/hubtest"
+	"github.com/argosyproj/argosy/hub/hubtest"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/sqlstore"
+	"github.com/argosyproj/argosy/sim"
 )
 
 // install is one Argosy install on a shared Kafka: its hub, projector and
@@ -37,7 +37,7 @@ type install struct {
 	topics events.Topics
 	client *api.Client
 	store  *sqlstore.Store
-	fleet  *fleetsim.Fleet
+	fleet  *sim.Fleet
 }
 
 // startInstall runs k's hub, projector and spoke on a, in g, until ctx
@@ -79,7 +79,7 @@ func startInstall(t *testing.T, ctx context.Context, g *errgroup.Group, a *aclBr
 		t.Fatal(err)
 	}
 	g.Go(func() error { return svc.Run(ctx) })
-	in.fleet, err = fleetsim.New(fleetsim.Config{Clusters: 1, Prefix: "acl", Hub: in.client, HubKey: signer.Public(),
+	in.fleet, err = sim.NewFleet(sim.FleetConfig{Clusters: 1, Prefix: "acl", Hub: in.client, HubKey: signer.Public(),
 		Conn: a.conn(in.n.SpokeUser(aclCluster)), Topics: in.topics, TopicPrefix: k.TopicPrefix, Heartbeat: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/internal/testenv/hubtest"
+	"github.com/argosyproj/argosy/hub/hubtest"
 )
 
 // TestCommitErrorIsDecidedAgain: the broker answers a write's commit with

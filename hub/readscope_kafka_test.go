@@ -18,7 +18,7 @@ import (
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/auth"
-	"github.com/argosyproj/argosy/internal/testenv/hubtest"
+	"github.com/argosyproj/argosy/hub/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"

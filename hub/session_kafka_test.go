@@ -19,8 +19,8 @@ import (
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/auth"
+	"github.com/argosyproj/argosy/hub/hubtest"
 	"github.com/argosyproj/argosy/hub/web"
-	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 	"github.com/argosyproj/argosy/schemas"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/sim"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/sim"
 )
 
 // outbox is a Publisher that keeps what it is given, and refuses the

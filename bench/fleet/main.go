@@ -4,7 +4,7 @@
 // (started from its cached jars, or --kafka): the argosy-hub process, the
 // argosy projector process on SQLite, and simulated clusters in spoke-pack
 // processes (this program's `spokes` subcommand), each cluster a real
-// spoke.Agent on a simulated Argo CD (internal/fleetsim), joined through
+// spoke.Agent on a simulated Argo CD (package sim), joined through
 // the hub's API. For each fleet size it measures the fan-out latency of
 // single-cluster changes made at a set rate, the projector's status
 // ingestion, the processes' memory and CPU, and a new spoke's bootstrap;

@@ -18,8 +18,8 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/internal/fleetsim"
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/sim"
 	"github.com/argosyproj/argosy/spoke"
 )
 
@@ -314,7 +314,7 @@ func (s *system) bootstrap(ctx context.Context, apps int) (time.Duration, error)
 	if err != nil {
 		return 0, err
 	}
-	f, err := fleetsim.New(fleetsim.Config{Clusters: 1, Prefix: "boot", Hub: s.hub, HubKey: key,
+	f, err := sim.NewFleet(sim.FleetConfig{Clusters: 1, Prefix: "boot", Hub: s.hub, HubKey: key,
 		Conn: []kgo.Opt{kgo.SeedBrokers(s.cfg.kafka)}, Topics: s.topics})
 	if err != nil {
 		return 0, err

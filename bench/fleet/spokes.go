@@ -18,7 +18,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/internal/fleetsim"
+	"github.com/argosyproj/argosy/sim"
 	"github.com/argosyproj/argosy/spoke"
 )
 
@@ -76,7 +76,7 @@ func spokes(ctx context.Context, f spokeFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	fleet, err := fleetsim.New(fleetsim.Config{Clusters: f.clusters, Prefix: f.prefix, Hub: hc, HubKey: key,
+	fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: f.clusters, Prefix: f.prefix, Hub: hc, HubKey: key,
 		Conn: []kgo.Opt{kgo.SeedBrokers(f.brokers)}, Topics: events.DefaultTopics(f.topicPrefix), TopicPrefix: f.topicPrefix, Dir: f.dir,
 		Heartbeat: f.heartbeat, Ramp: f.ramp, AgentOpts: opts, Log: log})
 	if err != nil {

@@ -24,14 +24,14 @@ import (
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/auth"
+	"github.com/argosyproj/argosy/hub/hubtest"
 	"github.com/argosyproj/argosy/hub/web"
-	"github.com/argosyproj/argosy/internal/fleetsim"
 	"github.com/argosyproj/argosy/internal/testenv/browsertest"
-	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/sqlstore"
+	"github.com/argosyproj/argosy/sim"
 )
 
 func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
@@ -115,8 +115,8 @@ func startSystem(t *testing.T) *system {
 	if s.client, err = api.NewClient(s.url, s.tokens["admin"], nil); err != nil {
 		t.Fatal(err)
 	}
-	fleet := func(prefix string, n int) *fleetsim.Fleet {
-		f, err := fleetsim.New(fleetsim.Config{Clusters: n, Prefix: prefix, Hub: s.client, HubKey: signer.Public(),
+	fleet := func(prefix string, n int) *sim.Fleet {
+		f, err := sim.NewFleet(sim.FleetConfig{Clusters: n, Prefix: prefix, Hub: s.client, HubKey: signer.Public(),
 			Conn: conn, Topics: topics, Heartbeat: heartbeat})
 		if err != nil {
 			t.Fatal(err)
@@ -299,14 +299,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 
 	t.Run("filter", func(t *testing.T) {
-		env := fleetsim.Labels(0)["env"]
+		env := sim.Labels(0)["env"]
 		var want []string
 		for _, c := range clusters {
 			var i int
 			if _, err := fmt.Sscanf(c[strings.IndexByte(c, '-')+1:], "%d", &i); err != nil {
 				t.Fatal(err)
 			}
-			if fleetsim.Labels(i)["env"] == env {
+			if sim.Labels(i)["env"] == env {
 				want = append(want, c)
 			}
 		}

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argosyproj/argosy/hub/hubtest"
 	"github.com/argosyproj/argosy/hub/web"
-	"github.com/argosyproj/argosy/internal/testenv/hubtest"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )

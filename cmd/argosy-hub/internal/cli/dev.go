@@ -26,13 +26,13 @@ import (
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/hub/web"
-	"github.com/argosyproj/argosy/internal/fleetsim"
 	"github.com/argosyproj/argosy/internal/httpserve"
 	"github.com/argosyproj/argosy/internal/telemetry"
 	"github.com/argosyproj/argosy/internal/version"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/sqlstore"
+	"github.com/argosyproj/argosy/sim"
 	"github.com/argosyproj/argosy/spoke"
 )
 
@@ -198,7 +198,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 		if err := waitReady(gctx, url); err != nil {
 			return err
 		}
-		fleet, err := fleetsim.New(fleetsim.Config{Clusters: o.Clusters, Prefix: "sim", Hub: client, HubKey: signer.Public(), Conn: conn,
+		fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: o.Clusters, Prefix: "sim", Hub: client, HubKey: signer.Public(), Conn: conn,
 			Topics: topics, TopicPrefix: o.TopicPrefix, Dir: filepath.Join(o.DataDir, "fleet"), Offline: o.Offline, OfflineFor: [2]time.Duration{30 * time.Second, 90 * time.Second},
 			Log: log.With("component", "fleet"), AgentOpts: []spoke.Option{spoke.WithDecoderOptions(decoderOpts...)}})
 		if err != nil {

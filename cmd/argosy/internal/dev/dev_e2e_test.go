@@ -92,7 +92,7 @@ func TestDevAsANewUser(t *testing.T) {
 			})
 	}, p)
 	argosy("app", "apply", "-f", "docs/examples/guestbook.yaml", "--selector", "env=staging")
-	staging := []string{"sim-001", "sim-004"} // fleetsim.Labels: every third cluster from the second
+	staging := []string{"sim-001", "sim-004"} // sim.Labels: every third cluster from the second
 	converged := func() bool {
 		var apps []struct {
 			Cluster  string                      `json:"cluster"`

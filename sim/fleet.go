@@ -1,10 +1,11 @@
-// Package fleetsim runs a simulated fleet: N real spoke.Agents, each on a
-// simulated Argo CD (spoke/sim), each joined to the hub through the real
+// Package sim is the simulated fleet: a simulated Argo CD (Cluster) and a
+// fleet driver (Fleet) that runs N real spoke.Agents, each on a simulated
+// Argo CD, each joined to the hub through the real
 // join flow (registration with a join token, then the join call with the
 // cluster's new keys). argosy dev runs one; the fleet benchmark runs
 // bigger ones. Clusters go offline now and then and come back, as real
 // ones do.
-package fleetsim
+package sim
 
 import (
 	"context"
@@ -27,11 +28,10 @@ import (
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/sim"
 )
 
-// Config is a fleet's make-up.
-type Config struct {
+// FleetConfig is a fleet's make-up.
+type FleetConfig struct {
 	// Clusters is how many clusters; they are named Prefix-000, -001, …
 	Clusters int
 	Prefix   string
@@ -49,8 +49,8 @@ type Config struct {
 	// simulated Argo CD and agent state, so that the next run carries on.
 	// Empty: nothing is kept.
 	Dir string
-	// Behaviour of each simulated Argo CD (default sim.DefaultBehaviour).
-	Behaviour *sim.Behaviour
+	// Behaviour of each simulated Argo CD (default DefaultBehaviour).
+	Behaviour *Behaviour
 	// Offline is how often, on average, some cluster goes offline (its
 	// agent stops) for OfflineFor; zero: never.
 	Offline    time.Duration
@@ -78,22 +78,22 @@ func Name(prefix string, i int) string { return fmt.Sprintf("%s-%03d", prefix, i
 
 // Fleet is a running simulated fleet.
 type Fleet struct {
-	cfg     Config
+	cfg     FleetConfig
 	members []*member
 }
 
 // member is one simulated cluster.
 type member struct {
 	name   string
-	argo   *sim.Cluster
-	store  *sim.Store
+	argo   *Cluster
+	store  *Store
 	keys   spoke.Keys
 	mu     sync.Mutex
 	online bool
 }
 
 // New checks cfg and loads what an earlier run of the fleet kept.
-func New(cfg Config) (*Fleet, error) {
+func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	var errs []error
 	if cfg.Clusters <= 0 {
 		errs = append(errs, errors.New("at least one cluster"))
@@ -110,7 +110,7 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	b := sim.DefaultBehaviour
+	b := DefaultBehaviour
 	if cfg.Behaviour != nil {
 		b = *cfg.Behaviour
 	}
@@ -119,7 +119,7 @@ func New(cfg Config) (*Fleet, error) {
 	}
 	f := &Fleet{cfg: cfg}
 	for i := range cfg.Clusters {
-		m := &member{name: Name(cfg.Prefix, i), argo: sim.NewCluster(sim.WithBehaviour(b)), store: sim.NewStore()}
+		m := &member{name: Name(cfg.Prefix, i), argo: NewCluster(WithBehaviour(b)), store: NewStore()}
 		if err := f.load(m); err != nil {
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func (f *Fleet) Online() int {
 }
 
 // Cluster returns the simulated Argo CD of a cluster of the fleet.
-func (f *Fleet) Cluster(name string) (*sim.Cluster, bool) {
+func (f *Fleet) Cluster(name string) (*Cluster, bool) {
 	for _, m := range f.members {
 		if m.name == name {
 			return m.argo, true
@@ -318,8 +318,8 @@ func (m *member) setOnline(v bool) {
 
 // state is what a cluster keeps in Dir between runs.
 type state struct {
-	Argo  *sim.Cluster `json:"argo"`
-	Store *sim.Store   `json:"store"`
+	Argo  *Cluster `json:"argo"`
+	Store *Store   `json:"store"`
 }
 
 const stateFile = "state.json"

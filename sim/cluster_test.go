@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/sim"
 	"github.com/argosyproj/argosy/spoke"
-	"github.com/argosyproj/argosy/spoke/sim"
 )
 
 var ref = spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "web"}

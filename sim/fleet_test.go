@@ -1,4 +1,4 @@
-package fleetsim_test
+package sim_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/internal/fleetsim"
-	"github.com/argosyproj/argosy/internal/testenv/hubtest"
+	"github.com/argosyproj/argosy/hub/hubtest"
+	"github.com/argosyproj/argosy/sim"
 	"github.com/argosyproj/argosy/spoke"
 )
 
@@ -25,7 +25,7 @@ func TestFleetJoinsAndGoesOffline(t *testing.T) {
 	defer cancel()
 	createTime := events.AcceptCreateTime() // kfake keeps the producer's time
 	hc := h.Client
-	f, err := fleetsim.New(fleetsim.Config{Clusters: 3, Prefix: "t", Hub: hc, HubKey: h.Signer.Public(), Conn: h.Conn, Topics: h.Topics,
+	f, err := sim.NewFleet(sim.FleetConfig{Clusters: 3, Prefix: "t", Hub: hc, HubKey: h.Signer.Public(), Conn: h.Conn, Topics: h.Topics,
 		Offline: time.Second, OfflineFor: [2]time.Duration{300 * time.Millisecond, 300 * time.Millisecond}, Heartbeat: time.Second,
 		AgentOpts: []spoke.Option{spoke.WithDecoderOptions(createTime)}})
 	if err != nil {
@@ -86,7 +86,7 @@ func TestFailedAgentStartsAgain(t *testing.T) {
 		}
 		return nil
 	})
-	f, err := fleetsim.New(fleetsim.Config{Clusters: 3, Prefix: "r", Hub: h.Client, HubKey: h.Signer.Public(), Conn: h.Conn, Topics: h.Topics,
+	f, err := sim.NewFleet(sim.FleetConfig{Clusters: 3, Prefix: "r", Hub: h.Client, HubKey: h.Signer.Public(), Conn: h.Conn, Topics: h.Topics,
 		Heartbeat: time.Second, AgentOpts: []spoke.Option{spoke.WithDecoderOptions(events.AcceptCreateTime()), failFirst}})
 	if err != nil {
 		t.Fatal(err)
