@@ -80,8 +80,14 @@ type Rows struct {
 	ChainHeads    map[Partition]string
 }
 
-// Query is the read side of a Store, which package projector/read serves.
-type Query interface {
+// The read side of a Store comes in slices, each named by what it reads,
+// so that what needs one slice takes only that one: Fleet (the fleet
+// pages, a caller's scope), Chains (paging and verifying the audit chains)
+// and Deliveries (the deployment and rollout reports). Query is their union
+// with the joined audit history, which the read API and the dashboard serve.
+
+// Fleet reads the clusters and their Applications.
+type Fleet interface {
 	// Clusters returns every cluster the log mentions, by name.
 	Clusters(ctx context.Context) ([]ClusterRow, error)
 	Cluster(ctx context.Context, name string) (ClusterRow, bool, error)
@@ -92,14 +98,19 @@ type Query interface {
 	// Apps returns the Applications that match f, by cluster, namespace
 	// and name.
 	Apps(ctx context.Context, f AppFilter) ([]AppRow, error)
-	// Audit returns audit entries that match f, newest first, with the
-	// actor and the apply results joined in.
-	Audit(ctx context.Context, f AuditFilter) ([]AuditRow, error)
+}
+
+// Chains reads the audit entries as stored, partition by partition.
+type Chains interface {
 	// Chain returns the audit entries of one partition in offset order,
 	// starting after offset after (-1 for the start), at most limit.
 	Chain(ctx context.Context, p Partition, after int64, limit int) ([]AuditEntry, error)
 	// ChainPartitions returns the partitions that have audit entries.
 	ChainPartitions(ctx context.Context) ([]Partition, error)
+}
+
+// Deliveries reads the deployment history the reports are made of.
+type Deliveries interface {
 	// Deployments returns the deployment records that match f, by finish
 	// time.
 	Deployments(ctx context.Context, f DeploymentFilter) ([]Deployment, error)
@@ -111,6 +122,17 @@ type Query interface {
 	// HealthChanges returns the health changes that match f (no project),
 	// by time.
 	HealthChanges(ctx context.Context, f DeploymentFilter) ([]HealthChange, error)
+}
+
+// Query is the whole read side of a Store, which package projector/read
+// serves: every slice, and the audit history with its joins.
+type Query interface {
+	Fleet
+	Chains
+	Deliveries
+	// Audit returns audit entries that match f, newest first, with the
+	// actor and the apply results joined in.
+	Audit(ctx context.Context, f AuditFilter) ([]AuditRow, error)
 }
 
 // ClusterRow is a cluster's registration and last heartbeat, and its

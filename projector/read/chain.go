@@ -88,7 +88,7 @@ func (h *Handler) chain(r *http.Request) (any, error) {
 // after the position after (nil for the first entry of all). Topics are
 // ordered by their bytes, whatever the store's collation. A page shorter
 // than limit is the last.
-func ChainPage(ctx context.Context, q projector.Query, after *ChainPosition, limit int) ([]projector.AuditEntry, error) {
+func ChainPage(ctx context.Context, q projector.Chains, after *ChainPosition, limit int) ([]projector.AuditEntry, error) {
 	var out []projector.AuditEntry
 	if after != nil {
 		es, err := q.Chain(ctx, after.Partition, after.Offset, limit)

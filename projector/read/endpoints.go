@@ -196,7 +196,7 @@ func (h *Handler) reportRange(from, to time.Time) (time.Time, time.Time, error) 
 
 // DeploymentReport computes req from q's deployment records and gaps with
 // rep (nil: report.Deployments). req's From and To must be set.
-func DeploymentReport(ctx context.Context, q projector.Query, rep Reporter, req report.Request) (report.Report, error) {
+func DeploymentReport(ctx context.Context, q projector.Deliveries, rep Reporter, req report.Request) (report.Report, error) {
 	// Records after To tell when a failure in range was restored.
 	recs, err := q.Deployments(ctx, projector.DeploymentFilter{From: req.From})
 	if err != nil {
@@ -207,7 +207,7 @@ func DeploymentReport(ctx context.Context, q projector.Query, rep Reporter, req 
 
 // deploymentReport computes req from recs, the deployment records that
 // finished at or after req.From, and q's gaps and health changes.
-func deploymentReport(ctx context.Context, q projector.Query, rep Reporter, req report.Request, recs []projector.Deployment) (report.Report, error) {
+func deploymentReport(ctx context.Context, q projector.Deliveries, rep Reporter, req report.Request, recs []projector.Deployment) (report.Report, error) {
 	if rep == nil {
 		rep = ReporterFunc(reportDeployments)
 	}

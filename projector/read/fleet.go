@@ -51,7 +51,7 @@ type FleetPage struct {
 // ListFleet answers r from q at now: it filters and sorts the clusters'
 // summaries (one cheap query) and reads only the page's clusters in full,
 // so that a page of a 10,000-cluster fleet costs what a page costs.
-func ListFleet(ctx context.Context, q projector.Query, r FleetRequest, now time.Time, heartbeat time.Duration) (FleetPage, error) {
+func ListFleet(ctx context.Context, q projector.Fleet, r FleetRequest, now time.Time, heartbeat time.Duration) (FleetPage, error) {
 	sel, err := labels.Parse(r.Selector)
 	if err != nil {
 		return FleetPage{}, badRequest("selector %q: %v", r.Selector, err)

@@ -77,7 +77,7 @@ type RolloutReport struct {
 
 // Rollouts computes the rollouts of p's placement changes from q's targets
 // and deployment records. p's From and To must be set.
-func Rollouts(ctx context.Context, q projector.Query, p RolloutParams) (RolloutReport, error) {
+func Rollouts(ctx context.Context, q projector.Deliveries, p RolloutParams) (RolloutReport, error) {
 	out := RolloutReport{From: p.From, To: p.To, Rollouts: []report.Rollout{}}
 	targets, err := q.Targets(ctx, projector.DeploymentFilter{Namespace: p.Namespace, Name: p.Placement, From: p.From, To: p.To})
 	if err != nil {
@@ -121,7 +121,7 @@ func newestChanges(targets []projector.Target) []projector.Target {
 // ReportWithRollouts computes the deployment report req asks for and the
 // rollouts of the placement changes written in its range, reading the
 // deployment records once for both. req's From and To must be set.
-func ReportWithRollouts(ctx context.Context, q projector.Query, req report.Request) (report.Report, RolloutReport, error) {
+func ReportWithRollouts(ctx context.Context, q projector.Deliveries, req report.Request) (report.Report, RolloutReport, error) {
 	ro := RolloutReport{From: req.From, To: req.To, Rollouts: []report.Rollout{}}
 	targets, err := q.Targets(ctx, projector.DeploymentFilter{From: req.From, To: req.To})
 	if err != nil {

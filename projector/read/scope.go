@@ -53,10 +53,13 @@ func Scoped(q projector.Query) projector.Query {
 	if _, ok := q.(scoped); ok {
 		return q
 	}
-	return scoped{q}
+	return scoped{src: q}
 }
 
-type scoped struct{ projector.Query }
+// scoped holds the Query it filters as a field, not embedded, so that a
+// method added to projector.Query does not pass through unfiltered: scoped
+// stops compiling until it decides what the method's scope is.
+type scoped struct{ src projector.Query }
 
 // inScope answers whether rows about one Application are in the scope.
 type inScope struct {
@@ -76,7 +79,7 @@ func (q scoped) scopeFor(ctx context.Context, withApps bool) (*inScope, error) {
 	}
 	in := &inScope{s: s, clusters: c, projects: p, labels: map[string]map[string]string{}}
 	if c {
-		sums, err := q.Query.ClusterSummaries(ctx)
+		sums, err := q.src.ClusterSummaries(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +90,7 @@ func (q scoped) scopeFor(ctx context.Context, withApps bool) (*inScope, error) {
 		}
 	}
 	if p && withApps {
-		rows, err := q.Query.Apps(ctx, projector.AppFilter{})
+		rows, err := q.src.Apps(ctx, projector.AppFilter{})
 		if err != nil {
 			return nil, fmt.Errorf("scope: %w", err)
 		}
@@ -137,7 +140,7 @@ func (q scoped) Clusters(ctx context.Context) ([]projector.ClusterRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.Query.Clusters(ctx)
+	rows, err := q.src.Clusters(ctx)
 	return keep(in, rows, func(in *inScope, r projector.ClusterRow) bool { return in.cluster(r.Name) }), err
 }
 
@@ -149,7 +152,7 @@ func (q scoped) Cluster(ctx context.Context, name string) (projector.ClusterRow,
 	if in != nil && !in.cluster(name) {
 		return projector.ClusterRow{}, false, nil
 	}
-	return q.Query.Cluster(ctx, name)
+	return q.src.Cluster(ctx, name)
 }
 
 func (q scoped) ClusterSummaries(ctx context.Context) ([]projector.ClusterSummary, error) {
@@ -157,7 +160,7 @@ func (q scoped) ClusterSummaries(ctx context.Context) ([]projector.ClusterSummar
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.Query.ClusterSummaries(ctx)
+	rows, err := q.src.ClusterSummaries(ctx)
 	return keep(in, rows, func(in *inScope, r projector.ClusterSummary) bool { return in.cluster(r.Name) }), err
 }
 
@@ -166,7 +169,7 @@ func (q scoped) Apps(ctx context.Context, f projector.AppFilter) ([]projector.Ap
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.Query.Apps(ctx, f)
+	rows, err := q.src.Apps(ctx, f)
 	return keep(in, rows, func(in *inScope, r projector.AppRow) bool {
 		project := ""
 		if r.Desired != nil {
@@ -187,13 +190,13 @@ func (q scoped) Audit(ctx context.Context, f projector.AuditFilter) ([]projector
 		if err != nil {
 			return nil, err
 		}
-		return q.Query.Audit(ctx, f)
+		return q.src.Audit(ctx, f)
 	}
 	limit := f.Limit
 	if f.Limit > 0 {
 		f.Limit *= scopedAuditFetch
 	}
-	rows, err := q.Query.Audit(ctx, f)
+	rows, err := q.src.Audit(ctx, f)
 	rows = keep(in, rows, func(in *inScope, r projector.AuditRow) bool {
 		if r.Cluster == "" || !in.cluster(r.Cluster) {
 			return false
@@ -226,7 +229,7 @@ func (q scoped) Deployments(ctx context.Context, f projector.DeploymentFilter) (
 	if in != nil {
 		f.Last = 0 // filtered first, then the newest kept
 	}
-	rows, err := q.Query.Deployments(ctx, f)
+	rows, err := q.src.Deployments(ctx, f)
 	rows = keep(in, rows, func(in *inScope, d projector.Deployment) bool {
 		return in.app(projector.AppKey{Cluster: d.Cluster, Namespace: d.Namespace, Name: d.Name}, d.Project)
 	})
@@ -241,7 +244,7 @@ func (q scoped) Gaps(ctx context.Context, f projector.DeploymentFilter) ([]proje
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.Query.Gaps(ctx, f)
+	rows, err := q.src.Gaps(ctx, f)
 	return keep(in, rows, func(in *inScope, g projector.Gap) bool {
 		return in.app(projector.AppKey{Cluster: g.Cluster, Namespace: g.Namespace, Name: g.Name}, "")
 	}), err
@@ -252,7 +255,7 @@ func (q scoped) Targets(ctx context.Context, f projector.DeploymentFilter) ([]pr
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.Query.Targets(ctx, f)
+	rows, err := q.src.Targets(ctx, f)
 	return keep(in, rows, func(in *inScope, t projector.Target) bool { return in.app(t.AppKey, "") }), err
 }
 
@@ -261,6 +264,16 @@ func (q scoped) HealthChanges(ctx context.Context, f projector.DeploymentFilter)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.Query.HealthChanges(ctx, f)
+	rows, err := q.src.HealthChanges(ctx, f)
 	return keep(in, rows, func(in *inScope, h projector.HealthChange) bool { return in.app(h.AppKey, "") }), err
+}
+
+// Chain is not filtered (see Scoped).
+func (q scoped) Chain(ctx context.Context, p projector.Partition, after int64, limit int) ([]projector.AuditEntry, error) {
+	return q.src.Chain(ctx, p, after, limit)
+}
+
+// ChainPartitions is not filtered (see Scoped).
+func (q scoped) ChainPartitions(ctx context.Context) ([]projector.Partition, error) {
+	return q.src.ChainPartitions(ctx)
 }

@@ -2,6 +2,7 @@ package read_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -102,5 +103,83 @@ func TestScoped(t *testing.T) {
 	}
 	if _, ok, err := sq.Cluster(read.WithScope(context.Background(), scope{env: "staging"}), "prod"); ok || err != nil {
 		t.Errorf("a cluster out of scope = %v, %v; want not found", ok, err)
+	}
+}
+
+// TestScopedEveryMethod reads each method of projector.Query through
+// read.Scoped, from a store whose every row is about one cluster, with a
+// scope that leaves that cluster out: each method must answer nothing,
+// except the audit chains, which Scoped documents as not filtered. A
+// method of the union with no case here fails the test, so that a new
+// one is given a scope, and a test of it, when it is added.
+func TestScopedEveryMethod(t *testing.T) {
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	k := projector.AppKey{Cluster: "prod", Namespace: "argocd", Name: "pay"}
+	res := schemas.Resource{Cluster: k.Cluster, Namespace: k.Namespace, Name: k.Name}
+	q := &readtest.Query{
+		ClusterRows: []projector.ClusterRow{{Name: "prod", Registration: &projector.ClusterRegistration{
+			Cluster: "prod", Registered: true, Labels: map[string]string{"env": "prod"}}}},
+		AppRows: []projector.AppRow{{AppKey: k, Desired: &projector.AppDesired{AppKey: k, Project: "team-a"}}},
+		AuditRows: []projector.AuditRow{{AuditEntry: projector.AuditEntry{Topic: "config", At: at,
+			Cluster: k.Cluster, Kind: schemas.SubjectApplications, Namespace: k.Namespace, Name: k.Name}}},
+		DeploymentRows: []projector.Deployment{{DeploymentRecorded: schemas.DeploymentRecorded{Resource: res, FinishedAt: at, Project: "team-a"}}},
+		GapRows:        []projector.Gap{{DeploymentGap: schemas.DeploymentGap{Resource: res}, At: at}},
+		TargetRows:     []projector.Target{{AppKey: k, Placement: "pay", At: at}},
+		HealthRows:     []projector.HealthChange{{AppKey: k, Health: "Healthy", At: at}},
+	}
+	sq := read.Scoped(q)
+	all := projector.DeploymentFilter{}
+	chain := projector.Partition{Topic: "config"}
+	// count calls one method and counts the rows it returns.
+	count := map[string]func(context.Context) (int, error){
+		"Clusters":         func(ctx context.Context) (int, error) { r, err := sq.Clusters(ctx); return len(r), err },
+		"ClusterSummaries": func(ctx context.Context) (int, error) { r, err := sq.ClusterSummaries(ctx); return len(r), err },
+		"Cluster": func(ctx context.Context) (int, error) {
+			_, ok, err := sq.Cluster(ctx, "prod")
+			if ok {
+				return 1, err
+			}
+			return 0, err
+		},
+		"Apps": func(ctx context.Context) (int, error) {
+			r, err := sq.Apps(ctx, projector.AppFilter{})
+			return len(r), err
+		},
+		"Audit": func(ctx context.Context) (int, error) {
+			r, err := sq.Audit(ctx, projector.AuditFilter{})
+			return len(r), err
+		},
+		"Chain":           func(ctx context.Context) (int, error) { r, err := sq.Chain(ctx, chain, -1, 10); return len(r), err },
+		"ChainPartitions": func(ctx context.Context) (int, error) { r, err := sq.ChainPartitions(ctx); return len(r), err },
+		"Deployments":     func(ctx context.Context) (int, error) { r, err := sq.Deployments(ctx, all); return len(r), err },
+		"Gaps":            func(ctx context.Context) (int, error) { r, err := sq.Gaps(ctx, all); return len(r), err },
+		"Targets":         func(ctx context.Context) (int, error) { r, err := sq.Targets(ctx, all); return len(r), err },
+		"HealthChanges":   func(ctx context.Context) (int, error) { r, err := sq.HealthChanges(ctx, all); return len(r), err },
+	}
+	unfiltered := map[string]bool{"Chain": true, "ChainPartitions": true}
+	free, limited := t.Context(), read.WithScope(t.Context(), scope{env: "staging"})
+	union := reflect.TypeFor[projector.Query]()
+	for i := range union.NumMethod() {
+		name := union.Method(i).Name
+		t.Run(name, func(t *testing.T) {
+			call, ok := count[name]
+			if !ok {
+				t.Fatalf("projector.Query.%s has no case here: give it a scope in read.Scoped and a case in this test", name)
+			}
+			n, err := call(free)
+			if err != nil || n == 0 {
+				t.Fatalf("without a scope: %d rows, %v; want some", n, err)
+			}
+			want := 0
+			if unfiltered[name] {
+				want = n
+			}
+			if got, err := call(limited); err != nil || got != want {
+				t.Errorf("with the cluster out of scope: %d rows, %v; want %d", got, err, want)
+			}
+		})
+	}
+	if len(count) != union.NumMethod() {
+		t.Errorf("%d cases for the %d methods of projector.Query: remove the cases of methods it no longer has", len(count), union.NumMethod())
 	}
 }

@@ -18,7 +18,7 @@ func (h *Handler) verify(r *http.Request) (any, error) {
 // VerifyChains checks the audit chain of every partition that has one, from
 // its first entry, reading page entries at a time, and reports the first
 // broken link of each.
-func VerifyChains(ctx context.Context, q projector.Query, page int) (*Verification, error) {
+func VerifyChains(ctx context.Context, q projector.Chains, page int) (*Verification, error) {
 	if page <= 0 {
 		page = DefaultChainPage
 	}
@@ -43,7 +43,7 @@ func VerifyChains(ctx context.Context, q projector.Query, page int) (*Verificati
 // verifyPartition walks one partition's chain page by page. Each page is
 // checked by projector.Verify's rules, carried across page boundaries by
 // link: the first entry of a page must follow the last of the one before.
-func verifyPartition(ctx context.Context, q projector.Query, p projector.Partition, page int) (PartitionCheck, error) {
+func verifyPartition(ctx context.Context, q projector.Chains, p projector.Partition, page int) (PartitionCheck, error) {
 	c := PartitionCheck{Topic: p.Topic, Partition: p.Partition}
 	var prev *projector.AuditEntry
 	after := int64(-1)
