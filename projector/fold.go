@@ -190,75 +190,25 @@ func Apply(v *View, d *events.Decoded) error {
 	}
 	switch p := d.Data.(type) {
 	case *schemas.ClusterRegistered:
-		if err := v.audit(d, nil, nil, 0); err != nil {
-			return err
-		}
-		v.putRegistration(ClusterRegistration{Cluster: p.Cluster, Registered: true, Labels: p.Labels, RegisteredAt: d.LogTime})
-		v.putObject(d, p.Generation, false)
+		return v.registerCluster(d, p)
 	case *schemas.ClusterDeregistered:
-		if err := v.audit(d, nil, nil, 0); err != nil {
-			return err
-		}
-		r := v.rows.Registrations[p.Cluster]
-		r.Cluster, r.Registered = p.Cluster, false
-		v.putRegistration(r)
-		v.putObject(d, p.Generation, true)
+		return v.deregisterCluster(d, p)
 	case *schemas.ApplicationUpserted:
 		return v.upsertApp(d, p)
 	case *schemas.ApplicationDeleted:
-		key := appKey(d)
-		old := v.rows.Desired[key]
-		if err := v.audit(d, old.Spec, nil, p.Generation); err != nil {
-			return err
-		}
-		cur := old
-		cur.AppKey, cur.Generation, cur.Deleted, cur.EventID, cur.UpdatedAt, cur.Spec = key, p.Generation, true, d.Event.ID(), d.LogTime, nil
-		v.putDesired(cur)
+		return v.deleteApp(d, p)
 	case *schemas.AppProjectUpserted, *schemas.RepositoryUpserted, *schemas.AppProjectDeleted, *schemas.RepositoryDeleted:
 		return v.changeObject(d)
 	case *schemas.OperationRequested:
-		after, err := json.Marshal(p)
-		if err != nil {
-			return err
-		}
-		if err := v.audit(d, nil, after, p.Generation); err != nil {
-			return err
-		}
-		v.putOperation(Operation{RequestID: p.RequestID, Cluster: d.Subject.Cluster, EventID: d.Event.ID(),
-			Partition: d.Partition, Offset: d.Offset, At: d.LogTime})
+		return v.requestOperation(d, p)
 	case *schemas.AuditRecorded:
-		e := v.entry(d)
-		e.Actor, e.Cluster, e.Kind, e.Name = p.Actor, p.Cluster, "api", p.Action
-		after, err := json.Marshal(p)
-		if err != nil {
-			return err
-		}
-		e.After = after
-		if err := v.chain(e); err != nil {
-			return err
-		}
-		v.appends.Calls = append(v.appends.Calls, Call{RequestID: p.RequestID, Actor: p.Actor, Action: p.Action,
-			Outcome: p.Outcome, At: d.LogTime, EventIDs: p.EventIDs})
+		return v.recordCall(d, p)
 	case *schemas.Heartbeat:
-		v.rows.Beats[p.Cluster] = ClusterBeat{Cluster: p.Cluster, Seq: p.Seq, At: d.LogTime, AgentVersion: p.AgentVersion,
-			ArgoCDVersion: p.ArgoCDVersion, Mode: p.Mode, Applications: p.Applications, BySync: p.ApplicationsBySync,
-			ByHealth: p.ApplicationsByHealth, ConfigOffset: p.ConfigOffset, ConfigLag: p.ConfigLag}
-		v.dirty.beats[p.Cluster] = true
+		v.beat(d, p)
 	case *schemas.ApplicationStatusChanged:
 		v.observe(d, p)
 	case *schemas.ConfigApplied:
-		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Applied: true, At: d.LogTime})
-		if d.Subject.Kind == schemas.SubjectApplications {
-			o := v.observed(d)
-			if p.Generation > o.AppliedGeneration {
-				o.AppliedGeneration = p.Generation
-			}
-			if o.Rejected != nil && o.Rejected.Generation <= o.AppliedGeneration {
-				o.Rejected = nil
-			}
-			o.Local = nil // the hub's now
-			v.putObserved(o)
-		}
+		v.configApplied(d, p)
 	case *schemas.OperationCompleted:
 		// The agent publishes it after the operation's config.applied, in
 		// order on its status partition, so the acknowledgement row ends
@@ -266,35 +216,147 @@ func Apply(v *View, d *events.Decoded) error {
 		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Applied: true, Result: p.Phase,
 			Reason: p.Message, At: d.LogTime})
 	case *schemas.ApplicationPublished:
-		if d.Subject.Kind == schemas.SubjectApplications {
-			spec, err := compact(p.Spec)
-			if err != nil {
-				return fmt.Errorf("application %s/%s spec: %w", p.Namespace, p.Name, err)
-			}
-			o := v.observed(d)
-			o.Local = &LocalApp{Project: p.Project, Labels: p.Labels, Spec: spec, Generation: p.Generation, EventID: d.Event.ID(), At: d.LogTime}
-			v.putObserved(o)
-		}
+		return v.published(d, p)
 	case *schemas.ConfigRejected:
-		if p.Code == schemas.RejectReplay {
-			// A copy refused: the original's acknowledgement stands, and
-			// the copy is in the audit history, refused.
-			break
-		}
-		v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Code: p.Code, Reason: p.Reason, At: d.LogTime})
-		if d.Subject.Kind == schemas.SubjectApplications {
-			o := v.observed(d)
-			if p.Generation > o.AppliedGeneration {
-				o.Rejected = &Rejection{Generation: p.Generation, EventID: p.EventID, Code: p.Code, Reason: p.Reason}
-				v.putObserved(o)
-			}
-		}
+		v.configRejected(d, p)
 	case *schemas.DeploymentRecorded:
 		v.appends.Deployments = append(v.appends.Deployments, Deployment{DeploymentRecorded: *p, EventID: d.Event.ID()})
 	case *schemas.DeploymentGap:
 		v.appends.Gaps = append(v.appends.Gaps, Gap{DeploymentGap: *p, EventID: d.Event.ID(), At: d.LogTime})
 	}
 	return nil
+}
+
+// registerCluster folds a registration: audited, and the cluster's
+// generation kept for the replay rule.
+func (v *View) registerCluster(d *events.Decoded, p *schemas.ClusterRegistered) error {
+	if err := v.audit(d, nil, nil, 0); err != nil {
+		return err
+	}
+	v.putRegistration(ClusterRegistration{Cluster: p.Cluster, Registered: true, Labels: p.Labels, RegisteredAt: d.LogTime})
+	v.putObject(d, p.Generation, false)
+	return nil
+}
+
+// deregisterCluster folds a deregistration: the registration is kept,
+// marked not registered.
+func (v *View) deregisterCluster(d *events.Decoded, p *schemas.ClusterDeregistered) error {
+	if err := v.audit(d, nil, nil, 0); err != nil {
+		return err
+	}
+	r := v.rows.Registrations[p.Cluster]
+	r.Cluster, r.Registered = p.Cluster, false
+	v.putRegistration(r)
+	v.putObject(d, p.Generation, true)
+	return nil
+}
+
+// deleteApp folds an Application's deletion: the audit has the spec it
+// had, and the desired row is kept, marked deleted, without its spec.
+func (v *View) deleteApp(d *events.Decoded, p *schemas.ApplicationDeleted) error {
+	key := appKey(d)
+	old := v.rows.Desired[key]
+	if err := v.audit(d, old.Spec, nil, p.Generation); err != nil {
+		return err
+	}
+	cur := old
+	cur.AppKey, cur.Generation, cur.Deleted, cur.EventID, cur.UpdatedAt, cur.Spec = key, p.Generation, true, d.Event.ID(), d.LogTime, nil
+	v.putDesired(cur)
+	return nil
+}
+
+// requestOperation folds an operation's request: audited, and kept by
+// request id for its completion to join.
+func (v *View) requestOperation(d *events.Decoded, p *schemas.OperationRequested) error {
+	after, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := v.audit(d, nil, after, p.Generation); err != nil {
+		return err
+	}
+	v.putOperation(Operation{RequestID: p.RequestID, Cluster: d.Subject.Cluster, EventID: d.Event.ID(),
+		Partition: d.Partition, Offset: d.Offset, At: d.LogTime})
+	return nil
+}
+
+// recordCall folds the hub's audit record of one API call: an entry in
+// the chain, and the call.
+func (v *View) recordCall(d *events.Decoded, p *schemas.AuditRecorded) error {
+	e := v.entry(d)
+	e.Actor, e.Cluster, e.Kind, e.Name = p.Actor, p.Cluster, "api", p.Action
+	after, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	e.After = after
+	if err := v.chain(e); err != nil {
+		return err
+	}
+	v.appends.Calls = append(v.appends.Calls, Call{RequestID: p.RequestID, Actor: p.Actor, Action: p.Action,
+		Outcome: p.Outcome, At: d.LogTime, EventIDs: p.EventIDs})
+	return nil
+}
+
+// beat folds a heartbeat: the cluster's last one.
+func (v *View) beat(d *events.Decoded, p *schemas.Heartbeat) {
+	v.rows.Beats[p.Cluster] = ClusterBeat{Cluster: p.Cluster, Seq: p.Seq, At: d.LogTime, AgentVersion: p.AgentVersion,
+		ArgoCDVersion: p.ArgoCDVersion, Mode: p.Mode, Applications: p.Applications, BySync: p.ApplicationsBySync,
+		ByHealth: p.ApplicationsByHealth, ConfigOffset: p.ConfigOffset, ConfigLag: p.ConfigLag}
+	v.dirty.beats[p.Cluster] = true
+}
+
+// configApplied folds a cluster's acknowledgement of a config change; for
+// an Application, its applied generation moves on and an older rejection
+// and a local spec are dropped.
+func (v *View) configApplied(d *events.Decoded, p *schemas.ConfigApplied) {
+	v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Applied: true, At: d.LogTime})
+	if d.Subject.Kind != schemas.SubjectApplications {
+		return
+	}
+	o := v.observed(d)
+	if p.Generation > o.AppliedGeneration {
+		o.AppliedGeneration = p.Generation
+	}
+	if o.Rejected != nil && o.Rejected.Generation <= o.AppliedGeneration {
+		o.Rejected = nil
+	}
+	o.Local = nil // the hub's now
+	v.putObserved(o)
+}
+
+// published folds an Application a cluster published of its own: its
+// local spec.
+func (v *View) published(d *events.Decoded, p *schemas.ApplicationPublished) error {
+	if d.Subject.Kind != schemas.SubjectApplications {
+		return nil
+	}
+	spec, err := compact(p.Spec)
+	if err != nil {
+		return fmt.Errorf("application %s/%s spec: %w", p.Namespace, p.Name, err)
+	}
+	o := v.observed(d)
+	o.Local = &LocalApp{Project: p.Project, Labels: p.Labels, Spec: spec, Generation: p.Generation, EventID: d.Event.ID(), At: d.LogTime}
+	v.putObserved(o)
+	return nil
+}
+
+// configRejected folds a cluster's refusal of a config change; for an
+// Application, a rejection newer than what it applied.
+func (v *View) configRejected(d *events.Decoded, p *schemas.ConfigRejected) {
+	if p.Code == schemas.RejectReplay {
+		// A copy refused: the original's acknowledgement stands, and
+		// the copy is in the audit history, refused.
+		return
+	}
+	v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Code: p.Code, Reason: p.Reason, At: d.LogTime})
+	if d.Subject.Kind == schemas.SubjectApplications {
+		o := v.observed(d)
+		if p.Generation > o.AppliedGeneration {
+			o.Rejected = &Rejection{Generation: p.Generation, EventID: p.EventID, Code: p.Code, Reason: p.Reason}
+			v.putObserved(o)
+		}
+	}
 }
 
 // changeObject folds an upsert or a deletion of an AppProject or a
