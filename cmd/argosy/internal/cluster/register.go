@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
@@ -52,17 +53,9 @@ type ClusterRegisterOptions struct {
 	KeysDir string
 }
 
-// NewCmdClusterRegister returns `argosy cluster register`. runF replaces
-// the behaviour in tests.
-func NewCmdClusterRegister(io cmdkit.IOStreams, runF func(context.Context, *ClusterRegisterOptions) error) *cobra.Command {
-	opts := &ClusterRegisterOptions{IO: io}
-	var keysDir string
-	var partition int32
-	var gen int64
-	cmd := &cobra.Command{
-		Use:   "register NAME --labels K=V,… [--keys-dir DIR]",
-		Short: "Register a cluster and its labels, with a join token or its public keys",
-		Long: `Register the cluster NAME with the hub, with its labels, on the config
+// registerLong is the long help of argosy cluster register, before what
+// every write command's help ends with.
+const registerLong = `Register the cluster NAME with the hub, with its labels, on the config
 topic. From then on the hub accepts writes for it.
 
 Without keys, the hub answers with a one-time join token (printed once,
@@ -95,8 +88,9 @@ before anything is registered when it is on this machine (a
 port-forward). Nothing is printed for a dry run.
 
 Registering needs an admin token.
-` + hubapi.WriteHelp,
-		Example: `  argosy cluster register prod-eu --labels env=prod,region=eu      # prints a join token
+`
+
+const registerExample = `  argosy cluster register prod-eu --labels env=prod,region=eu      # prints a join token
   argosy-spoke keygen --cluster edge-7 --dir ./edge-7-keys
   argosy cluster register edge-7 --labels env=edge --keys-dir ./edge-7-keys
   argosy cluster register prod-eu --labels env=prod,region=eu,tier=1 --overwrite
@@ -104,8 +98,21 @@ Registering needs an admin token.
   argosy cluster register edge-7 --public-keys edge-7.json --partition 3 --dry-run
 
   # Register, and print the spoke's KafkaUser and the commands that install it
-  argosy cluster register prod-eu --labels env=prod --print-manifests --hub-public-key hub.pub --hub-url https://argosy.example.com > prod-eu.yaml`,
-		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
+  argosy cluster register prod-eu --labels env=prod --print-manifests --hub-public-key hub.pub --hub-url https://argosy.example.com > prod-eu.yaml`
+
+// NewCmdClusterRegister returns `argosy cluster register`. runF replaces
+// the behaviour in tests.
+func NewCmdClusterRegister(io cmdkit.IOStreams, runF func(context.Context, *ClusterRegisterOptions) error) *cobra.Command {
+	opts := &ClusterRegisterOptions{IO: io}
+	var keysDir string
+	var partition int32
+	var gen int64
+	cmd := &cobra.Command{
+		Use:     "register NAME --labels K=V,… [--keys-dir DIR]",
+		Short:   "Register a cluster and its labels, with a join token or its public keys",
+		Long:    registerLong + hubapi.WriteHelp,
+		Example: registerExample,
+		Args:    cmdkit.UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := opts.Write.Check(); err != nil {
 				return err
@@ -130,7 +137,12 @@ Registering needs an admin token.
 	f.StringVar(&opts.JoinTokenTTL, "join-token-ttl", "", "how long the join token is good, without keys (default 24h on the hub)")
 	f.StringVar(&opts.KeyOverlap, "key-overlap", "", "with new keys for a registered cluster: how long its old keys stay valid (default 0s: not at all; at most 168h)")
 	hubapi.AddGenerationFlag(cmd, &gen, "the registration")
-	m := &opts.Manifests
+	addManifestFlags(f, &opts.Manifests)
+	return cmd
+}
+
+// addManifestFlags adds --print-manifests and the flags that go with it.
+func addManifestFlags(f *pflag.FlagSet, m *ManifestOptions) {
 	f.BoolVar(&m.Print, "print-manifests", false, "print the spoke's KafkaUser and the commands that install the spoke with Helm")
 	f.StringVar(&m.KafkaName, "kafka-name", "argosy", "with --print-manifests: the Strimzi Kafka's name")
 	f.StringVar(&m.KafkaNamespace, "kafka-namespace", "kafka", "with --print-manifests: the Strimzi Kafka's namespace")
@@ -141,7 +153,6 @@ Registering needs an admin token.
 	f.StringVar(&m.HubKeyFile, "hub-public-key", "hub.pub", "with --print-manifests: the hub's public key file, from argosy-hub keygen")
 	f.StringVar(&m.HubURL, "hub-url", "", "with --print-manifests: the hub's API as the workload cluster reaches it, for the spoke's join "+
 		"(default: the server this CLI calls, unless that is on this machine)")
-	return cmd
 }
 
 // parse checks the flags that depend on each other.
