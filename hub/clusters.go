@@ -35,12 +35,43 @@ func validName(s string) bool { return len(s) <= 63 && dns1123Label.MatchString(
 // leaves none; keys it replaces are rotated out in the same transaction,
 // after the overlap the caller chose.
 func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
-	name := r.PathValue("name")
+	reg, err := s.readRegistration(r, c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.commit(r.Context(), c, []change{{cluster: reg.name, key: reg.name, kind: api.KindClusters,
+		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
+			return s.buildRegistration(ctx, c, reg, cur, exists)
+		}}})
+	if err == nil && reg.issued && !res.Replayed {
+		res.JoinToken, res.JoinTokenExpiresAt = reg.token, &reg.join.ExpiresAt
+	}
+	return res, err
+}
+
+// registration is a request to register a cluster, checked, with the
+// join token it is answered with when it comes without keys.
+type registration struct {
+	name    string
+	req     api.ClusterRequest
+	keys    *keySet // nil when the request names none
+	overlap time.Duration
+	token   string
+	join    *schemas.JoinToken
+	// issued is set by buildRegistration when the cluster is given the
+	// join token.
+	issued bool
+}
+
+// readRegistration reads and checks a request to register a cluster, and
+// makes the join token it may be answered with.
+func (s *Server) readRegistration(r *http.Request, c *call) (*registration, error) {
+	reg := &registration{name: r.PathValue("name")}
+	name, req := reg.name, &reg.req
 	if !validName(name) {
 		return nil, invalid("name", fmt.Sprintf("%q is not a cluster name (a DNS-1123 label: lower-case letters, digits and '-', at most 63)", clip(name, maxEchoedValue)))
 	}
-	var req api.ClusterRequest
-	if err := c.decode(r, &req); err != nil {
+	if err := c.decode(r, req); err != nil {
 		return nil, err
 	}
 	if err := checkLabels("labels", req.Labels); err != nil {
@@ -52,71 +83,66 @@ func (s *Server) registerCluster(r *http.Request, c *call) (any, error) {
 	if req.Partition != nil && (*req.Partition < 0 || *req.Partition >= s.partitions) {
 		return nil, invalid("partition", fmt.Sprintf("%d: the config topic has partitions 0 to %d", *req.Partition, s.partitions-1))
 	}
-	var keys *keySet
+	var err error
 	if req.SigningKey != "" || req.SealingKey != "" {
-		var err error
-		if keys, err = clusterKeys(name, req.SigningKey, req.SealingKey); err != nil {
+		if reg.keys, err = clusterKeys(name, req.SigningKey, req.SealingKey); err != nil {
 			return nil, err
 		}
 	}
-	overlap, err := keyOverlap(req.KeyOverlap)
-	if err != nil {
+	if reg.overlap, err = keyOverlap(req.KeyOverlap); err != nil {
 		return nil, err
 	}
 	ttl, err := joinTTL(req.JoinTokenTTL)
 	if err != nil {
 		return nil, err
 	}
-	token, join, err := newJoinToken(s.o.now().Add(ttl))
+	if reg.token, reg.join, err = newJoinToken(s.o.now().Add(ttl)); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// buildRegistration builds the registration's event, and its keys' trust
+// events, over the cluster's current entry.
+func (s *Server) buildRegistration(ctx context.Context, c *call, reg *registration, cur entry, exists bool) (*pending, error) {
+	name, req := reg.name, &reg.req
+	gen, err := generationFor(req.ExpectedGeneration, cur, exists, "cluster "+name)
 	if err != nil {
 		return nil, err
 	}
-	issued := false
-	subj := events.Subject{Cluster: name}
-	res, err := s.commit(r.Context(), c, []change{{cluster: name, key: name, kind: api.KindClusters,
-		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
-			gen, err := generationFor(req.ExpectedGeneration, cur, exists, "cluster "+name)
-			if err != nil {
-				return nil, err
-			}
-			if err := allowRegistered(c.p, auth.ActionRegisterCluster, name, cur, exists); err != nil {
-				return nil, err
-			}
-			live := exists && !cur.deleted
-			data := schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen},
-				Labels: req.Labels, Partition: req.Partition}
-			var trust []*event.Event
-			switch {
-			case keys != nil:
-				data.SigningKeyID, data.SealingKeyID = keys.ids[0], keys.ids[1]
-				if trust, err = s.keyEvents(ctx, keys, cur, live, overlap); err != nil {
-					return nil, err
-				}
-			case live && cur.signingKey != "":
-				data.SigningKeyID, data.SealingKeyID = cur.signingKey, cur.sealingKey
-			}
-			// A change that names no partition keeps the cluster's pin, so
-			// that relabelling never moves it.
-			if data.Partition == nil && live {
-				data.Partition = cur.pin
-			}
-			// Without keys, the cluster's spoke registers them itself by
-			// proving a join token.
-			issued = data.SigningKeyID == ""
-			if issued {
-				data.JoinToken = join
-			}
-			p, err := s.upsert(events.TypeClusterRegistered, subj, data, gen,
-				&entry{labels: req.Labels, pin: data.Partition, signingKey: data.SigningKeyID, sealingKey: data.SealingKeyID, join: data.JoinToken})
-			if p != nil {
-				p.trust = trust
-			}
-			return p, err
-		}}})
-	if err == nil && issued && !res.Replayed {
-		res.JoinToken, res.JoinTokenExpiresAt = token, &join.ExpiresAt
+	if err := allowRegistered(c.p, auth.ActionRegisterCluster, name, cur, exists); err != nil {
+		return nil, err
 	}
-	return res, err
+	live := exists && !cur.deleted
+	data := schemas.ClusterRegistered{Resource: schemas.Resource{Cluster: name, Name: name, Generation: gen},
+		Labels: req.Labels, Partition: req.Partition}
+	var trust []*event.Event
+	switch {
+	case reg.keys != nil:
+		data.SigningKeyID, data.SealingKeyID = reg.keys.ids[0], reg.keys.ids[1]
+		if trust, err = s.keyEvents(ctx, reg.keys, cur, live, reg.overlap); err != nil {
+			return nil, err
+		}
+	case live && cur.signingKey != "":
+		data.SigningKeyID, data.SealingKeyID = cur.signingKey, cur.sealingKey
+	}
+	// A change that names no partition keeps the cluster's pin, so
+	// that relabelling never moves it.
+	if data.Partition == nil && live {
+		data.Partition = cur.pin
+	}
+	// Without keys, the cluster's spoke registers them itself by
+	// proving a join token.
+	reg.issued = data.SigningKeyID == ""
+	if reg.issued {
+		data.JoinToken = reg.join
+	}
+	p, err := s.upsert(events.TypeClusterRegistered, events.Subject{Cluster: name}, data, gen,
+		&entry{labels: req.Labels, pin: data.Partition, signingKey: data.SigningKeyID, sealingKey: data.SealingKeyID, join: data.JoinToken})
+	if p != nil {
+		p.trust = trust
+	}
+	return p, err
 }
 
 // maxKeyOverlap bounds how long a replaced key stays valid.
