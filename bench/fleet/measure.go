@@ -148,21 +148,10 @@ type fanout struct {
 // answer to the spoke's acknowledgement and, for every viewEvery-th
 // change, to the projector's view showing it applied.
 func (s *system) fanOut(ctx context.Context, a *acks, clusters []string, apps int, rate float64, d time.Duration, viewEvery int) (*fanout, error) {
-	type change struct {
-		id      string
-		answer  time.Time
-		viewLat time.Duration
-	}
-	var (
-		mu         sync.Mutex
-		done       []change
-		failed     int
-		viewMissed int
-		g, gctx    = errgroup.WithContext(ctx)
-		views      errgroup.Group
-	)
+	r := &fanRun{s: s, viewEvery: viewEvery}
+	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(512)
-	views.SetLimit(256)
+	r.views.SetLimit(256)
 	before, err := s.sample()
 	if err != nil {
 		return nil, err
@@ -183,37 +172,7 @@ loop:
 		n++
 		cluster, app, k := clusters[randN(len(clusters))], randN(apps), n
 		g.Go(func() error {
-			res, err := s.hub.Apply(gctx, api.KindApplications, api.ApplyRequest{Clusters: []string{cluster}, Manifest: manifest(app, newRevision())}, api.WriteOptions{})
-			answer := time.Now()
-			if err != nil || len(res.Events) != 1 {
-				slog.WarnContext(gctx, "change failed", "cluster", cluster, "err", err)
-				mu.Lock()
-				failed++
-				mu.Unlock()
-				return nil
-			}
-			c := change{id: res.Events[0].ID, answer: answer}
-			if k%viewEvery == 0 {
-				gen := res.Events[0].Generation
-				views.Go(func() error {
-					lat, err := s.waitView(ctx, cluster, fmt.Sprintf("app-%02d", app), gen, answer)
-					if err != nil {
-						mu.Lock()
-						viewMissed++
-						mu.Unlock()
-						slog.WarnContext(ctx, "view never showed a change", "cluster", cluster, "err", err)
-					}
-					c.viewLat = lat
-					mu.Lock()
-					done = append(done, c)
-					mu.Unlock()
-					return nil
-				})
-				return nil
-			}
-			mu.Lock()
-			done = append(done, c)
-			mu.Unlock()
+			r.change(ctx, gctx, cluster, app, k)
 			return nil
 		})
 	}
@@ -222,11 +181,11 @@ loop:
 		return nil, err
 	}
 	answered := time.Since(start)
-	if err := views.Wait(); err != nil {
+	if err := r.views.Wait(); err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(done))
-	for i, c := range done {
+	ids := make([]string, len(r.done))
+	for i, c := range r.done {
 		ids[i] = c.id
 	}
 	a.wait(ctx, ids, time.Minute)
@@ -234,8 +193,77 @@ loop:
 	if err != nil {
 		return nil, err
 	}
-	f := &fanout{changes: n, failed: failed, viewMissed: viewMissed, achieved: float64(len(done)) / answered.Seconds(), elapsed: time.Since(start), before: before, after: after}
-	for _, c := range done {
+	f := &fanout{changes: n, failed: r.failed, viewMissed: r.viewMissed, achieved: float64(len(r.done)) / answered.Seconds(),
+		elapsed: time.Since(start), before: before, after: after}
+	r.latencies(f, a)
+	return f, nil
+}
+
+// fanChange is one answered change of the change-rate phase.
+type fanChange struct {
+	id      string
+	answer  time.Time
+	viewLat time.Duration
+}
+
+// fanRun is what the change-rate phase's changes record as they are
+// answered; views follows the changes whose view is measured, and fanOut
+// waits for it.
+type fanRun struct {
+	s         *system
+	viewEvery int
+	views     errgroup.Group
+
+	mu         sync.Mutex
+	done       []fanChange
+	failed     int
+	viewMissed int
+}
+
+// change makes the k-th change, to Application app on cluster, with gctx,
+// and records it; every viewEvery-th is followed, with ctx, until the
+// view shows it.
+func (r *fanRun) change(ctx, gctx context.Context, cluster string, app, k int) {
+	res, err := r.s.hub.Apply(gctx, api.KindApplications, api.ApplyRequest{Clusters: []string{cluster}, Manifest: manifest(app, newRevision())}, api.WriteOptions{})
+	answer := time.Now()
+	if err != nil || len(res.Events) != 1 {
+		slog.WarnContext(gctx, "change failed", "cluster", cluster, "err", err)
+		r.mu.Lock()
+		r.failed++
+		r.mu.Unlock()
+		return
+	}
+	c := fanChange{id: res.Events[0].ID, answer: answer}
+	if k%r.viewEvery != 0 {
+		r.record(c)
+		return
+	}
+	gen := res.Events[0].Generation
+	r.views.Go(func() error {
+		lat, err := r.s.waitView(ctx, cluster, fmt.Sprintf("app-%02d", app), gen, answer)
+		if err != nil {
+			r.mu.Lock()
+			r.viewMissed++
+			r.mu.Unlock()
+			slog.WarnContext(ctx, "view never showed a change", "cluster", cluster, "err", err)
+		}
+		c.viewLat = lat
+		r.record(c)
+		return nil
+	})
+}
+
+func (r *fanRun) record(c fanChange) {
+	r.mu.Lock()
+	r.done = append(r.done, c)
+	r.mu.Unlock()
+}
+
+// latencies puts in f, sorted, the acknowledgement latency of each
+// recorded change a acknowledged (counting the others lost) and the view
+// latencies measured.
+func (r *fanRun) latencies(f *fanout, a *acks) {
+	for _, c := range r.done {
 		at, ok := a.when(c.id)
 		if !ok {
 			f.lost++
@@ -248,7 +276,6 @@ loop:
 	}
 	slices.Sort(f.ack)
 	slices.Sort(f.view)
-	return f, nil
 }
 
 // waitView polls the projector's view of one Application until it shows

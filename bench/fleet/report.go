@@ -73,6 +73,30 @@ func (r *report) write() error {
 	}
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	r.writeHeader(w)
+	r.writeGoals(w)
+	w("## Runs\n\n")
+	for _, why := range r.skipped {
+		w("%s.\n\n", why)
+	}
+	if len(r.runs) == 0 {
+		return os.WriteFile(r.path(), b.Bytes(), 0o644)
+	}
+	r.writeTable(w)
+	w("\nLatencies run from the moment the hub's answer reached the caller: to the broker's append time of the spoke's `config.applied` acknowledgement "+
+		"(the status topic stamps LogAppendTime), and, for every %d-th change, to the first poll of the projector's read API that shows "+
+		"the generation applied (polled every 10 ms, or every twentieth of the time since the answer when longer: within 10 ms or 5 %%). \"Settled\" is ten seconds after the rollout; peaks are the processes' VmHWM.\n\n", r.cfg.viewEvery)
+	if err := r.plots(); err != nil {
+		return err
+	}
+	w("![fan-out latency CDF](%s-latency.png)\n\n![throughput and memory against fleet size](%s-scale.png)\n\n", r.date(), r.date())
+	r.writeWire(w)
+	r.writeProfiles(w)
+	return os.WriteFile(r.path(), b.Bytes(), 0o644)
+}
+
+// writeHeader writes the title and how the benchmark ran.
+func (r *report) writeHeader(w func(string, ...any)) {
 	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	w("# Fleet benchmark, %s\n\n", r.date())
 	margin := "the default clock margin (2 s)"
@@ -86,14 +110,10 @@ func (r *report) write() error {
 		"and the simulated clusters in spoke-pack processes of up to %d each, every one a real spoke.Agent with its own three Kafka clients on a "+
 		"simulated Argo CD (docs/bench.md). Everything shares the machine's %d cores, the broker included. Goals are reported here, never asserted.\n\n",
 		kafkatest.Version, r.cfg.perProcess, runtime.NumCPU())
-	r.writeGoals(w)
-	w("## Runs\n\n")
-	for _, why := range r.skipped {
-		w("%s.\n\n", why)
-	}
-	if len(r.runs) == 0 {
-		return os.WriteFile(r.path(), b.Bytes(), 0o644)
-	}
+}
+
+// writeTable writes the table of the runs, one column a fleet size.
+func (r *report) writeTable(w func(string, ...any)) {
 	w("| | %s |\n", strings.Join(mapRuns(r.runs, func(x *run) string { return fmt.Sprintf("N = %d", x.n) }), " | "))
 	w("|---|%s\n", strings.Repeat("---|", len(r.runs)))
 	row := func(name string, f func(x *run) string) {
@@ -137,14 +157,10 @@ func (r *report) write() error {
 	row("CPU in the change phase: spokes all / per spoke", func(x *run) string {
 		return fmt.Sprintf("%.2f cores / %.2f ms/s", x.fan.cores("spokes"), 1000*x.fan.cores("spokes")/float64(x.n))
 	})
-	w("\nLatencies run from the moment the hub's answer reached the caller: to the broker's append time of the spoke's `config.applied` acknowledgement "+
-		"(the status topic stamps LogAppendTime), and, for every %d-th change, to the first poll of the projector's read API that shows "+
-		"the generation applied (polled every 10 ms, or every twentieth of the time since the answer when longer: within 10 ms or 5 %%). \"Settled\" is ten seconds after the rollout; peaks are the processes' VmHWM.\n\n", r.cfg.viewEvery)
-	if err := r.plots(); err != nil {
-		return err
-	}
-	w("![fan-out latency CDF](%s-latency.png)\n\n![throughput and memory against fleet size](%s-scale.png)\n\n", r.date(), r.date())
-	r.writeWire(w)
+}
+
+// writeProfiles writes the runs' CPU profiles.
+func (r *report) writeProfiles(w func(string, ...any)) {
 	w("## Where the time goes\n\nCPU profiles of %s of the change phase (`go tool pprof -top`), flat time first.\n\n", r.cfg.profile)
 	for _, x := range r.runs {
 		for _, p := range x.profiles {
@@ -152,7 +168,6 @@ func (r *report) write() error {
 			w("<details><summary>N = %d, %s</summary>\n\n```\n%s\n```\n</details>\n\n", x.n, name, trimTop(top))
 		}
 	}
-	return os.WriteFile(r.path(), b.Bytes(), 0o644)
 }
 
 // trimTop leaves out pprof's header lines about the file and build.
