@@ -142,7 +142,7 @@ func NewApplier(cluster string, argo ArgoCD, state StateStore, pub Publisher, se
 	ops, _ := argo.(Operations)
 	return &Applier{budget: o.applyBudget, opAge: o.operationAge, configAge: o.configAge, skew: o.skew, ops: ops, wake: make(chan struct{}, 1),
 		cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
-		log: o.log, inst: newInstruments(o.meters), tracer: o.tracers.Tracer(instrumentation)}, nil
+		log: o.Log, inst: newInstruments(o.Meters), tracer: o.Tracers.Tracer(instrumentation)}, nil
 }
 
 // Source is the CloudEvents source of the events an agent of cluster

@@ -57,7 +57,7 @@ func NewBootstrap(cluster string, client *kgo.Client, conn []kgo.Opt, partition 
 	}
 	o := newOptions(opts)
 	return &Bootstrap{cluster: cluster, client: client, conn: conn, topics: o.topics,
-		partition: partition, group: group, in: in, state: state, handle: handle, log: o.log}, nil
+		partition: partition, group: group, in: in, state: state, handle: handle, log: o.Log}, nil
 }
 
 // ErrNoDesiredTopic means the desired-state topic does not exist (a

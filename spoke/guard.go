@@ -92,7 +92,7 @@ func NewGuard(cluster string, revert Reverter, state StateStore, pub Publisher, 
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}
-	return &Guard{cluster: cluster, mode: o.mode, reverter: revert, state: state, publish: pub, window: o.window, log: o.log,
+	return &Guard{cluster: cluster, mode: o.mode, reverter: revert, state: state, publish: pub, window: o.window, log: o.Log,
 		observed: map[Ref]string{}, inLine: map[Ref]string{}, local: map[Ref]*LocalApp{}, published: map[Ref]*LocalApp{}}, nil
 }
 

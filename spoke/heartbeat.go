@@ -68,7 +68,7 @@ func NewHeartbeater(cluster string, pub Publisher, counts func() Counts,
 		return nil, errors.New("heartbeater: the interval must be positive")
 	}
 	return &Heartbeater{cluster: cluster, agentVersion: o.agentVersion, argoCDVersion: o.argoCDVersion, mode: o.mode,
-		interval: o.heartbeat, publish: pub, counts: counts, progress: progress, log: o.log}, nil
+		interval: o.heartbeat, publish: pub, counts: counts, progress: progress, log: o.Log}, nil
 }
 
 // Run sends heartbeats until ctx ends. A heartbeat that cannot be sent is

@@ -61,7 +61,7 @@ func NewRecorder(cluster string, pub Publisher, marks MarkStore, opts ...Option)
 	if o.window <= 0 {
 		return nil, errors.New("recorder: the window must be positive")
 	}
-	return &Recorder{cluster: cluster, publish: pub, marks: marks, window: o.window, log: o.log,
+	return &Recorder{cluster: cluster, publish: pub, marks: marks, window: o.window, log: o.Log,
 		pending: map[string]AppStatus{}, present: map[string]bool{}}, nil
 }
 
