@@ -239,13 +239,13 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	}
 	p := &parts{follower: follower, committed: &atomic.Int64{}, read: &atomic.Int64{}}
 	p.committed.Store(-1)
-	applier, err := NewApplier(a.cluster, a.argo, a.store, producer, a.keys.Sealing, a.opts...)
+	applier, err := newApplier(a.cluster, a.argo, a.store, producer, a.keys.Sealing, a.opts...)
 	if err != nil {
 		return nil, err
 	}
 	p.handle = applier.Handle
 	if applier.ops != nil {
-		if p.operator, err = applier.Operator(); err != nil {
+		if p.operator, err = applier.operator(); err != nil {
 			return nil, err
 		}
 	}
@@ -263,21 +263,21 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	if group == "" {
 		group = Group(a.cluster)
 	}
-	if p.boot, err = NewBootstrap(a.cluster, c.read, a.conn, c.partition, group, in, a.store, applier.Handle, a.opts...); err != nil {
+	if p.boot, err = newBootstrap(a.cluster, c.read, a.conn, c.partition, group, in, a.store, applier.Handle, a.opts...); err != nil {
 		return nil, err
 	}
-	if p.reporter, err = NewReporter(a.cluster, producer, a.opts...); err != nil {
+	if p.reporter, err = newReporter(a.cluster, producer, a.opts...); err != nil {
 		return nil, err
 	}
-	if p.recorder, err = NewRecorder(a.cluster, producer, a.store, a.opts...); err != nil {
+	if p.recorder, err = newRecorder(a.cluster, producer, a.store, a.opts...); err != nil {
 		return nil, err
 	}
 	revert, _ := a.argo.(Reverter)
-	if p.guard, err = NewGuard(a.cluster, revert, a.store, producer, a.opts...); err != nil {
+	if p.guard, err = newGuard(a.cluster, revert, a.store, producer, a.opts...); err != nil {
 		return nil, err
 	}
 	p.progress = progress(kadm.NewClient(c.read), group, a.o.topics[events.TopicConfig], c.partition)
-	if p.heart, err = NewHeartbeater(a.cluster, producer, p.reporter.Counts, p.progress, a.opts...); err != nil {
+	if p.heart, err = newHeartbeater(a.cluster, producer, p.reporter.Counts, p.progress, a.opts...); err != nil {
 		return nil, err
 	}
 	p.reader, err = events.NewReader(c.read, in, a.o.topics[events.TopicConfig], group, append(evOpts,

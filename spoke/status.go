@@ -90,10 +90,10 @@ type pendingEvent struct {
 	ev     *event.Event
 }
 
-// NewReporter returns the status reporter of cluster, which publishes
+// newReporter returns the status reporter of cluster, which publishes
 // through pub. It takes the WithWindow, WithStatusResync and WithLogger
 // options.
-func NewReporter(cluster string, pub Publisher, opts ...Option) (*Reporter, error) {
+func newReporter(cluster string, pub Publisher, opts ...Option) (*Reporter, error) {
 	if cluster == "" || pub == nil {
 		return nil, errors.New("reporter: a cluster and a publisher are required")
 	}
