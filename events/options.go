@@ -63,7 +63,8 @@ func (c *Common) SetDefaults() {
 
 // Events are the options that hand c to the components of this package
 // that c's owner makes: c itself, then its decoder options, which every
-// component but a Decoder ignores.
+// component but a Decoder ignores. The first sets every field of the
+// bundle, so an option meant to change one of them comes after these.
 func (c Common) Events() []Option {
 	return append([]Option{func(o *options) { o.Common = c }}, c.DecoderOpts...)
 }
