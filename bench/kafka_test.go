@@ -159,7 +159,7 @@ func intake(b *testing.B, s *setup, dec *events.Decoder) *events.Intake {
 func readAll(b *testing.B, s *setup, dec *events.Decoder, total int) {
 	b.Helper()
 	rd, err := events.NewReader(kafkatest.Client(b, events.ReaderOpts()...), intake(b, s, dec),
-		events.ReaderConfig{Topic: s.topics[events.TopicConfig], Group: fmt.Sprintf("bench-%d", time.Now().UnixNano())})
+		s.topics[events.TopicConfig], fmt.Sprintf("bench-%d", time.Now().UnixNano()))
 	if err != nil {
 		b.Fatal(err)
 	}

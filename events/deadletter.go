@@ -38,7 +38,7 @@ func NewDeadLetter(client *kgo.Client, topic string, opts ...Option) (*DeadLette
 	if client == nil || topic == "" {
 		return nil, errors.New("dead letter: a client and a topic are required")
 	}
-	return &DeadLetter{client: client, topic: topic, inst: newInstruments(newOptions(opts).meters)}, nil
+	return &DeadLetter{client: client, topic: topic, inst: newInstruments(newOptions(opts).Meters)}, nil
 }
 
 // Rejected is a record that cannot be processed, and why.

@@ -77,7 +77,12 @@ type Decoded struct {
 
 // Decoder turns records into Decoded events.
 type Decoder struct {
-	verifier   *Verifier
+	verifier *Verifier
+	decoderConfig
+}
+
+// decoderConfig is what a Decoder's options set.
+type decoderConfig struct {
 	target     string
 	roles      map[string]Topic
 	maxBytes   int
@@ -86,46 +91,42 @@ type Decoder struct {
 	createTime bool
 }
 
-// DecoderOption configures a Decoder.
-type DecoderOption func(*Decoder)
-
-// WithTarget makes the decoder reject events about a cluster other than
+// WithTarget makes a Decoder reject events about a cluster other than
 // cluster: an agent reading its own partition must not accept another
 // cluster's events, whatever the record key says.
-func WithTarget(cluster string) DecoderOption { return func(d *Decoder) { d.target = cluster } }
+func WithTarget(cluster string) Option { return func(o *options) { o.decoder.target = cluster } }
 
-// WithTopics makes the decoder reject an event read from one of topics whose
+// WithTopics makes a Decoder reject an event read from one of topics whose
 // type belongs on another topic (ErrWrongTopic).
-func WithTopics(topics Topics) DecoderOption {
-	return func(d *Decoder) {
-		d.roles = make(map[string]Topic, len(topics))
+func WithTopics(topics Topics) Option {
+	return func(o *options) {
+		o.decoder.roles = make(map[string]Topic, len(topics))
 		for role, name := range topics {
-			d.roles[name] = role
+			o.decoder.roles[name] = role
 		}
 	}
 }
 
-// WithMaxBytes overrides MaxEventBytes.
-func WithMaxBytes(n int) DecoderOption { return func(d *Decoder) { d.maxBytes = n } }
+// WithMaxBytes overrides a Decoder's MaxEventBytes.
+func WithMaxBytes(n int) Option { return func(o *options) { o.decoder.maxBytes = n } }
 
-// WithStaleness overrides DefaultMaxAge and DefaultMaxSkew.
-func WithStaleness(maxAge, maxSkew time.Duration) DecoderOption {
-	return func(d *Decoder) { d.maxAge, d.maxSkew = maxAge, maxSkew }
+// WithStaleness overrides a Decoder's DefaultMaxAge and DefaultMaxSkew.
+func WithStaleness(maxAge, maxSkew time.Duration) Option {
+	return func(o *options) { o.decoder.maxAge, o.decoder.maxSkew = maxAge, maxSkew }
 }
 
-// AcceptCreateTime lets the decoder take records whose timestamp the producer
+// AcceptCreateTime lets a Decoder take records whose timestamp the producer
 // chose, such as records built in memory. Records read from Argosy's topics
 // carry the broker's LogAppendTime, and without this option anything else is
 // refused: key validity is judged at the record's time, so a writer must not
 // choose it.
-func AcceptCreateTime() DecoderOption { return func(d *Decoder) { d.createTime = true } }
+func AcceptCreateTime() Option { return func(o *options) { o.decoder.createTime = true } }
 
-// NewDecoder returns a decoder that verifies signatures with v.
-func NewDecoder(v *Verifier, opts ...DecoderOption) (*Decoder, error) {
-	d := &Decoder{verifier: v, maxBytes: MaxEventBytes, maxAge: DefaultMaxAge, maxSkew: DefaultMaxSkew}
-	for _, o := range opts {
-		o(d)
-	}
+// NewDecoder returns a decoder that verifies signatures with v. It takes
+// the WithTarget, WithTopics, WithMaxBytes, WithStaleness and
+// AcceptCreateTime options.
+func NewDecoder(v *Verifier, opts ...Option) (*Decoder, error) {
+	d := &Decoder{verifier: v, decoderConfig: newOptions(opts).decoder}
 	if _, err := compiledSchemas(); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,10 @@
 //   - Reader consumes assigned partitions, hands each decoded event to a
 //     handler, dead-letters poison records (DeadLetter) and commits offsets
 //     only after the handler returned.
+//   - Option configures every one of them (each takes the options that
+//     concern it), and Common is the options bundle that the other
+//     components embed: logger, tracer and meter providers, clock margin,
+//     Kafka client and decoder options, with their defaults in one place.
 //
 // See docs/design.md for the topic plan and delivery guarantees.
 package events

@@ -38,9 +38,9 @@ func goldenRegistry(t testing.TB) *events.Registry {
 	return events.NewRegistry(keys...)
 }
 
-func goldenDecoder(t testing.TB, opts ...events.DecoderOption) *events.Decoder {
+func goldenDecoder(t testing.TB, opts ...events.Option) *events.Decoder {
 	t.Helper()
-	d, err := events.NewDecoder(events.NewVerifier(goldenRegistry(t)), append([]events.DecoderOption{events.AcceptCreateTime()}, opts...)...)
+	d, err := events.NewDecoder(events.NewVerifier(goldenRegistry(t)), append([]events.Option{events.AcceptCreateTime()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

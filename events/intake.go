@@ -32,7 +32,7 @@ func NewIntake(dec *Decoder, dlq *DeadLetter, opts ...Option) (*Intake, error) {
 		return nil, errors.New("intake: a decoder is required")
 	}
 	o := newOptions(opts)
-	return &Intake{dec: dec, dlq: dlq, log: o.log, inst: newInstruments(o.meters)}, nil
+	return &Intake{dec: dec, dlq: dlq, log: o.Log, inst: newInstruments(o.Meters)}, nil
 }
 
 // Decoder returns the intake's decoder.

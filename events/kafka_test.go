@@ -57,8 +57,8 @@ func newRig(t testing.TB, configPartitions int32, pins map[string]int32) *rig {
 	return &rig{t: t, topics: topics, f: f, client: client, prod: prod}
 }
 
-func (r *rig) decoder(opts ...events.DecoderOption) *events.Decoder {
-	d, err := events.NewDecoder(events.NewVerifier(r.f.reg), append([]events.DecoderOption{events.WithTopics(r.topics)}, opts...)...)
+func (r *rig) decoder(opts ...events.Option) *events.Decoder {
+	d, err := events.NewDecoder(events.NewVerifier(r.f.reg), append([]events.Option{events.WithTopics(r.topics)}, opts...)...)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -67,9 +67,9 @@ func (r *rig) decoder(opts ...events.DecoderOption) *events.Decoder {
 
 // read runs a Reader until it has handled n events or a minute passed, and
 // returns what it handled.
-func (r *rig) read(cfg events.ReaderConfig, dec *events.Decoder, n int) []*events.Decoded {
+func (r *rig) read(topic, group string, dec *events.Decoder, n int, opts ...events.Option) []*events.Decoded {
 	r.t.Helper()
-	rd := newReader(r.t, r, dec, cfg)
+	rd := newReader(r.t, r, dec, topic, group, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var (
@@ -176,7 +176,7 @@ func TestRoundTripEveryType(t *testing.T) {
 		byTopic[rec.Topic] = append(byTopic[rec.Topic], rec)
 	}
 	for topic, want := range byTopic {
-		got := r.read(events.ReaderConfig{Topic: topic, Group: topic + ".test"}, r.decoder(events.WithTarget("cluster-a")), len(want))
+		got := r.read(topic, topic+".test", r.decoder(events.WithTarget("cluster-a")), len(want))
 		gotByID := map[string]*events.Decoded{}
 		for _, d := range got {
 			gotByID[d.Event.ID()] = d
@@ -280,8 +280,8 @@ func TestDirectAssignmentReadsOnePartition(t *testing.T) {
 		if want[p] == 0 {
 			continue
 		}
-		got := r.read(events.ReaderConfig{Topic: r.topics[events.TopicConfig], Partitions: []int32{p},
-			Group: fmt.Sprintf("%s.p%d", r.topics[events.TopicConfig], p)}, r.decoder(), want[p])
+		got := r.read(r.topics[events.TopicConfig], fmt.Sprintf("%s.p%d", r.topics[events.TopicConfig], p), r.decoder(), want[p],
+			events.WithPartitions(p))
 		for _, d := range got {
 			if d.Partition != p {
 				t.Errorf("reader of partition %d got a record of partition %d", p, d.Partition)
@@ -326,16 +326,16 @@ func setGeneration(t *testing.T, e *event.Event, g int64) {
 func TestCommittedOffsetsResume(t *testing.T) {
 	r := newRig(t, 1, nil)
 	topic := r.topics[events.TopicConfig]
-	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".resume"}
+	group := topic + ".resume"
 	first := generations(t, "cluster-a", 1, 5)
 	r.publish("cluster-a", first...)
-	got := r.read(cfg, r.decoder(), 5)
+	got := r.read(topic, group, r.decoder(), 5)
 	if got[4].Offset != 4 {
 		t.Fatalf("first pass ended at offset %d", got[4].Offset)
 	}
 	second := generations(t, "cluster-a", 6, 3)
 	r.publish("cluster-a", second...)
-	got = r.read(cfg, r.decoder(), 3)
+	got = r.read(topic, group, r.decoder(), 3)
 	for i, d := range got {
 		if d.Offset != int64(5+i) {
 			t.Errorf("second pass read offset %d, want %d", d.Offset, 5+i)
@@ -370,7 +370,7 @@ func TestDeadLettering(t *testing.T) {
 	raw(forB)
 	r.publish("cluster-a", appUpsert(t, "cluster-a"))
 
-	got := r.read(events.ReaderConfig{Topic: topic, Group: topic + ".dlq"}, r.decoder(events.WithTarget("cluster-a")), 2)
+	got := r.read(topic, topic+".dlq", r.decoder(events.WithTarget("cluster-a")), 2)
 	if got[0].Offset != 0 || got[1].Offset != 4 {
 		t.Errorf("handled offsets %d and %d, want 0 and 4", got[0].Offset, got[1].Offset)
 	}
@@ -405,8 +405,7 @@ func TestHandlerErrors(t *testing.T) {
 	r := newRig(t, 1, nil)
 	topic := r.topics[events.TopicConfig]
 	r.publish("cluster-a", appUpsert(t, "cluster-a"), appUpsert(t, "cluster-a"), appUpsert(t, "cluster-a"))
-	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".h", MaxBackoff: 50 * time.Millisecond}
-	rd := newReader(t, r, r.decoder(), cfg)
+	rd := newReader(t, r, r.decoder(), topic, topic+".h", events.WithMaxBackoff(50*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	attempts := map[int64]int{}
@@ -437,7 +436,7 @@ func TestHandlerErrors(t *testing.T) {
 	}
 	// What finished before the fatal error was committed; the failed
 	// record was not, so a new reader starts with it.
-	got := r.read(cfg, r.decoder(), 1)
+	got := r.read(topic, topic+".h", r.decoder(), 1)
 	if got[0].Offset != 2 {
 		t.Errorf("after a fatal error the group resumed at %d, want 2", got[0].Offset)
 	}
@@ -482,7 +481,7 @@ func TestEveryCodecStaysReadable(t *testing.T) {
 			t.Errorf("event %s (%s) was written with codec %d, want %d", id, want[id], rec.Attrs.CompressionType(), c.attr)
 		}
 	}
-	got := r.read(events.ReaderConfig{Topic: r.topics[events.TopicConfig], Group: r.topics[events.TopicConfig] + ".codecs"},
+	got := r.read(r.topics[events.TopicConfig], r.topics[events.TopicConfig]+".codecs",
 		r.decoder(events.WithTarget("cluster-a")), len(want))
 	for _, d := range got {
 		delete(want, d.Event.ID())

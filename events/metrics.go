@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -22,20 +21,14 @@ type instruments struct {
 
 func newInstruments(mp metric.MeterProvider) *instruments {
 	m := mp.Meter(instrumentation)
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithDescription(desc))
-		if err != nil {
-			otel.Handle(err)
-		}
-		return c
-	}
+	desc := metric.WithDescription
 	return &instruments{
-		published:    counter("argosy.events.published", "Events appended durably, by type."),
-		processed:    counter("argosy.events.processed", "Events a reader handled, by type."),
-		deadLettered: counter("argosy.events.dead_lettered", "Records written to the dead-letter topic, by reason."),
-		retries:      counter("argosy.events.retries", "Failed attempts that a reader will retry."),
-		keysBehind: counter("argosy.events.keys_behind",
-			"Records that waited for the key registry to catch up with the trust topic before they could be judged."),
+		published:    Instrument(m.Int64Counter("argosy.events.published", desc("Events appended durably, by type."))),
+		processed:    Instrument(m.Int64Counter("argosy.events.processed", desc("Events a reader handled, by type."))),
+		deadLettered: Instrument(m.Int64Counter("argosy.events.dead_lettered", desc("Records written to the dead-letter topic, by reason."))),
+		retries:      Instrument(m.Int64Counter("argosy.events.retries", desc("Failed attempts that a reader will retry."))),
+		keysBehind: Instrument(m.Int64Counter("argosy.events.keys_behind",
+			desc("Records that waited for the key registry to catch up with the trust topic before they could be judged."))),
 	}
 }
 

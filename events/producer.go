@@ -74,7 +74,7 @@ func NewProducer(client *kgo.Client, signer *Signer, topics Topics, opts ...Opti
 		return nil, errors.New("producer: a signer is required")
 	}
 	o := newOptions(opts)
-	return &Producer{client: client, signer: signer, topics: topics, tracer: o.tracer(), inst: newInstruments(o.meters)}, nil
+	return &Producer{client: client, signer: signer, topics: topics, tracer: o.tracer(), inst: newInstruments(o.Meters)}, nil
 }
 
 // Publish adds the trace context of ctx, signs and appends the events, and

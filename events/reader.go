@@ -21,7 +21,7 @@ import (
 
 // Handler applies one decoded event. It must be idempotent: after a crash the
 // records since the partition's last commit are delivered again, which are
-// at most those finished within one ReaderConfig.CommitInterval. Its error
+// at most those finished within one commit interval (WithCommitInterval). Its error
 // decides what happens to the record:
 //   - nil: done. Its offset is committed at once if the partition's last
 //     commit is at least an interval old; otherwise with the next record
@@ -35,45 +35,71 @@ import (
 //     only this partition waits.
 type Handler func(ctx context.Context, d *Decoded) error
 
-// ReaderConfig configures a Reader.
-type ReaderConfig struct {
-	// Topic to read.
-	Topic string
-	// Partitions to read by direct assignment; empty means all of them.
-	Partitions []int32
-	// Group names where offsets are committed. The reader does not join the
-	// group; it only stores offsets there.
-	Group string
-	// Start is where to begin a partition with no committed offset; the zero
-	// value means the earliest offset.
-	Start kgo.Offset
-	// Skip, if set, is asked first about every record; true means the record
-	// is not for this reader (another cluster sharing the partition) and is
-	// passed over without decoding.
-	Skip func(*kgo.Record) bool
-	// OnDataLoss, if set, is called when the broker no longer has the
-	// records the reader was about to read (retention, truncation, an
-	// unclean election). Reading goes on from where the client reset to; an
-	// agent uses this to ask for a resync.
-	OnDataLoss func(ctx context.Context, loss *kgo.ErrDataLoss)
-	// OnRefused, if set, is told about every record that fails decoding,
-	// before it is dead-lettered: a spoke acknowledges such records as
-	// rejected. An error from it is retried like a handler error.
-	OnRefused func(ctx context.Context, rec *kgo.Record, reason error) error
-	// OnCommit, if set, is told each offset committed for a partition: the
-	// offset of the next record to read. Nothing below it is delivered
-	// again unless the group's offsets are reset.
-	OnCommit func(partition int32, next int64)
-	// MaxBackoff caps the wait between retries of a failing handler.
-	MaxBackoff time.Duration
-	// CommitInterval is the least time between a partition's commits
-	// while records keep coming: a finished record's offset is committed
-	// at once if no commit was made in the last interval, and otherwise
-	// with a later record's. Whatever is finished is committed before the
-	// reader waits for more records and when it stops. So a crash delivers
-	// again at most the records finished within one interval. Zero means
-	// 100 ms.
-	CommitInterval time.Duration
+// readerConfig is what a Reader is given: its topic and group, and what
+// its options set.
+type readerConfig struct {
+	topic          string
+	group          string
+	partitions     []int32
+	start          kgo.Offset
+	skip           func(*kgo.Record) bool
+	onDataLoss     func(ctx context.Context, loss *kgo.ErrDataLoss)
+	onRefused      func(ctx context.Context, rec *kgo.Record, reason error) error
+	onCommit       func(partition int32, next int64)
+	maxBackoff     time.Duration
+	commitInterval time.Duration
+}
+
+// WithPartitions makes a Reader read these partitions of its topic by
+// direct assignment; the default is all of them.
+func WithPartitions(partitions ...int32) Option {
+	return func(o *options) { o.reader.partitions = partitions }
+}
+
+// WithStartOffset sets where a Reader begins a partition with no committed
+// offset; the default is the earliest offset.
+func WithStartOffset(start kgo.Offset) Option { return func(o *options) { o.reader.start = start } }
+
+// WithSkip makes a Reader ask skip first about every record; true means
+// the record is not for this reader (another cluster sharing the
+// partition) and is passed over without decoding.
+func WithSkip(skip func(*kgo.Record) bool) Option { return func(o *options) { o.reader.skip = skip } }
+
+// OnDataLoss makes a Reader call f when the broker no longer has the
+// records it was about to read (retention, truncation, an unclean
+// election). Reading goes on from where the client reset to; an agent uses
+// this to ask for a resync.
+func OnDataLoss(f func(ctx context.Context, loss *kgo.ErrDataLoss)) Option {
+	return func(o *options) { o.reader.onDataLoss = f }
+}
+
+// OnRefused makes a Reader tell f about every record that fails decoding,
+// before it is dead-lettered: a spoke acknowledges such records as
+// rejected. An error from f is retried like a handler error.
+func OnRefused(f func(ctx context.Context, rec *kgo.Record, reason error) error) Option {
+	return func(o *options) { o.reader.onRefused = f }
+}
+
+// OnCommit makes a Reader tell f each offset it committed for a
+// partition: the offset of the next record to read. Nothing below it is
+// delivered again unless the group's offsets are reset.
+func OnCommit(f func(partition int32, next int64)) Option {
+	return func(o *options) { o.reader.onCommit = f }
+}
+
+// WithMaxBackoff caps the wait between a Reader's retries of a failing
+// handler; the default is 30 s.
+func WithMaxBackoff(d time.Duration) Option { return func(o *options) { o.reader.maxBackoff = d } }
+
+// WithCommitInterval sets the least time between a Reader's commits of a
+// partition while records keep coming: a finished record's offset is
+// committed at once if no commit was made in the last interval, and
+// otherwise with a later record's. Whatever is finished is committed
+// before the reader waits for more records and when it stops. So a crash
+// delivers again at most the records finished within one interval. The
+// default is 100 ms.
+func WithCommitInterval(d time.Duration) Option {
+	return func(o *options) { o.reader.commitInterval = d }
 }
 
 // Reader consumes partitions by direct assignment, decodes each record, runs
@@ -85,35 +111,40 @@ type Reader struct {
 	client *kgo.Client
 	adm    *kadm.Client
 	in     *Intake
-	cfg    ReaderConfig
+	cfg    readerConfig
 	log    *slog.Logger
 	tracer trace.Tracer
 	inst   *instruments
 }
 
-// NewReader returns a reader that takes records through in. client must
-// not be in a consumer group: the reader adds its partitions to it
-// directly. It should use ReaderOpts. It takes the WithLogger,
-// WithTracerProvider and WithMeterProvider options.
-func NewReader(client *kgo.Client, in *Intake, cfg ReaderConfig, opts ...Option) (*Reader, error) {
-	if cfg.Topic == "" || cfg.Group == "" {
+// NewReader returns a reader of topic that takes records through in and
+// commits its offsets in group; the reader does not join the group, it
+// only stores offsets there. client must not be in a consumer group: the
+// reader adds its partitions to it directly. It should use ReaderOpts. It
+// takes the reader's options (WithPartitions, WithStartOffset, WithSkip,
+// OnDataLoss, OnRefused, OnCommit, WithMaxBackoff, WithCommitInterval) and
+// WithLogger, WithTracerProvider and WithMeterProvider.
+func NewReader(client *kgo.Client, in *Intake, topic, group string, opts ...Option) (*Reader, error) {
+	if topic == "" || group == "" {
 		return nil, errors.New("reader: topic and group are required")
 	}
 	if client == nil || in == nil {
 		return nil, errors.New("reader: a client and an intake are required")
 	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 30 * time.Second
-	}
-	if cfg.CommitInterval <= 0 {
-		cfg.CommitInterval = 100 * time.Millisecond
-	}
-	if cfg.Start == (kgo.Offset{}) {
-		cfg.Start = kgo.NewOffset().AtStart()
-	}
 	o := newOptions(opts)
-	return &Reader{client: client, adm: kadm.NewClient(client), in: in, cfg: cfg, log: o.log,
-		tracer: o.tracer(), inst: newInstruments(o.meters)}, nil
+	cfg := o.reader
+	cfg.topic, cfg.group = topic, group
+	if cfg.maxBackoff <= 0 {
+		cfg.maxBackoff = 30 * time.Second
+	}
+	if cfg.commitInterval <= 0 {
+		cfg.commitInterval = 100 * time.Millisecond
+	}
+	if cfg.start == (kgo.Offset{}) {
+		cfg.start = kgo.NewOffset().AtStart()
+	}
+	return &Reader{client: client, adm: kadm.NewClient(client), in: in, cfg: cfg, log: o.Log,
+		tracer: o.tracer(), inst: newInstruments(o.Meters)}, nil
 }
 
 // ReaderOpts are client options for a Reader's client: on an out-of-range
@@ -149,8 +180,8 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 		workers[p] = ch
 		g.Go(func() error { return r.work(gctx, ch, h) })
 	}
-	r.client.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: start})
-	defer r.client.RemoveConsumePartitions(map[string][]int32{r.cfg.Topic: slices.Collect(maps.Keys(start))})
+	r.client.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.topic: start})
+	defer r.client.RemoveConsumePartitions(map[string][]int32{r.cfg.topic: slices.Collect(maps.Keys(start))})
 	g.Go(func() error { return r.poll(gctx, workers) })
 	err = g.Wait()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
@@ -174,7 +205,7 @@ func (r *Reader) poll(ctx context.Context, workers map[int32]chan []*kgo.Record)
 			select {
 			case workers[p] <- recs:
 				delete(pending, p)
-				r.client.ResumeFetchPartitions(map[string][]int32{r.cfg.Topic: {p}})
+				r.client.ResumeFetchPartitions(map[string][]int32{r.cfg.topic: {p}})
 			default:
 			}
 		}
@@ -202,7 +233,7 @@ func (r *Reader) poll(ctx context.Context, workers map[int32]chan []*kgo.Record)
 					return
 				default:
 				}
-				r.client.PauseFetchPartitions(map[string][]int32{r.cfg.Topic: {p}})
+				r.client.PauseFetchPartitions(map[string][]int32{r.cfg.topic: {p}})
 			}
 			pending[p] = append(pending[p], ftp.Records...)
 		})
@@ -216,8 +247,8 @@ func (r *Reader) fetchError(ctx context.Context, topic string, p int32, err erro
 	var loss *kgo.ErrDataLoss
 	if errors.As(err, &loss) {
 		r.log.ErrorContext(ctx, "data loss", "topic", topic, "partition", p, "consumed_to", loss.ConsumedTo, "reset_to", loss.ResetTo)
-		if r.cfg.OnDataLoss != nil {
-			r.cfg.OnDataLoss(ctx, loss)
+		if r.cfg.onDataLoss != nil {
+			r.cfg.onDataLoss(ctx, loss)
 		}
 		return
 	}
@@ -229,7 +260,7 @@ func (r *Reader) fetchError(ctx context.Context, topic string, p int32, err erro
 // is committed before waiting for the next batch and when stopping, for a
 // fatal error too.
 func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handler) error {
-	c := &committer{interval: r.cfg.CommitInterval, commit: r.commit}
+	c := &committer{interval: r.cfg.commitInterval, commit: r.commit}
 	for {
 		var recs []*kgo.Record
 		var ok bool
@@ -295,19 +326,19 @@ func (c *committer) flush(ctx context.Context) error {
 }
 
 // startOffsets returns where each partition starts: its committed offset, or
-// cfg.Start. A committed offset below the partition's first offset means
+// cfg.start. A committed offset below the partition's first offset means
 // records were deleted unread; those partitions start at their first offset
 // and are returned as data loss.
 func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo.ErrDataLoss, error) {
-	parts := slices.Clone(r.cfg.Partitions)
+	parts := slices.Clone(r.cfg.partitions)
 	if len(parts) == 0 {
-		td, err := r.adm.ListTopics(ctx, r.cfg.Topic)
+		td, err := r.adm.ListTopics(ctx, r.cfg.topic)
 		if err != nil {
-			return nil, nil, fmt.Errorf("reader: list topic %s: %w", r.cfg.Topic, err)
+			return nil, nil, fmt.Errorf("reader: list topic %s: %w", r.cfg.topic, err)
 		}
-		t, ok := td[r.cfg.Topic]
+		t, ok := td[r.cfg.topic]
 		if !ok || t.Err != nil {
-			return nil, nil, fmt.Errorf("reader: topic %s: %w", r.cfg.Topic, errors.Join(t.Err, errors.New("not found")))
+			return nil, nil, fmt.Errorf("reader: topic %s: %w", r.cfg.topic, errors.Join(t.Err, errors.New("not found")))
 		}
 		parts = t.Partitions.Numbers()
 	}
@@ -316,19 +347,19 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 	var first kadm.ListedOffsets
 	err := r.retry(ctx, func(ctx context.Context) error {
 		var err error
-		if first, err = r.adm.ListStartOffsets(ctx, r.cfg.Topic); err == nil {
+		if first, err = r.adm.ListStartOffsets(ctx, r.cfg.topic); err == nil {
 			err = first.Error()
 		}
 		return classify(err)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("reader: start offsets of %s: %w", r.cfg.Topic, err)
+		return nil, nil, fmt.Errorf("reader: start offsets of %s: %w", r.cfg.topic, err)
 	}
 	// The group coordinator may not be up yet on a fresh cluster.
 	var committed kadm.OffsetResponses
 	err = r.retry(ctx, func(ctx context.Context) error {
 		var err error
-		committed, err = r.adm.FetchOffsets(ctx, r.cfg.Group)
+		committed, err = r.adm.FetchOffsets(ctx, r.cfg.group)
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			// A group that never committed: some brokers say so rather
 			// than answer with no offsets.
@@ -337,20 +368,20 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 		return classify(err)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("reader: fetch offsets of group %s: %w", r.cfg.Group, err)
+		return nil, nil, fmt.Errorf("reader: fetch offsets of group %s: %w", r.cfg.group, err)
 	}
 	out := make(map[int32]kgo.Offset, len(parts))
 	var lost []*kgo.ErrDataLoss
 	for _, p := range parts {
-		out[p] = r.cfg.Start
-		o, ok := committed.Lookup(r.cfg.Topic, p)
+		out[p] = r.cfg.start
+		o, ok := committed.Lookup(r.cfg.topic, p)
 		if !ok || o.Err != nil || o.At < 0 {
 			continue
 		}
 		out[p] = kgo.NewOffset().At(o.At).WithEpoch(o.LeaderEpoch)
-		if f, ok := first.Lookup(r.cfg.Topic, p); ok && o.At < f.Offset {
+		if f, ok := first.Lookup(r.cfg.topic, p); ok && o.At < f.Offset {
 			out[p] = kgo.NewOffset().At(f.Offset)
-			lost = append(lost, &kgo.ErrDataLoss{Topic: r.cfg.Topic, Partition: p, ConsumedTo: o.At,
+			lost = append(lost, &kgo.ErrDataLoss{Topic: r.cfg.topic, Partition: p, ConsumedTo: o.At,
 				ConsumedToEpoch: o.LeaderEpoch, ResetTo: f.Offset, ResetToEpoch: -1})
 		}
 	}
@@ -360,7 +391,7 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 // handle takes one record through the intake and handles it,
 // dead-lettering it if it is poison.
 func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
-	if r.cfg.Skip != nil && r.cfg.Skip(rec) {
+	if r.cfg.skip != nil && r.cfg.skip(rec) {
 		return nil
 	}
 	d, err := r.in.Take(ctx, rec)
@@ -368,9 +399,9 @@ func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 		if !IsPoison(err) {
 			return err // ctx ended
 		}
-		if r.cfg.OnRefused != nil {
+		if r.cfg.onRefused != nil {
 			cause := err
-			if err := r.retry(ctx, func(ctx context.Context) error { return r.cfg.OnRefused(ctx, rec, cause) }); err != nil && !IsPoison(err) {
+			if err := r.retry(ctx, func(ctx context.Context) error { return r.cfg.onRefused(ctx, rec, cause) }); err != nil && !IsPoison(err) {
 				return err
 			}
 		}
@@ -447,7 +478,7 @@ func (r *Reader) retry(ctx context.Context, f func(context.Context) error) error
 			return ctx.Err()
 		case <-t.C:
 		}
-		wait = min(2*wait, r.cfg.MaxBackoff)
+		wait = min(2*wait, r.cfg.maxBackoff)
 	}
 }
 
@@ -457,7 +488,7 @@ func (r *Reader) commit(ctx context.Context, rec *kgo.Record) error {
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: rec.Topic, Partition: rec.Partition, At: rec.Offset + 1, LeaderEpoch: rec.LeaderEpoch})
 	err := r.retry(ctx, func(ctx context.Context) error {
-		resp, err := r.adm.CommitOffsets(ctx, r.cfg.Group, offs)
+		resp, err := r.adm.CommitOffsets(ctx, r.cfg.group, offs)
 		if err == nil {
 			err = resp.Error()
 		}
@@ -466,8 +497,8 @@ func (r *Reader) commit(ctx context.Context, rec *kgo.Record) error {
 		}
 		return nil
 	})
-	if err == nil && r.cfg.OnCommit != nil {
-		r.cfg.OnCommit(rec.Partition, rec.Offset+1)
+	if err == nil && r.cfg.onCommit != nil {
+		r.cfg.onCommit(rec.Partition, rec.Offset+1)
 	}
 	return err
 }

@@ -42,7 +42,7 @@ func TestReaderStartsWithoutGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := events.NewReader(cl, in, events.ReaderConfig{Topic: "config", Group: "never-committed"})
+	rd, err := events.NewReader(cl, in, "config", "never-committed")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 )
 
-func newReader(t testing.TB, r *rig, dec *events.Decoder, cfg events.ReaderConfig, opts ...events.Option) *events.Reader {
+func newReader(t testing.TB, r *rig, dec *events.Decoder, topic, group string, opts ...events.Option) *events.Reader {
 	t.Helper()
 	cl := kafkatest.Client(t, events.ReaderOpts()...)
 	dlq, err := events.NewDeadLetter(cl, r.topics[events.TopicDeadLetter], opts...)
@@ -30,7 +30,7 @@ func newReader(t testing.TB, r *rig, dec *events.Decoder, cfg events.ReaderConfi
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := events.NewReader(cl, in, cfg, opts...)
+	rd, err := events.NewReader(cl, in, topic, group, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestFailingPartitionHoldsUpOnlyItself(t *testing.T) {
 	for range 3 {
 		r.publish("cluster-b", appUpsert(t, "cluster-b"))
 	}
-	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".iso", MaxBackoff: 20 * time.Millisecond}
+	group, backoff := topic+".iso", events.WithMaxBackoff(20*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var mu sync.Mutex
@@ -56,7 +56,7 @@ func TestFailingPartitionHoldsUpOnlyItself(t *testing.T) {
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		done <- newReader(t, r, r.decoder(), cfg).Run(ctx, func(_ context.Context, d *events.Decoded) error {
+		done <- newReader(t, r, r.decoder(), topic, group, backoff).Run(ctx, func(_ context.Context, d *events.Decoded) error {
 			if d.Partition == 0 {
 				select {
 				case <-release:
@@ -83,7 +83,7 @@ func TestFailingPartitionHoldsUpOnlyItself(t *testing.T) {
 		t.Fatal("partition 1 was held up by partition 0's failing handler")
 	}
 	adm := kadm.NewClient(kafkatest.Client(t))
-	offs, err := adm.FetchOffsets(context.Background(), cfg.Group)
+	offs, err := adm.FetchOffsets(context.Background(), group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestPanickingHandlerDeadLetters(t *testing.T) {
 	r.publish("cluster-a", appUpsert(t, "cluster-a"), appUpsert(t, "cluster-a"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := newReader(t, r, r.decoder(), events.ReaderConfig{Topic: topic, Group: topic + ".panic"}).Run(ctx, func(_ context.Context, d *events.Decoded) error {
+	err := newReader(t, r, r.decoder(), topic, topic+".panic").Run(ctx, func(_ context.Context, d *events.Decoded) error {
 		if d.Offset == 0 {
 			panic("nil map")
 		}
@@ -127,9 +127,9 @@ func TestPanickingHandlerDeadLetters(t *testing.T) {
 func TestDataLossIsReported(t *testing.T) {
 	r := newRig(t, 1, nil)
 	topic := r.topics[events.TopicConfig]
-	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".loss"}
+	group := topic + ".loss"
 	r.publish("cluster-a", appUpsert(t, "cluster-a"))
-	r.read(cfg, r.decoder(), 1) // committed at 1
+	r.read(topic, group, r.decoder(), 1) // committed at 1
 	for range 4 {
 		r.publish("cluster-a", appUpsert(t, "cluster-a"))
 	}
@@ -140,8 +140,7 @@ func TestDataLossIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	var losses []*kgo.ErrDataLoss
-	cfg.OnDataLoss = func(_ context.Context, l *kgo.ErrDataLoss) { losses = append(losses, l) }
-	got := r.read(cfg, r.decoder(), 2)
+	got := r.read(topic, group, r.decoder(), 2, events.OnDataLoss(func(_ context.Context, l *kgo.ErrDataLoss) { losses = append(losses, l) }))
 	if got[0].Offset != 3 {
 		t.Errorf("resumed at %d, want 3 (the first record left)", got[0].Offset)
 	}
@@ -169,12 +168,11 @@ func TestCrashRedeliversAtMostOneInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	var committed atomic.Int64
-	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".crash", CommitInterval: interval,
-		OnCommit: func(_ int32, next int64) { committed.Store(next) }}
+	group, every := topic+".crash", events.WithCommitInterval(interval)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	crashed, release := make(chan int64, 1), make(chan struct{})
-	first, done := newReader(t, r, r.decoder(), cfg), make(chan error, 1)
+	first, done := newReader(t, r, r.decoder(), topic, group, every, events.OnCommit(func(_ int32, next int64) { committed.Store(next) })), make(chan error, 1)
 	go func() {
 		done <- first.Run(ctx, func(_ context.Context, d *events.Decoded) error {
 			if d.Offset < crashAt {
@@ -195,9 +193,8 @@ func TestCrashRedeliversAtMostOneInterval(t *testing.T) {
 	if atCrash != crashAt {
 		t.Errorf("committed up to %d when the crash came, want %d", atCrash, crashAt)
 	}
-	cfg.OnCommit = nil
 	var again []int64
-	err := newReader(t, r, r.decoder(), cfg).Run(ctx, func(_ context.Context, d *events.Decoded) error {
+	err := newReader(t, r, r.decoder(), topic, group, every).Run(ctx, func(_ context.Context, d *events.Decoded) error {
 		if d.Offset < crashAt {
 			again = append(again, d.Offset)
 		}
@@ -229,11 +226,10 @@ func TestIdleReaderCommits(t *testing.T) {
 	topic := r.topics[events.TopicConfig]
 	r.publish("cluster-a", generations(t, "cluster-a", 1, total)...)
 	commits := make(chan int64, total+1)
-	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".idle", CommitInterval: time.Hour,
-		OnCommit: func(_ int32, next int64) { commits <- next }}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	rd, done := newReader(t, r, r.decoder(), cfg), make(chan error, 1)
+	rd, done := newReader(t, r, r.decoder(), topic, topic+".idle", events.WithCommitInterval(time.Hour),
+		events.OnCommit(func(_ int32, next int64) { commits <- next })), make(chan error, 1)
 	go func() {
 		done <- rd.Run(ctx, func(context.Context, *events.Decoded) error { return nil })
 	}()
@@ -277,8 +273,8 @@ func BenchmarkReader(b *testing.B) {
 	pass := 0
 	for b.Loop() {
 		pass++
-		rd := newReader(b, r, dec, events.ReaderConfig{Topic: topic, Group: fmt.Sprintf("%s.bench-%d", topic, pass),
-			OnCommit: func(int32, int64) { commits.Add(1) }})
+		rd := newReader(b, r, dec, topic, fmt.Sprintf("%s.bench-%d", topic, pass),
+			events.OnCommit(func(int32, int64) { commits.Add(1) }))
 		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
 		var n atomic.Int64
 		err := rd.Run(ctx, func(context.Context, *events.Decoded) error {

@@ -34,7 +34,7 @@ func TestTraceContinuesThroughKafka(t *testing.T) {
 	r.publishCtx(ctx, "cluster-a", appUpsert(t, "cluster-a"))
 	parent.End()
 
-	rd := newReader(t, r, r.decoder(), events.ReaderConfig{Topic: r.topics[events.TopicConfig], Group: "trace"}, telemetry...)
+	rd := newReader(t, r, r.decoder(), r.topics[events.TopicConfig], "trace", telemetry...)
 	runCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var handled trace.SpanContext

@@ -50,11 +50,11 @@ func TestReaderCommitsPastTransactionMarkers(t *testing.T) {
 	}
 	topic := r.topics[events.TopicConfig]
 	end := lastStable(t, topic, 0)
-	cfg := events.ReaderConfig{Topic: topic, Group: topic + ".txn"}
-	r.read(cfg, r.decoder(), 3)
+	group := topic + ".txn"
+	r.read(topic, group, r.decoder(), 3)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		offs, err := kadm.NewClient(kafkatest.Client(t)).FetchOffsets(t.Context(), cfg.Group)
+		offs, err := kadm.NewClient(kafkatest.Client(t)).FetchOffsets(t.Context(), group)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ func NewTrustFollower(client *kgo.Client, topic string, in *Intake, reg *Registr
 		return nil, errors.New("trust follower: a client, the trust topic, an intake and a registry are required")
 	}
 	o := newOptions(opts)
-	return &TrustFollower{client: client, topic: topic, in: in, reg: reg, log: o.log, margin: o.margin, owners: o.owners}, nil
+	return &TrustFollower{client: client, topic: topic, in: in, reg: reg, log: o.Log, margin: o.ClockMargin, owners: o.owners}, nil
 }
 
 // TrustConsumeOpts are the consumer options of a TrustFollower's client.

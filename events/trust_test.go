@@ -108,7 +108,7 @@ func TestTrustFollowerRotatesTheHubKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd := newReader(t, r, dec, events.ReaderConfig{Topic: r.topics[events.TopicConfig], Group: "rotation"})
+	rd := newReader(t, r, dec, r.topics[events.TopicConfig], "rotation")
 
 	var mu sync.Mutex
 	var handled []string

@@ -144,14 +144,14 @@ func TestDecodeRejects(t *testing.T) {
 	tests := []struct {
 		name   string
 		target string
-		opts   []events.DecoderOption
+		opts   []events.Option
 		rec    func() *kgo.Record
 		want   error
 	}{
-		{"producer-chosen timestamp", "", []events.DecoderOption{}, func() *kgo.Record {
+		{"producer-chosen timestamp", "", []events.Option{}, func() *kgo.Record {
 			return record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
 		}, events.ErrTimestamp},
-		{"status on the config topic", "", []events.DecoderOption{events.AcceptCreateTime(), events.WithTopics(topics)}, func() *kgo.Record {
+		{"status on the config topic", "", []events.Option{events.AcceptCreateTime(), events.WithTopics(topics)}, func() *kgo.Record {
 			r := record(t, sign(t, f.clusterA, heartbeat(t, "cluster-a")))
 			r.Topic = topics[events.TopicConfig]
 			return r
@@ -251,7 +251,7 @@ func TestDecodeRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
 			if opts == nil {
-				opts = []events.DecoderOption{events.AcceptCreateTime()}
+				opts = []events.Option{events.AcceptCreateTime()}
 			}
 			if tc.target != "" {
 				opts = append(opts, events.WithTarget(tc.target))
@@ -312,7 +312,7 @@ func TestDecodeAccepts(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []events.DecoderOption{events.AcceptCreateTime()}
+			opts := []events.Option{events.AcceptCreateTime()}
 			if tc.target != "" {
 				opts = append(opts, events.WithTarget(tc.target))
 			}

@@ -64,7 +64,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if _, err := w.Write(OpenAPI); err != nil {
-			s.o.log.DebugContext(r.Context(), "writing the OpenAPI document", "err", err)
+			s.o.Log.DebugContext(r.Context(), "writing the OpenAPI document", "err", err)
 		}
 	})
 	// A spoke joining proves its join token instead of a bearer token.
@@ -186,7 +186,7 @@ func (s *Server) serveRead(w http.ResponseWriter, r *http.Request, c *call) {
 	// the call was let through to the read API.
 	if sw.status >= 400 {
 		if err := s.auditCall(r, c, sw.status); err != nil {
-			s.o.log.ErrorContext(r.Context(), "auditing a refused read", "err", err, "request", c.id)
+			s.o.Log.ErrorContext(r.Context(), "auditing a refused read", "err", err, "request", c.id)
 		}
 	}
 }
@@ -202,7 +202,7 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, c *call, v any, 
 	}
 	if !c.audited && c.p != nil && (c.action != auth.ActionRead || s.o.auditReads || status >= 400) {
 		if aerr := s.auditCall(r, c, status); aerr != nil {
-			s.o.log.ErrorContext(r.Context(), "auditing a call", "err", aerr, "request", c.id)
+			s.o.Log.ErrorContext(r.Context(), "auditing a call", "err", aerr, "request", c.id)
 			if err == nil && len(c.events) == 0 {
 				err = failf(http.StatusServiceUnavailable, "the call could not be audited, so it was not served: %v", aerr)
 			}
@@ -235,7 +235,7 @@ func (s *Server) classify(ctx context.Context, err error) *apiError {
 		return failf(http.StatusServiceUnavailable, "request canceled")
 	}
 	trace.SpanFromContext(ctx).RecordError(err)
-	s.o.log.ErrorContext(ctx, "hub request failed", "err", err)
+	s.o.Log.ErrorContext(ctx, "hub request failed", "err", err)
 	return failf(http.StatusInternalServerError, "internal error: %v", err)
 }
 
@@ -418,14 +418,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func (s *Server) writeJSON(ctx context.Context, w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		s.o.log.ErrorContext(ctx, "encoding a hub response", "err", err)
+		s.o.Log.ErrorContext(ctx, "encoding a hub response", "err", err)
 		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	if _, err := w.Write(append(b, '\n')); err != nil {
-		s.o.log.DebugContext(ctx, "writing a hub response", "err", err)
+		s.o.Log.DebugContext(ctx, "writing a hub response", "err", err)
 	}
 }
 

@@ -57,7 +57,7 @@ func (s *Server) publishKey(ctx context.Context, started time.Time) error {
 		return err
 	}
 	if _, err := s.audit.Publish(ctx, e); err != nil && ctx.Err() == nil {
-		s.o.log.WarnContext(ctx, "the hub's key was not published on the trust topic; the next start tries again", "key", k.ID, "err", err)
+		s.o.Log.WarnContext(ctx, "the hub's key was not published on the trust topic; the next start tries again", "key", k.ID, "err", err)
 	}
 	return nil
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 	"strconv"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/argosyproj/argosy/events"
 )
 
 // instruments are the hub's metrics.
@@ -19,19 +20,14 @@ type instruments struct {
 
 func newInstruments(mp metric.MeterProvider) *instruments {
 	m := mp.Meter(instrumentation)
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithDescription(desc))
-		if err != nil {
-			otel.Handle(err)
-		}
-		return c
-	}
+	desc := metric.WithDescription
 	return &instruments{
-		requests: counter("argosy.hub.requests", "API calls, by action and status code."),
-		events:   counter("argosy.hub.events.written", "Config events the hub appended durably."),
-		oidc:     counter("argosy.hub.oidc.verifications", "OIDC ID tokens presented, by outcome: allowed, no_role, expired, invalid, unavailable."),
-		unauth: counter("argosy.hub.unauthenticated", "Calls with no credential the hub accepts, which are counted here rather than audited one by one: "+
-			"by outcome, refused (401) or limited (429, past the per-address limit)."),
+		requests: events.Instrument(m.Int64Counter("argosy.hub.requests", desc("API calls, by action and status code."))),
+		events:   events.Instrument(m.Int64Counter("argosy.hub.events.written", desc("Config events the hub appended durably."))),
+		oidc: events.Instrument(m.Int64Counter("argosy.hub.oidc.verifications",
+			desc("OIDC ID tokens presented, by outcome: allowed, no_role, expired, invalid, unavailable."))),
+		unauth: events.Instrument(m.Int64Counter("argosy.hub.unauthenticated", desc("Calls with no credential the hub accepts, which are counted here rather than audited one by one: "+
+			"by outcome, refused (401) or limited (429, past the per-address limit)."))),
 	}
 }
 

@@ -76,7 +76,7 @@ func (s *Server) oidcFinish(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, err := s.auth.Exchange(r.Context(), hubURL(r)+auth.OIDCCallback, q.Get("code"), l.Verifier, l.Nonce)
 	if err != nil {
-		s.o.log.WarnContext(r.Context(), "an OIDC login failed", "err", err)
+		s.o.Log.WarnContext(r.Context(), "an OIDC login failed", "err", err)
 		s.o.dashboard.LoginPage(w, r, http.StatusUnauthorized, l.Next, err.Error(), true)
 		return
 	}
@@ -89,7 +89,7 @@ func (s *Server) oidcFinish(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if err := continuePage.Execute(w, l.Next); err != nil {
-		s.o.log.ErrorContext(r.Context(), "writing the OIDC login's last page", "err", err)
+		s.o.Log.ErrorContext(r.Context(), "writing the OIDC login's last page", "err", err)
 	}
 }
 

@@ -417,7 +417,7 @@ func (p *placer) run(ctx context.Context) error {
 	for {
 		moved := p.s.ledger.movedChan()
 		if err := p.reconcile(ctx); err != nil && ctx.Err() == nil {
-			p.s.o.log.WarnContext(ctx, "placing Applications; retrying", "err", err)
+			p.s.o.Log.WarnContext(ctx, "placing Applications; retrying", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -14,7 +14,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
@@ -108,8 +107,8 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []a
 	} else if !slices.ContainsFunc(anchors, func(k events.Key) bool { return k.ID == signer.KeyID() }) {
 		errs = append(errs, fmt.Errorf("the signing key %s is not among the trust anchors", signer.KeyID()))
 	}
-	inst := newInstruments(o.meters)
-	authn, err := o.authenticator(tokens, auth.WithLogger(o.log), auth.WithVerified(inst.oidcVerified))
+	inst := newInstruments(o.Meters)
+	authn, err := o.authenticator(tokens, auth.WithLogger(o.Log), auth.WithVerified(inst.oidcVerified))
 	errs = append(errs, err)
 	var a *authenticator
 	if err == nil {
@@ -134,7 +133,7 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, tokens []a
 		return nil, fmt.Errorf("hub: %w", err)
 	}
 	s := &Server{conn: conn, signer: signer, anchors: anchors, auth: a, o: o,
-		tracer: o.tracers.Tracer(instrumentation), inst: inst, ready: make(chan struct{}),
+		tracer: o.Tracers.Tracer(instrumentation), inst: inst, ready: make(chan struct{}),
 		unauth: newSourceLimiter(o.now, o.unauthRate, o.unauthBurst)}
 	s.mux = s.routes()
 	s.methods = newMethods(s.o.read != nil)
@@ -153,7 +152,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}()
 	client := func(name string, opts ...kgo.Opt) (*kgo.Client, error) {
-		c, err := kgo.NewClient(slices.Concat(s.conn, opts, s.o.clientOpts(name))...)
+		c, err := kgo.NewClient(slices.Concat(s.conn, opts, s.o.ClientOpts(name))...)
 		if err == nil {
 			clients = append(clients, c)
 		}
@@ -173,7 +172,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.audit, err = events.NewProducer(auditClient, s.signer, s.o.topics, s.o.events()...); err != nil {
+	if s.audit, err = events.NewProducer(auditClient, s.signer, s.o.topics, s.o.Events()...); err != nil {
 		return err
 	}
 	s.keys = events.NewFollowingRegistry(s.anchors...)
@@ -181,15 +180,15 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dec, err := events.NewDecoder(events.NewVerifier(s.keys), append([]events.DecoderOption{events.WithTopics(s.o.topics)}, s.o.decoder...)...)
+	dec, err := events.NewDecoder(events.NewVerifier(s.keys), append([]events.Option{events.WithTopics(s.o.topics)}, s.o.DecoderOpts...)...)
 	if err != nil {
 		return err
 	}
-	in, err := events.NewIntake(dec, nil, s.o.events()...)
+	in, err := events.NewIntake(dec, nil, s.o.Events()...)
 	if err != nil {
 		return err
 	}
-	s.ledger = newLedger(s.o.topics, in, s.o.window, s.o.log)
+	s.ledger = newLedger(s.o.topics, in, s.o.window, s.o.Log)
 	s.ledger.lag = s.o.ledgerLag
 	s.ledger.sessions = s.auth.sessions
 	lopts, err := s.ledger.consumeOpts(ctx, adm, s.o.now())
@@ -200,8 +199,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.writer = &writer{conn: s.conn, clientOpts: s.o.clientOpts, signer: s.signer, topics: s.o.topics,
-		txnPrefix: s.o.txnPrefix, ledger: s.ledger, adm: adm, eventOpts: s.o.events(), owners: map[string]*owner{}}
+	s.writer = &writer{conn: s.conn, clientOpts: s.o.ClientOpts, signer: s.signer, topics: s.o.topics,
+		txnPrefix: s.o.txnPrefix, ledger: s.ledger, adm: adm, eventOpts: s.o.Events(), owners: map[string]*owner{}}
 	defer s.writer.close()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return follower.Run(gctx) })
@@ -224,12 +223,12 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, error)) (*events.TrustFollower, error) {
-	trustDec, err := events.NewDecoder(events.NewVerifier(s.keys.Anchors()), append([]events.DecoderOption{events.WithTopics(s.o.topics)}, s.o.decoder...)...)
+	trustDec, err := events.NewDecoder(events.NewVerifier(s.keys.Anchors()), append([]events.Option{events.WithTopics(s.o.topics)}, s.o.DecoderOpts...)...)
 	if err != nil {
 		return nil, err
 	}
 	// The projector dead-letters bad trust events; the hub only logs them.
-	trustIn, err := events.NewIntake(trustDec, nil, s.o.events()...)
+	trustIn, err := events.NewIntake(trustDec, nil, s.o.Events()...)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +236,7 @@ func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, err
 	if err != nil {
 		return nil, err
 	}
-	return events.NewTrustFollower(trustClient, s.o.topics[events.TopicTrust], trustIn, s.keys, s.o.events()...)
+	return events.NewTrustFollower(trustClient, s.o.topics[events.TopicTrust], trustIn, s.keys, s.o.Events()...)
 }
 
 // catchUp marks the hub ready once the ledger has read what the log held
@@ -268,7 +267,7 @@ func (s *Server) catchUp(ctx context.Context, adm *kadm.Client) error {
 		return nil //nolint:nilerr // ctx ended: the hub is stopping
 	}
 	close(s.ready)
-	s.o.log.InfoContext(ctx, "hub ready: the ledger has read the log")
+	s.o.Log.InfoContext(ctx, "hub ready: the ledger has read the log")
 	return nil
 }
 
@@ -297,16 +296,13 @@ func ping(ctx context.Context, adm *kadm.Client, topics events.Topics) (int32, e
 type Option func(*options)
 
 type options struct {
+	events.Common
 	topics     events.Topics
 	listen     string
 	listener   net.Listener
 	tls        *tls.Config
 	read       http.Handler
 	dashboard  *web.Handler
-	log        *slog.Logger
-	tracers    trace.TracerProvider
-	meters     metric.MeterProvider
-	clientOpts func(name string) []kgo.Opt
 	txnPrefix  string
 	window     time.Duration
 	namespace  string
@@ -318,24 +314,19 @@ type options struct {
 	unauthBurst int
 	ledgerLag   time.Duration // tests only: see export_test.go
 	placeEvery  time.Duration
-	decoder     []events.DecoderOption
 	oidc        *auth.OIDC
 	tokenFile   string
 }
 
 func newOptions(opts []Option) options {
-	o := options{topics: events.DefaultTopics(""), log: slog.New(slog.DiscardHandler), tracers: otel.GetTracerProvider(),
-		meters: otel.GetMeterProvider(), clientOpts: func(string) []kgo.Opt { return nil }, txnPrefix: DefaultTransactionalPrefix,
+	o := options{topics: events.DefaultTopics(""), txnPrefix: DefaultTransactionalPrefix,
 		window: DefaultIdempotencyWindow, namespace: DefaultNamespace, now: time.Now, auditReads: true, placeEvery: DefaultPlaceInterval,
 		unauthRate: DefaultUnauthenticatedRate, unauthBurst: DefaultUnauthenticatedBurst}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	o.SetDefaults()
 	return o
-}
-
-func (o options) events() []events.Option {
-	return []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
 }
 
 // WithTopics sets the topic names (default events.DefaultTopics("")).
@@ -362,32 +353,28 @@ func WithReadAPI(h http.Handler) Option { return func(o *options) { o.read = h }
 func WithDashboard(d *web.Handler) Option { return func(o *options) { o.dashboard = d } }
 
 // WithLogger sets the logger (default: none).
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Log = l } }
 
 // WithTracerProvider sets the tracer provider (default: the global one).
-func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracers = tp } }
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.Tracers = tp } }
 
 // WithMeterProvider sets the meter provider (default: the global one).
-func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meters = mp } }
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.Meters = mp } }
 
 // WithClientOpts adds options, by client name, to every Kafka client the
 // hub makes (telemetry hooks, say). No two clients open at once share a
 // name: each config partition's writer is hub-writer-<partition>, the
 // placements' hub-writer-placements.
 func WithClientOpts(f func(name string) []kgo.Opt) Option {
-	return func(o *options) {
-		if f != nil {
-			o.clientOpts = f
-		}
-	}
+	return func(o *options) { o.ClientOpts = f }
 }
 
 // WithDecoderOptions adds options to every decoder the hub builds. Only a
 // broker that cannot stamp records with its LogAppendTime calls for one:
 // argosy dev's embedded broker, with events.AcceptCreateTime (it sets
 // each batch's time itself as it takes it; docs/dev.md).
-func WithDecoderOptions(opts ...events.DecoderOption) Option {
-	return func(o *options) { o.decoder = append(o.decoder, opts...) }
+func WithDecoderOptions(opts ...events.Option) Option {
+	return func(o *options) { o.DecoderOpts = append(o.DecoderOpts, opts...) }
 }
 
 // WithOIDC makes the hub accept ID tokens of an OpenID Connect issuer as

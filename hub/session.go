@@ -117,7 +117,7 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok, next 
 			ae := s.refuseUnauthenticated(r, failf(status, "%s", msg))
 			status, msg = ae.status, ae.body.Error
 		} else if aerr := s.auditCall(r, readCall(r, p), status); aerr != nil {
-			s.o.log.ErrorContext(r.Context(), "auditing a failed login", "err", aerr)
+			s.o.Log.ErrorContext(r.Context(), "auditing a failed login", "err", aerr)
 		}
 		s.o.dashboard.LoginPage(w, r, status, next, msg, s.browserLogin())
 		return false
@@ -144,7 +144,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	}
 	if ck, err := r.Cookie(SessionCookie); err == nil && ck.Value != "" {
 		if err := s.endSession(r, ck.Value); err != nil {
-			s.o.log.ErrorContext(r.Context(), "ending a session", "err", err)
+			s.o.Log.ErrorContext(r.Context(), "ending a session", "err", err)
 			http.Error(w, "the logout could not be recorded, so the session was not ended; try again", http.StatusServiceUnavailable)
 			return
 		}

@@ -239,7 +239,7 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if err := fetchError(ctx, fs, o.log); err != nil {
+		if err := fetchError(ctx, fs, o.Log); err != nil {
 			return nil, err
 		}
 		var recs []*kgo.Record
@@ -272,7 +272,7 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 		for i, d := range all {
 			if d == nil {
 				if causes[i] != nil {
-					o.log.WarnContext(ctx, "record refused", "topic", recs[i].Topic, "partition", recs[i].Partition,
+					o.Log.WarnContext(ctx, "record refused", "topic", recs[i].Topic, "partition", recs[i].Partition,
 						"offset", recs[i].Offset, "reason", events.Reason(causes[i]))
 				}
 				continue
@@ -284,12 +284,12 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 			// no row comes from it.
 			replay := view.Replay(d)
 			if err := Apply(view, d); err != nil {
-				o.log.WarnContext(ctx, "event the fold refuses", "topic", d.Topic, "offset", d.Offset, "err", err)
+				o.Log.WarnContext(ctx, "event the fold refuses", "topic", d.Topic, "offset", d.Offset, "err", err)
 				continue
 			}
 			folded[Partition{d.Topic, d.Partition}]++
 			if replay != "" {
-				o.log.WarnContext(ctx, "replay refused", "topic", d.Topic, "partition", d.Partition, "offset", d.Offset,
+				o.Log.WarnContext(ctx, "replay refused", "topic", d.Topic, "partition", d.Partition, "offset", d.Offset,
 					"type", d.Spec.Type, "reason", replay)
 				continue
 			}

@@ -29,7 +29,7 @@ const backlogTimeout = 5 * time.Second
 // so the series of several replicas agree and `max by (cluster)` reads
 // them.
 func (s *Service) observeBacklogs(q BacklogQuery) (unregister func()) {
-	m := s.o.meters.Meter(instrumentation)
+	m := s.o.Meters.Meter(instrumentation)
 	oldest, err := m.Float64ObservableGauge("argosy.cluster.oldest_unapplied_change", metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest config change written for a registered cluster that the cluster has not acknowledged; 0 when none is pending."))
 	if err != nil {
@@ -48,7 +48,7 @@ func (s *Service) observeBacklogs(q BacklogQuery) (unregister func()) {
 		defer cancel()
 		bs, err := q.Backlogs(ctx, topic)
 		if err != nil {
-			s.o.log.WarnContext(ctx, "cluster backlog metrics not collected", "err", err)
+			s.o.Log.WarnContext(ctx, "cluster backlog metrics not collected", "err", err)
 			return nil
 		}
 		now := time.Now()

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/argosyproj/argosy/events"
 )
 
 // instruments are a runner's metrics, made from the meter provider its
@@ -24,26 +26,17 @@ type instruments struct {
 
 func newInstruments(mp metric.MeterProvider) *instruments {
 	m := mp.Meter(instrumentation)
-	in := instruments{meter: m}
-	var err error
-	if in.folded, err = m.Int64Counter("argosy.projector.folded",
-		metric.WithDescription("Events folded into the views and committed, by type.")); err != nil {
-		otel.Handle(err)
+	return &instruments{meter: m,
+		folded: events.Instrument(m.Int64Counter("argosy.projector.folded",
+			metric.WithDescription("Events folded into the views and committed, by type."))),
+		steps: events.Instrument(m.Int64Counter("argosy.projector.steps",
+			metric.WithDescription("Fold steps, by result: committed, or failed and folded again."))),
+		step: events.Instrument(m.Float64Histogram("argosy.projector.step.duration", metric.WithUnit("s"),
+			metric.WithDescription("Time from the poll that returned a step's records to their commit."),
+			metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))),
+		lag: events.Instrument(m.Int64ObservableGauge("argosy.projector.lag", metric.WithUnit("{record}"),
+			metric.WithDescription("Records between the last one read and the partition's end, by assigned topic and partition, as of the last fetch."))),
 	}
-	if in.steps, err = m.Int64Counter("argosy.projector.steps",
-		metric.WithDescription("Fold steps, by result: committed, or failed and folded again.")); err != nil {
-		otel.Handle(err)
-	}
-	if in.step, err = m.Float64Histogram("argosy.projector.step.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time from the poll that returned a step's records to their commit."),
-		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)); err != nil {
-		otel.Handle(err)
-	}
-	if in.lag, err = m.Int64ObservableGauge("argosy.projector.lag", metric.WithUnit("{record}"),
-		metric.WithDescription("Records between the last one read and the partition's end, by assigned topic and partition, as of the last fetch.")); err != nil {
-		otel.Handle(err)
-	}
-	return &in
 }
 
 // recordStep counts a step's outcome, its duration and its folded types.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -21,19 +20,14 @@ const instrumentation = "github.com/argosyproj/argosy/projector"
 type Option func(*options)
 
 type options struct {
-	tracers    trace.TracerProvider
-	meters     metric.MeterProvider
-	log        *slog.Logger
+	events.Common
 	group      string
 	topics     events.Topics
 	maxRecords int
-	clientOpts func(name string) []kgo.Opt
 	listen     string
 	api        http.Handler
 	apiTLS     *tls.Config
 	leave      time.Duration
-	decoder    []events.DecoderOption
-	margin     time.Duration
 	progress   func(Progress)
 }
 
@@ -41,50 +35,31 @@ type options struct {
 const DefaultGroup = "argosy-projector"
 
 func newOptions(opts []Option) options {
-	o := options{group: DefaultGroup, topics: events.DefaultTopics(""), maxRecords: 10_000, leave: 10 * time.Second,
-		clientOpts: func(string) []kgo.Opt { return nil }}
+	o := options{group: DefaultGroup, topics: events.DefaultTopics(""), maxRecords: 10_000, leave: 10 * time.Second}
 	for _, f := range opts {
 		f(&o)
 	}
-	if o.tracers == nil {
-		o.tracers = otel.GetTracerProvider()
-	}
-	if o.meters == nil {
-		o.meters = otel.GetMeterProvider()
-	}
-	if o.log == nil {
-		o.log = slog.New(slog.DiscardHandler)
-	}
+	o.SetDefaults()
 	return o
 }
 
-func (o options) tracer() trace.Tracer { return o.tracers.Tracer(instrumentation) }
-
-// events are the options of the components of package events that o's
-// owner makes.
-func (o options) events() []events.Option {
-	opts := []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
-	if o.margin > 0 {
-		opts = append(opts, events.WithClockMargin(o.margin))
-	}
-	return opts
-}
+func (o options) tracer() trace.Tracer { return o.Tracers.Tracer(instrumentation) }
 
 // WithClockMargin sets how far a Service assumes the brokers' clocks may
-// be behind its own (events.WithClockMargin; default 2 s). An event is
+// be behind its own (events.Common.ClockMargin; default 2 s). An event is
 // folded about this long after its append, once the trust topic has been
 // read past its log time (docs/design.md#trust): a smaller margin is a
 // fresher view, correct only while the clocks keep within it.
-func WithClockMargin(d time.Duration) Option { return func(o *options) { o.margin = d } }
+func WithClockMargin(d time.Duration) Option { return func(o *options) { o.ClockMargin = d } }
 
 // WithLogger logs to l; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Log = l } }
 
 // WithTracerProvider starts spans with tp rather than the global provider.
-func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracers = tp } }
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.Tracers = tp } }
 
 // WithMeterProvider records metrics with mp rather than the global provider.
-func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meters = mp } }
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.Meters = mp } }
 
 // WithGroup names the consumer group the replicas share; the default is
 // DefaultGroup.
@@ -101,15 +76,15 @@ func WithMaxRecords(n int) Option { return func(o *options) { o.maxRecords = n }
 // by the client's name ("projector", "trust" or "deadletter"): telemetry
 // hooks, say.
 func WithClientOpts(f func(name string) []kgo.Opt) Option {
-	return func(o *options) { o.clientOpts = f }
+	return func(o *options) { o.ClientOpts = f }
 }
 
 // WithDecoderOptions adds options to every decoder the Service builds. Only a
 // broker that cannot stamp records with its LogAppendTime calls for one:
 // argosy dev's embedded broker, with events.AcceptCreateTime (it sets
 // each batch's time itself as it takes it; docs/dev.md).
-func WithDecoderOptions(opts ...events.DecoderOption) Option {
-	return func(o *options) { o.decoder = append(o.decoder, opts...) }
+func WithDecoderOptions(opts ...events.Option) Option {
+	return func(o *options) { o.DecoderOpts = append(o.DecoderOpts, opts...) }
 }
 
 // WithReadAPI makes a Service serve h, the read API (package

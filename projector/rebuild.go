@@ -312,7 +312,7 @@ func (f *rebuildFold) poll(ctx context.Context) (*rebuildPoll, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if err := fetchError(ctx, fs, f.r.o.log); err != nil {
+		if err := fetchError(ctx, fs, f.r.o.Log); err != nil {
 			return nil, err
 		}
 		var recs []*kgo.Record

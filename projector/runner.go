@@ -72,13 +72,13 @@ func NewRunner(conn []kgo.Opt, store Store, in *events.Intake, opts ...Option) (
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{in: in, store: store, log: o.log, inst: newInstruments(o.meters), maxRecs: o.maxRecords, folder: folder,
+	r := &Runner{in: in, store: store, log: o.Log, inst: newInstruments(o.Meters), maxRecs: o.maxRecords, folder: folder,
 		assigned: map[Partition]bool{}, lags: lags{by: map[Partition]int64{}}}
 	var names []string
 	for _, t := range foldedTopics {
 		names = append(names, o.topics[t])
 	}
-	copts := append(append(append([]kgo.Opt{}, conn...), o.clientOpts("projector")...),
+	copts := append(append(append([]kgo.Opt{}, conn...), o.ClientOpts("projector")...),
 		kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(names...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),

@@ -82,7 +82,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.kafka.Store(dlqClient)
 	defer s.kafka.Store(nil)
-	dlq, err := events.NewDeadLetter(dlqClient, s.o.topics[events.TopicDeadLetter], s.o.events()...)
+	dlq, err := events.NewDeadLetter(dlqClient, s.o.topics[events.TopicDeadLetter], s.o.Events()...)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ type clientSet struct {
 }
 
 func (cs *clientSet) new(name string, opts ...kgo.Opt) (*kgo.Client, error) {
-	c, err := kgo.NewClient(slices.Concat(cs.conn, opts, cs.o.clientOpts(name))...)
+	c, err := kgo.NewClient(slices.Concat(cs.conn, opts, cs.o.ClientOpts(name))...)
 	if err == nil {
 		cs.all = append(cs.all, c)
 	}
@@ -147,7 +147,7 @@ func (cs *clientSet) close() {
 func (o options) trusted(anchors []events.Key, trustClient *kgo.Client, dlq *events.DeadLetter) (*events.TrustFollower, *events.Intake, error) {
 	keys := events.NewFollowingRegistry(anchors...)
 	decoder := func(keys events.KeySource) (*events.Decoder, error) {
-		return events.NewDecoder(events.NewVerifier(keys), append([]events.DecoderOption{events.WithTopics(o.topics)}, o.decoder...)...)
+		return events.NewDecoder(events.NewVerifier(keys), append([]events.Option{events.WithTopics(o.topics)}, o.DecoderOpts...)...)
 	}
 	dec, err := decoder(keys)
 	if err != nil {
@@ -157,15 +157,15 @@ func (o options) trusted(anchors []events.Key, trustClient *kgo.Client, dlq *eve
 	if err != nil {
 		return nil, nil, err
 	}
-	trustIn, err := events.NewIntake(trustDec, dlq, o.events()...)
+	trustIn, err := events.NewIntake(trustDec, dlq, o.Events()...)
 	if err != nil {
 		return nil, nil, err
 	}
-	follower, err := events.NewTrustFollower(trustClient, o.topics[events.TopicTrust], trustIn, keys, o.events()...)
+	follower, err := events.NewTrustFollower(trustClient, o.topics[events.TopicTrust], trustIn, keys, o.Events()...)
 	if err != nil {
 		return nil, nil, err
 	}
-	in, err := events.NewIntake(dec, dlq, o.events()...)
+	in, err := events.NewIntake(dec, dlq, o.Events()...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,7 +176,7 @@ func (o options) trusted(anchors []events.Key, trustClient *kgo.Client, dlq *eve
 // the group; see Runner.Close.
 func (s *Service) leave(ctx context.Context, r *Runner) {
 	if !r.Close(s.o.leave) {
-		s.o.log.WarnContext(ctx, "leaving the consumer group timed out; the group drops this member after its session timeout",
+		s.o.Log.WarnContext(ctx, "leaving the consumer group timed out; the group drops this member after its session timeout",
 			"after", s.o.leave)
 	}
 }

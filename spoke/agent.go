@@ -137,7 +137,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.o.log.InfoContext(ctx, "agent started", "cluster", a.cluster, "mode", a.o.mode, "partition", c.partition)
+	a.o.Log.InfoContext(ctx, "agent started", "cluster", a.cluster, "mode", a.o.mode, "partition", c.partition)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.follower.Run(gctx) })
 	g.Go(func() error { return p.heart.Run(gctx) })
@@ -186,7 +186,7 @@ func (a *Agent) connect(ctx context.Context) (_ *conn, err error) {
 		}
 	}()
 	client := func(name string, opts ...kgo.Opt) (*kgo.Client, error) {
-		return kgo.NewClient(slices.Concat(opts, a.conn, a.o.clientOpts(name))...)
+		return kgo.NewClient(slices.Concat(opts, a.conn, a.o.ClientOpts(name))...)
 	}
 	if c.prod, err = client("producer", events.ProducerOpts(nil)...); err != nil {
 		return nil, err
@@ -232,20 +232,20 @@ type parts struct {
 }
 
 func (a *Agent) assemble(c *conn) (*parts, error) {
-	evOpts := a.o.events()
+	evOpts := a.o.Events()
 	producer, in, follower, err := a.logIO(c)
 	if err != nil {
 		return nil, err
 	}
 	p := &parts{follower: follower, committed: &atomic.Int64{}, read: &atomic.Int64{}}
 	p.committed.Store(-1)
-	applier, err := NewApplier(a.cluster, a.argo, a.store, producer, a.keys.Sealing, a.opts...)
+	applier, err := newApplier(a.cluster, a.argo, a.store, producer, a.keys.Sealing, a.opts...)
 	if err != nil {
 		return nil, err
 	}
 	p.handle = applier.Handle
 	if applier.ops != nil {
-		if p.operator, err = applier.Operator(); err != nil {
+		if p.operator, err = applier.operator(); err != nil {
 			return nil, err
 		}
 	}
@@ -263,30 +263,29 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	if group == "" {
 		group = Group(a.cluster)
 	}
-	if p.boot, err = NewBootstrap(a.cluster, c.read, a.conn, c.partition, group, in, a.store, applier.Handle, a.opts...); err != nil {
+	if p.boot, err = newBootstrap(a.cluster, c.read, a.conn, c.partition, group, in, a.store, applier.Handle, a.opts...); err != nil {
 		return nil, err
 	}
-	if p.reporter, err = NewReporter(a.cluster, producer, a.opts...); err != nil {
+	if p.reporter, err = newReporter(a.cluster, producer, a.opts...); err != nil {
 		return nil, err
 	}
-	if p.recorder, err = NewRecorder(a.cluster, producer, a.store, a.opts...); err != nil {
+	if p.recorder, err = newRecorder(a.cluster, producer, a.store, a.opts...); err != nil {
 		return nil, err
 	}
 	revert, _ := a.argo.(Reverter)
-	if p.guard, err = NewGuard(a.cluster, revert, a.store, producer, a.opts...); err != nil {
+	if p.guard, err = newGuard(a.cluster, revert, a.store, producer, a.opts...); err != nil {
 		return nil, err
 	}
 	p.progress = progress(kadm.NewClient(c.read), group, a.o.topics[events.TopicConfig], c.partition)
-	if p.heart, err = NewHeartbeater(a.cluster, producer, p.reporter.Counts, p.progress, a.opts...); err != nil {
+	if p.heart, err = newHeartbeater(a.cluster, producer, p.reporter.Counts, p.progress, a.opts...); err != nil {
 		return nil, err
 	}
-	p.reader, err = events.NewReader(c.read, in, events.ReaderConfig{
-		Topic: a.o.topics[events.TopicConfig], Partitions: []int32{c.partition}, Group: group,
-		Skip:       func(r *kgo.Record) bool { return string(r.Key) != a.cluster },
-		OnDataLoss: a.recover(p.boot, producer),
-		OnRefused:  applier.Refused,
-		OnCommit:   func(_ int32, next int64) { p.committed.Store(next) },
-	}, evOpts...)
+	p.reader, err = events.NewReader(c.read, in, a.o.topics[events.TopicConfig], group, append(evOpts,
+		events.WithPartitions(c.partition),
+		events.WithSkip(func(r *kgo.Record) bool { return string(r.Key) != a.cluster }),
+		events.OnDataLoss(a.recover(p.boot, producer)),
+		events.OnRefused(applier.Refused),
+		events.OnCommit(func(_ int32, next int64) { p.committed.Store(next) }))...)
 	return p, err
 }
 
@@ -295,7 +294,7 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 // from the trust topic, dead-lettering what it refuses; and the follower
 // of the trust topic that feeds those keys, anchored at the hub's key.
 func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustFollower, error) {
-	evOpts := a.o.events()
+	evOpts := a.o.Events()
 	signer, err := events.NewSigner(a.keys.Signing)
 	if err != nil {
 		return nil, nil, nil, err
@@ -306,8 +305,8 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	}
 	anchor := events.HubAnchor(hubOwner, a.hub)
 	keys := events.NewFollowingRegistry(anchor)
-	dec, err := events.NewDecoder(events.NewVerifier(keys), append([]events.DecoderOption{events.WithTarget(a.cluster), events.WithTopics(a.o.topics),
-		events.WithStaleness(a.o.configAge, a.o.skew)}, a.o.decoderOpts...)...)
+	dec, err := events.NewDecoder(events.NewVerifier(keys), append([]events.Option{events.WithTarget(a.cluster), events.WithTopics(a.o.topics),
+		events.WithStaleness(a.o.configAge, a.o.skew)}, a.o.DecoderOpts...)...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -319,7 +318,7 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), append([]events.DecoderOption{events.WithTopics(a.o.topics)}, a.o.decoderOpts...)...)
+	trustDec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), append([]events.Option{events.WithTopics(a.o.topics)}, a.o.DecoderOpts...)...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -362,7 +361,7 @@ func (a *Agent) prune(ctx context.Context, p *parts) error {
 	if !ok {
 		return nil
 	}
-	inst := newInstruments(a.o.meters)
+	inst := newInstruments(a.o.Meters)
 	t := time.NewTicker(max(a.o.operationAge/2, time.Second))
 	defer t.Stop()
 	for {
@@ -379,10 +378,10 @@ func (a *Agent) prune(ctx context.Context, p *parts) error {
 		n, err := pruner.Prune(ctx, func(_ string, r Applied) bool { return r.Offset < below && Forgettable(r, at) })
 		if n > 0 {
 			inst.pruned.Add(ctx, int64(n))
-			a.o.log.DebugContext(ctx, "state pruned", "records", n, "below", below)
+			a.o.Log.DebugContext(ctx, "state pruned", "records", n, "below", below)
 		}
 		if err != nil && ctx.Err() == nil {
-			a.o.log.WarnContext(ctx, "prune the state; will retry", "err", err)
+			a.o.Log.WarnContext(ctx, "prune the state; will retry", "err", err)
 		}
 	}
 }
@@ -425,10 +424,10 @@ func Forgettable(r Applied, now time.Time) bool {
 // or does not match the config topic).
 func (a *Agent) recover(boot *Bootstrap, p *events.Producer) func(context.Context, *kgo.ErrDataLoss) {
 	return func(ctx context.Context, l *kgo.ErrDataLoss) {
-		a.o.log.ErrorContext(ctx, "config records lost before they were applied; recovering from the desired-state topic",
+		a.o.Log.ErrorContext(ctx, "config records lost before they were applied; recovering from the desired-state topic",
 			"from", l.ConsumedTo, "to", l.ResetTo)
 		if _, err := boot.Recover(ctx, l.ConsumedTo, l.ResetTo); err != nil && ctx.Err() == nil {
-			a.o.log.ErrorContext(ctx, "recovery from the desired-state topic failed; the resync request is the way back", "err", err)
+			a.o.Log.ErrorContext(ctx, "recovery from the desired-state topic failed; the resync request is the way back", "err", err)
 		}
 		e, err := events.New(Source(a.cluster), events.TypeResyncRequested, events.Subject{Cluster: a.cluster}.String(), a.cluster,
 			schemas.ResyncRequested{Cluster: a.cluster, Reason: schemas.ResyncDataLoss, LastOffset: l.ConsumedTo - 1, FirstAvailable: l.ResetTo})
@@ -436,7 +435,7 @@ func (a *Agent) recover(boot *Bootstrap, p *events.Producer) func(context.Contex
 			_, err = p.Publish(ctx, e)
 		}
 		if err != nil {
-			a.o.log.ErrorContext(ctx, "resync request not sent", "err", err)
+			a.o.Log.ErrorContext(ctx, "resync request not sent", "err", err)
 		}
 	}
 }

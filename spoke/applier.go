@@ -124,14 +124,14 @@ type Applier struct {
 	mu sync.Mutex
 }
 
-// NewApplier returns the applier of cluster's config events: it applies
+// newApplier returns the applier of cluster's config events: it applies
 // them to argo, records what it applied in state, and acknowledges each
 // through pub. sealing opens the repository credentials sealed to the
 // cluster. It takes the WithApplyBudget, WithOperationMaxAge,
 // WithStaleness, WithLogger and WithMeterProvider options. When argo is
 // also an Operations, syncs and rollbacks are queued for the applier's
 // Operator, which must run for them to start.
-func NewApplier(cluster string, argo ArgoCD, state StateStore, pub Publisher, sealing events.SealingKey, opts ...Option) (*Applier, error) {
+func newApplier(cluster string, argo ArgoCD, state StateStore, pub Publisher, sealing events.SealingKey, opts ...Option) (*Applier, error) {
 	if cluster == "" || argo == nil || state == nil || pub == nil {
 		return nil, errors.New("applier: a cluster, an Argo CD, a state store and a publisher are required")
 	}
@@ -142,7 +142,7 @@ func NewApplier(cluster string, argo ArgoCD, state StateStore, pub Publisher, se
 	ops, _ := argo.(Operations)
 	return &Applier{budget: o.applyBudget, opAge: o.operationAge, configAge: o.configAge, skew: o.skew, ops: ops, wake: make(chan struct{}, 1),
 		cluster: cluster, source: Source(cluster), argo: argo, state: state, publish: pub, sealing: sealing,
-		log: o.log, inst: newInstruments(o.meters), tracer: o.tracers.Tracer(instrumentation)}, nil
+		log: o.Log, inst: newInstruments(o.Meters), tracer: o.Tracers.Tracer(instrumentation)}, nil
 }
 
 // Source is the CloudEvents source of the events an agent of cluster

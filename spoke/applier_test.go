@@ -61,7 +61,7 @@ type world struct {
 	// opts are the applier's options, and decOpts the decoder's; set
 	// them before the first run.
 	opts    []spoke.Option
-	decOpts []events.DecoderOption
+	decOpts []events.Option
 }
 
 // testLog is a logger whose output the test prints if it fails.
@@ -208,16 +208,15 @@ func (w *world) intake(dec *events.Decoder) *events.Intake {
 // run reads the spoke's config partition with group until ctx ends.
 func (w *world) run(ctx context.Context, group string) <-chan error {
 	cl := kafkatest.Client(w.t, events.ReaderOpts()...)
-	dec, err := events.NewDecoder(events.NewVerifier(w.reg), append([]events.DecoderOption{events.WithTarget(w.cluster), events.WithTopics(w.topics)},
+	dec, err := events.NewDecoder(events.NewVerifier(w.reg), append([]events.Option{events.WithTarget(w.cluster), events.WithTopics(w.topics)},
 		w.decOpts...)...)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	p := events.NewPartitioner(nil).PartitionOf(w.cluster, partitions)
 	applier := w.newApplier()
-	rd, err := events.NewReader(cl, w.intake(dec),
-		events.ReaderConfig{Topic: w.topics[events.TopicConfig], Partitions: []int32{p}, Group: group,
-			Skip: func(r *kgo.Record) bool { return string(r.Key) != w.cluster }, OnRefused: applier.Refused}, events.WithLogger(w.log))
+	rd, err := events.NewReader(cl, w.intake(dec), w.topics[events.TopicConfig], group, events.WithPartitions(p),
+		events.WithSkip(func(r *kgo.Record) bool { return string(r.Key) != w.cluster }), events.OnRefused(applier.Refused), events.WithLogger(w.log))
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -44,20 +44,20 @@ type Bootstrap struct {
 	log       *slog.Logger
 }
 
-// NewBootstrap returns the bootstrap of cluster's config partition, whose
+// newBootstrap returns the bootstrap of cluster's config partition, whose
 // offsets group holds. It uses client for admin requests and makes its own
 // short-lived consumers with conn; it takes records through in (which
 // waits while the keys are behind them) and hands each event to handle,
 // the config reader's handler. It takes the WithTopics and WithLogger
 // options.
-func NewBootstrap(cluster string, client *kgo.Client, conn []kgo.Opt, partition int32, group string,
+func newBootstrap(cluster string, client *kgo.Client, conn []kgo.Opt, partition int32, group string,
 	in *events.Intake, state StateStore, handle events.Handler, opts ...Option) (*Bootstrap, error) {
 	if cluster == "" || client == nil || partition < 0 || group == "" || in == nil || state == nil || handle == nil {
 		return nil, errors.New("bootstrap: a cluster, a client, a partition, a group, an intake, a state store and a handler are required")
 	}
 	o := newOptions(opts)
 	return &Bootstrap{cluster: cluster, client: client, conn: conn, topics: o.topics,
-		partition: partition, group: group, in: in, state: state, handle: handle, log: o.log}, nil
+		partition: partition, group: group, in: in, state: state, handle: handle, log: o.Log}, nil
 }
 
 // ErrNoDesiredTopic means the desired-state topic does not exist (a

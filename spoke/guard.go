@@ -70,11 +70,11 @@ type Guard struct {
 // maxUnsent bounds the drift reports kept while Kafka is unreachable.
 const maxUnsent = 1000
 
-// NewGuard returns the guard of cluster, which reverts with revert (in
+// newGuard returns the guard of cluster, which reverts with revert (in
 // managed mode; nil is allowed in autonomous mode), finds what was applied
 // in state and publishes through pub. It takes the WithMode, WithWindow and
 // WithLogger options.
-func NewGuard(cluster string, revert Reverter, state StateStore, pub Publisher, opts ...Option) (*Guard, error) {
+func newGuard(cluster string, revert Reverter, state StateStore, pub Publisher, opts ...Option) (*Guard, error) {
 	o := newOptions(opts)
 	var errs []error
 	if cluster == "" || state == nil || pub == nil {
@@ -92,7 +92,7 @@ func NewGuard(cluster string, revert Reverter, state StateStore, pub Publisher, 
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}
-	return &Guard{cluster: cluster, mode: o.mode, reverter: revert, state: state, publish: pub, window: o.window, log: o.log,
+	return &Guard{cluster: cluster, mode: o.mode, reverter: revert, state: state, publish: pub, window: o.window, log: o.Log,
 		observed: map[Ref]string{}, inLine: map[Ref]string{}, local: map[Ref]*LocalApp{}, published: map[Ref]*LocalApp{}}, nil
 }
 

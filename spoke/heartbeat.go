@@ -52,13 +52,13 @@ type Heartbeater struct {
 	log                         *slog.Logger
 }
 
-// NewHeartbeater returns the heartbeater of cluster, which publishes
+// newHeartbeater returns the heartbeater of cluster, which publishes
 // through pub. counts, if not nil, gives the Applications by state;
 // progress, if not nil, gives the next config offset to apply and the
 // records still to apply (an error leaves them out of that heartbeat). It
 // takes the WithHeartbeatInterval, WithMode, WithAgentVersion,
 // WithArgoCDVersion and WithLogger options.
-func NewHeartbeater(cluster string, pub Publisher, counts func() Counts,
+func newHeartbeater(cluster string, pub Publisher, counts func() Counts,
 	progress func(ctx context.Context) (next, lag int64, err error), opts ...Option) (*Heartbeater, error) {
 	if cluster == "" || pub == nil {
 		return nil, errors.New("heartbeater: a cluster and a publisher are required")
@@ -68,7 +68,7 @@ func NewHeartbeater(cluster string, pub Publisher, counts func() Counts,
 		return nil, errors.New("heartbeater: the interval must be positive")
 	}
 	return &Heartbeater{cluster: cluster, agentVersion: o.agentVersion, argoCDVersion: o.argoCDVersion, mode: o.mode,
-		interval: o.heartbeat, publish: pub, counts: counts, progress: progress, log: o.log}, nil
+		interval: o.heartbeat, publish: pub, counts: counts, progress: progress, log: o.Log}, nil
 }
 
 // Run sends heartbeats until ctx ends. A heartbeat that cannot be sent is

@@ -3,9 +3,10 @@ package spoke
 import (
 	"context"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/argosyproj/argosy/events"
 )
 
 // instruments are an agent's own metrics, made from the meter provider
@@ -20,27 +21,17 @@ type instruments struct {
 }
 
 func newInstruments(mp metric.MeterProvider) *instruments {
-	acks, err := mp.Meter(instrumentation).Int64Counter("argosy.spoke.acknowledged",
-		metric.WithDescription("Config events the agent acknowledged, by result (applied or rejected) and rejection code."))
-	if err != nil {
-		otel.Handle(err)
+	m := mp.Meter(instrumentation)
+	return &instruments{
+		acks: events.Instrument(m.Int64Counter("argosy.spoke.acknowledged",
+			metric.WithDescription("Config events the agent acknowledged, by result (applied or rejected) and rejection code."))),
+		pruned: events.Instrument(m.Int64Counter("argosy.spoke.state.pruned",
+			metric.WithDescription("Records of operations and deleted objects the agent forgot from its state."))),
+		open: events.Instrument(m.Int64Gauge("argosy.spoke.operations.open",
+			metric.WithDescription("Syncs and rollbacks queued for Argo CD or running on it."))),
+		ended: events.Instrument(m.Int64Counter("argosy.spoke.operations.completed",
+			metric.WithDescription("Syncs and rollbacks that ended, by Argo CD's phase."))),
 	}
-	pruned, err := mp.Meter(instrumentation).Int64Counter("argosy.spoke.state.pruned",
-		metric.WithDescription("Records of operations and deleted objects the agent forgot from its state."))
-	if err != nil {
-		otel.Handle(err)
-	}
-	open, err := mp.Meter(instrumentation).Int64Gauge("argosy.spoke.operations.open",
-		metric.WithDescription("Syncs and rollbacks queued for Argo CD or running on it."))
-	if err != nil {
-		otel.Handle(err)
-	}
-	ended, err := mp.Meter(instrumentation).Int64Counter("argosy.spoke.operations.completed",
-		metric.WithDescription("Syncs and rollbacks that ended, by Argo CD's phase."))
-	if err != nil {
-		otel.Handle(err)
-	}
-	return &instruments{acks: acks, pruned: pruned, open: open, ended: ended}
 }
 
 func (in *instruments) operations(ctx context.Context, open int) {

@@ -280,7 +280,7 @@ func waitPhase(t *testing.T, st spoke.StateStore, key, phase string) {
 func TestReplaysRefusedAfterPruning(t *testing.T) {
 	w := newWorld(t)
 	w.opts = []spoke.Option{spoke.WithOperationMaxAge(10 * time.Second), spoke.WithStaleness(40*time.Second, time.Second)}
-	w.decOpts = []events.DecoderOption{events.WithStaleness(40*time.Second, time.Second)}
+	w.decOpts = []events.Option{events.WithStaleness(40*time.Second, time.Second)}
 	w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
 	name := "guestbook-" + w.ns
 	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)

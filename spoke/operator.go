@@ -64,9 +64,9 @@ type Operator struct {
 // operations are open.
 const operatorPoll = time.Second
 
-// Operator returns the runner of the operations a queues. It fails if a's
+// operator returns the runner of the operations a queues. It fails if a's
 // Argo CD runs no Operations or its state lists no open operations.
-func (a *Applier) Operator() (*Operator, error) {
+func (a *Applier) operator() (*Operator, error) {
 	st, ok := a.state.(OperationStore)
 	if a.ops == nil || !ok {
 		return nil, errors.New("operator: the Argo CD must run Operations and the state must be an OperationStore")

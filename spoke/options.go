@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -21,9 +20,7 @@ const instrumentation = "github.com/argosyproj/argosy/spoke"
 type Option func(*options)
 
 type options struct {
-	log           *slog.Logger
-	tracers       trace.TracerProvider
-	meters        metric.MeterProvider
+	events.Common
 	topics        events.Topics
 	partition     int32
 	mode          string
@@ -31,64 +28,43 @@ type options struct {
 	window        time.Duration
 	agentVersion  string
 	argoCDVersion string
-	clientOpts    func(name string) []kgo.Opt
 	applied       func(ctx context.Context, d *events.Decoded)
 	applyBudget   time.Duration
 	statusResync  time.Duration
 	operationAge  time.Duration
 	configAge     time.Duration
 	skew          time.Duration
-	decoderOpts   []events.DecoderOption
-	margin        time.Duration
 	group         string
 }
 
 func newOptions(opts []Option) options {
 	o := options{topics: events.DefaultTopics(""), partition: -1, mode: schemas.ModeManaged, heartbeat: 30 * time.Second,
 		window: time.Second, agentVersion: "dev", applyBudget: 2 * time.Minute,
-		statusResync: time.Hour, operationAge: events.OperationMaxAge, configAge: events.DefaultMaxAge, skew: events.DefaultMaxSkew, clientOpts: func(string) []kgo.Opt { return nil }}
+		statusResync: time.Hour, operationAge: events.OperationMaxAge, configAge: events.DefaultMaxAge, skew: events.DefaultMaxSkew}
 	for _, f := range opts {
 		f(&o)
 	}
-	if o.log == nil {
-		o.log = slog.New(slog.DiscardHandler)
-	}
-	if o.tracers == nil {
-		o.tracers = otel.GetTracerProvider()
-	}
-	if o.meters == nil {
-		o.meters = otel.GetMeterProvider()
-	}
+	o.SetDefaults()
 	return o
 }
 
-// events are the options of the components of package events an agent
-// makes.
-func (o options) events() []events.Option {
-	opts := []events.Option{events.WithLogger(o.log), events.WithTracerProvider(o.tracers), events.WithMeterProvider(o.meters)}
-	if o.margin > 0 {
-		opts = append(opts, events.WithClockMargin(o.margin))
-	}
-	return opts
-}
-
 // WithClockMargin sets how far the agent assumes the brokers' clocks may be
-// behind its own (events.WithClockMargin; default 2 s). A config event is
+// behind its own (events.Common.ClockMargin; default 2 s). A config event is
 // applied about this long after its append, once the agent has read the
 // trust topic past its log time (docs/design.md#trust): a smaller margin
 // is a faster fan-out, correct only while the clocks keep within it.
-func WithClockMargin(d time.Duration) Option { return func(o *options) { o.margin = d } }
+func WithClockMargin(d time.Duration) Option { return func(o *options) { o.ClockMargin = d } }
 
 // WithLogger logs to l; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Log = l } }
 
 // WithTracerProvider starts spans with tp rather than the global provider.
-func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracers = tp } }
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.Tracers = tp } }
 
 // WithMeterProvider records metrics with mp rather than the global
 // provider. Agents that share a process each get their own, or share one
 // whose exporter labels them.
-func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meters = mp } }
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.Meters = mp } }
 
 // WithTopics names the topics; the default is events.DefaultTopics("").
 func WithTopics(t events.Topics) Option { return func(o *options) { o.topics = t } }
@@ -126,15 +102,15 @@ func WithArgoCDVersion(v string) Option { return func(o *options) { o.argoCDVers
 // client's name ("producer", "reader" or "trust"): telemetry hooks, say.
 // The short-lived clients of a bootstrap get none.
 func WithClientOpts(f func(name string) []kgo.Opt) Option {
-	return func(o *options) { o.clientOpts = f }
+	return func(o *options) { o.ClientOpts = f }
 }
 
 // WithDecoderOptions adds options to every decoder the agent builds. Only a
 // broker that cannot stamp records with its LogAppendTime calls for one:
 // argosy dev's embedded broker, with events.AcceptCreateTime (it sets
 // each batch's time itself as it takes it; docs/dev.md).
-func WithDecoderOptions(opts ...events.DecoderOption) Option {
-	return func(o *options) { o.decoderOpts = append(o.decoderOpts, opts...) }
+func WithDecoderOptions(opts ...events.Option) Option {
+	return func(o *options) { o.DecoderOpts = append(o.DecoderOpts, opts...) }
 }
 
 // WithApplyBudget bounds how long the agent retries one config event whose

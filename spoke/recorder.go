@@ -50,10 +50,10 @@ type Recorder struct {
 	listed   map[string]bool // the present set when the list completed
 }
 
-// NewRecorder returns the deployment recorder of cluster, which publishes
+// newRecorder returns the deployment recorder of cluster, which publishes
 // through pub and keeps its marks in marks. It takes the WithWindow and
 // WithLogger options.
-func NewRecorder(cluster string, pub Publisher, marks MarkStore, opts ...Option) (*Recorder, error) {
+func newRecorder(cluster string, pub Publisher, marks MarkStore, opts ...Option) (*Recorder, error) {
 	if cluster == "" || pub == nil || marks == nil {
 		return nil, errors.New("recorder: a cluster, a publisher and a mark store are required")
 	}
@@ -61,7 +61,7 @@ func NewRecorder(cluster string, pub Publisher, marks MarkStore, opts ...Option)
 	if o.window <= 0 {
 		return nil, errors.New("recorder: the window must be positive")
 	}
-	return &Recorder{cluster: cluster, publish: pub, marks: marks, window: o.window, log: o.log,
+	return &Recorder{cluster: cluster, publish: pub, marks: marks, window: o.window, log: o.Log,
 		pending: map[string]AppStatus{}, present: map[string]bool{}}, nil
 }
 

@@ -90,10 +90,10 @@ type pendingEvent struct {
 	ev     *event.Event
 }
 
-// NewReporter returns the status reporter of cluster, which publishes
+// newReporter returns the status reporter of cluster, which publishes
 // through pub. It takes the WithWindow, WithStatusResync and WithLogger
 // options.
-func NewReporter(cluster string, pub Publisher, opts ...Option) (*Reporter, error) {
+func newReporter(cluster string, pub Publisher, opts ...Option) (*Reporter, error) {
 	if cluster == "" || pub == nil {
 		return nil, errors.New("reporter: a cluster and a publisher are required")
 	}
@@ -101,7 +101,7 @@ func NewReporter(cluster string, pub Publisher, opts ...Option) (*Reporter, erro
 	if o.window <= 0 || o.statusResync <= 0 {
 		return nil, errors.New("reporter: the window and the resync interval must be positive")
 	}
-	return &Reporter{cluster: cluster, publish: pub, window: o.window, resync: o.statusResync, log: o.log,
+	return &Reporter{cluster: cluster, publish: pub, window: o.window, resync: o.statusResync, log: o.Log,
 		pending: map[appKey]AppStatus{}, sent: map[appKey]sentStatus{}}, nil
 }
 

@@ -280,7 +280,7 @@ func (h *Handler) reportDownload(format string) http.HandlerFunc {
 		}
 		rep, err := read.DeploymentReport(r.Context(), h.q, nil, req)
 		if err != nil {
-			h.log.ErrorContext(r.Context(), "dashboard report failed", "err", err)
+			h.o.Log.ErrorContext(r.Context(), "dashboard report failed", "err", err)
 			http.Error(w, "internal error: see the hub's log", http.StatusInternalServerError)
 			return
 		}
@@ -294,7 +294,7 @@ func (h *Handler) reportDownload(format string) http.HandlerFunc {
 			err = writeReportCSV(w, rep)
 		}
 		if err != nil {
-			h.log.DebugContext(r.Context(), "writing a report download", "err", err)
+			h.o.Log.DebugContext(r.Context(), "writing a report download", "err", err)
 		}
 	}
 }
@@ -327,7 +327,7 @@ func joinLabels(l map[string]string) string {
 func (h *Handler) verify(w http.ResponseWriter, r *http.Request) {
 	v, err := read.VerifyChains(r.Context(), h.q, 0)
 	if err != nil {
-		h.log.ErrorContext(r.Context(), "dashboard audit verify failed", "err", err)
+		h.o.Log.ErrorContext(r.Context(), "dashboard audit verify failed", "err", err)
 		http.Error(w, "the check failed: see the hub's log", http.StatusInternalServerError)
 		return
 	}

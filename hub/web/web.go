@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 )
@@ -51,9 +52,10 @@ type Handler struct {
 	heartbeat  time.Duration
 	summaryTTL time.Duration
 	now        func() time.Time
-	log        *slog.Logger
-	pages      map[string]*template.Template
-	mux        *http.ServeMux
+	// o holds the logger (WithLogger) and its default.
+	o     events.Common
+	pages map[string]*template.Template
+	mux   *http.ServeMux
 }
 
 // Option configures a Handler.
@@ -79,13 +81,7 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithLogger sets where failed pages are logged (default: nowhere).
-func WithLogger(l *slog.Logger) Option {
-	return func(h *Handler) {
-		if l != nil {
-			h.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.o.Log = l } }
 
 // WithSummaryTTL sets how long the clusters' summaries, which the fleet
 // and Application pages filter, are kept between reads (default
@@ -97,10 +93,11 @@ func WithSummaryTTL(d time.Duration) Option {
 // New returns the dashboard over q.
 func New(q projector.Query, opts ...Option) (*Handler, error) {
 	h := &Handler{q: q, heartbeat: read.DefaultHeartbeatInterval, now: time.Now, summaryTTL: read.DefaultSummaryTTL,
-		log: slog.New(slog.DiscardHandler), pages: map[string]*template.Template{}, mux: http.NewServeMux()}
+		pages: map[string]*template.Template{}, mux: http.NewServeMux()}
 	for _, o := range opts {
 		o(h)
 	}
+	h.o.SetDefaults()
 	if h.summaryTTL > 0 {
 		h.q = read.NewSummaryCache(q, h.summaryTTL, h.now)
 	}
@@ -178,7 +175,7 @@ func (h *Handler) page(f func(*http.Request) (string, any, error)) http.HandlerF
 			} else if s, m, ok := readError(err); ok {
 				status, msg = s, m
 			} else {
-				h.log.ErrorContext(r.Context(), "dashboard page failed", "path", r.URL.Path, "err", err)
+				h.o.Log.ErrorContext(r.Context(), "dashboard page failed", "path", r.URL.Path, "err", err)
 			}
 			h.render(w, r, status, "error", map[string]any{"Status": status, "Message": msg})
 			return
@@ -194,7 +191,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	var buf bytes.Buffer
 	err := h.pages[name].Execute(&buf, map[string]any{"Viewer": v, "Page": name, "Data": data, "Now": h.now().UTC(), "Path": r.URL.Path})
 	if err != nil {
-		h.log.ErrorContext(r.Context(), "rendering a dashboard page", "page", name, "err", err)
+		h.o.Log.ErrorContext(r.Context(), "rendering a dashboard page", "page", name, "err", err)
 		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
 		return
 	}
@@ -205,7 +202,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
 	w.WriteHeader(status)
 	if _, err := w.Write(buf.Bytes()); err != nil {
-		h.log.DebugContext(r.Context(), "writing a dashboard page", "err", err)
+		h.o.Log.DebugContext(r.Context(), "writing a dashboard page", "err", err)
 	}
 }
 
@@ -213,13 +210,13 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 func (h *Handler) renderFragment(w http.ResponseWriter, r *http.Request, name string, data any) {
 	var buf bytes.Buffer
 	if err := h.pages[name].ExecuteTemplate(&buf, "fragment", data); err != nil {
-		h.log.ErrorContext(r.Context(), "rendering a dashboard fragment", "page", name, "err", err)
+		h.o.Log.ErrorContext(r.Context(), "rendering a dashboard fragment", "page", name, "err", err)
 		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if _, err := w.Write(buf.Bytes()); err != nil {
-		h.log.DebugContext(r.Context(), "writing a dashboard fragment", "err", err)
+		h.o.Log.DebugContext(r.Context(), "writing a dashboard fragment", "err", err)
 	}
 }

@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/projector"
 )
 
@@ -39,8 +39,10 @@ type Handler struct {
 	chainPage int
 	now       func() time.Time
 	reporter  Reporter
-	log       *slog.Logger
-	tracer    trace.Tracer
+	// o holds the logger and tracer provider (WithLogger,
+	// WithTracerProvider) and their defaults.
+	o      events.Common
+	tracer trace.Tracer
 }
 
 // Option configures a Handler.
@@ -68,23 +70,11 @@ func WithReporter(r Reporter) Option {
 }
 
 // WithLogger sets where internal errors are logged (default: nowhere).
-func WithLogger(l *slog.Logger) Option {
-	return func(h *Handler) {
-		if l != nil {
-			h.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.o.Log = l } }
 
 // WithTracerProvider sets the provider of the handler's spans (default: the
 // global one).
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(h *Handler) {
-		if tp != nil {
-			h.tracer = tp.Tracer(instrumentation)
-		}
-	}
-}
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(h *Handler) { h.o.Tracers = tp } }
 
 // WithClock sets the clock that decides which clusters are connected and
 // where a report's default range ends (default time.Now).
@@ -151,12 +141,12 @@ func New(q projector.Query, opts ...Option) *Handler {
 		chainPage: DefaultChainPage,
 		now:       time.Now,
 		reporter:  ReporterFunc(reportDeployments),
-		log:       slog.New(slog.DiscardHandler),
-		tracer:    otel.Tracer(instrumentation),
 	}
 	for _, o := range opts {
 		o(h)
 	}
+	h.o.SetDefaults()
+	h.tracer = h.o.Tracers.Tracer(instrumentation)
 	for _, rt := range routes() {
 		pattern := rt.method + " " + rt.path
 		if rt.serve == nil {
@@ -251,7 +241,7 @@ func (h *Handler) writeError(ctx context.Context, w http.ResponseWriter, err err
 		h.writeJSON(ctx, w, http.StatusServiceUnavailable, errorBody{Error: "request canceled"})
 	default:
 		trace.SpanFromContext(ctx).RecordError(err)
-		h.log.ErrorContext(ctx, "read API request failed", "error", err)
+		h.o.Log.ErrorContext(ctx, "read API request failed", "err", err)
 		h.writeJSON(ctx, w, http.StatusInternalServerError, errorBody{Error: "internal error"})
 	}
 }
@@ -259,7 +249,7 @@ func (h *Handler) writeError(ctx context.Context, w http.ResponseWriter, err err
 func (h *Handler) writeJSON(ctx context.Context, w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		h.log.ErrorContext(ctx, "encoding a read API response", "error", err)
+		h.o.Log.ErrorContext(ctx, "encoding a read API response", "err", err)
 		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -272,7 +262,7 @@ func (h *Handler) writeJSON(ctx context.Context, w http.ResponseWriter, status i
 // only the debug log hears about.
 func (h *Handler) write(ctx context.Context, w http.ResponseWriter, b []byte) {
 	if _, err := w.Write(b); err != nil {
-		h.log.DebugContext(ctx, "writing a read API response", "error", err)
+		h.o.Log.DebugContext(ctx, "writing a read API response", "err", err)
 	}
 }
 

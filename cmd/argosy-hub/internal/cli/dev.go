@@ -137,7 +137,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 		return err
 	}
 	seed := o.Broker
-	var decoderOpts []events.DecoderOption
+	var decoderOpts []events.Option
 	if seed == "" {
 		decoderOpts = append(decoderOpts, events.AcceptCreateTime())
 		b, err := startBroker(filepath.Join(o.DataDir, "kafka"), o.BrokerPort)
