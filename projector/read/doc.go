@@ -7,8 +7,9 @@
 // meta), which it serves at /api/v1/openapi.yaml.
 //
 // The handler reads through projector.Query only, so the projector serves
-// it today and the hub can mount the same handler later. Client is the Go
-// client of the API; the argosy command line uses it.
+// it and the hub mounts the same handler. The one Go client of /api/v1,
+// the read API's calls included, is hub/api's Client; the argosy command
+// line uses it.
 //
 // Package readtest holds an in-memory projector.Query for tests of the API
 // and of its clients.

@@ -78,7 +78,7 @@ unknown and a note says so.`,
 }
 
 func appGetRun(ctx context.Context, opts *AppGetOptions) error {
-	hc, err := opts.API.HubClient()
+	hc, err := opts.API.Client()
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ argosy app status shows how the clusters report them.`,
 }
 
 func appListRun(ctx context.Context, opts *AppListOptions) error {
-	c, err := opts.API.HubClient()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}

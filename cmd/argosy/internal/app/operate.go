@@ -250,7 +250,7 @@ func waitOperation(ctx context.Context, opts *AppOperationOptions, id string) er
 
 // operationAck is the cluster's last acknowledgement of event id, from the
 // audit history of the Application since from.
-func operationAck(ctx context.Context, c *read.Client, opts *AppOperationOptions, id string, from time.Time) (projector.Ack, bool, error) {
+func operationAck(ctx context.Context, c *api.Client, opts *AppOperationOptions, id string, from time.Time) (projector.Ack, bool, error) {
 	entries, err := c.Audit(ctx, projector.AuditFilter{Cluster: opts.Cluster, Namespace: opts.Namespace, Name: opts.Name, From: from,
 		Limit: read.MaxAuditLimit})
 	if err != nil {

@@ -62,7 +62,7 @@ Whether a cluster has applied it is argosy app status's.`,
 }
 
 func appPlacementsRun(ctx context.Context, opts *AppPlacementsOptions) error {
-	c, err := opts.API.HubClient()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func TestLoginCertificateAuthority(t *testing.T) {
 	if x := cfg.Find("private"); x == nil || x.CertificateAuthority != caFile {
 		t.Fatalf("context %+v, want certificateAuthority %s", x, caFile)
 	}
-	c, err := (&readapi.Options{}).HubClient()
+	c, err := (&readapi.Options{}).Client()
 	if err != nil {
 		t.Fatal(err)
 	}

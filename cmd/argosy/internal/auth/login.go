@@ -24,7 +24,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
-	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/hub/api"
 )
 
 // LoginOptions are the flags and argument of `argosy login`.
@@ -108,7 +108,7 @@ directory; it is written readable by its owner only.`,
 
 // parse checks SERVER and the token flags.
 func (o *LoginOptions) parse(server string, tokenSet bool) error {
-	if _, err := read.NewClient(server, nil); err != nil {
+	if _, err := api.NewClient(server, "", nil); err != nil {
 		return &cmdkit.FlagError{Err: fmt.Errorf("SERVER: %w", err)}
 	}
 	o.Server = strings.TrimSuffix(server, "/")
@@ -131,7 +131,7 @@ func (o *LoginOptions) parse(server string, tokenSet bool) error {
 	}
 	if o.Name == "" {
 		u, err := url.Parse(o.Server)
-		if err != nil { // read.NewClient parsed it already
+		if err != nil { // api.NewClient parsed it already
 			return &cmdkit.FlagError{Err: fmt.Errorf("SERVER: %w", err)}
 		}
 		o.Name = u.Host

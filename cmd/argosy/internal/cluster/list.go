@@ -53,7 +53,7 @@ and its Applications' health.`,
 }
 
 func clusterListRun(ctx context.Context, opts *ClusterListOptions) error {
-	c, err := opts.API.HubClient()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}

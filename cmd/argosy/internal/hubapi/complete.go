@@ -33,7 +33,7 @@ func Complete(o *readapi.Options, kind string, cluster *string) Completion {
 		}
 		ctx, cancel := context.WithTimeout(ctx, completeTimeout)
 		defer cancel()
-		c, err := o.HubClient()
+		c, err := o.Client()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -95,7 +95,7 @@ type Session struct {
 // Session resolves the hub and the token and returns the invocation's
 // session, with its idempotency key.
 func (o *Options) Session() (*Session, error) {
-	c, err := o.API.HubClient()
+	c, err := o.API.Client()
 	if err != nil {
 		return nil, err
 	}

@@ -172,7 +172,7 @@ func TestExplain(t *testing.T) {
 		t.Run(tc.want[:30], func(t *testing.T) {
 			cmdtest.Isolate(t)
 			o := &readapi.Options{Server: "http://hub:1", Token: "t"}
-			if _, err := o.HubClient(); err != nil {
+			if _, err := o.Client(); err != nil {
 				t.Fatal(err)
 			}
 			in := &api.ResponseError{Status: tc.status, Body: tc.body}

@@ -58,7 +58,7 @@ func NewCmdList(io cmdkit.IOStreams, lc ListCommand, runF func(context.Context, 
 }
 
 func listRun(ctx context.Context, kind string, opts *ListOptions) error {
-	c, err := opts.API.HubClient()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/projector/read"
 )
 
 // parse binds the flags to a command, parses args and returns the options.
@@ -274,8 +273,8 @@ func TestExplain(t *testing.T) {
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("error\n%v\nwant\n%s", err, tc.want)
 			}
-			if !errors.As(err, new(*read.APIError)) {
-				t.Errorf("%T does not unwrap to the APIError", err)
+			if !errors.As(err, new(*api.ResponseError)) {
+				t.Errorf("%T does not unwrap to the ResponseError", err)
 			}
 		})
 	}
@@ -284,9 +283,10 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// TestHubClientExplain checks that the hub's client HubClient makes sends
-// the resolved token, and that its 401 and 403 answers are explained as
-// the read API's are, while others pass as they are.
+// TestHubClientExplain checks that the client Client makes sends the
+// resolved token to the hub's own routes too, and that their 401 and 403
+// answers are explained as the read API's are, while others pass as they
+// are.
 func TestHubClientExplain(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Header.Get("Authorization") {
@@ -317,7 +317,7 @@ func TestHubClientExplain(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := parse(t)
-			c, err := opts.HubClient()
+			c, err := opts.Client()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -336,7 +336,7 @@ func TestHubClientExplain(t *testing.T) {
 	}
 	cmdtest.Isolate(t)
 	t.Setenv(readapi.EnvServer, "hub:8080")
-	if _, err := parse(t).HubClient(); err == nil || !errors.As(err, new(*cmdkit.FlagError)) {
+	if _, err := parse(t).Client(); err == nil || !errors.As(err, new(*cmdkit.FlagError)) {
 		t.Errorf("ARGOSY_SERVER's bad server: %v, want a usage error", err)
 	}
 }
