@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/schemas"
@@ -29,7 +29,7 @@ const publicKeysFile = "public.json"
 // register`.
 type ClusterRegisterOptions struct {
 	IO    cmdkit.IOStreams
-	Write hubapi.Options
+	Write apicmd.WriteFlags
 	Name  string
 	// Labels is --labels.
 	Labels map[string]string
@@ -95,7 +95,7 @@ before anything is registered when it is on this machine (a
 port-forward). Nothing is printed for a dry run.
 
 Registering needs an admin token.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy cluster register prod-eu --labels env=prod,region=eu      # prints a join token
   argosy-spoke keygen --cluster edge-7 --dir ./edge-7-keys
   argosy cluster register edge-7 --labels env=edge --keys-dir ./edge-7-keys
@@ -120,7 +120,7 @@ Registering needs an admin token.
 			return clusterRegisterRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	f := cmd.Flags()
 	f.StringToStringVar(&opts.Labels, "labels", nil, "the cluster's labels, K=V,K2=V2 (with --overwrite, all of them)")
 	f.StringVar(&keysDir, "keys-dir", "", "the directory argosy-spoke keygen --dir wrote the cluster's keys to (its public.json is read)")
@@ -129,7 +129,7 @@ Registering needs an admin token.
 	f.BoolVar(&opts.Overwrite, "overwrite", false, "change the registration of a cluster registered already")
 	f.StringVar(&opts.JoinTokenTTL, "join-token-ttl", "", "how long the join token is good, without keys (default 24h on the hub)")
 	f.StringVar(&opts.KeyOverlap, "key-overlap", "", "with new keys for a registered cluster: how long its old keys stay valid (default 0s: not at all; at most 168h)")
-	hubapi.AddGenerationFlag(cmd, &gen, "the registration")
+	apicmd.AddGenerationFlag(cmd, &gen, "the registration")
 	m := &opts.Manifests
 	f.BoolVar(&m.Print, "print-manifests", false, "print the spoke's KafkaUser and the commands that install the spoke with Helm")
 	f.StringVar(&m.KafkaName, "kafka-name", "argosy", "with --print-manifests: the Strimzi Kafka's name")
@@ -169,7 +169,7 @@ func (o *ClusterRegisterOptions) parse(c *cobra.Command, keysDir string, partiti
 		o.Partition = &partition
 	}
 	var err error
-	o.IfGeneration, err = hubapi.ParseGeneration(c, gen)
+	o.IfGeneration, err = apicmd.ParseGeneration(c, gen)
 	return err
 }
 
@@ -193,7 +193,7 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 		}
 	}
 	if opts.Overwrite {
-		cur, err := hubapi.Find(ctx, s.Client, api.KindClusters, opts.Name, "", opts.Name)
+		cur, err := apicmd.Find(ctx, s.Client, api.KindClusters, opts.Name, "", opts.Name)
 		if err != nil {
 			return s.Explain(err)
 		}
@@ -210,16 +210,16 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 	})
 	if err != nil {
 		if !opts.Overwrite && opts.IfGeneration == nil {
-			hubapi.SetHint(err, http.StatusConflict, fmt.Sprintf("to change its labels: argosy cluster register %s --labels … --overwrite, or argosy cluster label %s K=V", opts.Name, opts.Name))
+			apicmd.SetHint(err, http.StatusConflict, fmt.Sprintf("to change its labels: argosy cluster register %s --labels … --overwrite, or argosy cluster label %s K=V", opts.Name, opts.Name))
 		} else {
-			hubapi.SetHint(err, http.StatusConflict, "the registration changed meanwhile: argosy cluster list shows it; run the command again")
+			apicmd.SetHint(err, http.StatusConflict, "the registration changed meanwhile: argosy cluster list shows it; run the command again")
 		}
 		return err
 	}
 	if opts.Manifests.Print {
 		return printManifests(opts, res, joinURL)
 	}
-	if err := hubapi.PrintResult(opts.IO, opts.Write.Output, res); err != nil {
+	if err := apicmd.PrintResult(opts.IO, opts.Write.Output, res); err != nil {
 		return err
 	}
 	if res.JoinToken != "" && opts.Write.Output == "table" {
@@ -235,7 +235,7 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 func printManifests(opts *ClusterRegisterOptions, res *api.Result, hubURL string) error {
 	errOut := opts.IO
 	errOut.Out = opts.IO.Err
-	if err := hubapi.PrintResult(errOut, opts.Write.Output, res); err != nil {
+	if err := apicmd.PrintResult(errOut, opts.Write.Output, res); err != nil {
 		return err
 	}
 	if opts.Write.DryRun {

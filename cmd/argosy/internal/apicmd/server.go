@@ -1,20 +1,4 @@
-// Package readapi binds the flags of the argosy commands that call a
-// server (the read commands fleet, cluster, app, audit and report, and the
-// commands of the hub's own API, package hubapi), resolves which server to
-// call with which token, and makes their client (hub/api, the one client
-// of /api/v1, which links neither the hub's server nor Argo CD). It
-// lives apart from cmdkit, which the spoke's binary links too, so that
-// only the argosy binary links the clients and the config file.
-//
-// The server is the first of: --server, ARGOSY_SERVER, the server of the
-// context --context (or ARGOSY_CONTEXT) names, the current context's
-// server, http://127.0.0.1:8080. The token is the first of: --token,
-// ARGOSY_TOKEN, the chosen context's token, none. So is the CA bundle
-// trusted besides the system's CAs: --certificate-authority,
-// ARGOSY_CERTIFICATE_AUTHORITY, the chosen context's, none. The current context
-// applies only to its own server: with --server naming another, its token
-// stays home. A context named with --context always applies.
-package readapi
+package apicmd
 
 import (
 	"errors"
