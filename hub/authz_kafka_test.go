@@ -63,7 +63,7 @@ func authzTable(t *testing.T) map[string]authzRow {
 // TestReadsStayInScope.
 func TestAuthorizationTable(t *testing.T) {
 	rows := authzTable(t)
-	doc := mergedDoc(t)
+	doc := openAPIDoc(t)
 	ops := operations(doc)
 	seen := map[string]bool{}
 	for _, o := range ops {

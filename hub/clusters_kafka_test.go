@@ -370,7 +370,7 @@ func TestAuditReadsOff(t *testing.T) {
 	if _, err := root.Objects(t.Context(), "", ""); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := read.NewClient(url, nil, read.WithToken(r.tokens["auditor"]))
+	rc, err := api.NewClient(url, r.tokens["auditor"], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,14 @@ func (s *Server) routes() *http.ServeMux {
 		mux.Handle(pattern, s.traced(pattern, s.handle(rt)))
 	}
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		doc, err := OpenAPI()
+		if err != nil {
+			s.o.Log.ErrorContext(r.Context(), "converting the OpenAPI document to JSON", "err", err)
+			http.Error(w, "the OpenAPI document does not convert to JSON", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		if _, err := w.Write(OpenAPI); err != nil {
+		if _, err := w.Write(doc); err != nil {
 			s.o.Log.DebugContext(r.Context(), "writing the OpenAPI document", "err", err)
 		}
 	})

@@ -1,13 +1,18 @@
 package hub
 
-import _ "embed"
+import (
+	"sync"
 
-//go:generate go run ./internal/openapigen
+	"sigs.k8s.io/yaml"
 
-// OpenAPI is the OpenAPI 3.1 document of the hub's whole API, the read
-// routes included, as served at /openapi.json. It is generated: the hub's
-// own routes are documented in openapi.yaml, the read API's in
-// projector/read/openapi.yaml, and internal/openapigen merges the two.
-//
-//go:embed openapi.json
-var OpenAPI []byte
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// OpenAPI returns the OpenAPI 3.1 document of /api/v1 (schemas.OpenAPI,
+// the hub's routes and the read API's in one contract) as the JSON the hub
+// serves at /openapi.json. It converts the document once.
+func OpenAPI() ([]byte, error) { return openAPIJSON() }
+
+var openAPIJSON = sync.OnceValues(func() ([]byte, error) {
+	return yaml.YAMLToJSON(schemas.OpenAPI)
+})

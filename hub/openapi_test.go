@@ -11,7 +11,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,7 +26,7 @@ import (
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/testenv/toolcache"
-	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // decodeDoc returns an OpenAPI document, YAML or JSON, as the JSON data
@@ -49,17 +48,27 @@ func decodeDoc(t *testing.T, name string, b []byte) map[string]any {
 	return m
 }
 
-// mergedDoc is the document the hub serves; ownDoc is the hub's own
-// routes' document it is generated from.
-func mergedDoc(t *testing.T) map[string]any { return decodeDoc(t, "openapi.json", hub.OpenAPI) }
-
-func ownDoc(t *testing.T) map[string]any {
+// openAPIDoc is the one document of /api/v1 (schemas.OpenAPI), as the
+// hub serves it at /openapi.json.
+func openAPIDoc(t *testing.T) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile("openapi.yaml")
+	b, err := hub.OpenAPI()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return decodeDoc(t, "openapi.yaml", b)
+	return decodeDoc(t, "openapi.json", b)
+}
+
+// readTags are the tags of the read API's operations; every other
+// operation is the hub's own.
+var readTags = []string{"fleet", "audit", "deployments", "meta"}
+
+// hubOwn reports whether an operation is the hub's own rather than the
+// read API's, which the hub mounts: the read API's test holds its
+// handler's routes to the operations with a read tag.
+func hubOwn(o operation) bool {
+	tags, _ := o.op["tags"].([]any)
+	return !slices.ContainsFunc(tags, func(t any) bool { return slices.Contains(readTags, t.(string)) })
 }
 
 // operation is one documented operation.
@@ -218,8 +227,8 @@ func strictDecode(v, out any) error {
 	return dec.Decode(out)
 }
 
-// TestOpenAPIValidAgainstSpec validates the served document and the hub's
-// own against the official OpenAPI 3.1 JSON Schema.
+// TestOpenAPIValidAgainstSpec validates the one document, as the hub
+// serves it, against the official OpenAPI 3.1 JSON Schema.
 func TestOpenAPIValidAgainstSpec(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -227,10 +236,8 @@ func TestOpenAPIValidAgainstSpec(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cannot get the official OpenAPI 3.1 JSON Schema: %v", err)
 	}
-	for name, doc := range map[string]map[string]any{"openapi.json": mergedDoc(t), "openapi.yaml": ownDoc(t)} {
-		if err := sch.Validate(any(doc)); err != nil {
-			t.Errorf("%s is not a valid OpenAPI 3.1 document:\n%#v", name, err)
-		}
+	if err := sch.Validate(any(openAPIDoc(t))); err != nil {
+		t.Errorf("schemas/openapi.yaml is not a valid OpenAPI 3.1 document:\n%#v", err)
 	}
 }
 
@@ -241,56 +248,51 @@ var serverRoutes = []string{"GET /openapi.json", "GET /healthz", "GET /readyz", 
 // caller names: it has neither an Idempotency-Key nor a dry run.
 const joinRoute = "POST /api/v1/clusters/{name}/join"
 
-// TestRoutesDocumented holds the routes the hub serves and the served
-// document's operations to the same set: the hub's own routes, its server
-// routes, and the read API's, which the read API's own test holds to its
-// openapi.yaml.
+// TestRoutesDocumented holds the routes the hub serves and the document's
+// operations to the same set: the hub's own routes and its server routes
+// are the operations without a read tag; the read API's test holds its
+// handler's routes, which the hub mounts, to the rest. An operation has
+// one tag.
 func TestRoutesDocumented(t *testing.T) {
 	own := slices.Clone(serverRoutes)
 	for _, r := range hub.Routes() {
 		own = append(own, r[0]+" "+r[1])
 	}
-	readOps := operations(decodeDoc(t, "projector/read/openapi.yaml", read.OpenAPI))
-	served := slices.Clone(own)
-	for _, o := range readOps {
-		served = append(served, o.String())
-	}
-	for _, tc := range []struct {
-		name  string
-		doc   map[string]any
-		serve []string
-	}{
-		{"openapi.json", mergedDoc(t), served},
-		{"openapi.yaml", ownDoc(t), own},
-	} {
-		var documented []string
-		for _, o := range operations(tc.doc) {
+	var documented []string
+	for _, o := range operations(openAPIDoc(t)) {
+		if tags, _ := o.op["tags"].([]any); len(tags) != 1 {
+			t.Errorf("%s: tags %v, want one", o, tags)
+		}
+		if hubOwn(o) {
 			documented = append(documented, o.String())
 		}
-		slices.Sort(documented)
-		want := slices.Sorted(slices.Values(tc.serve))
-		if !slices.Equal(documented, want) {
-			t.Errorf("%s documents\n  %v\nthe hub serves\n  %v", tc.name, documented, want)
-		}
+	}
+	slices.Sort(documented)
+	want := slices.Sorted(slices.Values(own))
+	if !slices.Equal(documented, want) {
+		t.Errorf("schemas/openapi.yaml documents\n  %v\nas the hub's own, which serves\n  %v", documented, want)
 	}
 }
 
 // TestOpenAPIOperations checks what every operation of the hub's own
-// document must say, and the bearer token on every /api/v1 operation of
-// the served one.
+// must say, unique operationIds, and the bearer token on every /api/v1
+// operation.
 func TestOpenAPIOperations(t *testing.T) {
-	doc, merged := ownDoc(t), mergedDoc(t)
+	doc := openAPIDoc(t)
 	ids := map[string]bool{}
 	for _, o := range operations(doc) {
-		for _, f := range []string{"operationId", "summary", "description"} {
-			if s, _ := o.op[f].(string); s == "" {
-				t.Errorf("%s: no %s", o, f)
-			}
-		}
 		if id, _ := o.op["operationId"].(string); ids[id] {
 			t.Errorf("%s: operationId %q used twice", o, id)
 		} else {
 			ids[id] = true
+		}
+		if !hubOwn(o) {
+			continue
+		}
+		for _, f := range []string{"operationId", "summary", "description"} {
+			if s, _ := o.op[f].(string); s == "" {
+				t.Errorf("%s: no %s", o, f)
+			}
 		}
 		if _, ok := o.op["responses"].(map[string]any)["200"]; !ok {
 			t.Errorf("%s: no 200 response", o)
@@ -300,8 +302,8 @@ func TestOpenAPIOperations(t *testing.T) {
 			checkWrite(t, doc, o)
 		}
 	}
-	for _, o := range operations(merged) {
-		sec := security(merged, o)
+	for _, o := range operations(doc) {
+		sec := security(doc, o)
 		if !strings.HasPrefix(o.path, "/api/v1/") || o.String() == joinRoute {
 			if len(sec) != 0 {
 				t.Errorf("%s: needs a token, but the hub serves it to anyone", o)
@@ -318,11 +320,14 @@ func TestOpenAPIOperations(t *testing.T) {
 		}
 	}
 	// Every component is used.
-	raw := string(hub.OpenAPI)
+	raw, err := hub.OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, kind := range []string{"schemas", "parameters", "responses"} {
-		comps, _ := pointer(merged, "/components/"+kind)
+		comps, _ := pointer(doc, "/components/"+kind)
 		for name := range comps.(map[string]any) {
-			if !strings.Contains(raw, `"#/components/`+kind+`/`+name+`"`) {
+			if !bytes.Contains(raw, []byte(`"#/components/`+kind+`/`+name+`"`)) {
 				t.Errorf("components.%s.%s is never referenced", kind, name)
 			}
 		}
@@ -409,9 +414,8 @@ var schemaOf = map[string]struct {
 	"PlacedCluster":     {"PlacedCluster", reflect.TypeFor[api.PlacedCluster]()},
 	"PlacementList":     {"PlacementList", reflect.TypeFor[api.PlacementList]()},
 	"JoinRequest":       {"JoinRequest", reflect.TypeFor[api.JoinRequest]()},
-	// The read API's document has an Error of its own.
-	"Error":      {"HubError", reflect.TypeFor[api.Error]()},
-	"FieldError": {"FieldError", reflect.TypeFor[api.FieldError]()},
+	"Error":             {"Error", reflect.TypeFor[api.Error]()},
+	"FieldError":        {"FieldError", reflect.TypeFor[api.FieldError]()},
 }
 
 // TestSchemasMatchTypes holds each type of hub/api's types.go and its
@@ -435,7 +439,7 @@ func TestSchemasMatchTypes(t *testing.T) {
 	if got, want := slices.Sorted(slices.Values(types)), slices.Sorted(maps.Keys(schemaOf)); !slices.Equal(got, want) {
 		t.Fatalf("hub/api/types.go has types %v, the test knows the schemas of %v", got, want)
 	}
-	doc := ownDoc(t)
+	doc := openAPIDoc(t)
 	for name, s := range schemaOf {
 		sch, ok := pointer(doc, "/components/schemas/"+s.schema)
 		if !ok {
@@ -477,11 +481,11 @@ var requestOf = map[string]func() any{
 	"applyPlacement":   func() any { return new(api.PlacementRequest) },
 }
 
-// TestOpenAPIExamples checks every example of the served document against
+// TestOpenAPIExamples checks every example of the document against
 // its schema, and that the hub's Go types take the request and answer
 // examples as they are.
 func TestOpenAPIExamples(t *testing.T) {
-	doc := mergedDoc(t)
+	doc := openAPIDoc(t)
 	v := newValidator(t, doc)
 	for _, o := range operations(doc) {
 		for _, p := range params(t, doc, o) {
@@ -560,10 +564,10 @@ func newServer(t *testing.T) *hub.Server {
 	return s
 }
 
-// TestServedOpenAPI checks that /openapi.json serves openapi.json as it
-// is in the repository.
+// TestServedOpenAPI checks that /openapi.json serves schemas/openapi.yaml
+// as JSON: the same document the read API serves as YAML.
 func TestServedOpenAPI(t *testing.T) {
-	want, err := os.ReadFile("openapi.json")
+	want, err := yaml.YAMLToJSON(schemas.OpenAPI)
 	if err != nil {
 		t.Fatal(err)
 	}

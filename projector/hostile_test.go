@@ -131,11 +131,8 @@ func TestFoldStoresHostileSpecs(t *testing.T) {
 	}
 	srv := httptest.NewServer(read.New(store))
 	defer srv.Close()
-	c, err := read.NewClient(srv.URL, srv.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := c.Audit(t.Context(), projector.AuditFilter{})
+	audit, err := readtest.Get[read.List[projector.AuditRow]](t.Context(), srv.Client(), srv.URL+"/api/v1/audit")
+	rows := audit.Items
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("the read API's audit: %d entries, %v", len(rows), err)
 	}
@@ -145,7 +142,7 @@ func TestFoldStoresHostileSpecs(t *testing.T) {
 	if !strings.HasPrefix(string(rows[0].After), `{"project":"default"`) || len(rows[0].After) != len(wide) {
 		t.Errorf("the change's after is %.80s (%d bytes), want the spec as stored (%d)", rows[0].After, len(rows[0].After), len(wide))
 	}
-	v, err := c.VerifyAudit(t.Context())
+	v, err := readtest.Get[read.Verification](t.Context(), srv.Client(), srv.URL+"/api/v1/audit/verify")
 	if err != nil || !v.OK {
 		t.Errorf("verifying the chain: %+v, %v", v, err)
 	}

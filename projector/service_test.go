@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/argosyproj/argosy/internal/testenv/testproc"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/read/readtest"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -51,13 +53,9 @@ func TestServiceProjectsAndServes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
 
-	client, err := read.NewClient("http://"+addr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		c, err := client.Cluster(t.Context(), "c1")
+		c, err := readtest.Get[read.Cluster](t.Context(), http.DefaultClient, "http://"+addr+"/api/v1/clusters/c1")
 		if err == nil && c.Beat != nil && c.Beat.Seq == 7 {
 			break
 		}

@@ -22,6 +22,15 @@ var baselineFiles embed.FS
 //go:embed asyncapi.yaml
 var AsyncAPI []byte
 
+// OpenAPI is the OpenAPI 3.1 document of /api/v1, the one contract of the
+// hub's API and the projector's read API: every path of both, one Error
+// for every error answer of either. The read API serves it at
+// /api/v1/openapi.yaml, the hub also as JSON at /openapi.json; hub/api is
+// its Go client.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
 // URL returns the $id of the JSON Schema for an event type, which is also the
 // value of the event's dataschema attribute.
 func URL(eventType string) string { return BaseURL + eventType + ".json" }

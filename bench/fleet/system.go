@@ -23,7 +23,6 @@ import (
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/internal/telemetry"
 	"github.com/argosyproj/argosy/internal/testenv/testproc"
-	"github.com/argosyproj/argosy/projector/read"
 )
 
 // system is one fleet under test: topics of its own on the broker, a hub
@@ -39,7 +38,7 @@ type system struct {
 	hubURL   string
 	viewURL  string
 	hub      *api.Client
-	views    *read.Client
+	views    *api.Client
 	hubProc  *testproc.Proc
 	projProc *testproc.Proc
 	projArgs []string
@@ -111,7 +110,7 @@ func (s *system) start(ctx context.Context) error {
 	if s.hub, err = api.NewClient(s.hubURL, s.token, nil); err != nil {
 		return err
 	}
-	if s.views, err = read.NewClient(s.viewURL, nil, read.WithToken(s.token)); err != nil {
+	if s.views, err = api.NewClient(s.viewURL, s.token, nil); err != nil {
 		return err
 	}
 	packs := (s.n + s.cfg.perProcess - 1) / s.cfg.perProcess

@@ -13,28 +13,36 @@ import (
 	"strings"
 )
 
-// Client calls the hub's write API.
+// Client calls /api/v1 (schemas/openapi.yaml): the hub's own API, and
+// the read API, which the hub mounts and the projector serves.
 type Client struct {
 	base  *url.URL
 	hc    *http.Client
 	token string
 }
 
-// NewClient returns a client of the hub at base (http://host:port),
-// sending token as a bearer token when it is not empty. A nil hc is
-// http.DefaultClient.
+// NewClient returns a client of the server at base, an http or https URL
+// such as http://127.0.0.1:8080 (a path prefix is kept), sending token as
+// a bearer token when it is not empty. A nil hc is http.DefaultClient.
 func NewClient(base, token string, hc *http.Client) (*Client, error) {
 	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("hub URL %q: want http://host:port or https://host:port", base)
+	if err != nil {
+		return nil, fmt.Errorf("server URL %q: want http://HOST:PORT or https://HOST:PORT: %w", base, err)
 	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server URL %q: want http://HOST:PORT or https://HOST:PORT", base)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("server URL %q: want no query or fragment", base)
+	}
+	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/"), ""
 	if hc == nil {
 		hc = http.DefaultClient
 	}
 	return &Client{base: u, hc: hc, token: token}, nil
 }
 
-// BaseURL returns the hub's URL.
+// BaseURL returns the server's URL.
 func (c *Client) BaseURL() string { return c.base.String() }
 
 // WriteOptions are the options of every write.
@@ -48,13 +56,28 @@ type WriteOptions struct {
 	IfMatch *int64
 }
 
-// ResponseError is an error answer of the hub.
+// ResponseError is an error answer: its status and its Error, the one
+// error body of both servers (the read API's own set only Error.Error).
 type ResponseError struct {
 	Status int
 	Body   Error
+	// read is set for the answer to a read API call, which the hub or the
+	// projector may have given.
+	read bool
+}
+
+// ErrNotFound is matched by a ResponseError with status 404.
+var ErrNotFound = errors.New("not found")
+
+// Is makes errors.Is(err, ErrNotFound) hold for 404s.
+func (e *ResponseError) Is(target error) bool {
+	return target == ErrNotFound && e.Status == http.StatusNotFound
 }
 
 func (e *ResponseError) Error() string {
+	if e.read {
+		return fmt.Sprintf("server answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Body.Error)
+	}
 	msg := fmt.Sprintf("the hub answered %d: %s", e.Status, e.Body.Error)
 	for _, f := range e.Body.Fields {
 		msg += "\n  " + f.Field + ": " + f.Reason

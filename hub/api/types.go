@@ -1,5 +1,8 @@
-// Package api holds the hub's write API as its clients see it: the request
-// and response types and a client. It links neither Argo CD's module nor
+// Package api is /api/v1 as its clients see it, the one contract of the
+// hub's API and the projector's read API (schemas/openapi.yaml): the
+// hub's request and response types, the one Error of both servers, and the
+// one Client of both. The read API's answers are package projector/read's
+// types, which sit below the hub. It links neither Argo CD's module nor
 // the hub's server, so the argosy CLI stays small.
 package api
 
@@ -193,7 +196,8 @@ type Identity struct {
 	Clusters string   `json:"clusters,omitempty"`
 }
 
-// Error is the body of every error answer. Fields, for a request that
+// Error is the body of every error answer of /api/v1, the hub's and the
+// read API's alike (whose own answers set Error only). Fields, for a request that
 // failed validation, name each field and what is wrong with it; Hint is
 // the next command to run, when there is one.
 type Error struct {

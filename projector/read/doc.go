@@ -2,12 +2,14 @@
 // clusters and whether each is connected, Applications' desired and observed
 // state, the audit history and the verification of its hash chain,
 // deployment records and deployment reports. The API lives under /api/v1/
-// and is described by the OpenAPI 3.1 document embedded as OpenAPI and
-// served at /api/v1/openapi.yaml.
+// and is described by the one OpenAPI 3.1 document of /api/v1,
+// schemas.OpenAPI (its operations tagged fleet, audit, deployments and
+// meta), which it serves at /api/v1/openapi.yaml.
 //
 // The handler reads through projector.Query only, so the projector serves
-// it today and the hub can mount the same handler later. Client is the Go
-// client of the API; the argosy command line uses it.
+// it and the hub mounts the same handler. The one Go client of /api/v1,
+// the read API's calls included, is hub/api's Client; the argosy command
+// line uses it.
 //
 // Package readtest holds an in-memory projector.Query for tests of the API
 // and of its clients.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 const instrumentation = "github.com/argosyproj/argosy/projector/read"
@@ -179,7 +180,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
-	h.write(r.Context(), w, OpenAPI)
+	h.write(r.Context(), w, schemas.OpenAPI)
 }
 
 // traced wraps next in a server span named after the route's pattern

@@ -22,6 +22,7 @@ import (
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 	"github.com/argosyproj/argosy/projector/report"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // newHandler serves q seen at readtest.Now.
@@ -357,9 +358,9 @@ func TestMethodsAndUnknownPaths(t *testing.T) {
 
 func TestOpenAPIServed(t *testing.T) {
 	rec := get(t, newHandler(readtest.Fleet()), http.MethodGet, "/api/v1/openapi.yaml")
-	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/yaml" || !bytes.Equal(rec.Body.Bytes(), read.OpenAPI) {
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/yaml" || !bytes.Equal(rec.Body.Bytes(), schemas.OpenAPI) {
 		t.Errorf("status %d, Content-Type %q, %d bytes (want %d)", rec.Code, rec.Header().Get("Content-Type"),
-			rec.Body.Len(), len(read.OpenAPI))
+			rec.Body.Len(), len(schemas.OpenAPI))
 	}
 }
 

@@ -5,7 +5,8 @@ import (
 )
 
 // The API's response bodies. Each is described under components/schemas in
-// openapi.yaml, and the tests check every response against its schema.
+// schemas/openapi.yaml, and the tests check every response against its
+// schema. hub/api's Client decodes them.
 
 // List is the body of a listing: the rows, in the order the view keeps them.
 type List[T any] struct {
@@ -63,7 +64,10 @@ type PartitionCheck struct {
 	Broken *projector.BrokenLink `json:"broken,omitempty"`
 }
 
-// errorBody is the body of every error response.
+// errorBody is the body of every error answer: the Error schema of
+// schemas/openapi.yaml, the one error body of /api/v1 (hub/api.Error is
+// its Go type, above this package), of which the read API sets only its
+// message.
 type errorBody struct {
 	Error string `json:"error"`
 }

@@ -8,8 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector"
@@ -18,7 +17,7 @@ import (
 // AppAdoptOptions are the flags and argument of `argosy app adopt`.
 type AppAdoptOptions struct {
 	IO        cmdkit.IOStreams
-	Write     hubapi.Options
+	Write     apicmd.WriteFlags
 	Name      string
 	Cluster   string
 	Namespace string
@@ -48,7 +47,7 @@ the hub serves (argosy app status NAME -o yaml shows it as status.local);
 same. The hub validates either as it does every Application. Adopting an
 Application the hub manages already is refused (409). Adopting needs a
 deployer token.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy app adopt guestbook --cluster edge-7
   argosy app adopt guestbook --cluster edge-7 --dry-run -o yaml
   argosy app adopt guestbook --cluster edge-7 -f guestbook.yaml`,
@@ -67,11 +66,11 @@ deployer token.
 			return appAdoptRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "the cluster that has the Application (required)")
-	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", hubapi.DefaultNamespace, "the Application's namespace")
+	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", apicmd.DefaultNamespace, "the Application's namespace")
 	cmd.Flags().StringVarP(&opts.File, "filename", "f", "", "adopt with this manifest (YAML or JSON, - for stdin) instead of what the cluster published")
-	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.Write.API))
+	apicmd.CompleteFlag(cmd, "cluster", apicmd.CompleteClusters(&opts.Write.API))
 	return cmd
 }
 
@@ -91,18 +90,18 @@ func appAdoptRun(ctx context.Context, opts *AppAdoptOptions) error {
 	if err != nil {
 		return err
 	}
-	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+	return apicmd.PrintResult(opts.IO, opts.Write.Output, res)
 }
 
 // adoptManifest is -f's manifest, or the Application as the cluster last
 // published it.
 func adoptManifest(ctx context.Context, opts *AppAdoptOptions) (json.RawMessage, error) {
 	if opts.File != "" {
-		ms, err := hubapi.ReadManifests(opts.IO.In, []string{opts.File})
+		ms, err := apicmd.ReadManifests(opts.IO.In, []string{opts.File})
 		if err != nil {
 			return nil, err
 		}
-		if err := hubapi.ForKind(ms, "Application", opts.Namespace, true); err != nil {
+		if err := apicmd.ForKind(ms, "Application", opts.Namespace, true); err != nil {
 			return nil, err
 		}
 		if len(ms) != 1 || ms[0].Name != opts.Name || ms[0].Namespace != opts.Namespace {
@@ -130,7 +129,7 @@ func adoptManifest(ctx context.Context, opts *AppAdoptOptions) (json.RawMessage,
 			"(argosy app status --cluster %s lists what it reports); adopt with a manifest of your own with -f FILE",
 			opts.Cluster, opts.Namespace, opts.Name, opts.Cluster)
 	}
-	if why := readapi.Omitted(local.Spec); why != "" {
+	if why := apicmd.Omitted(local.Spec); why != "" {
 		return nil, fmt.Errorf("the spec cluster %s published of %s/%s is %s; adopt with a manifest of your own with -f FILE",
 			opts.Cluster, opts.Namespace, opts.Name, why)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
@@ -37,7 +37,7 @@ them: as the hub holds them (list, get) and as the clusters report them
 // AppStatusOptions are the flags and argument of `argosy app status`.
 type AppStatusOptions struct {
 	IO        cmdkit.IOStreams
-	API       readapi.Options
+	API       apicmd.Options
 	Output    string
 	Cluster   string
 	Namespace string
@@ -80,7 +80,7 @@ the one the hub wants; STATE says what stands between them:
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "only Applications of this cluster")
 	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", "", "only Applications in this namespace")
 	return cmd
@@ -116,12 +116,12 @@ func appStatusRun(ctx context.Context, opts *AppStatusOptions) error {
 // of its answer, and why.
 func noteOmitted(w io.Writer, a read.App) {
 	if d := a.Desired; d != nil {
-		if why := readapi.Omitted(d.Spec); why != "" {
+		if why := apicmd.Omitted(d.Spec); why != "" {
 			fmt.Fprintf(w, "Note: the spec the hub wants for %s/%s on %s (generation %d) is %s\n", a.Namespace, a.Name, a.Cluster, d.Generation, why)
 		}
 	}
 	if o := a.Observed; o != nil && o.Local != nil {
-		if why := readapi.Omitted(o.Local.Spec); why != "" {
+		if why := apicmd.Omitted(o.Local.Spec); why != "" {
 			fmt.Fprintf(w, "Note: the spec %s published for %s/%s is %s\n", a.Cluster, a.Namespace, a.Name, why)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
@@ -38,14 +38,14 @@ func TestReadCommandsHelp(t *testing.T) {
 }
 
 func TestAppStatusAndClusterGetFlags(t *testing.T) {
-	t.Setenv(readapi.EnvServer, "")
+	t.Setenv(apicmd.EnvServer, "")
 	app, err := cmdtest.Parse(t, NewCmdAppStatus, []string{"guestbook", "--cluster", "prod-eu", "--namespace", "argocd", "-o", "json"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := AppStatusOptions{Output: "json", Cluster: "prod-eu", Namespace: "argocd",
 		Name: "guestbook"}
-	if diff := cmp.Diff(want, *app, cmpopts.IgnoreUnexported(readapi.Options{}), cmpopts.IgnoreFields(AppStatusOptions{}, "IO")); diff != "" {
+	if diff := cmp.Diff(want, *app, cmpopts.IgnoreUnexported(apicmd.Options{}), cmpopts.IgnoreFields(AppStatusOptions{}, "IO")); diff != "" {
 		t.Errorf("app status (-want +got):\n%s", diff)
 	}
 }

@@ -5,14 +5,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 )
 
 // AppApplyOptions are the flags of `argosy app apply`.
 type AppApplyOptions struct {
 	IO cmdkit.IOStreams
-	hubapi.ApplyOptions
+	apicmd.ApplyOptions
 }
 
 // NewCmdAppApply returns `argosy app apply`. runF replaces the behaviour in
@@ -28,7 +28,7 @@ the hub validates each against Argo CD's types and its AppProject's rules on
 every cluster, then appends it, one event a cluster. An Application must
 name its AppProject (spec.project): the context's project is not filled in,
 so that a manifest means the same whoever applies it.
-` + hubapi.ApplyHelp + `
+` + apicmd.ApplyHelp + `
 --selector makes a placement instead (docs/hub.md#placements): the hub
 keeps the Application on every registered cluster whose labels match, now
 and as clusters register, gain or lose labels, and removes it where the
@@ -46,7 +46,7 @@ deployments measures lead time from it (docs/projector.md).
 Application is at generation N there (0: only if it does not exist yet);
 with --selector, only if the placement is at generation N. argosy app get
 shows the generation. Applying needs a deployer token.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy app apply -f guestbook.yaml --cluster prod-eu --cluster prod-us
   argosy app apply -f apps/ --cluster staging --dry-run
   kustomize build overlays/prod | argosy app apply -f - --cluster prod-eu,prod-us
@@ -61,9 +61,9 @@ shows the generation. Applying needs a deployer token.
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
-			return hubapi.Apply(c.Context(), opts.IO, &opts.ApplyOptions, "Application")
+			return apicmd.Apply(c.Context(), opts.IO, &opts.ApplyOptions, "Application")
 		},
 	}
-	hubapi.AddApplyFlags(cmd, &opts.ApplyOptions, &gen, true)
+	apicmd.AddApplyFlags(cmd, &opts.ApplyOptions, &gen, true)
 	return cmd
 }

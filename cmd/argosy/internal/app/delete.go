@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -14,7 +14,7 @@ import (
 // AppDeleteOptions are the flags and argument of `argosy app delete`.
 type AppDeleteOptions struct {
 	IO           cmdkit.IOStreams
-	Write        hubapi.Options
+	Write        apicmd.WriteFlags
 	Name         string
 	Cluster      string
 	Namespace    string
@@ -41,7 +41,7 @@ instead: the hub removes its Application from every cluster it placed it
 on, by the placement's prune policy.
 
 Deleting needs a deployer token.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy app delete guestbook --cluster prod-eu
   argosy app delete guestbook --cluster prod-eu --cascade=false --if-generation 4
   argosy app delete guestbook --cluster staging -n apps --dry-run
@@ -59,7 +59,7 @@ Deleting needs a deployer token.
 				return &cmdkit.FlagError{Err: errors.New("--cluster is required: the cluster to delete it from (or --placement, to delete a placement)")}
 			}
 			var err error
-			if opts.IfGeneration, err = hubapi.ParseGeneration(c, gen); err != nil {
+			if opts.IfGeneration, err = apicmd.ParseGeneration(c, gen); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -71,15 +71,15 @@ Deleting needs a deployer token.
 			return appDeleteRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	f := cmd.Flags()
 	f.StringVar(&opts.Cluster, "cluster", "", "the cluster to delete it from (required)")
-	f.StringVarP(&opts.Namespace, "namespace", "n", hubapi.DefaultNamespace, "the Application's namespace")
+	f.StringVarP(&opts.Namespace, "namespace", "n", apicmd.DefaultNamespace, "the Application's namespace")
 	f.BoolVar(&opts.Cascade, "cascade", true, "delete the resources the Application manages too")
 	f.BoolVar(&opts.Placement, "placement", false, "delete the placement NAME (app apply --selector): its Applications go from every cluster by its prune policy")
-	hubapi.AddGenerationFlag(cmd, &gen, "the Application")
-	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.Write.API, api.KindApplications, &opts.Cluster)
-	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.Write.API))
+	apicmd.AddGenerationFlag(cmd, &gen, "the Application")
+	cmd.ValidArgsFunction = apicmd.CompleteFirst(&opts.Write.API, api.KindApplications, &opts.Cluster)
+	apicmd.CompleteFlag(cmd, "cluster", apicmd.CompleteClusters(&opts.Write.API))
 	return cmd
 }
 
@@ -94,5 +94,5 @@ func appDeleteRun(ctx context.Context, opts *AppDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+	return apicmd.PrintResult(opts.IO, opts.Write.Output, res)
 }

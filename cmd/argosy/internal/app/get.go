@@ -7,8 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector"
@@ -18,7 +17,7 @@ import (
 // AppGetOptions are the flags and argument of `argosy app get`.
 type AppGetOptions struct {
 	IO        cmdkit.IOStreams
-	API       readapi.Options
+	API       apicmd.Options
 	Output    string
 	Name      string
 	Cluster   string
@@ -69,22 +68,22 @@ unknown and a note says so.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "only on this cluster")
 	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", "", "only in this namespace (default: any)")
-	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.API, api.KindApplications, &opts.Cluster)
-	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.API))
+	cmd.ValidArgsFunction = apicmd.CompleteFirst(&opts.API, api.KindApplications, &opts.Cluster)
+	apicmd.CompleteFlag(cmd, "cluster", apicmd.CompleteClusters(&opts.API))
 	return cmd
 }
 
 func appGetRun(ctx context.Context, opts *AppGetOptions) error {
-	hc, err := opts.API.HubClient()
+	hc, err := opts.API.Client()
 	if err != nil {
 		return err
 	}
 	objs, err := hc.Objects(ctx, opts.Cluster, api.KindApplications)
 	if err != nil {
-		return hubapi.Explain(&opts.API, err)
+		return apicmd.Explain(&opts.API, err)
 	}
 	var views []AppView
 	for _, o := range objs {

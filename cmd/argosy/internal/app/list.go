@@ -7,8 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -16,7 +15,7 @@ import (
 // AppListOptions are the flags of `argosy app list`.
 type AppListOptions struct {
 	IO        cmdkit.IOStreams
-	API       readapi.Options
+	API       apicmd.Options
 	Output    string
 	Cluster   string
 	Namespace string
@@ -64,26 +63,26 @@ argosy app status shows how the clusters report them.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	f := cmd.Flags()
 	f.StringVar(&opts.Cluster, "cluster", "", "only Applications of this cluster")
 	f.StringVarP(&opts.Namespace, "namespace", "n", "", "only Applications in this namespace (default: any)")
 	f.StringVar(&opts.Project, "project", "", "only Applications of this AppProject (default: the context's project, if it has one)")
 	f.BoolVarP(&opts.AllProjects, "all-projects", "A", false, "Applications of every AppProject, whatever the context's project")
 	f.BoolVar(&opts.Deleted, "deleted", false, "list deleted Applications too")
-	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.API))
-	hubapi.CompleteFlag(cmd, "project", hubapi.Complete(&opts.API, api.KindAppProjects, &opts.Cluster))
+	apicmd.CompleteFlag(cmd, "cluster", apicmd.CompleteClusters(&opts.API))
+	apicmd.CompleteFlag(cmd, "project", apicmd.Complete(&opts.API, api.KindAppProjects, &opts.Cluster))
 	return cmd
 }
 
 func appListRun(ctx context.Context, opts *AppListOptions) error {
-	c, err := opts.API.HubClient()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}
-	objs, err := hubapi.List(ctx, c, opts.Cluster, api.KindApplications, opts.Deleted)
+	objs, err := apicmd.List(ctx, c, opts.Cluster, api.KindApplications, opts.Deleted)
 	if err != nil {
-		return hubapi.Explain(&opts.API, err)
+		return apicmd.Explain(&opts.API, err)
 	}
 	project := opts.Project
 	if t := opts.API.Target(); !opts.ProjectSet && !opts.AllProjects && t != nil && t.Context != nil && t.Context.Project != "" {
@@ -96,5 +95,5 @@ func appListRun(ctx context.Context, opts *AppListOptions) error {
 			out = append(out, o)
 		}
 	}
-	return hubapi.PrintObjects(opts.IO, opts.Output, api.KindApplications, out)
+	return apicmd.PrintObjects(opts.IO, opts.Output, api.KindApplications, out)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector"
@@ -20,7 +20,7 @@ import (
 // `refresh`, `rollback` and `terminate`.
 type AppOperationOptions struct {
 	IO    cmdkit.IOStreams
-	Write hubapi.Options
+	Write apicmd.WriteFlags
 	// Operation is sync, refresh, rollback or terminate.
 	Operation   string
 	Name        string
@@ -63,7 +63,7 @@ else to its target revision, deleting what it no longer manages with --prune.`,
   argosy app refresh guestbook --cluster prod-eu --refresh-type hard`,
 		flags: func(c *cobra.Command, o *AppOperationOptions) {
 			c.Flags().StringVar(&o.RefreshType, "refresh-type", "normal", "normal, or hard to regenerate the manifests")
-			hubapi.CompleteFlag(c, "refresh-type", cobra.FixedCompletions([]string{"normal", "hard"}, cobra.ShellCompDirectiveNoFileComp))
+			apicmd.CompleteFlag(c, "refresh-type", cobra.FixedCompletions([]string{"normal", "hard"}, cobra.ShellCompDirectiveNoFileComp))
 		},
 		check: func(o *AppOperationOptions) error {
 			if o.RefreshType != "normal" && o.RefreshType != "hard" {
@@ -136,7 +136,7 @@ within the agent's --operation-max-age (10 minutes by default) of the
 request, or an hour, whichever comes first. argosy app get NAME -o yaml
 shows the operation's state as the cluster reports it. Operating needs a
 deployer token.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: spec.example,
 		Args:    cmdkit.UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -161,16 +161,16 @@ deployer token.
 			return appOperationRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "wait until the cluster's agent says how it ended, and fail unless it succeeded")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 15*time.Minute, "how long --wait waits")
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "the cluster whose Argo CD runs it (required)")
-	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", hubapi.DefaultNamespace, "the Application's namespace")
+	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", apicmd.DefaultNamespace, "the Application's namespace")
 	if spec.flags != nil {
 		spec.flags(cmd, opts)
 	}
-	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.Write.API, api.KindApplications, &opts.Cluster)
-	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.Write.API))
+	cmd.ValidArgsFunction = apicmd.CompleteFirst(&opts.Write.API, api.KindApplications, &opts.Cluster)
+	apicmd.CompleteFlag(cmd, "cluster", apicmd.CompleteClusters(&opts.Write.API))
 	return cmd
 }
 
@@ -189,7 +189,7 @@ func appOperationRun(ctx context.Context, opts *AppOperationOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := hubapi.PrintResult(opts.IO, opts.Write.Output, res); err != nil || !opts.Wait || res.DryRun || len(res.Events) == 0 {
+	if err := apicmd.PrintResult(opts.IO, opts.Write.Output, res); err != nil || !opts.Wait || res.DryRun || len(res.Events) == 0 {
 		return err
 	}
 	return waitOperation(ctx, opts, res.Events[0].ID)
@@ -250,7 +250,7 @@ func waitOperation(ctx context.Context, opts *AppOperationOptions, id string) er
 
 // operationAck is the cluster's last acknowledgement of event id, from the
 // audit history of the Application since from.
-func operationAck(ctx context.Context, c *read.Client, opts *AppOperationOptions, id string, from time.Time) (projector.Ack, bool, error) {
+func operationAck(ctx context.Context, c *api.Client, opts *AppOperationOptions, id string, from time.Time) (projector.Ack, bool, error) {
 	entries, err := c.Audit(ctx, projector.AuditFilter{Cluster: opts.Cluster, Namespace: opts.Namespace, Name: opts.Name, From: from,
 		Limit: read.MaxAuditLimit})
 	if err != nil {

@@ -8,8 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -18,7 +17,7 @@ import (
 // placements`.
 type AppPlacementsOptions struct {
 	IO     cmdkit.IOStreams
-	API    readapi.Options
+	API    apicmd.Options
 	Output string
 	Name   string
 }
@@ -57,18 +56,18 @@ Whether a cluster has applied it is argosy app status's.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	return cmd
 }
 
 func appPlacementsRun(ctx context.Context, opts *AppPlacementsOptions) error {
-	c, err := opts.API.HubClient()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}
 	ps, err := c.Placements(ctx)
 	if err != nil {
-		return hubapi.Explain(&opts.API, err)
+		return apicmd.Explain(&opts.API, err)
 	}
 	out := ps[:0]
 	for _, p := range ps {
@@ -107,7 +106,7 @@ func deletePlacement(ctx context.Context, opts *AppDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+	return apicmd.PrintResult(opts.IO, opts.Write.Output, res)
 }
 
 var errPlacementCluster = errors.New("--placement deletes the placement from every cluster it placed on: give no --cluster")

@@ -15,17 +15,16 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
-var ignore = cmp.Options{cmpopts.IgnoreUnexported(readapi.Options{}, hubapi.Options{}, hubapi.ApplyOptions{}),
+var ignore = cmp.Options{cmpopts.IgnoreUnexported(apicmd.Options{}, apicmd.WriteFlags{}, apicmd.ApplyOptions{}),
 	cmpopts.IgnoreFields(AppApplyOptions{}, "IO"), cmpopts.IgnoreFields(AppGetOptions{}, "IO"), cmpopts.IgnoreFields(AppListOptions{}, "IO"),
 	cmpopts.IgnoreFields(AppDeleteOptions{}, "IO"), cmpopts.IgnoreFields(AppOperationOptions{}, "IO")}
 
@@ -41,16 +40,16 @@ func checkUsage(t *testing.T, err error, want string) {
 func TestAppApplyFlags(t *testing.T) {
 	tests := []struct {
 		args    []string
-		want    hubapi.ApplyOptions
+		want    apicmd.ApplyOptions
 		wantErr string
 	}{
 		{args: []string{"-f", "a.yaml", "--cluster", "prod-eu", "--cluster", "prod-us,staging"},
-			want: hubapi.ApplyOptions{Write: hubapi.Options{Output: "table"}, Files: []string{"a.yaml"}, Clusters: []string{"prod-eu", "prod-us", "staging"}, Namespace: "argocd", Prune: "delete"}},
+			want: apicmd.ApplyOptions{Write: apicmd.WriteFlags{Output: "table"}, Files: []string{"a.yaml"}, Clusters: []string{"prod-eu", "prod-us", "staging"}, Namespace: "argocd", Prune: "delete"}},
 		{args: []string{"-f", "-", "-f", "dir", "--cluster", "c", "-n", "apps", "--if-generation", "0", "--dry-run", "-o", "yaml"},
-			want: hubapi.ApplyOptions{Write: hubapi.Options{Output: "yaml", DryRun: true}, Files: []string{"-", "dir"}, Clusters: []string{"c"},
+			want: apicmd.ApplyOptions{Write: apicmd.WriteFlags{Output: "yaml", DryRun: true}, Files: []string{"-", "dir"}, Clusters: []string{"c"},
 				Namespace: "apps", NamespaceSet: true, IfGeneration: ptr(int64(0)), Prune: "delete"}},
 		{args: []string{"-f", "a.yaml", "--selector", "env=staging", "--prune", "orphan"},
-			want: hubapi.ApplyOptions{Write: hubapi.Options{Output: "table"}, Files: []string{"a.yaml"}, Namespace: "argocd",
+			want: apicmd.ApplyOptions{Write: apicmd.WriteFlags{Output: "table"}, Files: []string{"a.yaml"}, Namespace: "argocd",
 				Selector: "env=staging", Prune: "orphan", Placement: true}},
 		{args: []string{"-f", "a.yaml", "--selector", "env=staging", "--cluster", "c"}, wantErr: "give --cluster or --selector, not both"},
 		{args: []string{"-f", "a.yaml", "--selector", "env=staging", "--prune", "keep"}, wantErr: `--prune "keep": want delete or orphan`},
@@ -97,7 +96,7 @@ func TestAppReadFlags(t *testing.T) {
 }
 
 func TestAppDeleteAndOperationFlags(t *testing.T) {
-	table := hubapi.Options{Output: "table"}
+	table := apicmd.WriteFlags{Output: "table"}
 	del, err := cmdtest.Parse(t, NewCmdAppDelete, []string{"guestbook", "--cluster", "prod-eu", "--cascade=false", "--if-generation", "3"})
 	if want := (AppDeleteOptions{Write: table, Name: "guestbook", Cluster: "prod-eu", Namespace: "argocd", IfGeneration: ptr(int64(3))}); err != nil || !cmp.Equal(want, *del, ignore) {
 		t.Errorf("delete: %v (-want +got):\n%s", err, cmp.Diff(want, *del, ignore))
@@ -116,7 +115,7 @@ func TestAppDeleteAndOperationFlags(t *testing.T) {
 		wantErr string
 	}{
 		{newCmd: NewCmdAppSync, args: []string{"guestbook", "--cluster", "c", "--revision", "v1.2", "--prune", "--dry-run"},
-			want: AppOperationOptions{Write: hubapi.Options{Output: "table", DryRun: true}, Operation: "sync", Name: "guestbook", Cluster: "c", Namespace: "argocd", Revision: "v1.2", Prune: true, Timeout: 15 * time.Minute}},
+			want: AppOperationOptions{Write: apicmd.WriteFlags{Output: "table", DryRun: true}, Operation: "sync", Name: "guestbook", Cluster: "c", Namespace: "argocd", Revision: "v1.2", Prune: true, Timeout: 15 * time.Minute}},
 		{newCmd: NewCmdAppRefresh, args: []string{"guestbook", "--cluster", "c", "--refresh-type", "hard", "-n", "apps"},
 			want: AppOperationOptions{Write: table, Operation: "refresh", Name: "guestbook", Cluster: "c", Namespace: "apps", RefreshType: "hard", Timeout: 15 * time.Minute}},
 		{newCmd: NewCmdAppRefresh, args: []string{"guestbook", "--cluster", "c"},
@@ -124,7 +123,7 @@ func TestAppDeleteAndOperationFlags(t *testing.T) {
 		{newCmd: NewCmdAppRollback, args: []string{"guestbook", "--cluster", "c", "--history-id", "12"},
 			want: AppOperationOptions{Write: table, Operation: "rollback", Name: "guestbook", Cluster: "c", Namespace: "argocd", HistoryID: 12, Timeout: 15 * time.Minute}},
 		{newCmd: NewCmdAppTerminate, args: []string{"guestbook", "--cluster", "c", "-o", "json"},
-			want: AppOperationOptions{Write: hubapi.Options{Output: "json"}, Operation: "terminate", Name: "guestbook", Cluster: "c", Namespace: "argocd", Timeout: 15 * time.Minute}},
+			want: AppOperationOptions{Write: apicmd.WriteFlags{Output: "json"}, Operation: "terminate", Name: "guestbook", Cluster: "c", Namespace: "argocd", Timeout: 15 * time.Minute}},
 		{newCmd: NewCmdAppSync, args: []string{"guestbook", "--cluster", "c", "--wait", "--timeout", "2m"},
 			want: AppOperationOptions{Write: table, Operation: "sync", Name: "guestbook", Cluster: "c", Namespace: "argocd", Wait: true, Timeout: 2 * time.Minute}},
 		{newCmd: NewCmdAppSync, args: []string{"guestbook", "--cluster", "c", "--wait", "--timeout", "0s"}, wantErr: "--timeout must be a positive duration"},

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
@@ -22,7 +22,7 @@ import (
 // AuditOptions are the flags of `argosy audit`.
 type AuditOptions struct {
 	IO        cmdkit.IOStreams
-	API       readapi.Options
+	API       apicmd.Options
 	Output    string
 	Cluster   string
 	Namespace string
@@ -65,7 +65,7 @@ hash to the one before it; 'argosy audit verify' checks the chains.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	f := cmd.Flags()
 	f.StringVar(&opts.Cluster, "cluster", "", "only entries about this cluster")
 	f.StringVarP(&opts.Namespace, "namespace", "n", "", "only entries about objects in this namespace")
@@ -82,10 +82,10 @@ hash to the one before it; 'argosy audit verify' checks the chains.`,
 
 func (o *AuditOptions) parse(from, to string) error {
 	var err error
-	if o.From, err = readapi.ParseTime("from", from); err != nil {
+	if o.From, err = apicmd.ParseTime("from", from); err != nil {
 		return err
 	}
-	if o.To, err = readapi.ParseTime("to", to); err != nil {
+	if o.To, err = apicmd.ParseTime("to", to); err != nil {
 		return err
 	}
 	switch {
@@ -129,7 +129,7 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 			name string
 			raw  json.RawMessage
 		}{{"before", e.Before}, {"after", e.After}} {
-			if why := readapi.Omitted(side.raw); why != "" {
+			if why := apicmd.Omitted(side.raw); why != "" {
 				fmt.Fprintf(opts.IO.Err, "Note: the spec %s the change of %s at %s (event %s) is %s\n",
 					side.name, object(e.AuditEntry), cmdkit.Stamp(e.At), e.EventID, why)
 			}
@@ -187,7 +187,7 @@ func results(acks []projector.Ack) string {
 // AuditVerifyOptions are the flags of `argosy audit verify`.
 type AuditVerifyOptions struct {
 	IO     cmdkit.IOStreams
-	API    readapi.Options
+	API    apicmd.Options
 	Output string
 }
 
@@ -222,7 +222,7 @@ Argosy.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	return cmd
 }
 

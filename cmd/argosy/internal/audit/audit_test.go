@@ -12,17 +12,17 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
-var ignoreIO = cmpopts.IgnoreUnexported(readapi.Options{})
+var ignoreIO = cmpopts.IgnoreUnexported(apicmd.Options{})
 
 func TestAuditFlags(t *testing.T) {
-	t.Setenv(readapi.EnvServer, "")
+	t.Setenv(apicmd.EnvServer, "")
 	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		args    []string
@@ -115,7 +115,7 @@ func TestReadCommandsHelp(t *testing.T) {
 func TestAuditSince(t *testing.T) {
 	cmdtest.Isolate(t)
 	var out bytes.Buffer
-	opts := &AuditOptions{IO: cmdkit.IOStreams{Out: &out}, API: readapi.Options{Server: cmdtest.ReadServer(t, readtest.Fleet())},
+	opts := &AuditOptions{IO: cmdkit.IOStreams{Out: &out}, API: apicmd.Options{Server: cmdtest.ReadServer(t, readtest.Fleet())},
 		Output: "table", Since: 61 * time.Minute, Now: readtest.Now}
 	if err := auditRun(t.Context(), opts); err != nil {
 		t.Fatal(err)

@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
@@ -249,7 +249,7 @@ func TestLoginErrors(t *testing.T) {
 func TestLoginNotes(t *testing.T) {
 	hub := newHub(t)
 	cmdtest.Isolate(t)
-	t.Setenv(readapi.EnvToken, "env-token")
+	t.Setenv(apicmd.EnvToken, "env-token")
 	_, errOut, err := login(t, "", hub, "--token", goodToken)
 	if err != nil || errOut != "Note: ARGOSY_TOKEN is set, and commands use it before this context.\n" {
 		t.Errorf("login with ARGOSY_TOKEN set: %v, stderr %q", err, errOut)

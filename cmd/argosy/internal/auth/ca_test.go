@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/internal/testenv/tlstest"
 )
 
@@ -65,14 +65,14 @@ func TestLoginCertificateAuthority(t *testing.T) {
 	if x := cfg.Find("private"); x == nil || x.CertificateAuthority != caFile {
 		t.Fatalf("context %+v, want certificateAuthority %s", x, caFile)
 	}
-	c, err := (&readapi.Options{}).HubClient()
+	c, err := (&apicmd.Options{}).Client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Placements(t.Context()); err != nil {
 		t.Errorf("a command with the context's CA: %v", err)
 	}
-	bare := &readapi.Options{Server: hub}
+	bare := &apicmd.Options{Server: hub}
 	t.Setenv(config.EnvConfig, filepath.Join(t.TempDir(), "none.yaml"))
 	rc, err := bare.Client()
 	if err != nil {

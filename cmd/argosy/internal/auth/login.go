@@ -21,10 +21,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
-	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/hub/api"
 )
 
 // LoginOptions are the flags and argument of `argosy login`.
@@ -99,7 +99,7 @@ directory; it is written readable by its owner only.`,
 	f.StringVar(&opts.Name, "name", "", "the context's name (default SERVER's host:port)")
 	f.StringVar(&opts.Project, "project", "", "the Argo CD project commands default to in this context")
 	f.StringVar(&opts.CA, "certificate-authority", "", "PEM CA bundle trusted for SERVER besides the system's CAs, kept in the context")
-	if err := cmd.RegisterFlagCompletionFunc("name", readapi.CompleteContexts); err != nil {
+	if err := cmd.RegisterFlagCompletionFunc("name", apicmd.CompleteContexts); err != nil {
 		// cannot happen for a flag just added; surface it if it does
 		cmd.PreRunE = func(*cobra.Command, []string) error { return fmt.Errorf("--name completion: %w", err) }
 	}
@@ -108,7 +108,7 @@ directory; it is written readable by its owner only.`,
 
 // parse checks SERVER and the token flags.
 func (o *LoginOptions) parse(server string, tokenSet bool) error {
-	if _, err := read.NewClient(server, nil); err != nil {
+	if _, err := api.NewClient(server, "", nil); err != nil {
 		return &cmdkit.FlagError{Err: fmt.Errorf("SERVER: %w", err)}
 	}
 	o.Server = strings.TrimSuffix(server, "/")
@@ -131,7 +131,7 @@ func (o *LoginOptions) parse(server string, tokenSet bool) error {
 	}
 	if o.Name == "" {
 		u, err := url.Parse(o.Server)
-		if err != nil { // read.NewClient parsed it already
+		if err != nil { // api.NewClient parsed it already
 			return &cmdkit.FlagError{Err: fmt.Errorf("SERVER: %w", err)}
 		}
 		o.Name = u.Host
@@ -216,7 +216,7 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 	if cleartext(opts.Server) {
 		fmt.Fprintf(opts.IO.Err, "Note: %s is plain http: the token crosses the network unencrypted.\n", opts.Server)
 	}
-	for _, env := range []string{readapi.EnvServer, readapi.EnvToken, readapi.EnvContext} {
+	for _, env := range []string{apicmd.EnvServer, apicmd.EnvToken, apicmd.EnvContext} {
 		if os.Getenv(env) != "" {
 			fmt.Fprintf(opts.IO.Err, "Note: %s is set, and commands use it before this context.\n", env)
 		}
@@ -281,7 +281,7 @@ func whoami(ctx context.Context, hc *http.Client, server, token string) (*Identi
 	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	isJSON := err == nil && mt == "application/json"
 	notHub := fmt.Sprintf("is %s an Argosy hub? A projector's read API takes no login: give it with --server or %s instead",
-		server, readapi.EnvServer)
+		server, apicmd.EnvServer)
 	switch {
 	case resp.StatusCode == http.StatusOK && isJSON:
 		return decodeIdentity(resp.Body, server, notHub)

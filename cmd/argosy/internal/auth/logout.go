@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 )
 
@@ -33,7 +33,7 @@ out does not revoke it.`,
 		Example: `  argosy logout
   argosy logout prod`,
 		Args:              cmdkit.UsageArgs(cobra.MaximumNArgs(1)),
-		ValidArgsFunction: readapi.CompleteContextArg,
+		ValidArgsFunction: apicmd.CompleteContextArg,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Name = args[0]

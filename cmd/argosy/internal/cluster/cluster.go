@@ -11,8 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -35,7 +34,7 @@ every cluster with its connection and its Applications' health.`,
 // ClusterGetOptions are the flags and argument of `argosy cluster get`.
 type ClusterGetOptions struct {
 	IO     cmdkit.IOStreams
-	API    readapi.Options
+	API    apicmd.Options
 	Output string
 	Name   string
 }
@@ -61,8 +60,8 @@ func NewCmdClusterGet(io cmdkit.IOStreams, runF func(context.Context, *ClusterGe
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
-	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.API, api.KindClusters, nil)
+	apicmd.AddFlags(cmd, &opts.API)
+	cmd.ValidArgsFunction = apicmd.CompleteFirst(&opts.API, api.KindClusters, nil)
 	return cmd
 }
 

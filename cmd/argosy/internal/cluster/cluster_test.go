@@ -3,8 +3,8 @@ package cluster
 import (
 	"testing"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
@@ -34,7 +34,7 @@ func TestReadCommandsHelp(t *testing.T) {
 }
 
 func TestAppStatusAndClusterGetFlags(t *testing.T) {
-	t.Setenv(readapi.EnvServer, "")
+	t.Setenv(apicmd.EnvServer, "")
 	cl, err := cmdtest.Parse(t, NewCmdClusterGet, []string{"prod-eu", "--server", "https://argosy.example.com"})
 	if err != nil || cl.Name != "prod-eu" || cl.API.Server != "https://argosy.example.com" || cl.Output != "table" {
 		t.Errorf("cluster get: %+v, %v", cl, err)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -14,7 +14,7 @@ import (
 // deregister`.
 type ClusterDeregisterOptions struct {
 	IO           cmdkit.IOStreams
-	Write        hubapi.Options
+	Write        apicmd.WriteFlags
 	Name         string
 	Reason       string
 	IfGeneration *int64
@@ -34,7 +34,7 @@ hub takes no more writes for it, and registering it again needs new keys
 (argosy-spoke keygen). Its Argo CD objects are left as they are.
 
 Deregistering needs an admin token.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy cluster deregister edge-7 --reason "decommissioned"
   argosy cluster deregister edge-7 --if-generation 4 --dry-run`,
 		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
@@ -44,7 +44,7 @@ Deregistering needs an admin token.
 			}
 			opts.Name = args[0]
 			var err error
-			if opts.IfGeneration, err = hubapi.ParseGeneration(c, gen); err != nil {
+			if opts.IfGeneration, err = apicmd.ParseGeneration(c, gen); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -53,10 +53,10 @@ Deregistering needs an admin token.
 			return clusterDeregisterRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why, for the log and the keys' revocation")
-	hubapi.AddGenerationFlag(cmd, &gen, "the registration")
-	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.Write.API, api.KindClusters, nil)
+	apicmd.AddGenerationFlag(cmd, &gen, "the registration")
+	cmd.ValidArgsFunction = apicmd.CompleteFirst(&opts.Write.API, api.KindClusters, nil)
 	return cmd
 }
 
@@ -71,5 +71,5 @@ func clusterDeregisterRun(ctx context.Context, opts *ClusterDeregisterOptions) e
 	if err != nil {
 		return err
 	}
-	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+	return apicmd.PrintResult(opts.IO, opts.Write.Output, res)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -19,7 +19,7 @@ import (
 // label`.
 type ClusterLabelOptions struct {
 	IO    cmdkit.IOStreams
-	Write hubapi.Options
+	Write apicmd.WriteFlags
 	Name  string
 	// Set are the labels to set, Remove those to remove.
 	Set    map[string]string
@@ -44,7 +44,7 @@ has a value already keeps it unless --overwrite is given. The cluster's keys
 stay, and so does its partition pin, if it has one.
 
 Labelling needs an admin token.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy cluster label prod-eu tier=1
   argosy cluster label prod-eu env=staging --overwrite
   argosy cluster label prod-eu canary- --dry-run`,
@@ -58,7 +58,7 @@ Labelling needs an admin token.
 				return err
 			}
 			var err error
-			if opts.IfGeneration, err = hubapi.ParseGeneration(c, gen); err != nil {
+			if opts.IfGeneration, err = apicmd.ParseGeneration(c, gen); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -67,10 +67,10 @@ Labelling needs an admin token.
 			return clusterLabelRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	cmd.Flags().BoolVar(&opts.Overwrite, "overwrite", false, "change the value of a label that has one")
-	hubapi.AddGenerationFlag(cmd, &gen, "the registration")
-	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.Write.API, api.KindClusters, nil)
+	apicmd.AddGenerationFlag(cmd, &gen, "the registration")
+	cmd.ValidArgsFunction = apicmd.CompleteFirst(&opts.Write.API, api.KindClusters, nil)
 	return cmd
 }
 
@@ -101,7 +101,7 @@ func clusterLabelRun(ctx context.Context, opts *ClusterLabelOptions) error {
 	if err != nil {
 		return err
 	}
-	cur, err := hubapi.Find(ctx, s.Client, api.KindClusters, opts.Name, "", opts.Name)
+	cur, err := apicmd.Find(ctx, s.Client, api.KindClusters, opts.Name, "", opts.Name)
 	if err != nil {
 		return s.Explain(err)
 	}
@@ -134,8 +134,8 @@ func clusterLabelRun(ctx context.Context, opts *ClusterLabelOptions) error {
 		return s.Client.RegisterCluster(ctx, opts.Name, req, o)
 	})
 	if err != nil {
-		hubapi.SetHint(err, http.StatusConflict, "the registration changed meanwhile: argosy cluster list shows it; run the command again")
+		apicmd.SetHint(err, http.StatusConflict, "the registration changed meanwhile: argosy cluster list shows it; run the command again")
 		return err
 	}
-	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+	return apicmd.PrintResult(opts.IO, opts.Write.Output, res)
 }

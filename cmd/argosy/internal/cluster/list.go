@@ -5,8 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -14,7 +13,7 @@ import (
 // ClusterListOptions are the flags of `argosy cluster list`.
 type ClusterListOptions struct {
 	IO     cmdkit.IOStreams
-	API    readapi.Options
+	API    apicmd.Options
 	Output string
 	// Deleted is --deleted: list deregistered clusters too.
 	Deleted bool
@@ -47,19 +46,19 @@ and its Applications' health.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	cmd.Flags().BoolVar(&opts.Deleted, "deleted", false, "list deregistered clusters too")
 	return cmd
 }
 
 func clusterListRun(ctx context.Context, opts *ClusterListOptions) error {
-	c, err := opts.API.HubClient()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}
-	objs, err := hubapi.List(ctx, c, "", api.KindClusters, opts.Deleted)
+	objs, err := apicmd.List(ctx, c, "", api.KindClusters, opts.Deleted)
 	if err != nil {
-		return hubapi.Explain(&opts.API, err)
+		return apicmd.Explain(&opts.API, err)
 	}
-	return hubapi.PrintObjects(opts.IO, opts.Output, api.KindClusters, objs)
+	return apicmd.PrintObjects(opts.IO, opts.Output, api.KindClusters, objs)
 }

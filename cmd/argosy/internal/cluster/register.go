@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/schemas"
@@ -30,7 +30,7 @@ const publicKeysFile = "public.json"
 // register`.
 type ClusterRegisterOptions struct {
 	IO    cmdkit.IOStreams
-	Write hubapi.Options
+	Write apicmd.WriteFlags
 	Name  string
 	// Labels is --labels.
 	Labels map[string]string
@@ -110,7 +110,7 @@ func NewCmdClusterRegister(io cmdkit.IOStreams, runF func(context.Context, *Clus
 	cmd := &cobra.Command{
 		Use:     "register NAME --labels K=V,… [--keys-dir DIR]",
 		Short:   "Register a cluster and its labels, with a join token or its public keys",
-		Long:    registerLong + hubapi.WriteHelp,
+		Long:    registerLong + apicmd.WriteHelp,
 		Example: registerExample,
 		Args:    cmdkit.UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -127,7 +127,7 @@ func NewCmdClusterRegister(io cmdkit.IOStreams, runF func(context.Context, *Clus
 			return clusterRegisterRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	f := cmd.Flags()
 	f.StringToStringVar(&opts.Labels, "labels", nil, "the cluster's labels, K=V,K2=V2 (with --overwrite, all of them)")
 	f.StringVar(&keysDir, "keys-dir", "", "the directory argosy-spoke keygen --dir wrote the cluster's keys to (its public.json is read)")
@@ -136,7 +136,7 @@ func NewCmdClusterRegister(io cmdkit.IOStreams, runF func(context.Context, *Clus
 	f.BoolVar(&opts.Overwrite, "overwrite", false, "change the registration of a cluster registered already")
 	f.StringVar(&opts.JoinTokenTTL, "join-token-ttl", "", "how long the join token is good, without keys (default 24h on the hub)")
 	f.StringVar(&opts.KeyOverlap, "key-overlap", "", "with new keys for a registered cluster: how long its old keys stay valid (default 0s: not at all; at most 168h)")
-	hubapi.AddGenerationFlag(cmd, &gen, "the registration")
+	apicmd.AddGenerationFlag(cmd, &gen, "the registration")
 	addManifestFlags(f, &opts.Manifests)
 	return cmd
 }
@@ -180,7 +180,7 @@ func (o *ClusterRegisterOptions) parse(c *cobra.Command, keysDir string, partiti
 		o.Partition = &partition
 	}
 	var err error
-	o.IfGeneration, err = hubapi.ParseGeneration(c, gen)
+	o.IfGeneration, err = apicmd.ParseGeneration(c, gen)
 	return err
 }
 
@@ -204,7 +204,7 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 		}
 	}
 	if opts.Overwrite {
-		cur, err := hubapi.Find(ctx, s.Client, api.KindClusters, opts.Name, "", opts.Name)
+		cur, err := apicmd.Find(ctx, s.Client, api.KindClusters, opts.Name, "", opts.Name)
 		if err != nil {
 			return s.Explain(err)
 		}
@@ -221,16 +221,16 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 	})
 	if err != nil {
 		if !opts.Overwrite && opts.IfGeneration == nil {
-			hubapi.SetHint(err, http.StatusConflict, fmt.Sprintf("to change its labels: argosy cluster register %s --labels … --overwrite, or argosy cluster label %s K=V", opts.Name, opts.Name))
+			apicmd.SetHint(err, http.StatusConflict, fmt.Sprintf("to change its labels: argosy cluster register %s --labels … --overwrite, or argosy cluster label %s K=V", opts.Name, opts.Name))
 		} else {
-			hubapi.SetHint(err, http.StatusConflict, "the registration changed meanwhile: argosy cluster list shows it; run the command again")
+			apicmd.SetHint(err, http.StatusConflict, "the registration changed meanwhile: argosy cluster list shows it; run the command again")
 		}
 		return err
 	}
 	if opts.Manifests.Print {
 		return printManifests(opts, res, joinURL)
 	}
-	if err := hubapi.PrintResult(opts.IO, opts.Write.Output, res); err != nil {
+	if err := apicmd.PrintResult(opts.IO, opts.Write.Output, res); err != nil {
 		return err
 	}
 	if res.JoinToken != "" && opts.Write.Output == "table" {
@@ -246,7 +246,7 @@ func clusterRegisterRun(ctx context.Context, opts *ClusterRegisterOptions) error
 func printManifests(opts *ClusterRegisterOptions, res *api.Result, hubURL string) error {
 	errOut := opts.IO
 	errOut.Out = opts.IO.Err
-	if err := hubapi.PrintResult(errOut, opts.Write.Output, res); err != nil {
+	if err := apicmd.PrintResult(errOut, opts.Write.Output, res); err != nil {
 		return err
 	}
 	if opts.Write.DryRun {

@@ -11,16 +11,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/spoke"
 )
 
 // ignore leaves out of a comparison of options what is not a flag's.
-var ignore = cmp.Options{cmpopts.IgnoreUnexported(readapi.Options{}, hubapi.Options{}),
+var ignore = cmp.Options{cmpopts.IgnoreUnexported(apicmd.Options{}, apicmd.WriteFlags{}),
 	cmpopts.IgnoreFields(ClusterRegisterOptions{}, "IO"), cmpopts.IgnoreFields(ClusterLabelOptions{}, "IO"),
 	cmpopts.IgnoreFields(ClusterDeregisterOptions{}, "IO"), cmpopts.IgnoreFields(ClusterListOptions{}, "IO")}
 
@@ -35,7 +34,7 @@ func checkUsage(t *testing.T, err error, want string) {
 }
 
 func TestClusterRegisterFlags(t *testing.T) {
-	table := hubapi.Options{Output: "table"}
+	table := apicmd.WriteFlags{Output: "table"}
 	m := ManifestOptions{KafkaName: "argosy", KafkaNamespace: "kafka", Namespace: "argosy-spoke", Chart: "./deploy/helm/argosy", HubKeyFile: "hub.pub"}
 	printing := m
 	printing.Print, printing.Bootstrap, printing.HubKeyFile = true, "kafka.example.com:9094", "k/hub.pub"
@@ -53,7 +52,7 @@ func TestClusterRegisterFlags(t *testing.T) {
 			want: ClusterRegisterOptions{Write: table, Name: "prod", Manifests: withHubURL(printing, "https://hub.example.com")}},
 		{args: []string{"prod", "--print-manifests", "--hub-url", "hub.example.com"}, wantErr: `--hub-url "hub.example.com": want http(s)://HOST[:PORT]`},
 		{args: []string{"prod", "--public-keys", "p.json", "--partition", "3", "--if-generation", "0", "--dry-run", "-o", "json", "--idempotency-key", "k1"},
-			want: ClusterRegisterOptions{Write: hubapi.Options{Output: "json", DryRun: true, IdempotencyKey: "k1"}, Name: "prod", KeysFile: "p.json",
+			want: ClusterRegisterOptions{Write: apicmd.WriteFlags{Output: "json", DryRun: true, IdempotencyKey: "k1"}, Name: "prod", KeysFile: "p.json",
 				Partition: ptr(int32(3)), IfGeneration: ptr(int64(0)), Manifests: m}},
 		{args: []string{"prod", "--overwrite", "--labels", "env=dev"},
 			want: ClusterRegisterOptions{Write: table, Name: "prod", Labels: map[string]string{"env": "dev"}, Overwrite: true, Manifests: m}},
@@ -83,7 +82,7 @@ func TestClusterRegisterFlags(t *testing.T) {
 }
 
 func TestClusterLabelDeregisterListFlags(t *testing.T) {
-	table := hubapi.Options{Output: "table"}
+	table := apicmd.WriteFlags{Output: "table"}
 	got, err := cmdtest.Parse(t, NewCmdClusterLabel, []string{"prod", "tier=1", "canary-", "empty=", "--overwrite", "--if-generation", "4"})
 	want := ClusterLabelOptions{Write: table, Name: "prod", Set: map[string]string{"tier": "1", "empty": ""}, Remove: []string{"canary"},
 		Overwrite: true, IfGeneration: ptr(int64(4))}
@@ -101,7 +100,7 @@ func TestClusterLabelDeregisterListFlags(t *testing.T) {
 		checkUsage(t, err, wantErr)
 	}
 	dereg, err := cmdtest.Parse(t, NewCmdClusterDeregister, []string{"prod", "--reason", "gone", "--if-generation", "2", "--dry-run"})
-	wantDereg := ClusterDeregisterOptions{Write: hubapi.Options{Output: "table", DryRun: true}, Name: "prod", Reason: "gone", IfGeneration: ptr(int64(2))}
+	wantDereg := ClusterDeregisterOptions{Write: apicmd.WriteFlags{Output: "table", DryRun: true}, Name: "prod", Reason: "gone", IfGeneration: ptr(int64(2))}
 	if err != nil || !cmp.Equal(wantDereg, *dereg, ignore) {
 		t.Errorf("deregister: %v (-want +got):\n%s", err, cmp.Diff(wantDereg, *dereg, ignore))
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
@@ -35,7 +35,7 @@ func Isolate(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	t.Setenv(config.EnvConfig, path)
-	for _, name := range []string{readapi.EnvServer, readapi.EnvToken, readapi.EnvContext} {
+	for _, name := range []string{apicmd.EnvServer, apicmd.EnvToken, apicmd.EnvContext} {
 		t.Setenv(name, "")
 	}
 	return path
@@ -171,7 +171,7 @@ func ReadCommandsHelp(t *testing.T, newCmd func(cmdkit.IOStreams) *cobra.Command
 	t.Helper()
 	Isolate(t)
 	const secret = "help-must-not-print-this"
-	t.Setenv(readapi.EnvToken, secret)
+	t.Setenv(apicmd.EnvToken, secret)
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			out, _, err := Run(t, newCmd, append(slices.Clone(args), "--help")...)

@@ -2,7 +2,7 @@
 // each a hub's address with the token to call it with and a default
 // project, and which of them is current. `argosy login` writes a context,
 // `argosy context` lists, switches and deletes them, and the commands that
-// call a server read them (see package readapi for the order).
+// call a server read them (see package apicmd for the order).
 //
 // The file holds tokens: Save writes it with mode 0600, in a directory it
 // creates with mode 0700, and replaces it atomically, so that a reader

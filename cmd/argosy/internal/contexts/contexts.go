@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 )
 
@@ -124,7 +124,7 @@ func NewCmdContextUse(io cmdkit.IOStreams, runF func(context.Context, *ContextUs
 		Long:              `Make the context NAME the current one: the commands that call a server use it from now on.`,
 		Example:           `  argosy context use prod`,
 		Args:              cmdkit.UsageArgs(cobra.ExactArgs(1)),
-		ValidArgsFunction: readapi.CompleteContextArg,
+		ValidArgsFunction: apicmd.CompleteContextArg,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			if runF != nil {
@@ -216,7 +216,7 @@ it was the current context, there is none afterwards. The token stays
 valid on the hub: deleting the context does not revoke it.`,
 		Example:           `  argosy context delete staging`,
 		Args:              cmdkit.UsageArgs(cobra.ExactArgs(1)),
-		ValidArgsFunction: readapi.CompleteContextArg,
+		ValidArgsFunction: apicmd.CompleteContextArg,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			if runF != nil {

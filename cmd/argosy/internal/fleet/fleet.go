@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 )
@@ -16,7 +16,7 @@ import (
 // FleetOptions are the flags of `argosy fleet`.
 type FleetOptions struct {
 	IO     cmdkit.IOStreams
-	API    readapi.Options
+	API    apicmd.Options
 	Output string
 }
 
@@ -51,7 +51,7 @@ is how many config events the cluster has yet to read.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	return cmd
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -31,7 +31,7 @@ applied. AppProjects need an admin token.`,
 // ProjectApplyOptions are the flags of `argosy project apply`.
 type ProjectApplyOptions struct {
 	IO cmdkit.IOStreams
-	hubapi.ApplyOptions
+	apicmd.ApplyOptions
 }
 
 // NewCmdProjectApply returns `argosy project apply`. runF replaces the
@@ -45,11 +45,11 @@ func NewCmdProjectApply(io cmdkit.IOStreams, runF func(context.Context, *Project
 		Long: `Apply Argo CD AppProject manifests (argoproj.io/v1alpha1) to each --cluster:
 the hub validates each against Argo CD's types, then appends it, one event a
 cluster. Applications of the project are checked against it from then on.
-` + hubapi.ApplyHelp + `
+` + apicmd.ApplyHelp + `
 --if-generation N, with one object and one cluster, applies it only if the
 AppProject is at generation N there (0: only if it does not exist yet);
 argosy project list shows the generation.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy project apply -f payments.yaml --cluster prod-eu --cluster prod-us
   argosy project apply -f projects/ --cluster staging --dry-run`,
 		Args: cmdkit.UsageArgs(cobra.NoArgs),
@@ -60,17 +60,17 @@ argosy project list shows the generation.
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
-			return hubapi.Apply(c.Context(), opts.IO, &opts.ApplyOptions, "AppProject")
+			return apicmd.Apply(c.Context(), opts.IO, &opts.ApplyOptions, "AppProject")
 		},
 	}
-	hubapi.AddApplyFlags(cmd, &opts.ApplyOptions, &gen, false)
+	apicmd.AddApplyFlags(cmd, &opts.ApplyOptions, &gen, false)
 	return cmd
 }
 
 // NewCmdProjectList returns `argosy project list`. runF replaces the
 // behaviour in tests.
-func NewCmdProjectList(io cmdkit.IOStreams, runF func(context.Context, *hubapi.ListOptions) error) *cobra.Command {
-	return hubapi.NewCmdList(io, hubapi.ListCommand{Kind: api.KindAppProjects, Plural: "AppProjects",
+func NewCmdProjectList(io cmdkit.IOStreams, runF func(context.Context, *apicmd.ListOptions) error) *cobra.Command {
+	return apicmd.NewCmdList(io, apicmd.ListCommand{Kind: api.KindAppProjects, Plural: "AppProjects",
 		Short: "List the AppProjects the hub holds, with their generations",
 		Long: `List the AppProjects the hub holds (GET /api/v1/objects?kind=appprojects), of
 --cluster if given, with the generation of their latest change (what
@@ -83,7 +83,7 @@ func NewCmdProjectList(io cmdkit.IOStreams, runF func(context.Context, *hubapi.L
 // delete`.
 type ProjectDeleteOptions struct {
 	IO           cmdkit.IOStreams
-	Write        hubapi.Options
+	Write        apicmd.WriteFlags
 	Name         string
 	Cluster      string
 	Namespace    string
@@ -102,7 +102,7 @@ func NewCmdProjectDelete(io cmdkit.IOStreams, runF func(context.Context, *Projec
 The hub then refuses Applications of that project on the cluster, unless it
 is default, which allows everything once no AppProject of its name is left.
 Deleting needs an admin token.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy project delete payments --cluster staging
   argosy project delete payments --cluster staging --if-generation 2 --dry-run`,
 		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
@@ -115,7 +115,7 @@ Deleting needs an admin token.
 				return &cmdkit.FlagError{Err: errors.New("--cluster is required: the cluster to delete it from")}
 			}
 			var err error
-			if opts.IfGeneration, err = hubapi.ParseGeneration(c, gen); err != nil {
+			if opts.IfGeneration, err = apicmd.ParseGeneration(c, gen); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -124,12 +124,12 @@ Deleting needs an admin token.
 			return projectDeleteRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "the cluster to delete it from (required)")
-	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", hubapi.DefaultNamespace, "the AppProject's namespace")
-	hubapi.AddGenerationFlag(cmd, &gen, "the AppProject")
-	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.Write.API, api.KindAppProjects, &opts.Cluster)
-	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.Write.API))
+	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", apicmd.DefaultNamespace, "the AppProject's namespace")
+	apicmd.AddGenerationFlag(cmd, &gen, "the AppProject")
+	cmd.ValidArgsFunction = apicmd.CompleteFirst(&opts.Write.API, api.KindAppProjects, &opts.Cluster)
+	apicmd.CompleteFlag(cmd, "cluster", apicmd.CompleteClusters(&opts.Write.API))
 	return cmd
 }
 
@@ -144,5 +144,5 @@ func projectDeleteRun(ctx context.Context, opts *ProjectDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+	return apicmd.PrintResult(opts.IO, opts.Write.Output, res)
 }

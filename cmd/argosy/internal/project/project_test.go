@@ -9,29 +9,28 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
 
-var ignore = cmp.Options{cmpopts.IgnoreUnexported(readapi.Options{}, hubapi.Options{}, hubapi.ApplyOptions{}),
-	cmpopts.IgnoreFields(ProjectApplyOptions{}, "IO"), cmpopts.IgnoreFields(hubapi.ListOptions{}, "IO"), cmpopts.IgnoreFields(ProjectDeleteOptions{}, "IO")}
+var ignore = cmp.Options{cmpopts.IgnoreUnexported(apicmd.Options{}, apicmd.WriteFlags{}, apicmd.ApplyOptions{}),
+	cmpopts.IgnoreFields(ProjectApplyOptions{}, "IO"), cmpopts.IgnoreFields(apicmd.ListOptions{}, "IO"), cmpopts.IgnoreFields(ProjectDeleteOptions{}, "IO")}
 
 func TestProjectFlags(t *testing.T) {
 	apply, err := cmdtest.Parse(t, NewCmdProjectApply, []string{"-f", "p.yaml", "--cluster", "a,b", "-n", "argocd"})
-	want := hubapi.ApplyOptions{Write: hubapi.Options{Output: "table"}, Files: []string{"p.yaml"}, Clusters: []string{"a", "b"}, Namespace: "argocd", NamespaceSet: true}
+	want := apicmd.ApplyOptions{Write: apicmd.WriteFlags{Output: "table"}, Files: []string{"p.yaml"}, Clusters: []string{"a", "b"}, Namespace: "argocd", NamespaceSet: true}
 	if err != nil || !cmp.Equal(want, apply.ApplyOptions, ignore) {
 		t.Errorf("apply: %v (-want +got):\n%s", err, cmp.Diff(want, apply.ApplyOptions, ignore))
 	}
 	list, err := cmdtest.Parse(t, NewCmdProjectList, []string{"--cluster", "a", "--deleted", "-o", "json"})
-	if want := (hubapi.ListOptions{Output: "json", Cluster: "a", Deleted: true}); err != nil || !cmp.Equal(want, *list, ignore) {
+	if want := (apicmd.ListOptions{Output: "json", Cluster: "a", Deleted: true}); err != nil || !cmp.Equal(want, *list, ignore) {
 		t.Errorf("list: %v (-want +got):\n%s", err, cmp.Diff(want, *list, ignore))
 	}
 	del, err := cmdtest.Parse(t, NewCmdProjectDelete, []string{"web", "--cluster", "a", "--if-generation", "2", "--idempotency-key", "k"})
 	gen := int64(2)
-	if want := (ProjectDeleteOptions{Write: hubapi.Options{Output: "table", IdempotencyKey: "k"}, Name: "web", Cluster: "a", Namespace: "argocd", IfGeneration: &gen}); err != nil || !cmp.Equal(want, *del, ignore) {
+	if want := (ProjectDeleteOptions{Write: apicmd.WriteFlags{Output: "table", IdempotencyKey: "k"}, Name: "web", Cluster: "a", Namespace: "argocd", IfGeneration: &gen}); err != nil || !cmp.Equal(want, *del, ignore) {
 		t.Errorf("delete: %v (-want +got):\n%s", err, cmp.Diff(want, *del, ignore))
 	}
 	for _, tc := range []struct {

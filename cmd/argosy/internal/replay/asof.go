@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 )
@@ -74,7 +74,7 @@ own (its registration's partition) needs --config-partition.`,
 
 func (o *AsOfOptions) parse(at string) error {
 	errs := o.Log.validate()
-	t, err := readapi.ParseTime("TIME", at)
+	t, err := apicmd.ParseTime("TIME", at)
 	switch {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("TIME %q: want an RFC 3339 time such as 2026-03-02T15:04:05Z", at))

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/events/export"
@@ -134,12 +134,12 @@ func (o *ExportOptions) parse(from, to string) error {
 		errs = append(errs, errors.New("--topics names no topic"))
 	}
 	var err error
-	if o.Range.From, err = readapi.ParseTime("from", from); err != nil {
+	if o.Range.From, err = apicmd.ParseTime("from", from); err != nil {
 		errs = append(errs, err)
 	} else if o.Range.From.After(o.now()) {
 		errs = append(errs, fmt.Errorf("--from %s is in the future: the log holds nothing after now", from))
 	}
-	if o.Range.To, err = readapi.ParseTime("to", to); err != nil {
+	if o.Range.To, err = apicmd.ParseTime("to", to); err != nil {
 		errs = append(errs, err)
 	} else if !o.Range.To.IsZero() && !o.Range.To.After(o.Range.From) {
 		errs = append(errs, fmt.Errorf("--to %s is not after --from: the range is empty", to))

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/sqlstore"
@@ -100,7 +100,7 @@ func (o *RebuildOptions) parse(fromStart bool, fromTime, fromOffsets string) err
 	if fromStart && (fromTime != "" || fromOffsets != "") {
 		errs = append(errs, errors.New("--from-start takes neither --from-time nor --from-offsets"))
 	}
-	t, err := readapi.ParseTime("from-time", fromTime)
+	t, err := apicmd.ParseTime("from-time", fromTime)
 	if err != nil {
 		errs = append(errs, err)
 	} else if t.After(o.now()) {

@@ -13,8 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector"
@@ -27,7 +26,7 @@ type RedriveOptions struct {
 	Log LogOptions
 	// Write is the hub (--server, --context, --token), the idempotency
 	// key and -o; its DryRun stays false: --dry-run sends nothing.
-	Write   hubapi.Options
+	Write   apicmd.WriteFlags
 	Cluster string
 	// AsOf is --as-of; zero for the current desired state.
 	AsOf    time.Time
@@ -89,7 +88,7 @@ failure part way: it publishes the same state again.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Write.Output)
-	readapi.AddFlags(cmd, &opts.Write.API)
+	apicmd.AddFlags(cmd, &opts.Write.API)
 	fs := cmd.Flags()
 	opts.Log.bind(fs)
 	fs.StringVar(&opts.Cluster, "cluster", "", "the cluster (required)")
@@ -98,7 +97,7 @@ failure part way: it publishes the same state again.`,
 	fs.BoolVar(&opts.Cascade, "cascade", true, "when an Application made since --as-of is deleted, delete the resources it manages too")
 	fs.StringVar(&opts.Write.IdempotencyKey, "idempotency-key", "", "the key that names this invocation's writes (default: a new random key)")
 	fs.IntVar(&opts.configPartition, "config-partition", -1, "the cluster's config partition, for a cluster pinned to one (default: where its name hashes)")
-	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.Write.API))
+	apicmd.CompleteFlag(cmd, "cluster", apicmd.CompleteClusters(&opts.Write.API))
 	return cmd
 }
 
@@ -110,7 +109,7 @@ func (o *RedriveOptions) parse(asOf string) error {
 	if o.Cluster == "" {
 		errs = append(errs, errors.New("--cluster is required"))
 	}
-	t, err := readapi.ParseTime("as-of", asOf)
+	t, err := apicmd.ParseTime("as-of", asOf)
 	switch {
 	case err != nil:
 		errs = append(errs, err)
@@ -278,7 +277,7 @@ func stepOrder(s RedriveStep) int {
 
 // drive sends the plan's writes in order, each expecting the hub's
 // generation, and stops at the first that fails.
-func (o *RedriveOptions) drive(ctx context.Context, s *hubapi.Session, plan *RedrivePlan) error {
+func (o *RedriveOptions) drive(ctx context.Context, s *apicmd.Session, plan *RedrivePlan) error {
 	for i := range plan.Steps {
 		st := &plan.Steps[i]
 		gen := st.HubGeneration

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -37,7 +37,7 @@ Repositories need an admin token.`,
 // RepoAddOptions are the flags and argument of `argosy repo add`.
 type RepoAddOptions struct {
 	IO        cmdkit.IOStreams
-	Write     hubapi.Options
+	Write     apicmd.WriteFlags
 	Name      string
 	Cluster   string
 	Namespace string
@@ -78,7 +78,7 @@ hub seals them to the cluster's key before they leave it.
 A repository that exists already is a conflict; --overwrite replaces it
 (its URL, type, project and credentials), if no one changed it since it was
 read.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy repo add charts --cluster prod-eu --url https://charts.example.com --type helm
   pass show git/bot | argosy repo add apps --cluster prod-eu --url https://git.example.com/apps.git --username bot --password-stdin
   argosy repo add infra --cluster prod-eu --url git@git.example.com:infra.git --ssh-private-key-file ~/.ssh/argocd --project platform
@@ -93,7 +93,7 @@ read.
 				return err
 			}
 			var err error
-			if opts.IfGeneration, err = hubapi.ParseGeneration(c, gen); err != nil {
+			if opts.IfGeneration, err = apicmd.ParseGeneration(c, gen); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -102,10 +102,10 @@ read.
 			return repoAddRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	f := cmd.Flags()
 	f.StringVar(&opts.Cluster, "cluster", "", "the cluster whose Argo CD gets it (required)")
-	f.StringVarP(&opts.Namespace, "namespace", "n", hubapi.DefaultNamespace, "Argo CD's namespace on the cluster")
+	f.StringVarP(&opts.Namespace, "namespace", "n", apicmd.DefaultNamespace, "Argo CD's namespace on the cluster")
 	f.StringVar(&opts.URL, "url", "", "the repository's URL (required)")
 	f.StringVar(&opts.Type, "type", "git", "git or helm")
 	f.StringVar(&opts.Project, "project", "", "the AppProject whose Applications may use it (default: all)")
@@ -114,10 +114,10 @@ read.
 	f.StringVar(&opts.PasswordFile, "password-file", "", "read the password (or token) from this file")
 	f.StringVar(&opts.SSHKeyFile, "ssh-private-key-file", "", "read an SSH private key from this file")
 	f.BoolVar(&opts.Overwrite, "overwrite", false, "replace a repository that exists already")
-	hubapi.AddGenerationFlag(cmd, &gen, "the repository")
-	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.Write.API))
-	hubapi.CompleteFlag(cmd, "project", hubapi.Complete(&opts.Write.API, api.KindAppProjects, &opts.Cluster))
-	hubapi.CompleteFlag(cmd, "type", cobra.FixedCompletions([]string{"git", "helm"}, cobra.ShellCompDirectiveNoFileComp))
+	apicmd.AddGenerationFlag(cmd, &gen, "the repository")
+	apicmd.CompleteFlag(cmd, "cluster", apicmd.CompleteClusters(&opts.Write.API))
+	apicmd.CompleteFlag(cmd, "project", apicmd.Complete(&opts.Write.API, api.KindAppProjects, &opts.Cluster))
+	apicmd.CompleteFlag(cmd, "type", cobra.FixedCompletions([]string{"git", "helm"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -208,7 +208,7 @@ func repoAddRun(ctx context.Context, opts *RepoAddOptions) error {
 		zero := int64(0)
 		req.ExpectedGeneration = &zero
 		if opts.Overwrite {
-			cur, err := hubapi.Find(ctx, s.Client, api.KindRepositories, opts.Cluster, opts.Namespace, opts.Name)
+			cur, err := apicmd.Find(ctx, s.Client, api.KindRepositories, opts.Cluster, opts.Namespace, opts.Name)
 			if err != nil {
 				return s.Explain(err)
 			}
@@ -222,17 +222,17 @@ func repoAddRun(ctx context.Context, opts *RepoAddOptions) error {
 	})
 	if err != nil {
 		if !opts.Overwrite && opts.IfGeneration == nil {
-			hubapi.SetHint(err, http.StatusConflict, fmt.Sprintf("to replace it: argosy repo add %s --cluster %s … --overwrite", opts.Name, opts.Cluster))
+			apicmd.SetHint(err, http.StatusConflict, fmt.Sprintf("to replace it: argosy repo add %s --cluster %s … --overwrite", opts.Name, opts.Cluster))
 		}
 		return err
 	}
-	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+	return apicmd.PrintResult(opts.IO, opts.Write.Output, res)
 }
 
 // NewCmdRepoList returns `argosy repo list`. runF replaces the behaviour in
 // tests.
-func NewCmdRepoList(io cmdkit.IOStreams, runF func(context.Context, *hubapi.ListOptions) error) *cobra.Command {
-	return hubapi.NewCmdList(io, hubapi.ListCommand{Kind: api.KindRepositories, Plural: "repositories",
+func NewCmdRepoList(io cmdkit.IOStreams, runF func(context.Context, *apicmd.ListOptions) error) *cobra.Command {
+	return apicmd.NewCmdList(io, apicmd.ListCommand{Kind: api.KindRepositories, Plural: "repositories",
 		Short: "List the repositories the hub holds, with their projects and generations",
 		Long: `List the repositories the hub holds (GET /api/v1/objects?kind=repositories),
 of --cluster if given: their URL, AppProject and the generation of their
@@ -244,7 +244,7 @@ latest change. Their credentials are sealed, and never shown.`,
 // RepoRemoveOptions are the flags and argument of `argosy repo remove`.
 type RepoRemoveOptions struct {
 	IO           cmdkit.IOStreams
-	Write        hubapi.Options
+	Write        apicmd.WriteFlags
 	Name         string
 	Cluster      string
 	Namespace    string
@@ -262,7 +262,7 @@ func NewCmdRepoRemove(io cmdkit.IOStreams, runF func(context.Context, *RepoRemov
 		Short:   "Remove a repository from a cluster's Argo CD",
 		Long: `Remove the repository NAME (in --namespace, default argocd) from --cluster's
 Argo CD, with its credentials.
-` + hubapi.WriteHelp,
+` + apicmd.WriteHelp,
 		Example: `  argosy repo remove charts --cluster prod-eu
   argosy repo remove charts --cluster prod-eu --if-generation 2 --dry-run`,
 		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
@@ -275,7 +275,7 @@ Argo CD, with its credentials.
 				return &cmdkit.FlagError{Err: errors.New("--cluster is required: the cluster to remove it from")}
 			}
 			var err error
-			if opts.IfGeneration, err = hubapi.ParseGeneration(c, gen); err != nil {
+			if opts.IfGeneration, err = apicmd.ParseGeneration(c, gen); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -284,12 +284,12 @@ Argo CD, with its credentials.
 			return repoRemoveRun(c.Context(), opts)
 		},
 	}
-	hubapi.AddWriteFlags(cmd, &opts.Write)
+	apicmd.AddWriteFlags(cmd, &opts.Write)
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "the cluster to remove it from (required)")
-	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", hubapi.DefaultNamespace, "Argo CD's namespace on the cluster")
-	hubapi.AddGenerationFlag(cmd, &gen, "the repository")
-	cmd.ValidArgsFunction = hubapi.CompleteFirst(&opts.Write.API, api.KindRepositories, &opts.Cluster)
-	hubapi.CompleteFlag(cmd, "cluster", hubapi.CompleteClusters(&opts.Write.API))
+	cmd.Flags().StringVarP(&opts.Namespace, "namespace", "n", apicmd.DefaultNamespace, "Argo CD's namespace on the cluster")
+	apicmd.AddGenerationFlag(cmd, &gen, "the repository")
+	cmd.ValidArgsFunction = apicmd.CompleteFirst(&opts.Write.API, api.KindRepositories, &opts.Cluster)
+	apicmd.CompleteFlag(cmd, "cluster", apicmd.CompleteClusters(&opts.Write.API))
 	return cmd
 }
 
@@ -304,5 +304,5 @@ func repoRemoveRun(ctx context.Context, opts *RepoRemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	return hubapi.PrintResult(opts.IO, opts.Write.Output, res)
+	return apicmd.PrintResult(opts.IO, opts.Write.Output, res)
 }

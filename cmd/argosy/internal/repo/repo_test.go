@@ -11,18 +11,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/hubapi"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
 
-var ignore = cmp.Options{cmpopts.IgnoreUnexported(readapi.Options{}, hubapi.Options{}),
-	cmpopts.IgnoreFields(RepoAddOptions{}, "IO"), cmpopts.IgnoreFields(hubapi.ListOptions{}, "IO"), cmpopts.IgnoreFields(RepoRemoveOptions{}, "IO")}
+var ignore = cmp.Options{cmpopts.IgnoreUnexported(apicmd.Options{}, apicmd.WriteFlags{}),
+	cmpopts.IgnoreFields(RepoAddOptions{}, "IO"), cmpopts.IgnoreFields(apicmd.ListOptions{}, "IO"), cmpopts.IgnoreFields(RepoRemoveOptions{}, "IO")}
 
 func TestRepoAddFlags(t *testing.T) {
-	table := hubapi.Options{Output: "table"}
+	table := apicmd.WriteFlags{Output: "table"}
 	base := []string{"charts", "--cluster", "prod", "--url", "https://charts.example.com"}
 	tests := []struct {
 		args    []string
@@ -35,7 +34,7 @@ func TestRepoAddFlags(t *testing.T) {
 			want: RepoAddOptions{Write: table, Name: "charts", Cluster: "prod", Namespace: "argo", URL: "https://charts.example.com", Type: "git",
 				Username: "bot", PasswordStdin: true, Overwrite: true}},
 		{args: append(base, "--ssh-private-key-file", "k", "--if-generation", "3", "--dry-run"),
-			want: RepoAddOptions{Write: hubapi.Options{Output: "table", DryRun: true}, Name: "charts", Cluster: "prod", Namespace: "argocd",
+			want: RepoAddOptions{Write: apicmd.WriteFlags{Output: "table", DryRun: true}, Name: "charts", Cluster: "prod", Namespace: "argocd",
 				URL: "https://charts.example.com", Type: "git", SSHKeyFile: "k", IfGeneration: func() *int64 { g := int64(3); return &g }()}},
 		{args: []string{"charts", "--url", "u"}, wantErr: "--cluster is required"},
 		{args: []string{"charts", "--cluster", "c"}, wantErr: "--url is required"},
@@ -67,11 +66,11 @@ func TestRepoAddFlags(t *testing.T) {
 
 func TestRepoListRemoveFlags(t *testing.T) {
 	list, err := cmdtest.Parse(t, NewCmdRepoList, []string{"--cluster", "prod", "--deleted"})
-	if want := (hubapi.ListOptions{Output: "table", Cluster: "prod", Deleted: true}); err != nil || !cmp.Equal(want, *list, ignore) {
+	if want := (apicmd.ListOptions{Output: "table", Cluster: "prod", Deleted: true}); err != nil || !cmp.Equal(want, *list, ignore) {
 		t.Errorf("list: %v (-want +got):\n%s", err, cmp.Diff(want, *list, ignore))
 	}
 	rm, err := cmdtest.Parse(t, NewCmdRepoRemove, []string{"charts", "--cluster", "prod", "-o", "yaml"})
-	if want := (RepoRemoveOptions{Write: hubapi.Options{Output: "yaml"}, Name: "charts", Cluster: "prod", Namespace: "argocd"}); err != nil || !cmp.Equal(want, *rm, ignore) {
+	if want := (RepoRemoveOptions{Write: apicmd.WriteFlags{Output: "yaml"}, Name: "charts", Cluster: "prod", Namespace: "argocd"}); err != nil || !cmp.Equal(want, *rm, ignore) {
 		t.Errorf("remove: %v (-want +got):\n%s", err, cmp.Diff(want, *rm, ignore))
 	}
 	_, err = cmdtest.Parse(t, NewCmdRepoRemove, []string{"charts"})

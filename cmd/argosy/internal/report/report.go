@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 	argosyreport "github.com/argosyproj/argosy/projector/report"
@@ -36,7 +36,7 @@ var reportFormats = []string{"table", "json", "yaml", "csv"}
 // ReportDeploymentsOptions are the flags of `argosy report deployments`.
 type ReportDeploymentsOptions struct {
 	IO     cmdkit.IOStreams
-	API    readapi.Options
+	API    apicmd.Options
 	Output string
 	read.ReportParams
 }
@@ -80,7 +80,7 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output, reportFormats...)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	f := cmd.Flags()
 	f.StringVar(&by, "by", "", "group by: "+strings.Join(read.Groupings, "|")+" (required)")
 	f.StringVar(&opts.Label, "label", "", "the label key to group by, with --by label")
@@ -98,11 +98,11 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
 // parseSpan parses --from and --to, either of which may be empty; --from
 // must be before --to.
 func parseSpan(from, to string) (time.Time, time.Time, error) {
-	f, err := readapi.ParseTime("from", from)
+	f, err := apicmd.ParseTime("from", from)
 	if err != nil {
 		return f, time.Time{}, err
 	}
-	t, err := readapi.ParseTime("to", to)
+	t, err := apicmd.ParseTime("to", to)
 	if err != nil {
 		return f, t, err
 	}

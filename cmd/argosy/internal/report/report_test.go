@@ -7,14 +7,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 )
 
 func TestReportDeploymentsFlags(t *testing.T) {
-	t.Setenv(readapi.EnvServer, "")
+	t.Setenv(apicmd.EnvServer, "")
 	tests := []struct {
 		args    []string
 		want    read.ReportParams

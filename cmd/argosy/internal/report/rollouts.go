@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/projector/read"
 	argosyreport "github.com/argosyproj/argosy/projector/report"
@@ -19,7 +19,7 @@ import (
 // ReportRolloutsOptions are the flags of `argosy report rollouts`.
 type ReportRolloutsOptions struct {
 	IO     cmdkit.IOStreams
-	API    readapi.Options
+	API    apicmd.Options
 	Output string
 	read.RolloutParams
 }
@@ -63,7 +63,7 @@ With --placement, the clusters of each of its rollouts follow.`,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output, reportFormats...)
-	readapi.AddFlags(cmd, &opts.API)
+	apicmd.AddFlags(cmd, &opts.API)
 	f := cmd.Flags()
 	f.StringVar(&placement, "placement", "", "only this placement's rollouts, as NAMESPACE/NAME, with their clusters")
 	f.StringVar(&from, "from", "", "only changes written at or after this RFC 3339 time (default: 30 days before --to)")

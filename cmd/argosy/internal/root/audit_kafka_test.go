@@ -22,6 +22,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/hubtest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/toolcache"
@@ -113,7 +114,7 @@ func TestAuditVerifiableFromOutside(t *testing.T) {
 // encoding/json escapes and names that sort differently in UTF-16.
 func (h *realHub) hashedAsValues(t *testing.T) {
 	t.Helper()
-	c, err := read.NewClient(h.url, nil, read.WithToken(h.tokens["auditor"]))
+	c, err := api.NewClient(h.url, h.tokens["auditor"], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +291,12 @@ func (h *realHub) verifyOutside(ctx context.Context, t *testing.T, python string
 	return v
 }
 
-// agree checks that the server's check (through read.Client and argosy
+// agree checks that the server's check (through api.Client and argosy
 // audit verify, which exits with code) finds what the outside verifier
 // found: the same partitions, entries, heads and first broken link.
 func (h *realHub) agree(t *testing.T, outside outsideVerdict, code int) {
 	t.Helper()
-	c, err := read.NewClient(h.url, nil, read.WithToken(h.tokens["auditor"]))
+	c, err := api.NewClient(h.url, h.tokens["auditor"], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,10 @@
-package hubapi
+package apicmd
 
 import (
 	"context"
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 )
 
@@ -13,7 +12,7 @@ import (
 // (project list, repo list).
 type ListOptions struct {
 	IO      cmdkit.IOStreams
-	API     readapi.Options
+	API     Options
 	Output  string
 	Cluster string
 	Deleted bool
@@ -50,7 +49,7 @@ func NewCmdList(io cmdkit.IOStreams, lc ListCommand, runF func(context.Context, 
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
-	readapi.AddFlags(cmd, &opts.API)
+	AddFlags(cmd, &opts.API)
 	cmd.Flags().StringVar(&opts.Cluster, "cluster", "", "only "+lc.Plural+" of this cluster")
 	cmd.Flags().BoolVar(&opts.Deleted, "deleted", false, "list deleted "+lc.Plural+" too")
 	CompleteFlag(cmd, "cluster", CompleteClusters(&opts.API))
@@ -58,7 +57,7 @@ func NewCmdList(io cmdkit.IOStreams, lc ListCommand, runF func(context.Context, 
 }
 
 func listRun(ctx context.Context, kind string, opts *ListOptions) error {
-	c, err := opts.API.HubClient()
+	c, err := opts.API.Client()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package read_test
+package api_test
 
 import (
 	"errors"
@@ -10,11 +10,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 	"github.com/argosyproj/argosy/projector/report"
 )
+
+// newHandler is the read API over q, seen at readtest.Now.
+func newHandler(q projector.Query) http.Handler {
+	return read.New(q, read.WithClock(readtest.Now))
+}
 
 func TestNewClient(t *testing.T) {
 	tests := []struct {
@@ -32,7 +38,7 @@ func TestNewClient(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.base, func(t *testing.T) {
-			_, err := read.NewClient(tc.base, nil)
+			_, err := api.NewClient(tc.base, "", nil)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("error %v, want %q", err, tc.wantErr)
 			}
@@ -41,7 +47,7 @@ func TestNewClient(t *testing.T) {
 }
 
 // newServer serves readtest.Fleet on 127.0.0.1, under prefix.
-func newServer(t *testing.T, prefix string) *read.Client {
+func newServer(t *testing.T, prefix string) *api.Client {
 	t.Helper()
 	h := newHandler(readtest.Fleet())
 	if prefix != "" {
@@ -49,7 +55,7 @@ func newServer(t *testing.T, prefix string) *read.Client {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	c, err := read.NewClient(srv.URL+prefix, srv.Client())
+	c, err := api.NewClient(srv.URL+prefix, "", srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,15 +151,15 @@ func TestClientErrors(t *testing.T) {
 	c := newServer(t, "")
 	ctx := t.Context()
 	_, err := c.Cluster(ctx, "no/such cluster")
-	var ae *read.APIError
-	if !errors.Is(err, read.ErrNotFound) || !errors.As(err, &ae) || ae.Message != `cluster "no/such cluster" not found` {
+	var ae *api.ResponseError
+	if !errors.Is(err, api.ErrNotFound) || !errors.As(err, &ae) || ae.Body.Error != `cluster "no/such cluster" not found` {
 		t.Errorf("Cluster: %v", err)
 	}
-	if _, err := c.Apps(ctx, projector.AppFilter{Cluster: "nope"}); !errors.Is(err, read.ErrNotFound) {
+	if _, err := c.Apps(ctx, projector.AppFilter{Cluster: "nope"}); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("Apps of an unknown cluster: %v", err)
 	}
 	_, err = c.Audit(ctx, projector.AuditFilter{Limit: 5000})
-	if !errors.As(err, &ae) || ae.Status != 400 || errors.Is(err, read.ErrNotFound) ||
+	if !errors.As(err, &ae) || ae.Status != 400 || errors.Is(err, api.ErrNotFound) ||
 		err.Error() != `server answered 400 Bad Request: parameter "limit": "5000" is not an integer from 1 to 1000` {
 		t.Errorf("Audit: %v", err)
 	}
@@ -171,14 +177,14 @@ func TestClientErrors(t *testing.T) {
 		http.Error(w, "gateway says no", http.StatusBadGateway)
 	}))
 	defer other.Close()
-	oc, err := read.NewClient(other.URL, other.Client())
+	oc, err := api.NewClient(other.URL, "", other.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := oc.Clusters(ctx); err == nil || !strings.Contains(err.Error(), `answered "text/html", not JSON`) {
 		t.Errorf("Clusters from an HTML server: %v", err)
 	}
-	if _, err := oc.VerifyAudit(ctx); !errors.As(err, &ae) || ae.Status != 502 || ae.Message != "gateway says no" {
+	if _, err := oc.VerifyAudit(ctx); !errors.As(err, &ae) || ae.Status != 502 || ae.Body.Error != "gateway says no" {
 		t.Errorf("VerifyAudit from a gateway: %v", err)
 	}
 	other.Close()
@@ -187,9 +193,10 @@ func TestClientErrors(t *testing.T) {
 	}
 }
 
-// TestClientToken checks that a client made WithToken sends it as a bearer
-// token with every request, that one without sends no Authorization, and
-// that a 401 reaches the caller as an APIError with the server's message.
+// TestClientToken checks that a client made with a token sends it as a
+// bearer token with every read, that one without sends no Authorization,
+// and that a 401 reaches the caller as a ResponseError with the server's
+// message.
 func TestClientToken(t *testing.T) {
 	const token = "s3cr3t"
 	h := newHandler(readtest.Fleet())
@@ -210,19 +217,18 @@ func TestClientToken(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tests := []struct {
 		name   string
-		opts   []read.ClientOption
+		token  string
 		header string
 		status int
 	}{
-		{"token", []read.ClientOption{read.WithToken(token)}, "Bearer " + token, 0},
-		{"no option", nil, "", http.StatusUnauthorized},
-		{"empty token", []read.ClientOption{read.WithToken("")}, "", http.StatusUnauthorized},
-		{"wrong token", []read.ClientOption{read.WithToken("nope")}, "Bearer nope", http.StatusUnauthorized},
+		{"token", token, "Bearer " + token, 0},
+		{"empty token", "", "", http.StatusUnauthorized},
+		{"wrong token", "nope", "Bearer nope", http.StatusUnauthorized},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			seen = nil
-			c, err := read.NewClient(srv.URL, srv.Client(), tc.opts...)
+			c, err := api.NewClient(srv.URL, tc.token, srv.Client())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,12 +237,12 @@ func TestClientToken(t *testing.T) {
 			if len(seen) != 2 || seen[0] != tc.header || seen[1] != tc.header {
 				t.Errorf("Authorization headers %q, want %q twice", seen, tc.header)
 			}
-			var ae *read.APIError
+			var ae *api.ResponseError
 			switch {
 			case tc.status == 0 && (err != nil || err2 != nil):
 				t.Errorf("errors %v, %v", err, err2)
-			case tc.status != 0 && (!errors.As(err, &ae) || ae.Status != tc.status || ae.Message != "invalid or missing bearer token"):
-				t.Errorf("error %v, want a %d APIError with the server's message", err, tc.status)
+			case tc.status != 0 && (!errors.As(err, &ae) || ae.Status != tc.status || ae.Body.Error != "invalid or missing bearer token"):
+				t.Errorf("error %v, want a %d ResponseError with the server's message", err, tc.status)
 			}
 		})
 	}

@@ -1,9 +1,8 @@
-package read
+package api
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -14,80 +13,25 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/report"
 )
 
-// Client calls a read API server.
-type Client struct {
-	base  *url.URL
-	hc    *http.Client
-	token string
-}
-
-// ClientOption configures a Client.
-type ClientOption func(*Client)
-
-// WithToken makes the client send token as a bearer token
-// (Authorization: Bearer token) with every request, as a server that
-// authenticates its callers (the hub) wants. An empty token sends none.
-func WithToken(token string) ClientOption {
-	return func(c *Client) { c.token = token }
-}
-
-// NewClient returns a client of the server at base, an http or https URL
-// such as http://127.0.0.1:8080. hc may be nil for http.DefaultClient.
-func NewClient(base string, hc *http.Client, opts ...ClientOption) (*Client, error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, fmt.Errorf("server URL %q: want http://HOST:PORT or https://HOST:PORT: %w", base, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server URL %q: want http://HOST:PORT or https://HOST:PORT", base)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("server URL %q: want no query or fragment", base)
-	}
-	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/"), ""
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	c := &Client{base: u, hc: hc}
-	for _, o := range opts {
-		o(c)
-	}
-	return c, nil
-}
-
-// APIError is an error response of the server.
-type APIError struct {
-	// Status is the HTTP status code.
-	Status int
-	// Message is the server's error message.
-	Message string
-}
-
-func (e *APIError) Error() string {
-	return fmt.Sprintf("server answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
-}
-
-// ErrNotFound is matched by an APIError with status 404.
-var ErrNotFound = errors.New("not found")
-
-// Is makes errors.Is(err, ErrNotFound) hold for 404s.
-func (e *APIError) Is(target error) bool {
-	return target == ErrNotFound && e.Status == http.StatusNotFound
-}
+// The read API's calls: the projector's views, which the projector
+// serves and the hub mounts (schemas/openapi.yaml, the operations tagged
+// fleet, audit, deployments and meta). Either may answer them, so their
+// errors say "server answered" rather than name the hub.
 
 // Clusters lists the clusters.
-func (c *Client) Clusters(ctx context.Context) ([]Cluster, error) {
-	var l List[Cluster]
+func (c *Client) Clusters(ctx context.Context) ([]read.Cluster, error) {
+	var l read.List[read.Cluster]
 	return l.Items, c.get(ctx, "/api/v1/clusters", nil, &l)
 }
 
 // Cluster returns one cluster; the error matches ErrNotFound when there is
 // no such cluster.
-func (c *Client) Cluster(ctx context.Context, name string) (*Cluster, error) {
-	var cl Cluster
+func (c *Client) Cluster(ctx context.Context, name string) (*read.Cluster, error) {
+	var cl read.Cluster
 	if err := c.get(ctx, "/api/v1/clusters/"+url.PathEscape(name), nil, &cl); err != nil {
 		return nil, err
 	}
@@ -96,13 +40,13 @@ func (c *Client) Cluster(ctx context.Context, name string) (*Cluster, error) {
 
 // Apps lists the Applications that match f. With f.Cluster set it asks the
 // cluster's own endpoint, which answers 404 for an unknown cluster.
-func (c *Client) Apps(ctx context.Context, f projector.AppFilter) ([]App, error) {
+func (c *Client) Apps(ctx context.Context, f projector.AppFilter) ([]read.App, error) {
 	q := values("namespace", f.Namespace, "name", f.Name)
 	path := "/api/v1/applications"
 	if f.Cluster != "" {
 		path = "/api/v1/clusters/" + url.PathEscape(f.Cluster) + "/applications"
 	}
-	var l List[App]
+	var l read.List[read.App]
 	return l.Items, c.get(ctx, path, q, &l)
 }
 
@@ -114,13 +58,13 @@ func (c *Client) Audit(ctx context.Context, f projector.AuditFilter) ([]projecto
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var l List[projector.AuditRow]
+	var l read.List[projector.AuditRow]
 	return l.Items, c.get(ctx, "/api/v1/audit", q, &l)
 }
 
 // VerifyAudit has the server check every audit chain.
-func (c *Client) VerifyAudit(ctx context.Context) (*Verification, error) {
-	var v Verification
+func (c *Client) VerifyAudit(ctx context.Context) (*read.Verification, error) {
+	var v read.Verification
 	if err := c.get(ctx, "/api/v1/audit/verify", nil, &v); err != nil {
 		return nil, err
 	}
@@ -131,7 +75,7 @@ func (c *Client) VerifyAudit(ctx context.Context) (*Verification, error) {
 // partition and offset order, after the position after (nil for the
 // first). A zero limit takes the server's default, 1000; a page shorter
 // than the limit is the last.
-func (c *Client) AuditChain(ctx context.Context, after *ChainPosition, limit int) ([]projector.AuditEntry, error) {
+func (c *Client) AuditChain(ctx context.Context, after *read.ChainPosition, limit int) ([]projector.AuditEntry, error) {
 	q := url.Values{}
 	if after != nil {
 		q.Set("after", after.String())
@@ -139,16 +83,16 @@ func (c *Client) AuditChain(ctx context.Context, after *ChainPosition, limit int
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var l List[projector.AuditEntry]
+	var l read.List[projector.AuditEntry]
 	return l.Items, c.get(ctx, "/api/v1/audit/chain", q, &l)
 }
 
 // Deployments lists the deployment records that match f, and the gaps of
 // the same clusters.
-func (c *Client) Deployments(ctx context.Context, f projector.DeploymentFilter) (*DeploymentList, error) {
+func (c *Client) Deployments(ctx context.Context, f projector.DeploymentFilter) (*read.DeploymentList, error) {
 	q := values("cluster", f.Cluster, "project", f.Project, "namespace", f.Namespace, "app", f.Name,
 		"from", timeParam(f.From), "to", timeParam(f.To))
-	var l DeploymentList
+	var l read.DeploymentList
 	if err := c.get(ctx, "/api/v1/deployments", q, &l); err != nil {
 		return nil, err
 	}
@@ -157,7 +101,7 @@ func (c *Client) Deployments(ctx context.Context, f projector.DeploymentFilter) 
 
 // DeploymentReport asks for a deployment report. Zero times take the
 // server's defaults.
-func (c *Client) DeploymentReport(ctx context.Context, p ReportParams) (*report.Report, error) {
+func (c *Client) DeploymentReport(ctx context.Context, p read.ReportParams) (*report.Report, error) {
 	q := values("by", string(p.By), "label", p.Label, "bucket", string(p.Bucket), "from", timeParam(p.From), "to", timeParam(p.To))
 	var r report.Report
 	if err := c.get(ctx, "/api/v1/reports/deployments", q, &r); err != nil {
@@ -168,13 +112,13 @@ func (c *Client) DeploymentReport(ctx context.Context, p ReportParams) (*report.
 
 // Rollouts asks for the rollouts of placement changes. Zero times take
 // the server's defaults.
-func (c *Client) Rollouts(ctx context.Context, p RolloutParams) (*RolloutReport, error) {
+func (c *Client) Rollouts(ctx context.Context, p read.RolloutParams) (*read.RolloutReport, error) {
 	placement := ""
 	if p.Placement != "" {
 		placement = p.Namespace + "/" + p.Placement
 	}
 	q := values("placement", placement, "from", timeParam(p.From), "to", timeParam(p.To))
-	var r RolloutReport
+	var r read.RolloutReport
 	if err := c.get(ctx, "/api/v1/reports/rollouts", q, &r); err != nil {
 		return nil, err
 	}
@@ -200,7 +144,7 @@ func timeParam(t time.Time) string {
 	return t.Format(time.RFC3339Nano)
 }
 
-// maxErrorBody bounds how much of an error response is read.
+// maxErrorBody bounds how much of an error answer to a read is read.
 const maxErrorBody = 64 << 10
 
 func (c *Client) get(ctx context.Context, path string, q url.Values, out any) error {
@@ -234,19 +178,19 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 	return nil
 }
 
-// responseError turns an error response into an APIError, with the server's
-// message when the body is the API's JSON error.
+// responseError turns an error answer to a read into a ResponseError, with
+// the server's Error when the body is one.
 func responseError(resp *http.Response) error {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if err != nil {
 		return fmt.Errorf("read API: reading a %d answer: %w", resp.StatusCode, err)
 	}
-	var body errorBody
-	if json.Unmarshal(b, &body) != nil || body.Error == "" {
-		body.Error = strings.TrimSpace(string(b))
-		if body.Error == "" {
-			body.Error = "(no message)"
+	re := &ResponseError{Status: resp.StatusCode, read: true}
+	if json.Unmarshal(b, &re.Body) != nil || re.Body.Error == "" {
+		re.Body = Error{Error: strings.TrimSpace(string(b))}
+		if re.Body.Error == "" {
+			re.Body.Error = "(no message)"
 		}
 	}
-	return &APIError{Status: resp.StatusCode, Message: body.Error}
+	return re
 }

@@ -1,11 +1,11 @@
-package readapi_test
+package apicmd_test
 
 import (
 	"testing"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 )
 
 // TestResolveCA checks where the CA bundle comes from: --certificate-authority,
@@ -30,7 +30,7 @@ func TestResolveCA(t *testing.T) {
 		{name: "another server", args: []string{"--server", "https://other.example.com"}, want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(readapi.EnvCA, tc.env)
+			t.Setenv(apicmd.EnvCA, tc.env)
 			got, err := parse(t, tc.args...).Resolve()
 			if err != nil {
 				t.Fatal(err)

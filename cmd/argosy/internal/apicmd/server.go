@@ -1,20 +1,4 @@
-// Package readapi binds the flags of the argosy commands that call a
-// server (the read commands fleet, cluster, app, audit and report, and the
-// commands of the hub's own API, package hubapi), resolves which server to
-// call with which token, and makes their clients: the read API's and the
-// hub's (hub/api, which links neither the hub's server nor Argo CD). It
-// lives apart from cmdkit, which the spoke's binary links too, so that
-// only the argosy binary links the clients and the config file.
-//
-// The server is the first of: --server, ARGOSY_SERVER, the server of the
-// context --context (or ARGOSY_CONTEXT) names, the current context's
-// server, http://127.0.0.1:8080. The token is the first of: --token,
-// ARGOSY_TOKEN, the chosen context's token, none. So is the CA bundle
-// trusted besides the system's CAs: --certificate-authority,
-// ARGOSY_CERTIFICATE_AUTHORITY, the chosen context's, none. The current context
-// applies only to its own server: with --server naming another, its token
-// stays home. A context named with --context always applies.
-package readapi
+package apicmd
 
 import (
 	"errors"
@@ -30,7 +14,6 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/projector/read"
 )
 
 // The environment variables behind the flags, and the server when nothing
@@ -225,32 +208,11 @@ func loadContext(name, from string) (*config.Context, error) {
 	return x, nil
 }
 
-// Client resolves the server and the token and returns a client that
+// Client resolves the server and the token and returns a client of
+// /api/v1 (package hub/api: the hub's own API and the read API) that
 // sends the token. A bad URL given with --server or ARGOSY_SERVER is a
 // cmdkit.FlagError.
-func (o *Options) Client() (*read.Client, error) {
-	t, err := o.Resolve()
-	if err != nil {
-		return nil, err
-	}
-	hc, err := o.httpClient(t)
-	if err != nil {
-		return nil, err
-	}
-	c, err := read.NewClient(t.Server, hc, read.WithToken(t.Token))
-	if err != nil {
-		if t.Context != nil && t.ServerFrom != "--server" && t.ServerFrom != EnvServer {
-			return nil, fmt.Errorf("%s: %w; run: argosy login SERVER --name %s", t.ServerFrom, err, t.Context.Name)
-		}
-		return nil, &cmdkit.FlagError{Err: fmt.Errorf("%s: %w", t.ServerFrom, err)}
-	}
-	o.target = t
-	return c, nil
-}
-
-// HubClient is Client for the hub's own API (package hub/api): the
-// objects it holds and its writes.
-func (o *Options) HubClient() (*api.Client, error) {
+func (o *Options) Client() (*api.Client, error) {
 	t, err := o.Resolve()
 	if err != nil {
 		return nil, err
@@ -270,11 +232,11 @@ func (o *Options) HubClient() (*api.Client, error) {
 	return c, nil
 }
 
-// Target returns what Client or HubClient resolved, nil before either.
+// Target returns what Client resolved, nil before it.
 func (o *Options) Target() *Target { return o.target }
 
-// Explain turns a 401 or 403 answer to a call of a client Client or
-// HubClient made into an error that says which server refused which token
+// Explain turns a 401 or 403 answer to a call of a client Client made
+// into an error that says which server refused which token
 // and what to do; other errors it returns as they are.
 func (o *Options) Explain(err error) error {
 	if o.target == nil {
@@ -283,13 +245,8 @@ func (o *Options) Explain(err error) error {
 	return o.target.Explain(err)
 }
 
-// refusal returns the status and message of an error answer of either
-// API.
+// refusal returns the status and message of an error answer.
 func refusal(err error) (status int, msg string, ok bool) {
-	var ae *read.APIError
-	if errors.As(err, &ae) {
-		return ae.Status, ae.Message, true
-	}
 	var re *api.ResponseError
 	if errors.As(err, &re) {
 		return re.Status, re.Body.Error, true
@@ -333,7 +290,7 @@ func (t *Target) Explain(err error) error {
 }
 
 // authError is a 401 or 403 with what to do about it; it unwraps to the
-// read.APIError or api.ResponseError.
+// api.ResponseError.
 type authError struct {
 	msg string
 	err error

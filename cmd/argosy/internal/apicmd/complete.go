@@ -1,4 +1,4 @@
-package hubapi
+package apicmd
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/hub/api"
 )
 
@@ -25,7 +24,7 @@ type Completion = func(*cobra.Command, []string, string) ([]string, cobra.ShellC
 // is set, with the server and token o resolves once the command line is
 // parsed. When the hub cannot be reached or refuses, it completes
 // nothing, quietly.
-func Complete(o *readapi.Options, kind string, cluster *string) Completion {
+func Complete(o *Options, kind string, cluster *string) Completion {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		ctx := cmd.Context()
 		if ctx == nil {
@@ -33,7 +32,7 @@ func Complete(o *readapi.Options, kind string, cluster *string) Completion {
 		}
 		ctx, cancel := context.WithTimeout(ctx, completeTimeout)
 		defer cancel()
-		c, err := o.HubClient()
+		c, err := o.Client()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -57,7 +56,7 @@ func Complete(o *readapi.Options, kind string, cluster *string) Completion {
 
 // CompleteFirst is Complete for a command's first argument, and nothing
 // after it.
-func CompleteFirst(o *readapi.Options, kind string, cluster *string) Completion {
+func CompleteFirst(o *Options, kind string, cluster *string) Completion {
 	complete := Complete(o, kind, cluster)
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
@@ -76,4 +75,4 @@ func CompleteFlag(cmd *cobra.Command, name string, f Completion) {
 }
 
 // CompleteClusters completes the hub's cluster names, for --cluster.
-func CompleteClusters(o *readapi.Options) Completion { return Complete(o, api.KindClusters, nil) }
+func CompleteClusters(o *Options) Completion { return Complete(o, api.KindClusters, nil) }

@@ -1,4 +1,4 @@
-package readapi
+package apicmd
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package hubapi
+package apicmd
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package hubapi
+package apicmd_test
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -22,11 +22,11 @@ var prod = api.Object{Cluster: "prod", Kind: api.KindClusters, Name: "prod", Gen
 
 // session returns a session of the fake hub h as an admin, resending
 // without waiting.
-func session(t *testing.T, h *cmdtest.FakeHub, o Options) *Session {
+func session(t *testing.T, h *cmdtest.FakeHub, o apicmd.WriteFlags) *apicmd.Session {
 	t.Helper()
 	cmdtest.Isolate(t)
-	o.API = readapi.Options{Server: h.URL, Token: cmdtest.AdminToken}
-	o.backoff = []time.Duration{0, 0}
+	o.API = apicmd.Options{Server: h.URL, Token: cmdtest.AdminToken}
+	o.SetBackoff([]time.Duration{0, 0})
 	s, err := o.Session()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func hangUp(t *testing.T, w http.ResponseWriter) {
 	conn.Close()
 }
 
-func deregister(s *Session) func(context.Context, api.WriteOptions) (*api.Result, error) {
+func deregister(s *apicmd.Session) func(context.Context, api.WriteOptions) (*api.Result, error) {
 	return func(ctx context.Context, o api.WriteOptions) (*api.Result, error) {
 		return s.Client.DeregisterCluster(ctx, "prod", "", o)
 	}
@@ -90,7 +90,7 @@ func TestWriteResendsWithTheSameKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := cmdtest.NewFakeHub(t, prod)
 			h.Fail = func(w http.ResponseWriter, _ *http.Request, n int) bool { return tc.fail(t, w, n) }
-			s := session(t, h, Options{IdempotencyKey: "k1"})
+			s := session(t, h, apicmd.WriteFlags{IdempotencyKey: "k1"})
 			_, err := s.Write(t.Context(), nil, deregister(s))
 			if tc.wantErr != "" {
 				if err == nil || !strings.HasSuffix(err.Error(), tc.wantErr) {
@@ -120,7 +120,7 @@ func answer503(t *testing.T, w http.ResponseWriter) {
 // own, random unless given, and that a dry run and If-Match are sent.
 func TestWriteKeys(t *testing.T) {
 	h := cmdtest.NewFakeHub(t, prod)
-	s := session(t, h, Options{DryRun: true})
+	s := session(t, h, apicmd.WriteFlags{DryRun: true})
 	gen := int64(1)
 	for range 3 {
 		if _, err := s.Write(t.Context(), &gen, deregister(s)); err != nil {
@@ -141,15 +141,15 @@ func TestWriteKeys(t *testing.T) {
 			t.Errorf("request %d: query %q, If-Match %q", i+1, r.Query, r.Header.Get(api.HeaderIfMatch))
 		}
 	}
-	if other := session(t, h, Options{}); other.key == s.key {
+	if other := session(t, h, apicmd.WriteFlags{}); other.Key() == s.Key() {
 		t.Error("two invocations drew the same key")
 	}
 }
 
-// TestExplain checks how the hub's answers read: fields a line each,
+// TestExplainHubAnswers checks how the hub's answers read: fields a line each,
 // the hint, one field that the message already names once, and 401 and
-// 403 through readapi's Explain.
-func TestExplain(t *testing.T) {
+// 403 through Options.Explain.
+func TestExplainHubAnswers(t *testing.T) {
 	tests := []struct {
 		status int
 		body   api.Error
@@ -171,12 +171,12 @@ func TestExplain(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.want[:30], func(t *testing.T) {
 			cmdtest.Isolate(t)
-			o := &readapi.Options{Server: "http://hub:1", Token: "t"}
-			if _, err := o.HubClient(); err != nil {
+			o := &apicmd.Options{Server: "http://hub:1", Token: "t"}
+			if _, err := o.Client(); err != nil {
 				t.Fatal(err)
 			}
 			in := &api.ResponseError{Status: tc.status, Body: tc.body}
-			err := Explain(o, in)
+			err := apicmd.Explain(o, in)
 			if err.Error() != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", err, tc.want)
 			}
@@ -186,7 +186,7 @@ func TestExplain(t *testing.T) {
 		})
 	}
 	other := errors.New("other")
-	if err := Explain(&readapi.Options{}, other); err != other { //nolint:errorlint // the very error
+	if err := apicmd.Explain(&apicmd.Options{}, other); err != other { //nolint:errorlint // the very error
 		t.Errorf("Explain(other) = %v", err)
 	}
 }
@@ -234,7 +234,7 @@ func TestPrintResult(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			if err := PrintResult(cmdkit.IOStreams{Out: &out, Err: &errOut}, tc.format, tc.res); err != nil {
+			if err := apicmd.PrintResult(cmdkit.IOStreams{Out: &out, Err: &errOut}, tc.format, tc.res); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.stdout, out.String()); diff != "" {
@@ -245,7 +245,7 @@ func TestPrintResult(t *testing.T) {
 			}
 		})
 	}
-	if got := Merge([]*api.Result{written, &replayed}); len(got.Events) != 2 || got.Replayed || got.DryRun {
+	if got := apicmd.Merge([]*api.Result{written, &replayed}); len(got.Events) != 2 || got.Replayed || got.DryRun {
 		t.Errorf("Merge = %+v", got)
 	}
 }
@@ -274,14 +274,14 @@ func TestComplete(t *testing.T) {
 		{"http://127.0.0.1:1", cmdtest.ViewerToken, api.KindClusters, "", "", nil},
 	}
 	for _, tc := range tests {
-		o := &readapi.Options{Server: tc.server, Token: tc.token}
+		o := &apicmd.Options{Server: tc.server, Token: tc.token}
 		cluster = tc.cluster
-		got, dir := Complete(o, tc.kind, &cluster)(&cobra.Command{}, nil, tc.prefix)
+		got, dir := apicmd.Complete(o, tc.kind, &cluster)(&cobra.Command{}, nil, tc.prefix)
 		if !cmp.Equal(got, tc.want) || dir != cobra.ShellCompDirectiveNoFileComp {
 			t.Errorf("%s %s of %q from %q: %v, %v; want %v", tc.server, tc.kind, tc.cluster, tc.prefix, got, dir, tc.want)
 		}
 	}
-	if got, _ := CompleteFirst(&readapi.Options{Server: h.URL, Token: cmdtest.ViewerToken}, api.KindClusters, nil)(&cobra.Command{}, []string{"prod"}, ""); got != nil {
+	if got, _ := apicmd.CompleteFirst(&apicmd.Options{Server: h.URL, Token: cmdtest.ViewerToken}, api.KindClusters, nil)(&cobra.Command{}, []string{"prod"}, ""); got != nil {
 		t.Errorf("second argument completed to %v", got)
 	}
 }

@@ -1,11 +1,4 @@
-// Package hubapi is what the argosy commands that call the hub's own API
-// (package hub/api) share: the flags of every write (--dry-run,
-// --idempotency-key, -o) and how a write is sent (one idempotency key per
-// invocation, the request sent again with the same key after a transport
-// error or a 503), printing what a write appended and the hub's objects,
-// the hub's errors made into messages a person can act on, reading
-// Argo CD manifests, and shell completion of the hub's objects.
-package hubapi
+package apicmd
 
 import (
 	"context"
@@ -19,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -44,10 +36,10 @@ and writes what it had not. Running the same command again
 with the same --idempotency-key is just as safe, within the hub's
 idempotency window (24 hours unless its --idempotency-window says else).`
 
-// Options are the flags of every write command.
-type Options struct {
+// WriteFlags are the flags of every write command.
+type WriteFlags struct {
 	// API is --server, --context and --token.
-	API readapi.Options
+	API Options
 	// DryRun is --dry-run.
 	DryRun bool
 	// IdempotencyKey is --idempotency-key; empty for a random one.
@@ -63,9 +55,9 @@ type Options struct {
 var defaultBackoff = []time.Duration{500 * time.Millisecond, 2 * time.Second}
 
 // AddWriteFlags binds the flags of every write command to o.
-func AddWriteFlags(cmd *cobra.Command, o *Options) {
+func AddWriteFlags(cmd *cobra.Command, o *WriteFlags) {
 	cmdkit.AddOutputFlag(cmd, &o.Output)
-	readapi.AddFlags(cmd, &o.API)
+	AddFlags(cmd, &o.API)
 	f := cmd.Flags()
 	f.BoolVar(&o.DryRun, "dry-run", false, "have the hub check the write and print the events it would append; write nothing")
 	f.StringVar(&o.IdempotencyKey, "idempotency-key", "", "the key that names this invocation's writes, so that running it again writes nothing twice (default: a new random key)")
@@ -73,7 +65,7 @@ func AddWriteFlags(cmd *cobra.Command, o *Options) {
 
 // Check checks the flags AddWriteFlags bound; a bad one is a
 // cmdkit.FlagError.
-func (o *Options) Check() error {
+func (o *WriteFlags) Check() error {
 	if err := cmdkit.CheckOutput(o.Output); err != nil {
 		return err
 	}
@@ -87,15 +79,15 @@ func (o *Options) Check() error {
 type Session struct {
 	// Client calls the hub.
 	Client *api.Client
-	o      *Options
+	o      *WriteFlags
 	key    string
 	writes int
 }
 
 // Session resolves the hub and the token and returns the invocation's
 // session, with its idempotency key.
-func (o *Options) Session() (*Session, error) {
-	c, err := o.API.HubClient()
+func (o *WriteFlags) Session() (*Session, error) {
+	c, err := o.API.Client()
 	if err != nil {
 		return nil, err
 	}
@@ -170,12 +162,12 @@ func (e *resentError) Error() string {
 
 func (e *resentError) Unwrap() error { return e.err }
 
-// Explain makes err, of a call of the client o.HubClient made, into a
+// Explain makes err, of a call of the client o.Client made, into a
 // message a person can act on: a 401 or 403 says which hub refused which
-// token and how to log in (readapi's Explain); any other answer of the
+// token and how to log in (Options.Explain); any other answer of the
 // hub gives its message, each field it names on a line of its own, and
 // the next command to run.
-func Explain(o *readapi.Options, err error) error {
+func Explain(o *Options, err error) error {
 	var re *api.ResponseError
 	switch {
 	case err == nil:

@@ -1,4 +1,4 @@
-package hubapi
+package apicmd
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // ApplyOptions are the flags of the commands that apply manifests: app
 // apply and project apply.
 type ApplyOptions struct {
-	Write Options
+	Write WriteFlags
 	// Files is -f: files, directories, or - for standard input.
 	Files []string
 	// Clusters is --cluster.

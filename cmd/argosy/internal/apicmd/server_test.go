@@ -1,4 +1,4 @@
-package readapi_test
+package apicmd_test
 
 import (
 	"bytes"
@@ -12,20 +12,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
-	"github.com/argosyproj/argosy/cmd/argosy/internal/readapi"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/projector/read"
 )
 
 // parse binds the flags to a command, parses args and returns the options.
-func parse(t *testing.T, args ...string) *readapi.Options {
+func parse(t *testing.T, args ...string) *apicmd.Options {
 	t.Helper()
-	var opts readapi.Options
+	var opts apicmd.Options
 	cmd := &cobra.Command{Use: "reader", RunE: func(*cobra.Command, []string) error { return nil }}
-	readapi.AddFlags(cmd, &opts)
+	apicmd.AddFlags(cmd, &opts)
 	cmd.SetArgs(append([]string{}, args...)) // nil would be os.Args
 	cmd.SetOut(&bytes.Buffer{})
 	if err := cmd.Execute(); err != nil {
@@ -62,48 +61,48 @@ func TestResolve(t *testing.T) {
 		bad     bool           // a config file that does not parse
 		env     map[string]string
 		args    []string
-		want    readapi.Target // Context and Skipped by name below
+		want    apicmd.Target // Context and Skipped by name below
 		context string
 		skipped string
 		wantErr string
 		flagErr bool
 	}{
-		{name: "nothing", want: readapi.Target{Server: readapi.DefaultServer, ServerFrom: "default"}},
-		{name: "no current context", config: noCurrent, want: readapi.Target{Server: readapi.DefaultServer, ServerFrom: "default"}},
+		{name: "nothing", want: apicmd.Target{Server: apicmd.DefaultServer, ServerFrom: "default"}},
+		{name: "no current context", config: noCurrent, want: apicmd.Target{Server: apicmd.DefaultServer, ServerFrom: "default"}},
 		{name: "current context", config: fleetConfig(),
-			want: readapi.Target{Server: prod, ServerFrom: `context "prod"`, Token: "prod-token", TokenFrom: `context "prod"`}, context: "prod"},
+			want: apicmd.Target{Server: prod, ServerFrom: `context "prod"`, Token: "prod-token", TokenFrom: `context "prod"`}, context: "prod"},
 		{name: "--server is the current context's", config: fleetConfig(), args: []string{"--server", "https://HUB.example.com/"},
-			want: readapi.Target{Server: "https://HUB.example.com/", ServerFrom: "--server", Token: "prod-token", TokenFrom: `context "prod"`}, context: "prod"},
+			want: apicmd.Target{Server: "https://HUB.example.com/", ServerFrom: "--server", Token: "prod-token", TokenFrom: `context "prod"`}, context: "prod"},
 		{name: "--server is another", config: fleetConfig(), args: []string{"--server", other},
-			want: readapi.Target{Server: other, ServerFrom: "--server"}, skipped: "prod"},
-		{name: "ARGOSY_SERVER is another", config: fleetConfig(), env: map[string]string{readapi.EnvServer: other},
-			want: readapi.Target{Server: other, ServerFrom: readapi.EnvServer}, skipped: "prod"},
-		{name: "--server over ARGOSY_SERVER", env: map[string]string{readapi.EnvServer: "http://env:1"}, args: []string{"--server", other},
-			want: readapi.Target{Server: other, ServerFrom: "--server"}},
+			want: apicmd.Target{Server: other, ServerFrom: "--server"}, skipped: "prod"},
+		{name: "ARGOSY_SERVER is another", config: fleetConfig(), env: map[string]string{apicmd.EnvServer: other},
+			want: apicmd.Target{Server: other, ServerFrom: apicmd.EnvServer}, skipped: "prod"},
+		{name: "--server over ARGOSY_SERVER", env: map[string]string{apicmd.EnvServer: "http://env:1"}, args: []string{"--server", other},
+			want: apicmd.Target{Server: other, ServerFrom: "--server"}},
 		{name: "--context", config: fleetConfig(), args: []string{"--context", "dev"},
-			want: readapi.Target{Server: "http://127.0.0.1:9090", ServerFrom: `context "dev"`, Token: "dev-token", TokenFrom: `context "dev"`}, context: "dev"},
-		{name: "ARGOSY_CONTEXT", config: fleetConfig(), env: map[string]string{readapi.EnvContext: "dev"},
-			want: readapi.Target{Server: "http://127.0.0.1:9090", ServerFrom: `context "dev"`, Token: "dev-token", TokenFrom: `context "dev"`}, context: "dev"},
-		{name: "--context over ARGOSY_CONTEXT", config: fleetConfig(), env: map[string]string{readapi.EnvContext: "dev"}, args: []string{"--context", "anon"},
-			want: readapi.Target{Server: "https://anon.example.com", ServerFrom: `context "anon"`}, context: "anon"},
+			want: apicmd.Target{Server: "http://127.0.0.1:9090", ServerFrom: `context "dev"`, Token: "dev-token", TokenFrom: `context "dev"`}, context: "dev"},
+		{name: "ARGOSY_CONTEXT", config: fleetConfig(), env: map[string]string{apicmd.EnvContext: "dev"},
+			want: apicmd.Target{Server: "http://127.0.0.1:9090", ServerFrom: `context "dev"`, Token: "dev-token", TokenFrom: `context "dev"`}, context: "dev"},
+		{name: "--context over ARGOSY_CONTEXT", config: fleetConfig(), env: map[string]string{apicmd.EnvContext: "dev"}, args: []string{"--context", "anon"},
+			want: apicmd.Target{Server: "https://anon.example.com", ServerFrom: `context "anon"`}, context: "anon"},
 		{name: "--context's token goes to --server", config: fleetConfig(), args: []string{"--context", "dev", "--server", other},
-			want: readapi.Target{Server: other, ServerFrom: "--server", Token: "dev-token", TokenFrom: `context "dev"`}, context: "dev"},
-		{name: "ARGOSY_SERVER over --context", config: fleetConfig(), env: map[string]string{readapi.EnvServer: other}, args: []string{"--context", "dev"},
-			want: readapi.Target{Server: other, ServerFrom: readapi.EnvServer, Token: "dev-token", TokenFrom: `context "dev"`}, context: "dev"},
+			want: apicmd.Target{Server: other, ServerFrom: "--server", Token: "dev-token", TokenFrom: `context "dev"`}, context: "dev"},
+		{name: "ARGOSY_SERVER over --context", config: fleetConfig(), env: map[string]string{apicmd.EnvServer: other}, args: []string{"--context", "dev"},
+			want: apicmd.Target{Server: other, ServerFrom: apicmd.EnvServer, Token: "dev-token", TokenFrom: `context "dev"`}, context: "dev"},
 		{name: "--token", config: fleetConfig(), args: []string{"--token", "flag-token"},
-			want: readapi.Target{Server: prod, ServerFrom: `context "prod"`, Token: "flag-token", TokenFrom: "--token"}, context: "prod"},
-		{name: "ARGOSY_TOKEN", config: fleetConfig(), env: map[string]string{readapi.EnvToken: "env-token"},
-			want: readapi.Target{Server: prod, ServerFrom: `context "prod"`, Token: "env-token", TokenFrom: readapi.EnvToken}, context: "prod"},
-		{name: "--token over ARGOSY_TOKEN", env: map[string]string{readapi.EnvToken: "env-token"}, args: []string{"--token", "flag-token"},
-			want: readapi.Target{Server: readapi.DefaultServer, ServerFrom: "default", Token: "flag-token", TokenFrom: "--token"}},
+			want: apicmd.Target{Server: prod, ServerFrom: `context "prod"`, Token: "flag-token", TokenFrom: "--token"}, context: "prod"},
+		{name: "ARGOSY_TOKEN", config: fleetConfig(), env: map[string]string{apicmd.EnvToken: "env-token"},
+			want: apicmd.Target{Server: prod, ServerFrom: `context "prod"`, Token: "env-token", TokenFrom: apicmd.EnvToken}, context: "prod"},
+		{name: "--token over ARGOSY_TOKEN", env: map[string]string{apicmd.EnvToken: "env-token"}, args: []string{"--token", "flag-token"},
+			want: apicmd.Target{Server: apicmd.DefaultServer, ServerFrom: "default", Token: "flag-token", TokenFrom: "--token"}},
 		{name: "no such --context", config: fleetConfig(), args: []string{"--context", "nope"}, flagErr: true,
 			wantErr: `--context "nope": no such context in CONFIG: known contexts are prod, dev, anon`},
-		{name: "no such ARGOSY_CONTEXT", env: map[string]string{readapi.EnvContext: "nope"}, flagErr: true,
+		{name: "no such ARGOSY_CONTEXT", env: map[string]string{apicmd.EnvContext: "nope"}, flagErr: true,
 			wantErr: `ARGOSY_CONTEXT "nope": no such context in CONFIG: there are none; run: argosy login SERVER`},
 		{name: "current context gone", config: gone, wantErr: `CONFIG: the current context "gone" is not in the config: known contexts are prod, dev, anon; run: argosy context use NAME`},
 		{name: "bad config", bad: true, wantErr: "argosy config file CONFIG: "},
 		{name: "bad config unread", bad: true, args: []string{"--server", other, "--token", "t"},
-			want: readapi.Target{Server: other, ServerFrom: "--server", Token: "t", TokenFrom: "--token"}},
+			want: apicmd.Target{Server: other, ServerFrom: "--server", Token: "t", TokenFrom: "--token"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +209,7 @@ func TestClientBadServer(t *testing.T) {
 		!strings.HasPrefix(err.Error(), `context "typo": server URL "hub:8080"`) || !strings.HasSuffix(err.Error(), "run: argosy login SERVER --name typo") {
 		t.Errorf("context's bad server: %v", err)
 	}
-	t.Setenv(readapi.EnvServer, "hub:8080")
+	t.Setenv(apicmd.EnvServer, "hub:8080")
 	_, err = parse(t).Client()
 	if err == nil || !errors.As(err, new(*cmdkit.FlagError)) || !strings.HasPrefix(err.Error(), `ARGOSY_SERVER: server URL "hub:8080"`) {
 		t.Errorf("ARGOSY_SERVER's bad server: %v", err)
@@ -274,20 +273,21 @@ func TestExplain(t *testing.T) {
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("error\n%v\nwant\n%s", err, tc.want)
 			}
-			if !errors.As(err, new(*read.APIError)) {
-				t.Errorf("%T does not unwrap to the APIError", err)
+			if !errors.As(err, new(*api.ResponseError)) {
+				t.Errorf("%T does not unwrap to the ResponseError", err)
 			}
 		})
 	}
-	if err := (&readapi.Options{}).Explain(nil); err != nil {
+	if err := (&apicmd.Options{}).Explain(nil); err != nil {
 		t.Errorf("Explain(nil) = %v", err)
 	}
 }
 
-// TestHubClientExplain checks that the hub's client HubClient makes sends
-// the resolved token, and that its 401 and 403 answers are explained as
-// the read API's are, while others pass as they are.
-func TestHubClientExplain(t *testing.T) {
+// TestHubRoutesExplain checks that the client Client makes sends the
+// resolved token to the hub's own routes too, and that their 401 and 403
+// answers are explained as the read API's are, while others pass as they
+// are.
+func TestHubRoutesExplain(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Header.Get("Authorization") {
 		case "Bearer viewer":
@@ -317,7 +317,7 @@ func TestHubClientExplain(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := parse(t)
-			c, err := opts.HubClient()
+			c, err := opts.Client()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -335,8 +335,8 @@ func TestHubClientExplain(t *testing.T) {
 		})
 	}
 	cmdtest.Isolate(t)
-	t.Setenv(readapi.EnvServer, "hub:8080")
-	if _, err := parse(t).HubClient(); err == nil || !errors.As(err, new(*cmdkit.FlagError)) {
+	t.Setenv(apicmd.EnvServer, "hub:8080")
+	if _, err := parse(t).Client(); err == nil || !errors.As(err, new(*cmdkit.FlagError)) {
 		t.Errorf("ARGOSY_SERVER's bad server: %v, want a usage error", err)
 	}
 }
@@ -353,14 +353,14 @@ func writeError(t *testing.T, w http.ResponseWriter, status int, msg string) {
 // TestParseTime checks the time flags' values: empty, RFC 3339 with any
 // offset, and anything else, a usage error.
 func TestParseTime(t *testing.T) {
-	got, err := readapi.ParseTime("from", "2026-03-01T01:00:00.5+01:00")
+	got, err := apicmd.ParseTime("from", "2026-03-01T01:00:00.5+01:00")
 	if want := time.Date(2026, 3, 1, 0, 0, 0, 5e8, time.UTC); err != nil || !got.Equal(want) {
 		t.Errorf("ParseTime: %v, %v; want %v", got, err, want)
 	}
-	if got, err := readapi.ParseTime("from", ""); err != nil || !got.IsZero() {
+	if got, err := apicmd.ParseTime("from", ""); err != nil || !got.IsZero() {
 		t.Errorf("ParseTime of nothing: %v, %v; want the zero time", got, err)
 	}
-	_, err = readapi.ParseTime("to", "03/01/2026")
+	_, err = apicmd.ParseTime("to", "03/01/2026")
 	if err == nil || !errors.As(err, new(*cmdkit.FlagError)) || !strings.HasPrefix(err.Error(), `--to "03/01/2026": want an RFC 3339 time`) {
 		t.Errorf("ParseTime of a bad time: %v, want a FlagError", err)
 	}
@@ -378,7 +378,7 @@ func TestSameServer(t *testing.T) {
 		{"https://hub.example.com/a", "https://hub.example.com/b", false},
 		{"http://[::1", "http://[::1", false},
 	} {
-		if got := readapi.SameServer(tc.a, tc.b); got != tc.want {
+		if got := apicmd.SameServer(tc.a, tc.b); got != tc.want {
 			t.Errorf("SameServer(%q, %q) = %v", tc.a, tc.b, got)
 		}
 	}
