@@ -133,8 +133,9 @@ func RangeConsumeOpts() []kgo.Opt {
 // with records that never come: a partition is read once a record at or
 // past its end comes, or once the partition's leader shows that nothing
 // a read-committed reader gets lies between the partition's next offset
-// and its end. A partition read is removed from the client, which can then
-// go on reading it from its end (AddConsumePartitions).
+// and its end. A partition read is paused on the client (removing it while
+// others are fetched would stall them): a caller that reads on from the
+// ends removes the partitions, resumes them and adds them again.
 type RangeReader struct {
 	client *kgo.Client
 	// left are the ranges not read to their end, From moved to the next
@@ -244,7 +245,7 @@ func (r *RangeReader) take(fs kgo.Fetches) []*kgo.Record {
 		done[k.topic] = append(done[k.topic], k.p)
 	})
 	if len(done) > 0 {
-		r.client.RemoveConsumePartitions(done)
+		r.client.PauseFetchPartitions(done)
 	}
 	return out
 }
@@ -271,7 +272,7 @@ func (r *RangeReader) settle(ctx context.Context) {
 		}
 	}
 	if len(done) > 0 {
-		r.client.RemoveConsumePartitions(done)
+		r.client.PauseFetchPartitions(done)
 	}
 }
 
