@@ -151,17 +151,19 @@ func (l *ledger) follow(ctx context.Context, cl *kgo.Client, ranges []events.Ran
 			return err
 		}
 	}
-	from := map[string]map[int32]kgo.Offset{}
+	from, read := map[string]map[int32]kgo.Offset{}, map[string][]int32{}
 	l.mu.Lock()
 	for _, r := range ranges {
 		l.advance(r.Topic, r.Partition, r.To)
 		if from[r.Topic] == nil {
 			from[r.Topic] = map[int32]kgo.Offset{}
 		}
-		from[r.Topic][r.Partition] = kgo.NewOffset().At(r.To)
+		from[r.Topic][r.Partition], read[r.Topic] = kgo.NewOffset().At(r.To), append(read[r.Topic], r.Partition)
 	}
 	l.mu.Unlock()
 	close(caughtUp)
+	cl.RemoveConsumePartitions(read)
+	cl.ResumeFetchPartitions(read)
 	cl.AddConsumePartitions(from)
 	for {
 		fs := cl.PollFetches(ctx)
