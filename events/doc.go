@@ -16,6 +16,9 @@
 //   - Reader consumes assigned partitions, hands each decoded event to a
 //     handler, dead-letters poison records (DeadLetter) and commits offsets
 //     only after the handler returned.
+//   - PlanRanges and RangeReader read a fixed range of the log, read
+//     committed, to its end (export, rebuilds, as-of answers, bootstraps,
+//     the hub's catch-up).
 //
 // See docs/design.md for the topic plan and delivery guarantees.
 package events
