@@ -20,6 +20,9 @@
 //     concern it), and Common is the options bundle that the other
 //     components embed: logger, tracer and meter providers, clock margin,
 //     Kafka client and decoder options, with their defaults in one place.
+//   - PlanRanges and RangeReader read a fixed range of the log, read
+//     committed, to its end (export, rebuilds, as-of answers, bootstraps,
+//     the hub's catch-up).
 //
 // See docs/design.md for the topic plan and delivery guarantees.
 package events

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -97,60 +98,73 @@ func newLedger(topics events.Topics, in *events.Intake, window time.Duration, lo
 		ids: map[string]written{}, requests: map[string]keyUse{}, next: map[string]map[int32]int64{}, moved: make(chan struct{})}
 }
 
-// consumeOpts returns the options of the ledger's client: the desired-state
-// topic from its start and the config topic from the window's start (or
-// its last stable offset, if that is earlier: a transaction still open may
-// yet commit), read committed, transaction markers included so that the
-// offsets reach the last stable offset.
-func (l *ledger) consumeOpts(ctx context.Context, adm *kadm.Client, now time.Time) ([]kgo.Opt, error) {
-	config, desired, placements := l.topics[events.TopicConfig], l.topics[events.TopicDesired], l.topics[events.TopicPlacements]
-	audit := l.topics[events.TopicAudit]
-	starts := map[string]map[int32]int64{config: {}, desired: {}, placements: {}, audit: {}}
-	listings := []struct {
-		topic string
-		list  func() (kadm.ListedOffsets, error)
+// plan returns the ranges the ledger reads before the hub is ready: the
+// desired-state and placements topics from their start, the config topic
+// from the window's start and the audit topic from sessionEndsKept back,
+// each to its last stable offset (a transaction still open may yet
+// commit).
+func (l *ledger) plan(ctx context.Context, adm *kadm.Client, now time.Time) ([]events.Range, error) {
+	var all []events.Range
+	for _, p := range []struct {
+		topics []string
+		from   time.Time
 	}{
-		{config, func() (kadm.ListedOffsets, error) {
-			return adm.ListOffsetsAfterMilli(ctx, now.Add(-l.window).UnixMilli(), config)
-		}},
-		{config, func() (kadm.ListedOffsets, error) { return adm.ListCommittedOffsets(ctx, config) }},
-		{desired, func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, desired) }},
-		{placements, func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, placements) }},
-		{audit, func() (kadm.ListedOffsets, error) {
-			return adm.ListOffsetsAfterMilli(ctx, now.Add(-sessionEndsKept).UnixMilli(), audit)
-		}},
-		{audit, func() (kadm.ListedOffsets, error) { return adm.ListCommittedOffsets(ctx, audit) }},
-	}
-	for _, ls := range listings {
-		listed, err := ls.list()
-		if err == nil {
-			err = listed.Error()
-		}
+		{[]string{l.topics[events.TopicConfig]}, now.Add(-l.window)},
+		{[]string{l.topics[events.TopicDesired], l.topics[events.TopicPlacements]}, time.Time{}},
+		{[]string{l.topics[events.TopicAudit]}, now.Add(-sessionEndsKept)},
+	} {
+		ranges, err := events.PlanRanges(ctx, adm, p.topics, events.Bounds{From: p.from})
 		if err != nil {
-			return nil, fmt.Errorf("hub: where to start reading %s: %w", ls.topic, err)
+			return nil, fmt.Errorf("hub: where to start reading: %w", err)
 		}
-		listed.Each(func(o kadm.ListedOffset) {
-			if cur, ok := starts[ls.topic][o.Partition]; !ok || o.Offset < cur {
-				starts[ls.topic][o.Partition] = o.Offset
-			}
-		})
+		all = append(all, ranges...)
 	}
-	parts := map[string]map[int32]kgo.Offset{}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for t, ps := range starts {
-		parts[t] = map[int32]kgo.Offset{}
-		for p, off := range ps {
-			parts[t][p] = kgo.NewOffset().At(off)
-			l.advance(t, p, off)
-		}
+	for _, r := range all {
+		l.advance(r.Topic, r.Partition, r.From)
 	}
-	return []kgo.Opt{kgo.ConsumePartitions(parts), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, nil
+	return all, nil
 }
 
-// follow reads the client's records into the ledger until ctx ends.
-func (l *ledger) follow(ctx context.Context, cl *kgo.Client) error {
+// follow reads ranges into the ledger with the client (made with
+// events.RangeConsumeOpts), closes caughtUp once they are read, and then
+// reads on from their ends until ctx ends.
+func (l *ledger) follow(ctx context.Context, cl *kgo.Client, ranges []events.Range, caughtUp chan<- struct{}) error {
+	reader, err := events.NewRangeReader(cl, ranges, events.WithLogger(l.log))
+	if err != nil {
+		return err
+	}
+	for {
+		batch, err := reader.Poll(ctx, 0)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil //nolint:nilerr // a stop, not a failure
+		}
+		if err != nil {
+			l.log.WarnContext(ctx, "reading the log; retrying", "err", fmt.Errorf("hub: %w", err))
+			continue
+		}
+		if err := l.takeAll(ctx, batch); err != nil {
+			return err
+		}
+	}
+	from, read := map[string]map[int32]kgo.Offset{}, map[string][]int32{}
+	l.mu.Lock()
+	for _, r := range ranges {
+		l.advance(r.Topic, r.Partition, r.To)
+		if from[r.Topic] == nil {
+			from[r.Topic] = map[int32]kgo.Offset{}
+		}
+		from[r.Topic][r.Partition], read[r.Topic] = kgo.NewOffset().At(r.To), append(read[r.Topic], r.Partition)
+	}
+	l.mu.Unlock()
+	close(caughtUp)
+	cl.RemoveConsumePartitions(read)
+	cl.ResumeFetchPartitions(read)
+	cl.AddConsumePartitions(from)
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -163,18 +177,25 @@ func (l *ledger) follow(ctx context.Context, cl *kgo.Client) error {
 		if err := errors.Join(errs...); err != nil {
 			l.log.WarnContext(ctx, "reading the log; retrying", "err", err)
 		}
-		var batch []*kgo.Record
-		fs.EachRecord(func(r *kgo.Record) { batch = append(batch, r) })
-		for _, r := range batch {
-			if err := l.take(ctx, r); err != nil {
-				if ctx.Err() != nil {
-					return nil //nolint:nilerr // a stop, not a failure
-				}
-				return err
-			}
+		if err := l.takeAll(ctx, fs.Records()); err != nil {
+			return err
 		}
-		l.pruneIDs(time.Now())
 	}
+}
+
+// takeAll takes a poll's records, and forgets what fell out of the window.
+// A stop is no error.
+func (l *ledger) takeAll(ctx context.Context, batch []*kgo.Record) error {
+	for _, r := range batch {
+		if err := l.take(ctx, r); err != nil {
+			if ctx.Err() != nil {
+				return nil //nolint:nilerr // a stop, not a failure
+			}
+			return err
+		}
+	}
+	l.pruneIDs(time.Now())
+	return nil
 }
 
 // take folds one record into the ledger and moves its partition's offset.

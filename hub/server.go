@@ -191,11 +191,11 @@ func (s *Server) Run(ctx context.Context) error {
 	s.ledger = newLedger(s.o.topics, in, s.o.window, s.o.Log)
 	s.ledger.lag = s.o.ledgerLag
 	s.ledger.sessions = s.auth.sessions
-	lopts, err := s.ledger.consumeOpts(ctx, adm, s.o.now())
+	ranges, err := s.ledger.plan(ctx, adm, s.o.now())
 	if err != nil {
 		return err
 	}
-	ledgerClient, err := client("hub-ledger", lopts...)
+	ledgerClient, err := client("hub-ledger", events.RangeConsumeOpts()...)
 	if err != nil {
 		return err
 	}
@@ -204,8 +204,9 @@ func (s *Server) Run(ctx context.Context) error {
 	defer s.writer.close()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return follower.Run(gctx) })
-	g.Go(func() error { return s.ledger.follow(gctx, ledgerClient) })
-	g.Go(func() error { return s.catchUp(gctx, adm) })
+	caughtUp := make(chan struct{})
+	g.Go(func() error { return s.ledger.follow(gctx, ledgerClient, ranges, caughtUp) })
+	g.Go(func() error { return s.catchUp(gctx, caughtUp) })
 	g.Go(func() error { return s.placer.run(gctx) })
 	g.Go(func() error { return s.publishKey(gctx, started) })
 	g.Go(func() error { return s.auth.Run(gctx) })
@@ -240,26 +241,13 @@ func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, err
 }
 
 // catchUp marks the hub ready once the ledger has read what the log held
-// when it started: the sessions ended on the audit topic too.
-func (s *Server) catchUp(ctx context.Context, adm *kadm.Client) error {
-	ends := map[string]map[int32]int64{}
-	for _, role := range []events.Topic{events.TopicConfig, events.TopicDesired, events.TopicPlacements, events.TopicAudit} {
-		t := s.o.topics[role]
-		listed, err := adm.ListCommittedOffsets(ctx, t)
-		if err != nil {
-			return fmt.Errorf("hub: end of %s: %w", t, err)
-		}
-		if err := listed.Error(); err != nil {
-			return fmt.Errorf("hub: end of %s: %w", t, err)
-		}
-		ends[t] = map[int32]int64{}
-		listed.Each(func(o kadm.ListedOffset) { ends[t][o.Partition] = o.Offset })
-	}
-	if err := s.ledger.wait(ctx, ends); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
+// when it started (caughtUp closed): the sessions ended on the audit topic
+// too.
+func (s *Server) catchUp(ctx context.Context, caughtUp <-chan struct{}) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-caughtUp:
 	}
 	// The trust topic too, to now: a replica started on a key rotated out
 	// meanwhile learns it before it serves, and writes nothing with it.

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -130,8 +130,7 @@ func AsOf(ctx context.Context, conn []kgo.Opt, anchors []events.Key, q AsOfQuery
 	}
 	clients := &clientSet{conn: conn, o: o}
 	defer clients.close()
-	reader, err := clients.new("asof", kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	reader, err := clients.new("asof", events.RangeConsumeOpts()...)
 	if err != nil {
 		return nil, err
 	}
@@ -159,149 +158,66 @@ func AsOf(ctx context.Context, conn []kgo.Opt, anchors []events.Key, q AsOfQuery
 }
 
 // asOfRanges finds the cluster's config and status partitions and the
-// ranges of each to read.
+// ranges of each to read: the config partition from its start and the
+// status partition from the status window's start, both to the first
+// offset appended after At's millisecond.
 func asOfRanges(ctx context.Context, adm *kadm.Client, topics events.Topics, q AsOfQuery) ([]ReadRange, error) {
 	cfg, status := topics[events.TopicConfig], topics[events.TopicStatus]
-	ends, err := adm.ListCommittedOffsets(ctx, cfg, status)
-	if err == nil {
-		err = ends.Error()
-	}
+	to := q.At.Truncate(time.Millisecond).Add(time.Millisecond)
+	cfgRanges, err := events.PlanRanges(ctx, adm, []string{cfg}, events.Bounds{To: to})
 	if err != nil {
-		return nil, fmt.Errorf("list offsets of %s and %s (do the topics exist, and is their prefix right?): %w", cfg, status, err)
+		return nil, fmt.Errorf("as-of: %w (is the topics' prefix right?)", err)
 	}
-	starts, err := adm.ListStartOffsets(ctx, cfg, status)
-	if err == nil {
-		err = starts.Error()
-	}
+	statusRanges, err := events.PlanRanges(ctx, adm, []string{status}, events.Bounds{From: q.At.Add(-q.StatusWindow), To: to})
 	if err != nil {
-		return nil, fmt.Errorf("list start offsets: %w", err)
-	}
-	// The first offset appended after At's millisecond ends each range.
-	after, err := adm.ListOffsetsAfterMilli(ctx, q.At.UnixMilli()+1, cfg, status)
-	if err == nil {
-		err = after.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list offsets at %s: %w", q.At.Format(time.RFC3339), err)
-	}
-	windowStart, err := adm.ListOffsetsAfterMilli(ctx, q.At.Add(-q.StatusWindow).UnixMilli(), status)
-	if err == nil {
-		err = windowStart.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list offsets at %s: %w", q.At.Add(-q.StatusWindow).Format(time.RFC3339), err)
+		return nil, fmt.Errorf("as-of: %w (is the topics' prefix right?)", err)
 	}
 	part := events.NewPartitioner(nil)
-	cp := part.PartitionOf(q.Cluster, int32(len(ends[cfg])))
+	cp := part.PartitionOf(q.Cluster, int32(len(cfgRanges)))
 	if q.ConfigPartition != nil {
 		cp = *q.ConfigPartition
-		if _, ok := ends.Lookup(cfg, cp); !ok {
-			return nil, fmt.Errorf("config partition %d: %s has %d partitions", cp, cfg, len(ends[cfg]))
+		if cp < 0 || int(cp) >= len(cfgRanges) {
+			return nil, fmt.Errorf("config partition %d: %s has %d partitions", cp, cfg, len(cfgRanges))
 		}
 	}
-	sp := part.PartitionOf(q.Cluster, int32(len(ends[status])))
-	bound := func(topic string, p int32, from kadm.ListedOffsets) ReadRange {
-		end, _ := ends.Lookup(topic, p)
-		first, _ := starts.Lookup(topic, p)
-		r := ReadRange{Topic: topic, Partition: p, From: first.Offset, To: end.Offset}
-		if a, ok := after.Lookup(topic, p); ok && a.Offset >= 0 {
-			r.To = min(r.To, a.Offset)
-		}
-		if from != nil {
-			if f, ok := from.Lookup(topic, p); ok && f.Offset >= 0 {
-				r.From = max(r.From, f.Offset)
-			}
-		}
-		r.From = min(r.From, r.To)
-		return r
+	sp := part.PartitionOf(q.Cluster, int32(len(statusRanges)))
+	read := func(r events.Range) ReadRange {
+		return ReadRange{Topic: r.Topic, Partition: r.Partition, From: r.From, To: r.To}
 	}
-	return []ReadRange{bound(cfg, cp, nil), bound(status, sp, windowStart)}, nil
+	return []ReadRange{read(cfgRanges[cp]), read(statusRanges[sp])}, nil
 }
 
 // foldAsOf reads the ranges, folds the cluster's events into a new view,
 // and answers from it.
-func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges []ReadRange, q AsOfQuery, o options) (*AsOfResult, error) {
+func foldAsOf(ctx context.Context, client *kgo.Client, in *events.Intake, ranges []ReadRange, q AsOfQuery, o options) (*AsOfResult, error) {
 	res := &AsOfResult{Cluster: q.Cluster, At: q.At, Apps: []AsOfApp{}, Read: ranges}
-	consume := map[string]map[int32]kgo.Offset{}
-	at := map[Partition]int64{}
+	var spans []events.Range
 	for _, r := range ranges {
-		if r.From < r.To {
-			consume[r.Topic] = map[int32]kgo.Offset{r.Partition: kgo.NewOffset().At(r.From)}
-			at[Partition{r.Topic, r.Partition}] = r.From
-		}
+		spans = append(spans, events.Range{Topic: r.Topic, Partition: r.Partition, From: r.From, To: r.To})
 	}
-	reader.AddConsumePartitions(consume)
-	view := NewView()
-	src := asOfSources{desired: map[AppKey]*EventRef{}, observed: map[AppKey]*EventRef{}, objects: map[string]*DesiredObject{}}
-	folded := map[Partition]int64{}
-	for len(at) > 0 {
-		fs := reader.PollRecords(ctx, o.maxRecords)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	reader, err := events.NewRangeReader(client, spans)
+	if err != nil {
+		return nil, err
+	}
+	f := &asOfFold{q: q, o: o, in: in, view: NewView(), folded: map[Partition]int64{},
+		src: asOfSources{desired: map[AppKey]*EventRef{}, observed: map[AppKey]*EventRef{}, objects: map[string]*DesiredObject{}}}
+	for {
+		recs, err := readOn(ctx, reader, o)
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		if err := fetchError(ctx, fs, o.Log); err != nil {
-			return nil, err
-		}
-		var recs []*kgo.Record
-		for _, rec := range fs.Records() {
-			p := Partition{rec.Topic, rec.Partition}
-			if _, reading := at[p]; !reading {
-				continue
-			}
-			// A read-committed reader never gets aborted records: a range
-			// may end with some, and the first record after it is what
-			// shows the partition read.
-			end := rangeEnd(ranges, p)
-			if at[p] = min(rec.Offset, end-1) + 1; at[p] >= end {
-				delete(at, p)
-				reader.PauseFetchPartitions(map[string][]int32{p.Topic: {p.Partition}})
-			}
-			if rec.Offset >= end {
-				continue
-			}
-			// Keys are not signed: another cluster's key is passed over,
-			// and a decoded event about another cluster below too.
-			if !rec.Attrs.IsControl() && string(rec.Key) == q.Cluster {
-				recs = append(recs, rec)
-			}
-		}
-		all, causes, err := decodeAll(ctx, in, recs)
 		if err != nil {
 			return nil, err
 		}
-		for i, d := range all {
-			if d == nil {
-				if causes[i] != nil {
-					o.Log.WarnContext(ctx, "record refused", "topic", recs[i].Topic, "partition", recs[i].Partition,
-						"offset", recs[i].Offset, "reason", events.Reason(causes[i]))
-				}
-				continue
-			}
-			if d.Subject.Cluster != q.Cluster {
-				continue
-			}
-			// A replay changes no row: it is no object's last event, and
-			// no row comes from it.
-			replay := view.Replay(d)
-			if err := Apply(view, d); err != nil {
-				o.Log.WarnContext(ctx, "event the fold refuses", "topic", d.Topic, "offset", d.Offset, "err", err)
-				continue
-			}
-			folded[Partition{d.Topic, d.Partition}]++
-			if replay != "" {
-				o.Log.WarnContext(ctx, "replay refused", "topic", d.Topic, "partition", d.Partition, "offset", d.Offset,
-					"type", d.Spec.Type, "reason", replay)
-				continue
-			}
-			src.note(d, d.Topic == o.topics[events.TopicConfig], q.Objects)
+		if err := f.fold(ctx, recs); err != nil {
+			return nil, err
 		}
 	}
 	for i := range res.Read {
-		res.Read[i].Events = folded[Partition{res.Read[i].Topic, res.Read[i].Partition}]
+		res.Read[i].Events = f.folded[Partition{res.Read[i].Topic, res.Read[i].Partition}]
 	}
-	b := view.Flush()
-	res.answer(b, q, src.desired, src.observed)
-	for _, ob := range src.objects {
+	res.answer(f.view.Flush(), q, f.src.desired, f.src.observed)
+	for _, ob := range f.src.objects {
 		if q.App == "" || (ob.Kind == schemas.SubjectApplications && ob.Name == q.App) {
 			res.Objects = append(res.Objects, *ob)
 		}
@@ -312,6 +228,59 @@ func foldAsOf(ctx context.Context, reader *kgo.Client, in *events.Intake, ranges
 			ErrNothingKnown, q.Cluster, q.At.Format(time.RFC3339Nano), ranges[0].Topic, ranges[0].Partition, ranges[1].Topic, ranges[1].Partition)
 	}
 	return res, nil
+}
+
+// asOfFold is an as-of answer's fold of the cluster's events.
+type asOfFold struct {
+	q      AsOfQuery
+	o      options
+	in     *events.Intake
+	view   *View
+	src    asOfSources
+	folded map[Partition]int64
+}
+
+// fold decodes one poll's records of the cluster and folds them.
+func (f *asOfFold) fold(ctx context.Context, polled []*kgo.Record) error {
+	var recs []*kgo.Record
+	for _, rec := range polled {
+		// Keys are not signed: another cluster's key is passed over,
+		// and a decoded event about another cluster below too.
+		if !rec.Attrs.IsControl() && string(rec.Key) == f.q.Cluster {
+			recs = append(recs, rec)
+		}
+	}
+	all, causes, err := decodeAll(ctx, f.in, recs)
+	if err != nil {
+		return err
+	}
+	for i, d := range all {
+		if d == nil {
+			if causes[i] != nil {
+				f.o.Log.WarnContext(ctx, "record refused", "topic", recs[i].Topic, "partition", recs[i].Partition,
+					"offset", recs[i].Offset, "reason", events.Reason(causes[i]))
+			}
+			continue
+		}
+		if d.Subject.Cluster != f.q.Cluster {
+			continue
+		}
+		// A replay changes no row: it is no object's last event, and
+		// no row comes from it.
+		replay := f.view.Replay(d)
+		if err := Apply(f.view, d); err != nil {
+			f.o.Log.WarnContext(ctx, "event the fold refuses", "topic", d.Topic, "offset", d.Offset, "err", err)
+			continue
+		}
+		f.folded[Partition{d.Topic, d.Partition}]++
+		if replay != "" {
+			f.o.Log.WarnContext(ctx, "replay refused", "topic", d.Topic, "partition", d.Partition, "offset", d.Offset,
+				"type", d.Spec.Type, "reason", replay)
+			continue
+		}
+		f.src.note(d, d.Topic == f.o.topics[events.TopicConfig], f.q.Objects)
+	}
+	return nil
 }
 
 // asOfSources are the events an as-of answer's rows come from: each
@@ -401,27 +370,31 @@ func (r *AsOfResult) answer(b *Batch, q AsOfQuery, desiredFrom, observedFrom map
 	}
 }
 
-func rangeEnd(ranges []ReadRange, p Partition) int64 {
-	for _, r := range ranges {
-		if r.Topic == p.Topic && r.Partition == p.Partition {
-			return r.To
+// readOn returns the next records of reader, at most o.maxRecords. Records
+// gone from the broker (retention) are not an error: they are logged, and
+// reading goes on from the earliest left.
+func readOn(ctx context.Context, reader *events.RangeReader, o options) ([]*kgo.Record, error) {
+	for {
+		recs, err := reader.Poll(ctx, o.maxRecords)
+		if !dataLoss(err) {
+			return recs, err
 		}
+		o.Log.WarnContext(ctx, "records gone from the broker while reading (retention?); reading on", "err", err)
 	}
-	return 0
 }
 
-// fetchError returns the errors of a poll that reading on cannot fix.
-// Records gone from the broker (retention) are not one: they are logged,
-// and reading goes on from the earliest left.
-func fetchError(ctx context.Context, fs kgo.Fetches, log *slog.Logger) error {
-	var errs []error
-	fs.EachError(func(t string, p int32, err error) {
+// dataLoss tells whether err is only records gone from the broker.
+func dataLoss(err error) bool {
+	errs := []error{err}
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		errs = joined.Unwrap()
+	}
+	for _, e := range errs {
 		var loss *kgo.ErrDataLoss
-		if errors.As(err, &loss) {
-			log.WarnContext(ctx, "records gone from the broker while reading (retention?); reading on", "topic", t, "partition", p, "err", err)
-			return
+		if !errors.As(e, &loss) {
+			return false
 		}
-		errs = append(errs, fmt.Errorf("fetch %s/%d: %w", t, p, err))
-	})
-	return errors.Join(errs...)
+	}
+	return err != nil
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
+	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -93,9 +91,6 @@ func NewRebuild(conn []kgo.Opt, store Store, anchors []events.Key, from From, op
 // goroutine and should return quickly.
 func WithProgress(f func(Progress)) Option { return func(o *options) { o.progress = f } }
 
-// span is one partition's range: from start to end (exclusive).
-type span struct{ start, end int64 }
-
 // Run rebuilds, and returns nil once every partition is folded to its end
 // and committed. It returns ErrStoreNotEmpty, having changed nothing, when
 // the store holds offsets of any folded partition.
@@ -111,41 +106,32 @@ func (r *Rebuild) Run(ctx context.Context) (err error) {
 	clients := &clientSet{conn: r.conn, o: r.o}
 	defer clients.close()
 	// One client lists the offsets and then reads the ranges.
-	reader, err := clients.new("rebuild", kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.FetchMaxBytes(16<<20), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	client, err := clients.new("rebuild", append(events.RangeConsumeOpts(), kgo.FetchMaxBytes(16<<20))...)
 	if err != nil {
 		return err
 	}
-	if err := ping(ctx, reader); err != nil {
+	if err := ping(ctx, client); err != nil {
 		return err
 	}
-	ranges, err := r.plan(ctx, kadm.NewClient(reader))
+	ranges, err := r.plan(ctx, kadm.NewClient(client))
 	if err != nil {
 		return err
 	}
-	if err := r.checkEmpty(ctx, slices.Collect(maps.Keys(ranges))); err != nil {
-		return err
-	}
-	for p, s := range ranges {
-		if s.start >= s.end {
-			delete(ranges, p)
+	p := Progress{}
+	for _, rg := range ranges {
+		if rg.From < rg.To {
+			p.Partitions, p.Total = p.Partitions+1, p.Total+rg.To-rg.From
 		}
 	}
-	var total int64
-	consume := map[string]map[int32]kgo.Offset{}
-	for p, s := range ranges {
-		total += s.end - s.start
-		if consume[p.Topic] == nil {
-			consume[p.Topic] = map[int32]kgo.Offset{}
-		}
-		consume[p.Topic][p.Partition] = kgo.NewOffset().At(s.start)
-	}
-	span.SetAttributes(attribute.Int("argosy.partitions", len(ranges)), attribute.Int64("argosy.records", total))
-	if len(ranges) == 0 {
+	span.SetAttributes(attribute.Int("argosy.partitions", p.Partitions), attribute.Int64("argosy.records", p.Total))
+	if p.Partitions == 0 {
 		r.report(Progress{Done: true})
 		return nil
 	}
-	reader.AddConsumePartitions(consume)
+	reader, err := events.NewRangeReader(client, ranges)
+	if err != nil {
+		return err
+	}
 	trustClient, err := clients.new("trust", events.TrustConsumeOpts(r.o.topics)...)
 	if err != nil {
 		return err
@@ -163,8 +149,7 @@ func (r *Rebuild) Run(ctx context.Context) (err error) {
 	g.Go(func() error { return follower.Run(followCtx) })
 	g.Go(func() error {
 		defer stopFollowing()
-		f := &rebuildFold{r: r, reader: reader, in: in, folder: folder, ranges: ranges,
-			at: map[Partition]int64{}, p: Progress{Partitions: len(ranges), Total: total}, began: time.Now()}
+		f := &rebuildFold{r: r, reader: reader, in: in, folder: folder, p: p, began: time.Now()}
 		return f.run(gctx)
 	})
 	if err := g.Wait(); err != nil {
@@ -181,51 +166,30 @@ func (r *Rebuild) report(p Progress) {
 
 // plan lists each folded partition's range: its start as r.from says, and
 // its end (the last stable offset, so that no open transaction is waited
-// for) as of now.
-func (r *Rebuild) plan(ctx context.Context, adm *kadm.Client) (map[Partition]span, error) {
+// for) as of now. It returns ErrStoreNotEmpty if the store holds an
+// offset of any of them.
+func (r *Rebuild) plan(ctx context.Context, adm *kadm.Client) ([]events.Range, error) {
 	var names []string
 	for _, t := range foldedTopics {
 		names = append(names, r.o.topics[t])
 	}
-	ends, err := adm.ListCommittedOffsets(ctx, names...)
-	if err != nil {
-		return nil, fmt.Errorf("list the topics' end offsets: %w", err)
-	}
-	earliest, err := adm.ListStartOffsets(ctx, names...)
-	if err != nil {
-		return nil, fmt.Errorf("list the topics' start offsets: %w", err)
-	}
-	starts := earliest
-	if !r.from.Time.IsZero() {
-		if starts, err = adm.ListOffsetsAfterMilli(ctx, r.from.Time.UnixMilli(), names...); err != nil {
-			return nil, fmt.Errorf("list the offsets at %s: %w", r.from.Time.Format(time.RFC3339), err)
-		}
-	}
-	if err := errors.Join(ends.Error(), earliest.Error(), starts.Error()); err != nil {
-		return nil, fmt.Errorf("list offsets of %s (do the topics exist, and is their prefix right?): %w", strings.Join(names, ", "), err)
-	}
-	ranges := map[Partition]span{}
-	ends.Each(func(o kadm.ListedOffset) {
-		p := Partition{o.Topic, o.Partition}
-		first, _ := earliest.Lookup(o.Topic, o.Partition)
-		s := span{start: first.Offset, end: o.Offset}
-		if at, ok := starts.Lookup(o.Topic, o.Partition); ok && at.Offset >= 0 {
-			s.start = min(max(at.Offset, first.Offset), s.end)
-		}
-		ranges[p] = s
-	})
+	b := events.Bounds{From: r.from.Time, Offsets: map[string]map[int32]int64{}}
 	for p, at := range r.from.Offsets {
-		s, ok := ranges[p]
-		if !ok {
-			return nil, fmt.Errorf("start offset of %s/%d: no such partition of a folded topic", p.Topic, p.Partition)
+		if b.Offsets[p.Topic] == nil {
+			b.Offsets[p.Topic] = map[int32]int64{}
 		}
-		first, _ := earliest.Lookup(p.Topic, p.Partition)
-		if at < first.Offset || at > s.end {
-			return nil, fmt.Errorf("start offset %d of %s/%d: outside the offsets the broker holds, %d to %d",
-				at, p.Topic, p.Partition, first.Offset, s.end)
-		}
-		s.start = at
-		ranges[p] = s
+		b.Offsets[p.Topic][p.Partition] = at
+	}
+	ranges, err := events.PlanRanges(ctx, adm, names, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w (is the topics' prefix right?)", err)
+	}
+	ps := make([]Partition, 0, len(ranges))
+	for _, rg := range ranges {
+		ps = append(ps, Partition{rg.Topic, rg.Partition})
+	}
+	if err := r.checkEmpty(ctx, ps); err != nil {
+		return nil, err
 	}
 	return ranges, nil
 }
@@ -246,46 +210,35 @@ func (r *Rebuild) checkEmpty(ctx context.Context, ps []Partition) error {
 // rebuildFold reads, decodes, folds and commits a Rebuild's ranges.
 type rebuildFold struct {
 	r      *Rebuild
-	reader *kgo.Client
+	reader *events.RangeReader
 	in     *events.Intake
 	folder *Folder
-	ranges map[Partition]span
-	// at is the next offset of each partition not yet read to its end.
-	at    map[Partition]int64
-	p     Progress
-	began time.Time
+	p      Progress
+	began  time.Time
 }
 
 // run decodes each poll's records while it folds and commits the poll
 // before, as the live Runner does, until every range is folded.
 func (f *rebuildFold) run(ctx context.Context) error {
-	for p, s := range f.ranges {
-		f.at[p] = s.start
-	}
 	held, err := f.poll(ctx)
 	for err == nil && held != nil {
 		next := make(chan polledResult, 1)
-		if len(f.at) > 0 {
-			pctx, cancel := context.WithCancel(ctx)
-			go func() { p, err := f.poll(pctx); next <- polledResult{p, err} }() // received below on every path
-			err = f.step(ctx, held)
-			if err != nil {
-				cancel()
-			}
-			res := <-next
-			cancel()
-			if err == nil {
-				held, err = res.p, res.err
-			}
-			continue
-		}
+		pctx, cancel := context.WithCancel(ctx)
+		go func() { p, err := f.poll(pctx); next <- polledResult{p, err} }() // received below on every path
 		err = f.step(ctx, held)
-		held = nil
+		if err != nil {
+			cancel()
+		}
+		res := <-next
+		cancel()
+		if err == nil {
+			held, err = res.p, res.err
+		}
 	}
 	if err != nil {
 		return err
 	}
-	f.p.Elapsed, f.p.Done = time.Since(f.began), true
+	f.p.Records, f.p.Elapsed, f.p.Done = f.reader.Passed(), time.Since(f.began), true
 	f.r.report(f.p)
 	return nil
 }
@@ -303,48 +256,22 @@ type polledResult struct {
 	err error
 }
 
-// poll reads the next records of the ranges, drops those past a range's
-// end, stops fetching partitions read to their end, and decodes the rest.
-// It returns nil records once every range is read.
+// poll reads the next records of the ranges and decodes them. It returns
+// nil records once every range is read.
 func (f *rebuildFold) poll(ctx context.Context) (*rebuildPoll, error) {
-	for len(f.at) > 0 {
-		fs := f.reader.PollRecords(ctx, f.r.o.maxRecords)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if err := fetchError(ctx, fs, f.r.o.Log); err != nil {
-			return nil, err
-		}
-		var recs []*kgo.Record
-		var advanced int64
-		done := map[string][]int32{}
-		for _, rec := range fs.Records() {
-			p := Partition{rec.Topic, rec.Partition}
-			if _, reading := f.at[p]; !reading || rec.Offset >= f.ranges[p].end {
-				continue
-			}
-			recs = append(recs, rec)
-			advanced += rec.Offset + 1 - f.at[p]
-			f.at[p] = rec.Offset + 1
-			if f.at[p] >= f.ranges[p].end {
-				delete(f.at, p)
-				done[p.Topic] = append(done[p.Topic], p.Partition)
-			}
-		}
-		if len(done) > 0 {
-			f.reader.PauseFetchPartitions(done)
-		}
-		if len(recs) == 0 {
-			continue
-		}
-		out := &rebuildPoll{polled: &polled{recs: recs, started: time.Now()}, advanced: advanced}
-		var err error
-		if out.all, out.causes, err = decodeAll(ctx, f.in, recs); err != nil {
-			return nil, err
-		}
-		return out, nil
+	before := f.reader.Passed()
+	recs, err := readOn(ctx, f.reader, f.r.o)
+	if errors.Is(err, io.EOF) {
+		return nil, nil
 	}
-	return nil, nil
+	if err != nil {
+		return nil, err
+	}
+	out := &rebuildPoll{polled: &polled{recs: recs, started: time.Now()}, advanced: f.reader.Passed() - before}
+	if out.all, out.causes, err = decodeAll(ctx, f.in, recs); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // step folds one poll's records and commits them with their offsets.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -153,48 +154,9 @@ func (b *Bootstrap) applyInOrder(ctx context.Context, ps []placed) error {
 // (-1 and nil for none). A record that does not verify is logged and left
 // out: the config topic holds the original.
 func (b *Bootstrap) read(ctx context.Context) ([]placed, int64, *events.Decoded, error) {
-	topic := b.topics[events.TopicDesired]
-	adm := kadm.NewClient(b.client)
-	ends, err := adm.ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return nil, -1, nil, fmt.Errorf("bootstrap: end of %s: %w", topic, err)
-	}
-	end, ok := ends.Lookup(topic, b.partition)
-	if ok && errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
-		return nil, -1, nil, fmt.Errorf("bootstrap: %w: %s", ErrNoDesiredTopic, topic)
-	}
-	if !ok || end.Err != nil {
-		return nil, -1, nil, fmt.Errorf("bootstrap: end of %s/%d: %w", topic, b.partition, errors.Join(end.Err, errors.New("not listed")))
-	}
-	if end.Offset == 0 {
-		return nil, -1, nil, nil
-	}
-	cl, err := kgo.NewClient(append(slices.Clone(b.conn),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {b.partition: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Transaction markers take offsets too; seeing them is how the
-		// loop below knows it reached the end.
-		kgo.KeepControlRecords())...)
+	byKey, err := b.latest(ctx)
 	if err != nil {
 		return nil, -1, nil, err
-	}
-	defer cl.Close()
-	prefix := b.cluster + "/"
-	byKey := map[string]*kgo.Record{}
-	for next := int64(0); next < end.Offset; {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, -1, nil, err
-		}
-		if err := fs.Err0(); err != nil {
-			return nil, -1, nil, fmt.Errorf("bootstrap: read %s: %w", topic, err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			next = r.Offset + 1
-			if k := string(r.Key); !r.Attrs.IsControl() && strings.HasPrefix(k, prefix) {
-				byKey[k] = r
-			}
-		})
 	}
 	var out []placed
 	last := int64(-1)
@@ -217,6 +179,51 @@ func (b *Bootstrap) read(ctx context.Context) ([]placed, int64, *events.Decoded,
 		out = append(out, placed{d, r})
 	}
 	return out, last, lastEvent, nil
+}
+
+// latest reads the cluster's partition of the desired-state topic to its
+// last stable offset and returns the latest record of each of the
+// cluster's keys.
+func (b *Bootstrap) latest(ctx context.Context) (map[string]*kgo.Record, error) {
+	topic := b.topics[events.TopicDesired]
+	ranges, err := events.PlanRanges(ctx, kadm.NewClient(b.client), []string{topic}, events.Bounds{})
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil, fmt.Errorf("bootstrap: %w: %s", ErrNoDesiredTopic, topic)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: end of %s: %w", topic, err)
+	}
+	ranges = slices.DeleteFunc(ranges, func(r events.Range) bool { return r.Partition != b.partition })
+	if len(ranges) == 0 {
+		return nil, fmt.Errorf("bootstrap: end of %s/%d: not listed", topic, b.partition)
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(b.conn), events.RangeConsumeOpts()...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	reader, err := events.NewRangeReader(cl, ranges)
+	if err != nil {
+		return nil, err
+	}
+	prefix := b.cluster + "/"
+	byKey := map[string]*kgo.Record{}
+	for {
+		recs, err := reader.Poll(ctx, 0)
+		switch {
+		case errors.Is(err, io.EOF):
+			return byKey, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			return nil, fmt.Errorf("bootstrap: read %s: %w", topic, err)
+		}
+		for _, r := range recs {
+			if k := string(r.Key); !r.Attrs.IsControl() && strings.HasPrefix(k, prefix) {
+				byKey[k] = r
+			}
+		}
+	}
 }
 
 // confirm checks that the config record at the offset a desired-state

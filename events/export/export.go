@@ -298,17 +298,23 @@ type Progress struct {
 // CloudEvents are skipped and logged to log. progress, if not nil, is
 // called after every poll written and once at the end.
 func Export(ctx context.Context, conn []kgo.Opt, r Range, w Writer, log *slog.Logger, progress func(Progress)) error {
-	cl, err := kgo.NewClient(slices.Concat(conn, []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(), kgo.FetchMaxBytes(16 << 20), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())})...)
+	cl, err := kgo.NewClient(slices.Concat(conn, events.RangeConsumeOpts(), []kgo.Opt{kgo.FetchMaxBytes(16 << 20)})...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	ranges, total, err := plan(ctx, kadm.NewClient(cl), r)
+	ranges, err := events.PlanRanges(ctx, kadm.NewClient(cl), r.Topics, events.Bounds{From: r.From, To: r.To})
 	if err != nil {
 		return err
 	}
-	p := Progress{Total: total}
+	reader, err := events.NewRangeReader(cl, ranges)
+	if err != nil {
+		return err
+	}
+	p := Progress{}
+	for _, rg := range ranges {
+		p.Total += rg.To - rg.From
+	}
 	began := time.Now()
 	report := func() {
 		p.Elapsed = time.Since(began)
@@ -316,128 +322,40 @@ func Export(ctx context.Context, conn []kgo.Opt, r Range, w Writer, log *slog.Lo
 			progress(p)
 		}
 	}
-	consume := map[string]map[int32]kgo.Offset{}
-	at := map[string]map[int32]int64{}
-	for t, parts := range ranges {
-		for part, s := range parts {
-			if consume[t] == nil {
-				consume[t], at[t] = map[int32]kgo.Offset{}, map[int32]int64{}
-			}
-			consume[t][part], at[t][part] = kgo.NewOffset().At(s[0]), s[0]
-		}
-	}
-	cl.AddConsumePartitions(consume)
-	left := 0
-	for _, parts := range at {
-		left += len(parts)
-	}
 	rows := make([]Row, 0, 1024)
-	for left > 0 {
-		fs := cl.PollRecords(ctx, 10_000)
-		if ctx.Err() != nil {
-			return ctx.Err()
+	for {
+		recs, err := reader.Poll(ctx, 10_000)
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		var errs []error
-		fs.EachError(func(t string, part int32, err error) {
-			errs = append(errs, fmt.Errorf("fetch %s/%d: %w", t, part, err))
-		})
-		if err := errors.Join(errs...); err != nil {
+		if err != nil {
 			return err
 		}
-		rows = rows[:0]
-		for _, rec := range fs.Records() {
-			next, reading := at[rec.Topic][rec.Partition]
-			if !reading {
-				continue
-			}
-			end := ranges[rec.Topic][rec.Partition][1]
-			// A read-committed reader never gets aborted records: a
-			// range may end with some, and the first record after it
-			// is what shows the partition read.
-			last := min(rec.Offset, end-1)
-			p.Records += last + 1 - next
-			if at[rec.Topic][rec.Partition] = last + 1; last+1 >= end {
-				delete(at[rec.Topic], rec.Partition)
-				left--
-				cl.PauseFetchPartitions(map[string][]int32{rec.Topic: {rec.Partition}})
-			}
-			if rec.Offset >= end {
-				continue
-			}
-			row, ok, err := RowOf(ctx, rec)
-			if err != nil {
-				p.Skipped++
-				log.WarnContext(ctx, "record skipped", "err", err)
-				continue
-			}
-			if ok {
-				rows = append(rows, row)
-			}
-		}
+		rows = rowsOf(ctx, recs, rows[:0], &p, log)
 		if err := w.Write(rows); err != nil {
 			return fmt.Errorf("write: %w", err)
 		}
-		p.Rows += int64(len(rows))
+		p.Records, p.Rows = reader.Passed(), p.Rows+int64(len(rows))
 		report()
 	}
-	p.Done = true
+	p.Records, p.Done = reader.Passed(), true
 	report()
 	return nil
 }
 
-// plan lists each partition's range, [start, end), by r's times; empty
-// ranges are left out. It returns the records in all.
-func plan(ctx context.Context, adm *kadm.Client, r Range) (map[string]map[int32][2]int64, int64, error) {
-	list := func(what string, f func() (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
-		l, err := f()
-		if err == nil {
-			err = l.Error()
-		}
+// rowsOf appends the rows of recs to rows, counting in p the records
+// skipped and logging them to log.
+func rowsOf(ctx context.Context, recs []*kgo.Record, rows []Row, p *Progress, log *slog.Logger) []Row {
+	for _, rec := range recs {
+		row, ok, err := RowOf(ctx, rec)
 		if err != nil {
-			return nil, fmt.Errorf("list %s offsets of %s (do the topics exist?): %w", what, strings.Join(r.Topics, ", "), err)
+			p.Skipped++
+			log.WarnContext(ctx, "record skipped", "err", err)
+			continue
 		}
-		return l, nil
-	}
-	ends, err := list("end", func() (kadm.ListedOffsets, error) { return adm.ListCommittedOffsets(ctx, r.Topics...) })
-	if err != nil {
-		return nil, 0, err
-	}
-	starts, err := list("start", func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, r.Topics...) })
-	if err != nil {
-		return nil, 0, err
-	}
-	at := func(t time.Time) (kadm.ListedOffsets, error) {
-		if t.IsZero() {
-			return nil, nil
+		if ok {
+			rows = append(rows, row)
 		}
-		return list("time", func() (kadm.ListedOffsets, error) { return adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), r.Topics...) })
 	}
-	from, err := at(r.From)
-	if err != nil {
-		return nil, 0, err
-	}
-	to, err := at(r.To)
-	if err != nil {
-		return nil, 0, err
-	}
-	out := map[string]map[int32][2]int64{}
-	var total int64
-	ends.Each(func(o kadm.ListedOffset) {
-		s, _ := starts.Lookup(o.Topic, o.Partition)
-		lo, hi := s.Offset, o.Offset
-		if f, ok := from.Lookup(o.Topic, o.Partition); ok && f.Offset >= 0 {
-			lo = max(lo, f.Offset)
-		}
-		if t, ok := to.Lookup(o.Topic, o.Partition); ok && t.Offset >= 0 {
-			hi = min(hi, t.Offset)
-		}
-		if lo < hi {
-			if out[o.Topic] == nil {
-				out[o.Topic] = map[int32][2]int64{}
-			}
-			out[o.Topic][o.Partition] = [2]int64{lo, hi}
-			total += hi - lo
-		}
-	})
-	return out, total, nil
+	return rows
 }
