@@ -66,7 +66,8 @@ func startSystem(t *testing.T) *rig {
 			t.Error(err)
 		}
 	})
-	topics := events.DefaultTopics(kafkatest.Prefix(t))
+	prefix := kafkatest.Prefix(t)
+	topics := events.DefaultTopics(prefix)
 	if err := events.EnsureTopics(ctx, kadm.NewClient(kafkatest.Client(t)), topics, events.TopicPlan(4, 4), 1, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func startSystem(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.store.Close() })
-	sys, err := system.New(conn, signer, anchors, system.WithTopicPrefix(kafkatest.Prefix(t)), system.WithListen("127.0.0.1:0"),
+	sys, err := system.New(conn, signer, anchors, system.WithTopicPrefix(prefix), system.WithListen("127.0.0.1:0"),
 		system.WithTokens(list...), system.WithStore(s.store, read.WithHeartbeatInterval(staleAfter)),
 		system.WithDashboard(web.WithHeartbeatInterval(staleAfter)), system.WithFold(""))
 	if err != nil {
