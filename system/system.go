@@ -31,7 +31,7 @@ type System struct {
 	o      options
 	hub    *hub.Server
 	fold   *projector.Service // nil without WithFold
-	addr   net.Addr
+	ln     net.Listener
 	checks []Check
 }
 
@@ -74,7 +74,7 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, opts ...Op
 	if err != nil {
 		return nil, errors.Join(err, ln.Close())
 	}
-	s.addr = ln.Addr()
+	s.ln = ln
 	s.checks = append([]Check{s.hub.Ready}, o.checks...)
 	if o.store != nil {
 		s.checks = append(s.checks, o.store.Ping)
@@ -133,14 +133,14 @@ func (s *System) newFold(conn []kgo.Opt, anchors []events.Key) error {
 }
 
 // Addr is the API's address.
-func (s *System) Addr() net.Addr { return s.addr }
+func (s *System) Addr() net.Addr { return s.ln.Addr() }
 
 // URL is the API's base URL: https with WithTLS, else http.
 func (s *System) URL() string {
 	if s.o.tls != nil {
-		return "https://" + s.addr.String()
+		return "https://" + s.Addr().String()
 	}
-	return "http://" + s.addr.String()
+	return "http://" + s.Addr().String()
 }
 
 // Ready reports whether every part can do its work now: the hub has read
@@ -174,7 +174,9 @@ func (s *System) WaitReady(ctx context.Context) error {
 
 // Run runs every part until ctx ends, then stops them all, the API's
 // server gracefully, and returns nil; or it returns the first error a
-// part could not recover from, once every part has stopped.
+// part could not recover from, once every part has stopped. Either way
+// the API's listener is closed, even if the hub stopped before serving.
+// Run is called once.
 func (s *System) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.hub.Run(gctx) })
@@ -184,5 +186,9 @@ func (s *System) Run(ctx context.Context) error {
 	if s.o.ops != nil {
 		g.Go(func() error { return httpserve.Run(gctx, s.o.opsAddr, s.o.ops(s.Ready)) })
 	}
-	return g.Wait()
+	err := g.Wait()
+	if cerr := s.ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+		err = errors.Join(err, fmt.Errorf("system: %w", cerr))
+	}
+	return err
 }

@@ -71,8 +71,11 @@ func TestNewClosesTheListenerItBound(t *testing.T) {
 	if err := ln.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // the second would find the address taken
+	for i := range 2 { // the second would find the address taken
 		_, err := system.New(conn, signer, anchors, system.WithListen(addr))
+		if i == 0 && err != nil && strings.Contains(err.Error(), "system: listen:") {
+			t.Skipf("another process took %s first: %v", addr, err)
+		}
 		if err == nil || !strings.Contains(err.Error(), "not among the trust anchors") {
 			t.Fatalf("New = %v, want the hub's refusal", err)
 		}
