@@ -36,13 +36,14 @@ BENCHCOUNT  ?= 1
 
 all: build
 
-build: ## Build bin/argosy, bin/argosy-hub and bin/argosy-spoke.
+build: ## Build bin/argosy, bin/argosy-hub, bin/argosy-spoke and bin/argosy-dev (what argosy dev runs; not released).
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy ./cmd/argosy
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-hub ./cmd/argosy-hub
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-spoke ./cmd/argosy-spoke
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/argosy-dev ./cmd/argosy-dev
 
 run: ## Run the whole system with a simulated fleet (argosy dev; ARGS="--clusters 50", say). Needs only Go.
-	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/argosy ./cmd/argosy-hub
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/argosy ./cmd/argosy-dev
 	@echo 'bin/argosy is built: put bin/ on your PATH (export PATH="$$PWD/bin:$$PATH") to use it from another terminal.'
 	bin/argosy dev $(ARGS)
 

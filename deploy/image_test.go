@@ -52,10 +52,13 @@ func dockerBuild(t *testing.T, out string) (args, env []string) {
 
 // TestImageBinaries builds the images' binaries with the Dockerfile's own
 // build line (no Docker engine runs here) and checks what the images
-// promise: every binary is static, and the whole system (argosy-hub dev:
-// broker, hub, projector and a simulated fleet of spoke agents) runs as
-// UID 65532 with the root filesystem mounted read-only, writing only its
-// data directory, as the chart runs it.
+// promise: every binary is static, and the whole system runs as UID 65532
+// with the root filesystem mounted read-only, writing only its data
+// directory, as the chart runs it. The whole system is argosy-dev (broker,
+// hub, projector and a simulated fleet of spoke agents, on package
+// system as argosy-hub run is), built with the same line: the images do
+// not carry it, so that the release argosy-hub links no embedded broker and
+// no simulation.
 func TestImageBinaries(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -63,13 +66,13 @@ func TestImageBinaries(t *testing.T) {
 	if !strings.Contains(strings.Join(env, " "), "CGO_ENABLED=0") {
 		t.Fatalf("the Dockerfile builds with %v: want CGO_ENABLED=0", env)
 	}
-	build := exec.CommandContext(t.Context(), "go", args...)
+	build := exec.CommandContext(t.Context(), "go", append(args, "./cmd/argosy-dev")...)
 	build.Dir = ".."
 	build.Env = append(os.Environ(), env...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	for _, name := range []string{"argosy", "argosy-hub", "argosy-spoke"} {
+	for _, name := range []string{"argosy", "argosy-hub", "argosy-spoke", "argosy-dev"} {
 		if err := static(filepath.Join(bin, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -91,9 +94,9 @@ func TestImageBinaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := []string{filepath.Join(bin, "argosy-hub"), "dev", "--data-dir", data, "--clusters", "3", "--quiet",
+	hub := []string{filepath.Join(bin, "argosy-dev"), "--data-dir", data, "--clusters", "3", "--quiet",
 		"--listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[1])}
-	p, err := testproc.Start(dir, "argosy-hub-dev", "unshare", readOnlyRoot(data, hub), []string{"HOME=/nonexistent"})
+	p, err := testproc.Start(dir, "argosy-dev", "unshare", readOnlyRoot(data, hub), []string{"HOME=/nonexistent"})
 	if err != nil {
 		t.Fatal(err)
 	}

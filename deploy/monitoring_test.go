@@ -28,7 +28,7 @@ import (
 // TestMonitoringQueriesUseExportedMetrics renders the chart's
 // PrometheusRule and Grafana dashboards, parses every PromQL expression in
 // them, and checks that each metric they read is one the real components
-// export: argosy-hub dev (the embedded broker, the hub, the projector and
+// export: argosy-dev (the embedded broker, the hub, the projector and
 // real spoke agents over a simulated Argo CD, one process with the
 // binaries' telemetry) is started, an Application is applied and
 // acknowledged, a malformed record is dead-lettered, and the names come
@@ -175,16 +175,16 @@ func checkQueries(queries map[string]string, exported map[string]bool) []string 
 	return errs
 }
 
-// scrapeDev runs argosy-hub dev with two simulated clusters, applies an
+// scrapeDev runs argosy-dev with two simulated clusters, applies an
 // Application to one, dead-letters a malformed status record, and returns
 // the series names of its /metrics once the acknowledgement, the
 // dead letter and the per-cluster gauges show there.
 func scrapeDev(t *testing.T) map[string]bool {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "argosy-hub")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/argosyproj/argosy/cmd/argosy-hub").CombinedOutput(); err != nil {
-		t.Fatalf("build argosy-hub: %v\n%s", err, out)
+	bin := filepath.Join(dir, "argosy-dev")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/argosyproj/argosy/cmd/argosy-dev").CombinedOutput(); err != nil {
+		t.Fatalf("build argosy-dev: %v\n%s", err, out)
 	}
 	ports, err := testproc.FreePorts(3)
 	if err != nil {
@@ -192,7 +192,7 @@ func scrapeDev(t *testing.T) map[string]bool {
 	}
 	data := filepath.Join(dir, "data")
 	broker := fmt.Sprintf("127.0.0.1:%d", ports[2])
-	p, err := testproc.Start(dir, "dev", bin, []string{"dev", "--data-dir", data, "--clusters", "2", "--quiet",
+	p, err := testproc.Start(dir, "dev", bin, []string{"--data-dir", data, "--clusters", "2", "--quiet",
 		"--listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--broker-port", fmt.Sprint(ports[2]), "--offline-every", "0"}, nil)
 	if err != nil {
@@ -200,7 +200,7 @@ func scrapeDev(t *testing.T) map[string]bool {
 	}
 	t.Cleanup(func() {
 		if err := p.Stop(10 * time.Second); err != nil {
-			t.Errorf("stop argosy-hub dev: %v", err)
+			t.Errorf("stop argosy-dev: %v", err)
 		}
 	})
 	var ready struct {
@@ -208,7 +208,7 @@ func scrapeDev(t *testing.T) map[string]bool {
 		Token    string   `json:"token"`
 		Clusters []string `json:"clusters"`
 	}
-	waitUntil(t, 3*time.Minute, "argosy-hub dev is ready", p, func() bool {
+	waitUntil(t, 3*time.Minute, "argosy-dev is ready", p, func() bool {
 		b, err := os.ReadFile(filepath.Join(data, "dev.json"))
 		return err == nil && json.Unmarshal(b, &ready) == nil && len(ready.Clusters) == 2
 	})

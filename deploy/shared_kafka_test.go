@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,10 +21,10 @@ import (
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/auth"
-	"github.com/argosyproj/argosy/hub/hubtest"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 	"github.com/argosyproj/argosy/sim"
+	"github.com/argosyproj/argosy/system"
 )
 
 // install is one Argosy install on a shared Kafka: its hub, projector and
@@ -40,8 +39,8 @@ type install struct {
 	fleet  *sim.Fleet
 }
 
-// startInstall runs k's hub, projector and spoke on a, in g, until ctx
-// ends.
+// startInstall runs k's hub and projector (one system.System, each part
+// as its own Kafka user) and spoke on a, in g, until ctx ends.
 func startInstall(t *testing.T, ctx context.Context, g *errgroup.Group, a *aclBroker, k deploy.Kafka) *install {
 	t.Helper()
 	in := &install{k: k, n: k.Names(), topics: events.DefaultTopics(k.TopicPrefix)}
@@ -54,31 +53,24 @@ func startInstall(t *testing.T, ctx context.Context, g *errgroup.Group, a *aclBr
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := hub.New(a.conn(in.n.HubUser), signer, anchors, []auth.Token{entry}, hub.WithTopics(in.topics), hub.WithListener(ln),
-		hub.WithTransactionalPrefix(events.HubTransactionalPrefix(k.TopicPrefix)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Go(func() error { return srv.Run(ctx) })
-	url := "http://" + ln.Addr().String()
-	hubtest.WaitReady(t, url)
-	if in.client, err = api.NewClient(url, tok, nil); err != nil {
-		t.Fatal(err)
-	}
 	if in.store, err = sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "views.db")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.store.Close() })
-	svc, err := projector.NewService(a.conn(in.n.ProjectorUser), in.store, anchors, projector.WithTopics(in.topics),
-		projector.WithGroup(events.ProjectorGroup(k.TopicPrefix)))
+	sys, err := system.New(a.conn(in.n.HubUser), signer, anchors, system.WithTopicPrefix(k.TopicPrefix), system.WithListen("127.0.0.1:0"),
+		system.WithTokens(entry), system.WithStore(in.store), system.WithFold(""), system.WithFoldConn(a.conn(in.n.ProjectorUser)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Go(func() error { return svc.Run(ctx) })
+	g.Go(func() error { return sys.Run(ctx) })
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := sys.WaitReady(wctx); err != nil {
+		t.Fatalf("%s never ready: %v", k.TopicPrefix, err)
+	}
+	if in.client, err = api.NewClient(sys.URL(), tok, nil); err != nil {
+		t.Fatal(err)
+	}
 	in.fleet, err = sim.NewFleet(sim.FleetConfig{Clusters: 1, Prefix: "acl", Hub: in.client, HubKey: signer.Public(),
 		Conn: a.conn(in.n.SpokeUser(aclCluster)), Topics: in.topics, TopicPrefix: k.TopicPrefix, Heartbeat: time.Second})
 	if err != nil {

@@ -44,7 +44,8 @@ func TestSpokeBinaryDoesNotLinkArgoCD(t *testing.T) {
 func TestLibrariesReadNoEnvironmentAndSetNoGlobals(t *testing.T) {
 	libs := []string{"github.com/argosyproj/argosy/events/...", "github.com/argosyproj/argosy/schemas/...",
 		"github.com/argosyproj/argosy/projector/...", "github.com/argosyproj/argosy/spoke/...",
-		"github.com/argosyproj/argosy/internal/argocd/...", "github.com/argosyproj/argosy/internal/httpserve/..."}
+		"github.com/argosyproj/argosy/internal/argocd/...", "github.com/argosyproj/argosy/internal/httpserve/...",
+		"github.com/argosyproj/argosy/system/..."}
 	out, err := exec.Command("go", append([]string{"list", "-f", `{{range .GoFiles}}{{$.Dir}}/{{.}} {{end}}`}, libs...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

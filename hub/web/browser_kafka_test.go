@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,7 +23,6 @@ import (
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/auth"
-	"github.com/argosyproj/argosy/hub/hubtest"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/testenv/browsertest"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
@@ -32,6 +30,7 @@ import (
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 	"github.com/argosyproj/argosy/sim"
+	"github.com/argosyproj/argosy/system"
 )
 
 func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
@@ -45,9 +44,9 @@ const (
 	staleAfter = 5 * time.Second
 )
 
-// system is a hub serving the dashboard, a projector and a simulated fleet
+// rig is a hub serving the dashboard, a projector and a simulated fleet
 // on the real broker.
-type system struct {
+type rig struct {
 	url    string
 	tokens map[string]string
 	store  *sqlstore.Store
@@ -57,7 +56,7 @@ type system struct {
 	stopGone func()
 }
 
-func startSystem(t *testing.T) *system {
+func startSystem(t *testing.T) *rig {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	g, gctx := errgroup.WithContext(ctx)
@@ -67,7 +66,8 @@ func startSystem(t *testing.T) *system {
 			t.Error(err)
 		}
 	})
-	topics := events.DefaultTopics(kafkatest.Prefix(t))
+	prefix := kafkatest.Prefix(t)
+	topics := events.DefaultTopics(prefix)
 	if err := events.EnsureTopics(ctx, kadm.NewClient(kafkatest.Client(t)), topics, events.TopicPlan(4, 4), 1, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func startSystem(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
-	s := &system{tokens: map[string]string{}}
+	s := &rig{tokens: map[string]string{}}
 	var list []auth.Token
 	for _, tk := range []struct{ name, role string }{{"admin", auth.RoleAdmin}, {"vera", auth.RoleViewer}} {
 		tok, entry, err := auth.NewToken(tk.name, tk.role, nil, "")
@@ -91,27 +91,19 @@ func startSystem(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.store.Close() })
-	svc, err := projector.NewService(conn, s.store, anchors, projector.WithTopics(topics))
+	sys, err := system.New(conn, signer, anchors, system.WithTopicPrefix(prefix), system.WithListen("127.0.0.1:0"),
+		system.WithTokens(list...), system.WithStore(s.store, read.WithHeartbeatInterval(staleAfter)),
+		system.WithDashboard(web.WithHeartbeatInterval(staleAfter)), system.WithFold(""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dash, err := web.New(s.store, web.WithHeartbeatInterval(staleAfter))
-	if err != nil {
-		t.Fatal(err)
+	g.Go(func() error { return sys.Run(gctx) })
+	wctx, wcancel := context.WithTimeout(gctx, time.Minute)
+	defer wcancel()
+	if err := sys.WaitReady(wctx); err != nil {
+		t.Fatalf("the system never ready: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := hub.New(conn, signer, anchors, list, hub.WithTopics(topics), hub.WithListener(ln), hub.WithDashboard(dash),
-		hub.WithReadAPI(read.New(s.store, read.WithHeartbeatInterval(staleAfter))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Go(func() error { return svc.Run(gctx) })
-	g.Go(func() error { return srv.Run(gctx) })
-	s.url = "http://" + ln.Addr().String()
-	hubtest.WaitReady(t, s.url)
+	s.url = sys.URL()
 	if s.client, err = api.NewClient(s.url, s.tokens["admin"], nil); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +139,7 @@ func startSystem(t *testing.T) *system {
 }
 
 // apply applies guestbook to every cluster and waits until each applied it.
-func (s *system) apply(t *testing.T, clusters []string) {
+func (s *rig) apply(t *testing.T, clusters []string) {
 	t.Helper()
 	manifest := []byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"guestbook","namespace":"argocd"},
 	"spec":{"project":"default","source":{"repoURL":"https://git.example/apps.git","path":"guestbook","targetRevision":"main"},
@@ -178,7 +170,7 @@ func (s *system) apply(t *testing.T, clusters []string) {
 }
 
 // place applies a placement of manifest on the clusters selector matches.
-func (s *system) place(t *testing.T, selector string, manifest []byte) {
+func (s *rig) place(t *testing.T, selector string, manifest []byte) {
 	t.Helper()
 	if _, err := s.client.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: selector, Manifest: manifest}, api.WriteOptions{}); err != nil {
 		t.Fatal(err)

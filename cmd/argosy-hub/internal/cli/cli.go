@@ -5,18 +5,16 @@ package cli
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/cmd/internal/hubkey"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/auth"
 )
@@ -37,7 +35,7 @@ never connects to a workload cluster. Any number of replicas may run.`,
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(cmdkit.FlagErrorWithUsage)
-	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy-hub", "json", nil), NewCmdRun(io, nil), NewCmdKeygen(io, nil), NewCmdToken(io), NewCmdRotate(io, nil), NewCmdDev(io, nil))
+	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy-hub", "json", nil), NewCmdRun(io, nil), NewCmdKeygen(io, nil), NewCmdToken(io), NewCmdRotate(io, nil))
 	return root
 }
 
@@ -49,8 +47,8 @@ type KeygenOptions struct {
 
 // Names of the hub's key files in keygen's directory.
 const (
-	PrivateKeyFile = "hub.key"
-	PublicKeyFile  = "hub.pub"
+	PrivateKeyFile = hubkey.PrivateKeyFile
+	PublicKeyFile  = hubkey.PublicKeyFile
 )
 
 // NewCmdKeygen returns `argosy-hub keygen`.
@@ -82,30 +80,9 @@ overwritten.`,
 }
 
 func keygenRun(opts *KeygenOptions) error {
-	pub, priv, err := ed25519.GenerateKey(nil)
+	pub, err := hubkey.Write(opts.Dir)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		name string
-		data []byte
-		mode os.FileMode
-	}{
-		{PrivateKeyFile, priv.Seed(), 0o600},
-		{PublicKeyFile, pub, 0o644},
-	} {
-		path := filepath.Join(opts.Dir, f.name)
-		fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.mode)
-		if err != nil {
-			return fmt.Errorf("keygen: %w (keys are never overwritten)", err)
-		}
-		_, werr := fh.WriteString(base64.StdEncoding.EncodeToString(f.data) + "\n")
-		if err := errors.Join(werr, fh.Close()); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintf(opts.IO.Out, "hub signing key %s\n  private: %s\n  public:  %s\n", events.KeyID(pub),
 		filepath.Join(opts.Dir, PrivateKeyFile), filepath.Join(opts.Dir, PublicKeyFile))
@@ -113,17 +90,7 @@ func keygenRun(opts *KeygenOptions) error {
 }
 
 // LoadSigner reads the hub's private key file, as keygen writes it.
-func LoadSigner(path string) (*events.Signer, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("hub key: %w", err)
-	}
-	seed, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(seed) != ed25519.SeedSize {
-		return nil, fmt.Errorf("hub key %s: want the base64 of a 32-byte Ed25519 seed, as argosy-hub keygen writes", path)
-	}
-	return events.NewSigner(ed25519.NewKeyFromSeed(seed))
-}
+func LoadSigner(path string) (*events.Signer, error) { return hubkey.Load(path) }
 
 // NewCmdToken returns `argosy-hub token`.
 func NewCmdToken(io cmdkit.IOStreams) *cobra.Command {

@@ -5,24 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
-	"github.com/argosyproj/argosy/hub/web"
-	"github.com/argosyproj/argosy/internal/httpserve"
 	"github.com/argosyproj/argosy/internal/kafkaconn"
 	"github.com/argosyproj/argosy/internal/telemetry"
 	"github.com/argosyproj/argosy/internal/version"
 	"github.com/argosyproj/argosy/projector"
-	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/sqlstore"
+	"github.com/argosyproj/argosy/system"
 )
 
 // RunOptions are the flags of `argosy-hub run`. Every flag falls back to an
@@ -164,45 +162,25 @@ is logged and the last good one kept.`,
 }
 
 func runRun(ctx context.Context, o *RunOptions) error {
-	log := slog.New(slog.NewJSONHandler(o.IO.Err, nil)).With("component", "hub")
+	log := slog.New(slog.NewJSONHandler(o.IO.Err, nil))
 	tel, err := telemetry.Setup(ctx, "argosy-hub", version.Get().Version)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
-			log.ErrorContext(ctx, "telemetry shutdown", "err", err)
-		}
-	}()
-	signer, err := LoadSigner(o.HubKey)
+	defer tel.ShutdownLogged(ctx, log)
+	signer, anchors, err := runKeys(o)
 	if err != nil {
 		return err
-	}
-	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
-	if o.NextHubKey != "" {
-		next, err := LoadSigner(o.NextHubKey)
-		if err != nil {
-			return err
-		}
-		if signer, err = signer.Cosigner(next); err != nil {
-			return fmt.Errorf("--next-hub-key: %w", err)
-		}
-	}
-	for _, f := range o.Anchors {
-		pub, err := events.LoadPublicKey(f)
-		if err != nil {
-			return err
-		}
-		anchors = append(anchors, events.HubAnchor(hub.HubKeyOwner, pub))
 	}
 	conn, err := o.Kafka.Opts()
 	if err != nil {
 		return err
 	}
-	topics := events.DefaultTopics(o.TopicPrefix)
-	opts := []hub.Option{hub.WithTopics(topics), hub.WithTransactionalPrefix(events.HubTransactionalPrefix(o.TopicPrefix)), hub.WithListen(o.Listen), hub.WithLogger(log), hub.WithIdempotencyWindow(o.Window),
-		hub.WithAuditReads(o.AuditReads), hub.WithClientOpts(withCrash(tel.KafkaOpts)), hub.WithTokenFile(o.Tokens),
-		hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst)}
+	opts := []system.Option{system.WithTopicPrefix(o.TopicPrefix), system.WithListen(o.Listen), system.WithLogger(log),
+		system.WithTokenFile(o.Tokens), system.WithClientOpts(tel.KafkaOpts),
+		system.WithOpsServer(o.MetricsAddr, func(ready system.Check) http.Handler { return tel.Handler(ready) }),
+		system.WithHubOptions(hub.WithIdempotencyWindow(o.Window), hub.WithAuditReads(o.AuditReads),
+			hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst), hub.WithClientOpts(withCrash(tel.KafkaOpts)))}
 	if o.TLSCert != "" {
 		// Read again when the files change; pairs that did not load are
 		// counted in argosy.hub.tls.reload_failures.
@@ -210,38 +188,52 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		if err != nil {
 			return err
 		}
-		opts = append(opts, hub.WithTLS(cfg))
+		opts = append(opts, system.WithTLS(cfg))
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	var ready []telemetry.Check
 	if o.Store != "" {
 		store, err := sqlstore.Open(ctx, o.Store)
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
 		defer store.Close()
-		dash, err := web.New(store, web.WithLogger(log.With("component", "dashboard")))
-		if err != nil {
-			return err
-		}
-		opts = append(opts, hub.WithReadAPI(read.New(store, read.WithLogger(log))), hub.WithDashboard(dash))
-		ready = append(ready, store.Ping)
+		opts = append(opts, system.WithStore(store), system.WithDashboard())
 		if o.Fold {
-			svc, err := projector.NewService(conn, store, anchors, projector.WithTopics(topics), projector.WithGroup(o.Group),
-				projector.WithClientOpts(tel.KafkaOpts), projector.WithLogger(log.With("component", "projector")))
-			if err != nil {
-				return err
-			}
-			g.Go(func() error { return svc.Run(gctx) })
-			ready = append(ready, svc.Ready)
+			opts = append(opts, system.WithFold(o.Group))
 		}
 	}
-	srv, err := hub.New(conn, signer, anchors, nil, opts...)
+	sys, err := system.New(conn, signer, anchors, opts...)
 	if err != nil {
 		return err
 	}
-	log.InfoContext(ctx, "argosy hub started", "version", version.Get().Version, "listen", o.Listen, "tls", o.TLSCert != "", "key", signer.KeyID())
-	g.Go(func() error { return srv.Run(gctx) })
-	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(append(ready, srv.Ready)...)) })
-	return g.Wait()
+	log.InfoContext(ctx, "argosy hub started", "component", "hub", "version", version.Get().Version, "listen", sys.Addr().String(),
+		"tls", o.TLSCert != "", "key", signer.KeyID())
+	return sys.Run(ctx)
+}
+
+// runKeys loads the hub's signing key (cosigned by --next-hub-key's while
+// a rotation is under way) and the trust anchors: its own public key and
+// every --trust-anchor.
+func runKeys(o *RunOptions) (*events.Signer, []events.Key, error) {
+	signer, err := LoadSigner(o.HubKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
+	if o.NextHubKey != "" {
+		next, err := LoadSigner(o.NextHubKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		if signer, err = signer.Cosigner(next); err != nil {
+			return nil, nil, fmt.Errorf("--next-hub-key: %w", err)
+		}
+	}
+	for _, f := range o.Anchors {
+		pub, err := events.LoadPublicKey(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		anchors = append(anchors, events.HubAnchor(hub.HubKeyOwner, pub))
+	}
+	return signer, anchors, nil
 }

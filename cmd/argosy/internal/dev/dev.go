@@ -1,5 +1,6 @@
 // Package dev is `argosy dev`: it runs the whole system in one process
-// (`argosy-hub dev`, which links the hub) and makes a context for it, so
+// (argosy-dev, which links the hub, the embedded broker and the simulated
+// fleet) and makes a context for it, so
 // that every other argosy command talks to it at once.
 package dev
 
@@ -22,8 +23,8 @@ import (
 // ContextName is the context argosy dev makes.
 const ContextName = "dev"
 
-// Options are argosy dev's flags; all but --hub-binary go to argosy-hub
-// dev as they are.
+// Options are argosy dev's flags; all but --dev-binary go to argosy-dev
+// as they are.
 type Options struct {
 	IO      cmdkit.IOStreams
 	Binary  string
@@ -43,11 +44,12 @@ clusters (20 unless --clusters says otherwise), each running the real spoke
 agent on a simulated Argo CD (docs/dev.md). Its data stays in --data-dir
 between runs.
 
-It runs argosy-hub dev (the binary that links the hub; found beside this one
-or on PATH, or --hub-binary), passing it every flag, and once it is ready
-makes the context "dev" (the hub's URL and admin token) the current one, so
-that argosy fleet, argosy app … and the rest talk to it. Ctrl-C stops it
-cleanly. See argosy-hub dev --help for the flags.`,
+It runs argosy-dev (the binary that links the hub, the embedded broker and
+the simulation; found beside this one or on PATH, or --dev-binary), passing
+it every flag, and once it is ready makes the context "dev" (the hub's URL
+and admin token) the current one, so that argosy fleet, argosy app … and
+the rest talk to it. Ctrl-C stops it cleanly. See argosy-dev --help for the
+flags.`,
 		Example: `  argosy dev
   argosy dev --clusters 50
   argosy dev --reset
@@ -60,7 +62,7 @@ cleanly. See argosy-hub dev --help for the flags.`,
 				switch a := args[i]; {
 				case a == "-h" || a == "--help":
 					return c.Help()
-				case a == "--hub-binary" && i+1 < len(args):
+				case a == "--dev-binary" && i+1 < len(args):
 					opts.Binary = args[i+1]
 					opts.Args = append(append([]string{}, args[:i]...), args[i+2:]...)
 				case a == "--data-dir" && i+1 < len(args):
@@ -78,26 +80,26 @@ cleanly. See argosy-hub dev --help for the flags.`,
 	return cmd
 }
 
-// hubBinary finds argosy-hub: --hub-binary, beside this executable, or on
+// devBinary finds argosy-dev: --dev-binary, beside this executable, or on
 // PATH.
-func hubBinary(flag string) (string, error) {
+func devBinary(flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
 	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "argosy-hub")
+		p := filepath.Join(filepath.Dir(self), "argosy-dev")
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	p, err := exec.LookPath("argosy-hub")
+	p, err := exec.LookPath("argosy-dev")
 	if err != nil {
-		return "", errors.New("argosy dev runs argosy-hub, found neither beside argosy nor on PATH: make build puts both in bin/, or give --hub-binary")
+		return "", errors.New("argosy dev runs argosy-dev, found neither beside argosy nor on PATH: make build puts both in bin/, or give --dev-binary")
 	}
 	return p, nil
 }
 
-// ready is what argosy-hub dev writes to DIR/dev.json once it serves.
+// ready is what argosy-dev writes to DIR/dev.json once it serves.
 type ready struct {
 	URL   string `json:"url"`
 	Token string `json:"token"`
@@ -105,12 +107,12 @@ type ready struct {
 }
 
 func devRun(ctx context.Context, o *Options) error {
-	bin, err := hubBinary(o.Binary)
+	bin, err := devBinary(o.Binary)
 	if err != nil {
 		return err
 	}
 	readyFile := filepath.Join(o.DataDir, "dev.json")
-	cmd := exec.CommandContext(ctx, bin, append([]string{"dev", "--data-dir", o.DataDir}, stripDataDir(o.Args)...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--data-dir", o.DataDir}, stripDataDir(o.Args)...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.IO.In, o.IO.Out, o.IO.Err
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // let it stop cleanly
 	cmd.WaitDelay = 30 * time.Second
@@ -156,7 +158,7 @@ func stripDataDir(args []string) []string {
 	return out
 }
 
-// readReady reads the ready file of the argosy-hub dev process pid.
+// readReady reads the ready file of the argosy-dev process pid.
 func readReady(path string, pid int) (ready, bool) {
 	var r ready
 	b, err := os.ReadFile(path)

@@ -32,7 +32,7 @@ import (
 func TestDevAsANewUser(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
-	for _, b := range []string{"argosy", "argosy-hub"} {
+	for _, b := range []string{"argosy", "argosy-dev"} {
 		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, b), "github.com/argosyproj/argosy/cmd/"+b).CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", b, err, out)
 		}
@@ -175,13 +175,13 @@ func waitFor(t *testing.T, within time.Duration, what string, ok func() bool, p 
 	}
 }
 
-// TestDevOnARealBroker runs argosy-hub dev with --broker: the real Kafka
+// TestDevOnARealBroker runs argosy-dev with --broker: the real Kafka
 // stamps records with its LogAppendTime, and the components, which accept
 // nothing else then, run the fleet on it.
 func TestDevOnARealBroker(t *testing.T) {
 	dir := t.TempDir()
-	hubBin := filepath.Join(dir, "argosy-hub")
-	if out, err := exec.Command("go", "build", "-o", hubBin, "github.com/argosyproj/argosy/cmd/argosy-hub").CombinedOutput(); err != nil {
+	devBin := filepath.Join(dir, "argosy-dev")
+	if out, err := exec.Command("go", "build", "-o", devBin, "github.com/argosyproj/argosy/cmd/argosy-dev").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	ports, err := testproc.FreePorts(2)
@@ -189,7 +189,7 @@ func TestDevOnARealBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := kafkatest.Prefix(t)
-	p, err := testproc.Start(dir, "dev", hubBin, []string{"dev", "--data-dir", filepath.Join(dir, "data"), "--clusters", "3",
+	p, err := testproc.Start(dir, "dev", devBin, []string{"--data-dir", filepath.Join(dir, "data"), "--clusters", "3",
 		"--broker", kafkatest.Bootstrap(t), "--topic-prefix", prefix, "--offline-every", "0",
 		"--listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[1])}, nil)
 	if err != nil {

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,22 +21,21 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/cmd/internal/hubkey"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/auth"
-	"github.com/argosyproj/argosy/hub/web"
-	"github.com/argosyproj/argosy/internal/httpserve"
 	"github.com/argosyproj/argosy/internal/telemetry"
 	"github.com/argosyproj/argosy/internal/version"
-	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 	"github.com/argosyproj/argosy/sim"
 	"github.com/argosyproj/argosy/spoke"
+	"github.com/argosyproj/argosy/system"
 )
 
-// DevOptions are the flags of `argosy-hub dev`.
+// DevOptions are the flags of argosy-dev.
 type DevOptions struct {
 	IO          cmdkit.IOStreams
 	Clusters    int
@@ -51,7 +50,7 @@ type DevOptions struct {
 	Quiet       bool
 }
 
-// DevReady is what argosy-hub dev writes to DIR/dev.json once it serves:
+// DevReady is what argosy-dev writes to DIR/dev.json once it serves:
 // what the argosy CLI needs to make a context for it.
 type DevReady struct {
 	URL      string   `json:"url"`
@@ -64,13 +63,13 @@ type DevReady struct {
 // DevReadyFile is DevReady's file in the data directory.
 const DevReadyFile = "dev.json"
 
-// NewCmdDev returns `argosy-hub dev`.
+// NewCmdDev returns argosy-dev's command, the root of its tree.
 func NewCmdDev(io cmdkit.IOStreams, runF func(context.Context, *DevOptions) error) *cobra.Command {
 	opts := &DevOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "dev",
+		Use:   "argosy-dev",
 		Short: "Run the whole system in this process, with a simulated fleet",
-		Long: `dev runs all of Argosy in one process, with nothing else to install or run:
+		Long: `argosy-dev runs all of Argosy in one process, with nothing else to install or run:
 an embedded Kafka-compatible broker (its log in --data-dir, so the fleet and
 its history survive a restart), the hub with a generated key and admin
 token, the projector on a SQLite store, and a fleet of --clusters simulated
@@ -83,10 +82,10 @@ Once ready it prints the hub's URL, the admin token and commands to try,
 and writes them to DIR/dev.json. The hub's URL in a browser is the web
 dashboard; log in with the token. argosy dev runs this and writes a context
 for the argosy CLI. Ctrl-C stops everything cleanly; --reset starts over.`,
-		Example: `  argosy-hub dev
-  argosy-hub dev --clusters 50 --listen 127.0.0.1:9080
-  argosy-hub dev --broker 127.0.0.1:9092   # a real Kafka instead of the embedded one
-  argosy-hub dev --reset`,
+		Example: `  argosy-dev
+  argosy-dev --clusters 50 --listen 127.0.0.1:9080
+  argosy-dev --broker 127.0.0.1:9092   # a real Kafka instead of the embedded one
+  argosy-dev --reset`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.Clusters < 1 || opts.Clusters > 10000 {
@@ -121,102 +120,40 @@ func devRun(ctx context.Context, o *DevOptions) error {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(o.IO.Err, &slog.HandlerOptions{Level: level}))
-	if o.Reset {
-		if err := os.RemoveAll(o.DataDir); err != nil {
-			return fmt.Errorf("--reset: %w", err)
-		}
-	}
-	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+	if err := devDir(o); err != nil {
 		return err
-	}
-	if err := os.Remove(filepath.Join(o.DataDir, DevReadyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("dev: %w", err) // a stale ready file would point argosy dev at nothing
 	}
 	signer, token, tokens, err := devCredentials(filepath.Join(o.DataDir, "hub"))
 	if err != nil {
 		return err
 	}
-	seed := o.Broker
-	var decoderOpts []events.Option
-	if seed == "" {
-		decoderOpts = append(decoderOpts, events.AcceptCreateTime())
-		b, err := startBroker(filepath.Join(o.DataDir, "kafka"), o.BrokerPort)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		seed = b.ListenAddrs()[0]
-	}
-	conn := []kgo.Opt{kgo.SeedBrokers(seed)}
-	topics := events.DefaultTopics(o.TopicPrefix)
-	if err := devTopics(ctx, conn, topics); err != nil {
+	k, err := devKafka(ctx, o)
+	if err != nil {
 		return err
 	}
+	defer k.close()
 	tel, err := telemetry.Setup(ctx, "argosy-dev", version.Get().Version)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tel.Shutdown(context.WithoutCancel(ctx)) }()
+	defer tel.ShutdownLogged(ctx, log)
 	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(o.DataDir, "views.db"))
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	defer store.Close()
 	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
-	svc, err := projector.NewService(conn, store, anchors, projector.WithTopics(topics), projector.WithGroup(events.ProjectorGroup(o.TopicPrefix)),
-		projector.WithClientOpts(tel.KafkaOpts),
-		projector.WithLogger(log.With("component", "projector")), projector.WithDecoderOptions(decoderOpts...))
+	sys, err := system.New(k.conn, signer, anchors, system.WithTopicPrefix(o.TopicPrefix), system.WithListen(o.Listen),
+		system.WithLogger(log), system.WithTokens(tokens...), system.WithStore(store, read.WithLogger(log)), system.WithDashboard(),
+		system.WithFold(""), system.WithClientOpts(tel.KafkaOpts), system.WithDecoderOptions(k.decoder...),
+		system.WithOpsServer(o.MetricsAddr, func(ready system.Check) http.Handler { return tel.Handler(ready) }))
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-	dash, err := web.New(store, web.WithLogger(log.With("component", "dashboard")))
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	srv, err := hub.New(conn, signer, anchors, tokens, hub.WithTopics(topics),
-		hub.WithTransactionalPrefix(events.HubTransactionalPrefix(o.TopicPrefix)), hub.WithListener(ln), hub.WithLogger(log.With("component", "hub")),
-		hub.WithReadAPI(read.New(store, read.WithLogger(log))), hub.WithDashboard(dash), hub.WithClientOpts(tel.KafkaOpts), hub.WithDecoderOptions(decoderOpts...))
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	url := "http://" + ln.Addr().String()
+	f := devFleet{o: o, sys: sys, token: token, hubKey: signer.Public(), kafka: k, log: log}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return svc.Run(gctx) })
-	g.Go(func() error { return srv.Run(gctx) })
-	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler(srv.Ready, svc.Ready, store.Ping)) })
-	g.Go(func() error {
-		client, err := api.NewClient(url, token, nil)
-		if err != nil {
-			return err
-		}
-		if err := waitReady(gctx, url); err != nil {
-			return err
-		}
-		fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: o.Clusters, Prefix: "sim", Hub: client, HubKey: signer.Public(), Conn: conn,
-			Topics: topics, TopicPrefix: o.TopicPrefix, Dir: filepath.Join(o.DataDir, "fleet"), Offline: o.Offline, OfflineFor: [2]time.Duration{30 * time.Second, 90 * time.Second},
-			Log: log.With("component", "fleet"), AgentOpts: []spoke.Option{spoke.WithDecoderOptions(decoderOpts...)}})
-		if err != nil {
-			return err
-		}
-		if err := fleet.Join(gctx); err != nil {
-			if gctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		ready := DevReady{URL: url, Token: token, DataDir: o.DataDir, Clusters: fleet.Names(), PID: os.Getpid()}
-		if err := writeReady(o.DataDir, ready); err != nil {
-			return err
-		}
-		printReady(o.IO, ready)
-		return fleet.Run(gctx)
-	})
+	g.Go(func() error { return sys.Run(gctx) })
+	g.Go(func() error { return f.run(gctx) })
 	err = g.Wait()
 	if rerr := os.Remove(filepath.Join(o.DataDir, DevReadyFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		err = errors.Join(err, rerr)
@@ -227,12 +164,99 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	return err
 }
 
+// devDir makes the data directory, after deleting it with --reset, and
+// removes a stale ready file, which would point argosy dev at nothing.
+func devDir(o *DevOptions) error {
+	if o.Reset {
+		if err := os.RemoveAll(o.DataDir); err != nil {
+			return fmt.Errorf("--reset: %w", err)
+		}
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(o.DataDir, DevReadyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("dev: %w", err)
+	}
+	return nil
+}
+
+// devKafkaConn is the Kafka argosy dev runs on: --broker, or the embedded
+// broker, whose records the components must accept as it stamps them.
+type devKafkaConn struct {
+	conn    []kgo.Opt
+	topics  events.Topics
+	decoder []events.Option
+	close   func()
+}
+
+// devKafka starts the embedded broker unless --broker names one, and makes
+// Argosy's topics there.
+func devKafka(ctx context.Context, o *DevOptions) (*devKafkaConn, error) {
+	k := &devKafkaConn{topics: events.DefaultTopics(o.TopicPrefix), close: func() {}}
+	seed := o.Broker
+	if seed == "" {
+		b, err := startBroker(filepath.Join(o.DataDir, "kafka"), o.BrokerPort)
+		if err != nil {
+			return nil, err
+		}
+		k.close, k.decoder, seed = b.Close, []events.Option{events.AcceptCreateTime()}, b.ListenAddrs()[0]
+	}
+	k.conn = []kgo.Opt{kgo.SeedBrokers(seed)}
+	if err := devTopics(ctx, k.conn, k.topics); err != nil {
+		k.close()
+		return nil, err
+	}
+	return k, nil
+}
+
+// devFleet is the simulated fleet of argosy dev.
+type devFleet struct {
+	o      *DevOptions
+	sys    *system.System
+	token  string
+	hubKey ed25519.PublicKey
+	kafka  *devKafkaConn
+	log    *slog.Logger
+}
+
+// run waits until the system is ready, joins the fleet, writes the ready
+// file and prints it, and runs the fleet until ctx ends.
+func (f devFleet) run(ctx context.Context) error {
+	if err := f.sys.WaitReady(ctx); err != nil {
+		return nil // ctx ended: stopping, or the system failed and says why
+	}
+	client, err := api.NewClient(f.sys.URL(), f.token, nil)
+	if err != nil {
+		return err
+	}
+	fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: f.o.Clusters, Prefix: "sim", Hub: client, HubKey: f.hubKey, Conn: f.kafka.conn,
+		Topics: f.kafka.topics, TopicPrefix: f.o.TopicPrefix, Dir: filepath.Join(f.o.DataDir, "fleet"), Offline: f.o.Offline,
+		OfflineFor: [2]time.Duration{30 * time.Second, 90 * time.Second},
+		Log:        f.log.With("component", "fleet"), AgentOpts: []spoke.Option{spoke.WithDecoderOptions(f.kafka.decoder...)}})
+	if err != nil {
+		return err
+	}
+	if err := fleet.Join(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	ready := DevReady{URL: f.sys.URL(), Token: f.token, DataDir: f.o.DataDir, Clusters: fleet.Names(), PID: os.Getpid()}
+	if err := writeReady(f.o.DataDir, ready); err != nil {
+		return err
+	}
+	printReady(f.o.IO, ready)
+	return fleet.Run(ctx)
+}
+
 // devCredentials makes the hub's key and an admin token in dir the first
 // time, and reads them after.
 func devCredentials(dir string) (*events.Signer, string, []auth.Token, error) {
-	keyFile, tokenFile, tokensFile := filepath.Join(dir, PrivateKeyFile), filepath.Join(dir, "admin.token"), filepath.Join(dir, "tokens.yaml")
+	keyFile, tokenFile, tokensFile := filepath.Join(dir, hubkey.PrivateKeyFile), filepath.Join(dir, "admin.token"), filepath.Join(dir, "tokens.yaml")
 	if _, err := os.Stat(keyFile); errors.Is(err, fs.ErrNotExist) {
-		if err := keygenRun(&KeygenOptions{IO: cmdkit.IOStreams{Out: discardWriter{}}, Dir: dir}); err != nil {
+		if _, err := hubkey.Write(dir); err != nil {
 			return nil, "", nil, err
 		}
 		tok, entry, err := auth.NewToken("admin", auth.RoleAdmin, nil, "")
@@ -250,7 +274,7 @@ func devCredentials(dir string) (*events.Signer, string, []auth.Token, error) {
 			return nil, "", nil, err
 		}
 	}
-	signer, err := LoadSigner(keyFile)
+	signer, err := hubkey.Load(keyFile)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -277,27 +301,6 @@ func devTopics(ctx context.Context, conn []kgo.Opt, topics events.Topics) error 
 		return fmt.Errorf("topics: %w", err)
 	}
 	return nil
-}
-
-// waitReady waits for the hub at url to answer /readyz.
-func waitReady(ctx context.Context, url string) error {
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 func writeReady(dir string, r DevReady) error {
@@ -331,7 +334,3 @@ Try, in another terminal (argosy dev makes the context "dev" for these; else run
 Ctrl-C stops it; the fleet and its history are kept for the next run (argosy dev --reset starts over).
 `, len(r.Clusters), r.URL, r.URL, r.Token, r.DataDir, r.URL)
 }
-
-type discardWriter struct{}
-
-func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
