@@ -9,8 +9,8 @@ import (
 
 // instruments are a component's metrics, made from the meter provider its
 // options name (the global one by default, which cmd points at Prometheus).
-// Every instrument is usable: the API's no-op stands in for one that could
-// not be made.
+// An instrument that could not be made is reported to OpenTelemetry's
+// error handler (Instrument); the provider still returns one to record on.
 type instruments struct {
 	published    metric.Int64Counter
 	processed    metric.Int64Counter

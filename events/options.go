@@ -71,8 +71,8 @@ func (c Common) Events() []Option {
 
 // Instrument returns the instrument that one of a metric.Meter's methods
 // made, and hands its error, if any, to OpenTelemetry's error handler:
-// every component makes its instruments so. The API's no-op stands in for
-// an instrument that could not be made.
+// every component makes its instruments so. The meter returns an
+// instrument to record on even with the error.
 func Instrument[T any](instrument T, err error) T {
 	if err != nil {
 		otel.Handle(err)
