@@ -4,7 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,5 +88,45 @@ func TestLibrariesReadNoEnvironmentAndSetNoGlobals(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestIntegrationFilesAreNamed holds the one naming of the files whose
+// tests need a real server (docs/design.md, Test broker): a file with the
+// integration build tag ends in _kube_test.go, _kafka_test.go,
+// _postgres_test.go or _build_test.go, and a file so named carries the tag,
+// so that its name says what running it takes.
+func TestIntegrationFilesAreNamed(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "github.com/argosyproj/argosy/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	suffixes := []string{"_kube_test.go", "_kafka_test.go", "_postgres_test.go", "_build_test.go"}
+	seen := 0
+	for _, dir := range strings.Fields(string(out)) {
+		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tagged := strings.HasPrefix(string(src), "//go:build integration\n")
+			named := slices.ContainsFunc(suffixes, func(s string) bool { return strings.HasSuffix(f, s) })
+			switch {
+			case tagged && !named:
+				t.Errorf("%s carries the integration tag: name it …%s after the real server its tests need", f, strings.Join(suffixes, ", …"))
+			case named && !tagged:
+				t.Errorf("%s is named for a real server but does not begin with //go:build integration", f)
+			}
+			if tagged {
+				seen++
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no file carries the integration tag: the walk is broken")
 	}
 }
