@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,14 +19,20 @@ import (
 	"github.com/argosyproj/argosy/hub/api"
 )
 
-var prod = api.Object{Cluster: "prod", Kind: api.KindClusters, Name: "prod", Generation: 1, Labels: map[string]string{"env": "prod"}}
+// prodHub starts a hub with the cluster prod registered.
+func prodHub(t *testing.T) *cmdtest.Hub {
+	t.Helper()
+	h := cmdtest.StartHub(t)
+	h.Register(map[string]string{"env": "prod"}, "prod")
+	return h
+}
 
-// session returns a session of the fake hub h as an admin, resending
-// without waiting.
-func session(t *testing.T, h *cmdtest.FakeHub, o apicmd.WriteFlags) *apicmd.Session {
+// session returns a session of the hub h as an admin, resending without
+// waiting.
+func session(t *testing.T, h *cmdtest.Hub, o apicmd.WriteFlags) *apicmd.Session {
 	t.Helper()
 	cmdtest.Isolate(t)
-	o.API = apicmd.Options{Server: h.URL, Token: cmdtest.AdminToken}
+	o.API = apicmd.Options{Server: h.URL, Token: h.Admin}
 	o.SetBackoff([]time.Duration{0, 0})
 	s, err := o.Session()
 	if err != nil {
@@ -45,20 +52,23 @@ func hangUp(t *testing.T, w http.ResponseWriter) {
 	conn.Close()
 }
 
-func deregister(s *apicmd.Session) func(context.Context, api.WriteOptions) (*api.Result, error) {
+func deregister(s *apicmd.Session, cluster string) func(context.Context, api.WriteOptions) (*api.Result, error) {
 	return func(ctx context.Context, o api.WriteOptions) (*api.Result, error) {
-		return s.Client.DeregisterCluster(ctx, "prod", "", o)
+		return s.Client.DeregisterCluster(ctx, cluster, "", o)
 	}
 }
 
 // TestWriteResendsWithTheSameKey checks that a write that meets a
 // transport error or a 503 is sent again with the same idempotency key,
-// at most twice, and what it says when it never gets through; and that
-// the writes of one invocation each have their own key.
+// at most twice, and what it says when it never gets through; and that a
+// write that got through after resends was written once. Each case
+// deregisters a cluster of its own, with a key of its own (KEY), on one
+// hub.
 func TestWriteResendsWithTheSameKey(t *testing.T) {
 	tests := []struct {
 		name    string
 		fail    func(t *testing.T, w http.ResponseWriter, n int) bool
+		gen     *int64 // the generation the write expects
 		sent    int
 		wantErr string
 	}{
@@ -77,40 +87,58 @@ func TestWriteResendsWithTheSameKey(t *testing.T) {
 		}, sent: 3},
 		{name: "503 always", fail: func(t *testing.T, w http.ResponseWriter, _ int) bool { answer503(t, w); return true }, sent: 3,
 			wantErr: "the hub failed (503 Service Unavailable): another replica is writing; nothing was written, retry\n" +
-				"  sent 3 times with Idempotency-Key k1; running the command again with --idempotency-key k1 writes nothing twice"},
+				"  sent 3 times with Idempotency-Key KEY; running the command again with --idempotency-key KEY writes nothing twice"},
 		{name: "hang-up always", fail: func(t *testing.T, w http.ResponseWriter, _ int) bool { hangUp(t, w); return true }, sent: 3,
-			wantErr: "sent 3 times with Idempotency-Key k1; running the command again with --idempotency-key k1 writes nothing twice"},
-		{name: "409 is not resent", fail: func(t *testing.T, w http.ResponseWriter, _ int) bool {
-			gen := int64(2)
-			cmdtest.Answer(t, w, http.StatusConflict, api.Error{Error: "cluster prod is at generation 2, not 1", Generation: &gen})
-			return true
-		}, sent: 1, wantErr: "the hub refused the request (409 Conflict): cluster prod is at generation 2, not 1"},
+			wantErr: "sent 3 times with Idempotency-Key KEY; running the command again with --idempotency-key KEY writes nothing twice"},
+		{name: "409 is not resent", fail: func(*testing.T, http.ResponseWriter, int) bool { return false }, gen: ptr(int64(2)),
+			sent: 1, wantErr: "the hub refused the request (409 Conflict): cluster CLUSTER is at generation 1, not 2: it changed since you read it\n" +
+				"  next: read its generation again (argosy app list, argosy cluster list), then retry"},
 	}
-	for _, tc := range tests {
+	h := cmdtest.StartHub(t)
+	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := cmdtest.NewFakeHub(t, prod)
-			h.Fail = func(w http.ResponseWriter, _ *http.Request, n int) bool { return tc.fail(t, w, n) }
-			s := session(t, h, apicmd.WriteFlags{IdempotencyKey: "k1"})
-			_, err := s.Write(t.Context(), nil, deregister(s))
-			if tc.wantErr != "" {
-				if err == nil || !strings.HasSuffix(err.Error(), tc.wantErr) {
-					t.Fatalf("error\n%v\nwant it to end\n%s", err, tc.wantErr)
+			cluster, key := fmt.Sprintf("c%d", i), fmt.Sprintf("k%d", i)
+			h.Register(nil, cluster)
+			before := len(h.Requests())
+			h.Fail(func(w http.ResponseWriter, _ *http.Request, n int) bool { return tc.fail(t, w, n-before) })
+			defer h.Fail(nil)
+			s := session(t, h, apicmd.WriteFlags{IdempotencyKey: key})
+			_, err := s.Write(t.Context(), tc.gen, deregister(s, cluster))
+			if want := strings.NewReplacer("KEY", key, "CLUSTER", cluster).Replace(tc.wantErr); want != "" {
+				if err == nil || !strings.HasSuffix(err.Error(), want) {
+					t.Fatalf("error\n%v\nwant it to end\n%s", err, want)
 				}
 			} else if err != nil {
 				t.Fatal(err)
+			} else if o := object(t, h, cluster); !o.Deleted || o.Generation != 2 {
+				t.Errorf("the hub holds %+v: want it deregistered once, at generation 2", o)
 			}
-			reqs := h.Requests()
+			reqs := h.Requests()[before:]
 			if len(reqs) != tc.sent {
 				t.Fatalf("%d requests, want %d", len(reqs), tc.sent)
 			}
 			for _, r := range reqs {
-				if k := r.Header.Get(api.HeaderIdempotencyKey); k != "k1" {
-					t.Errorf("Idempotency-Key %q, want k1 on every resend", k)
+				if k := r.Header.Get(api.HeaderIdempotencyKey); k != key {
+					t.Errorf("Idempotency-Key %q, want %s on every resend", k, key)
 				}
 			}
 		})
 	}
 }
+
+// object returns the cluster the hub holds.
+func object(t *testing.T, h *cmdtest.Hub, cluster string) api.Object {
+	t.Helper()
+	for _, o := range h.Objects() {
+		if o.Kind == api.KindClusters && o.Name == cluster {
+			return o
+		}
+	}
+	t.Fatalf("the hub holds no cluster %s", cluster)
+	return api.Object{}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func answer503(t *testing.T, w http.ResponseWriter) {
 	cmdtest.Answer(t, w, http.StatusServiceUnavailable, api.Error{Error: "another replica is writing; nothing was written, retry"})
@@ -119,11 +147,11 @@ func answer503(t *testing.T, w http.ResponseWriter) {
 // TestWriteKeys checks that each write of an invocation has a key of its
 // own, random unless given, and that a dry run and If-Match are sent.
 func TestWriteKeys(t *testing.T) {
-	h := cmdtest.NewFakeHub(t, prod)
+	h := prodHub(t)
 	s := session(t, h, apicmd.WriteFlags{DryRun: true})
 	gen := int64(1)
 	for range 3 {
-		if _, err := s.Write(t.Context(), &gen, deregister(s)); err != nil {
+		if _, err := s.Write(t.Context(), &gen, deregister(s, "prod")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,24 +282,25 @@ func TestPrintResult(t *testing.T) {
 // of a cluster when one is set, by prefix, and nothing, quietly, when the
 // hub cannot be reached or refuses the token.
 func TestComplete(t *testing.T) {
-	h := cmdtest.NewFakeHub(t, prod,
-		api.Object{Cluster: "dev", Kind: api.KindClusters, Name: "dev", Generation: 1},
-		api.Object{Cluster: "gone", Kind: api.KindClusters, Name: "gone", Generation: 2, Deleted: true},
-		api.Object{Cluster: "prod", Kind: api.KindApplications, Namespace: "argocd", Name: "guestbook", Generation: 1},
-		api.Object{Cluster: "dev", Kind: api.KindApplications, Namespace: "argocd", Name: "guestbook", Generation: 1},
-		api.Object{Cluster: "dev", Kind: api.KindApplications, Namespace: "argocd", Name: "billing", Generation: 1})
+	h := prodHub(t)
+	h.Register(nil, "dev", "gone")
+	if _, err := h.Client.DeregisterCluster(t.Context(), "gone", "", api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.Apply(api.KindApplications, cmdtest.AppManifest("guestbook", "default"), "prod", "dev")
+	h.Apply(api.KindApplications, cmdtest.AppManifest("billing", "default"), "dev")
 	cmdtest.Isolate(t)
 	cluster := ""
 	tests := []struct {
 		server, token, kind, cluster, prefix string
 		want                                 []string
 	}{
-		{h.URL, cmdtest.ViewerToken, api.KindClusters, "", "", []string{"dev", "prod"}},
-		{h.URL, cmdtest.ViewerToken, api.KindApplications, "", "", []string{"billing", "guestbook"}},
-		{h.URL, cmdtest.ViewerToken, api.KindApplications, "prod", "", []string{"guestbook"}},
-		{h.URL, cmdtest.ViewerToken, api.KindApplications, "", "g", []string{"guestbook"}},
+		{h.URL, h.Viewer, api.KindClusters, "", "", []string{"dev", "prod"}},
+		{h.URL, h.Viewer, api.KindApplications, "", "", []string{"billing", "guestbook"}},
+		{h.URL, h.Viewer, api.KindApplications, "prod", "", []string{"guestbook"}},
+		{h.URL, h.Viewer, api.KindApplications, "", "g", []string{"guestbook"}},
 		{h.URL, "nope", api.KindClusters, "", "", nil},
-		{"http://127.0.0.1:1", cmdtest.ViewerToken, api.KindClusters, "", "", nil},
+		{"http://127.0.0.1:1", h.Viewer, api.KindClusters, "", "", nil},
 	}
 	for _, tc := range tests {
 		o := &apicmd.Options{Server: tc.server, Token: tc.token}
@@ -281,7 +310,7 @@ func TestComplete(t *testing.T) {
 			t.Errorf("%s %s of %q from %q: %v, %v; want %v", tc.server, tc.kind, tc.cluster, tc.prefix, got, dir, tc.want)
 		}
 	}
-	if got, _ := apicmd.CompleteFirst(&apicmd.Options{Server: h.URL, Token: cmdtest.ViewerToken}, api.KindClusters, nil)(&cobra.Command{}, []string{"prod"}, ""); got != nil {
+	if got, _ := apicmd.CompleteFirst(&apicmd.Options{Server: h.URL, Token: h.Viewer}, api.KindClusters, nil)(&cobra.Command{}, []string{"prod"}, ""); got != nil {
 		t.Errorf("second argument completed to %v", got)
 	}
 }

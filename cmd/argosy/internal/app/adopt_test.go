@@ -17,15 +17,15 @@ import (
 // when there is nothing to adopt.
 func TestAppAdopt(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := fleetHub(t, false)
 	q := readtest.Fleet()
 	key := projector.AppKey{Cluster: "prod-eu", Namespace: "argocd", Name: "edge-web"}
 	q.AppRows = append(q.AppRows, projector.AppRow{AppKey: key, Observed: &projector.AppObserved{AppKey: key,
 		Local: &projector.LocalApp{Project: "default", Labels: map[string]string{"team": "edge"}, Generation: 7, EventID: "ev-local",
-			Spec: json.RawMessage(`{"project":"default","source":{"repoURL":"https://git.example.com/web.git","path":"web"}}`)}}})
-	h.Read = read.New(q, read.WithClock(readtest.Now))
+			Spec: json.RawMessage(`{"project":"default","source":{"repoURL":"https://git.example.com/web.git","path":"web"},` +
+				`"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}`)}}})
+	h := fleetHub(t, read.New(q, read.WithClock(readtest.Now)))
 
-	stdout, _, err := run(t, h, cmdtest.AdminToken, "", "adopt", "edge-web", "--cluster", "prod-eu")
+	stdout, _, err := run(t, h, h.Admin, "", "adopt", "edge-web", "--cluster", "prod-eu")
 	if err != nil || !strings.Contains(stdout, "application.upserted  prod-eu  applications  argocd     edge-web") {
 		t.Fatalf("adopt: %v\n%s", err, stdout)
 	}
@@ -35,13 +35,16 @@ func TestAppAdopt(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"labels":{"team":"edge"},"name":"edge-web","namespace":"argocd"},` +
-		`"spec":{"project":"default","source":{"repoURL":"https://git.example.com/web.git","path":"web"}}}`
+		`"spec":{"project":"default","source":{"repoURL":"https://git.example.com/web.git","path":"web"},` +
+		`"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}}`
 	if !req.Adopt || len(req.Clusters) != 1 || req.Clusters[0] != "prod-eu" || string(req.Manifest) != want {
 		t.Errorf("request %s\nwant adopt on prod-eu of\n%s", reqs[len(reqs)-1].Body, want)
 	}
 
-	manifest := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: edge-api, namespace: argocd}\nspec: {project: default}\n"
-	if _, _, err := run(t, h, cmdtest.AdminToken, manifest, "adopt", "edge-api", "--cluster", "prod-eu", "-f", "-", "--dry-run"); err != nil {
+	manifest := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: edge-api, namespace: argocd}\n" +
+		"spec: {project: default, source: {repoURL: \"https://git.example.com/api.git\", path: api},\n" +
+		"  destination: {server: \"https://kubernetes.default.svc\", namespace: api}}\n"
+	if _, _, err := run(t, h, h.Admin, manifest, "adopt", "edge-api", "--cluster", "prod-eu", "-f", "-", "--dry-run"); err != nil {
 		t.Fatalf("adopt -f: %v", err)
 	}
 	reqs = h.Requests()
@@ -61,7 +64,7 @@ func TestAppAdopt(t *testing.T) {
 		{[]string{"adopt", "edge-web"}, "", "--cluster is required"},
 		{[]string{"adopt", "other", "--cluster", "prod-eu", "-f", "-"}, manifest, "want one Application named argocd/other"},
 	} {
-		if _, _, err := run(t, h, cmdtest.AdminToken, tc.stdin, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := run(t, h, h.Admin, tc.stdin, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.args, err, tc.want)
 		}
 	}
@@ -71,10 +74,9 @@ func TestAppAdopt(t *testing.T) {
 // out, too deep to answer with, is not adopted as its marker.
 func TestAppAdoptRefusesAnOmittedSpec(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := fleetHub(t, false)
-	h.Read = read.New(readtest.Hostile(), read.WithClock(readtest.Now))
+	h := fleetHub(t, read.New(readtest.Hostile(), read.WithClock(readtest.Now)))
 	before := len(h.Requests())
-	_, _, err := run(t, h, cmdtest.AdminToken, "", "adopt", "billing", "--cluster", "prod-eu")
+	_, _, err := run(t, h, h.Admin, "", "adopt", "billing", "--cluster", "prod-eu")
 	want := "the spec cluster prod-eu published of argocd/billing is too deep to show: 9998 levels"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("adopt: error %v, want %q", err, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
 	"github.com/argosyproj/argosy/cmd/argosy/internal/config"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/read/readtest"
@@ -152,25 +154,45 @@ func TestAppDeleteAndOperationFlags(t *testing.T) {
 	}
 }
 
-// fleetHub is a fake hub holding the Applications of readtest.Fleet, and
-// serving its read API beside them when status is set.
-func fleetHub(t *testing.T, status bool) *cmdtest.FakeHub {
+// fleetHub is a hub holding the clusters, AppProjects and Applications of
+// readtest.Fleet, the Applications at the generations that fleet tells of
+// (old deleted at 3), and serving readAPI as its read API when it is not
+// nil.
+func fleetHub(t *testing.T, readAPI http.Handler) *cmdtest.Hub {
 	t.Helper()
-	h := cmdtest.NewFakeHub(t,
-		api.Object{Cluster: "prod-eu", Kind: api.KindClusters, Name: "prod-eu", Generation: 1},
-		api.Object{Cluster: "prod-us", Kind: api.KindClusters, Name: "prod-us", Generation: 1},
-		api.Object{Cluster: "prod-eu", Kind: api.KindApplications, Namespace: "argocd", Name: "billing", Project: "payments", Generation: 5},
-		api.Object{Cluster: "prod-eu", Kind: api.KindApplications, Namespace: "argocd", Name: "guestbook", Project: "web", Generation: 4},
-		api.Object{Cluster: "prod-us", Kind: api.KindApplications, Namespace: "argocd", Name: "guestbook", Project: "web", Generation: 2},
-		api.Object{Cluster: "prod-us", Kind: api.KindApplications, Namespace: "argocd", Name: "old", Project: "web", Generation: 3, Deleted: true})
-	if status {
-		h.Read = read.New(readtest.Fleet(), read.WithClock(readtest.Now))
+	var opts []hub.Option
+	if readAPI != nil {
+		opts = append(opts, hub.WithReadAPI(readAPI))
+	}
+	h := cmdtest.StartHub(t, opts...)
+	h.Register(nil, "prod-eu", "prod-us")
+	for _, p := range []string{"web", "payments"} {
+		h.Apply(api.KindAppProjects, cmdtest.ProjectManifest(p), "prod-eu", "prod-us")
+	}
+	applyUntil(h, "prod-eu", "billing", "payments", 5)
+	applyUntil(h, "prod-eu", "guestbook", "web", 4)
+	applyUntil(h, "prod-us", "guestbook", "web", 2)
+	applyUntil(h, "prod-us", "old", "web", 2)
+	if _, err := h.Client.Delete(t.Context(), api.KindApplications, "prod-us", "argocd", "old", true, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	return h
 }
 
+// fleetRead is the read API of readtest.Fleet.
+func fleetRead() http.Handler { return read.New(readtest.Fleet(), read.WithClock(readtest.Now)) }
+
+// applyUntil applies the Application name of project to cluster until it
+// is at generation gen, each time at another revision.
+func applyUntil(h *cmdtest.Hub, cluster, name, project string, gen int) {
+	for i := range gen {
+		m := strings.Replace(cmdtest.AppManifest(name, project), `"targetRevision":"main"`, fmt.Sprintf(`"targetRevision":"v%d"`, i+1), 1)
+		h.Apply(api.KindApplications, m, cluster)
+	}
+}
+
 // run runs `argosy app` args against h with token.
-func run(t *testing.T, h *cmdtest.FakeHub, token, stdin string, args ...string) (stdout, stderr string, err error) {
+func run(t *testing.T, h *cmdtest.Hub, token, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	return cmdtest.RunWithInput(t, NewCmdApp, stdin, append(append([]string{"app"}, args...), "--server", h.URL, "--token", token)...)
 }
@@ -180,7 +202,7 @@ func run(t *testing.T, h *cmdtest.FakeHub, token, stdin string, args ...string) 
 // project.
 func TestAppGetAndList(t *testing.T) {
 	path := cmdtest.Isolate(t)
-	h := fleetHub(t, true)
+	h := fleetHub(t, fleetRead())
 	tests := []struct {
 		args           []string
 		stdout, stderr string
@@ -198,7 +220,7 @@ func TestAppGetAndList(t *testing.T) {
 		{[]string{"list", "--project", "nope"}, "", "No Applications.\n"},
 	}
 	for _, tc := range tests {
-		stdout, stderr, err := run(t, h, cmdtest.ViewerToken, "", tc.args...)
+		stdout, stderr, err := run(t, h, h.Viewer, "", tc.args...)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.args, err)
 		}
@@ -207,18 +229,18 @@ func TestAppGetAndList(t *testing.T) {
 		}
 	}
 	var views []AppView
-	stdout, _, err := run(t, h, cmdtest.ViewerToken, "", "get", "guestbook", "--cluster", "prod-us", "-o", "json")
+	stdout, _, err := run(t, h, h.Viewer, "", "get", "guestbook", "--cluster", "prod-us", "-o", "json")
 	if err != nil || json.Unmarshal([]byte(stdout), &views) != nil || len(views) != 1 || views[0].Hub.Generation != 2 ||
 		views[0].Status == nil || views[0].Status.Health.Status != "Healthy" {
 		t.Errorf("get -o json: %v\n%s", err, stdout)
 	}
-	if _, _, err := run(t, h, cmdtest.ViewerToken, "", "get", "ghost", "--cluster", "prod-eu"); err == nil ||
+	if _, _, err := run(t, h, h.Viewer, "", "get", "ghost", "--cluster", "prod-eu"); err == nil ||
 		err.Error() != `the hub has no Application "ghost" on cluster "prod-eu"; argosy app list shows those it has` {
 		t.Errorf("get ghost: %v", err)
 	}
 
 	// The context's project applies unless --project or -A says else.
-	cfg := &config.Config{CurrentContext: "hub", Contexts: []config.Context{{Name: "hub", Server: h.URL, Token: cmdtest.ViewerToken, Project: "payments"}}}
+	cfg := &config.Config{CurrentContext: "hub", Contexts: []config.Context{{Name: "hub", Server: h.URL, Token: h.Viewer, Project: "payments"}}}
 	if err := cfg.Save(path); err != nil {
 		t.Fatal(err)
 	}
@@ -241,8 +263,8 @@ func TestAppGetAndList(t *testing.T) {
 // unknown status, and says why, when the hub serves no read API.
 func TestAppGetWithoutReadAPI(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := fleetHub(t, false)
-	stdout, stderr, err := run(t, h, cmdtest.ViewerToken, "", "get", "guestbook", "--cluster", "prod-eu")
+	h := fleetHub(t, nil)
+	stdout, stderr, err := run(t, h, h.Viewer, "", "get", "guestbook", "--cluster", "prod-eu")
 	want := "CLUSTER  NAMESPACE  NAME       PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE    REPORTED\nprod-eu  argocd     guestbook  web      -     -       -         ?/4         unknown  -\n"
 	if err != nil || stdout != want || !strings.HasPrefix(stderr, "Note: no status from the read API, so SYNC, HEALTH and STATE are unknown: server answered 404 Not Found") {
 		t.Errorf("%v\nstdout\n%s\nstderr %s", err, stdout, stderr)
@@ -252,24 +274,30 @@ func TestAppGetWithoutReadAPI(t *testing.T) {
 const twoApps = `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: guestbook}
-spec: {project: web}
+spec:
+  project: web
+  source: {repoURL: "https://git.example/apps.git", path: guestbook, targetRevision: main}
+  destination: {server: "https://kubernetes.default.svc", namespace: web}
 ---
 apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: billing, namespace: argocd}
-spec: {project: payments}
+spec:
+  project: payments
+  source: {repoURL: "https://git.example/apps.git", path: billing, targetRevision: main}
+  destination: {server: "https://kubernetes.default.svc", namespace: billing}
 `
 
-// TestAppApply applies manifests against the fake hub: what is sent, what
+// TestAppApply applies manifests against a hub: what is sent, what
 // is printed, a dry run, and a failure part-way.
 func TestAppApply(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := fleetHub(t, false)
+	h := fleetHub(t, nil)
 	file := filepath.Join(t.TempDir(), "apps.yaml")
 	if err := os.WriteFile(file, []byte(twoApps), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, err := run(t, h, cmdtest.AdminToken, "", "apply", "-f", file, "--cluster", "prod-eu,prod-us", "--dry-run")
+	stdout, stderr, err := run(t, h, h.Admin, "", "apply", "-f", file, "--cluster", "prod-eu,prod-us", "--dry-run")
 	want := "TYPE                  CLUSTER  KIND          NAMESPACE  NAME       GENERATION  OFFSET\n" +
 		"application.upserted  prod-eu  applications  argocd     guestbook  5           dry run\n" +
 		"application.upserted  prod-us  applications  argocd     guestbook  3           dry run\n" +
@@ -284,32 +312,28 @@ func TestAppApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	if reqs[0].Path != "/api/v1/applications" || reqs[0].Query != "dryRun=true" || !cmp.Equal(first.Clusters, []string{"prod-eu", "prod-us"}) ||
-		string(first.Manifest) != `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"guestbook","namespace":"argocd"},"spec":{"project":"web"}}` {
+		string(first.Manifest) != `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"guestbook","namespace":"argocd"},`+
+			`"spec":{"destination":{"namespace":"web","server":"https://kubernetes.default.svc"},"project":"web",`+
+			`"source":{"path":"guestbook","repoURL":"https://git.example/apps.git","targetRevision":"main"}}}` {
 		t.Errorf("first request %s?%s: %s", reqs[0].Path, reqs[0].Query, reqs[0].Body)
 	}
 	if k1, k2 := reqs[0].Header.Get(api.HeaderIdempotencyKey), reqs[1].Header.Get(api.HeaderIdempotencyKey); k2 != k1+"-2" {
 		t.Errorf("keys %q, %q: want the second the first's -2", k1, k2)
 	}
 
-	// The second object fails: the first's events are printed, and the
-	// error says what was and was not applied.
-	h.Fail = func(w http.ResponseWriter, r *http.Request, _ int) bool {
-		if !strings.Contains(r.URL.RawQuery, "dryRun") && strings.Contains(func() string { b := h.Requests(); return b[len(b)-1].Body }(), "billing") {
-			cmdtest.Answer(t, w, http.StatusBadRequest, api.Error{Error: "manifest: invalid", Fields: []api.FieldError{
-				{Field: "manifest.spec.destination", Reason: "required"}, {Field: "manifest.spec.source", Reason: "required"}}})
-			return true
-		}
-		return false
-	}
-	stdout, _, err = run(t, h, cmdtest.AdminToken, twoApps, "apply", "-f", "-", "--cluster", "prod-eu")
-	wantErr := "standard input, document 2: Application \"billing\": the hub refused the request (400 Bad Request): manifest: invalid\n" +
-		"  manifest.spec.destination: required\n  manifest.spec.source: required\n" +
+	// The second object fails, the hub finding it invalid: the first's
+	// events are printed, and the error says what was and was not applied.
+	broken := twoApps[:strings.LastIndex(twoApps, "  source:")]
+	stdout, _, err = run(t, h, h.Admin, broken, "apply", "-f", "-", "--cluster", "prod-eu")
+	wantErr := "standard input, document 2: Application \"billing\": the hub refused the request (400 Bad Request): manifest: spec.destination: required\n" +
+		"  manifest.spec.destination: required\n" +
 		"  1 of the 2 objects were applied before it (printed above); the rest were not sent"
 	if err == nil || err.Error() != wantErr {
 		t.Errorf("error\n%v\nwant\n%s", err, wantErr)
 	}
+	guestbook := h.Object(api.KindApplications, "prod-eu", "argocd", "guestbook")
 	if want := "TYPE                  CLUSTER  KIND          NAMESPACE  NAME       GENERATION  OFFSET\n" +
-		"application.upserted  prod-eu  applications  argocd     guestbook  5           0@6\n"; stdout != want {
+		fmt.Sprintf("application.upserted  prod-eu  applications  argocd     guestbook  5           %d@%d\n", guestbook.Partition, guestbook.Offset); stdout != want {
 		t.Errorf("stdout\n%s\nwant\n%s", stdout, want)
 	}
 	for _, tc := range []struct {
@@ -320,12 +344,12 @@ func TestAppApply(t *testing.T) {
 		{[]string{"apply", "-f", "-", "--cluster", "prod-eu", "-n", "apps"}, `metadata.namespace "argocd" does not match --namespace "apps"`},
 		{[]string{"apply", "-f", file, "--cluster", "nope"}, "the hub refused the request (404 Not Found): cluster \"nope\" is not registered\n  clusters[0]: no such cluster"},
 	} {
-		if _, _, err := run(t, h, cmdtest.AdminToken, twoApps, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := run(t, h, h.Admin, twoApps, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.args, err, tc.want)
 		}
 	}
 	project := "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: web}\n"
-	if _, _, err := run(t, h, cmdtest.AdminToken, project, "apply", "-f", "-", "--cluster", "prod-eu"); err == nil ||
+	if _, _, err := run(t, h, h.Admin, project, "apply", "-f", "-", "--cluster", "prod-eu"); err == nil ||
 		err.Error() != `standard input: kind "AppProject": this command applies Applications; apply AppProjects with argosy project apply` {
 		t.Errorf("apply a project: %v", err)
 	}
@@ -334,7 +358,7 @@ func TestAppApply(t *testing.T) {
 // TestAppDeleteAndOperate checks what app delete and the operations send.
 func TestAppDeleteAndOperate(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := fleetHub(t, false)
+	h := fleetHub(t, nil)
 	tests := []struct {
 		args                []string
 		method, path, query string
@@ -353,7 +377,7 @@ func TestAppDeleteAndOperate(t *testing.T) {
 			"/api/v1/clusters/prod-us/applications/argocd/guestbook/operations", "", "", `{"operation":"terminate"}`},
 	}
 	for _, tc := range tests {
-		stdout, _, err := run(t, h, cmdtest.AdminToken, "", tc.args...)
+		stdout, _, err := run(t, h, h.Admin, "", tc.args...)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.args, err)
 		}
@@ -366,12 +390,12 @@ func TestAppDeleteAndOperate(t *testing.T) {
 			t.Errorf("%s printed\n%s", tc.args, stdout)
 		}
 	}
-	_, _, err := run(t, h, cmdtest.ViewerToken, "", "sync", "guestbook", "--cluster", "prod-us")
+	_, _, err := run(t, h, h.Viewer, "", "sync", "guestbook", "--cluster", "prod-us")
 	if err == nil || !strings.Contains(err.Error(), "refused the request (403 Forbidden)") {
 		t.Errorf("viewer syncs: %v", err)
 	}
-	_, _, err = run(t, h, cmdtest.AdminToken, "", "sync", "ghost", "--cluster", "prod-us")
-	if err == nil || err.Error() != "the hub refused the request (404 Not Found): no application argocd/ghost on cluster \"prod-us\"\n  next: argosy app list --cluster prod-us" {
+	_, _, err = run(t, h, h.Admin, "", "sync", "ghost", "--cluster", "prod-us")
+	if err == nil || err.Error() != "the hub refused the request (404 Not Found): no Application argocd/ghost on cluster \"prod-us\"\n  next: argosy app list --cluster prod-us" {
 		t.Errorf("sync ghost: %v", err)
 	}
 }
@@ -388,13 +412,24 @@ func TestAppWritesHelp(t *testing.T) {
 // wrote an Application, and its generation, when one did.
 func TestAppGetShowsPlacement(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := cmdtest.NewFakeHub(t,
-		api.Object{Cluster: "s1", Kind: api.KindApplications, Namespace: "argocd", Name: "web", Project: "default", Generation: 2,
-			Labels: map[string]string{api.LabelPlacement: "web", api.LabelPlacementGeneration: "3"}},
-		api.Object{Cluster: "s2", Kind: api.KindApplications, Namespace: "argocd", Name: "web", Project: "default", Generation: 1})
-	stdout, _, err := run(t, h, cmdtest.ViewerToken, "", "get", "web")
+	h := cmdtest.StartHub(t)
+	h.Register(map[string]string{"placed": "yes"}, "s1")
+	h.Register(nil, "s2")
+	h.Apply(api.KindApplications, cmdtest.AppManifest("web", "default"), "s2")
+	if _, err := h.Client.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: "placed=yes", Manifest: json.RawMessage(cmdtest.AppManifest("web", "default"))},
+		api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if objs, err := h.Client.Objects(t.Context(), "s1", api.KindApplications); err == nil && len(objs) == 1 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the placement never placed web on s1: %v, %v", objs, err)
+		}
+	}
+	stdout, _, err := run(t, h, h.Viewer, "", "get", "web")
 	want := "CLUSTER  NAMESPACE  NAME  PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE    REPORTED  PLACEMENT\n" +
-		"s1       argocd     web   default  -     -       -         ?/2         unknown  -         web@3\n" +
+		"s1       argocd     web   default  -     -       -         ?/1         unknown  -         web@1\n" +
 		"s2       argocd     web   default  -     -       -         ?/1         unknown  -         -\n"
 	if err != nil || stdout != want {
 		t.Errorf("app get: %v\n%s\nwant\n%s", err, stdout, want)
@@ -406,9 +441,10 @@ func TestAppGetShowsPlacement(t *testing.T) {
 // commit id; and the errors when there is no commit id to send.
 func TestAppApplyCommit(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := fleetHub(t, false)
+	h := fleetHub(t, nil)
 	const sha = "4f2a9c1d6e8b0a2c4e6f8a0b2c4d6e8f0a1b2c3d"
-	pinned := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: guestbook}\nspec: {project: web, source: {targetRevision: " + sha + "}}\n"
+	pinned := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: guestbook}\nspec: {project: web, source: {repoURL: \"https://git.example/apps.git\", path: guestbook, targetRevision: " + sha + "},\n" +
+		"  destination: {server: \"https://kubernetes.default.svc\", namespace: web}}\n"
 	sent := func() *api.SourceCommit {
 		t.Helper()
 		reqs := h.Requests()
@@ -418,14 +454,14 @@ func TestAppApplyCommit(t *testing.T) {
 		}
 		return req.Commit
 	}
-	if _, _, err := run(t, h, cmdtest.AdminToken, pinned, "apply", "-f", "-", "--cluster", "prod-eu", "--commit-time", "2026-11-20T10:04:05Z"); err != nil {
+	if _, _, err := run(t, h, h.Admin, pinned, "apply", "-f", "-", "--cluster", "prod-eu", "--commit-time", "2026-11-20T10:04:05Z"); err != nil {
 		t.Fatal(err)
 	}
 	if c := sent(); c == nil || c.Revision != sha || !c.CommittedAt.Equal(time.Date(2026, 11, 20, 10, 4, 5, 0, time.UTC)) {
 		t.Errorf("commit sent %+v, want %s at 2026-11-20T10:04:05Z", c, sha)
 	}
 	other := strings.Repeat("ab", 20)
-	if _, _, err := run(t, h, cmdtest.AdminToken, twoApps, "apply", "-f", "-", "--cluster", "prod-eu", "--commit-time", "2026-11-20T10:04:05+01:00",
+	if _, _, err := run(t, h, h.Admin, twoApps, "apply", "-f", "-", "--cluster", "prod-eu", "--commit-time", "2026-11-20T10:04:05+01:00",
 		"--commit-revision", other); err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +478,7 @@ func TestAppApplyCommit(t *testing.T) {
 		{pinned, []string{"--commit-revision", sha}, "--commit-revision needs --commit-time"},
 		{pinned, []string{"--commit-time", "2026-11-20T10:04:05Z", "--commit-revision", "abc123"}, `--commit-revision "abc123": want the commit's full id`},
 	} {
-		if _, _, err := run(t, h, cmdtest.AdminToken, tc.stdin, append([]string{"apply", "-f", "-", "--cluster", "prod-eu"}, tc.args...)...); err == nil ||
+		if _, _, err := run(t, h, h.Admin, tc.stdin, append([]string{"apply", "-f", "-", "--cluster", "prod-eu"}, tc.args...)...); err == nil ||
 			!strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}

@@ -12,12 +12,12 @@ import (
 )
 
 // TestPrintManifests registers clusters with --print-manifests against a
-// fake hub and renders the chart (the real helm) with exactly the --set
+// hub and renders the chart (the real helm) with exactly the --set
 // arguments the printed helm command holds: with a join token, and with
 // keys. The KafkaUser printed is the cluster's own, named after the topic
 // prefix when there is one, and the chart mounts its Secret.
 func TestPrintManifests(t *testing.T) {
-	h := cmdtest.NewFakeHub(t)
+	h := cmdtest.StartHub(t)
 	dir, _ := keysDir(t, "edge-7")
 	for _, c := range []struct {
 		cluster string
@@ -26,13 +26,13 @@ func TestPrintManifests(t *testing.T) {
 		want    []string // in the rendered chart
 	}{
 		{"prod-eu", "argosy-spoke-prod-eu", []string{"--labels", "env=prod", "--hub-url", "https://argosy.example.com"},
-			[]string{"value: \"prod-eu\"", "value: \"https://argosy.example.com\"", "name: argosy-spoke-join", "token: \"argosy_join_test\"", "claimName: argosy-spoke-keys", "value: \"kafka.example.com:9094\""}},
+			[]string{"value: \"prod-eu\"", "value: \"https://argosy.example.com\"", "name: argosy-spoke-join", "token: \"argosy_join_", "claimName: argosy-spoke-keys", "value: \"kafka.example.com:9094\""}},
 		{"edge-7", "p-argosy-spoke-edge-7", []string{"--keys-dir", dir, "--topic-prefix", "p."},
 			[]string{"value: \"edge-7\"", "secretName: argosy-spoke-keys", "value: \"p.\"", "secretName: p-argosy-spoke-edge-7"}},
 	} {
 		t.Run(c.cluster, func(t *testing.T) {
 			args := append([]string{"cluster", "register", c.cluster, "--print-manifests", "--kafka-bootstrap", "kafka.example.com:9094",
-				"--chart", "../../../../deploy/helm/argosy", "--server", h.URL, "--token", cmdtest.AdminToken}, c.args...)
+				"--chart", "../../../../deploy/helm/argosy", "--server", h.URL, "--token", h.Admin}, c.args...)
 			stdout, stderr, err := cmdtest.Run(t, NewCmdCluster, args...)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)

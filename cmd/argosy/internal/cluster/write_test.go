@@ -125,15 +125,15 @@ func withHubURL(m ManifestOptions, u string) ManifestOptions {
 // is shown once).
 func TestPrintManifestsRefusesALoopbackJoinURL(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := cmdtest.NewFakeHub(t)
-	step{args: []string{"register", "prod", "--print-manifests"}, err: "give --hub-url"}.run(t, h, cmdtest.AdminToken)
+	h := cmdtest.StartHub(t)
+	step{args: []string{"register", "prod", "--print-manifests"}, err: "give --hub-url"}.run(t, h, h.Admin)
 	for _, r := range h.Requests() {
 		if r.Method != http.MethodGet {
 			t.Errorf("%s %s was sent before the refusal", r.Method, r.Path)
 		}
 	}
 	out, _, err := cmdtest.Run(t, NewCmdCluster, "cluster", "register", "prod", "--print-manifests", "--hub-url", "https://hub.example.com",
-		"--kafka-bootstrap", "kafka.example.com:9094", "--server", h.URL, "--token", cmdtest.AdminToken)
+		"--kafka-bootstrap", "kafka.example.com:9094", "--server", h.URL, "--token", h.Admin)
 	if err != nil || !strings.Contains(out, "spoke.join.hubURL=https://hub.example.com,") {
 		t.Errorf("with --hub-url: %v\n%s", err, out)
 	}
@@ -153,7 +153,7 @@ func keysDir(t *testing.T, cluster string) (string, spoke.Keys) {
 	return dir, k
 }
 
-// step is one command run against the fake hub.
+// step is one command run against the hub.
 type step struct {
 	args   []string
 	stdout string // the whole of it, when not empty
@@ -161,7 +161,7 @@ type step struct {
 	err    string // part of the error, when it must fail
 }
 
-func (s step) run(t *testing.T, h *cmdtest.FakeHub, token string) {
+func (s step) run(t *testing.T, h *cmdtest.Hub, token string) {
 	t.Helper()
 	args := append(append([]string{"cluster"}, s.args...), "--server", h.URL, "--token", token)
 	stdout, stderr, err := cmdtest.Run(t, NewCmdCluster, args...)
@@ -179,8 +179,8 @@ func (s step) run(t *testing.T, h *cmdtest.FakeHub, token string) {
 	}
 }
 
-// lastBody decodes the body of the fake's last request.
-func lastBody(t *testing.T, h *cmdtest.FakeHub) (api.ClusterRequest, cmdtest.Request) {
+// lastBody decodes the body of the last request the hub received.
+func lastBody(t *testing.T, h *cmdtest.Hub) (api.ClusterRequest, cmdtest.Request) {
 	t.Helper()
 	reqs := h.Requests()
 	last := reqs[len(reqs)-1]
@@ -194,14 +194,17 @@ func lastBody(t *testing.T, h *cmdtest.FakeHub) (api.ClusterRequest, cmdtest.Req
 }
 
 // TestClusterWrites registers, re-registers, labels, lists and
-// deregisters a cluster against a fake hub, and checks what each sends
-// and prints.
+// deregisters a cluster against a hub, and checks what each sends and
+// prints.
 func TestClusterWrites(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := cmdtest.NewFakeHub(t)
+	h := cmdtest.StartHub(t)
 	dir, keys := keysDir(t, "prod")
+	// The registration is written to the config partition of the name
+	// prod (3 of HubPartitions), the first record there; the pin to 2
+	// applies from the next write.
 	step{args: []string{"register", "prod", "--labels", "env=prod", "--keys-dir", dir, "--partition", "2"},
-		stdout: "TYPE                CLUSTER  KIND      NAMESPACE  NAME  GENERATION  OFFSET\ncluster.registered  prod     clusters  -          prod  1           2@0\n"}.run(t, h, cmdtest.AdminToken)
+		stdout: "TYPE                CLUSTER  KIND      NAMESPACE  NAME  GENERATION  OFFSET\ncluster.registered  prod     clusters  -          prod  1           3@0\n"}.run(t, h, h.Admin)
 	req, _ := lastBody(t, h)
 	pub := keys.Public("prod")
 	want := api.ClusterRequest{Labels: map[string]string{"env": "prod"}, Partition: ptr(int32(2)), SigningKey: pub[0].PublicKey,
@@ -210,52 +213,53 @@ func TestClusterWrites(t *testing.T) {
 		t.Errorf("registration (-want +got):\n%s", diff)
 	}
 	step{args: []string{"register", "prod", "--labels", "env=prod", "--keys-dir", dir}, err: "the hub refused the request (409 Conflict): cluster prod already exists (generation 1)\n" +
-		"  next: to change its labels: argosy cluster register prod --labels … --overwrite, or argosy cluster label prod K=V"}.run(t, h, cmdtest.AdminToken)
+		"  next: to change its labels: argosy cluster register prod --labels … --overwrite, or argosy cluster label prod K=V"}.run(t, h, h.Admin)
 	step{args: []string{"register", "prod", "--labels", "env=staging", "--overwrite", "--dry-run"}, stderr: "Dry run: the hub wrote nothing.\n",
-		stdout: "TYPE                CLUSTER  KIND      NAMESPACE  NAME  GENERATION  OFFSET\ncluster.registered  prod     clusters  -          prod  2           dry run\n"}.run(t, h, cmdtest.AdminToken)
-	step{args: []string{"register", "prod", "--labels", "env=staging", "--overwrite"}}.run(t, h, cmdtest.AdminToken)
+		stdout: "TYPE                CLUSTER  KIND      NAMESPACE  NAME  GENERATION  OFFSET\ncluster.registered  prod     clusters  -          prod  2           dry run\n"}.run(t, h, h.Admin)
+	step{args: []string{"register", "prod", "--labels", "env=staging", "--overwrite"}}.run(t, h, h.Admin)
 	req, _ = lastBody(t, h)
 	want = api.ClusterRequest{Labels: map[string]string{"env": "staging"}, ExpectedGeneration: ptr(int64(1))}
 	if diff := cmp.Diff(want, req); diff != "" {
 		t.Errorf("overwrite (-want +got):\n%s", diff)
 	}
-	step{args: []string{"label", "prod", "tier=1", "env=dev"}, err: `label "env" already has a value (staging): pass --overwrite to change it`}.run(t, h, cmdtest.AdminToken)
-	step{args: []string{"label", "prod", "tier=1", "env=dev", "--overwrite"}}.run(t, h, cmdtest.AdminToken)
-	step{args: []string{"label", "prod", "env-", "-o", "json"}}.run(t, h, cmdtest.AdminToken)
+	step{args: []string{"label", "prod", "tier=1", "env=dev"}, err: `label "env" already has a value (staging): pass --overwrite to change it`}.run(t, h, h.Admin)
+	step{args: []string{"label", "prod", "tier=1", "env=dev", "--overwrite"}}.run(t, h, h.Admin)
+	step{args: []string{"label", "prod", "env-", "-o", "json"}}.run(t, h, h.Admin)
 	req, _ = lastBody(t, h)
 	want = api.ClusterRequest{Labels: map[string]string{"tier": "1"}, ExpectedGeneration: ptr(int64(3))}
 	if diff := cmp.Diff(want, req); diff != "" {
 		t.Errorf("label (-want +got):\n%s", diff)
 	}
-	step{args: []string{"label", "nope", "a=b"}, err: `cluster "nope" is not registered; argosy cluster list shows those that are`}.run(t, h, cmdtest.AdminToken)
-	step{args: []string{"list"}, stdout: "NAME  LABELS  GENERATION  PARTITION\nprod  tier=1  4           2 (pinned)\n"}.run(t, h, cmdtest.ViewerToken)
-	step{args: []string{"deregister", "prod", "--if-generation", "3"}, err: "the hub refused the request (409 Conflict): clusters prod is at generation 4, not 3: it changed since you read it\n" +
-		"  next: read its generation again (argosy app list, argosy cluster list), then retry"}.run(t, h, cmdtest.AdminToken)
-	step{args: []string{"deregister", "prod", "--reason", "gone", "--if-generation", "4"}}.run(t, h, cmdtest.AdminToken)
+	step{args: []string{"label", "nope", "a=b"}, err: `cluster "nope" is not registered; argosy cluster list shows those that are`}.run(t, h, h.Admin)
+	step{args: []string{"list"}, stdout: "NAME  LABELS  GENERATION  PARTITION\nprod  tier=1  4           2 (pinned)\n"}.run(t, h, h.Viewer)
+	step{args: []string{"deregister", "prod", "--if-generation", "3"}, err: "the hub refused the request (409 Conflict): cluster prod is at generation 4, not 3: it changed since you read it\n" +
+		"  next: read its generation again (argosy app list, argosy cluster list), then retry"}.run(t, h, h.Admin)
+	step{args: []string{"deregister", "prod", "--reason", "gone", "--if-generation", "4"}}.run(t, h, h.Admin)
 	_, last := lastBody(t, h)
 	if last.Method != "DELETE" || last.Query != "reason=gone" || last.Header.Get(api.HeaderIfMatch) != `"4"` {
 		t.Errorf("deregister sent %s %s?%s If-Match %q", last.Method, last.Path, last.Query, last.Header.Get(api.HeaderIfMatch))
 	}
-	step{args: []string{"list"}, stderr: "No clusters.\n"}.run(t, h, cmdtest.ViewerToken)
-	step{args: []string{"list", "--deleted"}, stdout: "NAME  LABELS  GENERATION   PARTITION\nprod  tier=1  5 (deleted)  2 (pinned)\n"}.run(t, h, cmdtest.ViewerToken)
+	step{args: []string{"list"}, stderr: "No clusters.\n"}.run(t, h, h.Viewer)
+	// A deregistered cluster keeps neither its labels nor its pin.
+	step{args: []string{"list", "--deleted"}, stdout: "NAME  LABELS  GENERATION   PARTITION\nprod  -       5 (deleted)  2\n"}.run(t, h, h.Viewer)
 }
 
 // TestClusterWriteErrors checks what the cluster writes say when they
 // are refused or given the wrong keys.
 func TestClusterWriteErrors(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := cmdtest.NewFakeHub(t)
+	h := cmdtest.StartHub(t)
 	dir, _ := keysDir(t, "other")
 	step{args: []string{"register", "prod", "--keys-dir", dir}, err: filepath.Join(dir, "public.json") +
-		`: the keys are cluster "other"'s, not "prod"'s: argosy-spoke keygen --cluster other wrote them`}.run(t, h, cmdtest.AdminToken)
-	step{args: []string{"register", "prod", "--keys-dir", t.TempDir()}, err: "the cluster's public keys: open "}.run(t, h, cmdtest.AdminToken)
-	step{args: []string{"register", "other", "--keys-dir", dir}, err: "the hub at " + h.URL + " refused the request (403 Forbidden): denied: viewer may not write: " +
-		"role viewer, and it needs admin; the token from --token is good but may not do this"}.run(t, h, cmdtest.ViewerToken)
-	step{args: []string{"register", "other", "--overwrite", "--keys-dir", dir, "--partition", "-2"}, err: "--partition -2: want a partition number"}.run(t, h, cmdtest.AdminToken)
-	step{args: []string{"deregister", "ghost"}, err: "the hub refused the request (404 Not Found): cluster \"ghost\" is not registered\n  cluster: no such cluster\n" +
-		"  next: argosy cluster register ghost --labels …, or argosy cluster list"}.run(t, h, cmdtest.AdminToken)
+		`: the keys are cluster "other"'s, not "prod"'s: argosy-spoke keygen --cluster other wrote them`}.run(t, h, h.Admin)
+	step{args: []string{"register", "prod", "--keys-dir", t.TempDir()}, err: "the cluster's public keys: open "}.run(t, h, h.Admin)
+	step{args: []string{"register", "other", "--keys-dir", dir}, err: "the hub at " + h.URL + " refused the request (403 Forbidden): denied: viewer may not clusters.register: " +
+		"role viewer, and it needs admin; the token from --token is good but may not do this"}.run(t, h, h.Viewer)
+	step{args: []string{"register", "other", "--overwrite", "--keys-dir", dir, "--partition", "-2"}, err: "--partition -2: want a partition number"}.run(t, h, h.Admin)
+	step{args: []string{"deregister", "ghost"}, err: "the hub refused the request (404 Not Found): cluster \"ghost\" is not registered\n  name: no such cluster\n" +
+		"  next: argosy cluster register ghost --labels …, or argosy cluster list"}.run(t, h, h.Admin)
 	if got := h.Objects(); len(got) != 0 {
-		t.Errorf("the fake holds %+v after refusals only", got)
+		t.Errorf("the hub holds %+v after refusals only", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package cmdtest runs the argosy commands in their packages' tests: under
 // a root set up as the real one, against a read API serving readtest's
-// fleet, with golden files for what they print. Tests alone import it.
+// fleet or a real hub on an in-memory broker (StartHub), with golden files
+// for what they print. Tests alone import it.
 package cmdtest
 
 import (

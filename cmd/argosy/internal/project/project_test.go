@@ -3,6 +3,7 @@ package project
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,16 +51,19 @@ func TestProjectFlags(t *testing.T) {
 }
 
 // TestProjectCommands applies, lists and deletes an AppProject against a
-// fake hub.
+// hub.
 func TestProjectCommands(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := cmdtest.NewFakeHub(t, api.Object{Cluster: "prod", Kind: api.KindClusters, Name: "prod", Generation: 1})
+	h := cmdtest.StartHub(t)
+	h.Register(nil, "prod")
 	run := func(stdin string, args ...string) (string, string, error) {
-		return cmdtest.RunWithInput(t, NewCmdProject, stdin, append(append([]string{"project"}, args...), "--server", h.URL, "--token", cmdtest.AdminToken)...)
+		return cmdtest.RunWithInput(t, NewCmdProject, stdin, append(append([]string{"project"}, args...), "--server", h.URL, "--token", h.Admin)...)
 	}
 	manifest := `{"apiVersion":"argoproj.io/v1alpha1","kind":"AppProject","metadata":{"name":"web"},"spec":{"sourceRepos":["*"]}}`
 	stdout, _, err := run(manifest, "apply", "-f", "-", "--cluster", "prod")
-	if want := "TYPE                 CLUSTER  KIND         NAMESPACE  NAME  GENERATION  OFFSET\nappproject.upserted  prod     appprojects  argocd     web   1           0@1\n"; err != nil || stdout != want {
+	web := h.Object(api.KindAppProjects, "prod", "argocd", "web")
+	if want := "TYPE                 CLUSTER  KIND         NAMESPACE  NAME  GENERATION  OFFSET\n" +
+		fmt.Sprintf("appproject.upserted  prod     appprojects  argocd     web   1           %d@%d\n", web.Partition, web.Offset); err != nil || stdout != want {
 		t.Fatalf("apply: %v\n%s\nwant\n%s", err, stdout, want)
 	}
 	reqs := h.Requests()
@@ -69,7 +73,7 @@ func TestProjectCommands(t *testing.T) {
 		t.Errorf("apply sent %s %s (%v)", reqs[0].Path, reqs[0].Body, err)
 	}
 	if _, _, err := run(manifest, "apply", "-f", "-", "--cluster", "prod", "--if-generation", "0"); err == nil ||
-		!strings.Contains(err.Error(), "the hub refused the request (409 Conflict): appprojects web already exists (generation 1)") {
+		!strings.Contains(err.Error(), `the hub refused the request (409 Conflict): AppProject argocd/web on cluster "prod" already exists (generation 1)`) {
 		t.Errorf("apply again at generation 0: %v", err)
 	}
 	stdout, _, err = run("", "list", "--cluster", "prod")

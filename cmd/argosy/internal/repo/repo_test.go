@@ -80,11 +80,12 @@ func TestRepoListRemoveFlags(t *testing.T) {
 }
 
 // TestRepoCommands adds repositories with each kind of credentials,
-// conflicts, replaces one, lists and removes them against a fake hub, and
+// conflicts, replaces one, lists and removes them against a hub, and
 // checks that no secret is printed.
 func TestRepoCommands(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := cmdtest.NewFakeHub(t, api.Object{Cluster: "prod", Kind: api.KindClusters, Name: "prod", Generation: 1})
+	h := cmdtest.StartHub(t)
+	h.RegisterWithKeys("prod")
 	dir := t.TempDir()
 	const password, key = "s3cr3t-pass", "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n"
 	pwFile, keyFile := filepath.Join(dir, "pw"), filepath.Join(dir, "key")
@@ -96,7 +97,7 @@ func TestRepoCommands(t *testing.T) {
 	}
 	run := func(stdin string, args ...string) (string, string, error) {
 		t.Helper()
-		stdout, stderr, err := cmdtest.RunWithInput(t, NewCmdRepo, stdin, append(append([]string{"repo"}, args...), "--server", h.URL, "--token", cmdtest.AdminToken)...)
+		stdout, stderr, err := cmdtest.RunWithInput(t, NewCmdRepo, stdin, append(append([]string{"repo"}, args...), "--server", h.URL, "--token", h.Admin)...)
 		if strings.Contains(stdout+stderr, "s3cr3t") || strings.Contains(stdout+stderr, "PRIVATE KEY") {
 			t.Errorf("%s printed a secret:\n%s%s", args, stdout, stderr)
 		}
@@ -135,7 +136,7 @@ func TestRepoCommands(t *testing.T) {
 		}
 	}
 	_, _, err := run("", "add", "charts", "--cluster", "prod", "--url", "https://charts.example")
-	if want := "the hub refused the request (409 Conflict): repository charts already exists (generation 1)\n" +
+	if want := "the hub refused the request (409 Conflict): repository argocd/charts on cluster \"prod\" already exists (generation 1)\n" +
 		"  next: to replace it: argosy repo add charts --cluster prod … --overwrite"; err == nil || err.Error() != want {
 		t.Errorf("add again: %v, want\n%s", err, want)
 	}

@@ -186,14 +186,16 @@ func TestLoginThenRead(t *testing.T) {
 // quietly, from a hub that is not there.
 func TestCompletionOfHubObjects(t *testing.T) {
 	cmdtest.Isolate(t)
-	h := cmdtest.NewFakeHub(t,
-		api.Object{Cluster: "prod-eu", Kind: api.KindClusters, Name: "prod-eu", Generation: 1},
-		api.Object{Cluster: "prod-us", Kind: api.KindClusters, Name: "prod-us", Generation: 1},
-		api.Object{Cluster: "prod-eu", Kind: api.KindApplications, Namespace: "argocd", Name: "billing", Generation: 1},
-		api.Object{Cluster: "prod-us", Kind: api.KindApplications, Namespace: "argocd", Name: "guestbook", Generation: 1},
-		api.Object{Cluster: "prod-us", Kind: api.KindAppProjects, Namespace: "argocd", Name: "web", Generation: 1},
-		api.Object{Cluster: "prod-us", Kind: api.KindRepositories, Namespace: "argocd", Name: "charts", Generation: 1})
-	hub := []string{"--server", h.URL, "--token", cmdtest.ViewerToken}
+	h := cmdtest.StartHub(t)
+	h.Register(nil, "prod-eu", "prod-us")
+	h.Apply(api.KindApplications, cmdtest.AppManifest("billing", "default"), "prod-eu")
+	h.Apply(api.KindApplications, cmdtest.AppManifest("guestbook", "default"), "prod-us")
+	h.Apply(api.KindAppProjects, cmdtest.ProjectManifest("web"), "prod-us")
+	if _, err := h.Client.PutRepository(t.Context(), "prod-us", "argocd", "charts", api.RepositoryRequest{URL: "https://charts.example", Type: "helm"},
+		api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hub := []string{"--server", h.URL, "--token", h.Viewer}
 	tests := []struct {
 		args []string
 		want string
