@@ -30,16 +30,19 @@ type Hub struct {
 	Topics events.Topics
 	Signer *events.Signer
 	URL    string
-	// Client is a client of the hub with an admin token.
+	// Admin and Viewer are bearer tokens of the hub, with those roles.
+	Admin, Viewer string
+	// Client is a client of the hub with the admin token.
 	Client *api.Client
 }
 
 // Start starts an in-memory broker with Argosy's topics (partitions
 // config partitions), then setup (to add control functions to the broker,
-// say; nil for none), then a hub with an admin token, and returns once it
-// is ready. Both stop when the test ends. kfake keeps the producer's
-// record time, so the hub is given events.AcceptCreateTime.
-func Start(t testing.TB, partitions int32, setup func(*kfake.Cluster)) *Hub {
+// say; nil for none), then a hub with an admin and a viewer token and
+// opts (hub.WithReadAPI, say), and returns once it is ready. Both stop
+// when the test ends. kfake keeps the producer's record time, so the hub
+// is given events.AcceptCreateTime.
+func Start(t testing.TB, partitions int32, setup func(*kfake.Cluster), opts ...hub.Option) *Hub {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -61,16 +64,23 @@ func Start(t testing.TB, partitions int32, setup func(*kfake.Cluster)) *Hub {
 	if h.Signer, err = events.GenerateSigner(); err != nil {
 		t.Fatal(err)
 	}
-	tok, entry, err := auth.NewToken("admin", auth.RoleAdmin, nil, "")
-	if err != nil {
-		t.Fatal(err)
+	var tokens []auth.Token
+	for _, tk := range []struct {
+		tok  *string
+		role string
+	}{{&h.Admin, auth.RoleAdmin}, {&h.Viewer, auth.RoleViewer}} {
+		var entry auth.Token
+		if *tk.tok, entry, err = auth.NewToken(tk.role, tk.role, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, entry)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := hub.New(h.Conn, h.Signer, []events.Key{events.HubAnchor("hub", h.Signer.Public())}, []auth.Token{entry},
-		hub.WithTopics(h.Topics), hub.WithListener(ln), hub.WithDecoderOptions(events.AcceptCreateTime()))
+	s, err := hub.New(h.Conn, h.Signer, []events.Key{events.HubAnchor("hub", h.Signer.Public())}, tokens,
+		append([]hub.Option{hub.WithTopics(h.Topics), hub.WithListener(ln), hub.WithDecoderOptions(events.AcceptCreateTime())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +95,7 @@ func Start(t testing.TB, partitions int32, setup func(*kfake.Cluster)) *Hub {
 	})
 	h.URL = "http://" + ln.Addr().String()
 	WaitReady(t, h.URL)
-	if h.Client, err = api.NewClient(h.URL, tok, nil); err != nil {
+	if h.Client, err = api.NewClient(h.URL, h.Admin, nil); err != nil {
 		t.Fatal(err)
 	}
 	return h

@@ -2,10 +2,8 @@ package cmdtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,30 +11,21 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
-	"github.com/argosyproj/argosy/hub/auth"
+	"github.com/argosyproj/argosy/hub/hubtest"
 	"github.com/argosyproj/argosy/spoke"
 )
 
 // HubPartitions is how many partitions the topics of a StartHub hub have.
 const HubPartitions = 4
 
-// Hub is a real hub (hub.Server) on franz-go's in-memory broker, as
-// hub/hubtest runs one, for the unit tests of the commands that call it.
-// The commands reach it through a small recording middleware: Requests
-// lists what they sent, and Fail may answer a request itself (a fault the
-// real hub does not give on cue). It is started here, not by
-// hubtest.Start: cmdtest is not a test file, which alone may import
-// hubtest, and the commands need tokens of their own to send (an admin's
-// and a viewer's) and, for some, a read API mounted on the hub.
+// Hub is a real hub (hub.Server) on franz-go's in-memory broker, the one
+// hub/hubtest runs, for the unit tests of the commands that call it. The
+// commands reach it through a small recording middleware: Requests lists
+// what they sent, and Fail may answer a request itself (a fault the real
+// hub does not give on cue).
 type Hub struct {
 	// URL is the middleware's base URL, which the commands are given.
 	URL string
@@ -61,56 +50,17 @@ type Request struct {
 	Body         string
 }
 
-// StartHub starts an in-memory broker with Argosy's topics
-// (HubPartitions partitions) and a hub on it with an admin and a viewer
-// token and opts (hub.WithReadAPI, say), behind the recording middleware,
-// and returns once the hub is ready. All stop when the test ends.
+// StartHub starts a real hub on an in-memory broker (hubtest.Start, with
+// HubPartitions partitions and opts: hub.WithReadAPI, say) behind the
+// recording middleware, and returns once it is ready.
 func StartHub(t testing.TB, opts ...hub.Option) *Hub {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	rig := hubtest.Start(t, HubPartitions, nil, opts...)
+	target, err := url.Parse(rig.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	conn := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
-	topics := events.DefaultTopics("")
-	cl, err := kgo.NewClient(conn...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := events.EnsureTopics(t.Context(), kadm.NewClient(cl), topics, events.TopicPlan(HubPartitions, HubPartitions), 1, 1); err != nil {
-		t.Fatal(err)
-	}
-	signer, err := events.GenerateSigner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &Hub{t: t}
-	var tokens []auth.Token
-	for _, tk := range []struct {
-		tok  *string
-		role string
-	}{{&h.Admin, auth.RoleAdmin}, {&h.Viewer, auth.RoleViewer}} {
-		var entry auth.Token
-		if *tk.tok, entry, err = auth.NewToken(tk.role, tk.role, nil, ""); err != nil {
-			t.Fatal(err)
-		}
-		tokens = append(tokens, entry)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := hub.New(conn, signer, []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}, tokens,
-		append([]hub.Option{hub.WithTopics(topics), hub.WithListener(ln), hub.WithDecoderOptions(events.AcceptCreateTime())}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, s)
-	target := &url.URL{Scheme: "http", Host: ln.Addr().String()}
-	waitReady(t, target.String())
-	h.proxy = httputil.NewSingleHostReverseProxy(target)
+	h := &Hub{t: t, Admin: rig.Admin, Viewer: rig.Viewer, Client: rig.Client, proxy: httputil.NewSingleHostReverseProxy(target)}
 	// A connection each request: a request the middleware hangs up on is
 	// then one the client's transport does not resend by itself.
 	front := httptest.NewUnstartedServer(http.HandlerFunc(h.serve))
@@ -118,42 +68,7 @@ func StartHub(t testing.TB, opts ...hub.Option) *Hub {
 	front.Start()
 	t.Cleanup(front.Close)
 	h.URL = front.URL
-	if h.Client, err = api.NewClient(target.String(), h.Admin, nil); err != nil {
-		t.Fatal(err)
-	}
 	return h
-}
-
-// run runs s until the test ends.
-func run(t testing.TB, s *hub.Server) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("hub Run = %v", err)
-		}
-	})
-}
-
-// waitReady waits up to a minute for the hub at url to answer /readyz.
-func waitReady(t testing.TB, url string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get(url + "/readyz") //nolint:noctx // a loopback probe
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hub at %s never ready: %v", url, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
