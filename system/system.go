@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,6 +27,10 @@ import (
 	"github.com/argosyproj/argosy/projector/read"
 )
 
+// ErrRunAgain is Run's answer when it is called again: the parts run
+// once.
+var ErrRunAgain = errors.New("system: Run was called already")
+
 // System is one server process's parts, assembled by New and run by Run.
 type System struct {
 	o      options
@@ -33,6 +38,7 @@ type System struct {
 	fold   *projector.Service // nil without WithFold
 	ln     net.Listener
 	checks []Check
+	ran    atomic.Bool // set by the first Run
 }
 
 // New assembles the parts: the hub on Kafka (conn), signing with signer,
@@ -176,8 +182,11 @@ func (s *System) WaitReady(ctx context.Context) error {
 // server gracefully, and returns nil; or it returns the first error a
 // part could not recover from, once every part has stopped. Either way
 // the API's listener is closed, even if the hub stopped before serving.
-// Run is called once.
+// Run is called once: a second call runs nothing and returns ErrRunAgain.
 func (s *System) Run(ctx context.Context) error {
+	if !s.ran.CompareAndSwap(false, true) {
+		return ErrRunAgain
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.hub.Run(gctx) })
 	if s.fold != nil {

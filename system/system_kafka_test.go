@@ -125,6 +125,63 @@ func TestSystemServesEveryPart(t *testing.T) {
 	}
 }
 
+// TestRunTwice: Run is called once. A second call, after the first has
+// returned, runs no part again: it says so at once, and Ready never
+// passes meanwhile (the hub's readiness of the first run would otherwise
+// hold before the second's ledger had read anything).
+func TestRunTwice(t *testing.T) {
+	prefix := kafkatest.Prefix(t)
+	topics := events.DefaultTopics(prefix)
+	if err := events.EnsureTopics(t.Context(), kadm.NewClient(kafkatest.Client(t)), topics, events.TopicPlan(2, 2), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.DeleteAtEnd(t, slices.Collect(maps.Values(topics))...)
+	signer, err := events.GenerateSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, entry, err := auth.NewToken("admin", auth.RoleAdmin, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := system.New([]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t))}, signer, []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())},
+		system.WithTopicPrefix(prefix), system.WithListen("127.0.0.1:0"), system.WithTokens(entry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- sys.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if err := sys.WaitReady(wctx); err != nil {
+		t.Fatalf("never ready: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("first Run = %v, want nil", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel2()
+	go func() { done <- sys.Run(ctx2) }()
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, system.ErrRunAgain) {
+				t.Errorf("second Run = %v, want %v", err, system.ErrRunAgain)
+			}
+			return
+		case <-ctx2.Done():
+			t.Fatal("the second Run still runs")
+		default:
+		}
+		if err := sys.Ready(ctx2); err == nil {
+			t.Fatal("Ready passed during a second Run")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // register registers cluster name with new keys.
 func register(t *testing.T, c *api.Client, name string) {
 	t.Helper()

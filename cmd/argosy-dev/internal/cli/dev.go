@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -143,11 +144,18 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	}
 	defer store.Close()
 	anchors := []events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}
-	sys, err := system.New(k.conn, signer, anchors, system.WithTopicPrefix(o.TopicPrefix), system.WithListen(o.Listen),
+	ln, err := net.Listen("tcp", o.Listen) // here, so that a taken address names the flag
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	sys, err := system.New(k.conn, signer, anchors, system.WithTopicPrefix(o.TopicPrefix), system.WithListener(ln),
 		system.WithLogger(log), system.WithTokens(tokens...), system.WithStore(store, read.WithLogger(log)), system.WithDashboard(),
 		system.WithFold(""), system.WithClientOpts(tel.KafkaOpts), system.WithDecoderOptions(k.decoder...),
 		system.WithOpsServer(o.MetricsAddr, func(ready system.Check) http.Handler { return tel.Handler(ready) }))
 	if err != nil {
+		if cerr := ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+			err = errors.Join(err, cerr)
+		}
 		return err
 	}
 	f := devFleet{o: o, sys: sys, token: token, hubKey: signer.Public(), kafka: k, log: log}
