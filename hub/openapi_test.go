@@ -241,6 +241,29 @@ func TestOpenAPIValidAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestOpenAPIHasNoNull finds what the OpenAPI 3.1 schema lets through: a
+// null where YAML cut a flow mapping short at an unquoted comma
+// ("description: A, b." reads as a description and a key "b." without a
+// value), which serves a half sentence and a junk key.
+func TestOpenAPIHasNoNull(t *testing.T) {
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case nil:
+			t.Errorf("%s is null: quote the text that holds a comma", path)
+		case map[string]any:
+			for k, e := range v {
+				walk(path+"/"+k, e)
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s/%d", path, i), e)
+			}
+		}
+	}
+	walk("", openAPIDoc(t))
+}
+
 // serverRoutes are the routes the hub serves beside its API.
 var serverRoutes = []string{"GET /openapi.json", "GET /healthz", "GET /readyz", joinRoute}
 
