@@ -185,7 +185,8 @@ func (r *RangeReader) Passed() int64 { return r.passed }
 
 // Poll returns the next records of the ranges, at most max of them (0: no
 // limit), and io.EOF once every range is read. A fetch error is returned
-// as it comes, wrapped; the records of that poll come with the next call.
+// as it comes, wrapped; the records of that poll come with the next call,
+// as do those of a poll whose ctx ended as the client handed them out.
 // After a *kgo.ErrDataLoss (records gone while reading) a caller may read
 // on.
 func (r *RangeReader) Poll(ctx context.Context, max int) ([]*kgo.Record, error) {
@@ -198,7 +199,11 @@ func (r *RangeReader) Poll(ctx context.Context, max int) ([]*kgo.Record, error) 
 		fs := r.client.PollRecords(pctx, max)
 		stalled := pctx.Err() != nil
 		cancel()
+		// The client moved past what it handed out: take it before
+		// anything else, to hand it out on the next call.
+		recs := r.take(fs)
 		if err := ctx.Err(); err != nil {
+			r.held = recs
 			return nil, err
 		}
 		var errs []error
@@ -207,7 +212,6 @@ func (r *RangeReader) Poll(ctx context.Context, max int) ([]*kgo.Record, error) 
 				errs = append(errs, fmt.Errorf("fetch %s/%d: %w", t, p, err))
 			}
 		})
-		recs := r.take(fs)
 		if err := errors.Join(errs...); err != nil {
 			r.held = recs
 			return nil, err

@@ -306,3 +306,60 @@ func TestRangeReaderNeedsReadCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeReaderPollCancelled: a poll whose context ends as the client
+// hands it records loses none of them; the next poll hands them out.
+func TestRangeReaderPollCancelled(t *testing.T) {
+	l, topics := newRangeLog(t, 1, "a")
+	l.put(l.plain, topics[0], 0, "1", "2", "3")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cancelled, stop := context.WithCancel(ctx)
+	defer stop()
+	// The client calls the hook as it hands out record "2", after it
+	// looked at the poll's context.
+	cl := kafkatest.Client(t, append(events.RangeConsumeOpts(), kgo.WithHooks(unbuffered(func(r *kgo.Record) {
+		if string(r.Value) == "2" {
+			stop()
+		}
+	})))...)
+	ranges, err := events.PlanRanges(ctx, kadm.NewClient(cl), topics, events.Bounds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := events.NewRangeReader(cl, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	poll := func(ctx context.Context) error {
+		recs, err := r.Poll(ctx, 1)
+		for _, rec := range recs {
+			got = append(got, string(rec.Value))
+		}
+		return err
+	}
+	if err := poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll(cancelled); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Poll with its context cancelled = %v, want context.Canceled", err)
+	}
+	for {
+		err := poll(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"1", "2", "3"}, got); diff != "" {
+		t.Errorf("read (-want +got):\n%s", diff)
+	}
+}
+
+// unbuffered is a client hook called as the client hands out a record.
+type unbuffered func(*kgo.Record)
+
+func (f unbuffered) OnFetchRecordUnbuffered(r *kgo.Record, _ bool) { f(r) }
