@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -133,7 +134,8 @@ func RangeConsumeOpts() []kgo.Opt {
 // with records that never come: a partition is read once a record at or
 // past its end comes, or once the partition's leader shows that nothing
 // a read-committed reader gets lies between the partition's next offset
-// and its end. A partition read is paused on the client (removing it while
+// and its end (offsets below the log's start, gone since the plan, are
+// passed over). A partition read is paused on the client (removing it while
 // others are fetched would stall them): a caller that reads on from the
 // ends removes the partitions, resumes them and adds them again.
 type RangeReader struct {
@@ -254,55 +256,112 @@ func (r *RangeReader) take(fs kgo.Fetches) []*kgo.Record {
 	return out
 }
 
-// settle asks the leader of each partition left whether anything a
-// read-committed reader gets lies between its next offset and its end,
-// and ends the ranges with nothing there.
+// settle asks the leader of each partition left how far from its next
+// offset the log holds nothing a read-committed reader gets, moves the
+// range on so far, and ends the ranges with nothing left.
 func (r *RangeReader) settle(ctx context.Context) {
 	var topics []string
 	for k := range r.left {
 		topics = append(topics, k.topic)
 	}
-	td, err := kadm.NewClient(r.client).ListTopics(ctx, topics...)
+	adm := kadm.NewClient(r.client)
+	td, err := adm.ListTopics(ctx, topics...)
 	if err != nil {
 		r.log.DebugContext(ctx, "range reader: topic ids", "err", err)
 		return
 	}
 	done := map[string][]int32{}
 	for k, rg := range r.left {
-		if r.passable(ctx, rg, td[rg.Topic].ID) {
-			r.passed += rg.To - rg.From
-			delete(r.left, k)
-			done[k.topic] = append(done[k.topic], k.p)
+		next := r.clear(ctx, adm, rg, td[rg.Topic].ID)
+		r.passed += next - rg.From
+		if rg.From = next; next < rg.To {
+			r.left[k] = rg
+			continue
 		}
+		delete(r.left, k)
+		done[k.topic] = append(done[k.topic], k.p)
 	}
 	if len(done) > 0 {
 		r.client.PauseFetchPartitions(done)
 	}
 }
 
-// passable tells whether the leader's log of rg, From to To, holds only
-// records a read-committed reader never gets: a fetch from From, read as
-// the client reads it, moves the fetch position to To or past it without
-// a record before To.
-func (r *RangeReader) passable(ctx context.Context, rg Range, id [16]byte) bool {
+// clear returns the offset, at most rg.To, up to which the leader's log of
+// rg holds nothing from rg.From that a read-committed reader gets: the
+// offset of the first record it gets there (a marker included), or as far
+// as the leader's log is read, a fetch at a time. Offsets below the log's
+// start are gone, and passed over. It returns rg.From if the leader does
+// not answer.
+func (r *RangeReader) clear(ctx context.Context, adm *kadm.Client, rg Range, id [16]byte) int64 {
+	from := rg.From
+	for from < rg.To {
+		next, err := r.firstFrom(ctx, rg, from, id)
+		if errors.Is(err, kerr.OffsetOutOfRange) {
+			next, err = r.logStart(ctx, adm, rg)
+		}
+		if err != nil {
+			r.log.DebugContext(ctx, "range reader: leader check", "topic", rg.Topic, "partition", rg.Partition, "err", err)
+			break
+		}
+		if next <= from {
+			break
+		}
+		from = next
+	}
+	return min(from, rg.To)
+}
+
+// logStart returns the offset the log of rg's partition starts at.
+func (r *RangeReader) logStart(ctx context.Context, adm *kadm.Client, rg Range) (int64, error) {
+	starts, err := adm.ListStartOffsets(ctx, rg.Topic)
+	if err != nil {
+		return 0, err
+	}
+	start, ok := starts.Lookup(rg.Topic, rg.Partition)
+	if !ok {
+		return 0, fmt.Errorf("start of %s/%d: not listed", rg.Topic, rg.Partition)
+	}
+	if start.Err == nil {
+		r.log.InfoContext(ctx, "range reader: records gone from the broker before they were read (retention?)",
+			"topic", rg.Topic, "partition", rg.Partition, "from", rg.From, "log_start", start.Offset)
+	}
+	return start.Offset, start.Err
+}
+
+// firstFrom fetches rg's partition from offset from on its leader, read
+// as the client reads it, and returns the offset of the first record the
+// fetch gets, or, if none, the offset after what it read.
+func (r *RangeReader) firstFrom(ctx context.Context, rg Range, from int64, id [16]byte) (int64, error) {
 	leader, epoch, err := r.client.PartitionLeader(rg.Topic, rg.Partition)
-	if err != nil || leader < 0 {
-		return false
+	if err == nil && leader < 0 {
+		err = errors.New("no leader known")
+	}
+	if err != nil {
+		return from, err
 	}
 	req := kmsg.NewPtrFetchRequest()
 	req.IsolationLevel, req.MaxBytes = 1, 1<<20
 	t := kmsg.NewFetchRequestTopic()
 	t.Topic, t.TopicID = rg.Topic, id
 	p := kmsg.NewFetchRequestTopicPartition()
-	p.Partition, p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = rg.Partition, rg.From, epoch, 1<<20
+	p.Partition, p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = rg.Partition, from, epoch, 1<<20
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
 	resp, err := req.RequestWith(ctx, r.client.Broker(int(leader)))
-	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return false
+	if err != nil {
+		return from, err
 	}
-	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{KeepControlRecords: true, Offset: rg.From,
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return from, errors.New("a fetch response without the partition")
+	}
+	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{KeepControlRecords: true, Offset: from,
 		IsolationLevel: kgo.ReadCommitted(), Topic: rg.Topic, Partition: rg.Partition},
 		&resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
-	return fp.Err == nil && next >= rg.To && (len(fp.Records) == 0 || fp.Records[0].Offset >= rg.To)
+	switch {
+	case fp.Err != nil:
+		return from, fp.Err
+	case len(fp.Records) > 0:
+		return fp.Records[0].Offset, nil
+	}
+	return next, nil
 }

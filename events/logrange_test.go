@@ -4,6 +4,7 @@ package events_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -304,6 +305,83 @@ func TestRangeReaderNeedsReadCommitted(t *testing.T) {
 		if _, err := events.NewRangeReader(kafkatest.Client(t, opts...), nil); err == nil {
 			t.Errorf("NewRangeReader with %d options: no error", len(opts))
 		}
+	}
+}
+
+// TestRangeReaderStartDeleted: records deleted after the plan (retention,
+// DeleteRecords), up to the partition's end, leave nothing to read: the
+// range ends, though no record at or past its end ever comes.
+func TestRangeReaderStartDeleted(t *testing.T) {
+	l, topics := newRangeLog(t, 1, "a")
+	l.put(l.plain, topics[0], 0, "1", "2", "3")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cl := kafkatest.Client(t, events.RangeConsumeOpts()...)
+	adm := kadm.NewClient(cl)
+	ranges, err := events.PlanRanges(ctx, adm, topics, events.Bounds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone kadm.Offsets
+	gone.Add(kadm.Offset{Topic: topics[0], Partition: 0, At: 3})
+	deleted, err := adm.DeleteRecords(ctx, gone)
+	if err == nil {
+		err = deleted.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := events.NewRangeReader(cl, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		recs, err := r.Poll(ctx, 0)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read %v: %v", ranges, err)
+		}
+		for _, rec := range recs {
+			t.Errorf("read %s at %d, deleted before the read", rec.Value, rec.Offset)
+		}
+	}
+	if want := total(ranges); r.Passed() != want {
+		t.Errorf("passed %d offsets, want the ranges' %d", r.Passed(), want)
+	}
+}
+
+// TestRangeReaderLongAbortedEnd: a range ending, before a transaction still
+// open, in more aborted records than one fetch of the leader check holds
+// ends all the same.
+func TestRangeReaderLongAbortedEnd(t *testing.T) {
+	l, topics := newRangeLog(t, 1, "a")
+	a := topics[0]
+	l.put(l.plain, a, 0, "1")
+	aborted, open := l.begin("aborted"), l.begin("open")
+	for range 12 {
+		big := make([]byte, 200<<10)
+		rand.Read(big) // incompressible
+		l.put(aborted, a, 0, string(big))
+	}
+	l.put(open, a, 0, "open")
+	l.end(aborted, kgo.TryAbort)
+	t.Cleanup(func() {
+		if err := open.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
+			t.Error(err)
+		}
+	})
+	l.settle(a, 0, 13, 15)
+	got, ranges, passed, err := readRanges(t, topics, events.Bounds{})
+	if err != nil {
+		t.Fatalf("read %v: %v; read %q", ranges, err, got)
+	}
+	if diff := cmp.Diff([]string{"a/0 1"}, got); diff != "" {
+		t.Errorf("read (-want +got):\n%s", diff)
+	}
+	if want := total(ranges); passed != want {
+		t.Errorf("passed %d offsets, want the ranges' %d", passed, want)
 	}
 }
 
