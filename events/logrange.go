@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -256,9 +257,11 @@ func (r *RangeReader) take(fs kgo.Fetches) []*kgo.Record {
 	return out
 }
 
-// settle asks the leader of each partition left how far from its next
-// offset the log holds nothing a read-committed reader gets, moves the
-// range on so far, and ends the ranges with nothing left.
+// settle asks the leaders of the partitions left how far from each
+// partition's next offset the log holds nothing a read-committed reader
+// gets, moves the ranges on so far, and ends those with nothing left. It
+// asks each leader once for all its partitions, again while ranges move:
+// a fetch of the check waits on its connection behind the client's own.
 func (r *RangeReader) settle(ctx context.Context) {
 	var topics []string
 	for k := range r.left {
@@ -271,44 +274,106 @@ func (r *RangeReader) settle(ctx context.Context) {
 		return
 	}
 	done := map[string][]int32{}
-	for k, rg := range r.left {
-		next := r.clear(ctx, adm, rg, td[rg.Topic].ID)
-		r.passed += next - rg.From
-		if rg.From = next; next < rg.To {
-			r.left[k] = rg
-			continue
+	for asking := maps.Clone(r.left); len(asking) > 0; {
+		moved := r.firsts(ctx, adm, asking, td)
+		clear(asking)
+		for k, next := range moved {
+			rg := r.left[k]
+			if next = min(next, rg.To); next <= rg.From {
+				continue
+			}
+			r.passed += next - rg.From
+			if rg.From = next; next < rg.To {
+				r.left[k], asking[k] = rg, rg
+				continue
+			}
+			delete(r.left, k)
+			done[k.topic] = append(done[k.topic], k.p)
 		}
-		delete(r.left, k)
-		done[k.topic] = append(done[k.topic], k.p)
 	}
 	if len(done) > 0 {
 		r.client.PauseFetchPartitions(done)
 	}
 }
 
-// clear returns the offset, at most rg.To, up to which the leader's log of
-// rg holds nothing from rg.From that a read-committed reader gets: the
-// offset of the first record it gets there (a marker included), or as far
-// as the leader's log is read, a fetch at a time. Offsets below the log's
-// start are gone, and passed over. It returns rg.From if the leader does
-// not answer.
-func (r *RangeReader) clear(ctx context.Context, adm *kadm.Client, rg Range, id [16]byte) int64 {
-	from := rg.From
-	for from < rg.To {
-		next, err := r.firstFrom(ctx, rg, from, id)
-		if errors.Is(err, kerr.OffsetOutOfRange) {
-			next, err = r.logStart(ctx, adm, rg)
+// firsts fetches the partitions of ranges from their From on their
+// leaders, one fetch a leader, read as the client reads them. It returns,
+// for each partition that answered, the offset of the first record the
+// fetch got, or, if none, the offset after what it read; for a partition
+// whose From is below the log's start, the log's start.
+func (r *RangeReader) firsts(ctx context.Context, adm *kadm.Client, ranges map[partition]Range, td kadm.TopicDetails) map[partition]int64 {
+	byLeader := map[int32]*kmsg.FetchRequest{}
+	for k, rg := range ranges {
+		leader, epoch, err := r.client.PartitionLeader(k.topic, k.p)
+		if err != nil || leader < 0 {
+			r.log.DebugContext(ctx, "range reader: no leader", "topic", k.topic, "partition", k.p, "err", err)
+			continue
 		}
-		if err != nil {
-			r.log.DebugContext(ctx, "range reader: leader check", "topic", rg.Topic, "partition", rg.Partition, "err", err)
-			break
+		if byLeader[leader] == nil {
+			byLeader[leader] = kmsg.NewPtrFetchRequest()
+			byLeader[leader].IsolationLevel, byLeader[leader].MaxBytes = 1, 16<<20
 		}
-		if next <= from {
-			break
-		}
-		from = next
+		addFetch(byLeader[leader], rg, epoch, td[k.topic].ID)
 	}
-	return min(from, rg.To)
+	names := map[[16]byte]string{}
+	for _, d := range td {
+		names[d.ID] = d.Topic
+	}
+	out := map[partition]int64{}
+	for leader, req := range byLeader {
+		resp, err := req.RequestWith(ctx, r.client.Broker(int(leader)))
+		if err != nil {
+			r.log.DebugContext(ctx, "range reader: leader check", "broker", leader, "err", err)
+			continue
+		}
+		for _, t := range resp.Topics {
+			name := cmp.Or(t.Topic, names[t.TopicID])
+			for i := range t.Partitions {
+				k := partition{name, t.Partitions[i].Partition}
+				if rg, ok := ranges[k]; ok {
+					if next, ok := r.first(ctx, adm, rg, &t.Partitions[i]); ok {
+						out[k] = next
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// addFetch adds rg's partition, from rg.From, to req.
+func addFetch(req *kmsg.FetchRequest, rg Range, epoch int32, id [16]byte) {
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.Partition, p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = rg.Partition, rg.From, epoch, 1<<20
+	for i := range req.Topics {
+		if req.Topics[i].Topic == rg.Topic {
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+			return
+		}
+	}
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic, t.TopicID, t.Partitions = rg.Topic, id, []kmsg.FetchRequestTopicPartition{p}
+	req.Topics = append(req.Topics, t)
+}
+
+// first reads a leader's answer for rg's partition as the client reads
+// it, and returns the offset of the first record there, or, if none, the
+// offset after what it read; below the log's start, the log's start.
+func (r *RangeReader) first(ctx context.Context, adm *kadm.Client, rg Range, rp *kmsg.FetchResponseTopicPartition) (int64, bool) {
+	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{KeepControlRecords: true, Offset: rg.From,
+		IsolationLevel: kgo.ReadCommitted(), Topic: rg.Topic, Partition: rg.Partition},
+		rp, kgo.DefaultDecompressor(), nil)
+	switch {
+	case errors.Is(fp.Err, kerr.OffsetOutOfRange):
+		start, err := r.logStart(ctx, adm, rg)
+		return start, err == nil
+	case fp.Err != nil:
+		r.log.DebugContext(ctx, "range reader: leader check", "topic", rg.Topic, "partition", rg.Partition, "err", fp.Err)
+		return 0, false
+	case len(fp.Records) > 0:
+		return fp.Records[0].Offset, true
+	}
+	return next, true
 }
 
 // logStart returns the offset the log of rg's partition starts at.
@@ -326,42 +391,4 @@ func (r *RangeReader) logStart(ctx context.Context, adm *kadm.Client, rg Range) 
 			"topic", rg.Topic, "partition", rg.Partition, "from", rg.From, "log_start", start.Offset)
 	}
 	return start.Offset, start.Err
-}
-
-// firstFrom fetches rg's partition from offset from on its leader, read
-// as the client reads it, and returns the offset of the first record the
-// fetch gets, or, if none, the offset after what it read.
-func (r *RangeReader) firstFrom(ctx context.Context, rg Range, from int64, id [16]byte) (int64, error) {
-	leader, epoch, err := r.client.PartitionLeader(rg.Topic, rg.Partition)
-	if err == nil && leader < 0 {
-		err = errors.New("no leader known")
-	}
-	if err != nil {
-		return from, err
-	}
-	req := kmsg.NewPtrFetchRequest()
-	req.IsolationLevel, req.MaxBytes = 1, 1<<20
-	t := kmsg.NewFetchRequestTopic()
-	t.Topic, t.TopicID = rg.Topic, id
-	p := kmsg.NewFetchRequestTopicPartition()
-	p.Partition, p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = rg.Partition, from, epoch, 1<<20
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, r.client.Broker(int(leader)))
-	if err != nil {
-		return from, err
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return from, errors.New("a fetch response without the partition")
-	}
-	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{KeepControlRecords: true, Offset: from,
-		IsolationLevel: kgo.ReadCommitted(), Topic: rg.Topic, Partition: rg.Partition},
-		&resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
-	switch {
-	case fp.Err != nil:
-		return from, fp.Err
-	case len(fp.Records) > 0:
-		return fp.Records[0].Offset, nil
-	}
-	return next, nil
 }

@@ -441,3 +441,37 @@ func TestRangeReaderPollCancelled(t *testing.T) {
 type unbuffered func(*kgo.Record)
 
 func (f unbuffered) OnFetchRecordUnbuffered(r *kgo.Record, _ bool) { f(r) }
+
+// TestRangeReaderManyAbortedEnds: many partitions whose ranges end in
+// aborted records, before a transaction still open, all end within
+// seconds: the leader check does not wait out the client's own fetch once
+// for every partition.
+func TestRangeReaderManyAbortedEnds(t *testing.T) {
+	const partitions = 60
+	l, topics := newRangeLog(t, partitions, "a")
+	a := topics[0]
+	aborted, open := l.begin("aborted"), l.begin("open")
+	for p := range int32(partitions) {
+		l.put(aborted, a, p, "aborted")
+		l.put(open, a, p, "open")
+	}
+	l.end(aborted, kgo.TryAbort)
+	t.Cleanup(func() {
+		if err := open.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
+			t.Error(err)
+		}
+	})
+	for p := range int32(partitions) {
+		l.settle(a, p, 1, 3)
+	}
+	got, ranges, passed, err := readRanges(t, topics, events.Bounds{})
+	if err != nil {
+		t.Fatalf("read %d ranges: %v; read %q", len(ranges), err, got)
+	}
+	if len(got) > 0 {
+		t.Errorf("read %q, want nothing", got)
+	}
+	if want := total(ranges); passed != want || want != partitions {
+		t.Errorf("passed %d offsets, want the ranges' %d (%d)", passed, want, partitions)
+	}
+}
