@@ -154,6 +154,11 @@ type partition struct {
 	p     int32
 }
 
+// checkBytes is the most a fetch of the leader check reads, of one
+// partition or of all of a leader's: each fetch waits behind the client's
+// own, so one reads as far as it may.
+const checkBytes = 16 << 20
+
 // rangeStall is how long Poll waits for records before it asks the
 // leaders whether the partitions left are read.
 const rangeStall = time.Second
@@ -311,7 +316,7 @@ func (r *RangeReader) firsts(ctx context.Context, adm *kadm.Client, ranges map[p
 		}
 		if byLeader[leader] == nil {
 			byLeader[leader] = kmsg.NewPtrFetchRequest()
-			byLeader[leader].IsolationLevel, byLeader[leader].MaxBytes = 1, 16<<20
+			byLeader[leader].IsolationLevel, byLeader[leader].MaxBytes = 1, checkBytes
 		}
 		addFetch(byLeader[leader], rg, epoch, td[k.topic].ID)
 	}
@@ -344,7 +349,7 @@ func (r *RangeReader) firsts(ctx context.Context, adm *kadm.Client, ranges map[p
 // addFetch adds rg's partition, from rg.From, to req.
 func addFetch(req *kmsg.FetchRequest, rg Range, epoch int32, id [16]byte) {
 	p := kmsg.NewFetchRequestTopicPartition()
-	p.Partition, p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = rg.Partition, rg.From, epoch, 1<<20
+	p.Partition, p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = rg.Partition, rg.From, epoch, checkBytes
 	for i := range req.Topics {
 		if req.Topics[i].Topic == rg.Topic {
 			req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
