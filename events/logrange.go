@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -133,7 +135,8 @@ func RangeConsumeOpts() []kgo.Opt {
 // with records that never come: a partition is read once a record at or
 // past its end comes, or once the partition's leader shows that nothing
 // a read-committed reader gets lies between the partition's next offset
-// and its end. A partition read is paused on the client (removing it while
+// and its end (offsets below the log's start, gone since the plan, are
+// passed over). A partition read is paused on the client (removing it while
 // others are fetched would stall them): a caller that reads on from the
 // ends removes the partitions, resumes them and adds them again.
 type RangeReader struct {
@@ -150,6 +153,11 @@ type partition struct {
 	topic string
 	p     int32
 }
+
+// checkBytes is the most a fetch of the leader check reads, of one
+// partition or of all of a leader's: each fetch waits behind the client's
+// own, so one reads as far as it may.
+const checkBytes = 16 << 20
 
 // rangeStall is how long Poll waits for records before it asks the
 // leaders whether the partitions left are read.
@@ -185,7 +193,8 @@ func (r *RangeReader) Passed() int64 { return r.passed }
 
 // Poll returns the next records of the ranges, at most max of them (0: no
 // limit), and io.EOF once every range is read. A fetch error is returned
-// as it comes, wrapped; the records of that poll come with the next call.
+// as it comes, wrapped; the records of that poll come with the next call,
+// as do those of a poll whose ctx ended as the client handed them out.
 // After a *kgo.ErrDataLoss (records gone while reading) a caller may read
 // on.
 func (r *RangeReader) Poll(ctx context.Context, max int) ([]*kgo.Record, error) {
@@ -198,7 +207,11 @@ func (r *RangeReader) Poll(ctx context.Context, max int) ([]*kgo.Record, error) 
 		fs := r.client.PollRecords(pctx, max)
 		stalled := pctx.Err() != nil
 		cancel()
+		// The client moved past what it handed out: take it before
+		// anything else, to hand it out on the next call.
+		recs := r.take(fs)
 		if err := ctx.Err(); err != nil {
+			r.held = recs
 			return nil, err
 		}
 		var errs []error
@@ -207,7 +220,6 @@ func (r *RangeReader) Poll(ctx context.Context, max int) ([]*kgo.Record, error) 
 				errs = append(errs, fmt.Errorf("fetch %s/%d: %w", t, p, err))
 			}
 		})
-		recs := r.take(fs)
 		if err := errors.Join(errs...); err != nil {
 			r.held = recs
 			return nil, err
@@ -250,23 +262,36 @@ func (r *RangeReader) take(fs kgo.Fetches) []*kgo.Record {
 	return out
 }
 
-// settle asks the leader of each partition left whether anything a
-// read-committed reader gets lies between its next offset and its end,
-// and ends the ranges with nothing there.
+// settle asks the leaders of the partitions left how far from each
+// partition's next offset the log holds nothing a read-committed reader
+// gets, moves the ranges on so far, and ends those with nothing left. It
+// asks each leader once for all its partitions, again while ranges move:
+// a fetch of the check waits on its connection behind the client's own.
 func (r *RangeReader) settle(ctx context.Context) {
 	var topics []string
 	for k := range r.left {
 		topics = append(topics, k.topic)
 	}
-	td, err := kadm.NewClient(r.client).ListTopics(ctx, topics...)
+	adm := kadm.NewClient(r.client)
+	td, err := adm.ListTopics(ctx, topics...)
 	if err != nil {
 		r.log.DebugContext(ctx, "range reader: topic ids", "err", err)
 		return
 	}
 	done := map[string][]int32{}
-	for k, rg := range r.left {
-		if r.passable(ctx, rg, td[rg.Topic].ID) {
-			r.passed += rg.To - rg.From
+	for asking := maps.Clone(r.left); len(asking) > 0; {
+		moved := r.firsts(ctx, adm, asking, td)
+		clear(asking)
+		for k, next := range moved {
+			rg := r.left[k]
+			if next = min(next, rg.To); next <= rg.From {
+				continue
+			}
+			r.passed += next - rg.From
+			if rg.From = next; next < rg.To {
+				r.left[k], asking[k] = rg, rg
+				continue
+			}
 			delete(r.left, k)
 			done[k.topic] = append(done[k.topic], k.p)
 		}
@@ -276,29 +301,99 @@ func (r *RangeReader) settle(ctx context.Context) {
 	}
 }
 
-// passable tells whether the leader's log of rg, From to To, holds only
-// records a read-committed reader never gets: a fetch from From, read as
-// the client reads it, moves the fetch position to To or past it without
-// a record before To.
-func (r *RangeReader) passable(ctx context.Context, rg Range, id [16]byte) bool {
-	leader, epoch, err := r.client.PartitionLeader(rg.Topic, rg.Partition)
-	if err != nil || leader < 0 {
-		return false
+// firsts fetches the partitions of ranges from their From on their
+// leaders, one fetch a leader, read as the client reads them. It returns,
+// for each partition that answered, the offset of the first record the
+// fetch got, or, if none, the offset after what it read; for a partition
+// whose From is below the log's start, the log's start.
+func (r *RangeReader) firsts(ctx context.Context, adm *kadm.Client, ranges map[partition]Range, td kadm.TopicDetails) map[partition]int64 {
+	byLeader := map[int32]*kmsg.FetchRequest{}
+	for k, rg := range ranges {
+		leader, epoch, err := r.client.PartitionLeader(k.topic, k.p)
+		if err != nil || leader < 0 {
+			r.log.DebugContext(ctx, "range reader: no leader", "topic", k.topic, "partition", k.p, "err", err)
+			continue
+		}
+		if byLeader[leader] == nil {
+			byLeader[leader] = kmsg.NewPtrFetchRequest()
+			byLeader[leader].IsolationLevel, byLeader[leader].MaxBytes = 1, checkBytes
+		}
+		addFetch(byLeader[leader], rg, epoch, td[k.topic].ID)
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.IsolationLevel, req.MaxBytes = 1, 1<<20
-	t := kmsg.NewFetchRequestTopic()
-	t.Topic, t.TopicID = rg.Topic, id
+	names := map[[16]byte]string{}
+	for _, d := range td {
+		names[d.ID] = d.Topic
+	}
+	out := map[partition]int64{}
+	for leader, req := range byLeader {
+		resp, err := req.RequestWith(ctx, r.client.Broker(int(leader)))
+		if err != nil {
+			r.log.DebugContext(ctx, "range reader: leader check", "broker", leader, "err", err)
+			continue
+		}
+		for _, t := range resp.Topics {
+			name := cmp.Or(t.Topic, names[t.TopicID])
+			for i := range t.Partitions {
+				k := partition{name, t.Partitions[i].Partition}
+				if rg, ok := ranges[k]; ok {
+					if next, ok := r.first(ctx, adm, rg, &t.Partitions[i]); ok {
+						out[k] = next
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// addFetch adds rg's partition, from rg.From, to req.
+func addFetch(req *kmsg.FetchRequest, rg Range, epoch int32, id [16]byte) {
 	p := kmsg.NewFetchRequestTopicPartition()
-	p.Partition, p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = rg.Partition, rg.From, epoch, 1<<20
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, r.client.Broker(int(leader)))
-	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return false
+	p.Partition, p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = rg.Partition, rg.From, epoch, checkBytes
+	for i := range req.Topics {
+		if req.Topics[i].Topic == rg.Topic {
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+			return
+		}
 	}
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic, t.TopicID, t.Partitions = rg.Topic, id, []kmsg.FetchRequestTopicPartition{p}
+	req.Topics = append(req.Topics, t)
+}
+
+// first reads a leader's answer for rg's partition as the client reads
+// it, and returns the offset of the first record there, or, if none, the
+// offset after what it read; below the log's start, the log's start.
+func (r *RangeReader) first(ctx context.Context, adm *kadm.Client, rg Range, rp *kmsg.FetchResponseTopicPartition) (int64, bool) {
 	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{KeepControlRecords: true, Offset: rg.From,
 		IsolationLevel: kgo.ReadCommitted(), Topic: rg.Topic, Partition: rg.Partition},
-		&resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
-	return fp.Err == nil && next >= rg.To && (len(fp.Records) == 0 || fp.Records[0].Offset >= rg.To)
+		rp, kgo.DefaultDecompressor(), nil)
+	switch {
+	case errors.Is(fp.Err, kerr.OffsetOutOfRange):
+		start, err := r.logStart(ctx, adm, rg)
+		return start, err == nil
+	case fp.Err != nil:
+		r.log.DebugContext(ctx, "range reader: leader check", "topic", rg.Topic, "partition", rg.Partition, "err", fp.Err)
+		return 0, false
+	case len(fp.Records) > 0:
+		return fp.Records[0].Offset, true
+	}
+	return next, true
+}
+
+// logStart returns the offset the log of rg's partition starts at.
+func (r *RangeReader) logStart(ctx context.Context, adm *kadm.Client, rg Range) (int64, error) {
+	starts, err := adm.ListStartOffsets(ctx, rg.Topic)
+	if err != nil {
+		return 0, err
+	}
+	start, ok := starts.Lookup(rg.Topic, rg.Partition)
+	if !ok {
+		return 0, fmt.Errorf("start of %s/%d: not listed", rg.Topic, rg.Partition)
+	}
+	if start.Err == nil {
+		r.log.InfoContext(ctx, "range reader: records gone from the broker before they were read (retention?)",
+			"topic", rg.Topic, "partition", rg.Partition, "from", rg.From, "log_start", start.Offset)
+	}
+	return start.Offset, start.Err
 }

@@ -4,6 +4,7 @@ package events_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -304,5 +305,173 @@ func TestRangeReaderNeedsReadCommitted(t *testing.T) {
 		if _, err := events.NewRangeReader(kafkatest.Client(t, opts...), nil); err == nil {
 			t.Errorf("NewRangeReader with %d options: no error", len(opts))
 		}
+	}
+}
+
+// TestRangeReaderStartDeleted: records deleted after the plan (retention,
+// DeleteRecords), up to the partition's end, leave nothing to read: the
+// range ends, though no record at or past its end ever comes.
+func TestRangeReaderStartDeleted(t *testing.T) {
+	l, topics := newRangeLog(t, 1, "a")
+	l.put(l.plain, topics[0], 0, "1", "2", "3")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cl := kafkatest.Client(t, events.RangeConsumeOpts()...)
+	adm := kadm.NewClient(cl)
+	ranges, err := events.PlanRanges(ctx, adm, topics, events.Bounds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone kadm.Offsets
+	gone.Add(kadm.Offset{Topic: topics[0], Partition: 0, At: 3})
+	deleted, err := adm.DeleteRecords(ctx, gone)
+	if err == nil {
+		err = deleted.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := events.NewRangeReader(cl, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		recs, err := r.Poll(ctx, 0)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read %v: %v", ranges, err)
+		}
+		for _, rec := range recs {
+			t.Errorf("read %s at %d, deleted before the read", rec.Value, rec.Offset)
+		}
+	}
+	if want := total(ranges); r.Passed() != want {
+		t.Errorf("passed %d offsets, want the ranges' %d", r.Passed(), want)
+	}
+}
+
+// TestRangeReaderLongAbortedEnd: a range ending, before a transaction still
+// open, in more aborted records than one fetch of the leader check holds
+// ends all the same.
+func TestRangeReaderLongAbortedEnd(t *testing.T) {
+	l, topics := newRangeLog(t, 1, "a")
+	a := topics[0]
+	l.put(l.plain, a, 0, "1")
+	aborted, open := l.begin("aborted"), l.begin("open")
+	for range 12 {
+		big := make([]byte, 200<<10)
+		rand.Read(big) // incompressible
+		l.put(aborted, a, 0, string(big))
+	}
+	l.put(open, a, 0, "open")
+	l.end(aborted, kgo.TryAbort)
+	t.Cleanup(func() {
+		if err := open.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
+			t.Error(err)
+		}
+	})
+	l.settle(a, 0, 13, 15)
+	got, ranges, passed, err := readRanges(t, topics, events.Bounds{})
+	if err != nil {
+		t.Fatalf("read %v: %v; read %q", ranges, err, got)
+	}
+	if diff := cmp.Diff([]string{"a/0 1"}, got); diff != "" {
+		t.Errorf("read (-want +got):\n%s", diff)
+	}
+	if want := total(ranges); passed != want {
+		t.Errorf("passed %d offsets, want the ranges' %d", passed, want)
+	}
+}
+
+// TestRangeReaderPollCancelled: a poll whose context ends as the client
+// hands it records loses none of them; the next poll hands them out.
+func TestRangeReaderPollCancelled(t *testing.T) {
+	l, topics := newRangeLog(t, 1, "a")
+	l.put(l.plain, topics[0], 0, "1", "2", "3")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cancelled, stop := context.WithCancel(ctx)
+	defer stop()
+	// The client calls the hook as it hands out record "2", after it
+	// looked at the poll's context.
+	cl := kafkatest.Client(t, append(events.RangeConsumeOpts(), kgo.WithHooks(unbuffered(func(r *kgo.Record) {
+		if string(r.Value) == "2" {
+			stop()
+		}
+	})))...)
+	ranges, err := events.PlanRanges(ctx, kadm.NewClient(cl), topics, events.Bounds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := events.NewRangeReader(cl, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	poll := func(ctx context.Context) error {
+		recs, err := r.Poll(ctx, 1)
+		for _, rec := range recs {
+			got = append(got, string(rec.Value))
+		}
+		return err
+	}
+	if err := poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll(cancelled); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Poll with its context cancelled = %v, want context.Canceled", err)
+	}
+	for {
+		err := poll(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"1", "2", "3"}, got); diff != "" {
+		t.Errorf("read (-want +got):\n%s", diff)
+	}
+}
+
+// unbuffered is a client hook called as the client hands out a record.
+type unbuffered func(*kgo.Record)
+
+func (f unbuffered) OnFetchRecordUnbuffered(r *kgo.Record, _ bool) { f(r) }
+
+// TestRangeReaderManyAbortedEnds: many partitions whose ranges end in
+// aborted records, before a transaction still open, all end within
+// seconds: the leader check does not wait out the client's own fetch once
+// for every partition.
+func TestRangeReaderManyAbortedEnds(t *testing.T) {
+	const partitions = 60
+	l, topics := newRangeLog(t, partitions, "a")
+	a := topics[0]
+	aborted, open := l.begin("aborted"), l.begin("open")
+	for p := range int32(partitions) {
+		l.put(aborted, a, p, "aborted")
+		l.put(open, a, p, "open")
+	}
+	l.end(aborted, kgo.TryAbort)
+	t.Cleanup(func() {
+		if err := open.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
+			t.Error(err)
+		}
+	})
+	for p := range int32(partitions) {
+		l.settle(a, p, 1, 3)
+	}
+	got, ranges, passed, err := readRanges(t, topics, events.Bounds{})
+	if err != nil {
+		t.Fatalf("read %d ranges: %v; read %q", len(ranges), err, got)
+	}
+	if len(got) > 0 {
+		t.Errorf("read %q, want nothing", got)
+	}
+	if want := total(ranges); passed != want || want != partitions {
+		t.Errorf("passed %d offsets, want the ranges' %d (%d)", passed, want, partitions)
 	}
 }
