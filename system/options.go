@@ -66,7 +66,8 @@ func WithTopicPrefix(prefix string) Option { return func(o *options) { o.prefix 
 // port; Addr says which).
 func WithListen(addr string) Option { return func(o *options) { o.listen = addr } }
 
-// WithListener serves the API on ln, which Run closes.
+// WithListener serves the API on ln, which is the System's from New on:
+// Run closes it, and so does New when it fails.
 func WithListener(ln net.Listener) Option { return func(o *options) { o.listener = ln } }
 
 // WithTLS serves the API over TLS with cfg (hub.WithTLS).

@@ -44,9 +44,17 @@ type System struct {
 // New assembles the parts: the hub on Kafka (conn), signing with signer,
 // whose key must be among anchors (the hub keys readers trust), and each
 // part the options ask for. With WithListen it binds the API's address,
-// which Run serves and closes; any error closes it again.
-func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, opts ...Option) (*System, error) {
+// which Run serves and closes; a listener given with WithListener is the
+// System's from New on. Either is closed again when New fails.
+func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, opts ...Option) (_ *System, err error) {
 	o := newOptions(opts)
+	if o.listener != nil {
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, o.listener.Close())
+			}
+		}()
+	}
 	var errs []error
 	if o.store == nil && (o.dashboard || o.fold) {
 		errs = append(errs, errors.New("the dashboard and the fold need a store"))
@@ -77,8 +85,11 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, opts ...Op
 	if err == nil {
 		s.hub, err = hub.New(conn, signer, anchors, o.tokens, hopts...)
 	}
+	if err != nil && o.listener == nil {
+		err = errors.Join(err, ln.Close())
+	}
 	if err != nil {
-		return nil, errors.Join(err, ln.Close())
+		return nil, err
 	}
 	s.ln = ln
 	s.checks = append([]Check{s.hub.Ready}, o.checks...)

@@ -1,6 +1,7 @@
 package system_test
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -87,5 +88,39 @@ func TestNewClosesTheListenerItBound(t *testing.T) {
 			}
 		}
 		return
+	}
+}
+
+// TestNewClosesAGivenListenerOnEveryRefusal: a listener given with
+// WithListener is the System's from New on, whichever check refuses.
+func TestNewClosesAGivenListenerOnEveryRefusal(t *testing.T) {
+	signer, err := events.GenerateSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := events.GenerateSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}
+	for name, c := range map[string]struct {
+		anchors []events.Key
+		opts    []system.Option
+	}{
+		"options":     {[]events.Key{events.HubAnchor(hub.HubKeyOwner, signer.Public())}, []system.Option{system.WithDashboard()}},
+		"hub refuses": {[]events.Key{events.HubAnchor(hub.HubKeyOwner, other.Public())}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := system.New(conn, signer, c.anchors, append(c.opts, system.WithListener(ln))...); err == nil {
+				t.Fatal("New accepted")
+			}
+			if err := ln.Close(); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("the listener was left open (Close = %v)", err)
+			}
+		})
 	}
 }
