@@ -138,9 +138,9 @@ func WithHubOptions(opts ...hub.Option) Option {
 // WithReadyCheck adds c to the readiness checks (Ready).
 func WithReadyCheck(c Check) Option { return func(o *options) { o.checks = append(o.checks, c) } }
 
-// WithOpsServer serves handler(Ready) on addr, plain HTTP beside the
-// API: cmd gives internal/telemetry's Handler, whose /healthz, /readyz
-// and /metrics the probes and Prometheus scrape.
+// WithOpsServer serves handler(Ready), which New makes, on addr, plain
+// HTTP beside the API: cmd gives internal/telemetry's Handler, whose
+// /healthz, /readyz and /metrics the probes and Prometheus scrape.
 func WithOpsServer(addr string, handler func(ready Check) http.Handler) Option {
 	return func(o *options) { o.opsAddr, o.ops = addr, handler }
 }

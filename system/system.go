@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +39,8 @@ type System struct {
 	fold   *projector.Service // nil without WithFold
 	ln     net.Listener
 	checks []Check
-	ran    atomic.Bool // set by the first Run
+	ops    http.Handler // the operations server's, made by New; nil without WithOpsServer
+	ran    atomic.Bool  // set by the first Run
 }
 
 // New assembles the parts: the hub on Kafka (conn), signing with signer,
@@ -98,6 +100,9 @@ func New(conn []kgo.Opt, signer *events.Signer, anchors []events.Key, opts ...Op
 	}
 	if s.fold != nil {
 		s.checks = append(s.checks, s.fold.Ready)
+	}
+	if o.ops != nil {
+		s.ops = o.ops(s.Ready)
 	}
 	return s, nil
 }
@@ -203,8 +208,8 @@ func (s *System) Run(ctx context.Context) error {
 	if s.fold != nil {
 		g.Go(func() error { return s.fold.Run(gctx) })
 	}
-	if s.o.ops != nil {
-		g.Go(func() error { return httpserve.Run(gctx, s.o.opsAddr, s.o.ops(s.Ready)) })
+	if s.ops != nil {
+		g.Go(func() error { return httpserve.Run(gctx, s.o.opsAddr, s.ops) })
 	}
 	err := g.Wait()
 	if cerr := s.ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
