@@ -145,10 +145,7 @@ func (s *System) newFold(conn []kgo.Opt, anchors []events.Key) error {
 	}
 	popts := []projector.Option{projector.WithTopics(events.DefaultTopics(o.prefix)), projector.WithGroup(group),
 		projector.WithLogger(o.Log.With("component", "projector")), projector.WithTracerProvider(o.Tracers),
-		projector.WithMeterProvider(o.Meters), projector.WithDecoderOptions(o.DecoderOpts...)}
-	if o.ClientOpts != nil {
-		popts = append(popts, projector.WithClientOpts(o.ClientOpts))
-	}
+		projector.WithMeterProvider(o.Meters), projector.WithDecoderOptions(o.DecoderOpts...), projector.WithClientOpts(o.ClientOpts)}
 	var err error
 	s.fold, err = projector.NewService(conn, o.store, anchors, popts...)
 	return err
