@@ -355,11 +355,19 @@ func TestAgentReportsZeroLagUnderTransactions(t *testing.T) {
 	waitApplied(t, a, "argocd/txn-2")
 	topic := f.topics[events.TopicConfig]
 	part := events.NewPartitioner(nil).PartitionOf(a.cluster, 2)
-	ends, err := kadm.NewClient(f.client).ListCommittedOffsets(t.Context(), topic)
-	if err != nil {
-		t.Fatal(err)
+	// Three transactions end at offset 6, three records and three markers;
+	// the coordinator writes the markers after EndTransaction returns.
+	var end kadm.ListedOffset
+	for deadline := time.Now().Add(30 * time.Second); end.Offset != 6; time.Sleep(20 * time.Millisecond) {
+		ends, err := kadm.NewClient(f.client).ListCommittedOffsets(t.Context(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, _ = ends.Lookup(topic, part)
+		if time.Now().After(deadline) {
+			t.Fatalf("the last stable offset is %d, want 6", end.Offset)
+		}
 	}
-	end, _ := ends.Lookup(topic, part)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkatest.Bootstrap(t)), kgo.ConsumeTopics(f.topics[events.TopicStatus]),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
