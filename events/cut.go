@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -44,15 +45,15 @@ func (c cut) sees(m mark) bool {
 }
 
 // namedTrustOffset returns the trust offset e names, if its signature
-// covers one (signed lists the extensions it covers); an offset that is
-// not a decimal of at least zero is an error.
+// covers one (signed lists the extensions it covers); anything but decimal
+// digits that make an int64 is an error.
 func namedTrustOffset(e *event.Event, signed []string) (int64, bool, error) {
 	if !slices.Contains(signed, ExtTrustOffset) {
 		return 0, false, nil
 	}
 	raw := stringExt(e, ExtTrustOffset)
 	v, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || v < 0 {
+	if err != nil || strings.Trim(raw, "0123456789") != "" {
 		return 0, false, fmt.Errorf("%s %q is not a trust topic offset", ExtTrustOffset, raw)
 	}
 	return v, true, nil

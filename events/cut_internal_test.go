@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -125,5 +127,27 @@ func TestTrustReadOnceAtTheEnd(t *testing.T) {
 	}
 	if _, ok := NewRegistry().TrustRead(); ok {
 		t.Fatal("a fixed registry names a trust offset")
+	}
+}
+
+// TestNamedTrustOffset: only decimal digits that make an int64 name a trust
+// offset, and only when the signature covers the extension.
+func TestNamedTrustOffset(t *testing.T) {
+	e := event.New()
+	for raw, want := range map[string]int64{"0": 0, "42": 42, "007": 7, "9223372036854775807": 1<<63 - 1} {
+		e.SetExtension(ExtTrustOffset, raw)
+		if v, ok, err := namedTrustOffset(&e, []string{ExtPartitionKey, ExtTrustOffset}); err != nil || !ok || v != want {
+			t.Errorf("%q: %d, %t, %v; want %d", raw, v, ok, err, want)
+		}
+	}
+	for _, raw := range []string{"", "+5", "-1", "-0", " 1", "0x10", "1e3", "9223372036854775808"} {
+		e.SetExtension(ExtTrustOffset, raw)
+		if v, _, err := namedTrustOffset(&e, []string{ExtTrustOffset}); err == nil {
+			t.Errorf("%q: named offset %d, want an error", raw, v)
+		}
+	}
+	e.SetExtension(ExtTrustOffset, "5")
+	if _, ok, err := namedTrustOffset(&e, []string{ExtPartitionKey}); ok || err != nil {
+		t.Errorf("an unsigned trustoffset is taken: %t, %v", ok, err)
 	}
 }
