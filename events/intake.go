@@ -58,7 +58,11 @@ func (in *Intake) Take(ctx context.Context, rec *kgo.Record) (*Decoded, error) {
 		if !waited {
 			count(ctx, in.inst.keysBehind)
 		}
-		if err := in.dec.verifier.keys.WaitCovers(ctx, rec.Timestamp); err != nil {
+		var behind *keysBehind
+		if !errors.As(err, &behind) {
+			behind = &keysBehind{at: rec.Timestamp}
+		}
+		if err := behind.wait(ctx, in.dec.verifier.keys); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,16 +60,51 @@ type Registry struct {
 	// read is the offset of the trust topic's next record its reader
 	// will read: every record before it is applied (or refused).
 	read int64
+	// reachedEnd is set once the trust topic's reader has read to the
+	// end: from then on read names every key committed before the
+	// reader started (see TrustRead).
+	reachedEnd bool
+	// margin is the clock margin of the registry's trust topic reader,
+	// which judging by a cut (see cut) needs; it is set by
+	// NewTrustFollower.
+	margin time.Duration
+	// history is where in the trust topic each key was introduced and
+	// ended, for judging by a cut.
+	history map[string]*keyHistory
+}
+
+// mark is a place in the trust topic: a record's offset and log time. An
+// anchor configured out of band has the zero mark at offset -1, which every
+// cut sees.
+type mark struct {
+	offset int64
+	at     time.Time
+}
+
+// keyEnd is a trust record that ended a key: at its mark, the key is
+// valid until until.
+type keyEnd struct {
+	mark
+	until  time.Time
+	reason string
+}
+
+// keyHistory is where a key was introduced and every record that ended it.
+type keyHistory struct {
+	intro mark
+	ends  []keyEnd
 }
 
 // NewRegistry returns a fixed registry that trusts anchors from the beginning
 // of time and covers every log time. Anchors are the hub's signing keys,
 // configured out of band; only they sign trust events.
 func NewRegistry(anchors ...Key) *Registry {
-	r := &Registry{keys: make(map[string]Key, len(anchors)), advanced: make(chan struct{})}
+	r := &Registry{keys: make(map[string]Key, len(anchors)), advanced: make(chan struct{}),
+		history: make(map[string]*keyHistory, len(anchors))}
 	for _, k := range anchors {
 		k.Anchor = true
 		r.keys[k.ID] = k
+		r.history[k.ID] = &keyHistory{intro: mark{offset: -1}}
 	}
 	return r
 }
@@ -79,7 +115,7 @@ func NewRegistry(anchors ...Key) *Registry {
 // may still change: the verifier answers ErrKeysBehind for them.
 func NewFollowingRegistry(anchors ...Key) *Registry {
 	r := NewRegistry(anchors...)
-	r.following = true
+	r.following, r.margin = true, DefaultClockMargin
 	return r
 }
 
@@ -126,7 +162,20 @@ func (r *Registry) Covers(t time.Time) bool {
 func (r *Registry) Advance(t time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.reachedEnd = true
 	r.advance(t)
+}
+
+// TrustRead returns the offset of the next trust record the registry's
+// reader will read, and whether that reader has read to the end of the
+// trust topic at least once. A signer names it in the events it signs
+// (ExtTrustOffset), so that readers wait only until they have read as
+// far, not for the clock margin; until the first read to the end, it is
+// not worth naming (ok false).
+func (r *Registry) TrustRead() (next int64, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.read, r.following && r.reachedEnd
 }
 
 // advance moves coverage to t, waking WaitCovers. The caller holds r.mu.
@@ -207,20 +256,26 @@ func (r *Registry) WaitRead(ctx context.Context, end int64) error {
 
 // pollFor is how long the trust topic's reader may poll before it looks at
 // the topic's end again: trustIdle, unless a waiter wants a log time
-// covered. A poll that starts at s can cover s less margin, so it lasts
-// until that time plus margin, and then the next one covers it. It lasts
-// trustMinPoll at least, for records on their way to arrive: a reader
-// still short of the end covers nothing however often it looks.
-func (r *Registry) pollFor(now time.Time, margin time.Duration) time.Duration {
+// covered. A look at the end that starts at s covers s less margin, so the
+// poll lasts until that time plus margin: no time at all if the reader is
+// at the end and that time has come. A reader short of the end polls
+// trustMinPoll at least, for records on their way to arrive: it covers
+// nothing however often it looks.
+func (r *Registry) pollFor(now time.Time, margin time.Duration, atEnd bool) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.want.After(r.through) {
 		return trustIdle
 	}
-	return min(max(r.want.Add(margin).Sub(now), trustMinPoll), trustIdle)
+	least := trustMinPoll
+	if atEnd {
+		least = 0
+	}
+	return min(max(r.want.Add(margin).Sub(now), least), trustIdle)
 }
 
-// trustMinPoll is the shortest poll of the trust topic's reader.
+// trustMinPoll is the shortest poll of the trust topic's reader while it
+// is short of the end.
 const trustMinPoll = 50 * time.Millisecond
 
 // setWake sets what WaitCovers calls to stop the trust reader's poll; nil
@@ -247,7 +302,7 @@ func (r *Registry) Keys() []Key {
 // ignored. An event that cannot apply (a rotation of an unknown key, a key id
 // that does not match its key) changes nothing and is a Poison error.
 func (r *Registry) Apply(d *Decoded) error {
-	at := d.LogTime
+	at := mark{offset: d.Offset, at: d.LogTime}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var err error
@@ -265,12 +320,21 @@ func (r *Registry) Apply(d *Decoded) error {
 	// Trust events before this one's log time are all applied (the topic
 	// has one partition); events at the same millisecond may follow.
 	if r.following {
-		r.advance(at.Add(-time.Millisecond))
+		r.advance(at.at.Add(-time.Millisecond))
 	}
 	return nil
 }
 
-func (r *Registry) register(p schemas.KeyRegistered, at time.Time) error {
+// introduce records where key id was first named, unless it was named
+// before. The caller holds r.mu.
+func (r *Registry) introduce(id string, at mark) {
+	if _, ok := r.history[id]; !ok {
+		r.history[id] = &keyHistory{intro: at}
+	}
+}
+
+func (r *Registry) register(p schemas.KeyRegistered, m mark) error {
+	at := m.at
 	k, err := keyFrom(p, at)
 	if err != nil {
 		return err
@@ -288,6 +352,7 @@ func (r *Registry) register(p schemas.KeyRegistered, at time.Time) error {
 		return nil
 	}
 	r.keys[k.ID] = k
+	r.introduce(k.ID, m)
 	return nil
 }
 
@@ -296,7 +361,8 @@ func (r *Registry) register(p schemas.KeyRegistered, at time.Time) error {
 // have the old one's owner, role and purpose. The successor of an anchor
 // is an anchor: the Decoder accepts a hub key's rotation only with the
 // successor's signature beside the old key's.
-func (r *Registry) rotate(p schemas.KeyRotated, at time.Time) error {
+func (r *Registry) rotate(p schemas.KeyRotated, m mark) error {
+	at := m.at
 	old, ok := r.keys[p.KeyID]
 	if !ok {
 		return fmt.Errorf("rotate key %s: %w", p.KeyID, ErrUnknownKey)
@@ -314,6 +380,7 @@ func (r *Registry) rotate(p schemas.KeyRotated, at time.Time) error {
 	} else if !ok {
 		next.Anchor = old.Anchor
 		r.keys[next.ID] = next
+		r.introduce(next.ID, m)
 	} else {
 		cur.Anchor = cur.Anchor || old.Anchor
 		if cur.Logged.IsZero() {
@@ -325,15 +392,15 @@ func (r *Registry) rotate(p schemas.KeyRotated, at time.Time) error {
 	if p.OverlapSeconds > 0 {
 		reason += fmt.Sprintf(" with an overlap of %s", time.Duration(p.OverlapSeconds)*time.Second)
 	}
-	r.end(old.ID, at.Add(time.Duration(p.OverlapSeconds)*time.Second), reason)
+	r.end(old.ID, m, at.Add(time.Duration(p.OverlapSeconds)*time.Second), reason)
 	return nil
 }
 
-func (r *Registry) revoke(id string, at time.Time, reason string) error {
+func (r *Registry) revoke(id string, m mark, reason string) error {
 	if _, ok := r.keys[id]; !ok {
 		return fmt.Errorf("revoke key %s: %w", id, ErrUnknownKey)
 	}
-	r.end(id, at, reason)
+	r.end(id, m, m.at, reason)
 	return nil
 }
 
@@ -352,12 +419,20 @@ func keyFrom(p schemas.KeyRegistered, at time.Time) (Key, error) {
 		Public: pub, Since: at, Logged: at}, nil
 }
 
-// end sets a key's Until to at unless it already ended earlier. The caller
-// holds r.mu.
-func (r *Registry) end(id string, at time.Time, reason string) {
+// end sets a key's Until to at unless it already ended earlier, and
+// records that the trust record at m ended it. The caller holds r.mu.
+func (r *Registry) end(id string, m mark, at time.Time, reason string) {
 	k := r.keys[id]
 	if k.Until.IsZero() || at.Before(k.Until) {
 		k.Until, k.Reason = at, reason
 		r.keys[id] = k
+	}
+	h := r.history[id]
+	if h == nil { // known before the registry kept history: seen by every cut
+		h = &keyHistory{intro: mark{offset: -1}}
+		r.history[id] = h
+	}
+	if !slices.ContainsFunc(h.ends, func(e keyEnd) bool { return e.offset == m.offset && e.at.Equal(m.at) }) {
+		h.ends = append(h.ends, keyEnd{mark: m, until: at, reason: reason})
 	}
 }

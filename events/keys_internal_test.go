@@ -19,7 +19,7 @@ func TestWaitCoversWakesTheTrustReader(t *testing.T) {
 		wakes := 0
 		r.setWake(func() { wakes++ })
 		now := time.Now()
-		if d := r.pollFor(now, margin); d != idle {
+		if d := r.pollFor(now, margin, false); d != idle {
 			t.Fatalf("no waiter: poll for %s, want %s", d, idle)
 		}
 		want := now.Add(time.Second)
@@ -29,11 +29,14 @@ func TestWaitCoversWakesTheTrustReader(t *testing.T) {
 		if wakes != 1 {
 			t.Fatalf("a waiter woke the reader %d times, want once", wakes)
 		}
-		if d := r.pollFor(now, margin); d != time.Second+margin {
+		if d := r.pollFor(now, margin, false); d != time.Second+margin {
 			t.Fatalf("waiter for now+1s: poll for %s, want %s", d, time.Second+margin)
 		}
-		if d := r.pollFor(now.Add(time.Minute), margin); d != trustMinPoll {
-			t.Fatalf("past the wanted time plus the margin: poll for %s, want the shortest, %s", d, trustMinPoll)
+		if d := r.pollFor(now.Add(time.Minute), margin, false); d != trustMinPoll {
+			t.Fatalf("past the wanted time plus the margin, short of the end: poll for %s, want the shortest, %s", d, trustMinPoll)
+		}
+		if d := r.pollFor(now.Add(time.Minute), margin, true); d != 0 {
+			t.Fatalf("past the wanted time plus the margin, at the end: poll for %s, want none", d)
 		}
 		r.Advance(now)
 		synctest.Wait()
@@ -44,7 +47,7 @@ func TestWaitCoversWakesTheTrustReader(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if d := r.pollFor(now, margin); d != idle {
+		if d := r.pollFor(now, margin, false); d != idle {
 			t.Fatalf("wanted time covered: poll for %s, want %s", d, idle)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,7 +50,7 @@ const (
 // each when the event carries it. Trace context (traceparent, tracestate)
 // is left unsigned on purpose: it is telemetry, and intermediaries may
 // rewrite it.
-var signedExtensions = []string{ExtPartitionKey, ExtIdempotencyKey, ExtRequestDigest}
+var signedExtensions = []string{ExtPartitionKey, ExtIdempotencyKey, ExtRequestDigest, ExtTrustOffset}
 
 // KeyID returns the id of a public key: the hex SHA-256 of the raw key,
 // truncated to 16 bytes.
@@ -68,6 +69,21 @@ type Signer struct {
 	// are those keys.
 	ids  []string
 	keys []ed25519.PrivateKey
+	// trust, when set, says how far the signer has read the trust topic
+	// (Registry.TrustRead), which Sign names in ExtTrustOffset.
+	trust func() (int64, bool)
+}
+
+// WithTrustOffset returns a copy of s that names, in every event it signs
+// (ExtTrustOffset), how far read says the signer has read the trust topic
+// when it signs, if read says it knows: readers then judge the event by
+// the keys that offset and the clock margin show, as soon as they have
+// read as far, instead of waiting out the margin. read is the signer's
+// Registry.TrustRead.
+func (s *Signer) WithTrustOffset(read func() (int64, bool)) *Signer {
+	c := *s
+	c.trust = read
+	return &c
 }
 
 // NewSigner returns a signer for key.
@@ -142,6 +158,11 @@ func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.Pub
 // Sign sets signedextattrs and dssematerial on e. Sign it last: any later
 // change to a signed attribute or the data breaks the signature.
 func (s *Signer) Sign(ctx context.Context, e *event.Event) error {
+	if s.trust != nil {
+		if next, ok := s.trust(); ok {
+			e.SetExtension(ExtTrustOffset, strconv.FormatInt(next, 10))
+		}
+	}
 	var signed []string
 	for _, name := range signedExtensions {
 		if _, ok := extension(e, name); ok {

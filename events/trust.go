@@ -40,6 +40,7 @@ func NewTrustFollower(client *kgo.Client, topic string, in *Intake, reg *Registr
 		return nil, errors.New("trust follower: a client, the trust topic, an intake and a registry are required")
 	}
 	o := newOptions(opts)
+	reg.setClockMargin(o.ClockMargin)
 	return &TrustFollower{client: client, topic: topic, in: in, reg: reg, log: o.Log, margin: o.ClockMargin, owners: o.owners}, nil
 }
 
@@ -63,44 +64,21 @@ const trustIdle = 5 * time.Second
 
 // Run follows the trust topic until ctx ends.
 //
-// It polls, applies what it reads, and whenever it has applied every
-// record up to the partition's end (its last stable offset, read after
-// each poll), it advances the registry to the time the poll began less the
-// clock margin, since nothing appended before then can still be on its
-// way. While no reader waits it polls for up to 5 s at a time; a reader
-// that waits for a log time (Registry.WaitCovers) cuts the poll short and
-// makes the next one end as soon as that time can be covered, so a record
-// is judged about the margin after its append.
+// Each round it lists the partition's end (its last stable offset) and,
+// if every record before it is applied, advances the registry to the time
+// the round began less the clock margin, since nothing appended before
+// then can still be on its way; then it polls and applies what it reads.
+// While no reader waits it polls for up to 5 s at a time. A reader that
+// waits (Registry.WaitCovers, or for a cut) cuts the poll short, and the
+// next round starts as soon as it can cover what the reader waits for: at
+// once for an event that names a trust offset, so such an event is judged
+// one look at the topic's end after it arrives; the margin after its
+// append for any other.
 func (f *TrustFollower) Run(ctx context.Context) error {
 	adm := kadm.NewClient(f.client)
 	next := int64(0)
 	for ctx.Err() == nil {
-		polled := time.Now()
-		pollCtx, cancel := context.WithTimeout(ctx, f.reg.pollFor(polled, f.margin))
-		f.reg.setWake(cancel)
-		fs := f.client.PollFetches(pollCtx)
-		f.reg.setWake(nil)
-		cancel()
-		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				f.log.WarnContext(ctx, "trust topic fetch failed; will retry", "topic", t, "partition", p, "err", err)
-			}
-		})
-		stopped := false
-		fs.EachRecord(func(r *kgo.Record) {
-			if stopped {
-				return
-			}
-			if err := f.apply(ctx, r); err != nil {
-				stopped = true // ctx ended: the record is read again next time
-				return
-			}
-			next = r.Offset + 1
-		})
-		if stopped {
-			return nil
-		}
-		f.reg.setRead(next)
+		began := time.Now()
 		ends, err := adm.ListCommittedOffsets(ctx, f.topic)
 		if err != nil { // not known to be at the end: do not advance
 			if ctx.Err() != nil {
@@ -113,11 +91,50 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if end, ok := ends.Lookup(f.topic, 0); ok && end.Err == nil && next >= end.Offset {
-			f.reg.Advance(polled.Add(-f.margin))
+		end, ok := ends.Lookup(f.topic, 0)
+		atEnd := ok && end.Err == nil && next >= end.Offset
+		if atEnd {
+			f.reg.Advance(began.Add(-f.margin))
 		}
+		read, stopped := f.poll(ctx, f.reg.pollFor(time.Now(), f.margin, atEnd), next)
+		if stopped {
+			return nil
+		}
+		next = read
+		f.reg.setRead(next)
 	}
 	return nil
+}
+
+// poll fetches for up to d (no time: not at all) and applies what it
+// reads, from offset next on; it returns the offset after the last record
+// applied, and stopped when ctx ended in the middle.
+func (f *TrustFollower) poll(ctx context.Context, d time.Duration, next int64) (int64, bool) {
+	if d <= 0 {
+		return next, false
+	}
+	pollCtx, cancel := context.WithTimeout(ctx, d)
+	f.reg.setWake(cancel)
+	fs := f.client.PollFetches(pollCtx)
+	f.reg.setWake(nil)
+	cancel()
+	fs.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			f.log.WarnContext(ctx, "trust topic fetch failed; will retry", "topic", t, "partition", p, "err", err)
+		}
+	})
+	stopped := false
+	fs.EachRecord(func(r *kgo.Record) {
+		if stopped {
+			return
+		}
+		if err := f.apply(ctx, r); err != nil {
+			stopped = true // ctx ended: the record is read again next time
+			return
+		}
+		next = r.Offset + 1
+	})
+	return next, stopped
 }
 
 // apply takes one trust record through the intake into the registry. A

@@ -104,7 +104,15 @@ func (v *Verifier) check(e *event.Event, at time.Time, accept func(Key) error) (
 	if !bytes.Equal(payload, material) {
 		return nil, Key{}, nil, reject(ErrBadSignature, errors.New("event does not match its verification material"))
 	}
-	key, err := v.checkSignatures(env, payload, at, accept)
+	named, hasNamed, err := namedTrustOffset(e, signed)
+	if err != nil {
+		return nil, Key{}, nil, reject(ErrMalformed, err)
+	}
+	lookup, err := v.lookup(at, named, hasNamed)
+	if err != nil {
+		return nil, Key{}, nil, err
+	}
+	key, err := v.checkSignatures(env, payload, at, lookup, accept)
 	if err != nil {
 		return nil, Key{}, nil, err
 	}
@@ -163,16 +171,11 @@ func duplicateKeyID(sigs []dsse.Signature) (string, bool) {
 // valid at at, and that accept allows. If none does, the error names the
 // most telling failure, in this order: a bad signature, a key that may not
 // sign this event, an unknown key, a key not valid at at.
-func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.Time, accept func(Key) error) (Key, error) {
-	if !v.keys.Covers(at) {
-		// A trust event the registry has not read may yet register, rotate
-		// or revoke a key as of at: judging now could differ from a rebuild.
-		return Key{}, fmt.Errorf("%w: event at %s", ErrKeysBehind, at.Format(time.RFC3339Nano))
-	}
+func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.Time, lookup func(string) (Key, bool), accept func(Key) error) (Key, error) {
 	pae := dsse.PAE(env.PayloadType, payload)
 	var bad, refused, unknown, revoked error
 	for _, s := range env.Signatures {
-		k, ok := v.keys.Key(s.KeyID)
+		k, ok := lookup(s.KeyID)
 		if !ok || k.Purpose != schemas.PurposeSigning || k.Algorithm != "ed25519" || len(k.Public) != ed25519.PublicKeySize {
 			unknown = fmt.Errorf("key %q", s.KeyID)
 			continue
@@ -203,6 +206,50 @@ func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.T
 	default:
 		return Key{}, reject(ErrRevokedKey, revoked)
 	}
+}
+
+// lookup returns how to find the keys an event appended at at is judged
+// by, or ErrKeysBehind (as a *keysBehind) while they may not be known: a
+// trust event the registry has not read may yet register, rotate or revoke
+// a key as of at, and judging now could differ from a rebuild. An event
+// that names a trust offset is judged by the cut it names (see cut), when
+// the key source can; any other by every trust record up to at.
+func (v *Verifier) lookup(at time.Time, named int64, hasNamed bool) (func(string) (Key, bool), error) {
+	if cs, ok := v.keys.(cutSource); ok && hasNamed {
+		c := cut{offset: named, at: at, margin: cs.clockMargin()}
+		if !cs.coversCut(c) {
+			return nil, &keysBehind{at: at, cut: &c}
+		}
+		return func(id string) (Key, bool) { return cs.keyAt(id, c) }, nil
+	}
+	if !v.keys.Covers(at) {
+		return nil, &keysBehind{at: at}
+	}
+	return v.keys.Key, nil
+}
+
+// keysBehind is ErrKeysBehind with what to wait for: the cut, when the
+// event names one, or else the log time.
+type keysBehind struct {
+	at  time.Time
+	cut *cut
+}
+
+func (e *keysBehind) Error() string {
+	if e.cut != nil {
+		return fmt.Sprintf("%v: event at %s, trust offset %d", ErrKeysBehind, e.at.Format(time.RFC3339Nano), e.cut.offset)
+	}
+	return fmt.Sprintf("%v: event at %s", ErrKeysBehind, e.at.Format(time.RFC3339Nano))
+}
+
+func (e *keysBehind) Unwrap() error { return ErrKeysBehind }
+
+// wait returns once the keys e waits for are known, or with ctx's error.
+func (e *keysBehind) wait(ctx context.Context, keys KeySource) error {
+	if cs, ok := keys.(cutSource); ok && e.cut != nil {
+		return cs.waitCut(ctx, *e.cut)
+	}
+	return keys.WaitCovers(ctx, e.at)
 }
 
 // checkSuccessor refuses a rotation of a hub key that the successor key

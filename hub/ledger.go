@@ -290,10 +290,15 @@ func mayEndSession(r *kgo.Record) bool {
 	return bytes.Contains(r.Value, []byte(`"`+actionEndSession+`"`))
 }
 
-// put replaces the entry of key if e is newer. l.mu is held.
+// put replaces the entry of key if e is newer. A delete keeps the
+// object's project: its event names none. l.mu is held.
 func (l *ledger) put(key string, e *entry) {
-	if old, ok := l.objects[key]; ok && old.generation > e.generation {
+	old, ok := l.objects[key]
+	if ok && old.generation > e.generation {
 		return
+	}
+	if ok && e.deleted && e.project == "" {
+		e.project = old.project
 	}
 	l.objects[key] = e
 }

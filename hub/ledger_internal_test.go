@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // TestLedgerForgetsPastTheWindow checks that what the ledger keeps for
@@ -24,5 +27,25 @@ func TestLedgerForgetsPastTheWindow(t *testing.T) {
 	}
 	if _, ok := l.requests["old"]; ok || len(l.requests) != 1 {
 		t.Errorf("requests after pruning: %v, want only the one within the window", l.requests)
+	}
+}
+
+// TestLedgerKeepsADeletedObjectsProject: the entry a delete leaves keeps
+// the object's project whether the ledger folds it from the write or reads
+// it back from the log (whose delete event names no project), so that
+// the hub tells the same of a deleted Application before and after it
+// reads its own write back.
+func TestLedgerKeepsADeletedObjectsProject(t *testing.T) {
+	l := newLedger(events.DefaultTopics(""), nil, time.Hour, slog.New(slog.DiscardHandler))
+	const key = "prod-us/applications/argocd/old"
+	l.put(key, &entry{generation: 2, project: "web"})
+	e := event.New()
+	e.SetID("delete-old")
+	d := &events.Decoded{Event: &e, Spec: events.Spec{Type: events.TypeApplicationDeleted},
+		Data: &schemas.ApplicationDeleted{Resource: schemas.Resource{Cluster: "prod-us", Namespace: "argocd", Name: "old", Generation: 3}}}
+	l.put(key, entryOf(d, 7))
+	got, ok := l.objects[key]
+	if !ok || !got.deleted || got.generation != 3 || got.project != "web" {
+		t.Fatalf("after the delete is read back: %+v, want deleted at generation 3 in project web", got)
 	}
 }

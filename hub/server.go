@@ -168,14 +168,17 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.partitions, err = ping(ctx, adm, s.o.topics); err != nil {
 		return err
 	}
+	s.keys = events.NewFollowingRegistry(s.anchors...)
+	// What the hub signs names how far it had read the trust topic, so
+	// that readers judge it without waiting out the clock margin.
+	signer := s.signer.WithTrustOffset(s.keys.TrustRead)
 	auditClient, err := client("hub-audit", events.ProducerOpts(nil)...)
 	if err != nil {
 		return err
 	}
-	if s.audit, err = events.NewProducer(auditClient, s.signer, s.o.topics, s.o.Events()...); err != nil {
+	if s.audit, err = events.NewProducer(auditClient, signer, s.o.topics, s.o.Events()...); err != nil {
 		return err
 	}
-	s.keys = events.NewFollowingRegistry(s.anchors...)
 	follower, err := s.trustFollower(client)
 	if err != nil {
 		return err
@@ -199,7 +202,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.writer = &writer{conn: s.conn, clientOpts: s.o.ClientOpts, signer: s.signer, topics: s.o.topics,
+	s.writer = &writer{conn: s.conn, clientOpts: s.o.ClientOpts, signer: signer, topics: s.o.topics,
 		txnPrefix: s.o.txnPrefix, ledger: s.ledger, adm: adm, eventOpts: s.o.Events(), owners: map[string]*owner{}}
 	defer s.writer.close()
 	g, gctx := errgroup.WithContext(ctx)

@@ -299,12 +299,14 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	producer, err := events.NewProducer(c.prod, signer, a.o.topics, evOpts...)
+	anchor := events.HubAnchor(hubOwner, a.hub)
+	keys := events.NewFollowingRegistry(anchor)
+	// What the agent signs names how far it had read the trust topic, so
+	// that the projector judges it without waiting out the clock margin.
+	producer, err := events.NewProducer(c.prod, signer.WithTrustOffset(keys.TrustRead), a.o.topics, evOpts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	anchor := events.HubAnchor(hubOwner, a.hub)
-	keys := events.NewFollowingRegistry(anchor)
 	dec, err := events.NewDecoder(events.NewVerifier(keys), append([]events.Option{events.WithTarget(a.cluster), events.WithTopics(a.o.topics),
 		events.WithStaleness(a.o.configAge, a.o.skew)}, a.o.DecoderOpts...)...)
 	if err != nil {

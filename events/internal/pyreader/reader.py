@@ -150,48 +150,77 @@ def structured_data(value):
 
 
 class Key:
-    def __init__(self, kid, owner, role, purpose, algorithm, public, since=None, anchor=False):
+    def __init__(self, kid, owner, role, purpose, algorithm, public, since=None, anchor=False, intro=None):
         self.id, self.owner, self.role, self.purpose = kid, owner, role, purpose
         self.algorithm, self.public, self.since, self.until = algorithm, public, since, None
         self.anchor = anchor
+        # intro is the (offset, log time) of the trust record that named
+        # the key first, None for an anchor given out of band; ends are the
+        # (offset, log time, until) of every record that ended it.
+        self.intro, self.ends = intro, []
 
     def valid_at(self, t):
         return (self.since is None or t >= self.since) and (self.until is None or t < self.until)
+
+
+def in_cut(mark, offset, at, margin):
+    """Whether the trust record at mark (offset, log time) is in the cut an
+    event appended at `at` that names trust offset `offset` is judged by."""
+    if mark is None:
+        return True
+    m_off, m_at = mark
+    return m_at <= at - margin or (m_off < offset and m_at <= at + margin)
 
 
 class Keys:
     """The key set the trust topic builds: registered from a record's log
     time, ended by a rotation or revocation at its log time."""
 
-    def __init__(self, anchors):
+    def __init__(self, anchors, margin=datetime.timedelta(seconds=2)):
         self.keys = {k.id: k for k in anchors}
+        self.margin = margin
 
-    def key_from(self, p, at):
+    def key_from(self, p, at, offset):
         public = b64(p["publicKey"])
         if len(public) != 32 or key_id(public) != p["keyId"]:
             raise Refused(f"key {p['keyId']}: id does not match its public key")
-        return Key(p["keyId"], p["owner"], p["role"], p["purpose"], p["algorithm"], public, since=at)
+        return Key(p["keyId"], p["owner"], p["role"], p["purpose"], p["algorithm"], public, since=at, intro=(offset, at))
 
-    def end(self, kid, at):
+    def end(self, kid, until, offset, at):
         k = self.keys[kid]
-        if k.until is None or at < k.until:
-            k.until = at
+        if k.until is None or until < k.until:
+            k.until = until
+        k.ends.append((offset, at, until))
 
-    def apply(self, typ, data, at):
+    def apply(self, typ, data, at, offset):
         if typ == "io.argosy.trust.key.registered.v1":
-            k = self.key_from(data, at)
+            k = self.key_from(data, at, offset)
             self.keys.setdefault(k.id, k)
         elif typ == "io.argosy.trust.key.rotated.v1":
             if data["keyId"] not in self.keys:
                 raise Refused(f"rotation of unknown key {data['keyId']}")
-            k = self.key_from(data["next"], at)
+            k = self.key_from(data["next"], at, offset)
             k.anchor = self.keys[data["keyId"]].anchor  # an anchor's successor is one
             self.keys.setdefault(k.id, k)
-            self.end(data["keyId"], at + datetime.timedelta(seconds=data.get("overlapSeconds", 0)))
+            self.end(data["keyId"], at + datetime.timedelta(seconds=data.get("overlapSeconds", 0)), offset, at)
         elif typ == "io.argosy.trust.key.revoked.v1":
             if data["keyId"] not in self.keys:
                 raise Refused(f"revocation of unknown key {data['keyId']}")
-            self.end(data["keyId"], at)
+            self.end(data["keyId"], at, offset, at)
+
+    def key(self, kid, at, trust_offset):
+        """The key as an event appended at `at` sees it: every trust record
+        when it names no trust offset, else only the records in its cut."""
+        k = self.keys.get(kid)
+        if k is None or trust_offset is None:
+            return k
+        if not in_cut(k.intro, trust_offset, at, self.margin):
+            return None
+        view = Key(k.id, k.owner, k.role, k.purpose, k.algorithm, k.public, since=k.since, anchor=k.anchor, intro=k.intro)
+        for off, m_at, until in k.ends:
+            if in_cut((off, m_at), trust_offset, at, self.margin) and (view.until is None or until < view.until):
+                view.until = until
+        return view
 
 
 # --- One record -----------------------------------------------------------------
@@ -263,9 +292,15 @@ class Reader:
             raise Refused("the event does not match its signed digest")
         ptype = env["payloadType"].encode("utf-8")
         pae = b"DSSEv1 %d %s %d %s" % (len(ptype), ptype, len(payload), payload)
+        trust_offset = None
+        if "trustoffset" in signed:
+            raw = attrs.get("trustoffset") or ""
+            if not re.fullmatch(r"[0-9]+", raw) or int(raw) >= 2**63:
+                raise Refused(f"trustoffset {raw!r} is not a trust topic offset")
+            trust_offset = int(raw)
         why = []
         for s in sigs:
-            k = self.keys.keys.get(s["keyid"])
+            k = self.keys.key(s["keyid"], at, trust_offset)
             if k is None or k.purpose != "signing" or k.algorithm != "ed25519":
                 why.append(f"unknown key {s['keyid']}")
                 continue
@@ -446,7 +481,7 @@ def read_live(args, failures, summary):
                 check_partition(role, key, part, n, pins)
                 typ, attrs, payload = reader.check(role, h, key, value, at)
                 if role == "trust":
-                    keys.apply(typ, payload, at)
+                    keys.apply(typ, payload, at, off)
                 if role == "config":
                     config_ids[(part, off)] = attrs["id"]
                 if role == "desired":

@@ -1,0 +1,247 @@
+//go:build integration
+
+package events_test
+
+import (
+	"context"
+	"encoding/base64"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/schemas"
+)
+
+// trustRig is a trust topic with the hub's key as anchor, and followers of
+// it, on the real broker.
+type trustRig struct {
+	*rig
+	g *errgroup.Group
+}
+
+// follow starts a follower of the trust topic that feeds a new following
+// registry, judging with margin, until ctx ends.
+func (tr trustRig) follow(ctx context.Context, margin time.Duration) *events.Registry {
+	tr.t.Helper()
+	keys := events.NewFollowingRegistry(events.HubAnchor("hub", tr.f.hub.Public()))
+	dec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(tr.topics))
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	in, err := events.NewIntake(dec, nil)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	f, err := events.NewTrustFollower(kafkatest.Client(tr.t, events.TrustConsumeOpts(tr.topics)...), tr.topics[events.TopicTrust], in, keys,
+		events.WithClockMargin(margin))
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	tr.g.Go(func() error { return f.Run(ctx) })
+	return keys
+}
+
+// trustEvent appends a trust event about key k of cluster, signed by the
+// hub, and returns its record.
+func (tr trustRig) trustEvent(ctx context.Context, typ, cluster string, k *events.Signer, data any) *kgo.Record {
+	tr.t.Helper()
+	e, err := events.New("//argosy.dev/hub/test", typ, "keys/"+k.KeyID(), cluster, data)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	recs, err := tr.prod.Publish(ctx, e)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	return recs[0]
+}
+
+func (tr trustRig) register(ctx context.Context, cluster string, k *events.Signer) *kgo.Record {
+	return tr.trustEvent(ctx, events.TypeKeyRegistered, cluster, k, schemas.KeyRegistered{KeyID: k.KeyID(), Owner: cluster,
+		Role: schemas.RoleCluster, Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(k.Public())})
+}
+
+// intake returns an intake for status records judged by keys.
+func (tr trustRig) intake(keys *events.Registry) *events.Intake {
+	tr.t.Helper()
+	dec, err := events.NewDecoder(events.NewVerifier(keys), events.WithTopics(tr.topics))
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	in, err := events.NewIntake(dec, nil)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	return in
+}
+
+// decide takes rec through in: "accepted", or the reason it was refused.
+func decide(ctx context.Context, t *testing.T, in *events.Intake, rec *kgo.Record) string {
+	t.Helper()
+	d, err := in.Take(ctx, rec)
+	switch {
+	case err == nil && d != nil:
+		return "accepted"
+	case events.IsPoison(err):
+		return events.Reason(err)
+	default:
+		t.Fatalf("record %d: %v", rec.Offset, err)
+		return ""
+	}
+}
+
+// liveDecisions judges every status record with in as it arrives, until
+// ctx ends, and returns the decisions by offset (one partition: one
+// cluster's records).
+func (tr trustRig) liveDecisions(ctx context.Context, t *testing.T, in *events.Intake) func(int64) string {
+	out := map[int64]string{}
+	var mu sync.Mutex
+	get := func(offset int64) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return out[offset]
+	}
+	cl := kafkatest.Client(t, kgo.ConsumeTopics(tr.topics[events.TopicStatus]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	tr.g.Go(func() error {
+		for ctx.Err() == nil {
+			for _, rec := range cl.PollFetches(ctx).Records() {
+				d := decide(ctx, t, in, rec)
+				mu.Lock()
+				out[rec.Offset] = d
+				mu.Unlock()
+			}
+		}
+		return nil
+	})
+	return get
+}
+
+// TestCutRacesARevocation writes a cluster's heartbeats, each naming how
+// far its writer had read the trust topic, while the hub revokes the
+// cluster's key: some name the offset their writer read last, some a
+// stale one taken before the revocation (as a writer whose follower is
+// behind would, or a holder of the key). A live reader judges each as it
+// arrives, while its follower reads the revocation; a rebuild, from a
+// registry that read the whole trust topic, judges them again. Every
+// decision must be the same; both outcomes, and the concurrent case (an
+// event appended after the revocation and accepted), must occur.
+func TestCutRacesARevocation(t *testing.T) {
+	const margin, n = 300 * time.Millisecond, 120
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	tr := trustRig{rig: newRig(t, 1, nil), g: g}
+	key := newSigner(t)
+	tr.register(ctx, "cluster-x", key)
+	writerKeys := tr.follow(gctx, margin)
+	if err := writerKeys.WaitCovers(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := writerKeys.TrustRead()
+	liveCtx, liveStop := context.WithCancel(gctx)
+	defer liveStop()
+	live := tr.liveDecisions(liveCtx, t, tr.intake(tr.follow(gctx, margin)))
+
+	prods := map[bool]*events.Producer{}
+	for _, old := range []bool{false, true} {
+		s := key.WithTrustOffset(writerKeys.TrustRead)
+		if old {
+			s = key.WithTrustOffset(func() (int64, bool) { return stale, true })
+		}
+		p, err := events.NewProducer(tr.client, s, tr.topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prods[old] = p
+	}
+	for i := range n {
+		if i == n/3 {
+			tr.trustEvent(ctx, events.TypeKeyRevoked, "cluster-x", key, schemas.KeyRevoked{KeyID: key.KeyID(), Reason: "lost"})
+		}
+		if _, err := prods[i%2 == 1].Publish(ctx, heartbeat(t, "cluster-x")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	recs := consumeRaw(t, tr.topics[events.TopicStatus], n)
+	trust := consumeRaw(t, tr.topics[events.TopicTrust], 2)
+	revokedAt := trust[len(trust)-1].Timestamp
+
+	rebuilt := tr.follow(gctx, margin)
+	if err := rebuilt.WaitCovers(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	again := tr.intake(rebuilt)
+	counts, concurrent := map[string]int{}, 0
+	for _, rec := range recs {
+		d := decide(ctx, t, again, rec)
+		counts[d]++
+		if d == "accepted" && rec.Timestamp.After(revokedAt) {
+			concurrent++
+		}
+		for live(rec.Offset) == "" && ctx.Err() == nil { // judged live by now, or about to be
+			time.Sleep(10 * time.Millisecond)
+		}
+		if l := live(rec.Offset); l != d {
+			t.Errorf("heartbeat at offset %d, %s after the revocation: live %s, rebuilt %s", rec.Offset, rec.Timestamp.Sub(revokedAt), l, d)
+		}
+	}
+	liveStop()
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("decisions %v, %d accepted after the revocation", counts, concurrent)
+	if counts["accepted"] == 0 || counts["revoked_key"] == 0 || concurrent == 0 {
+		t.Errorf("decisions %v, %d accepted after the revocation: want both outcomes and the concurrent case", counts, concurrent)
+	}
+}
+
+// TestCutNeedsNoMargin: with a clock margin of an hour, an event that names
+// the trust offset its writer had read is judged at once, by a reader
+// whose follower reads that far, and a forged one that names an offset
+// before its key's registration is refused; an event that names none
+// waits the hour.
+func TestCutNeedsNoMargin(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	tr := trustRig{rig: newRig(t, 1, nil), g: g}
+	key := newSigner(t)
+	registered := tr.register(ctx, "cluster-x", key)
+	in := tr.intake(tr.follow(gctx, time.Hour))
+	for _, s := range []*events.Signer{
+		key.WithTrustOffset(func() (int64, bool) { return registered.Offset + 1, true }), // the registration read
+		key.WithTrustOffset(func() (int64, bool) { return registered.Offset, true }),     // not read
+		key, // no offset named
+	} {
+		p, err := events.NewProducer(tr.client, s, tr.topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Publish(ctx, heartbeat(t, "cluster-x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := consumeRaw(t, tr.topics[events.TopicStatus], 3)
+	if d := decide(ctx, t, in, recs[0]); d != "accepted" {
+		t.Errorf("an event naming the offset after its key's registration: %s, want accepted", d)
+	}
+	if d := decide(ctx, t, in, recs[1]); d != "unknown_key" {
+		t.Errorf("an event naming an offset before its key's registration: %s, want unknown_key", d)
+	}
+	waitCtx, waitCancel := context.WithTimeout(ctx, 3*time.Second)
+	defer waitCancel()
+	if d, err := in.Take(waitCtx, recs[2]); err == nil {
+		t.Errorf("an event naming no trust offset was judged (%v) before the margin of an hour", d != nil)
+	}
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
