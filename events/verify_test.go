@@ -90,6 +90,16 @@ func sign(t testing.TB, s *events.Signer, e *event.Event) *event.Event {
 	return e
 }
 
+// signDSSE signs e in the DSSE form, which Sign wrote before the compact
+// one and readers accept forever.
+func signDSSE(t testing.TB, s *events.Signer, e *event.Event) *event.Event {
+	t.Helper()
+	if err := s.SignAs(context.Background(), e, events.SigDSSE); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func record(t testing.TB, e *event.Event) *kgo.Record {
 	t.Helper()
 	r, err := events.EventRecord(context.Background(), e)
@@ -212,20 +222,20 @@ func TestDecodeRejects(t *testing.T) {
 			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_subject", "clusters/cluster-b/applications/argocd/guestbook")
 		}, events.ErrBadSignature},
 		{"signature forged", "", nil, func() *kgo.Record {
-			e := envelope(t, sign(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
+			e := envelope(t, signDSSE(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
 				env.Signatures[0].Sig = base64.StdEncoding.EncodeToString(make([]byte, ed25519.SignatureSize))
 			})
 			return record(t, e)
 		}, events.ErrBadSignature},
 		{"dssematerial not base64", "", nil, func() *kgo.Record {
-			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_dssematerial", "%%%")
+			return header(record(t, signDSSE(t, f.hub, appUpsert(t, "cluster-a"))), "ce_dssematerial", "%%%")
 		}, events.ErrBadSignature},
 		{"unknown key", "", nil, func() *kgo.Record { return record(t, sign(t, f.stranger, appUpsert(t, "cluster-a"))) }, events.ErrUnknownKey},
 		{"zero signatures", "", nil, func() *kgo.Record {
-			return record(t, envelope(t, sign(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) { env.Signatures = nil }))
+			return record(t, envelope(t, signDSSE(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) { env.Signatures = nil }))
 		}, events.ErrNoSignatures},
 		{"two signatures from one key", "", nil, func() *kgo.Record {
-			return record(t, envelope(t, sign(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
+			return record(t, envelope(t, signDSSE(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
 				env.Signatures = append(env.Signatures, env.Signatures[0])
 			}))
 		}, events.ErrDuplicateSignature},
@@ -292,9 +302,9 @@ func TestDecodeAccepts(t *testing.T) {
 		{"a stray signature before the hub's", "cluster-a", func() *kgo.Record {
 			// cluster-b's valid signature comes first; it may not sign
 			// config, and must not hide the hub's signature after it.
-			e := sign(t, f.hub, appUpsert(t, "cluster-a"))
+			e := signDSSE(t, f.hub, appUpsert(t, "cluster-a"))
 			c := e.Clone()
-			if err := f.clusterB.Sign(context.Background(), &c); err != nil {
+			if err := f.clusterB.SignAs(context.Background(), &c, events.SigDSSE); err != nil {
 				t.Fatal(err)
 			}
 			return record(t, envelope(t, e, func(env *dsse.Envelope) {
