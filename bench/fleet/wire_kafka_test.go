@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -33,7 +32,7 @@ func BenchmarkWireBytes(b *testing.B) {
 			var alone, batched float64
 			n := 0
 			for b.Loop() {
-				a, f, err := wireBytes(b.Context(), b, adm, fmt.Sprintf("%s%d.", kafkatest.Prefix(b), n), form)
+				a, f, err := wireBytes(b, adm, fmt.Sprintf("%s%d.", kafkatest.Prefix(b), n), form)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -48,7 +47,8 @@ func BenchmarkWireBytes(b *testing.B) {
 // wireBytes publishes status deltas signed in form to a new status topic
 // and returns the bytes each stores on the broker alone and five to a
 // batch.
-func wireBytes(ctx context.Context, tb testing.TB, adm *kadm.Client, prefix string, form events.SigForm) (alone, batched float64, err error) {
+func wireBytes(tb testing.TB, adm *kadm.Client, prefix string, form events.SigForm) (alone, batched float64, err error) {
+	ctx := tb.Context()
 	topic := prefix + "status"
 	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.type": kadm.StringPtr("LogAppendTime")}, topic); err != nil {
 		return 0, 0, err
