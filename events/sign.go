@@ -68,6 +68,17 @@ func (f SigForm) String() string {
 	return "compact"
 }
 
+// ParseSigForm reads a SigForm by its String: compact or dsse.
+func ParseSigForm(s string) (SigForm, error) {
+	switch s {
+	case SigCompact.String():
+		return SigCompact, nil
+	case SigDSSE.String():
+		return SigDSSE, nil
+	}
+	return 0, fmt.Errorf("signature form %q: want compact or dsse", s)
+}
+
 // Extension attributes of a config event the hub wrote for an API call
 // that carried an Idempotency-Key. The hub's ledger reads them back, on
 // every replica and after a restart, to tell a retry of the same request
