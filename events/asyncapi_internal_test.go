@@ -3,6 +3,9 @@ package events
 import (
 	"bytes"
 	"errors"
+	"maps"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argosyproj/argosy/events/internal/golden"
 	"github.com/argosyproj/argosy/schemas"
 )
 
@@ -73,4 +77,46 @@ func asyncAPIHeaders(t *testing.T) *jsonschema.Schema {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestAsyncAPISignatureForms validates the headers of every binary golden
+// sample, in both signature forms, against asyncapi.yaml, and checks that
+// it refuses what the decoder refuses: both signature headers or neither,
+// and a non-status event without ce_dataschema.
+func TestAsyncAPISignatureForms(t *testing.T) {
+	headers := asyncAPIHeaders(t)
+	paths, err := filepath.Glob("testdata/golden/*io.argosy.*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact, err := filepath.Glob("testdata/golden/" + golden.CompactDir + "/io.argosy.*.json")
+	if err != nil || len(compact) == 0 || len(paths) == 0 {
+		t.Fatalf("no golden samples: %v", err)
+	}
+	for _, path := range append(paths, compact...) {
+		s, err := golden.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := map[string]any{}
+		for _, x := range s.Headers {
+			h[x.Key] = x.Value
+		}
+		if err := headers.Validate(h); err != nil {
+			t.Errorf("%s: asyncapi.yaml refuses its headers: %v", path, err)
+		}
+		sp, _ := Lookup(s.Headers[slices.IndexFunc(s.Headers, func(x golden.Header) bool { return x.Key == "ce_type" })].Value)
+		for name, change := range map[string]func(map[string]any){
+			"both signatures": func(h map[string]any) { h["ce_sig"], h["ce_dssematerial"] = "AQ==", "ZW52ZWxvcGU=" },
+			"no signature":    func(h map[string]any) { delete(h, "ce_sig"); delete(h, "ce_dssematerial") },
+			"no dataschema":   func(h map[string]any) { delete(h, "ce_dataschema") },
+		} {
+			c := maps.Clone(h)
+			change(c)
+			refuses := headers.Validate(c) != nil
+			if want := name != "no dataschema" || !sp.TypeNamesSchema(); refuses != want {
+				t.Errorf("%s, %s: asyncapi.yaml refuses it %v, want %v", path, name, refuses, want)
+			}
+		}
+	}
 }

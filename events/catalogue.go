@@ -90,8 +90,16 @@ type Spec struct {
 // NewData returns a pointer to a zero value of the type's payload.
 func (s Spec) NewData() any { return s.newData() }
 
-// SchemaURL is the event's dataschema attribute.
+// SchemaURL is the event's dataschema attribute, and the schema of its
+// data when it carries none.
 func (s Spec) SchemaURL() string { return schemas.URL(s.Type) }
+
+// TypeNamesSchema reports whether events of the type are written without
+// a dataschema attribute, since their type names their schema: the status
+// family's (FamilyStatus), the most frequent events by far, which a spoke
+// writes. Readers take the schema from the type whenever the attribute is
+// absent, and check it whenever it is present.
+func (s Spec) TypeNamesSchema() bool { return s.Family == FamilyStatus }
 
 func entry[T any](typ string, fam Family, topic Topic, signer, doc string) Spec {
 	return Spec{Type: typ, Family: fam, Topic: topic, Signer: signer, Doc: doc,

@@ -131,7 +131,7 @@ func (w *ConfigWriter) copies(ctx context.Context, es []*event.Event) (copies []
 		}
 		c := e.Clone()
 		c.SetExtension(ExtPartitionKey, DesiredKey(subj))
-		if err := w.p.signer.Sign(ctx, &c); err != nil {
+		if err := w.p.signer.SignAs(ctx, &c, w.p.form); err != nil {
 			return nil, nil, err
 		}
 		r, err := EventRecord(ctx, &c)

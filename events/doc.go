@@ -1,8 +1,11 @@
 // Package events owns Argosy's event catalogue and its wire format:
 // CloudEvents 1.0 carried on Kafka records by the CloudEvents Kafka protocol
 // binding (binary content mode on write; binary or structured on read),
-// signed with Ed25519 in a DSSE envelope as the CloudEvents verifiability
-// extension describes, validated against the JSON Schemas in package schemas.
+// signed with Ed25519 over the DSSE encoding the CloudEvents verifiability
+// extension describes, the signature carried compactly in the sig
+// attribute (or, as before it, a DSSE envelope in dssematerial, which
+// readers accept forever), validated against the JSON Schemas in package
+// schemas.
 //
 // The pieces, from the wire up:
 //   - NewMessage and WriteRecord bind a kgo.Record to sdk-go's binding

@@ -11,7 +11,8 @@ import (
 // New builds an unsigned event of a catalogued type. key is the partition key
 // (the cluster for config, status and deployment events); data is the payload
 // and is encoded as JSON. The time is the current time to the second, which is
-// the precision the signature covers.
+// the precision the signature covers. A type whose Spec.TypeNamesSchema
+// gets no dataschema: its readers take the schema from the type.
 func New(source, eventType string, subject, key string, data any) (*event.Event, error) {
 	sp, ok := Lookup(eventType)
 	if !ok {
@@ -25,7 +26,9 @@ func New(source, eventType string, subject, key string, data any) (*event.Event,
 		e.SetSubject(subject)
 	}
 	e.SetTime(time.Now().UTC().Truncate(time.Second))
-	e.SetDataSchema(sp.SchemaURL())
+	if !sp.TypeNamesSchema() {
+		e.SetDataSchema(sp.SchemaURL())
+	}
 	if key != "" {
 		e.SetExtension(ExtPartitionKey, key)
 	}

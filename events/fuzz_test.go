@@ -75,7 +75,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		out := d.Event.Clone()
 		// Restore the verification material the verified copy dropped.
-		for _, name := range []string{events.ExtDSSEMaterial, events.ExtSignedExtAttrs} {
+		for _, name := range []string{events.ExtDSSEMaterial, events.ExtSig, events.ExtSignedExtAttrs} {
 			if v, ok := orig.Extensions()[name]; ok {
 				out.SetExtension(name, v)
 			}

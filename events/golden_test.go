@@ -47,11 +47,13 @@ func goldenDecoder(t testing.TB, opts ...events.Option) *events.Decoder {
 	return d
 }
 
-// goldenFiles returns every sample path, binary and structured.
+// goldenFiles returns every sample path, binary and structured, of both
+// signature forms.
 func goldenFiles(t testing.TB) []string {
 	t.Helper()
 	var files []string
-	for _, pat := range []string{"io.argosy.*.json", "structured/io.argosy.*.json"} {
+	for _, pat := range []string{"io.argosy.*.json", "structured/io.argosy.*.json",
+		golden.CompactDir + "/io.argosy.*.json", golden.CompactDir + "/structured/io.argosy.*.json"} {
 		m, err := filepath.Glob(filepath.Join(goldenDir, pat))
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +75,8 @@ func TestGoldenSamplesDecode(t *testing.T) {
 			if d.Spec.Type != typ {
 				t.Errorf("type %q, file says %q", d.Spec.Type, typ)
 			}
-			seen[typ] = true
+			checkGoldenForm(t, path, s, d.Spec)
+			seen[strings.TrimPrefix(filepath.Dir(path), goldenDir)+" "+typ] = true
 			if d.Topic != s.Topic || d.Offset != s.Offset || !d.LogTime.Equal(s.Timestamp) {
 				t.Errorf("position %s@%d %v, want %s@%d %v", d.Topic, d.Offset, d.LogTime, s.Topic, s.Offset, s.Timestamp)
 			}
@@ -94,9 +97,33 @@ func TestGoldenSamplesDecode(t *testing.T) {
 		})
 	}
 	for _, sp := range events.Catalogue() {
-		if !seen[sp.Type] {
-			t.Errorf("no golden sample for %s: run go run ./events/internal/golden/gen", sp.Type)
+		for _, dir := range []string{"", "/" + golden.CompactDir} {
+			if !seen[dir+" "+sp.Type] {
+				t.Errorf("no golden sample for %s in %s: run go run ./events/internal/golden/gen", sp.Type, goldenDir+dir)
+			}
 		}
+	}
+}
+
+// checkGoldenForm checks that a binary sample is in the signature form of
+// its directory: the DSSE form beside a dataschema on every event, or the
+// compact form without one on a type that names its schema.
+func checkGoldenForm(t *testing.T, path string, s golden.Sample, sp events.Spec) {
+	t.Helper()
+	if strings.Contains(path, "/structured/") {
+		return
+	}
+	hs := map[string]bool{}
+	for _, h := range s.Headers {
+		hs[h.Key] = true
+	}
+	compact := strings.HasPrefix(path, filepath.Join(goldenDir, golden.CompactDir)+"/")
+	if hs["ce_sig"] != compact || hs["ce_dssematerial"] == compact {
+		t.Errorf("ce_sig %v, ce_dssematerial %v in a sample of the %s form", hs["ce_sig"], hs["ce_dssematerial"],
+			map[bool]string{true: "compact", false: "DSSE"}[compact])
+	}
+	if want := !compact || !sp.TypeNamesSchema(); hs["ce_dataschema"] != want {
+		t.Errorf("ce_dataschema %v, want %v", hs["ce_dataschema"], want)
 	}
 }
 

@@ -75,7 +75,7 @@ func TestConsoleConsumerReadsEvents(t *testing.T) {
 	out := stdout.String()
 	for _, want := range []string{
 		"ce_specversion:1.0", "ce_type:" + events.TypeHeartbeat, "ce_id:" + e.ID(),
-		"ce_subject:clusters/cluster-a", "content-type:application/json", "ce_dssematerial:",
+		"ce_subject:clusters/cluster-a", "content-type:application/json", "ce_sig:",
 		"cluster-a", `"agentVersion":"test"`,
 	} {
 		if !strings.Contains(out, want) {

@@ -164,9 +164,16 @@ func (r *rig) publishCtx(ctx context.Context, cluster string, es ...*event.Event
 }
 
 // TestRoundTripEveryType appends one event of every type and reads each back
-// from its topic with key, headers and data intact.
+// from its topic with key, headers and data intact, in each signature form.
 func TestRoundTripEveryType(t *testing.T) {
+	for _, form := range []events.SigForm{events.SigCompact, events.SigDSSE} {
+		t.Run(form.String(), func(t *testing.T) { roundTripEveryType(t, form) })
+	}
+}
+
+func roundTripEveryType(t *testing.T, form events.SigForm) {
 	r := newRig(t, 4, nil)
+	r.popts = []events.Option{events.WithSigForm(form)}
 	sent := r.publish("cluster-a", r.sampleEvents("cluster-a")...)
 	byTopic := map[string][]*kgo.Record{}
 	for _, rec := range sent {
@@ -205,7 +212,32 @@ func TestRoundTripEveryType(t *testing.T) {
 			}
 		}
 	}
-	// Keys and headers as the broker stored them.
+	checkStoredHeaders(t, r, sent, form)
+}
+
+// checkStoredHeaders checks the keys and headers of the config and status
+// records as the broker stored them: the compact form's ce_sig, or the
+// DSSE form's ce_dssematerial, and a ce_dataschema on a status-family
+// event in the DSSE form only (the status topic holds some trust events
+// too, which keep theirs).
+func checkStoredHeaders(t *testing.T, r *rig, sent []*kgo.Record, form events.SigForm) {
+	sig, other := "ce_sig", "ce_dssematerial"
+	if form == events.SigDSSE {
+		sig, other = other, sig
+	}
+	for _, rec := range consumeRaw(t, r.topics[events.TopicStatus], countTopic(sent, r.topics[events.TopicStatus])) {
+		hs := map[string]string{}
+		for _, h := range rec.Headers {
+			hs[h.Key] = string(h.Value)
+		}
+		sp, _ := events.Lookup(hs["ce_type"])
+		if _, ok := hs["ce_dataschema"]; ok != (form == events.SigDSSE || !sp.TypeNamesSchema()) {
+			t.Errorf("status record %d (%s): ce_dataschema present %v in the %s form", rec.Offset, hs["ce_type"], ok, form)
+		}
+		if hs[sig] == "" || hs[other] != "" {
+			t.Errorf("status record %d: %s %q, %s %q", rec.Offset, sig, hs[sig], other, hs[other])
+		}
+	}
 	raw := consumeRaw(t, r.topics[events.TopicConfig], countTopic(sent, r.topics[events.TopicConfig]))
 	for _, rec := range raw {
 		if rec.Attrs.TimestampType() != 1 {
@@ -219,10 +251,13 @@ func TestRoundTripEveryType(t *testing.T) {
 			hs[h.Key] = string(h.Value)
 		}
 		for _, h := range []string{"ce_specversion", "ce_id", "ce_source", "ce_type", "ce_subject", "ce_time",
-			"ce_dataschema", "ce_partitionkey", "ce_dssematerial", "ce_signedextattrs", "content-type"} {
+			"ce_dataschema", "ce_partitionkey", sig, "ce_signedextattrs", "content-type"} {
 			if hs[h] == "" {
 				t.Errorf("record %d lacks header %s", rec.Offset, h)
 			}
+		}
+		if hs[other] != "" {
+			t.Errorf("record %d carries %s beside %s", rec.Offset, other, sig)
 		}
 	}
 }

@@ -16,6 +16,11 @@ import (
 // Option, and those of the agent, the projector, the hub, the read API and
 // the dashboard), so that each of these settings means one thing
 // everywhere and has its default in one place, SetDefaults. A component's
+// WithSigForm makes a Producer (and the ConfigWriter built on it) sign in
+// form f: SigDSSE keeps the DSSE envelope and a dataschema on every event,
+// for a fleet whose readers are upgraded after its writers.
+func WithSigForm(f SigForm) Option { return func(o *options) { o.SigForm = f } }
+
 // WithLogger, WithTracerProvider and so on each set a field of it.
 type Common struct {
 	// Log is where the component logs; nil discards.
@@ -35,6 +40,10 @@ type Common struct {
 	// one: argosy dev's embedded broker, with AcceptCreateTime (it sets
 	// each batch's time itself as it takes it; docs/dev.md).
 	DecoderOpts []Option
+	// SigForm is the form in which the component's producers write
+	// signatures: SigCompact (the zero value) or, while some readers are
+	// older than it, SigDSSE (docs/design.md, Signatures).
+	SigForm SigForm
 }
 
 // DefaultClockMargin is Common.ClockMargin's default.

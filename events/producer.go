@@ -54,12 +54,13 @@ type Producer struct {
 	topics Topics
 	tracer trace.Tracer
 	inst   *instruments
+	form   SigForm
 }
 
 // NewProducer returns a producer. client should be built with ProducerOpts;
 // a client with idempotent writes disabled or acks other than all in-sync
 // replicas is refused, since Publish promises durability. It takes the
-// WithTracerProvider and WithMeterProvider options.
+// WithTracerProvider, WithMeterProvider and WithSigForm options.
 func NewProducer(client *kgo.Client, signer *Signer, topics Topics, opts ...Option) (*Producer, error) {
 	if client == nil {
 		return nil, errors.New("producer: a client is required")
@@ -74,7 +75,7 @@ func NewProducer(client *kgo.Client, signer *Signer, topics Topics, opts ...Opti
 		return nil, errors.New("producer: a signer is required")
 	}
 	o := newOptions(opts)
-	return &Producer{client: client, signer: signer, topics: topics, tracer: o.tracer(), inst: newInstruments(o.Meters)}, nil
+	return &Producer{client: client, signer: signer, topics: topics, tracer: o.tracer(), inst: newInstruments(o.Meters), form: o.SigForm}, nil
 }
 
 // Publish adds the trace context of ctx, signs and appends the events, and
@@ -136,7 +137,7 @@ func (p *Producer) encode(ctx context.Context, e *event.Event) (*kgo.Record, err
 		return nil, fmt.Errorf("publish %s: %w", e.Type(), err)
 	}
 	InjectTrace(ctx, e)
-	if err := p.signer.Sign(ctx, e); err != nil {
+	if err := p.sign(ctx, sp, e); err != nil {
 		return nil, err
 	}
 	r, err := EventRecord(ctx, e)
@@ -148,6 +149,15 @@ func (p *Producer) encode(ctx context.Context, e *event.Event) (*kgo.Record, err
 	}
 	r.Topic = topic
 	return r, nil
+}
+
+// sign signs e in the producer's form. The DSSE form is for readers that
+// predate the compact one, and those want a dataschema on every event.
+func (p *Producer) sign(ctx context.Context, sp Spec, e *event.Event) error {
+	if p.form == SigDSSE && e.DataSchema() == "" {
+		e.SetDataSchema(sp.SchemaURL())
+	}
+	return p.signer.SignAs(ctx, e, p.form)
 }
 
 var errNoKey = errors.New("event has no partitionkey")

@@ -31,6 +31,55 @@ const (
 	PayloadTypeDSSE = "https://cloudevents.io/verifiability/dsse/v0.1"
 )
 
+// ExtSig is Argosy's compact signature attribute, the form SigCompact
+// writes in place of dssematerial: standard base64 of a version byte
+// (SigVersion1) and, for each signing key, the 16 bytes of its KeyID and
+// its 64-byte Ed25519 signature of the same DSSE PAE that dssematerial's
+// envelope signs. The envelope's payload, the verification material, is
+// left out: a reader recomputes it from the event.
+const ExtSig = "sig"
+
+// SigVersion1 is the first byte of the only version of ExtSig.
+const SigVersion1 byte = 1
+
+// sigEntryLen is the bytes of one key's entry in ExtSig: the key id, then
+// the signature.
+const sigEntryLen = keyIDLen + ed25519.SignatureSize
+
+// keyIDLen is the bytes of a key id, KeyID's hex undone.
+const keyIDLen = 16
+
+// SigForm is how a Signer writes the signature of an event.
+type SigForm uint8
+
+const (
+	// SigCompact writes ExtSig: the default since it was introduced.
+	SigCompact SigForm = iota
+	// SigDSSE writes the verifiability extension's dssematerial, a DSSE
+	// JSON envelope, as every writer did before SigCompact: for a fleet
+	// whose readers are upgraded after its writers (docs/design.md).
+	SigDSSE
+)
+
+// String names the form as its flag value does.
+func (f SigForm) String() string {
+	if f == SigDSSE {
+		return "dsse"
+	}
+	return "compact"
+}
+
+// ParseSigForm reads a SigForm by its String: compact or dsse.
+func ParseSigForm(s string) (SigForm, error) {
+	switch s {
+	case SigCompact.String():
+		return SigCompact, nil
+	case SigDSSE.String():
+		return SigDSSE, nil
+	}
+	return 0, fmt.Errorf("signature form %q: want compact or dsse", s)
+}
+
 // Extension attributes of a config event the hub wrote for an API call
 // that carried an Idempotency-Key. The hub's ledger reads them back, on
 // every replica and after a restart, to tell a retry of the same request
@@ -56,7 +105,7 @@ var signedExtensions = []string{ExtPartitionKey, ExtIdempotencyKey, ExtRequestDi
 // truncated to 16 bytes.
 func KeyID(pub []byte) string {
 	sum := sha256.Sum256(pub)
-	return hex.EncodeToString(sum[:16])
+	return hex.EncodeToString(sum[:keyIDLen])
 }
 
 // Signer signs events with one Ed25519 key, or, made by Cosigner, with
@@ -155,9 +204,16 @@ func (s *Signer) KeyID() string { return s.id }
 // Public returns the signer's public key.
 func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
 
-// Sign sets signedextattrs and dssematerial on e. Sign it last: any later
-// change to a signed attribute or the data breaks the signature.
+// Sign sets signedextattrs and, in the SigCompact form, sig on e. Sign it
+// last: any later change to a signed attribute or the data breaks the
+// signature.
 func (s *Signer) Sign(ctx context.Context, e *event.Event) error {
+	return s.SignAs(ctx, e, SigCompact)
+}
+
+// SignAs is Sign that writes the signature in form f, and removes one
+// that e carries in the other form.
+func (s *Signer) SignAs(ctx context.Context, e *event.Event, f SigForm) error {
 	if s.trust != nil {
 		if next, ok := s.trust(); ok {
 			e.SetExtension(ExtTrustOffset, strconv.FormatInt(next, 10))
@@ -178,6 +234,11 @@ func (s *Signer) Sign(ctx context.Context, e *event.Event) error {
 	if err != nil {
 		return err
 	}
+	if f != SigDSSE {
+		e.SetExtension(ExtDSSEMaterial, nil)
+		e.SetExtension(ExtSig, base64.StdEncoding.EncodeToString(s.compact(material)))
+		return nil
+	}
 	env, err := s.env.SignPayload(ctx, PayloadTypeDSSE, material)
 	if err != nil {
 		return fmt.Errorf("sign event %s: %w", e.ID(), err)
@@ -186,8 +247,23 @@ func (s *Signer) Sign(ctx context.Context, e *event.Event) error {
 	if err != nil {
 		return fmt.Errorf("encode dsse envelope: %w", err)
 	}
+	e.SetExtension(ExtSig, nil)
 	e.SetExtension(ExtDSSEMaterial, base64.StdEncoding.EncodeToString(raw))
 	return nil
+}
+
+// compact returns ExtSig's bytes for material: the version, then each
+// key's id and its signature of material's DSSE PAE.
+func (s *Signer) compact(material []byte) []byte {
+	pae := dsse.PAE(PayloadTypeDSSE, material)
+	b := make([]byte, 1, 1+len(s.keys)*sigEntryLen)
+	b[0] = SigVersion1
+	for _, k := range s.keys {
+		id := sha256.Sum256(k.Public().(ed25519.PublicKey))
+		b = append(b, id[:keyIDLen]...)
+		b = append(b, ed25519.Sign(k, pae)...)
+	}
+	return b
 }
 
 // dsseKey adapts Signer to dsse.Signer.
@@ -263,7 +339,7 @@ func parseSignedExtAttrs(v string) ([]string, error) {
 	}
 	names := strings.Split(v, ",")
 	for i, n := range names {
-		if n == "" || n == ExtDSSEMaterial || n == ExtSignedExtAttrs ||
+		if n == "" || n == ExtDSSEMaterial || n == ExtSignedExtAttrs || n == ExtSig ||
 			slices.ContainsFunc(contextAttrs, func(a contextAttr) bool { return a.name == n }) {
 			return nil, fmt.Errorf("signedextattrs: %q may not be listed", n)
 		}

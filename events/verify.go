@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,12 +82,12 @@ func (v *Verifier) Verify(e *event.Event, at time.Time, accept func(Key) error) 
 }
 
 // check is Verify without the copy: it returns the signed extensions' names,
-// the key that verified e and e's envelope.
-func (v *Verifier) check(e *event.Event, at time.Time, accept func(Key) error) ([]string, Key, *dsse.Envelope, error) {
+// the key that verified e and e's signatures.
+func (v *Verifier) check(e *event.Event, at time.Time, accept func(Key) error) ([]string, Key, *sigSet, error) {
 	if accept == nil {
 		accept = func(Key) error { return nil }
 	}
-	env, err := envelopeOf(e)
+	set, err := signaturesOf(e)
 	if err != nil {
 		return nil, Key{}, nil, err
 	}
@@ -97,13 +99,10 @@ func (v *Verifier) check(e *event.Event, at time.Time, accept func(Key) error) (
 	if err != nil {
 		return nil, Key{}, nil, reject(ErrBadSignature, err)
 	}
-	payload, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil || len(payload) != 32 {
-		return nil, Key{}, nil, reject(ErrBadSignature, errors.New("verification material is not a 32-byte digest"))
-	}
-	if !bytes.Equal(payload, material) {
+	if set.payload != nil && !bytes.Equal(set.payload, material) {
 		return nil, Key{}, nil, reject(ErrBadSignature, errors.New("event does not match its verification material"))
 	}
+	set.payload = material
 	named, hasNamed, err := namedTrustOffset(e, signed)
 	if err != nil {
 		return nil, Key{}, nil, reject(ErrMalformed, err)
@@ -112,18 +111,92 @@ func (v *Verifier) check(e *event.Event, at time.Time, accept func(Key) error) (
 	if err != nil {
 		return nil, Key{}, nil, err
 	}
-	key, err := v.checkSignatures(env, payload, at, lookup, accept)
+	key, err := v.checkSignatures(set, lookup, at, accept)
 	if err != nil {
 		return nil, Key{}, nil, err
 	}
-	return signed, key, env, nil
+	return signed, key, set, nil
 }
 
-func envelopeOf(e *event.Event) (*dsse.Envelope, error) {
-	raw := stringExt(e, ExtDSSEMaterial)
-	if raw == "" {
+// sigSet is an event's signatures, of either form, and the verification
+// material they sign: as the DSSE envelope carries it, or nil until the
+// reader computes it for the compact form.
+type sigSet struct {
+	payload []byte
+	sigs    []keySig
+}
+
+// keySig is one key's signature.
+type keySig struct {
+	keyID string // hex, as KeyID returns it
+	sig   []byte
+}
+
+// signaturesOf reads e's signatures from sig or dssematerial. An event
+// that carries both is refused: one reader would check the one, another
+// the other.
+func signaturesOf(e *event.Event) (*sigSet, error) {
+	compact, dsseRaw := stringExt(e, ExtSig), stringExt(e, ExtDSSEMaterial)
+	var set *sigSet
+	var err error
+	switch {
+	case compact != "" && dsseRaw != "":
+		return nil, reject(ErrBadSignature, errors.New("both sig and dssematerial are set"))
+	case compact != "":
+		set, err = compactOf(compact)
+	case dsseRaw != "":
+		set, err = envelopeOf(dsseRaw)
+	default:
 		return nil, reject(ErrUnsigned, errNoMaterial)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if len(set.sigs) == 0 {
+		return nil, reject(ErrNoSignatures, nil)
+	}
+	if id, ok := duplicateKeyID(set.sigs); ok {
+		return nil, reject(ErrDuplicateSignature, fmt.Errorf("key %q signed twice", id))
+	}
+	return set, nil
+}
+
+// compactOf reads the sig attribute, ExtSig's form.
+func compactOf(raw string) (*sigSet, error) {
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return nil, reject(ErrBadSignature, fmt.Errorf("sig is not base64: %w", err))
+	}
+	sigs, err := parseSig(b)
+	if err != nil {
+		return nil, err
+	}
+	return &sigSet{sigs: sigs}, nil
+}
+
+// parseSig reads ExtSig's bytes: the version, then whole entries of key
+// id and signature.
+func parseSig(b []byte) ([]keySig, error) {
+	switch {
+	case len(b) == 0:
+		return nil, reject(ErrBadSignature, errors.New("sig is empty"))
+	case b[0] != SigVersion1:
+		return nil, reject(ErrBadSignature, fmt.Errorf("sig version %d is unknown, want %d", b[0], SigVersion1))
+	case len(b) == 1:
+		return nil, nil
+	case (len(b)-1)%sigEntryLen != 0:
+		return nil, reject(ErrBadSignature, fmt.Errorf("sig holds %d bytes after its version, not whole %d-byte entries of key id and signature", len(b)-1, sigEntryLen))
+	}
+	sigs := make([]keySig, 0, (len(b)-1)/sigEntryLen)
+	for rest := b[1:]; len(rest) > 0; rest = rest[sigEntryLen:] {
+		sigs = append(sigs, keySig{keyID: hex.EncodeToString(rest[:keyIDLen]), sig: rest[keyIDLen:sigEntryLen:sigEntryLen]})
+	}
+	return sigs, nil
+}
+
+// envelopeOf reads the dssematerial attribute, the verifiability
+// extension's DSSE envelope.
+func envelopeOf(raw string) (*sigSet, error) {
 	b, err := base64.StdEncoding.DecodeString(raw)
 	if err != nil {
 		return nil, reject(ErrBadSignature, fmt.Errorf("dssematerial is not base64: %w", err))
@@ -135,23 +208,32 @@ func envelopeOf(e *event.Event) (*dsse.Envelope, error) {
 	if env.PayloadType != PayloadTypeDSSE {
 		return nil, reject(ErrBadSignature, fmt.Errorf("dsse payload type %q, want %q", env.PayloadType, PayloadTypeDSSE))
 	}
-	if len(env.Signatures) == 0 {
-		return nil, reject(ErrNoSignatures, nil)
+	set := &sigSet{sigs: make([]keySig, len(env.Signatures))}
+	for i, s := range env.Signatures {
+		// A signature that is not base64 stays empty and fails to verify.
+		sig, err := base64.StdEncoding.DecodeString(s.Sig)
+		if err != nil {
+			sig = nil
+		}
+		set.sigs[i] = keySig{keyID: s.KeyID, sig: sig}
 	}
-	if id, ok := duplicateKeyID(env.Signatures); ok {
-		return nil, reject(ErrDuplicateSignature, fmt.Errorf("key %q signed twice", id))
+	if len(set.sigs) == 0 {
+		return set, nil
 	}
-	return &env, nil
+	if set.payload, err = base64.StdEncoding.DecodeString(env.Payload); err != nil || len(set.payload) != sha256.Size {
+		return nil, reject(ErrBadSignature, errors.New("verification material is not a 32-byte digest"))
+	}
+	return set, nil
 }
 
 // duplicateKeyID returns a key id that signed more than once. An envelope
 // almost always has one signature, so a map is built only for many.
-func duplicateKeyID(sigs []dsse.Signature) (string, bool) {
+func duplicateKeyID(sigs []keySig) (string, bool) {
 	if len(sigs) <= 8 {
 		for i, s := range sigs {
 			for _, t := range sigs[:i] {
-				if s.KeyID == t.KeyID {
-					return s.KeyID, true
+				if s.keyID == t.keyID {
+					return s.keyID, true
 				}
 			}
 		}
@@ -159,10 +241,10 @@ func duplicateKeyID(sigs []dsse.Signature) (string, bool) {
 	}
 	seen := make(map[string]bool, len(sigs))
 	for _, s := range sigs {
-		if seen[s.KeyID] {
-			return s.KeyID, true
+		if seen[s.keyID] {
+			return s.keyID, true
 		}
-		seen[s.KeyID] = true
+		seen[s.keyID] = true
 	}
 	return "", false
 }
@@ -171,18 +253,17 @@ func duplicateKeyID(sigs []dsse.Signature) (string, bool) {
 // valid at at, and that accept allows. If none does, the error names the
 // most telling failure, in this order: a bad signature, a key that may not
 // sign this event, an unknown key, a key not valid at at.
-func (v *Verifier) checkSignatures(env *dsse.Envelope, payload []byte, at time.Time, lookup func(string) (Key, bool), accept func(Key) error) (Key, error) {
-	pae := dsse.PAE(env.PayloadType, payload)
+func (v *Verifier) checkSignatures(set *sigSet, lookup func(string) (Key, bool), at time.Time, accept func(Key) error) (Key, error) {
+	pae := dsse.PAE(PayloadTypeDSSE, set.payload)
 	var bad, refused, unknown, revoked error
-	for _, s := range env.Signatures {
-		k, ok := lookup(s.KeyID)
+	for _, s := range set.sigs {
+		k, ok := lookup(s.keyID)
 		if !ok || k.Purpose != schemas.PurposeSigning || k.Algorithm != "ed25519" || len(k.Public) != ed25519.PublicKeySize {
-			unknown = fmt.Errorf("key %q", s.KeyID)
+			unknown = fmt.Errorf("key %q", s.keyID)
 			continue
 		}
-		sig, err := base64.StdEncoding.DecodeString(s.Sig)
-		if err != nil || !v.verify(k.Public, pae, sig) {
-			bad = fmt.Errorf("signature of key %q does not verify", s.KeyID)
+		if !v.verify(k.Public, pae, s.sig) {
+			bad = fmt.Errorf("signature of key %q does not verify", s.keyID)
 			continue
 		}
 		if !k.ValidAt(at) {
@@ -256,7 +337,7 @@ func (e *keysBehind) wait(ctx context.Context, keys KeySource) error {
 // did not sign too. The successor of a trust anchor is an anchor, so the
 // rotation must show that its author holds the new key, not only the old
 // one. Other data passes.
-func (v *Verifier) checkSuccessor(env *dsse.Envelope, data any) error {
+func (v *Verifier) checkSuccessor(set *sigSet, data any) error {
 	rot, ok := data.(*schemas.KeyRotated)
 	if !ok || rot.Next.Role != schemas.RoleHub {
 		return nil
@@ -265,17 +346,10 @@ func (v *Verifier) checkSuccessor(env *dsse.Envelope, data any) error {
 	if err != nil || len(pub) != ed25519.PublicKeySize {
 		return reject(ErrMalformed, fmt.Errorf("rotation of key %s: the successor's public key is not 32 bytes of base64", rot.KeyID))
 	}
-	payload, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil {
-		return reject(ErrBadSignature, err)
-	}
-	pae := dsse.PAE(env.PayloadType, payload)
+	pae := dsse.PAE(PayloadTypeDSSE, set.payload)
 	id := KeyID(pub)
-	for _, s := range env.Signatures {
-		if s.KeyID != id {
-			continue
-		}
-		if sig, err := base64.StdEncoding.DecodeString(s.Sig); err == nil && v.verify(pub, pae, sig) {
+	for _, s := range set.sigs {
+		if s.keyID == id && v.verify(pub, pae, s.sig) {
 			return nil
 		}
 	}

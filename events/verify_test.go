@@ -90,6 +90,25 @@ func sign(t testing.TB, s *events.Signer, e *event.Event) *event.Event {
 	return e
 }
 
+// signDSSE signs e in the DSSE form, which Sign wrote before the compact
+// one and readers accept forever.
+func signDSSE(t testing.TB, s *events.Signer, e *event.Event) *event.Event {
+	t.Helper()
+	if err := s.SignAs(context.Background(), e, events.SigDSSE); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// signAs signs e in form.
+func signAs(t testing.TB, form events.SigForm, s *events.Signer, e *event.Event) *event.Event {
+	t.Helper()
+	if err := s.SignAs(context.Background(), e, form); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func record(t testing.TB, e *event.Event) *kgo.Record {
 	t.Helper()
 	r, err := events.EventRecord(context.Background(), e)
@@ -212,20 +231,20 @@ func TestDecodeRejects(t *testing.T) {
 			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_subject", "clusters/cluster-b/applications/argocd/guestbook")
 		}, events.ErrBadSignature},
 		{"signature forged", "", nil, func() *kgo.Record {
-			e := envelope(t, sign(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
+			e := envelope(t, signDSSE(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
 				env.Signatures[0].Sig = base64.StdEncoding.EncodeToString(make([]byte, ed25519.SignatureSize))
 			})
 			return record(t, e)
 		}, events.ErrBadSignature},
 		{"dssematerial not base64", "", nil, func() *kgo.Record {
-			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_dssematerial", "%%%")
+			return header(record(t, signDSSE(t, f.hub, appUpsert(t, "cluster-a"))), "ce_dssematerial", "%%%")
 		}, events.ErrBadSignature},
 		{"unknown key", "", nil, func() *kgo.Record { return record(t, sign(t, f.stranger, appUpsert(t, "cluster-a"))) }, events.ErrUnknownKey},
 		{"zero signatures", "", nil, func() *kgo.Record {
-			return record(t, envelope(t, sign(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) { env.Signatures = nil }))
+			return record(t, envelope(t, signDSSE(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) { env.Signatures = nil }))
 		}, events.ErrNoSignatures},
 		{"two signatures from one key", "", nil, func() *kgo.Record {
-			return record(t, envelope(t, sign(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
+			return record(t, envelope(t, signDSSE(t, f.hub, appUpsert(t, "cluster-a")), func(env *dsse.Envelope) {
 				env.Signatures = append(env.Signatures, env.Signatures[0])
 			}))
 		}, events.ErrDuplicateSignature},
@@ -292,9 +311,9 @@ func TestDecodeAccepts(t *testing.T) {
 		{"a stray signature before the hub's", "cluster-a", func() *kgo.Record {
 			// cluster-b's valid signature comes first; it may not sign
 			// config, and must not hide the hub's signature after it.
-			e := sign(t, f.hub, appUpsert(t, "cluster-a"))
+			e := signDSSE(t, f.hub, appUpsert(t, "cluster-a"))
 			c := e.Clone()
-			if err := f.clusterB.Sign(context.Background(), &c); err != nil {
+			if err := f.clusterB.SignAs(context.Background(), &c, events.SigDSSE); err != nil {
 				t.Fatal(err)
 			}
 			return record(t, envelope(t, e, func(env *dsse.Envelope) {
@@ -544,8 +563,15 @@ func TestWaitCovers(t *testing.T) {
 // key as the trust topic's reader does: one signed by the old key alone is
 // refused, as is one signed by the new key alone; one both keys signed is
 // accepted and makes the successor an anchor, which then signs trust
-// events, while the old key signs none after the rotation.
+// events, while the old key signs none after the rotation. In each
+// signature form.
 func TestHubKeyRotationNeedsBothKeys(t *testing.T) {
+	for _, form := range []events.SigForm{events.SigCompact, events.SigDSSE} {
+		t.Run(form.String(), func(t *testing.T) { hubKeyRotationNeedsBothKeys(t, form) })
+	}
+}
+
+func hubKeyRotationNeedsBothKeys(t *testing.T, form events.SigForm) {
 	old, next := newSigner(t), newSigner(t)
 	keys := events.NewFollowingRegistry(events.HubAnchor("hub", old.Public()))
 	dec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.AcceptCreateTime(), events.WithStaleness(24*time.Hour, 24*time.Hour))
@@ -586,28 +612,28 @@ func TestHubKeyRotationNeedsBothKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := take(sign(t, old, rotation()), time.Minute); !errors.Is(err, events.ErrNotAuthorized) {
+	if err := take(signAs(t, form, old, rotation()), time.Minute); !errors.Is(err, events.ErrNotAuthorized) {
 		t.Fatalf("rotation signed by the old key alone: %v, want ErrNotAuthorized", err)
 	}
-	if err := take(sign(t, next, rotation()), time.Minute); !errors.Is(err, events.ErrUnknownKey) {
+	if err := take(signAs(t, form, next, rotation()), time.Minute); !errors.Is(err, events.ErrUnknownKey) {
 		t.Fatalf("rotation signed by the new key alone: %v, want ErrUnknownKey", err)
 	}
 	if k, _ := keys.Key(old.KeyID()); !k.Until.IsZero() {
 		t.Fatal("a refused rotation ended the old key")
 	}
-	if err := take(sign(t, old, clusterKey()), 2*time.Minute); err != nil {
+	if err := take(signAs(t, form, old, clusterKey()), 2*time.Minute); err != nil {
 		t.Fatalf("the anchor registers a cluster key before the rotation: %v", err)
 	}
-	if err := take(sign(t, both, rotation()), 3*time.Minute); err != nil {
+	if err := take(signAs(t, form, both, rotation()), 3*time.Minute); err != nil {
 		t.Fatalf("rotation signed by both keys: %v", err)
 	}
 	if k, ok := keys.Key(next.KeyID()); !ok || !k.Anchor || !k.Since.Equal(t0.Add(3*time.Minute)) {
 		t.Fatalf("successor %+v: want an anchor from the rotation on", k)
 	}
-	if err := take(sign(t, next, clusterKey()), 4*time.Minute); err != nil {
+	if err := take(signAs(t, form, next, clusterKey()), 4*time.Minute); err != nil {
 		t.Fatalf("the successor registers a cluster key: %v", err)
 	}
-	if err := take(sign(t, old, clusterKey()), 4*time.Minute); !errors.Is(err, events.ErrRevokedKey) {
+	if err := take(signAs(t, form, old, clusterKey()), 4*time.Minute); !errors.Is(err, events.ErrRevokedKey) {
 		t.Fatalf("the retired key registers a cluster key: %v, want ErrRevokedKey", err)
 	}
 }

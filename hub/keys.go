@@ -77,8 +77,9 @@ func hubKey(pub []byte, id string) schemas.KeyRegistered {
 // next, an anchor's successor, signs trust events. It returns the
 // rotation's event id. Before it, run every hub replica with a signer
 // that cosigns with next (events.Signer.Cosigner), so that what they
-// write around the rotation is accepted on either side of it.
-func RotateKey(ctx context.Context, conn []kgo.Opt, topics events.Topics, old, next *events.Signer) (string, error) {
+// write around the rotation is accepted on either side of it. opts are
+// the producer's (events.WithSigForm).
+func RotateKey(ctx context.Context, conn []kgo.Opt, topics events.Topics, old, next *events.Signer, opts ...events.Option) (string, error) {
 	if old == nil || next == nil || old.KeyID() == next.KeyID() {
 		return "", errors.New("rotate: the current key and a different next key are required")
 	}
@@ -96,7 +97,7 @@ func RotateKey(ctx context.Context, conn []kgo.Opt, topics events.Topics, old, n
 		return "", err
 	}
 	defer cl.Close()
-	p, err := events.NewProducer(cl, both, topics)
+	p, err := events.NewProducer(cl, both, topics, opts...)
 	if err != nil {
 		return "", err
 	}

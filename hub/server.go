@@ -323,6 +323,11 @@ func newOptions(opts []Option) options {
 // WithTopics sets the topic names (default events.DefaultTopics("")).
 func WithTopics(t events.Topics) Option { return func(o *options) { o.topics = t } }
 
+// WithSigForm sets the form the hub signs its events in
+// (events.Common.SigForm): events.SigDSSE while some readers are older
+// than the compact form.
+func WithSigForm(f events.SigForm) Option { return func(o *options) { o.SigForm = f } }
+
 // WithListen sets the address the API is served on.
 func WithListen(addr string) Option { return func(o *options) { o.listen = addr } }
 

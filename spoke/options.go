@@ -55,6 +55,11 @@ func newOptions(opts []Option) options {
 // is a faster fan-out, correct only while the clocks keep within it.
 func WithClockMargin(d time.Duration) Option { return func(o *options) { o.ClockMargin = d } }
 
+// WithSigForm sets the form the agent signs its events in
+// (events.Common.SigForm): events.SigDSSE while some readers are older
+// than the compact form.
+func WithSigForm(f events.SigForm) Option { return func(o *options) { o.SigForm = f } }
+
 // WithLogger logs to l; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Log = l } }
 

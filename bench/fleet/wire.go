@@ -112,25 +112,11 @@ func measureWire(ctx context.Context, brokers string, adm *kadm.Client, prefix, 
 			ws.Headers[h.Key] += float64(len(h.Key)+len(h.Value)) / float64(len(sample))
 		}
 	}
-	// Five deltas of one cluster per batch, in their order.
-	byKey := map[string][]*kgo.Record{}
-	for _, r := range sample {
-		byKey[string(r.Key)] = append(byKey[string(r.Key)], r)
-	}
-	var fives [][]*kgo.Record
-	for _, k := range slices.Sorted(maps.Keys(byKey)) {
-		rs := byKey[k]
-		for i := 0; i+5 <= len(rs); i += 5 {
-			fives = append(fives, rs[i:i+5])
-		}
-	}
+	fives := batchesOfFive(sample)
 	var out []wireResult
 	for _, c := range codecs {
 		res := wireResult{Codec: c.name}
-		alone := make([][]*kgo.Record, len(sample))
-		for i, r := range sample {
-			alone[i] = []*kgo.Record{r}
-		}
+		alone := batchesOfOne(sample)
 		full := make([][]*kgo.Record, 20)
 		for i := range full {
 			full[i] = []*kgo.Record{{Key: []byte("cluster"), Value: app.Bytes()}}
@@ -151,6 +137,32 @@ func measureWire(ctx context.Context, brokers string, adm *kadm.Client, prefix, 
 		out = append(out, res)
 	}
 	return out, ws, nil
+}
+
+// batchesOfFive returns sample's deltas five of one cluster to a batch, in
+// their order; a cluster's last few that make no five are left out.
+func batchesOfFive(sample []*kgo.Record) [][]*kgo.Record {
+	byKey := map[string][]*kgo.Record{}
+	for _, r := range sample {
+		byKey[string(r.Key)] = append(byKey[string(r.Key)], r)
+	}
+	var fives [][]*kgo.Record
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		rs := byKey[k]
+		for i := 0; i+5 <= len(rs); i += 5 {
+			fives = append(fives, rs[i:i+5])
+		}
+	}
+	return fives
+}
+
+// batchesOfOne returns each of sample's deltas in a batch of its own.
+func batchesOfOne(sample []*kgo.Record) [][]*kgo.Record {
+	alone := make([][]*kgo.Record, len(sample))
+	for i, r := range sample {
+		alone[i] = []*kgo.Record{r}
+	}
+	return alone
 }
 
 // readDeltas reads up to limit application status deltas from the start

@@ -47,8 +47,10 @@ type Row struct {
 	DataContentType string    `json:"datacontenttype" parquet:"datacontenttype,dict"`
 	DataSchema      string    `json:"dataschema" parquet:"dataschema,dict"`
 	PartitionKey    string    `json:"partitionkey" parquet:"partitionkey,dict"`
-	// DSSEMaterial is the signature envelope, for readers that verify.
+	// DSSEMaterial is the signature envelope and Sig the compact
+	// signature, whichever the event carries, for readers that verify.
 	DSSEMaterial   string `json:"dssematerial" parquet:"dssematerial"`
+	Sig            string `json:"sig" parquet:"sig"`
 	SignedExtAttrs string `json:"signedextattrs" parquet:"signedextattrs,dict"`
 	// Data is the event's data, JSON.
 	Data json.RawMessage `json:"data" parquet:"data,json"`
@@ -56,7 +58,7 @@ type Row struct {
 
 // Columns are the rows' column names, in order: CSV's header.
 var Columns = []string{"topic", "partition", "offset", "logtime", "key", "id", "source", "type", "specversion", "subject",
-	"time", "datacontenttype", "dataschema", "partitionkey", "dssematerial", "signedextattrs", "data"}
+	"time", "datacontenttype", "dataschema", "partitionkey", "dssematerial", "sig", "signedextattrs", "data"}
 
 // RowOf reads rec as a row. It returns false for a transaction marker. A
 // record that is not a CloudEvent is an error.
@@ -138,6 +140,8 @@ func (r *Row) readHeaders(rec *kgo.Record) error {
 			r.PartitionKey, sawKey = v, true
 		case events.ExtDSSEMaterial:
 			r.DSSEMaterial = v
+		case events.ExtSig:
+			r.Sig = v
 		case events.ExtSignedExtAttrs:
 			r.SignedExtAttrs = v
 		}
@@ -164,7 +168,7 @@ func (r *Row) readEvent(ctx context.Context, rec *kgo.Record) error {
 	}
 	r.ID, r.Source, r.Type, r.SpecVersion, r.Subject, r.Time = e.ID(), e.Source(), e.Type(), e.SpecVersion(), e.Subject(), e.Time().UTC()
 	r.DataContentType, r.DataSchema = e.DataContentType(), e.DataSchema()
-	r.PartitionKey, r.DSSEMaterial, r.SignedExtAttrs = ext(events.ExtPartitionKey), ext(events.ExtDSSEMaterial), ext(events.ExtSignedExtAttrs)
+	r.PartitionKey, r.DSSEMaterial, r.Sig, r.SignedExtAttrs = ext(events.ExtPartitionKey), ext(events.ExtDSSEMaterial), ext(events.ExtSig), ext(events.ExtSignedExtAttrs)
 	r.Data = e.Data()
 	return nil
 }
@@ -247,7 +251,7 @@ func (c *csvWriter) Write(rows []Row) error {
 	for _, r := range rows {
 		if err := c.w.Write([]string{r.Topic, strconv.Itoa(int(r.Partition)), strconv.FormatInt(r.Offset, 10),
 			r.LogTime.Format(time.RFC3339Nano), r.Key, r.ID, r.Source, r.Type, r.SpecVersion, r.Subject, stamp(r.Time),
-			r.DataContentType, r.DataSchema, r.PartitionKey, r.DSSEMaterial, r.SignedExtAttrs, string(r.Data)}); err != nil {
+			r.DataContentType, r.DataSchema, r.PartitionKey, r.DSSEMaterial, r.Sig, r.SignedExtAttrs, string(r.Data)}); err != nil {
 			return err
 		}
 	}

@@ -282,7 +282,7 @@ func readCSV(t *testing.T, path string) []export.Row {
 		}
 		out = append(out, export.Row{Topic: l[0], Partition: int32(part), Offset: off, LogTime: logTime, Key: l[4], ID: l[5], Source: l[6],
 			Type: l[7], SpecVersion: l[8], Subject: l[9], Time: at, DataContentType: l[11], DataSchema: l[12], PartitionKey: l[13],
-			DSSEMaterial: l[14], SignedExtAttrs: l[15], Data: json.RawMessage(l[16])})
+			DSSEMaterial: l[14], Sig: l[15], SignedExtAttrs: l[16], Data: json.RawMessage(l[17])})
 	}
 	return out
 }

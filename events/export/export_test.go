@@ -57,7 +57,7 @@ func TestRowOf(t *testing.T) {
 		t.Fatalf("RowOf = %v, %v", ok, err)
 	}
 	if r.Topic != "argosy.status" || r.Key != "c000" || r.Type != events.TypeApplicationStatus || r.Subject == "" ||
-		r.SpecVersion != "1.0" || r.PartitionKey != "c000" || r.DSSEMaterial == "" || r.Time.IsZero() || !json.Valid(r.Data) {
+		r.SpecVersion != "1.0" || r.PartitionKey != "c000" || r.Sig == "" || r.Time.IsZero() || !json.Valid(r.Data) {
 		t.Errorf("row %+v", r)
 	}
 	if _, ok, err := RowOf(t.Context(), &kgo.Record{Attrs: kgo.RecordAttrs{}, Value: []byte("x")}); ok || err == nil {

@@ -78,6 +78,11 @@ var (
 	NextClusterKey = ed25519.NewKeyFromSeed(seed("argosy golden next cluster signing key"))
 )
 
+// CompactDir is the directory, within the golden samples', of the samples
+// in the compact signature form (events.SigCompact); the samples beside it
+// are in the DSSE form that came first.
+const CompactDir = "sig1"
+
 // SampleLogTime is the broker log time of every sample.
 var SampleLogTime = time.Date(2026, 11, 21, 12, 0, 1, 0, time.UTC)
 

@@ -9,8 +9,10 @@ reads every record of every topic it is given with a stock Kafka client
   - is on the partition the documented partitioner gives its key;
   - is a CloudEvent whose ce_partitionkey is its record key;
   - is of a catalogued type, on its type's topic;
-  - has data valid against its type's JSON Schema, named by its dataschema;
-  - carries a signature that verifies, by the documented construction,
+  - has data valid against its type's JSON Schema, which its dataschema,
+    when it has one, names;
+  - carries a signature that verifies, by the documented construction, in
+    either form (the compact sig or the DSSE dssematerial),
     with a key the trust topic (or the out-of-band anchor) makes valid at
     the record's log time and that may sign that type about that subject;
 and, per topic, what the document promises of it (desired-state copies
@@ -40,6 +42,8 @@ from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
 PAYLOAD_TYPE = "https://cloudevents.io/verifiability/dsse/v0.1"
+SIG_VERSION = 1
+SIG_ENTRY = 16 + 64  # key id, Ed25519 signature
 CORE = ["id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject", "time"]
 MAX_AGE = datetime.timedelta(days=7)
 MAX_SKEW = datetime.timedelta(minutes=5)
@@ -268,29 +272,49 @@ class Reader:
         v = attrs.get("signedextattrs") or ""
         names = v.split(",") if v else []
         for i, n in enumerate(names):
-            if n in ("", "dssematerial", "signedextattrs") or n in CORE or n in names[:i]:
+            if n in ("", "dssematerial", "sig", "signedextattrs") or n in CORE or n in names[:i]:
                 raise Refused(f"signedextattrs {v!r}: {n!r} may not be listed")
         return names
 
-    def verify(self, attrs, data, partitionkey, at, may_sign):
-        """The key that verifies the event, by the documented steps."""
-        raw = attrs.get("dssematerial")
+    @staticmethod
+    def signatures(attrs):
+        """The signatures of the event, [(keyid, sig bytes)], and the digest
+        a DSSE envelope carries (None in the compact form)."""
+        compact, raw = attrs.get("sig"), attrs.get("dssematerial")
+        if compact and raw:
+            raise Refused("both sig and dssematerial")
+        if compact:
+            b = b64(compact)
+            if not b or b[0] != SIG_VERSION:
+                raise Refused(f"sig version {b[0] if b else None} is unknown")
+            rest = b[1:]
+            if len(rest) % SIG_ENTRY:
+                raise Refused(f"sig: {len(rest)} bytes after the version, not whole entries")
+            sigs = [(rest[i:i + 16].hex(), rest[i + 16:i + SIG_ENTRY]) for i in range(0, len(rest), SIG_ENTRY)]
+            return sigs, None
         if not raw:
-            raise Refused("unsigned: no dssematerial")
+            raise Refused("unsigned: neither sig nor dssematerial")
         env = json.loads(b64(raw))
         if env.get("payloadType") != PAYLOAD_TYPE:
             raise Refused(f"payload type {env.get('payloadType')!r}")
-        sigs = env.get("signatures") or []
+        sigs = [(s.get("keyid"), b64(s.get("sig") or "")) for s in env.get("signatures") or []]
+        payload = b64(env.get("payload") or "") if sigs else None
+        return sigs, payload
+
+    def verify(self, attrs, data, partitionkey, at, may_sign):
+        """The key that verifies the event, by the documented steps."""
+        sigs, payload = self.signatures(attrs)
         if not sigs:
             raise Refused("no signatures")
-        ids = [s.get("keyid") for s in sigs]
+        ids = [kid for kid, _ in sigs]
         if len(set(ids)) != len(ids):
             raise Refused("two signatures from one key")
         signed = self.signed_ext(attrs)
-        payload = b64(env["payload"])
-        if len(payload) != 32 or payload != self.digest(attrs, data, signed, partitionkey):
+        digest = self.digest(attrs, data, signed, partitionkey)
+        if payload is not None and payload != digest:
             raise Refused("the event does not match its signed digest")
-        ptype = env["payloadType"].encode("utf-8")
+        payload = digest
+        ptype = PAYLOAD_TYPE.encode("utf-8")
         pae = b"DSSEv1 %d %s %d %s" % (len(ptype), ptype, len(payload), payload)
         trust_offset = None
         if "trustoffset" in signed:
@@ -299,13 +323,13 @@ class Reader:
                 raise Refused(f"trustoffset {raw!r} is not a trust topic offset")
             trust_offset = int(raw)
         why = []
-        for s in sigs:
-            k = self.keys.key(s["keyid"], at, trust_offset)
+        for kid, sig in sigs:
+            k = self.keys.key(kid, at, trust_offset)
             if k is None or k.purpose != "signing" or k.algorithm != "ed25519":
-                why.append(f"unknown key {s['keyid']}")
+                why.append(f"unknown key {kid}")
                 continue
             try:
-                VerifyKey(k.public).verify(pae, b64(s["sig"]))
+                VerifyKey(k.public).verify(pae, sig)
             except BadSignatureError:
                 why.append(f"signature of {k.id} does not verify")
                 continue
@@ -329,11 +353,11 @@ class Reader:
         if nxt.get("role") != "hub":
             return
         public = b64(nxt["publicKey"])
-        for s in sigs:
-            if s.get("keyid") != key_id(public):
+        for kid, sig in sigs:
+            if kid != key_id(public):
                 continue
             try:
-                VerifyKey(public).verify(pae, b64(s["sig"]))
+                VerifyKey(public).verify(pae, sig)
                 return
             except BadSignatureError:
                 pass
@@ -363,7 +387,8 @@ class Reader:
         if attrs.get("specversion") != "1.0" or attrs.get("datacontenttype") != "application/json":
             raise Refused("not a CloudEvents 1.0 event with JSON data")
         sid, validator = self.schemas[typ]
-        if attrs.get("dataschema") != sid:
+        # Without a dataschema, the type names the schema.
+        if attrs.get("dataschema") not in (None, sid):
             raise Refused(f"dataschema {attrs.get('dataschema')!r}, want {sid!r}")
         payload = json.loads(data)
         errors = sorted(validator.iter_errors(payload), key=lambda e: list(e.path))

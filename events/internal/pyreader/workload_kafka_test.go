@@ -114,7 +114,9 @@ func (w *workload) run(ctx context.Context) {
 		w.publish(ctx, audit, e)
 	}
 
-	agent := map[string]*events.Producer{east: w.producer(w.keys[east]), pinned: w.producer(w.keys[pinned])}
+	// The pinned cluster's agent signs in the DSSE form, as a writer
+	// upgraded before its readers does; the others in the compact form.
+	agent := map[string]*events.Producer{east: w.producer(w.keys[east]), pinned: w.producer(w.keys[pinned], events.WithSigForm(events.SigDSSE))}
 	observed := func(sp events.Spec) bool {
 		return sp.Topic == events.TopicStatus || sp.Topic == events.TopicDeployments
 	}
@@ -180,8 +182,8 @@ func (w *workload) run(ctx context.Context) {
 
 }
 
-func (w *workload) producer(s *events.Signer) *events.Producer {
-	p, err := events.NewProducer(kafkatest.Client(w.t, events.ProducerOpts(nil)...), s, w.topics)
+func (w *workload) producer(s *events.Signer, opts ...events.Option) *events.Producer {
+	p, err := events.NewProducer(kafkatest.Client(w.t, events.ProducerOpts(nil)...), s, w.topics, opts...)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ type RotateOptions struct {
 	TopicPrefix string
 	HubKey      string
 	NextHubKey  string
+	SigForm     string
 }
 
 // NewCmdRotate returns `argosy-hub rotate`.
@@ -52,6 +53,9 @@ rotated is refused by every reader, and changes nothing.`,
 			if opts.HubKey == "" || opts.NextHubKey == "" {
 				errs = append(errs, errors.New("--hub-key and --next-hub-key are required"))
 			}
+			if _, err := events.ParseSigForm(opts.SigForm); err != nil {
+				errs = append(errs, fmt.Errorf("--sig-form: %w", err))
+			}
 			if err := errors.Join(errs...); err != nil {
 				return &cmdkit.FlagError{Err: err}
 			}
@@ -66,6 +70,8 @@ rotated is refused by every reader, and changes nothing.`,
 	fs.StringVar(&opts.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
 	fs.StringVar(&opts.HubKey, "hub-key", cmdkit.Env("ARGOSY_HUB_PRIVATE_KEY", ""), "file of the hub's current signing key (env ARGOSY_HUB_PRIVATE_KEY)")
 	fs.StringVar(&opts.NextHubKey, "next-hub-key", cmdkit.Env("ARGOSY_HUB_NEXT_PRIVATE_KEY", ""), "file of its successor, from argosy-hub keygen (env ARGOSY_HUB_NEXT_PRIVATE_KEY)")
+	fs.StringVar(&opts.SigForm, "sig-form", cmdkit.Env("ARGOSY_SIG_FORM", events.SigCompact.String()),
+		"the form the rotation is signed in: compact or dsse, as the hub's --sig-form (env ARGOSY_SIG_FORM)")
 	return cmd
 }
 
@@ -82,7 +88,11 @@ func rotateRun(ctx context.Context, o *RotateOptions) error {
 	if err != nil {
 		return err
 	}
-	id, err := hub.RotateKey(ctx, conn, events.DefaultTopics(o.TopicPrefix), cur, next)
+	form, err := events.ParseSigForm(o.SigForm)
+	if err != nil {
+		return err
+	}
+	id, err := hub.RotateKey(ctx, conn, events.DefaultTopics(o.TopicPrefix), cur, next, events.WithSigForm(form))
 	if err != nil {
 		return err
 	}

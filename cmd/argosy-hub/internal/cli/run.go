@@ -42,6 +42,7 @@ type RunOptions struct {
 	Fold        bool
 	Group       string
 	Window      time.Duration
+	SigForm     string
 	AuditReads  bool
 	// UnauthRate and UnauthBurst limit calls without a valid credential
 	// per source address.
@@ -73,6 +74,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 		"the projector replicas' consumer group, with --fold; empty: the topic prefix then "+projector.DefaultGroup+" (env ARGOSY_PROJECTOR_GROUP)")
 	fs.DurationVar(&o.Window, "idempotency-window", cmdkit.EnvDuration("ARGOSY_IDEMPOTENCY_WINDOW", hub.DefaultIdempotencyWindow, 0), // malformed: 0, which Validate refuses
 		"how long an Idempotency-Key is honoured; the hub reads this much of the config topic at start (env ARGOSY_IDEMPOTENCY_WINDOW)")
+	fs.StringVar(&o.SigForm, "sig-form", cmdkit.Env("ARGOSY_SIG_FORM", events.SigCompact.String()),
+		"the form events are signed in: compact (ce_sig, the default) or dsse (ce_dssematerial and a dataschema on every event), for a fleet whose readers are upgraded after this writer; docs/design.md, Signatures (env ARGOSY_SIG_FORM)")
 	fs.BoolVar(&o.AuditReads, "audit-reads", cmdkit.Env("ARGOSY_AUDIT_READS", "true") != "false", "audit read calls too, not only writes and denials (env ARGOSY_AUDIT_READS)")
 	fs.Float64Var(&o.UnauthRate, "unauthenticated-rate", hub.DefaultUnauthenticatedRate,
 		"calls a second one address may make without a valid credential, after --unauthenticated-burst; they are counted, not audited")
@@ -98,6 +101,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.Window <= 0 {
 		errs = append(errs, errors.New("--idempotency-window must be a positive duration"))
+	}
+	if _, err := events.ParseSigForm(o.SigForm); err != nil {
+		errs = append(errs, fmt.Errorf("--sig-form: %w", err))
 	}
 	if o.UnauthRate <= 0 || o.UnauthBurst <= 0 {
 		errs = append(errs, errors.New("--unauthenticated-rate and --unauthenticated-burst must be positive"))
@@ -176,10 +182,14 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	form, err := events.ParseSigForm(o.SigForm)
+	if err != nil {
+		return err
+	}
 	opts := []system.Option{system.WithTopicPrefix(o.TopicPrefix), system.WithListen(o.Listen), system.WithLogger(log),
 		system.WithTokenFile(o.Tokens), system.WithClientOpts(tel.KafkaOpts),
 		system.WithOpsServer(o.MetricsAddr, func(ready system.Check) http.Handler { return tel.Handler(ready) }),
-		system.WithHubOptions(hub.WithIdempotencyWindow(o.Window), hub.WithAuditReads(o.AuditReads),
+		system.WithHubOptions(hub.WithIdempotencyWindow(o.Window), hub.WithAuditReads(o.AuditReads), hub.WithSigForm(form),
 			hub.WithUnauthenticatedLimit(o.UnauthRate, o.UnauthBurst), hub.WithClientOpts(withCrash(tel.KafkaOpts)))}
 	if o.TLSCert != "" {
 		// Read again when the files change; pairs that did not load are

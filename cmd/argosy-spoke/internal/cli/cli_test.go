@@ -108,3 +108,34 @@ func TestClockMarginFlag(t *testing.T) {
 		t.Errorf("--clock-margin 0s: %v, want it refused", err)
 	}
 }
+
+// TestSigFormFlag checks --sig-form: compact unless set, from the flag or
+// ARGOSY_SIG_FORM, and nothing but compact or dsse.
+func TestSigFormFlag(t *testing.T) {
+	run := func(args ...string) (*cli.RunOptions, error) {
+		var got *cli.RunOptions
+		cmd := cli.NewCmdRun(func(_ context.Context, o *cli.RunOptions) error { got = o; return nil })
+		cmd.SetArgs(append([]string{"--cluster", "c1", "--kafka-brokers", "127.0.0.1:9092", "--keys-dir", "k", "--hub-key", "hub.pub"}, args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		return got, cmd.Execute()
+	}
+	for _, c := range []struct {
+		args      []string
+		env, want string
+	}{{nil, "", "compact"}, {[]string{"--sig-form", "dsse"}, "", "dsse"}, {nil, "dsse", "dsse"}} {
+		if c.env != "" {
+			t.Setenv("ARGOSY_SIG_FORM", c.env)
+		}
+		got, err := run(c.args...)
+		if err != nil {
+			t.Fatalf("%v env %q: %v", c.args, c.env, err)
+		}
+		if got.SigForm != c.want {
+			t.Errorf("%v env %q: --sig-form %s, want %s", c.args, c.env, got.SigForm, c.want)
+		}
+	}
+	if _, err := run("--sig-form", "json"); err == nil || !strings.Contains(err.Error(), "--sig-form") {
+		t.Errorf("--sig-form json: %v, want it refused", err)
+	}
+}

@@ -46,6 +46,7 @@ type RunOptions struct {
 	StatusResync  time.Duration
 	OperationAge  time.Duration
 	ClockMargin   time.Duration
+	SigForm       string
 	KubeQPS       float64
 	KubeBurst     int
 	Lease         string
@@ -83,6 +84,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ClockMargin, "clock-margin", cmdkit.EnvDuration("ARGOSY_CLOCK_MARGIN", 2*time.Second, 0), // malformed: 0, which Validate refuses
 		"how far the Kafka brokers' clocks may be behind this host's: a config event is applied about this long after its append, once the trust topic is read past it; "+
 			"lower it only as far as the clocks are known to keep (env ARGOSY_CLOCK_MARGIN)")
+	fs.StringVar(&o.SigForm, "sig-form", cmdkit.Env("ARGOSY_SIG_FORM", events.SigCompact.String()),
+		"the form events are signed in: compact (ce_sig, the default) or dsse (ce_dssematerial and a dataschema on every event), for a fleet whose readers are upgraded after this writer; docs/design.md, Signatures (env ARGOSY_SIG_FORM)")
 	fs.DurationVar(&o.OperationAge, "operation-max-age", cmdkit.EnvDuration("ARGOSY_OPERATION_MAX_AGE", 10*time.Minute, 0), // malformed: 0, which Validate refuses
 		"how long after it was asked for a sync or rollback may still start (earlier if the request says); one Argo CD has not taken by then is rejected as stale. The state remembers each operation until it expired (env ARGOSY_OPERATION_MAX_AGE)")
 	fs.Float64Var(&o.KubeQPS, "kube-api-qps", cmdkit.EnvFloat("ARGOSY_KUBE_API_QPS", 50, 0), // malformed: 0, which Validate refuses
@@ -139,6 +142,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.OperationAge <= 0 {
 		errs = append(errs, errors.New("--operation-max-age must be a positive duration"))
+	}
+	if _, err := events.ParseSigForm(o.SigForm); err != nil {
+		errs = append(errs, fmt.Errorf("--sig-form: %w", err))
 	}
 	if err := spoke.ValidMode(o.Mode); err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %w", err))
@@ -259,11 +265,15 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger, dyn dynam
 	if err != nil {
 		return nil, err
 	}
+	form, err := events.ParseSigForm(o.SigForm)
+	if err != nil {
+		return nil, err
+	}
 	opts := append([]spoke.Option{spoke.WithTopics(events.DefaultTopics(o.TopicPrefix)), spoke.WithGroup(events.SpokeGroup(o.TopicPrefix, o.Cluster)),
 		spoke.WithPartition(int32(o.Partition)),
 		spoke.WithMode(o.Mode), spoke.WithHeartbeatInterval(o.Heartbeat), spoke.WithAgentVersion(version.Get().Version),
 		spoke.WithArgoCDVersion(o.ArgoCDVersion), spoke.WithApplyBudget(o.ApplyBudget), spoke.WithStatusResync(o.StatusResync), spoke.WithOperationMaxAge(o.OperationAge), spoke.WithClockMargin(o.ClockMargin),
-		spoke.WithClientOpts(tel.KafkaOpts), spoke.WithLogger(log)}, crashHook()...)
+		spoke.WithSigForm(form), spoke.WithClientOpts(tel.KafkaOpts), spoke.WithLogger(log)}, crashHook()...)
 	return spoke.New(o.Cluster, keys, hub, conn, crashArgo(client), watcher, state, opts...)
 }
 

@@ -57,7 +57,7 @@ func NewCmdExport(io cmdkit.IOStreams, runF func(context.Context, *ExportOptions
 the export begins), to --out: one row per event, with its topic,
 partition, offset, log time and key, its CloudEvents attributes (id,
 source, type, specversion, subject, time, datacontenttype, dataschema,
-partitionkey, dssematerial, signedextattrs) as columns and its data as
+partitionkey, dssematerial, sig, signedextattrs) as columns and its data as
 JSON. docs/replay.md lists the columns and their types.
 
 --format is jsonl (one JSON object a line), csv (a header line, RFC 4180)
@@ -67,7 +67,7 @@ within each partition. Memory stays bounded: export holds one poll of
 records and one Parquet row group at a time.
 
 Events are written as the log holds them, signatures unchecked: the
-dssematerial column carries each signature for a reader that verifies.
+dssematerial or sig column carries each signature for a reader that verifies.
 Records that are not CloudEvents are skipped with a warning. The file
 appears only when the export is complete: until then it is FILE.*.partial,
 removed on failure or Ctrl-C. With --out -, rows go to stdout and no

@@ -40,9 +40,6 @@ func main() {
 }
 
 func run(dir string) error {
-	if err := os.MkdirAll(filepath.Join(dir, "structured"), 0o755); err != nil {
-		return err
-	}
 	hub, err := events.NewSigner(golden.HubKey)
 	if err != nil {
 		return err
@@ -51,10 +48,27 @@ func run(dir string) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	if err := writeNew(filepath.Join(dir, "keys.json"), golden.KeyFile{Keys: []golden.KeyEntry{
 		{ID: hub.KeyID(), Owner: golden.HubName, Role: schemas.RoleHub, PublicKey: hub.Public()},
 		{ID: cl.KeyID(), Owner: golden.ClusterName, Role: schemas.RoleCluster, PublicKey: cl.Public()},
 	}}); err != nil {
+		return err
+	}
+	// The first samples are in the DSSE form with a dataschema on every
+	// event, as every writer wrote them before the compact form; those in
+	// golden.CompactDir are in the compact form, as writers write today.
+	if err := writeForm(dir, events.SigDSSE, hub, cl); err != nil {
+		return err
+	}
+	return writeForm(filepath.Join(dir, golden.CompactDir), events.SigCompact, hub, cl)
+}
+
+// writeForm writes the samples of every type signed in form into dir.
+func writeForm(dir string, form events.SigForm, hub, cl *events.Signer) error {
+	if err := os.MkdirAll(filepath.Join(dir, "structured"), 0o755); err != nil {
 		return err
 	}
 	topics := events.DefaultTopics("")
@@ -67,20 +81,11 @@ func run(dir string) error {
 		if sp.Signer == schemas.RoleCluster {
 			signer = cl
 		}
-		// Placements are keyed "namespace/name"; everything else by the
-		// golden cluster.
-		key, placement := strings.CutPrefix(s.subject, "placements/")
-		if !placement {
-			key = golden.ClusterName
-		}
-		e, err := events.New("//argosy.dev/"+string(sp.Family)+"/golden", s.typ, s.subject, key, s.data)
+		e, err := sampleEvent(i, sp, s, form)
 		if err != nil {
 			return err
 		}
-		e.SetID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1))
-		e.SetTime(at)
-		e.SetExtension("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-		if err := signer.Sign(context.Background(), e); err != nil {
+		if err := signer.SignAs(context.Background(), e, form); err != nil {
 			return err
 		}
 		r, err := events.EventRecord(context.Background(), e)
@@ -102,6 +107,28 @@ func run(dir string) error {
 		}
 	}
 	return nil
+}
+
+// sampleEvent returns the i-th sample's unsigned event. In the DSSE form
+// it carries a dataschema whatever its type.
+func sampleEvent(i int, sp events.Spec, s sample, form events.SigForm) (*event.Event, error) {
+	// Placements are keyed "namespace/name"; everything else by the
+	// golden cluster.
+	key, placement := strings.CutPrefix(s.subject, "placements/")
+	if !placement {
+		key = golden.ClusterName
+	}
+	e, err := events.New("//argosy.dev/"+string(sp.Family)+"/golden", s.typ, s.subject, key, s.data)
+	if err != nil {
+		return nil, err
+	}
+	e.SetID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1))
+	e.SetTime(at)
+	e.SetExtension("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	if form == events.SigDSSE {
+		e.SetDataSchema(sp.SchemaURL())
+	}
+	return e, nil
 }
 
 // structured returns r's event in structured content mode.
