@@ -137,3 +137,71 @@ func TestTrustFollowerReachesTheEndOfTransactions(t *testing.T) {
 		t.Errorf("the registered key is unknown: %+v", k)
 	}
 }
+
+// TestTrustFollowerWaitsForAnOpenTransaction: a trust event appended in a
+// transaction still open has its log time already, and becomes readable
+// only at the commit. The follower must not cover that time until it has
+// read the event: a reader would judge records after it without the key.
+func TestTrustFollowerWaitsForAnOpenTransaction(t *testing.T) {
+	r := newRig(t, 1, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRegistered, "keys/"+r.f.stranger.KeyID(), "cluster-z",
+		schemas.KeyRegistered{KeyID: r.f.stranger.KeyID(), Owner: "cluster-z", Role: schemas.RoleCluster,
+			Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(r.f.stranger.Public())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.f.hub.Sign(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := events.EventRecord(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Topic = r.topics[events.TopicTrust]
+	txn := kafkatest.Client(t, append(events.ProducerOpts(nil), kgo.TransactionalID("open."+rec.Topic))...)
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	appended := time.Now()
+
+	keys := events.NewFollowingRegistry(events.HubAnchor("hub", r.f.hub.Public()))
+	dec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(r.topics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := events.NewIntake(dec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := events.NewTrustFollower(kafkatest.Client(t, events.TrustConsumeOpts(r.topics)...), rec.Topic, in, keys,
+		events.WithClockMargin(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	waitCtx, waitCancel := context.WithTimeout(ctx, time.Second)
+	defer waitCancel()
+	if err := keys.WaitCovers(waitCtx, appended); err == nil {
+		_, known := keys.Key(r.f.stranger.KeyID())
+		t.Errorf("the registry covers the time after the open transaction's event (key known: %t)", known)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.WaitCovers(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := keys.Key(r.f.stranger.KeyID()); !ok {
+		t.Error("the key registered in the committed transaction is unknown")
+	}
+}

@@ -79,7 +79,7 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 	next := int64(0)
 	for ctx.Err() == nil {
 		began := time.Now()
-		ends, err := adm.ListCommittedOffsets(ctx, f.topic)
+		atEnd, err := f.atEnd(ctx, adm, next)
 		if err != nil { // not known to be at the end: do not advance
 			if ctx.Err() != nil {
 				return nil
@@ -91,8 +91,6 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		end, ok := ends.Lookup(f.topic, 0)
-		atEnd := ok && end.Err == nil && next >= end.Offset
 		if atEnd {
 			f.reg.Advance(began.Add(-f.margin))
 		}
@@ -104,6 +102,29 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 		f.reg.setRead(next)
 	}
 	return nil
+}
+
+// atEnd reports whether the follower, about to read offset next, has read
+// every record of the trust topic that was appended when it asks: next is
+// at the last stable offset, and that is the high watermark. A
+// transaction still open holds records appended already, with their log
+// times, that become readable only when it commits; until then nothing
+// past their times is covered.
+func (f *TrustFollower) atEnd(ctx context.Context, adm *kadm.Client, next int64) (bool, error) {
+	stable, err := adm.ListCommittedOffsets(ctx, f.topic)
+	if err != nil {
+		return false, err
+	}
+	lso, ok := stable.Lookup(f.topic, 0)
+	if !ok || lso.Err != nil || next < lso.Offset {
+		return false, nil
+	}
+	ends, err := adm.ListEndOffsets(ctx, f.topic)
+	if err != nil {
+		return false, err
+	}
+	hw, ok := ends.Lookup(f.topic, 0)
+	return ok && hw.Err == nil && lso.Offset >= hw.Offset, nil
 }
 
 // poll fetches for up to d (no time: not at all) and applies what it
