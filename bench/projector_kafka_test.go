@@ -109,15 +109,20 @@ func mustEvent(b *testing.B, source, typ, subject, key string, data any) *event.
 // ends of the status topic. Each pass is a new consumer group and store,
 // after one pass that warms the broker up.
 // In "forged", every tenth event is signed with another cluster's key, and
-// is dead-lettered.
+// is dead-lettered. "fleet-100" and "fleet-1000" take the fleet
+// benchmark's shape (docs/bench.md, Ingestion): 64 status partitions and
+// N clusters, each signing its own deltas.
+//
+//	go test -tags integration -run '^$' -bench 'BenchmarkProjector' -benchtime 2x -count 6 ./bench/
 func BenchmarkProjector(b *testing.B) {
-	const clusters, apps, total = 100, 10, 50_000
+	const apps, total = 10, 50_000
 	for _, bc := range []struct {
-		name        string
-		forgedEvery int
-	}{{"valid", 0}, {"forged", 10}} {
+		name                  string
+		partitions            int32
+		clusters, forgedEvery int
+	}{{"valid", 8, 100, 0}, {"forged", 8, 100, 10}, {"fleet-100", 64, 100, 0}, {"fleet-1000", 64, 1000, 0}} {
 		b.Run(bc.name, func(b *testing.B) {
-			f := newStatusFleet(b, 8, clusters, apps, total, bc.forgedEvery)
+			f := newStatusFleet(b, bc.partitions, bc.clusters, apps, total, bc.forgedEvery)
 			reg := events.NewRegistry(append(f.reg.Keys(), f.keys...)...)
 			dec, err := events.NewDecoder(events.NewVerifier(reg), events.WithTopics(f.topics))
 			if err != nil {
