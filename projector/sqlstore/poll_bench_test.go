@@ -44,7 +44,7 @@ const pollClusters, pollApps = 100, 10
 
 // fillFleet commits a heartbeat and a status of each Application of each
 // cluster.
-func fillFleet(b *testing.B, s *Store) {
+func fillFleet(b testing.TB, s *Store) {
 	b.Helper()
 	var l eventLog
 	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
