@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,15 +110,20 @@ func mustEvent(b *testing.B, source, typ, subject, key string, data any) *event.
 // ends of the status topic. Each pass is a new consumer group and store,
 // after one pass that warms the broker up.
 // In "forged", every tenth event is signed with another cluster's key, and
-// is dead-lettered.
+// is dead-lettered. "fleet-100" and "fleet-1000" take the fleet
+// benchmark's shape (docs/bench.md, Ingestion): 64 status partitions and
+// N clusters, each signing its own deltas.
+//
+//	go test -tags integration -run '^$' -bench 'BenchmarkProjector' -benchtime 2x -count 6 ./bench/
 func BenchmarkProjector(b *testing.B) {
-	const clusters, apps, total = 100, 10, 50_000
+	const apps, total = 10, 50_000
 	for _, bc := range []struct {
-		name        string
-		forgedEvery int
-	}{{"valid", 0}, {"forged", 10}} {
+		name                  string
+		partitions            int32
+		clusters, forgedEvery int
+	}{{"valid", 8, 100, 0}, {"forged", 8, 100, 10}, {"fleet-100", 64, 100, 0}, {"fleet-1000", 64, 1000, 0}} {
 		b.Run(bc.name, func(b *testing.B) {
-			f := newStatusFleet(b, 8, clusters, apps, total, bc.forgedEvery)
+			f := newStatusFleet(b, bc.partitions, bc.clusters, apps, total, bc.forgedEvery)
 			reg := events.NewRegistry(append(f.reg.Keys(), f.keys...)...)
 			dec, err := events.NewDecoder(events.NewVerifier(reg), events.WithTopics(f.topics))
 			if err != nil {
@@ -127,13 +133,18 @@ func BenchmarkProjector(b *testing.B) {
 			// One pass first, not counted: the broker's JIT compiles its
 			// fetch path on the first reads, which a running projector does
 			// not pay for again.
-			foldAll(b, f.setup, dec, ends)
+			var cpu cpuClock
+			foldAll(b, f.setup, dec, ends, &cpu)
+			cpu = cpuClock{}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N { // not b.Loop: each pass stops the timer for its setup
-				foldAll(b, f.setup, dec, ends)
+				foldAll(b, f.setup, dec, ends, &cpu)
 			}
 			b.ReportMetric(float64(b.N*total)/b.Elapsed().Seconds(), "events/s")
+			// This process's CPU time (the projector's, not the broker's) per
+			// event: steadier than events/s on a machine others load too.
+			b.ReportMetric(float64(cpu.total.Microseconds())/float64(b.N*total), "cpu-µs/event")
 			if bc.forgedEvery > 0 {
 				dlq := endOffsets(b, f.topics[events.TopicDeadLetter])
 				if got, want := dlq[projector.Partition{Topic: f.topics[events.TopicDeadLetter]}], int64((b.N+1)*total/bc.forgedEvery); got != want {
@@ -159,8 +170,26 @@ func endOffsets(b *testing.B, topic string) map[projector.Partition]int64 {
 	return ends
 }
 
-// foldAll runs a Runner on a new store until it has committed ends.
-func foldAll(b *testing.B, s *setup, dec *events.Decoder, ends map[projector.Partition]int64) {
+// cpuClock adds up this process's CPU time (user and system) between
+// start and stop, as the benchmark timer does wall time.
+type cpuClock struct {
+	total, at time.Duration
+}
+
+func (c *cpuClock) start(b *testing.B) { b.StartTimer(); c.at = processCPU(b) }
+func (c *cpuClock) stop(b *testing.B)  { b.StopTimer(); c.total += processCPU(b) - c.at }
+
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// foldAll runs a Runner on a new store until it has committed ends. cpu
+// counts the CPU time of what the benchmark timer counts.
+func foldAll(b *testing.B, s *setup, dec *events.Decoder, ends map[projector.Partition]int64, cpu *cpuClock) {
 	b.Helper()
 	b.StopTimer()
 	store, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "views.db"))
@@ -177,7 +206,7 @@ func foldAll(b *testing.B, s *setup, dec *events.Decoder, ends map[projector.Par
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
-	b.StartTimer()
+	cpu.start(b)
 	go func() { done <- r.Run(ctx) }()
 	var ps []projector.Partition
 	for p := range ends {
@@ -196,7 +225,7 @@ func foldAll(b *testing.B, s *setup, dec *events.Decoder, ends map[projector.Par
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	b.StopTimer()
+	cpu.stop(b)
 	cancel()
 	if err := <-done; err != nil {
 		b.Fatal(err)

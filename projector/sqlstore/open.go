@@ -30,6 +30,8 @@ type Store struct {
 	// together (specs.go); zero is projector.MaxSpecBytes and
 	// projector.MaxAnswerSpecBytes. Tests lower them.
 	maxSpec, maxAnswer int
+	// stmts are the read queries' prepared statements on r.
+	stmts stmtCache
 }
 
 var (
@@ -121,7 +123,10 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open sqlite %s: %w", path, err), w.Close())
 	}
+	// Every reader stays open: each keeps the read queries it has
+	// prepared (stmts.go), which a connection closed when idle would lose.
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	r.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	s.r = r
 	return s, nil
 }
@@ -182,10 +187,11 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	serr := s.stmts.close()
 	if s.r == s.w {
-		return s.w.Close()
+		return errors.Join(serr, s.w.Close())
 	}
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(serr, s.r.Close(), s.w.Close())
 }
 
 // rollback ends tx after err, and adds the rollback's own failure to it.

@@ -153,10 +153,14 @@ func (s *Store) inChunks(ctx context.Context, q string, n int, term string, args
 	return nil
 }
 
-// each runs query q (with '?' placeholders) on the readers and calls scan
-// for every row.
+// each runs query q (with '?' placeholders) on the readers, through its
+// prepared statement, and calls scan for every row.
 func (s *Store) each(ctx context.Context, q string, args []any, scan func(*sql.Rows) error) error {
-	return eachRow(ctx, s.r, s.d.bind(q), args, scan)
+	rows, err := s.stmts.query(ctx, s.r, s.d.bind(q), args)
+	if err != nil {
+		return err
+	}
+	return scanAll(rows, scan)
 }
 
 // querier is a *sql.DB or a *sql.Tx.
@@ -170,6 +174,11 @@ func eachRow(ctx context.Context, db querier, q string, args []any, scan func(*s
 	if err != nil {
 		return err
 	}
+	return scanAll(rows, scan)
+}
+
+// scanAll calls scan for every row of rows, and closes them.
+func scanAll(rows *sql.Rows, scan func(*sql.Rows) error) error {
 	defer rows.Close()
 	for rows.Next() {
 		if err := scan(rows); err != nil {
