@@ -141,6 +141,9 @@ func TestReaderResumesFromItsOffsetStore(t *testing.T) {
 	second := generations(t, "cluster-a", 6, 3)
 	r.publish("cluster-a", second...)
 	got = r.read(topic, "", r.decoder(), 3, events.WithOffsetStore(store))
+	if len(got) != 3 {
+		t.Fatalf("second pass read %d events, want 3", len(got))
+	}
 	for i, d := range got {
 		if d.Offset != int64(5+i) || d.Event.ID() != second[i].ID() {
 			t.Errorf("second pass read %s at %d, want %s at %d", d.Event.ID(), d.Offset, second[i].ID(), 5+i)
