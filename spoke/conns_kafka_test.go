@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -45,11 +46,30 @@ func (c *conns) count() int {
 	return len(c.live)
 }
 
+// brokers counts the live connections to brokers the clients learned of
+// from metadata, leaving out those to a seed address: franz-go sends every
+// other request that may go to any broker (Metadata, which kadm's offset
+// listings make each time its 5 s cache is stale) to a seed while it knows
+// one broker, and so keeps one connection to the seed besides.
+func (c *conns) brokers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, m := range c.live {
+		if m.NodeID >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // BenchmarkAgentConnections runs 200 agents in this process, each with
 // an Application applied, lets their connections settle (franz-go closes
 // one idle for 20 s) and reports the connections to the broker and the
 // goroutines each agent holds then, counted from franz-go's connect and
-// disconnect hooks and from runtime.NumGoroutine.
+// disconnect hooks (all of them, and those to a broker rather than a seed
+// address) and from runtime.NumGoroutine, and the consumer groups the
+// broker holds.
 //
 //	go test -tags integration -run '^$' -bench BenchmarkAgentConnections -benchtime 1x ./spoke/
 func BenchmarkAgentConnections(b *testing.B) {
@@ -84,6 +104,12 @@ func BenchmarkAgentConnections(b *testing.B) {
 		}
 		time.Sleep(45 * time.Second) // settle: idle connections closed
 		b.ReportMetric(float64(c.count())/agents, "conns/agent")
+		b.ReportMetric(float64(c.brokers())/agents, "broker-conns/agent")
+		groups, err := kadm.NewClient(f.client).ListGroups(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(groups.Groups())), "groups")
 		b.ReportMetric(float64(runtime.NumGoroutine()-before)/agents, "goroutines/agent")
 	}
 }
