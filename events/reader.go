@@ -46,6 +46,8 @@ type readerConfig struct {
 	onDataLoss     func(ctx context.Context, loss *kgo.ErrDataLoss)
 	onRefused      func(ctx context.Context, rec *kgo.Record, reason error) error
 	onCommit       func(partition int32, next int64)
+	offsets        OffsetStore
+	fetches        FetchSource
 	maxBackoff     time.Duration
 	commitInterval time.Duration
 }
@@ -87,6 +89,34 @@ func OnCommit(f func(partition int32, next int64)) Option {
 	return func(o *options) { o.reader.onCommit = f }
 }
 
+// OffsetStore keeps a Reader's offsets in place of a consumer group: an
+// agent keeps its config offset in its own state, so that the broker's
+// group coordinator holds nothing for it. Offsets returns the offset of
+// the next record to read of each of topic's partitions it holds one for;
+// Commit stores one, once the effect of every record below it is durable.
+// An error from either is retried like a handler's, unless it is Fatal.
+type OffsetStore interface {
+	Offsets(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error)
+	Commit(ctx context.Context, topic string, partition int32, next int64) error
+}
+
+// WithOffsetStore makes a Reader keep its offsets in s rather than in a
+// consumer group; NewReader then needs no group.
+func WithOffsetStore(s OffsetStore) Option { return func(o *options) { o.reader.offsets = s } }
+
+// FetchSource is where a Reader or a TrustFollower takes its fetches
+// from: their client itself by default, or a Demux's share of a client
+// that several of them read through (WithFetchSource).
+type FetchSource interface {
+	PollFetches(ctx context.Context) kgo.Fetches
+}
+
+// WithFetchSource makes a Reader or a TrustFollower poll src rather than
+// its client, which it still uses to assign, pause and resume its
+// partitions and for admin requests: src is a Demux's share of that
+// client (Demux.Topic).
+func WithFetchSource(src FetchSource) Option { return func(o *options) { o.reader.fetches = src } }
+
 // WithMaxBackoff caps the wait between a Reader's retries of a failing
 // handler; the default is 30 s.
 func WithMaxBackoff(d time.Duration) Option { return func(o *options) { o.reader.maxBackoff = d } }
@@ -118,22 +148,27 @@ type Reader struct {
 }
 
 // NewReader returns a reader of topic that takes records through in and
-// commits its offsets in group; the reader does not join the group, it
-// only stores offsets there. client must not be in a consumer group: the
+// commits its offsets in group, or in the store WithOffsetStore gives, and
+// then group must be empty; the reader does not join the group, it only
+// stores offsets there. client must not be in a consumer group: the
 // reader adds its partitions to it directly. It should use ReaderOpts. It
 // takes the reader's options (WithPartitions, WithStartOffset, WithSkip,
-// OnDataLoss, OnRefused, OnCommit, WithMaxBackoff, WithCommitInterval) and
-// WithLogger, WithTracerProvider and WithMeterProvider.
+// OnDataLoss, OnRefused, OnCommit, WithOffsetStore, WithFetchSource,
+// WithMaxBackoff, WithCommitInterval) and WithLogger, WithTracerProvider
+// and WithMeterProvider.
 func NewReader(client *kgo.Client, in *Intake, topic, group string, opts ...Option) (*Reader, error) {
-	if topic == "" || group == "" {
-		return nil, errors.New("reader: topic and group are required")
+	o := newOptions(opts)
+	cfg := o.reader
+	if topic == "" || (group == "") == (cfg.offsets == nil) {
+		return nil, errors.New("reader: a topic, and a group or an offset store but not both, are required")
 	}
 	if client == nil || in == nil {
 		return nil, errors.New("reader: a client and an intake are required")
 	}
-	o := newOptions(opts)
-	cfg := o.reader
 	cfg.topic, cfg.group = topic, group
+	if cfg.fetches == nil {
+		cfg.fetches = client
+	}
 	if cfg.maxBackoff <= 0 {
 		cfg.maxBackoff = 30 * time.Second
 	}
@@ -213,7 +248,7 @@ func (r *Reader) poll(ctx context.Context, workers map[int32]chan []*kgo.Record)
 		if len(pending) > 0 {
 			pollCtx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
 		}
-		fetches := r.client.PollFetches(pollCtx)
+		fetches := r.cfg.fetches.PollFetches(pollCtx)
 		cancel()
 		if ctx.Err() != nil {
 			return nil
@@ -355,20 +390,9 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 	if err != nil {
 		return nil, nil, fmt.Errorf("reader: start offsets of %s: %w", r.cfg.topic, err)
 	}
-	// The group coordinator may not be up yet on a fresh cluster.
-	var committed kadm.OffsetResponses
-	err = r.retry(ctx, func(ctx context.Context) error {
-		var err error
-		committed, err = r.adm.FetchOffsets(ctx, r.cfg.group)
-		if errors.Is(err, kerr.GroupIDNotFound) {
-			// A group that never committed: some brokers say so rather
-			// than answer with no offsets.
-			committed, err = nil, nil
-		}
-		return classify(err)
-	})
+	committed, err := r.committed(ctx, parts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reader: fetch offsets of group %s: %w", r.cfg.group, err)
+		return nil, nil, err
 	}
 	out := make(map[int32]kgo.Offset, len(parts))
 	var lost []*kgo.ErrDataLoss
@@ -386,6 +410,41 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 		}
 	}
 	return out, lost, nil
+}
+
+// committed returns the committed offsets of parts: those of the group,
+// or of the offset store.
+func (r *Reader) committed(ctx context.Context, parts []int32) (kadm.OffsetResponses, error) {
+	var committed kadm.OffsetResponses
+	if r.cfg.offsets != nil {
+		err := r.retry(ctx, func(ctx context.Context) error {
+			stored, err := r.cfg.offsets.Offsets(ctx, r.cfg.topic, parts)
+			committed = kadm.OffsetResponses{}
+			for p, at := range stored {
+				committed.Add(kadm.OffsetResponse{Offset: kadm.Offset{Topic: r.cfg.topic, Partition: p, At: at, LeaderEpoch: -1}})
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reader: stored offsets of %s: %w", r.cfg.topic, err)
+		}
+		return committed, nil
+	}
+	// The group coordinator may not be up yet on a fresh cluster.
+	err := r.retry(ctx, func(ctx context.Context) error {
+		var err error
+		committed, err = r.adm.FetchOffsets(ctx, r.cfg.group)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			// A group that never committed: some brokers say so rather
+			// than answer with no offsets.
+			committed, err = nil, nil
+		}
+		return classify(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reader: fetch offsets of group %s: %w", r.cfg.group, err)
+	}
+	return committed, nil
 }
 
 // handle takes one record through the intake and handles it,
@@ -488,6 +547,9 @@ func (r *Reader) commit(ctx context.Context, rec *kgo.Record) error {
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: rec.Topic, Partition: rec.Partition, At: rec.Offset + 1, LeaderEpoch: rec.LeaderEpoch})
 	err := r.retry(ctx, func(ctx context.Context) error {
+		if r.cfg.offsets != nil {
+			return r.cfg.offsets.Commit(ctx, rec.Topic, rec.Partition, rec.Offset+1)
+		}
 		resp, err := r.adm.CommitOffsets(ctx, r.cfg.group, offs)
 		if err == nil {
 			err = resp.Error()

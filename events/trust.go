@@ -24,15 +24,19 @@ type TrustFollower struct {
 	log    *slog.Logger
 	margin time.Duration
 	owners map[string]bool // nil: all
+
+	// fetches is what Run polls: client, or client's share of a Demux.
+	fetches FetchSource
 }
 
 // NewTrustFollower returns a follower of topic, the trust topic, that
 // feeds reg. client must consume the topic's partition 0 from the start
-// (see TrustConsumeOpts), and nothing else. Only trust anchors sign trust
+// (see TrustConsumeOpts), and nothing else unless the follower polls its
+// share of a Demux of client (WithFetchSource). Only trust anchors sign trust
 // events, so in decodes against reg.Anchors(), which covers every log
 // time, never against reg itself, which covers a time only once this
-// follower has read past it. It takes the WithLogger, WithTrustOwners and
-// WithClockMargin options: when the follower has read to the end, it
+// follower has read past it. It takes the WithLogger, WithTrustOwners,
+// WithFetchSource and WithClockMargin options: when the follower has read to the end, it
 // advances the registry to the local clock less the margin, for the
 // broker's clock to be behind ours.
 func NewTrustFollower(client *kgo.Client, topic string, in *Intake, reg *Registry, opts ...Option) (*TrustFollower, error) {
@@ -41,7 +45,12 @@ func NewTrustFollower(client *kgo.Client, topic string, in *Intake, reg *Registr
 	}
 	o := newOptions(opts)
 	reg.setClockMargin(o.ClockMargin)
-	return &TrustFollower{client: client, topic: topic, in: in, reg: reg, log: o.Log, margin: o.ClockMargin, owners: o.owners}, nil
+	f := &TrustFollower{client: client, topic: topic, in: in, reg: reg, log: o.Log, margin: o.ClockMargin, owners: o.owners,
+		fetches: o.reader.fetches}
+	if f.fetches == nil {
+		f.fetches = client
+	}
+	return f, nil
 }
 
 // TrustConsumeOpts are the consumer options of a TrustFollower's client.
@@ -136,7 +145,7 @@ func (f *TrustFollower) poll(ctx context.Context, d time.Duration, next int64) (
 	}
 	pollCtx, cancel := context.WithTimeout(ctx, d)
 	f.reg.setWake(cancel)
-	fs := f.client.PollFetches(pollCtx)
+	fs := f.fetches.PollFetches(pollCtx)
 	f.reg.setWake(nil)
 	cancel()
 	fs.EachError(func(t string, p int32, err error) {

@@ -41,7 +41,8 @@ type FleetConfig struct {
 	HubKey ed25519.PublicKey
 	// Conn connects the agents to Kafka; Topics are Argosy's topics, and
 	// TopicPrefix the prefix they were named with, which begins the
-	// agents' groups too (events.SpokeGroup).
+	// groups an older agent committed to (events.SpokeGroup), which an
+	// agent reads once when its state holds no config offset.
 	Conn        []kgo.Opt
 	Topics      events.Topics
 	TopicPrefix string

@@ -72,7 +72,7 @@ func TestFleetJoinsAndGoesOffline(t *testing.T) {
 	}
 }
 
-// TestFailedAgentStartsAgain fails every agent's first start (its producer
+// TestFailedAgentStartsAgain fails every agent's first start (its Kafka
 // client cannot be made) and checks that the fleet starts each again, as
 // Kubernetes restarts a spoke's pod, rather than stopping.
 func TestFailedAgentStartsAgain(t *testing.T) {
@@ -81,7 +81,7 @@ func TestFailedAgentStartsAgain(t *testing.T) {
 	defer cancel()
 	var failed atomic.Int32
 	failFirst := spoke.WithClientOpts(func(name string) []kgo.Opt {
-		if name == "producer" && failed.Add(1) <= 3 {
+		if name == "agent" && failed.Add(1) <= 3 {
 			return []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck())} // refused: idempotent writes need all acks
 		}
 		return nil

@@ -32,7 +32,7 @@ type Store interface {
 // and publishes acknowledgements, status deltas, deployment records, drift
 // reports and heartbeats. Everything it needs comes in through New, so
 // many Agents run side by side in one process (a simulated fleet), each
-// with its own clients, state and telemetry, and nothing global.
+// with its own client, state and telemetry, and nothing global.
 type Agent struct {
 	cluster string
 	keys    Keys
@@ -43,7 +43,7 @@ type Agent struct {
 	store   Store
 	o       options
 	opts    []Option
-	// kafka is Run's reader client while it runs, for Ready.
+	// kafka is Run's client while it runs, for Ready.
 	kafka atomic.Pointer[kgo.Client]
 }
 
@@ -110,9 +110,11 @@ func New(cluster string, keys Keys, hubKey ed25519.PublicKey, conn []kgo.Opt, ar
 	return &Agent{cluster: cluster, keys: keys, hub: hubKey, conn: conn, argo: argo, status: status, store: store, o: o, opts: opts}, nil
 }
 
-// Group is the consumer group where the agent of cluster commits its
-// config offsets unless WithGroup names another: events.SpokeGroup with no
-// topic prefix. The agent does not join it; it only stores offsets there.
+// Group is the consumer group where an agent of cluster of an older
+// version committed its config offsets, unless WithGroup names another:
+// events.SpokeGroup with no topic prefix. An agent now keeps its offset in
+// its state (ConfigOffsetKey); it reads the group's offset once, when its
+// state holds none, and never writes the group.
 func Group(cluster string) string { return events.SpokeGroup("", cluster) }
 
 // Run runs the agent until ctx ends, then stops every part and returns
@@ -128,7 +130,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer c.close()
-	a.kafka.Store(c.read)
+	a.kafka.Store(c.client)
 	defer a.kafka.Store(nil)
 	if err := a.checkPartitions(ctx, c.partitions); err != nil {
 		return err
@@ -160,24 +162,27 @@ func (a *Agent) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// conn is an agent's Kafka clients, closed when Run returns.
+// conn is an agent's Kafka client, closed when Run returns: the producer,
+// the config reader and the trust follower share it, and the readers
+// take their fetches through its demux, so that the agent holds one
+// client's connections to each broker (one each for produce requests,
+// fetches and the rest).
 type conn struct {
-	prod, read, trust *kgo.Client
-	partition         int32
-	partitions        int32 // of the config topic
+	client     *kgo.Client
+	demux      *events.Demux
+	partition  int32
+	partitions int32 // of the config topic
 }
 
 func (c *conn) close() {
-	for _, cl := range []*kgo.Client{c.prod, c.read, c.trust} {
-		if cl != nil {
-			cl.Close()
-		}
+	if c.client != nil {
+		c.client.Close()
 	}
 }
 
-// connect makes the producer, reader and trust clients, checks that Kafka
-// takes the credentials (franz-go retries refused ones quietly, so a ping
-// says why at once) and finds the config partition.
+// connect makes the client, checks that Kafka takes the credentials
+// (franz-go retries refused ones quietly, so a ping says why at once) and
+// finds the config partition.
 func (a *Agent) connect(ctx context.Context) (_ *conn, err error) {
 	c := &conn{} // not the result, which is nil on an error
 	defer func() {
@@ -185,28 +190,31 @@ func (a *Agent) connect(ctx context.Context) (_ *conn, err error) {
 			c.close()
 		}
 	}()
-	client := func(name string, opts ...kgo.Opt) (*kgo.Client, error) {
-		return kgo.NewClient(slices.Concat(opts, a.conn, a.o.ClientOpts(name))...)
-	}
-	if c.prod, err = client("producer", events.ProducerOpts(nil)...); err != nil {
+	opts := slices.Concat(events.ProducerOpts(nil), events.ReaderOpts(), events.TrustConsumeOpts(a.o.topics),
+		// A fetch in flight holds back a partition the reader adds or
+		// resumes until it returns: the trust partition's must not wait
+		// at the broker for the trust follower's 5 s.
+		[]kgo.Opt{kgo.FetchMaxWait(fetchMaxWait)})
+	if c.client, err = kgo.NewClient(slices.Concat(opts, a.conn, a.o.ClientOpts("agent"))...); err != nil {
 		return nil, err
 	}
-	if c.read, err = client("reader", events.ReaderOpts()...); err != nil {
-		return nil, err
-	}
-	if c.trust, err = client("trust", events.TrustConsumeOpts(a.o.topics)...); err != nil {
-		return nil, err
-	}
+	c.demux = events.NewDemux(c.client)
 	pingCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := c.read.Ping(pingCtx); err != nil {
+	if err := c.client.Ping(pingCtx); err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	if c.partition, c.partitions, err = a.configPartition(ctx, c.read); err != nil {
+	if c.partition, c.partitions, err = a.configPartition(ctx, c.client); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
+
+// fetchMaxWait is the longest a fetch of the agent's client waits at the
+// broker for records: the longest a partition its reader adds, or
+// resumes after pausing it, waits to be fetched, and an idle agent's one
+// fetch request each time.
+const fetchMaxWait = time.Second
 
 // parts are an agent's components, made afresh by each Run.
 type parts struct {
@@ -223,8 +231,9 @@ type parts struct {
 	// when it is read).
 	operator *Operator
 	// committed is the config partition's committed offset, -1 before
-	// the first commit of this Run.
+	// the first commit of this Run; offsets keeps it.
 	committed *atomic.Int64
+	offsets   *offsets
 	// read is the log time (Unix nanoseconds) of the last config record
 	// handled, and progress the committed offset and the records after it.
 	read     *atomic.Int64
@@ -263,7 +272,9 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	if group == "" {
 		group = Group(a.cluster)
 	}
-	if p.boot, err = newBootstrap(a.cluster, c.read, a.conn, c.partition, group, in, a.store, applier.Handle, a.opts...); err != nil {
+	config := a.o.topics[events.TopicConfig]
+	p.offsets = newOffsets(a.store, kadm.NewClient(c.client), group, config, c.partition)
+	if p.boot, err = newBootstrap(a.cluster, c.client, a.conn, c.partition, group, in, a.store, applier.Handle, a.opts...); err != nil {
 		return nil, err
 	}
 	if p.reporter, err = newReporter(a.cluster, producer, a.opts...); err != nil {
@@ -276,12 +287,12 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	if p.guard, err = newGuard(a.cluster, revert, a.store, producer, a.opts...); err != nil {
 		return nil, err
 	}
-	p.progress = progress(kadm.NewClient(c.read), group, a.o.topics[events.TopicConfig], c.partition)
+	p.progress = progress(kadm.NewClient(c.client), p.offsets, config, c.partition)
 	if p.heart, err = newHeartbeater(a.cluster, producer, p.reporter.Counts, p.progress, a.opts...); err != nil {
 		return nil, err
 	}
-	p.reader, err = events.NewReader(c.read, in, a.o.topics[events.TopicConfig], group, append(evOpts,
-		events.WithPartitions(c.partition),
+	p.reader, err = events.NewReader(c.client, in, config, "", append(evOpts,
+		events.WithPartitions(c.partition), events.WithOffsetStore(p.offsets), events.WithFetchSource(c.demux.Topic(config)),
 		events.WithSkip(func(r *kgo.Record) bool { return string(r.Key) != a.cluster }),
 		events.OnDataLoss(a.recover(p.boot, producer)),
 		events.OnRefused(applier.Refused),
@@ -303,7 +314,7 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	keys := events.NewFollowingRegistry(anchor)
 	// What the agent signs names how far it had read the trust topic, so
 	// that the projector judges it without waiting out the clock margin.
-	producer, err := events.NewProducer(c.prod, signer.WithTrustOffset(keys.TrustRead), a.o.topics, evOpts...)
+	producer, err := events.NewProducer(c.client, signer.WithTrustOffset(keys.TrustRead), a.o.topics, evOpts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -312,7 +323,7 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	dlq, err := events.NewDeadLetter(c.prod, a.o.topics[events.TopicDeadLetter], evOpts...)
+	dlq, err := events.NewDeadLetter(c.client, a.o.topics[events.TopicDeadLetter], evOpts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -333,8 +344,9 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	// Only the hub's trust events: the agent verifies nothing else, and
 	// a fleet's other clusters' keys and reports would cost every agent
 	// time and memory in proportion to the fleet.
-	follower, err := events.NewTrustFollower(c.trust, a.o.topics[events.TopicTrust], trustIn, keys,
-		append(evOpts, events.WithTrustOwners(hubOwner))...)
+	trust := a.o.topics[events.TopicTrust]
+	follower, err := events.NewTrustFollower(c.client, trust, trustIn, keys,
+		append(evOpts, events.WithTrustOwners(hubOwner), events.WithFetchSource(c.demux.Topic(trust)))...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -516,12 +528,12 @@ func (a *Agent) checkPartitions(ctx context.Context, partitions int32) error {
 	return nil
 }
 
-// progress reports the agent's committed config offset and the records
-// after it, up to the partition's last stable offset: the end a
-// read_committed reader can reach, markers included.
-func progress(adm *kadm.Client, group, topic string, part int32) func(context.Context) (int64, int64, error) {
+// progress reports the agent's committed config offset, as its state
+// keeps it, and the records after it, up to the partition's last stable
+// offset: the end a read_committed reader can reach, markers included.
+func progress(adm *kadm.Client, offs *offsets, topic string, part int32) func(context.Context) (int64, int64, error) {
 	return func(ctx context.Context) (int64, int64, error) {
-		committed, err := adm.FetchOffsets(ctx, group)
+		next, _, err := offs.stored(ctx)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -532,10 +544,6 @@ func progress(adm *kadm.Client, group, topic string, part int32) func(context.Co
 		end, ok := ends.Lookup(topic, part)
 		if !ok || end.Err != nil {
 			return 0, 0, errors.New("no end offset")
-		}
-		var next int64
-		if c, ok := committed.Lookup(topic, part); ok && c.Err == nil && c.At >= 0 {
-			next = c.At
 		}
 		return next, max(0, end.Offset-next), nil
 	}

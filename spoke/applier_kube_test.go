@@ -206,7 +206,7 @@ func (w *world) intake(dec *events.Decoder) *events.Intake {
 }
 
 // run reads the spoke's config partition with group until ctx ends.
-func (w *world) run(ctx context.Context, group string) <-chan error {
+func (w *world) run(ctx context.Context, group string, opts ...events.Option) <-chan error {
 	cl := kafkatest.Client(w.t, events.ReaderOpts()...)
 	dec, err := events.NewDecoder(events.NewVerifier(w.reg), append([]events.Option{events.WithTarget(w.cluster), events.WithTopics(w.topics)},
 		w.decOpts...)...)
@@ -215,8 +215,9 @@ func (w *world) run(ctx context.Context, group string) <-chan error {
 	}
 	p := events.NewPartitioner(nil).PartitionOf(w.cluster, partitions)
 	applier := w.newApplier()
-	rd, err := events.NewReader(cl, w.intake(dec), w.topics[events.TopicConfig], group, events.WithPartitions(p),
-		events.WithSkip(func(r *kgo.Record) bool { return string(r.Key) != w.cluster }), events.OnRefused(applier.Refused), events.WithLogger(w.log))
+	rd, err := events.NewReader(cl, w.intake(dec), w.topics[events.TopicConfig], group,
+		append([]events.Option{events.WithPartitions(p), events.WithSkip(func(r *kgo.Record) bool { return string(r.Key) != w.cluster }), events.OnRefused(applier.Refused),
+			events.WithLogger(w.log)}, opts...)...)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -38,15 +38,17 @@ type Bootstrap struct {
 	conn      []kgo.Opt
 	topics    events.Topics
 	partition int32
-	group     string
+	offsets   *offsets
 	in        *events.Intake
 	state     StateStore
 	handle    events.Handler
 	log       *slog.Logger
 }
 
-// newBootstrap returns the bootstrap of cluster's config partition, whose
-// offsets group holds. It uses client for admin requests and makes its own
+// newBootstrap returns the bootstrap of cluster's config partition. It
+// moves the config offset the agent keeps in state past what it applies;
+// group is where an older agent committed it (see offsets). It uses
+// client for admin requests and makes its own
 // short-lived consumers with conn; it takes records through in (which
 // waits while the keys are behind them) and hands each event to handle,
 // the config reader's handler. It takes the WithTopics and WithLogger
@@ -57,8 +59,9 @@ func newBootstrap(cluster string, client *kgo.Client, conn []kgo.Opt, partition 
 		return nil, errors.New("bootstrap: a cluster, a client, a partition, a group, an intake, a state store and a handler are required")
 	}
 	o := newOptions(opts)
-	return &Bootstrap{cluster: cluster, client: client, conn: conn, topics: o.topics,
-		partition: partition, group: group, in: in, state: state, handle: handle, log: o.Log}, nil
+	return &Bootstrap{cluster: cluster, client: client, conn: conn, topics: o.topics, partition: partition,
+		offsets: newOffsets(state, kadm.NewClient(client), group, o.topics[events.TopicConfig], partition),
+		in:      in, state: state, handle: handle, log: o.Log}, nil
 }
 
 // ErrNoDesiredTopic means the desired-state topic does not exist (a
@@ -102,7 +105,7 @@ func (b *Bootstrap) Run(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if last >= 0 {
-		if err := retry(ctx, b.log, "bootstrap: checkpoint", kerr.IsRetriable, func() error { return b.checkpoint(ctx, last+1) }); err != nil {
+		if err := retry(ctx, b.log, "bootstrap: checkpoint", transient, func() error { return b.checkpoint(ctx, last+1) }); err != nil {
 			return 0, err
 		}
 	}
@@ -374,26 +377,18 @@ func retry(ctx context.Context, log *slog.Logger, what string, transient func(er
 	}
 }
 
+// transient reports whether retrying may fix err: anything but a Kafka
+// error that says it may not (authorization, say).
+func transient(err error) bool {
+	var ke *kerr.Error
+	return !errors.As(err, &ke) || ke.Retriable
+}
+
 // checkpoint moves the spoke's config offset to next, unless it is already
 // further.
 func (b *Bootstrap) checkpoint(ctx context.Context, next int64) error {
-	adm := kadm.NewClient(b.client)
-	topic := b.topics[events.TopicConfig]
-	cur, err := adm.FetchOffsets(ctx, b.group)
-	if err != nil {
-		return fmt.Errorf("bootstrap: read checkpoint: %w", err)
-	}
-	if c, ok := cur.Lookup(topic, b.partition); ok && c.Err == nil && c.At >= next {
-		return nil
-	}
-	var os kadm.Offsets
-	os.Add(kadm.Offset{Topic: topic, Partition: b.partition, At: next, LeaderEpoch: -1})
-	resp, err := adm.CommitOffsets(ctx, b.group, os)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("bootstrap: commit checkpoint: %w", err)
+	if err := b.offsets.advance(ctx, next); err != nil {
+		return fmt.Errorf("bootstrap: checkpoint: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package spoke
 var (
 	NewApplier     = newApplier
 	NewBootstrap   = newBootstrap
+	NewOffsets     = newOffsets
 	NewGuard       = newGuard
 	NewHeartbeater = newHeartbeater
 	NewRecorder    = newRecorder

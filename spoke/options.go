@@ -74,10 +74,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options)
 // WithTopics names the topics; the default is events.DefaultTopics("").
 func WithTopics(t events.Topics) Option { return func(o *options) { o.topics = t } }
 
-// WithGroup names the group where the agent stores its config offsets; the
-// default is Group(cluster). An install with a topic prefix gives its
-// agents events.SpokeGroup(prefix, cluster), which its KafkaUsers' ACLs
-// grant.
+// WithGroup names the group where an agent of an older version stored its
+// config offsets; the default is Group(cluster). The agent keeps its
+// offset in its state (ConfigOffsetKey) and reads the group's once, when
+// its state holds none; it never writes the group. An install with a topic
+// prefix gives its agents events.SpokeGroup(prefix, cluster), which its
+// KafkaUsers' ACLs grant.
 func WithGroup(group string) Option { return func(o *options) { o.group = group } }
 
 // WithPartition pins the cluster's config partition; the default, -1,
@@ -103,8 +105,9 @@ func WithAgentVersion(v string) Option { return func(o *options) { o.agentVersio
 // WithArgoCDVersion is the local Argo CD's version, reported in heartbeats.
 func WithArgoCDVersion(v string) Option { return func(o *options) { o.argoCDVersion = v } }
 
-// WithClientOpts adds options to each Kafka client the agent makes, by the
-// client's name ("producer", "reader" or "trust"): telemetry hooks, say.
+// WithClientOpts adds options to the Kafka client the agent makes, by the
+// client's name ("agent": its producer, config reader and trust follower
+// share one client): telemetry hooks, say.
 // The short-lived clients of a bootstrap get none.
 func WithClientOpts(f func(name string) []kgo.Opt) Option {
 	return func(o *options) { o.ClientOpts = f }

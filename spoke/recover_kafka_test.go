@@ -83,11 +83,7 @@ func TestAgentRecoversLostConfigRecords(t *testing.T) {
 	want(t, first, map[string]int64{"argocd/web": 1, "argocd/old": 1})
 	written := end()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		cur, err := adm.FetchOffsets(t.Context(), spoke.Group(cluster))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o, ok := cur.Lookup(topic, part); ok && o.At >= written {
+		if storedOffset(t, store) >= written {
 			break
 		}
 		if time.Now().After(deadline) {
