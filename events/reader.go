@@ -50,6 +50,7 @@ type readerConfig struct {
 	fetches        FetchSource
 	maxBackoff     time.Duration
 	commitInterval time.Duration
+	quietInterval  time.Duration
 }
 
 // WithPartitions makes a Reader read these partitions of its topic by
@@ -132,6 +133,19 @@ func WithCommitInterval(d time.Duration) Option {
 	return func(o *options) { o.reader.commitInterval = d }
 }
 
+// WithQuietCommitInterval sets the least time between a Reader's commits
+// of a partition while the records finished since its last commit had no
+// effect: passed over (WithSkip) or transaction markers. Such progress is
+// committed after d, or with the next record that had one, or when the
+// reader stops; a crash reads those records again, and passes over them
+// again. An agent that shares its config partition with other clusters
+// keeps its offset where a write costs more than a Kafka commit, and
+// does not write it for each of theirs. The default is the commit
+// interval.
+func WithQuietCommitInterval(d time.Duration) Option {
+	return func(o *options) { o.reader.quietInterval = d }
+}
+
 // Reader consumes partitions by direct assignment, decodes each record, runs
 // a handler, dead-letters poison records and commits offsets after the
 // handler's effect is done. Each partition has its own worker, which handles
@@ -175,6 +189,7 @@ func NewReader(client *kgo.Client, in *Intake, topic, group string, opts ...Opti
 	if cfg.commitInterval <= 0 {
 		cfg.commitInterval = 100 * time.Millisecond
 	}
+	cfg.quietInterval = max(cfg.quietInterval, cfg.commitInterval)
 	if cfg.start == (kgo.Offset{}) {
 		cfg.start = kgo.NewOffset().AtStart()
 	}
@@ -295,7 +310,7 @@ func (r *Reader) fetchError(ctx context.Context, topic string, p int32, err erro
 // is committed before waiting for the next batch and when stopping, for a
 // fatal error too.
 func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handler) error {
-	c := &committer{interval: r.cfg.commitInterval, commit: r.commit}
+	c := &committer{interval: r.cfg.commitInterval, quiet: r.cfg.quietInterval, commit: r.commit}
 	for {
 		var recs []*kgo.Record
 		var ok bool
@@ -303,23 +318,25 @@ func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handl
 		case recs, ok = <-batches:
 		default:
 			// Nothing more to handle yet: an idle partition keeps
-			// nothing uncommitted.
-			if err := c.flush(ctx); err != nil {
+			// nothing uncommitted, or, when what it holds had no
+			// effect, nothing past the quiet interval.
+			var err error
+			if recs, ok, err = c.idle(ctx, batches); err != nil {
 				return err
 			}
-			recs, ok = <-batches
 		}
 		if !ok {
 			return c.flush(ctx)
 		}
 		for _, rec := range recs {
-			if err := r.handle(ctx, rec, h); err != nil {
+			effect, err := r.handle(ctx, rec, h)
+			if err != nil {
 				if cerr := c.flush(ctx); cerr != nil {
 					return errors.Join(err, cerr)
 				}
 				return err
 			}
-			if err := c.finished(ctx, rec); err != nil {
+			if err := c.finished(ctx, rec, effect); err != nil {
 				return err
 			}
 		}
@@ -329,20 +346,44 @@ func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handl
 // committer holds one partition's last finished record until it is
 // committed. It is used by that partition's worker only.
 type committer struct {
-	interval time.Duration
-	commit   func(context.Context, *kgo.Record) error
-	done     *kgo.Record // finished, not committed yet
-	last     time.Time   // when the last commit ended
+	interval, quiet time.Duration
+	commit          func(context.Context, *kgo.Record) error
+	done            *kgo.Record // finished, not committed yet
+	effect          bool        // a record finished since the last commit had an effect
+	last            time.Time   // when the last commit ended
 }
 
 // finished records rec as done and commits it if no commit was made in the
-// last interval.
-func (c *committer) finished(ctx context.Context, rec *kgo.Record) error {
-	c.done = rec
-	if time.Since(c.last) < c.interval {
+// last interval, or, while nothing finished since had an effect, in the
+// last quiet interval.
+func (c *committer) finished(ctx context.Context, rec *kgo.Record, effect bool) error {
+	c.done, c.effect = rec, c.effect || effect
+	if since := time.Since(c.last); since < c.interval || (!c.effect && since < c.quiet) {
 		return nil
 	}
 	return c.flush(ctx)
+}
+
+// idle commits what is finished and waits for the next batch; what had no
+// effect it commits once the quiet interval since the last commit is up,
+// unless a batch comes first.
+func (c *committer) idle(ctx context.Context, batches <-chan []*kgo.Record) ([]*kgo.Record, bool, error) {
+	if c.done != nil && !c.effect {
+		if wait := c.quiet - time.Since(c.last); wait > 0 {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case recs, ok := <-batches:
+				return recs, ok, nil
+			case <-t.C:
+			}
+		}
+	}
+	if err := c.flush(ctx); err != nil {
+		return nil, false, err
+	}
+	recs, ok := <-batches
+	return recs, ok, nil
 }
 
 // flush commits the last finished record, if there is one. The commit does
@@ -356,7 +397,7 @@ func (c *committer) flush(ctx context.Context) error {
 	if err := c.commit(ctx, c.done); err != nil {
 		return err
 	}
-	c.done, c.last = nil, time.Now()
+	c.done, c.effect, c.last = nil, false, time.Now()
 	return nil
 }
 
@@ -449,26 +490,32 @@ func (r *Reader) committed(ctx context.Context, parts []int32) (kadm.OffsetRespo
 
 // handle takes one record through the intake and handles it,
 // dead-lettering it if it is poison.
-func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
+func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) (effect bool, err error) {
 	if r.cfg.skip != nil && r.cfg.skip(rec) {
-		return nil
+		return false, nil
 	}
 	d, err := r.in.Take(ctx, rec)
 	if err != nil {
 		if !IsPoison(err) {
-			return err // ctx ended
+			return false, err // ctx ended
 		}
 		if r.cfg.onRefused != nil {
 			cause := err
 			if err := r.retry(ctx, func(ctx context.Context) error { return r.cfg.onRefused(ctx, rec, cause) }); err != nil && !IsPoison(err) {
-				return err
+				return false, err
 			}
 		}
-		return r.refuse(ctx, rec, err)
+		return true, r.refuse(ctx, rec, err)
 	}
 	if d == nil {
-		return nil // a transaction marker
+		return false, nil // a transaction marker
 	}
+	return true, r.process(ctx, rec, d, h)
+}
+
+// process runs h on d, the event rec holds, in a span that continues the
+// event's trace.
+func (r *Reader) process(ctx context.Context, rec *kgo.Record, d *Decoded, h Handler) error {
 	ctx, span := r.tracer.Start(ContextWithTrace(ctx, d), "events.process "+d.Spec.Type,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 			attribute.String("messaging.destination.name", rec.Topic),
@@ -476,7 +523,7 @@ func (r *Reader) handle(ctx context.Context, rec *kgo.Record, h Handler) error {
 			attribute.Int64("messaging.kafka.offset", rec.Offset),
 			attribute.String("cloudevents.event_id", d.Event.ID())))
 	defer span.End()
-	err = r.retry(ctx, func(ctx context.Context) error { return call(ctx, h, d) })
+	err := r.retry(ctx, func(ctx context.Context) error { return call(ctx, h, d) })
 	switch {
 	case err == nil:
 		countType(ctx, r.inst.processed, d.Spec.Type)

@@ -294,6 +294,9 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	p.reader, err = events.NewReader(c.client, in, config, "", append(evOpts,
 		events.WithPartitions(c.partition), events.WithOffsetStore(p.offsets), events.WithFetchSource(c.demux.Topic(config)),
 		events.WithSkip(func(r *kgo.Record) bool { return string(r.Key) != a.cluster }),
+		// Its offset is a write to its state: the other clusters'
+		// records on its partition move it only every quietCommit.
+		events.WithQuietCommitInterval(quietCommit),
 		events.OnDataLoss(a.recover(p.boot, producer)),
 		events.OnRefused(applier.Refused),
 		events.OnCommit(func(_ int32, next int64) { p.committed.Store(next) }))...)
@@ -352,6 +355,13 @@ func (a *Agent) logIO(c *conn) (*events.Producer, *events.Intake, *events.TrustF
 	}
 	return producer, in, follower, nil
 }
+
+// quietCommit is the least time between two writes of the agent's config
+// offset to its state while only other clusters' records (and transaction
+// markers) pass: a busy fleet shares each partition among many clusters,
+// and each write is a request to the cluster's API server. A crash reads
+// those records again, and passes over them again.
+const quietCommit = 10 * time.Second
 
 // hubOwner is the owner, and so the record key, of the hub's trust
 // events (the hub's HubKeyOwner).

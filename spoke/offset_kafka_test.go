@@ -4,6 +4,7 @@ package spoke_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net"
 	"slices"
@@ -242,4 +243,57 @@ func TestAgentMigratesItsGroupOffset(t *testing.T) {
 	if o, ok := got.Lookup(topic, part); !ok || o.At != legacy {
 		t.Errorf("the group's offset is %v, want it left at %d", o, legacy)
 	}
+}
+
+// countOffsets counts the writes of the agent's config offset.
+type countOffsets struct {
+	*memStore
+	writes atomic.Int64
+}
+
+func (s *countOffsets) Put(ctx context.Context, key string, a spoke.Applied) error {
+	if key == spoke.ConfigOffsetKey {
+		s.writes.Add(1)
+	}
+	return s.memStore.Put(ctx, key, a)
+}
+
+// TestAgentWritesItsOffsetRarelyForOthers runs an agent on a partition
+// that other clusters' changes keep busy: each write of its offset is a
+// request to its cluster's API server, so their records must not move it
+// each time they pass. Its own next change is committed at once, and the
+// offset then covers theirs too.
+func TestAgentWritesItsOffsetRarelyForOthers(t *testing.T) {
+	f := newFleet(t, 2)
+	defer f.client.Close()
+	keys, err := spoke.GenerateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := events.NewPartitioner(nil).PartitionOf("quiet", 2)
+	var others []string
+	for i := 0; len(others) < 4; i++ {
+		if c := fmt.Sprintf("other-%d", i); events.NewPartitioner(nil).PartitionOf(c, 2) == part {
+			others = append(others, c)
+		}
+	}
+	store := &countOffsets{memStore: newMemStore()}
+	a := f.offsetAgent(t, "quiet", keys, store)
+	defer a.start(t)()
+	f.publish(f.prod, f.upsert(a.cluster, "web", 1))
+	waitApplied(t, a.agent, "argocd/web")
+	eventually(t, "the agent never stored its offset", func() bool { return storedOffset(t, store) == f.configEnd(t, a.cluster) })
+	before := store.writes.Load()
+	for i := range 40 {
+		f.publish(f.prod, f.upsert(others[i%4], "web", int64(i/4+1)))
+		time.Sleep(25 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if n := store.writes.Load() - before; n > 1 {
+		t.Errorf("40 other clusters' records in a second moved the offset %d times, want at most once", n)
+	}
+	f.publish(f.prod, f.upsert(a.cluster, "web", 2))
+	waitApplied(t, a.agent, "argocd/web")
+	end := f.configEnd(t, a.cluster)
+	eventually(t, "its own change was not committed with the others'", func() bool { return storedOffset(t, store) == end })
 }
