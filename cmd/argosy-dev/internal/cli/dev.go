@@ -128,7 +128,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	if err != nil {
 		return err
 	}
-	k, err := devKafka(ctx, o)
+	k, err := devKafka(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -162,6 +162,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return sys.Run(gctx) })
 	g.Go(func() error { return f.run(gctx) })
+	g.Go(func() error { return k.watch(gctx) })
 	err = g.Wait()
 	if rerr := os.Remove(filepath.Join(o.DataDir, DevReadyFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		err = errors.Join(err, rerr)
@@ -196,19 +197,34 @@ type devKafkaConn struct {
 	topics  events.Topics
 	decoder []events.Option
 	close   func()
+	// failed receives the error the embedded broker stopped taking
+	// connections on; nil (never) with --broker.
+	failed <-chan error
+}
+
+// watch returns when ctx ends, or with an error that says so when the
+// embedded broker stops taking connections: without it nothing works, and
+// a process that stayed up would leave the argosy CLI waiting.
+func (k *devKafkaConn) watch(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-k.failed:
+		return fmt.Errorf("the embedded broker stopped taking connections (%w); argosy dev cannot go on without it: start it again", err)
+	}
 }
 
 // devKafka starts the embedded broker unless --broker names one, and makes
 // Argosy's topics there.
-func devKafka(ctx context.Context, o *DevOptions) (*devKafkaConn, error) {
+func devKafka(ctx context.Context, o *DevOptions, log *slog.Logger) (*devKafkaConn, error) {
 	k := &devKafkaConn{topics: events.DefaultTopics(o.TopicPrefix), close: func() {}}
 	seed := o.Broker
 	if seed == "" {
-		b, err := startBroker(filepath.Join(o.DataDir, "kafka"), o.BrokerPort)
+		b, err := startBroker(filepath.Join(o.DataDir, "kafka"), o.BrokerPort, log, net.Listen)
 		if err != nil {
 			return nil, err
 		}
-		k.close, k.decoder, seed = b.Close, []events.Option{events.AcceptCreateTime()}, b.ListenAddrs()[0]
+		k.close, k.decoder, seed, k.failed = b.Close, []events.Option{events.AcceptCreateTime()}, b.ListenAddrs()[0], b.failed
 	}
 	k.conn = []kgo.Opt{kgo.SeedBrokers(seed)}
 	if err := devTopics(ctx, k.conn, k.topics); err != nil {
