@@ -49,6 +49,9 @@ type DevOptions struct {
 	Reset       bool
 	Offline     time.Duration
 	Quiet       bool
+	// ReportEvery is how often the process logs its memory, goroutines
+	// and open files (0: never).
+	ReportEvery time.Duration
 }
 
 // DevReady is what argosy-dev writes to DIR/dev.json once it serves:
@@ -112,6 +115,7 @@ for the argosy CLI. Ctrl-C stops everything cleanly; --reset starts over.`,
 	f.BoolVar(&opts.Reset, "reset", false, "delete --data-dir first: a new broker log, new keys, a new fleet")
 	f.DurationVar(&opts.Offline, "offline-every", 3*time.Minute, "how often, on average, a cluster goes offline for a while (0: never)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print only the ready message and errors")
+	f.DurationVar(&opts.ReportEvery, "report-every", time.Minute, "how often to log the process's memory, goroutines and open files (0: never)")
 	return cmd
 }
 
@@ -121,6 +125,11 @@ func devRun(ctx context.Context, o *DevOptions) error {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(o.IO.Err, &slog.HandlerOptions{Level: level}))
+	if limit, ok := openFileLimit(); ok {
+		if err := checkDescriptors(o.Clusters, o.Broker == "", limit); err != nil {
+			return err
+		}
+	}
 	if err := devDir(o); err != nil {
 		return err
 	}
@@ -163,6 +172,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	g.Go(func() error { return sys.Run(gctx) })
 	g.Go(func() error { return f.run(gctx) })
 	g.Go(func() error { return k.watch(gctx) })
+	g.Go(func() error { return reportProcess(gctx, log, o.ReportEvery) })
 	err = g.Wait()
 	if rerr := os.Remove(filepath.Join(o.DataDir, DevReadyFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		err = errors.Join(err, rerr)
