@@ -32,7 +32,7 @@ FUZZTIME    ?= 60s
 OPENAPI_FUZZ_EXAMPLES ?= 400
 BENCHCOUNT  ?= 1
 
-.PHONY: all build run test test-unit test-integration fuzz bench bench-fleet lint generate verify tools test-tools kube-tools clean
+.PHONY: all build run dev-soak test test-unit test-integration fuzz bench bench-fleet lint generate verify tools test-tools kube-tools clean
 
 all: build
 
@@ -46,6 +46,9 @@ run: ## Run the whole system with a simulated fleet (argosy dev; ARGS="--cluster
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/argosy ./cmd/argosy-dev
 	@echo 'bin/argosy is built: put bin/ on your PATH (export PATH="$$PWD/bin:$$PATH") to use it from another terminal.'
 	bin/argosy dev $(ARGS)
+
+dev-soak: build ## Run argosy-dev with SOAK_CLUSTERS (1000) clusters for SOAK_FOR seconds (3600), sampling memory, goroutines and open files every SOAK_EVERY (60) to a CSV (docs/dev.md).
+	SOAK_BIN=bin/argosy-dev cmd/argosy-dev/soak.sh
 
 test: test-tools kube-tools ## Run every test: unit, integration (real Kafka, Kubernetes, Argo CD, PostgreSQL), schema and golden checks.
 	$(GO) test -race -count=1 $(INTEGRATION) ./...

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Client calls /api/v1 (schemas/openapi.yaml): the hub's own API, and
@@ -229,7 +230,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("calling the hub at %s: %w", c.base, err)
+		return c.callError(ctx, method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -248,3 +249,31 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	return nil
 }
+
+// callError is the error of a call that got no answer: one that timed
+// out (the http.Client's Timeout, or ctx's deadline) says which hub did
+// not answer within how long and what to check, rather than leave the
+// caller to guess.
+func (c *Client) callError(ctx context.Context, method, path string, err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) || !ue.Timeout() {
+		return fmt.Errorf("calling the hub at %s: %w", c.base, err)
+	}
+	within := ""
+	if c.hc.Timeout > 0 {
+		within = " within " + c.hc.Timeout.String()
+	} else if d, ok := ctx.Deadline(); ok {
+		within = " by " + d.Format(time.TimeOnly)
+	}
+	return &TimeoutError{msg: fmt.Sprintf("the hub at %s did not answer %s %s%s: check that the hub runs and that this is its "+
+		"address (its /readyz, and its log for why it does not answer; under argosy dev, that argosy-dev still runs)", c.base, method, path, within), err: err}
+}
+
+// TimeoutError is a call the hub did not answer in time.
+type TimeoutError struct {
+	msg string
+	err error
+}
+
+func (e *TimeoutError) Error() string { return e.msg }
+func (e *TimeoutError) Unwrap() error { return e.err }

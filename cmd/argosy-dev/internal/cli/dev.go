@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ type DevOptions struct {
 	Reset       bool
 	Offline     time.Duration
 	Quiet       bool
+	// ReportEvery is how often the process logs its memory, goroutines
+	// and open files (0: never).
+	ReportEvery time.Duration
 }
 
 // DevReady is what argosy-dev writes to DIR/dev.json once it serves:
@@ -112,6 +116,7 @@ for the argosy CLI. Ctrl-C stops everything cleanly; --reset starts over.`,
 	f.BoolVar(&opts.Reset, "reset", false, "delete --data-dir first: a new broker log, new keys, a new fleet")
 	f.DurationVar(&opts.Offline, "offline-every", 3*time.Minute, "how often, on average, a cluster goes offline for a while (0: never)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print only the ready message and errors")
+	f.DurationVar(&opts.ReportEvery, "report-every", time.Minute, "how often to log the process's memory, goroutines and open files (0: never)")
 	return cmd
 }
 
@@ -121,6 +126,11 @@ func devRun(ctx context.Context, o *DevOptions) error {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(o.IO.Err, &slog.HandlerOptions{Level: level}))
+	if limit, ok := openFileLimit(); ok {
+		if err := checkDescriptors(o.Clusters, o.Broker == "", limit); err != nil {
+			return err
+		}
+	}
 	if err := devDir(o); err != nil {
 		return err
 	}
@@ -128,7 +138,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	if err != nil {
 		return err
 	}
-	k, err := devKafka(ctx, o)
+	k, err := devKafka(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -162,6 +172,8 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return sys.Run(gctx) })
 	g.Go(func() error { return f.run(gctx) })
+	g.Go(func() error { return k.watch(gctx) })
+	g.Go(func() error { return reportProcess(gctx, log, o.ReportEvery) })
 	err = g.Wait()
 	if rerr := os.Remove(filepath.Join(o.DataDir, DevReadyFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		err = errors.Join(err, rerr)
@@ -196,19 +208,34 @@ type devKafkaConn struct {
 	topics  events.Topics
 	decoder []events.Option
 	close   func()
+	// failed receives the error the embedded broker stopped taking
+	// connections on; nil (never) with --broker.
+	failed <-chan error
+}
+
+// watch returns when ctx ends, or with an error that says so when the
+// embedded broker stops taking connections: without it nothing works, and
+// a process that stayed up would leave the argosy CLI waiting.
+func (k *devKafkaConn) watch(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-k.failed:
+		return fmt.Errorf("the embedded broker stopped taking connections (%w); argosy dev cannot go on without it: start it again", err)
+	}
 }
 
 // devKafka starts the embedded broker unless --broker names one, and makes
 // Argosy's topics there.
-func devKafka(ctx context.Context, o *DevOptions) (*devKafkaConn, error) {
+func devKafka(ctx context.Context, o *DevOptions, log *slog.Logger) (*devKafkaConn, error) {
 	k := &devKafkaConn{topics: events.DefaultTopics(o.TopicPrefix), close: func() {}}
 	seed := o.Broker
 	if seed == "" {
-		b, err := startBroker(filepath.Join(o.DataDir, "kafka"), o.BrokerPort)
+		b, err := startBroker(filepath.Join(o.DataDir, "kafka"), o.BrokerPort, log, net.Listen)
 		if err != nil {
 			return nil, err
 		}
-		k.close, k.decoder, seed = b.Close, []events.Option{events.AcceptCreateTime()}, b.ListenAddrs()[0]
+		k.close, k.decoder, seed, k.failed = b.Close, []events.Option{events.AcceptCreateTime()}, b.ListenAddrs()[0], b.failed
 	}
 	k.conn = []kgo.Opt{kgo.SeedBrokers(seed)}
 	if err := devTopics(ctx, k.conn, k.topics); err != nil {
@@ -217,6 +244,14 @@ func devKafka(ctx context.Context, o *DevOptions) (*devKafkaConn, error) {
 	}
 	return k, nil
 }
+
+// agentFetchBytes bounds what one fetch of a simulated agent brings back.
+// kfake keeps, for each connection, a buffer as big as the largest
+// answer it wrote on it, and franz-go's defaults (50 MiB a fetch, 1 MiB a
+// partition) let a bootstrap's fetches grow them: with 1,000 clusters
+// those buffers were 1.3 GB of a 2.9 GB heap. An agent's topics are read
+// in a few more fetches instead.
+const agentFetchBytes = 64 << 10
 
 // devFleet is the simulated fleet of argosy dev.
 type devFleet struct {
@@ -238,7 +273,8 @@ func (f devFleet) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: f.o.Clusters, Prefix: "sim", Hub: client, HubKey: f.hubKey, Conn: f.kafka.conn,
+	fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: f.o.Clusters, Prefix: "sim", Hub: client, HubKey: f.hubKey, Conn: slices.Concat(f.kafka.conn,
+		[]kgo.Opt{kgo.FetchMaxBytes(agentFetchBytes), kgo.FetchMaxPartitionBytes(agentFetchBytes)}),
 		Topics: f.kafka.topics, TopicPrefix: f.o.TopicPrefix, Dir: filepath.Join(f.o.DataDir, "fleet"), Offline: f.o.Offline,
 		OfflineFor: [2]time.Duration{30 * time.Second, 90 * time.Second},
 		Log:        f.log.With("component", "fleet"), AgentOpts: []spoke.Option{spoke.WithDecoderOptions(f.kafka.decoder...)}})

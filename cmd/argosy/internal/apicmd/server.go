@@ -26,6 +26,12 @@ const (
 	DefaultServer = "http://127.0.0.1:8080"
 )
 
+// DefaultRequestTimeout is --request-timeout's default: a call the hub
+// has not answered in this long is taken as one it will not answer (a
+// hub that is down behind an open port, a broker that took no
+// connection), and the command says so instead of waiting for ever.
+const DefaultRequestTimeout = 30 * time.Second
+
 // Options are the flags of every command that calls a server.
 type Options struct {
 	// Server is --server; empty for the environment's, the context's or
@@ -42,6 +48,10 @@ type Options struct {
 	// HTTPClient is the client to call the server with; nil for a default
 	// one.
 	HTTPClient *http.Client
+	// requestTimeout is --request-timeout: how long one call may wait for
+	// the server's answer; zero for no limit (and for Options that no
+	// command's flags bound).
+	requestTimeout time.Duration
 
 	// target is what Client resolved, for Explain.
 	target *Target
@@ -59,6 +69,8 @@ func AddFlags(cmd *cobra.Command, o *Options) {
 	f.StringVar(&o.Token, "token", "", "bearer token to send (default $"+EnvToken+", else the context's token)")
 	f.StringVar(&o.CA, "certificate-authority", "", "PEM CA bundle trusted for an https server besides the system's CAs (default $"+EnvCA+
 		", else the context's, from argosy login --certificate-authority)")
+	f.DurationVar(&o.requestTimeout, "request-timeout", DefaultRequestTimeout,
+		"how long to wait for the server's answer to each call before giving up (0: no limit)")
 	if err := cmd.RegisterFlagCompletionFunc("context", CompleteContexts); err != nil {
 		// cannot happen for a flag just added; surface it if it does
 		cmd.PreRunE = func(*cobra.Command, []string) error { return fmt.Errorf("--context completion: %w", err) }
@@ -167,15 +179,21 @@ func (t *Target) apply(x *config.Context, explicit bool) {
 }
 
 // httpClient is o.HTTPClient, else one that trusts t's CA bundle besides
-// the system's CAs, else nil (the default).
+// the system's CAs, else a default one, with --request-timeout as its
+// Timeout.
 func (o *Options) httpClient(t *Target) (*http.Client, error) {
-	if o.HTTPClient != nil || t.CA == "" {
-		return o.HTTPClient, nil
+	hc := &http.Client{}
+	switch {
+	case o.HTTPClient != nil:
+		*hc = *o.HTTPClient
+	case t.CA != "":
+		ca, err := cmdkit.CAClient(t.CA)
+		if err != nil {
+			return nil, fmt.Errorf("--certificate-authority: %w", err)
+		}
+		hc = ca
 	}
-	hc, err := cmdkit.CAClient(t.CA)
-	if err != nil {
-		return nil, fmt.Errorf("--certificate-authority: %w", err)
-	}
+	hc.Timeout = o.requestTimeout
 	return hc, nil
 }
 

@@ -145,7 +145,8 @@ func resendable(ctx context.Context, err error) bool {
 		return true
 	}
 	var ue *url.Error
-	return errors.As(err, &ue)
+	var te *api.TimeoutError
+	return errors.As(err, &ue) && !errors.As(err, &te) // a hub that did not answer in time will not answer the next time
 }
 
 // resentError is a write that failed however often it was sent.
