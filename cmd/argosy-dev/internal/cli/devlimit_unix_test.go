@@ -46,7 +46,7 @@ func TestDevRefusesOverOpenFileLimit(t *testing.T) {
 	case <-time.After(time.Minute): // a bound on a wait, not a measure
 		t.Fatal("argosy-dev started 200 clusters with 2048 open files")
 	}
-	if want := "--clusters 200 needs about 5024 open files"; !strings.Contains(errb.String(), want) {
+	if want := "--clusters 200 needs about 3824 open files"; !strings.Contains(errb.String(), want) {
 		t.Errorf("stderr %q, want %q", errb.String(), want)
 	}
 }

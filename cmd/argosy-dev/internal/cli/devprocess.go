@@ -12,16 +12,15 @@ import (
 )
 
 // connsPerAgent is how many connections one simulated cluster's agent
-// holds to the broker at the peak, while the fleet starts: three Kafka
-// clients (the reader, the trust follower and the producer), each with
-// up to three connections (the seed's, and the broker's for requests and
-// for fetches), and one more being replaced. Lower it when the agent uses
-// one client. With the embedded broker both ends of each connection are
-// descriptors of this process. Measured: 5,505 open with 300 clusters
-// just after ready (18.4 a cluster) and 3,061 once settled; with 1,000,
-// 18,113 30 s after ready, having reached the limit of 20,000 for 4 s
-// before it, and 10,069 once settled.
-const connsPerAgent = 10
+// holds to the broker at the peak, while the fleet starts: its one Kafka
+// client's (the seed's, and the broker's for requests, for fetches and
+// for produce requests), and those of its bootstrap's short-lived
+// clients. With the embedded broker both ends of each connection are
+// descriptors of this process. Measured with 1,000 clusters: at most
+// 14,115 open in the first 100 s (7.1 a cluster, both ends), and 6,065
+// once settled (three clients an agent held 18,113 after ready and
+// 10,069 settled).
+const connsPerAgent = 7
 
 // descriptorSlack is what the rest of argosy-dev holds open besides the
 // agents: the hub's, the projector's and the fold's Kafka clients, the

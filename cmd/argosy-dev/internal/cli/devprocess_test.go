@@ -22,12 +22,13 @@ func TestCheckDescriptors(t *testing.T) {
 		want     []string // nil: no error
 	}{
 		{clusters: 300, embedded: true, limit: 20000},
-		{clusters: 1000, embedded: true, limit: 21024},
-		{clusters: 1000, embedded: false, limit: 12000},
-		{clusters: 1000, embedded: true, limit: 20000, want: []string{"--clusters 1000 needs about 21024 open files", "may open 20000",
-			"ulimit -n 21024", "LimitNOFILE=21024", "--ulimit nofile=21024:21024", "run --clusters 948 or fewer"}},
-		{clusters: 10000, embedded: true, limit: 4096, want: []string{"needs about 201024", "run --clusters 153 or fewer"}},
-		{clusters: 2000, embedded: false, limit: 1024, want: []string{"needs about 21024", "run --clusters 0 or fewer"}},
+		{clusters: 1000, embedded: true, limit: 20000},
+		{clusters: 1000, embedded: true, limit: 15024},
+		{clusters: 1000, embedded: false, limit: 8100},
+		{clusters: 1000, embedded: true, limit: 15000, want: []string{"--clusters 1000 needs about 15024 open files", "may open 15000",
+			"ulimit -n 15024", "LimitNOFILE=15024", "--ulimit nofile=15024:15024", "run --clusters 998 or fewer"}},
+		{clusters: 10000, embedded: true, limit: 4096, want: []string{"needs about 141024", "run --clusters 219 or fewer"}},
+		{clusters: 2000, embedded: false, limit: 1024, want: []string{"needs about 15024", "run --clusters 0 or fewer"}},
 	}
 	for _, tc := range tests {
 		err := checkDescriptors(tc.clusters, tc.embedded, tc.limit)
