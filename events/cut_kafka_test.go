@@ -245,3 +245,82 @@ func TestCutNeedsNoMargin(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCutWaitsForAnOpenRevocation revokes a cluster's key in a transaction
+// that stays open for longer than the margin, as a hub whose commit is slow
+// on a busy broker does, and has the cluster write a heartbeat, naming how
+// far it had read the trust topic, more than the margin after the
+// revocation was appended. The revocation is in the heartbeat's cut (it
+// was appended the margin before), so a rebuild refuses the heartbeat; a
+// live reader must not judge it while the revocation is still undecided,
+// although the last stable offset shows its follower at the end.
+func TestCutWaitsForAnOpenRevocation(t *testing.T) {
+	const margin = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	tr := trustRig{rig: newRig(t, 1, nil), g: g}
+	key := newSigner(t)
+	tr.register(ctx, "cluster-x", key)
+	liveKeys := tr.follow(gctx, margin)
+	if err := liveKeys.WaitCovers(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	live := tr.intake(liveKeys)
+
+	e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRevoked, "keys/"+key.KeyID(), "cluster-x",
+		schemas.KeyRevoked{KeyID: key.KeyID(), Reason: "lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := kafkatest.Client(t, append(events.ProducerOpts(nil), kgo.TransactionalID("txn."+tr.topics[events.TopicTrust]))...)
+	p, err := events.NewProducer(txn, tr.f.hub, tr.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Publish(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * margin) // the heartbeat comes more than the margin after the revocation
+	hp, err := events.NewProducer(tr.client, key.WithTrustOffset(liveKeys.TrustRead), tr.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hp.Publish(ctx, heartbeat(t, "cluster-x")); err != nil {
+		t.Fatal(err)
+	}
+	rec := consumeRaw(t, tr.topics[events.TopicStatus], 1)[0]
+
+	// Judge it live; the transaction commits once the live reader has
+	// judged, or after a while if it waits (as it must).
+	judged := make(chan string, 1)
+	g.Go(func() error { judged <- decide(gctx, t, live, rec); return nil })
+	var liveDecision string
+	select {
+	case liveDecision = <-judged:
+	case <-time.After(10 * margin):
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if liveDecision == "" {
+		liveDecision = <-judged
+	}
+
+	rebuilt := tr.follow(gctx, margin)
+	if err := rebuilt.WaitCovers(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	again := decide(ctx, t, tr.intake(rebuilt), rec)
+	if liveDecision != again || again != "revoked_key" {
+		t.Errorf("a heartbeat appended %s after its key's revocation was: live %s, rebuilt %s; want revoked_key both",
+			3*margin, liveDecision, again)
+	}
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -65,7 +65,8 @@ const trustIdle = 5 * time.Second
 // Run follows the trust topic until ctx ends.
 //
 // Each round it lists the partition's end (its last stable offset) and,
-// if every record before it is applied, advances the registry to the time
+// if every record before it is applied and no transaction is open (see
+// atEnd), advances the registry to the time
 // the round began less the clock margin, since nothing appended before
 // then can still be on its way; then it polls and applies what it reads.
 // While no reader waits it polls for up to 5 s at a time. A reader that
@@ -79,7 +80,7 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 	next := int64(0)
 	for ctx.Err() == nil {
 		began := time.Now()
-		ends, err := adm.ListCommittedOffsets(ctx, f.topic)
+		atEnd, err := f.atEnd(ctx, adm, next)
 		if err != nil { // not known to be at the end: do not advance
 			if ctx.Err() != nil {
 				return nil
@@ -91,8 +92,6 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		end, ok := ends.Lookup(f.topic, 0)
-		atEnd := ok && end.Err == nil && next >= end.Offset
 		if atEnd {
 			f.reg.Advance(began.Add(-f.margin))
 		}
@@ -104,6 +103,34 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 		f.reg.setRead(next)
 	}
 	return nil
+}
+
+// atEnd reports whether the follower, about to read from offset next, has
+// read every trust record appended so far, or ever to become readable
+// with a log time before now: next reaches the partition's last stable
+// offset, and no transaction is open, which the last stable offset
+// reaching the high watermark shows. A record of an open transaction was
+// appended, and has its log time, before the transaction commits; until
+// it does, a follower at the last stable offset has not read it, and
+// advancing past its log time would judge events without it that a
+// rebuild judges with it. The two offsets are listed in that order, after
+// the round began: if the last stable offset reaches the high watermark
+// listed after it, no record was appended between, and none was undecided.
+func (f *TrustFollower) atEnd(ctx context.Context, adm *kadm.Client, next int64) (bool, error) {
+	stable, err := adm.ListCommittedOffsets(ctx, f.topic)
+	if err != nil {
+		return false, err
+	}
+	s, ok := stable.Lookup(f.topic, 0)
+	if !ok || s.Err != nil || next < s.Offset {
+		return false, nil
+	}
+	high, err := adm.ListEndOffsets(ctx, f.topic)
+	if err != nil {
+		return false, err
+	}
+	h, ok := high.Lookup(f.topic, 0)
+	return ok && h.Err == nil && s.Offset >= h.Offset, nil
 }
 
 // poll fetches for up to d (no time: not at all) and applies what it
