@@ -57,6 +57,9 @@ type Registry struct {
 	// again at once.
 	want time.Time
 	wake func()
+	// planned is the want the reader's last pollFor planned its poll
+	// for: a later one came before the poll could be stopped.
+	planned time.Time
 	// read is the offset of the trust topic's next record its reader
 	// will read: every record before it is applied (or refused).
 	read int64
@@ -264,6 +267,7 @@ func (r *Registry) WaitRead(ctx context.Context, end int64) error {
 func (r *Registry) pollFor(now time.Time, margin time.Duration, atEnd bool) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.planned = r.want
 	if !r.want.After(r.through) {
 		return trustIdle
 	}
@@ -279,11 +283,16 @@ func (r *Registry) pollFor(now time.Time, margin time.Duration, atEnd bool) time
 const trustMinPoll = 50 * time.Millisecond
 
 // setWake sets what WaitCovers calls to stop the trust reader's poll; nil
-// when it is not polling.
+// when it is not polling. A waiter that came after the reader planned the
+// poll (pollFor) and before it started found nothing to stop, and the plan
+// did not count on it: the poll is stopped as it starts.
 func (r *Registry) setWake(wake func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wake = wake
+	if wake != nil && r.want.After(r.planned) {
+		wake()
+	}
 }
 
 // Keys returns every known key, valid or not.
