@@ -52,13 +52,13 @@ type Registry struct {
 	through   time.Time
 	// advanced is closed, and replaced, whenever through moves.
 	advanced chan struct{}
-	// want is the latest log time a waiter needs covered; wake, while
+	// want is the earliest log time a waiter needs covered; wake, while
 	// the trust topic's reader polls, stops the poll so that it looks
 	// again at once.
 	want time.Time
 	wake func()
 	// planned is the want the reader's last pollFor planned its poll
-	// for: a later one came before the poll could be stopped.
+	// for: another one came before the poll could be stopped.
 	planned time.Time
 	// read is the offset of the trust topic's next record its reader
 	// will read: every record before it is applied (or refused).
@@ -192,16 +192,17 @@ func (r *Registry) advance(t time.Time) {
 
 // WaitCovers returns once the registry covers log time t (see Covers), or
 // with ctx's error. A reader that met ErrKeysBehind waits here, and goes on
-// the moment the trust topic's reader has caught up. A wait for a later
-// time than any before tells that reader to look at the trust topic's end
-// as soon as it can say t is covered, rather than at its idle pace.
+// the moment the trust topic's reader has caught up. A wait for an earlier
+// time than any other waiter's, or the first, tells that reader to look at
+// the trust topic's end as soon as it can say t is covered, rather than at
+// its idle pace (see ask).
 func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
 	for {
 		r.mu.Lock()
 		covered, advanced := !r.following || !t.After(r.through), r.advanced
 		var wake func()
-		if !covered && t.After(r.want) {
-			r.want, wake = t, r.wake
+		if !covered {
+			wake = r.ask(t)
 		}
 		r.mu.Unlock()
 		if covered {
@@ -216,6 +217,20 @@ func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
 		case <-advanced:
 		}
 	}
+}
+
+// ask records that a waiter wants log time t covered, and returns what
+// stops the trust reader's poll (nil: nothing to stop, or no need) when
+// the reader is to look at the topic's end sooner than it planned: when
+// no earlier want is pending. Every waiter asks again whenever coverage
+// moves, so the want is the earliest time a waiter needs and not yet
+// covered. The caller holds r.mu.
+func (r *Registry) ask(t time.Time) func() {
+	if r.want.After(r.through) && !t.Before(r.want) {
+		return nil
+	}
+	r.want = t
+	return r.wake
 }
 
 // setRead records that the trust topic's reader has applied (or refused)
@@ -290,7 +305,7 @@ func (r *Registry) setWake(wake func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wake = wake
-	if wake != nil && r.want.After(r.planned) {
+	if wake != nil && !r.want.Equal(r.planned) {
 		wake()
 	}
 }

@@ -125,3 +125,45 @@ func TestWaiterBetweenPollForAndSetWake(t *testing.T) {
 		})
 	}
 }
+
+// TestEarlierWaiterWakesTheTrustReader: a waiter for an event that names
+// an offset the reader has not read wants the event's time plus the
+// margin covered, which takes a while; one for an event it has read to
+// wants that time less the margin, which one look at the end gives. The
+// second must not wait behind the first: it stops the reader's poll, and
+// the reader's next poll, at the end, lasts no time.
+func TestEarlierWaiterWakesTheTrustReader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const margin = 2 * time.Second
+		r := NewFollowingRegistry()
+		now := time.Now()
+		r.setRead(4)
+		r.Advance(now.Add(-margin - time.Second))
+		wakes := 0
+		r.setWake(func() { wakes++ })
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan error, 2)
+		for _, offset := range []int64{1000, 4} { // past what the reader read; read
+			go func() { done <- r.waitCut(ctx, cut{offset: offset, at: now, margin: margin}) }()
+			synctest.Wait()
+		}
+		if wakes != 2 {
+			t.Errorf("two waiters, the second wanting an earlier time: the poll stopped %d times, want twice", wakes)
+		}
+		if d := r.pollFor(now, margin, true); d != 0 {
+			t.Errorf("at the end, a waiter covered by a look now: poll for %s, want none", d)
+		}
+		r.Advance(now.Add(-margin))
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if d := r.pollFor(now, margin, true); d != 2*margin {
+			t.Errorf("the waiter left wants the event's time plus the margin: poll for %s, want %s", d, 2*margin)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("the waiter left: %v, want the context's error", err)
+		}
+	})
+}
