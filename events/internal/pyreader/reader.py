@@ -272,8 +272,9 @@ class Reader:
                 raise Refused(f"signedextattrs {v!r}: {n!r} may not be listed")
         return names
 
-    def verify(self, attrs, data, partitionkey, at, may_sign):
-        """The key that verifies the event, by the documented steps."""
+    def verify(self, attrs, data, partitionkey, at, may_sign, by_cut=True):
+        """The key that verifies the event, by the documented steps: by
+        the cut it names, if it names one and by_cut (not a trust event)."""
         raw = attrs.get("dssematerial")
         if not raw:
             raise Refused("unsigned: no dssematerial")
@@ -298,6 +299,10 @@ class Reader:
             if not re.fullmatch(r"[0-9]+", raw) or int(raw) >= 2**63:
                 raise Refused(f"trustoffset {raw!r} is not a trust topic offset")
             trust_offset = int(raw)
+        if not by_cut:
+            # A trust event is judged by every trust record before it,
+            # whatever offset it names: its reader has read no further.
+            trust_offset = None
         why = []
         for s in sigs:
             k = self.keys.key(s["keyid"], at, trust_offset)
@@ -392,7 +397,7 @@ class Reader:
                 return f"key of {k.owner} may not sign for {cluster}"
             return None
 
-        self.verify(attrs, data, partitionkey, at, may_sign)
+        self.verify(attrs, data, partitionkey, at, may_sign, by_cut=topic != "trust")
         return typ, attrs, payload
 
 

@@ -44,7 +44,8 @@ type workload struct {
 	written map[string]map[string]int
 	// refused lists the records every reader must refuse, as
 	// "topic/partition@offset": signed by a key a refused registration
-	// planted, by a key rotated out, or by a key of a deregistered cluster.
+	// planted, by a key rotated out, or by a key of a deregistered cluster;
+	// one on the trust topic, by the hub's key rotated out.
 	refused []string
 }
 
@@ -171,8 +172,15 @@ func (w *workload) run(ctx context.Context) {
 	}
 	hubNext := keyRegistered(hubName, nextHub.Public())
 	hubNext.Role = schemas.RoleHub
-	w.publish(ctx, w.producer(both), w.keyEvent(events.TypeKeyRotated, hubName, w.hub.KeyID(), schemas.KeyRotated{KeyID: w.hub.KeyID(), Next: hubNext}))
+	rot := w.publish(ctx, w.producer(both), w.keyEvent(events.TypeKeyRotated, hubName, w.hub.KeyID(), schemas.KeyRotated{KeyID: w.hub.KeyID(), Next: hubNext}))
 	time.Sleep(20 * time.Millisecond)
+	// A replica that did not cosign, its follower short of the rotation,
+	// registers a key with the old key alone, naming a trust offset
+	// before the rotation, well within the clock margin: a trust event is
+	// judged by every trust record before it, whatever offset it names.
+	stale := w.hub.WithTrustOffset(func() (int64, bool) { return rot.Offset, true })
+	late := signer(t)
+	w.mustRefuse(ctx, w.producer(stale), w.keyEvent(events.TypeKeyRegistered, pinned, late.KeyID(), keyRegistered(pinned, late.Public())))
 	w.publish(ctx, w.producer(nextHub), w.keyEvent(events.TypeKeyRevoked, pinned, w.next.KeyID(), schemas.KeyRevoked{KeyID: w.next.KeyID(), Reason: "test"}))
 	for _, e := range w.samples(east, func(sp events.Spec) bool { return sp.Topic == events.TopicAudit }) {
 		w.publish(ctx, w.producer(nextHub), e)
