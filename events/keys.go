@@ -69,7 +69,7 @@ type Registry struct {
 	reachedEnd bool
 	// margin is the clock margin of the registry's trust topic reader,
 	// which judging by a cut (see cut) needs; it is set by
-	// NewTrustFollower.
+	// NewTrustFollower, and is DefaultClockMargin until then.
 	margin time.Duration
 	// history is where in the trust topic each key was introduced and
 	// ended, for judging by a cut.
@@ -100,10 +100,12 @@ type keyHistory struct {
 
 // NewRegistry returns a fixed registry that trusts anchors from the beginning
 // of time and covers every log time. Anchors are the hub's signing keys,
-// configured out of band; only they sign trust events.
+// configured out of band; only they sign trust events. It judges an event
+// that names a trust offset with the default clock margin, as live
+// readers do by default (see cut).
 func NewRegistry(anchors ...Key) *Registry {
 	r := &Registry{keys: make(map[string]Key, len(anchors)), advanced: make(chan struct{}),
-		history: make(map[string]*keyHistory, len(anchors))}
+		history: make(map[string]*keyHistory, len(anchors)), margin: DefaultClockMargin}
 	for _, k := range anchors {
 		k.Anchor = true
 		r.keys[k.ID] = k
@@ -118,7 +120,7 @@ func NewRegistry(anchors ...Key) *Registry {
 // may still change: the verifier answers ErrKeysBehind for them.
 func NewFollowingRegistry(anchors ...Key) *Registry {
 	r := NewRegistry(anchors...)
-	r.following, r.margin = true, DefaultClockMargin
+	r.following = true
 	return r
 }
 
