@@ -171,6 +171,19 @@ func (r *Registry) Advance(t time.Time) {
 	r.advance(t)
 }
 
+// cover records, for the trust topic's reader, that every trust event
+// with a log time up to t has been applied; clean, that it has read to
+// the end with no transaction open, as Advance does. While a transaction
+// is open, read may not name keys committed before the reader started
+// (the open transaction's own, or another's behind it), so TrustRead is
+// not known from such a round.
+func (r *Registry) cover(t time.Time, clean bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reachedEnd = r.reachedEnd || clean
+	r.advance(t)
+}
+
 // TrustRead returns the offset of the next trust record the registry's
 // reader will read, and whether that reader has read to the end of the
 // trust topic at least once. A signer names it in the events it signs

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TrustFollower keeps a following Registry up to date with the trust topic:
@@ -24,6 +25,9 @@ type TrustFollower struct {
 	log    *slog.Logger
 	margin time.Duration
 	owners map[string]bool // nil: all
+	// topicID is the trust topic's id, for a fetch of an open
+	// transaction's first record; listed at the first one.
+	topicID [16]byte
 }
 
 // NewTrustFollower returns a follower of topic, the trust topic, that
@@ -65,10 +69,11 @@ const trustIdle = 5 * time.Second
 // Run follows the trust topic until ctx ends.
 //
 // Each round it lists the partition's end (its last stable offset) and,
-// if every record before it is applied and no transaction is open (see
-// atEnd), advances the registry to the time
+// if every record before it is applied, advances the registry to the time
 // the round began less the clock margin, since nothing appended before
-// then can still be on its way; then it polls and applies what it reads.
+// then can still be on its way, or to just before the first record of a
+// transaction still open, if earlier (see end); then it polls and applies
+// what it reads.
 // While no reader waits it polls for up to 5 s at a time. A reader that
 // waits (Registry.WaitCovers, or for a cut) cuts the poll short, and the
 // next round starts as soon as it can cover what the reader waits for: at
@@ -80,7 +85,7 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 	next := int64(0)
 	for ctx.Err() == nil {
 		began := time.Now()
-		atEnd, err := f.atEnd(ctx, adm, next)
+		e, err := f.end(ctx, adm, began, next)
 		if err != nil { // not known to be at the end: do not advance
 			if ctx.Err() != nil {
 				return nil
@@ -92,10 +97,10 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if atEnd {
-			f.reg.Advance(began.Add(-f.margin))
+		if e.at {
+			f.reg.cover(e.through, e.clean)
 		}
-		read, stopped := f.poll(ctx, f.reg.pollFor(time.Now(), f.margin, atEnd), next)
+		read, stopped := f.poll(ctx, f.reg.pollFor(time.Now(), f.margin, e.at), next)
 		if stopped {
 			return nil
 		}
@@ -105,32 +110,107 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 	return nil
 }
 
-// atEnd reports whether the follower, about to read from offset next, has
-// read every trust record appended so far, or ever to become readable
-// with a log time before now: next reaches the partition's last stable
-// offset, and no transaction is open, which the last stable offset
-// reaching the high watermark shows. A record of an open transaction was
-// appended, and has its log time, before the transaction commits; until
-// it does, a follower at the last stable offset has not read it, and
-// advancing past its log time would judge events without it that a
-// rebuild judges with it. The two offsets are listed in that order, after
-// the round began: if the last stable offset reaches the high watermark
-// listed after it, no record was appended between, and none was undecided.
-func (f *TrustFollower) atEnd(ctx context.Context, adm *kadm.Client, next int64) (bool, error) {
-	stable, err := adm.ListCommittedOffsets(ctx, f.topic)
+// end is how far a round of the follower may advance the registry: at
+// says it has read every record readable now, which covers the log up to
+// through; clean, that no transaction was open either.
+type end struct {
+	at, clean bool
+	through   time.Time
+}
+
+// end lists the trust topic's end, the round having begun at began, for a
+// follower about to read from offset next. At the last stable offset,
+// every record appended before began less the margin is read, except
+// those of a transaction still open, whose records were appended, with
+// their log times, before it commits: read uncommitted, the first record
+// at the last stable offset shows the earliest log time a record not yet
+// readable has (log times grow with offsets, within the margin), and
+// coverage stops short of it. Advancing past it would judge events
+// without a record that a rebuild judges with. The two ends are listed
+// in that order: if the last stable offset reaches the high watermark
+// listed after it, no record was appended between, and none was open.
+func (f *TrustFollower) end(ctx context.Context, adm *kadm.Client, began time.Time, next int64) (end, error) {
+	stable, err := listed(ctx, adm.ListCommittedOffsets, f.topic)
+	if err != nil || next < stable {
+		return end{}, err
+	}
+	high, err := listed(ctx, adm.ListEndOffsets, f.topic)
 	if err != nil {
-		return false, err
+		return end{}, err
 	}
-	s, ok := stable.Lookup(f.topic, 0)
-	if !ok || s.Err != nil || next < s.Offset {
-		return false, nil
+	through := began.Add(-f.margin)
+	if stable >= high {
+		return end{at: true, clean: true, through: through}, nil
 	}
-	high, err := adm.ListEndOffsets(ctx, f.topic)
+	first, err := f.openSince(ctx, adm, stable)
 	if err != nil {
-		return false, err
+		return end{}, err
 	}
-	h, ok := high.Lookup(f.topic, 0)
-	return ok && h.Err == nil && s.Offset >= h.Offset, nil
+	return end{at: true, through: minTime(through, first.Add(-time.Millisecond))}, nil
+}
+
+// listed lists one offset of topic's partition 0.
+func listed(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (int64, error) {
+	l, err := list(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	o, ok := l.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		return 0, errors.Join(errors.New("partition 0 not listed"), o.Err)
+	}
+	return o.Offset, nil
+}
+
+// openSince returns the log time of the record at offset stable, the first
+// of the oldest open transaction, read uncommitted from the partition's
+// leader.
+func (f *TrustFollower) openSince(ctx context.Context, adm *kadm.Client, stable int64) (time.Time, error) {
+	if f.topicID == ([16]byte{}) {
+		td, err := adm.ListTopics(ctx, f.topic)
+		if err != nil {
+			return time.Time{}, err
+		}
+		f.topicID = td[f.topic].ID
+	}
+	leader, epoch, err := f.client.PartitionLeader(f.topic, 0)
+	if err != nil || leader < 0 {
+		return time.Time{}, errors.Join(errors.New("no leader"), err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes = trustPeekBytes // IsolationLevel 0: read uncommitted
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = stable, epoch, trustPeekBytes
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic, t.TopicID, t.Partitions = f.topic, f.topicID, []kmsg.FetchRequestTopicPartition{p}
+	req.Topics = []kmsg.FetchRequestTopic{t}
+	resp, err := req.RequestWith(ctx, f.client.Broker(int(leader)))
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return time.Time{}, errors.New("the leader did not answer for the partition")
+	}
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{KeepControlRecords: true, Offset: stable,
+		IsolationLevel: kgo.ReadUncommitted(), Topic: f.topic}, &resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
+	if fp.Err != nil {
+		return time.Time{}, fp.Err
+	}
+	if len(fp.Records) == 0 {
+		return time.Time{}, errors.New("no record at the last stable offset")
+	}
+	return fp.Records[0].Timestamp, nil
+}
+
+// trustPeekBytes bounds the fetch that reads the first record of an open
+// transaction on the trust topic: trust records are small.
+const trustPeekBytes = 1 << 20
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // poll fetches for up to d (no time: not at all) and applies what it
