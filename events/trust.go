@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TrustFollower keeps a following Registry up to date with the trust topic:
@@ -25,9 +24,6 @@ type TrustFollower struct {
 	log    *slog.Logger
 	margin time.Duration
 	owners map[string]bool // nil: all
-	// topicID is the trust topic's id, for a fetch of an open
-	// transaction's first record; listed at the first one.
-	topicID [16]byte
 }
 
 // NewTrustFollower returns a follower of topic, the trust topic, that
@@ -71,9 +67,9 @@ const trustIdle = 5 * time.Second
 // Each round it lists the partition's end (its last stable offset) and,
 // if every record before it is applied, advances the registry to the time
 // the round began less the clock margin, since nothing appended before
-// then can still be on its way, or to just before the first record of a
-// transaction still open, if earlier (see end); then it polls and applies
-// what it reads.
+// then can still be on its way, unless a transaction open since before
+// then may yet bring a record appended earlier (see end); then it polls
+// and applies what it reads.
 // While no reader waits it polls for up to 5 s at a time. A reader that
 // waits (Registry.WaitCovers, or for a cut) cuts the poll short, and the
 // next round starts as soon as it can cover what the reader waits for: at
@@ -100,7 +96,11 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 		if e.at {
 			f.reg.cover(e.through, e.clean)
 		}
-		read, stopped := f.poll(ctx, f.reg.pollFor(time.Now(), f.margin, e.at), next)
+		d := f.reg.pollFor(time.Now(), f.margin, e.at)
+		if e.blocked {
+			d = trustIdle // until the transaction's end, read, ends the poll
+		}
+		read, stopped := f.poll(ctx, d, next)
 		if stopped {
 			return nil
 		}
@@ -112,23 +112,26 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 
 // end is how far a round of the follower may advance the registry: at
 // says it has read every record readable now, which covers the log up to
-// through; clean, that no transaction was open either.
+// through; clean, that no transaction was open either. blocked says it
+// has read every record readable now but may advance nothing, for a
+// transaction open since before through would be.
 type end struct {
-	at, clean bool
-	through   time.Time
+	at, clean, blocked bool
+	through            time.Time
 }
 
 // end lists the trust topic's end, the round having begun at began, for a
 // follower about to read from offset next. At the last stable offset,
-// every record appended before began less the margin is read, except
-// those of a transaction still open, whose records were appended, with
-// their log times, before it commits: read uncommitted, the first record
-// at the last stable offset shows the earliest log time a record not yet
-// readable has (log times grow with offsets, within the margin), and
-// coverage stops short of it. Advancing past it would judge events
-// without a record that a rebuild judges with. The two ends are listed
-// in that order: if the last stable offset reaches the high watermark
-// listed after it, no record was appended between, and none was open.
+// every record appended before began less the margin is read, unless a
+// transaction is still open: its records were appended, with their log
+// times, before it commits. Then the first record appended at or after
+// that time, read uncommitted, shows whether every record not yet
+// readable was appended after it (log times grow with offsets, within
+// the margin); if not, the round covers nothing more, for advancing past
+// a record not yet read would judge events without it that a rebuild
+// judges with. The ends are listed in that order: if the last stable
+// offset reaches the high watermark listed after it, no record was
+// appended between, and none was open.
 func (f *TrustFollower) end(ctx context.Context, adm *kadm.Client, began time.Time, next int64) (end, error) {
 	stable, err := listed(ctx, adm.ListCommittedOffsets, f.topic)
 	if err != nil || next < stable {
@@ -142,11 +145,13 @@ func (f *TrustFollower) end(ctx context.Context, adm *kadm.Client, began time.Ti
 	if stable >= high {
 		return end{at: true, clean: true, through: through}, nil
 	}
-	first, err := f.openSince(ctx, adm, stable)
-	if err != nil {
-		return end{}, err
+	after, err := listed(ctx, func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+		return adm.ListOffsetsAfterMilli(ctx, through.UnixMilli(), topics...)
+	}, f.topic)
+	if err != nil || after > stable {
+		return end{blocked: err == nil}, err
 	}
-	return end{at: true, through: minTime(through, first.Add(-time.Millisecond))}, nil
+	return end{at: true, through: through.Add(-time.Millisecond)}, nil
 }
 
 // listed lists one offset of topic's partition 0.
@@ -160,57 +165,6 @@ func listed(ctx context.Context, list func(context.Context, ...string) (kadm.Lis
 		return 0, errors.Join(errors.New("partition 0 not listed"), o.Err)
 	}
 	return o.Offset, nil
-}
-
-// openSince returns the log time of the record at offset stable, the first
-// of the oldest open transaction, read uncommitted from the partition's
-// leader.
-func (f *TrustFollower) openSince(ctx context.Context, adm *kadm.Client, stable int64) (time.Time, error) {
-	if f.topicID == ([16]byte{}) {
-		td, err := adm.ListTopics(ctx, f.topic)
-		if err != nil {
-			return time.Time{}, err
-		}
-		f.topicID = td[f.topic].ID
-	}
-	leader, epoch, err := f.client.PartitionLeader(f.topic, 0)
-	if err != nil || leader < 0 {
-		return time.Time{}, errors.Join(errors.New("no leader"), err)
-	}
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxBytes = trustPeekBytes // IsolationLevel 0: read uncommitted
-	p := kmsg.NewFetchRequestTopicPartition()
-	p.FetchOffset, p.CurrentLeaderEpoch, p.PartitionMaxBytes = stable, epoch, trustPeekBytes
-	t := kmsg.NewFetchRequestTopic()
-	t.Topic, t.TopicID, t.Partitions = f.topic, f.topicID, []kmsg.FetchRequestTopicPartition{p}
-	req.Topics = []kmsg.FetchRequestTopic{t}
-	resp, err := req.RequestWith(ctx, f.client.Broker(int(leader)))
-	if err != nil {
-		return time.Time{}, err
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return time.Time{}, errors.New("the leader did not answer for the partition")
-	}
-	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{KeepControlRecords: true, Offset: stable,
-		IsolationLevel: kgo.ReadUncommitted(), Topic: f.topic}, &resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
-	if fp.Err != nil {
-		return time.Time{}, fp.Err
-	}
-	if len(fp.Records) == 0 {
-		return time.Time{}, errors.New("no record at the last stable offset")
-	}
-	return fp.Records[0].Timestamp, nil
-}
-
-// trustPeekBytes bounds the fetch that reads the first record of an open
-// transaction on the trust topic: trust records are small.
-const trustPeekBytes = 1 << 20
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // poll fetches for up to d (no time: not at all) and applies what it
