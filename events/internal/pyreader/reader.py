@@ -197,11 +197,17 @@ class Keys:
             k = self.key_from(data, at, offset)
             self.keys.setdefault(k.id, k)
         elif typ == "io.argosy.trust.key.rotated.v1":
-            if data["keyId"] not in self.keys:
+            old = self.keys.get(data["keyId"])
+            if old is None:
                 raise Refused(f"rotation of unknown key {data['keyId']}")
             k = self.key_from(data["next"], at, offset)
-            k.anchor = self.keys[data["keyId"]].anchor  # an anchor's successor is one
-            self.keys.setdefault(k.id, k)
+            cur = self.keys.get(k.id, k)
+            if {(x.owner, x.role, x.purpose) for x in (old, k, cur)} != {(old.owner, old.role, old.purpose)}:
+                raise Refused(f"rotation of {old.id} to {k.id}: another owner, role or purpose")
+            # An anchor's successor is one, whether the rotation names it
+            # first or it was registered before.
+            cur.anchor = cur.anchor or old.anchor
+            self.keys.setdefault(k.id, cur)
             self.end(data["keyId"], at + datetime.timedelta(seconds=data.get("overlapSeconds", 0)), offset, at)
         elif typ == "io.argosy.trust.key.revoked.v1":
             if data["keyId"] not in self.keys:
@@ -458,6 +464,7 @@ def read_live(args, failures, summary):
     reader = Reader(design, args.schemas, keys)
     deadline = time.monotonic() + args.timeout
     expected = json.loads(args.expect_refused)
+    unapplied = json.loads(args.expect_unapplied)
     # The trust topic first: it decides which keys are valid when.
     order = ["trust", "config", "desired", "placements", "status", "deployments", "audit", "deadletter"]
     if sorted(order) != sorted(topics):
@@ -499,6 +506,8 @@ def read_live(args, failures, summary):
                 # valid for it then must be refused for that reason alone.
                 if where in expected and str(e).startswith("no signature taken"):
                     summary.setdefault("refused", []).append(where)
+                elif where in unapplied and role == "trust" and not str(e).startswith("no signature taken"):
+                    summary.setdefault("unapplied", []).append(where)
                 else:
                     failures.append(f"{where}: Refused: {e}")
             except Exception as e:  # every failure is reported with its record
@@ -506,6 +515,9 @@ def read_live(args, failures, summary):
     for where in expected:
         if where not in summary.get("refused", []):
             failures.append(f"{where}: accepted, and it is signed by a key that was not valid for it")
+    for where in unapplied:
+        if where not in summary.get("unapplied", []):
+            failures.append(f"{where}: applied, and it is a trust event no reader may apply")
     summary["pins"] = pins
 
 
@@ -574,6 +586,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--expect-refused", default="[]",
                     help="JSON list of records, topic/partition@offset, that must be refused for their signing key")
+    ap.add_argument("--expect-unapplied", default="[]",
+                    help="JSON list of trust records, topic/partition@offset, well signed, that must not be applied")
     args = ap.parse_args()
     failures, summary = [], {}
     read_live(args, failures, summary)

@@ -47,6 +47,10 @@ type workload struct {
 	// planted, by a key rotated out, or by a key of a deregistered cluster;
 	// one on the trust topic, by the hub's key rotated out.
 	refused []string
+	// unapplied lists the trust records every reader must refuse to
+	// apply, though their signature is good: a rotation to another
+	// cluster's key.
+	unapplied []string
 }
 
 func newWorkload(t *testing.T, configPartitions, statusPartitions int32) *workload {
@@ -147,6 +151,17 @@ func (w *workload) run(ctx context.Context) {
 	}
 	w.mustRefuse(ctx, agent[pinned], w.heartbeat(pinned))
 
+	// A rotation of east's key to a key of another cluster: no reader
+	// applies it, and east's key signs on.
+	stray := signer(t)
+	recs, err := trust.Publish(ctx, w.keyEvent(events.TypeKeyRotated, east, w.keys[east].KeyID(),
+		schemas.KeyRotated{KeyID: w.keys[east].KeyID(), Next: keyRegistered(pinned, stray.Public())}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.unapplied = append(w.unapplied, fmt.Sprintf("%s/%d@%d", recs[0].Topic, recs[0].Partition, recs[0].Offset))
+	time.Sleep(20 * time.Millisecond)
+
 	// east's key is rotated with an hour's overlap: both keys sign. Then
 	// east is deregistered, which revokes both, and neither signs again.
 	eastNext := signer(t)
@@ -172,6 +187,10 @@ func (w *workload) run(ctx context.Context) {
 	}
 	hubNext := keyRegistered(hubName, nextHub.Public())
 	hubNext.Role = schemas.RoleHub
+	// The successor is on the trust topic already, as a hub key, not an
+	// anchor (a hub that ran with it published it): the rotation makes
+	// it one.
+	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRegistered, hubName, nextHub.KeyID(), hubNext))
 	rot := w.publish(ctx, w.producer(both), w.keyEvent(events.TypeKeyRotated, hubName, w.hub.KeyID(), schemas.KeyRotated{KeyID: w.hub.KeyID(), Next: hubNext}))
 	time.Sleep(20 * time.Millisecond)
 	// A replica that did not cosign, its follower short of the rotation,
