@@ -103,8 +103,8 @@ func TestPythonReaderReadsEveryTopic(t *testing.T) {
 		t.Errorf("records read by type, per topic (-written +read):\n%s", diff)
 	}
 	slices.Sort(summary.Refused)
-	if len(w.refused) != 5 || !cmp.Equal(w.refused, summary.Refused) {
-		t.Errorf("the python reader refused %v, want exactly %v: signed by a planted key, a rotated-out key, the keys of a deregistered cluster, and the hub's key rotated out", summary.Refused, w.refused)
+	if len(w.refused) != 6 || !cmp.Equal(w.refused, summary.Refused) {
+		t.Errorf("the python reader refused %v, want exactly %v: signed by a planted key, a rotated-out key, the keys of a deregistered cluster, the hub's key rotated out, and a key naming a trust offset before its introduction", summary.Refused, w.refused)
 	}
 	if !cmp.Equal(w.unapplied, summary.Unapplied) {
 		t.Errorf("the python reader refused to apply %v, want exactly %v: a rotation to another cluster's key", summary.Unapplied, w.unapplied)

@@ -3,6 +3,7 @@
 package pyreader
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -142,7 +143,7 @@ func (w *workload) run(ctx context.Context) {
 	// Log times are milliseconds: keep the rotation clear of the events
 	// the old key signed, and of those the new one signs.
 	time.Sleep(20 * time.Millisecond)
-	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRotated, pinned, w.keys[pinned].KeyID(),
+	introduced := w.publish(ctx, trust, w.keyEvent(events.TypeKeyRotated, pinned, w.keys[pinned].KeyID(),
 		schemas.KeyRotated{KeyID: w.keys[pinned].KeyID(), Next: keyRegistered(pinned, w.next.Public())}))
 	time.Sleep(20 * time.Millisecond)
 	rotated := w.producer(w.next)
@@ -150,6 +151,9 @@ func (w *workload) run(ctx context.Context) {
 		w.publish(ctx, rotated, e)
 	}
 	w.mustRefuse(ctx, agent[pinned], w.heartbeat(pinned))
+	// The new key names a trust offset before the rotation that
+	// introduced it, within the clock margin: not in its cut, unknown.
+	w.mustRefuse(ctx, w.producer(w.next.WithTrustOffset(func() (int64, bool) { return introduced.Offset, true })), w.heartbeat(pinned))
 
 	// A rotation of east's key to a key of another cluster: no reader
 	// applies it, and east's key signs on.
@@ -170,12 +174,18 @@ func (w *workload) run(ctx context.Context) {
 	time.Sleep(20 * time.Millisecond)
 	w.publish(ctx, agent[east], w.heartbeat(east))
 	w.publish(ctx, w.producer(eastNext), w.heartbeat(east))
+	var revoked *kgo.Record
 	for _, k := range []*events.Signer{w.keys[east], eastNext} {
-		w.publish(ctx, trust, w.keyEvent(events.TypeKeyRevoked, east, k.KeyID(), schemas.KeyRevoked{KeyID: k.KeyID(), Reason: "cluster east-1 deregistered"}))
+		r := w.publish(ctx, trust, w.keyEvent(events.TypeKeyRevoked, east, k.KeyID(), schemas.KeyRevoked{KeyID: k.KeyID(), Reason: "cluster east-1 deregistered"}))
+		revoked = cmp.Or(revoked, r)
 	}
 	time.Sleep(20 * time.Millisecond)
 	w.mustRefuse(ctx, agent[east], w.heartbeat(east))
 	w.mustRefuse(ctx, w.producer(eastNext), w.heartbeat(east))
+	// Within the clock margin after the revocations, a heartbeat that
+	// names a trust offset before them was concurrent with them: every
+	// reader, judging it by its cut, accepts it.
+	w.publish(ctx, w.producer(w.keys[east].WithTrustOffset(func() (int64, bool) { return revoked.Offset, true })), w.heartbeat(east))
 
 	// The hub's key is rotated, signed by both keys; the successor, an
 	// anchor now, signs trust events and the hub's audit.
