@@ -98,6 +98,8 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 		}
 		d := f.reg.pollFor(time.Now(), f.margin, e.at)
 		if e.blocked {
+			f.log.DebugContext(ctx, "trust topic: a transaction open since before the time coverage would reach holds it back", "topic", f.topic,
+				"at", began.Add(-f.margin))
 			d = trustIdle // until the transaction's end, read, ends the poll
 		}
 		read, stopped := f.poll(ctx, d, next)
