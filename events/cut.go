@@ -122,8 +122,8 @@ func (r *Registry) waitCut(ctx context.Context, c cut) error {
 			want = c.at.Add(-c.margin)
 		}
 		var wake func()
-		if !covered && want.After(r.want) {
-			r.want, wake = want, r.wake
+		if !covered {
+			wake = r.ask(want)
 		}
 		r.mu.Unlock()
 		if covered {

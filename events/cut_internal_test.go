@@ -16,6 +16,7 @@ import (
 type cutFixture struct {
 	r                 *Registry
 	id                string
+	pub               ed25519.PublicKey
 	registered, ended time.Time
 }
 
@@ -28,15 +29,22 @@ func newCutFixture(t *testing.T) cutFixture {
 	f := cutFixture{r: NewFollowingRegistry(), id: KeyID(pub)}
 	f.registered = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	f.ended = f.registered.Add(time.Minute)
-	reg := &Decoded{Offset: 3, LogTime: f.registered, Data: &schemas.KeyRegistered{KeyID: f.id, Owner: "c", Role: schemas.RoleCluster,
-		Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(pub)}}
-	rev := &Decoded{Offset: 7, LogTime: f.ended, Data: &schemas.KeyRevoked{KeyID: f.id, Reason: "lost"}}
-	for _, d := range []*Decoded{reg, rev, reg, rev} { // twice: applying is idempotent
+	f.pub = pub
+	for _, d := range append(f.records(), f.records()...) { // twice: applying is idempotent
 		if err := f.r.Apply(d); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return f
+}
+
+// records are the fixture's trust records: the registration and the
+// revocation.
+func (f cutFixture) records() []*Decoded {
+	reg := &Decoded{Offset: 3, LogTime: f.registered, Data: &schemas.KeyRegistered{KeyID: f.id, Owner: "c", Role: schemas.RoleCluster,
+		Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(f.pub)}}
+	rev := &Decoded{Offset: 7, LogTime: f.ended, Data: &schemas.KeyRevoked{KeyID: f.id, Reason: "lost"}}
+	return []*Decoded{reg, rev}
 }
 
 // TestCutDecides walks the rule by which an event that names a trust
@@ -76,6 +84,28 @@ func TestCutDecides(t *testing.T) {
 	}
 	if k, _ := f.r.Key(f.id); k.Until != f.ended {
 		t.Errorf("Key ignores cuts: until %s, want %s", k.Until, f.ended)
+	}
+}
+
+// TestFixedRegistryJudgesCutsAsFollowersDo: a fixed registry (a tool's, a
+// test's) that holds the same trust records as the live readers' must
+// judge an event that names a trust offset as they do, with the same
+// default margin: the margin decides which records are in a cut.
+func TestFixedRegistryJudgesCutsAsFollowersDo(t *testing.T) {
+	f := newCutFixture(t)
+	fixed := NewRegistry()
+	for _, d := range f.records() {
+		if err := fixed.Apply(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := f.ended.Add(time.Second) // a revocation concurrent with the event
+	for _, r := range []*Registry{f.r, fixed} {
+		c := cut{offset: 5, at: at, margin: r.clockMargin()}
+		if k, ok := r.keyAt(f.id, c); !ok || !k.ValidAt(at) {
+			t.Errorf("following %t, margin %s: key known %t, valid until %s; want valid at %s, as live readers with the default margin judge",
+				r.following, r.clockMargin(), ok, k.Until, at)
+		}
 	}
 }
 

@@ -61,7 +61,9 @@ func (tr trustRig) trustEvent(ctx context.Context, typ, cluster string, k *event
 	return recs[0]
 }
 
-func (tr trustRig) register(ctx context.Context, cluster string, k *events.Signer) *kgo.Record {
+// register registers k as cluster-x's key.
+func (tr trustRig) register(ctx context.Context, k *events.Signer) *kgo.Record {
+	const cluster = "cluster-x"
 	return tr.trustEvent(ctx, events.TypeKeyRegistered, cluster, k, schemas.KeyRegistered{KeyID: k.KeyID(), Owner: cluster,
 		Role: schemas.RoleCluster, Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(k.Public())})
 }
@@ -137,7 +139,7 @@ func TestCutRacesARevocation(t *testing.T) {
 	g, gctx := errgroup.WithContext(ctx)
 	tr := trustRig{rig: newRig(t, 1, nil), g: g}
 	key := newSigner(t)
-	tr.register(ctx, "cluster-x", key)
+	tr.register(ctx, key)
 	writerKeys := tr.follow(gctx, margin)
 	if err := writerKeys.WaitCovers(ctx, time.Now()); err != nil {
 		t.Fatal(err)
@@ -213,7 +215,7 @@ func TestCutNeedsNoMargin(t *testing.T) {
 	g, gctx := errgroup.WithContext(ctx)
 	tr := trustRig{rig: newRig(t, 1, nil), g: g}
 	key := newSigner(t)
-	registered := tr.register(ctx, "cluster-x", key)
+	registered := tr.register(ctx, key)
 	in := tr.intake(tr.follow(gctx, time.Hour))
 	for _, s := range []*events.Signer{
 		key.WithTrustOffset(func() (int64, bool) { return registered.Offset + 1, true }), // the registration read
@@ -239,6 +241,161 @@ func TestCutNeedsNoMargin(t *testing.T) {
 	defer waitCancel()
 	if d, err := in.Take(waitCtx, recs[2]); err == nil {
 		t.Errorf("an event naming no trust offset was judged (%v) before the margin of an hour", d != nil)
+	}
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCutWaitsForAnOpenRevocation revokes a cluster's key in a transaction
+// that stays open for longer than the margin, as a hub whose commit is slow
+// on a busy broker does, and has the cluster write a heartbeat, naming how
+// far it had read the trust topic, more than the margin after the
+// revocation was appended. The revocation is in the heartbeat's cut (it
+// was appended the margin before), so a rebuild refuses the heartbeat; a
+// live reader must not judge it while the revocation is still undecided,
+// although the last stable offset shows its follower at the end.
+func TestCutWaitsForAnOpenRevocation(t *testing.T) {
+	const margin = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	tr := trustRig{rig: newRig(t, 1, nil), g: g}
+	key := newSigner(t)
+	tr.register(ctx, key)
+	liveKeys := tr.follow(gctx, margin)
+	if err := liveKeys.WaitCovers(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	live := tr.intake(liveKeys)
+
+	e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRevoked, "keys/"+key.KeyID(), "cluster-x",
+		schemas.KeyRevoked{KeyID: key.KeyID(), Reason: "lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := kafkatest.Client(t, append(events.ProducerOpts(nil), kgo.TransactionalID("txn."+tr.topics[events.TopicTrust]))...)
+	p, err := events.NewProducer(txn, tr.f.hub, tr.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Publish(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * margin) // the heartbeat comes more than the margin after the revocation
+	hp, err := events.NewProducer(tr.client, key.WithTrustOffset(liveKeys.TrustRead), tr.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hp.Publish(ctx, heartbeat(t, "cluster-x")); err != nil {
+		t.Fatal(err)
+	}
+	rec := consumeRaw(t, tr.topics[events.TopicStatus], 1)[0]
+
+	// Judge it live; the transaction commits once the live reader has
+	// judged, or after a while if it waits (as it must).
+	judged := make(chan string, 1)
+	g.Go(func() error { judged <- decide(gctx, t, live, rec); return nil })
+	var liveDecision string
+	select {
+	case liveDecision = <-judged:
+	case <-time.After(10 * margin):
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if liveDecision == "" {
+		liveDecision = <-judged
+	}
+
+	rebuilt := tr.follow(gctx, margin)
+	if err := rebuilt.WaitCovers(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	again := decide(ctx, t, tr.intake(rebuilt), rec)
+	if liveDecision != again || again != "revoked_key" {
+		t.Errorf("a heartbeat appended %s after its key's revocation was: live %s, rebuilt %s; want revoked_key both",
+			3*margin, liveDecision, again)
+	}
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCutJudgesBesideAnOpenTransaction: while a transaction on the trust
+// topic is open, a reader still judges an event appended less than the
+// margin after the transaction's first record, since that record and
+// every later one count in no cut of the event unless the event names an
+// offset past them. A fleet that joins clusters all day keeps
+// transactions open on the trust topic most of the time; readers must
+// not wait for a moment when none is.
+func TestCutJudgesBesideAnOpenTransaction(t *testing.T) {
+	const margin = 2 * time.Second
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	tr := trustRig{rig: newRig(t, 1, nil), g: g}
+	key := newSigner(t)
+	tr.register(ctx, key)
+	liveKeys := tr.follow(gctx, margin)
+	if err := liveKeys.WaitCovers(ctx, time.Now()); err != nil { // read to the end: it names its offset
+		t.Fatal(err)
+	}
+	e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRevoked, "keys/"+key.KeyID(), "cluster-x",
+		schemas.KeyRevoked{KeyID: key.KeyID(), Reason: "lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := kafkatest.Client(t, append(events.ProducerOpts(nil), kgo.TransactionalID("txn."+tr.topics[events.TopicTrust]))...)
+	p, err := events.NewProducer(txn, tr.f.hub, tr.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Publish(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	hp, err := events.NewProducer(tr.client, key.WithTrustOffset(liveKeys.TrustRead), tr.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hp.Publish(ctx, heartbeat(t, "cluster-x")); err != nil {
+		t.Fatal(err)
+	}
+	rec := consumeRaw(t, tr.topics[events.TopicStatus], 1)[0]
+	// Far less than the transaction's timeout, far more than a look.
+	openCtx, openCancel := context.WithTimeout(ctx, 20*time.Second)
+	defer openCancel()
+	d, err := tr.intake(liveKeys).Take(openCtx, rec)
+	if err != nil || d == nil {
+		t.Errorf("a heartbeat appended just after a revocation in an open transaction, naming an offset before it: %v while the transaction was open, want accepted at once", err)
+	}
+	// A reader that starts while the transaction is open judges too, but
+	// does not name its trust offset: the open transaction may hold its
+	// own key's registration (an agent that starts as its join commits).
+	started := tr.follow(gctx, margin)
+	if d, err := tr.intake(started).Take(openCtx, rec); err != nil || d == nil {
+		t.Errorf("a reader started while the transaction was open: %v, want accepted", err)
+	}
+	if n, ok := started.TrustRead(); ok {
+		t.Errorf("a reader started while a transaction was open names trust offset %d, short of the transaction", n)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := tr.follow(gctx, margin)
+	if err := rebuilt.WaitCovers(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if again := decide(ctx, t, tr.intake(rebuilt), rec); again != "accepted" {
+		t.Errorf("rebuilt: %s, want accepted (the revocation was concurrent)", again)
 	}
 	cancel()
 	if err := g.Wait(); err != nil {

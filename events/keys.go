@@ -52,11 +52,14 @@ type Registry struct {
 	through   time.Time
 	// advanced is closed, and replaced, whenever through moves.
 	advanced chan struct{}
-	// want is the latest log time a waiter needs covered; wake, while
+	// want is the earliest log time a waiter needs covered; wake, while
 	// the trust topic's reader polls, stops the poll so that it looks
 	// again at once.
 	want time.Time
 	wake func()
+	// planned is the want the reader's last pollFor planned its poll
+	// for: another one came before the poll could be stopped.
+	planned time.Time
 	// read is the offset of the trust topic's next record its reader
 	// will read: every record before it is applied (or refused).
 	read int64
@@ -66,7 +69,7 @@ type Registry struct {
 	reachedEnd bool
 	// margin is the clock margin of the registry's trust topic reader,
 	// which judging by a cut (see cut) needs; it is set by
-	// NewTrustFollower.
+	// NewTrustFollower, and is DefaultClockMargin until then.
 	margin time.Duration
 	// history is where in the trust topic each key was introduced and
 	// ended, for judging by a cut.
@@ -97,10 +100,12 @@ type keyHistory struct {
 
 // NewRegistry returns a fixed registry that trusts anchors from the beginning
 // of time and covers every log time. Anchors are the hub's signing keys,
-// configured out of band; only they sign trust events.
+// configured out of band; only they sign trust events. It judges an event
+// that names a trust offset with the default clock margin, as live
+// readers do by default (see cut).
 func NewRegistry(anchors ...Key) *Registry {
 	r := &Registry{keys: make(map[string]Key, len(anchors)), advanced: make(chan struct{}),
-		history: make(map[string]*keyHistory, len(anchors))}
+		history: make(map[string]*keyHistory, len(anchors)), margin: DefaultClockMargin}
 	for _, k := range anchors {
 		k.Anchor = true
 		r.keys[k.ID] = k
@@ -115,7 +120,7 @@ func NewRegistry(anchors ...Key) *Registry {
 // may still change: the verifier answers ErrKeysBehind for them.
 func NewFollowingRegistry(anchors ...Key) *Registry {
 	r := NewRegistry(anchors...)
-	r.following, r.margin = true, DefaultClockMargin
+	r.following = true
 	return r
 }
 
@@ -166,6 +171,19 @@ func (r *Registry) Advance(t time.Time) {
 	r.advance(t)
 }
 
+// cover records, for the trust topic's reader, that every trust event
+// with a log time up to t has been applied; clean, that it has read to
+// the end with no transaction open, as Advance does. While a transaction
+// is open, read may not name keys committed before the reader started
+// (the open transaction's own, or another's behind it), so TrustRead is
+// not known from such a round.
+func (r *Registry) cover(t time.Time, clean bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reachedEnd = r.reachedEnd || clean
+	r.advance(t)
+}
+
 // TrustRead returns the offset of the next trust record the registry's
 // reader will read, and whether that reader has read to the end of the
 // trust topic at least once. A signer names it in the events it signs
@@ -189,16 +207,17 @@ func (r *Registry) advance(t time.Time) {
 
 // WaitCovers returns once the registry covers log time t (see Covers), or
 // with ctx's error. A reader that met ErrKeysBehind waits here, and goes on
-// the moment the trust topic's reader has caught up. A wait for a later
-// time than any before tells that reader to look at the trust topic's end
-// as soon as it can say t is covered, rather than at its idle pace.
+// the moment the trust topic's reader has caught up. A wait for an earlier
+// time than any other waiter's, or the first, tells that reader to look at
+// the trust topic's end as soon as it can say t is covered, rather than at
+// its idle pace (see ask).
 func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
 	for {
 		r.mu.Lock()
 		covered, advanced := !r.following || !t.After(r.through), r.advanced
 		var wake func()
-		if !covered && t.After(r.want) {
-			r.want, wake = t, r.wake
+		if !covered {
+			wake = r.ask(t)
 		}
 		r.mu.Unlock()
 		if covered {
@@ -213,6 +232,20 @@ func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
 		case <-advanced:
 		}
 	}
+}
+
+// ask records that a waiter wants log time t covered, and returns what
+// stops the trust reader's poll (nil: nothing to stop, or no need) when
+// the reader is to look at the topic's end sooner than it planned: when
+// no earlier want is pending. Every waiter asks again whenever coverage
+// moves, so the want is the earliest time a waiter needs and not yet
+// covered. The caller holds r.mu.
+func (r *Registry) ask(t time.Time) func() {
+	if r.want.After(r.through) && !t.Before(r.want) {
+		return nil
+	}
+	r.want = t
+	return r.wake
 }
 
 // setRead records that the trust topic's reader has applied (or refused)
@@ -264,6 +297,7 @@ func (r *Registry) WaitRead(ctx context.Context, end int64) error {
 func (r *Registry) pollFor(now time.Time, margin time.Duration, atEnd bool) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.planned = r.want
 	if !r.want.After(r.through) {
 		return trustIdle
 	}
@@ -279,11 +313,16 @@ func (r *Registry) pollFor(now time.Time, margin time.Duration, atEnd bool) time
 const trustMinPoll = 50 * time.Millisecond
 
 // setWake sets what WaitCovers calls to stop the trust reader's poll; nil
-// when it is not polling.
+// when it is not polling. A waiter that came after the reader planned the
+// poll (pollFor) and before it started found nothing to stop, and the plan
+// did not count on it: the poll is stopped as it starts.
 func (r *Registry) setWake(wake func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wake = wake
+	if wake != nil && !r.want.Equal(r.planned) {
+		wake()
+	}
 }
 
 // Keys returns every known key, valid or not.

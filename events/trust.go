@@ -76,7 +76,9 @@ const trustIdle = 5 * time.Second
 // Each round it lists the partition's end (its last stable offset) and,
 // if every record before it is applied, advances the registry to the time
 // the round began less the clock margin, since nothing appended before
-// then can still be on its way; then it polls and applies what it reads.
+// then can still be on its way, unless a transaction open since before
+// then may yet bring a record appended earlier (see end); then it polls
+// and applies what it reads.
 // While no reader waits it polls for up to 5 s at a time. A reader that
 // waits (Registry.WaitCovers, or for a cut) cuts the poll short, and the
 // next round starts as soon as it can cover what the reader waits for: at
@@ -88,7 +90,7 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 	next := int64(0)
 	for ctx.Err() == nil {
 		began := time.Now()
-		atEnd, err := f.atEnd(ctx, adm, next)
+		e, err := f.end(ctx, adm, began, next)
 		if err != nil { // not known to be at the end: do not advance
 			if ctx.Err() != nil {
 				return nil
@@ -100,10 +102,16 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if atEnd {
-			f.reg.Advance(began.Add(-f.margin))
+		if e.at {
+			f.reg.cover(e.through, e.clean)
 		}
-		read, stopped := f.poll(ctx, f.reg.pollFor(time.Now(), f.margin, atEnd), next)
+		d := f.reg.pollFor(time.Now(), f.margin, e.at)
+		if e.blocked {
+			f.log.DebugContext(ctx, "trust topic: a transaction open since before the time coverage would reach holds it back", "topic", f.topic,
+				"at", began.Add(-f.margin))
+			d = trustIdle // until the transaction's end, read, ends the poll
+		}
+		read, stopped := f.poll(ctx, d, next)
 		if stopped {
 			return nil
 		}
@@ -113,27 +121,61 @@ func (f *TrustFollower) Run(ctx context.Context) error {
 	return nil
 }
 
-// atEnd reports whether the follower, about to read offset next, has read
-// every record of the trust topic that was appended when it asks: next is
-// at the last stable offset, and that is the high watermark. A
-// transaction still open holds records appended already, with their log
-// times, that become readable only when it commits; until then nothing
-// past their times is covered.
-func (f *TrustFollower) atEnd(ctx context.Context, adm *kadm.Client, next int64) (bool, error) {
-	stable, err := adm.ListCommittedOffsets(ctx, f.topic)
+// end is how far a round of the follower may advance the registry: at
+// says it has read every record readable now, which covers the log up to
+// through; clean, that no transaction was open either. blocked says it
+// has read every record readable now but may advance nothing, for a
+// transaction open since before through would be.
+type end struct {
+	at, clean, blocked bool
+	through            time.Time
+}
+
+// end lists the trust topic's end, the round having begun at began, for a
+// follower about to read from offset next. At the last stable offset,
+// every record appended before began less the margin is read, unless a
+// transaction is still open: its records were appended, with their log
+// times, before it commits. Then the first record appended at or after
+// that time, read uncommitted, shows whether every record not yet
+// readable was appended after it (log times grow with offsets, within
+// the margin); if not, the round covers nothing more, for advancing past
+// a record not yet read would judge events without it that a rebuild
+// judges with. The ends are listed in that order: if the last stable
+// offset reaches the high watermark listed after it, no record was
+// appended between, and none was open.
+func (f *TrustFollower) end(ctx context.Context, adm *kadm.Client, began time.Time, next int64) (end, error) {
+	stable, err := listed(ctx, adm.ListCommittedOffsets, f.topic)
+	if err != nil || next < stable {
+		return end{}, err
+	}
+	high, err := listed(ctx, adm.ListEndOffsets, f.topic)
 	if err != nil {
-		return false, err
+		return end{}, err
 	}
-	lso, ok := stable.Lookup(f.topic, 0)
-	if !ok || lso.Err != nil || next < lso.Offset {
-		return false, nil
+	through := began.Add(-f.margin)
+	if stable >= high {
+		return end{at: true, clean: true, through: through}, nil
 	}
-	ends, err := adm.ListEndOffsets(ctx, f.topic)
+	after, err := listed(ctx, func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+		return adm.ListOffsetsAfterMilli(ctx, through.UnixMilli(), topics...)
+	}, f.topic)
+	if err != nil || after > stable {
+		return end{blocked: err == nil}, err
+	}
+	return end{at: true, through: through.Add(-time.Millisecond)}, nil
+}
+
+// listed lists one offset of topic's partition 0.
+func listed(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (int64, error) {
+	l, err := list(ctx, topic)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	hw, ok := ends.Lookup(f.topic, 0)
-	return ok && hw.Err == nil && lso.Offset >= hw.Offset, nil
+	o, ok := l.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		return 0, errors.Join(errors.New("partition 0 not listed"), o.Err)
+	}
+	return o.Offset, nil
 }
 
 // poll fetches for up to d (no time: not at all) and applies what it

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
@@ -57,15 +58,23 @@ func TestPythonReaderReadsEveryTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(w.refused)
-	if got := goRefused(t, w); !cmp.Equal(got, w.refused) {
+	got, unapplied := goRefused(t, w)
+	if !cmp.Equal(got, w.refused) {
 		t.Errorf("Argosy's own decoder refused %v, want exactly %v", got, w.refused)
+	}
+	if !cmp.Equal(unapplied, w.unapplied) {
+		t.Errorf("Argosy's own registry refused to apply %v, want exactly %v", unapplied, w.unapplied)
 	}
 	refused, err := json.Marshal(w.refused)
 	if err != nil {
 		t.Fatal(err)
 	}
+	unappliedJSON, err := json.Marshal(w.unapplied)
+	if err != nil {
+		t.Fatal(err)
+	}
 	started = time.Now()
-	cmd := exec.CommandContext(ctx, python, "reader.py", "--expect-refused", string(refused),
+	cmd := exec.CommandContext(ctx, python, "reader.py", "--expect-refused", string(refused), "--expect-unapplied", string(unappliedJSON),
 		"--bootstrap", kafkatest.Bootstrap(t),
 		"--topics", string(topicsJSON),
 		"--anchor", base64.StdEncoding.EncodeToString(w.hub.Public()), "--anchor-owner", hubName,
@@ -82,9 +91,10 @@ func TestPythonReaderReadsEveryTopic(t *testing.T) {
 	t.Logf("python reader:\n%s", stdout.String())
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	var summary struct {
-		Counts  map[string]map[string]int `json:"counts"`
-		Golden  int                       `json:"golden"`
-		Refused []string                  `json:"refused"`
+		Counts    map[string]map[string]int `json:"counts"`
+		Golden    int                       `json:"golden"`
+		Refused   []string                  `json:"refused"`
+		Unapplied []string                  `json:"unapplied"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &summary); err != nil {
 		t.Fatalf("python reader's summary: %v\n%s", err, stdout.String())
@@ -93,8 +103,11 @@ func TestPythonReaderReadsEveryTopic(t *testing.T) {
 		t.Errorf("records read by type, per topic (-written +read):\n%s", diff)
 	}
 	slices.Sort(summary.Refused)
-	if len(w.refused) != 4 || !cmp.Equal(w.refused, summary.Refused) {
-		t.Errorf("the python reader refused %v, want exactly %v: signed by a planted key, a rotated-out key, and the keys of a deregistered cluster", summary.Refused, w.refused)
+	if len(w.refused) != 6 || !cmp.Equal(w.refused, summary.Refused) {
+		t.Errorf("the python reader refused %v, want exactly %v: signed by a planted key, a rotated-out key, the keys of a deregistered cluster, the hub's key rotated out, and a key naming a trust offset before its introduction", summary.Refused, w.refused)
+	}
+	if !cmp.Equal(w.unapplied, summary.Unapplied) {
+		t.Errorf("the python reader refused to apply %v, want exactly %v: a rotation to another cluster's key", summary.Unapplied, w.unapplied)
 	}
 	if summary.Golden < len(events.Catalogue())+1 {
 		t.Errorf("python reader verified %d golden samples, want one per type and more", summary.Golden)
@@ -123,20 +136,34 @@ var errRefused = errors.New("refused by the test's handler")
 
 // goRefused decodes the workload's status topic as a projector does, with
 // the key set the committed trust topic builds, and returns the records
-// refused for their signing key.
-func goRefused(t *testing.T, w *workload) []string {
+// refused for their signing key, and the trust records the registry
+// refused to apply.
+func goRefused(t *testing.T, w *workload) (_, unapplied []string) {
 	t.Helper()
 	reg := events.NewRegistry(events.HubAnchor(hubName, w.hub.Public()))
 	trustDec, err := events.NewDecoder(events.NewVerifier(reg.Anchors()), events.WithTopics(w.topics))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []string
+	refused := func(rec *kgo.Record, err error) bool {
+		if errors.Is(err, events.ErrNotAuthorized) || errors.Is(err, events.ErrUnknownKey) || errors.Is(err, events.ErrRevokedKey) {
+			out = append(out, fmt.Sprintf("%s/%d@%d", rec.Topic, rec.Partition, rec.Offset))
+			return true
+		}
+		return false
+	}
 	for _, rec := range kafkatest.Committed(t, w.topics[events.TopicTrust]) {
 		d, err := trustDec.Decode(t.Context(), rec)
+		if refused(rec, err) {
+			continue
+		}
 		if err != nil {
 			t.Fatalf("trust@%d: %v", rec.Offset, err)
 		}
-		if err := reg.Apply(d); err != nil {
+		if err := reg.Apply(d); events.IsPoison(err) {
+			unapplied = append(unapplied, fmt.Sprintf("%s/%d@%d", rec.Topic, rec.Partition, rec.Offset))
+		} else if err != nil {
 			t.Fatalf("trust@%d: %v", rec.Offset, err)
 		}
 	}
@@ -144,16 +171,11 @@ func goRefused(t *testing.T, w *workload) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
 	for _, rec := range kafkatest.Committed(t, w.topics[events.TopicStatus]) {
-		_, err := dec.Decode(t.Context(), rec)
-		switch {
-		case errors.Is(err, events.ErrNotAuthorized), errors.Is(err, events.ErrUnknownKey), errors.Is(err, events.ErrRevokedKey):
-			out = append(out, fmt.Sprintf("%s/%d@%d", rec.Topic, rec.Partition, rec.Offset))
-		case err != nil:
+		if _, err := dec.Decode(t.Context(), rec); err != nil && !refused(rec, err) {
 			t.Errorf("status@%d/%d: %v", rec.Partition, rec.Offset, err)
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, unapplied
 }

@@ -201,11 +201,17 @@ class Keys:
             k = self.key_from(data, at, offset)
             self.keys.setdefault(k.id, k)
         elif typ == "io.argosy.trust.key.rotated.v1":
-            if data["keyId"] not in self.keys:
+            old = self.keys.get(data["keyId"])
+            if old is None:
                 raise Refused(f"rotation of unknown key {data['keyId']}")
             k = self.key_from(data["next"], at, offset)
-            k.anchor = self.keys[data["keyId"]].anchor  # an anchor's successor is one
-            self.keys.setdefault(k.id, k)
+            cur = self.keys.get(k.id, k)
+            if {(x.owner, x.role, x.purpose) for x in (old, k, cur)} != {(old.owner, old.role, old.purpose)}:
+                raise Refused(f"rotation of {old.id} to {k.id}: another owner, role or purpose")
+            # An anchor's successor is one, whether the rotation names it
+            # first or it was registered before.
+            cur.anchor = cur.anchor or old.anchor
+            self.keys.setdefault(k.id, cur)
             self.end(data["keyId"], at + datetime.timedelta(seconds=data.get("overlapSeconds", 0)), offset, at)
         elif typ == "io.argosy.trust.key.revoked.v1":
             if data["keyId"] not in self.keys:
@@ -301,8 +307,9 @@ class Reader:
         payload = b64(env.get("payload") or "") if sigs else None
         return sigs, payload
 
-    def verify(self, attrs, data, partitionkey, at, may_sign):
-        """The key that verifies the event, by the documented steps."""
+    def verify(self, attrs, data, partitionkey, at, may_sign, by_cut=True):
+        """The key that verifies the event, by the documented steps: by
+        the cut it names, if it names one and by_cut (not a trust event)."""
         sigs, payload = self.signatures(attrs)
         if not sigs:
             raise Refused("no signatures")
@@ -322,6 +329,10 @@ class Reader:
             if not re.fullmatch(r"[0-9]+", raw) or int(raw) >= 2**63:
                 raise Refused(f"trustoffset {raw!r} is not a trust topic offset")
             trust_offset = int(raw)
+        if not by_cut:
+            # A trust event is judged by every trust record before it,
+            # whatever offset it names: its reader has read no further.
+            trust_offset = None
         why = []
         for kid, sig in sigs:
             k = self.keys.key(kid, at, trust_offset)
@@ -417,7 +428,7 @@ class Reader:
                 return f"key of {k.owner} may not sign for {cluster}"
             return None
 
-        self.verify(attrs, data, partitionkey, at, may_sign)
+        self.verify(attrs, data, partitionkey, at, may_sign, by_cut=topic != "trust")
         return typ, attrs, payload
 
 
@@ -478,6 +489,7 @@ def read_live(args, failures, summary):
     reader = Reader(design, args.schemas, keys)
     deadline = time.monotonic() + args.timeout
     expected = json.loads(args.expect_refused)
+    unapplied = json.loads(args.expect_unapplied)
     # The trust topic first: it decides which keys are valid when.
     order = ["trust", "config", "desired", "placements", "status", "deployments", "audit", "deadletter"]
     if sorted(order) != sorted(topics):
@@ -519,6 +531,8 @@ def read_live(args, failures, summary):
                 # valid for it then must be refused for that reason alone.
                 if where in expected and str(e).startswith("no signature taken"):
                     summary.setdefault("refused", []).append(where)
+                elif where in unapplied and role == "trust" and not str(e).startswith("no signature taken"):
+                    summary.setdefault("unapplied", []).append(where)
                 else:
                     failures.append(f"{where}: Refused: {e}")
             except Exception as e:  # every failure is reported with its record
@@ -526,6 +540,9 @@ def read_live(args, failures, summary):
     for where in expected:
         if where not in summary.get("refused", []):
             failures.append(f"{where}: accepted, and it is signed by a key that was not valid for it")
+    for where in unapplied:
+        if where not in summary.get("unapplied", []):
+            failures.append(f"{where}: applied, and it is a trust event no reader may apply")
     summary["pins"] = pins
 
 
@@ -594,6 +611,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--expect-refused", default="[]",
                     help="JSON list of records, topic/partition@offset, that must be refused for their signing key")
+    ap.add_argument("--expect-unapplied", default="[]",
+                    help="JSON list of trust records, topic/partition@offset, well signed, that must not be applied")
     args = ap.parse_args()
     failures, summary = [], {}
     read_live(args, failures, summary)

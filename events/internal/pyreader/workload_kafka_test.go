@@ -3,6 +3,7 @@
 package pyreader
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -44,8 +45,13 @@ type workload struct {
 	written map[string]map[string]int
 	// refused lists the records every reader must refuse, as
 	// "topic/partition@offset": signed by a key a refused registration
-	// planted, by a key rotated out, or by a key of a deregistered cluster.
+	// planted, by a key rotated out, or by a key of a deregistered cluster;
+	// one on the trust topic, by the hub's key rotated out.
 	refused []string
+	// unapplied lists the trust records every reader must refuse to
+	// apply, though their signature is good: a rotation to another
+	// cluster's key.
+	unapplied []string
 }
 
 func newWorkload(t *testing.T, configPartitions, statusPartitions int32) *workload {
@@ -139,7 +145,7 @@ func (w *workload) run(ctx context.Context) {
 	// Log times are milliseconds: keep the rotation clear of the events
 	// the old key signed, and of those the new one signs.
 	time.Sleep(20 * time.Millisecond)
-	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRotated, pinned, w.keys[pinned].KeyID(),
+	introduced := w.publish(ctx, trust, w.keyEvent(events.TypeKeyRotated, pinned, w.keys[pinned].KeyID(),
 		schemas.KeyRotated{KeyID: w.keys[pinned].KeyID(), Next: keyRegistered(pinned, w.next.Public())}))
 	time.Sleep(20 * time.Millisecond)
 	rotated := w.producer(w.next)
@@ -147,6 +153,20 @@ func (w *workload) run(ctx context.Context) {
 		w.publish(ctx, rotated, e)
 	}
 	w.mustRefuse(ctx, agent[pinned], w.heartbeat(pinned))
+	// The new key names a trust offset before the rotation that
+	// introduced it, within the clock margin: not in its cut, unknown.
+	w.mustRefuse(ctx, w.producer(w.next.WithTrustOffset(func() (int64, bool) { return introduced.Offset, true })), w.heartbeat(pinned))
+
+	// A rotation of east's key to a key of another cluster: no reader
+	// applies it, and east's key signs on.
+	stray := signer(t)
+	recs, err := trust.Publish(ctx, w.keyEvent(events.TypeKeyRotated, east, w.keys[east].KeyID(),
+		schemas.KeyRotated{KeyID: w.keys[east].KeyID(), Next: keyRegistered(pinned, stray.Public())}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.unapplied = append(w.unapplied, fmt.Sprintf("%s/%d@%d", recs[0].Topic, recs[0].Partition, recs[0].Offset))
+	time.Sleep(20 * time.Millisecond)
 
 	// east's key is rotated with an hour's overlap: both keys sign. Then
 	// east is deregistered, which revokes both, and neither signs again.
@@ -156,12 +176,18 @@ func (w *workload) run(ctx context.Context) {
 	time.Sleep(20 * time.Millisecond)
 	w.publish(ctx, agent[east], w.heartbeat(east))
 	w.publish(ctx, w.producer(eastNext), w.heartbeat(east))
+	var revoked *kgo.Record
 	for _, k := range []*events.Signer{w.keys[east], eastNext} {
-		w.publish(ctx, trust, w.keyEvent(events.TypeKeyRevoked, east, k.KeyID(), schemas.KeyRevoked{KeyID: k.KeyID(), Reason: "cluster east-1 deregistered"}))
+		r := w.publish(ctx, trust, w.keyEvent(events.TypeKeyRevoked, east, k.KeyID(), schemas.KeyRevoked{KeyID: k.KeyID(), Reason: "cluster east-1 deregistered"}))
+		revoked = cmp.Or(revoked, r)
 	}
 	time.Sleep(20 * time.Millisecond)
 	w.mustRefuse(ctx, agent[east], w.heartbeat(east))
 	w.mustRefuse(ctx, w.producer(eastNext), w.heartbeat(east))
+	// Within the clock margin after the revocations, a heartbeat that
+	// names a trust offset before them was concurrent with them: every
+	// reader, judging it by its cut, accepts it.
+	w.publish(ctx, w.producer(w.keys[east].WithTrustOffset(func() (int64, bool) { return revoked.Offset, true })), w.heartbeat(east))
 
 	// The hub's key is rotated, signed by both keys; the successor, an
 	// anchor now, signs trust events and the hub's audit.
@@ -173,8 +199,19 @@ func (w *workload) run(ctx context.Context) {
 	}
 	hubNext := keyRegistered(hubName, nextHub.Public())
 	hubNext.Role = schemas.RoleHub
-	w.publish(ctx, w.producer(both), w.keyEvent(events.TypeKeyRotated, hubName, w.hub.KeyID(), schemas.KeyRotated{KeyID: w.hub.KeyID(), Next: hubNext}))
+	// The successor is on the trust topic already, as a hub key, not an
+	// anchor (a hub that ran with it published it): the rotation makes
+	// it one.
+	w.publish(ctx, trust, w.keyEvent(events.TypeKeyRegistered, hubName, nextHub.KeyID(), hubNext))
+	rot := w.publish(ctx, w.producer(both), w.keyEvent(events.TypeKeyRotated, hubName, w.hub.KeyID(), schemas.KeyRotated{KeyID: w.hub.KeyID(), Next: hubNext}))
 	time.Sleep(20 * time.Millisecond)
+	// A replica that did not cosign, its follower short of the rotation,
+	// registers a key with the old key alone, naming a trust offset
+	// before the rotation, well within the clock margin: a trust event is
+	// judged by every trust record before it, whatever offset it names.
+	stale := w.hub.WithTrustOffset(func() (int64, bool) { return rot.Offset, true })
+	late := signer(t)
+	w.mustRefuse(ctx, w.producer(stale), w.keyEvent(events.TypeKeyRegistered, pinned, late.KeyID(), keyRegistered(pinned, late.Public())))
 	w.publish(ctx, w.producer(nextHub), w.keyEvent(events.TypeKeyRevoked, pinned, w.next.KeyID(), schemas.KeyRevoked{KeyID: w.next.KeyID(), Reason: "test"}))
 	for _, e := range w.samples(east, func(sp events.Spec) bool { return sp.Topic == events.TopicAudit }) {
 		w.publish(ctx, w.producer(nextHub), e)
