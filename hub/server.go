@@ -183,17 +183,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dec, err := events.NewDecoder(events.NewVerifier(s.keys), append([]events.Option{events.WithTopics(s.o.topics)}, s.o.DecoderOpts...)...)
-	if err != nil {
+	if s.ledger, err = s.newLedger(); err != nil {
 		return err
 	}
-	in, err := events.NewIntake(dec, nil, s.o.Events()...)
-	if err != nil {
-		return err
-	}
-	s.ledger = newLedger(s.o.topics, in, s.o.window, s.o.Log)
-	s.ledger.lag = s.o.ledgerLag
-	s.ledger.sessions = s.auth.sessions
 	ranges, err := s.ledger.plan(ctx, adm, s.o.now())
 	if err != nil {
 		return err
@@ -241,6 +233,23 @@ func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, err
 		return nil, err
 	}
 	return events.NewTrustFollower(trustClient, s.o.topics[events.TopicTrust], trustIn, s.keys, s.o.Events()...)
+}
+
+// newLedger makes the hub's ledger, which judges what it reads by the
+// keys the trust topic's follower gives s.keys.
+func (s *Server) newLedger() (*ledger, error) {
+	dec, err := events.NewDecoder(events.NewVerifier(s.keys), append([]events.Option{events.WithTopics(s.o.topics)}, s.o.DecoderOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	in, err := events.NewIntake(dec, nil, s.o.Events()...)
+	if err != nil {
+		return nil, err
+	}
+	l := newLedger(s.o.topics, in, s.o.window, s.o.Log)
+	l.lag = s.o.ledgerLag
+	l.sessions = s.auth.sessions
+	return l, nil
 }
 
 // catchUp marks the hub ready once the ledger has read what the log held
