@@ -158,6 +158,7 @@ func TestEarlierWaiterWakesTheTrustReader(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the waiter left asks again once coverage moved
 		if d := r.pollFor(now, margin, true); d != 2*margin {
 			t.Errorf("the waiter left wants the event's time plus the margin: poll for %s, want %s", d, 2*margin)
 		}
