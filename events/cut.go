@@ -114,30 +114,12 @@ func (r *Registry) coversCutLocked(c cut) bool {
 // time plus the margin, which it covers in any case; once it has, for c's
 // time less the margin, which one look at the topic's end covers.
 func (r *Registry) waitCut(ctx context.Context, c cut) error {
-	for {
-		r.mu.Lock()
-		covered, advanced := r.coversCutLocked(c), r.advanced
-		want := c.at.Add(c.margin)
+	return r.waitUntil(ctx, func() (bool, time.Time) {
 		if r.read >= c.offset {
-			want = c.at.Add(-c.margin)
+			return r.coversCutLocked(c), c.at.Add(-c.margin)
 		}
-		var wake func()
-		if !covered {
-			wake = r.ask(want)
-		}
-		r.mu.Unlock()
-		if covered {
-			return nil
-		}
-		if wake != nil {
-			wake()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-advanced:
-		}
-	}
+		return r.coversCutLocked(c), c.at.Add(c.margin)
+	})
 }
 
 func (r *Registry) clockMargin() time.Duration {

@@ -212,15 +212,24 @@ func (r *Registry) advance(t time.Time) {
 // the trust topic's end as soon as it can say t is covered, rather than at
 // its idle pace (see ask).
 func (r *Registry) WaitCovers(ctx context.Context, t time.Time) error {
+	return r.waitUntil(ctx, func() (bool, time.Time) { return !r.following || !t.After(r.through), t })
+}
+
+// waitUntil returns once covered reports true, or with ctx's error.
+// covered runs under r.mu and also names the log time the trust reader
+// must cover for it; each time it is false, the wait asks the reader for
+// that time (see ask) and waits for coverage to move.
+func (r *Registry) waitUntil(ctx context.Context, covered func() (bool, time.Time)) error {
 	for {
 		r.mu.Lock()
-		covered, advanced := !r.following || !t.After(r.through), r.advanced
+		ok, want := covered()
+		advanced := r.advanced
 		var wake func()
-		if !covered {
-			wake = r.ask(t)
+		if !ok {
+			wake = r.ask(want)
 		}
 		r.mu.Unlock()
-		if covered {
+		if ok {
 			return nil
 		}
 		if wake != nil {
