@@ -80,20 +80,7 @@ func TestTrustFollowerReachesTheEndOfTransactions(t *testing.T) {
 	r := newRig(t, 1, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRegistered, "keys/"+r.f.stranger.KeyID(), "hub",
-		schemas.KeyRegistered{KeyID: r.f.stranger.KeyID(), Owner: "cluster-z", Role: schemas.RoleCluster,
-			Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(r.f.stranger.Public())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.f.hub.Sign(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := events.EventRecord(ctx, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Topic = r.topics[events.TopicTrust]
+	rec := strangerRegistered(ctx, t, r, "hub")
 	txn := kafkatest.Client(t, append(events.ProducerOpts(nil), kgo.TransactionalID("txn."+rec.Topic))...)
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
@@ -146,20 +133,7 @@ func TestTrustFollowerWaitsForAnOpenTransaction(t *testing.T) {
 	r := newRig(t, 1, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRegistered, "keys/"+r.f.stranger.KeyID(), "cluster-z",
-		schemas.KeyRegistered{KeyID: r.f.stranger.KeyID(), Owner: "cluster-z", Role: schemas.RoleCluster,
-			Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(r.f.stranger.Public())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.f.hub.Sign(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := events.EventRecord(ctx, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Topic = r.topics[events.TopicTrust]
+	rec := strangerRegistered(ctx, t, r, "cluster-z")
 	txn := kafkatest.Client(t, append(events.ProducerOpts(nil), kgo.TransactionalID("open."+rec.Topic))...)
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
@@ -204,4 +178,25 @@ func TestTrustFollowerWaitsForAnOpenTransaction(t *testing.T) {
 	if _, ok := keys.Key(r.f.stranger.KeyID()); !ok {
 		t.Error("the key registered in the committed transaction is unknown")
 	}
+}
+
+// strangerRegistered is the trust record, signed by the hub, that
+// registers r's stranger key to cluster-z, with partitionkey key.
+func strangerRegistered(ctx context.Context, t *testing.T, r *rig, key string) *kgo.Record {
+	t.Helper()
+	e, err := events.New("//argosy.dev/hub/test", events.TypeKeyRegistered, "keys/"+r.f.stranger.KeyID(), key,
+		schemas.KeyRegistered{KeyID: r.f.stranger.KeyID(), Owner: "cluster-z", Role: schemas.RoleCluster,
+			Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(r.f.stranger.Public())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.f.hub.Sign(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := events.EventRecord(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Topic = r.topics[events.TopicTrust]
+	return rec
 }
