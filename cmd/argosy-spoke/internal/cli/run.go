@@ -82,7 +82,8 @@ func (o *RunOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StatusResync, "status-resync", cmdkit.EnvDuration("ARGOSY_STATUS_RESYNC", time.Hour, 0), // malformed: 0, which Validate refuses
 		"how often each Application's whole status is published again, besides its deltas; keep it well inside the status topic's retention (env ARGOSY_STATUS_RESYNC)")
 	fs.DurationVar(&o.ClockMargin, "clock-margin", cmdkit.EnvDuration("ARGOSY_CLOCK_MARGIN", 2*time.Second, 0), // malformed: 0, which Validate refuses
-		"how far the Kafka brokers' clocks may be behind this host's: a config event is applied about this long after its append, once the trust topic is read past it; "+
+		"how far the Kafka brokers' clocks may be behind this host's: a config event that names no trust offset is applied about this long after its append; "+
+			"it is also part of judging a key revoked at the time of an event, so rebuilds need the same value; "+
 			"lower it only as far as the clocks are known to keep (env ARGOSY_CLOCK_MARGIN)")
 	fs.StringVar(&o.SigForm, "sig-form", cmdkit.Env("ARGOSY_SIG_FORM", events.SigCompact.String()),
 		"the form events are signed in: compact (ce_sig, the default) or dsse (ce_dssematerial and a dataschema on every event), for a fleet whose readers are upgraded after this writer; docs/design.md, Signatures (env ARGOSY_SIG_FORM)")

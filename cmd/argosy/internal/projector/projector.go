@@ -103,7 +103,8 @@ carries bearer tokens, which are also the hub's.`,
 	fs.IntVar(&opts.MaxRecords, "max-records", cmdkit.EnvInt("ARGOSY_MAX_RECORDS", 10_000, 0), // malformed: 0, which Validate refuses
 		"records folded per store transaction at most (env ARGOSY_MAX_RECORDS)")
 	fs.DurationVar(&opts.ClockMargin, "clock-margin", cmdkit.EnvDuration("ARGOSY_CLOCK_MARGIN", 2*time.Second, 0), // malformed: 0, which Validate refuses
-		"how far the Kafka brokers' clocks may be behind this host's: an event is folded about this long after its append, once the trust topic is read past it; "+
+		"how far the Kafka brokers' clocks may be behind this host's: an event that names no trust offset is folded about this long after its append; "+
+			"it is also part of judging a key revoked at the time of an event, so rebuilds need the same value; "+
 			"lower it only as far as the clocks are known to keep (env ARGOSY_CLOCK_MARGIN)")
 	return cmd
 }

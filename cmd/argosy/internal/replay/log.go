@@ -35,7 +35,7 @@ func (l *LogOptions) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&l.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
 	fs.StringVar(&l.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
 	fs.DurationVar(&l.ClockMargin, "clock-margin", 2*time.Second,
-		"how far the Kafka brokers' clocks may be behind this host's, as the projector's --clock-margin")
+		"how far the Kafka brokers' clocks may be behind this host's; use the projector's --clock-margin, since it is part of judging a key revoked at the time of an event")
 	fs.BoolVar(&l.CreateTime, "accept-create-time", false, "accept records the broker did not stamp with LogAppendTime (argosy dev's embedded broker)")
 }
 
