@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,5 +120,42 @@ func TestViewPollsParseOnce(t *testing.T) {
 	}
 	if err := s.stmts.close(); err != nil || s.stmts.size() != 0 {
 		t.Errorf("close: %v, %d statements kept; want none", err, s.stmts.size())
+	}
+}
+
+// TestStmtCacheIsBounded: however many query texts a Store meets, it keeps
+// at most maxStmts prepared; the queries past the bound, and every query
+// after close, still run, unprepared.
+func TestStmtCacheIsBounded(t *testing.T) {
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "bound.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var c stmtCache
+	run := func(i int) {
+		t.Helper()
+		rows, err := c.query(t.Context(), db, "SELECT ? /* "+strconv.Itoa(i)+" */", []any{i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got int
+		if !rows.Next() || rows.Scan(&got) != nil || got != i {
+			t.Fatalf("query %d answered %d", i, got)
+		}
+	}
+	for i := range maxStmts + 50 {
+		run(i)
+	}
+	if n := c.size(); n != maxStmts {
+		t.Errorf("%d query texts kept %d statements, want %d", maxStmts+50, n, maxStmts)
+	}
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	run(1)
+	if n := c.size(); n != 0 {
+		t.Errorf("after close the cache keeps %d statements", n)
 	}
 }
