@@ -16,10 +16,11 @@ import (
 func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
 
 // TestBenchmarkRuns runs the fleet benchmark as `make bench-fleet` does,
-// built binaries and all, on the real broker with a fleet of four and a
-// few seconds of changes, and checks that the results file holds every
-// measurement: every change acknowledged, the projector's view followed,
-// ingestion, bootstrap, the codecs and both plots. It asserts nothing
+// built binaries and all, on a Kafka cluster of two brokers it starts
+// itself, with a fleet of four and a few seconds of changes, and checks
+// that the results file holds every measurement: every change
+// acknowledged, the projector's view followed, ingestion, bootstrap, the
+// codecs, connections to both brokers and both plots. It asserts nothing
 // about how fast: that is the benchmark's to report.
 func TestBenchmarkRuns(t *testing.T) {
 	dir := t.TempDir()
@@ -34,7 +35,7 @@ func TestBenchmarkRuns(t *testing.T) {
 	out := filepath.Join(dir, "results")
 	cmd := exec.CommandContext(t.Context(), filepath.Join(bin, "fleet"), "-sizes", "4", "-apps", "2", "-rate", "20", "-duration", "3s",
 		"-view-every", "5", "-ingest", "20000", "-boot-apps", "5", "-profile", "2s", "-partitions", "4",
-		"-kafka", kafkatest.Bootstrap(t), "-bin", bin, "-out", out)
+		"-brokers", "2", "-kafka", "", "-bin", bin, "-out", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("fleet benchmark: %v\n%s", err, b)
 	}
@@ -55,6 +56,8 @@ func TestBenchmarkRuns(t *testing.T) {
 		regexp.MustCompile(`new spoke bootstrapped with its Applications \| [1-9][\d.]*m?s`),
 		regexp.MustCompile(`\| zstd-fastest \(Argosy's\) \| [1-9]\d* B \| [1-9]\d* B \| [1-9]\d* B \|`),
 		regexp.MustCompile(`N = 4, spokes</summary>`),
+		regexp.MustCompile(`\(2 KRaft brokers from its jars`),
+		regexp.MustCompile(`TCP connections to the brokers, settled \(to the busiest\) \| [1-9]\d* \([1-9]\d*\) \|`),
 	} {
 		if !want.MatchString(report) {
 			t.Errorf("results lack %s", want)

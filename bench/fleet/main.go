@@ -17,7 +17,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -25,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,7 +64,8 @@ type config struct {
 	profile    time.Duration
 	margin     time.Duration
 	label      string
-	brokerPid  int // 0: a broker this program did not start
+	brokers    int   // the cluster's brokers, when this program starts it
+	brokerPids []int // none: brokers this program did not start
 }
 
 func runBench(args []string) int {
@@ -82,7 +83,8 @@ func runBench(args []string) int {
 	fs.IntVar(&cfg.bootApps, "boot-apps", 100, "Applications a new spoke bootstraps with")
 	fs.StringVar(&cfg.bin, "bin", "bin", "directory of the argosy and argosy-hub binaries")
 	fs.StringVar(&cfg.out, "out", "bench/results", "directory of the results file and its plots")
-	fs.StringVar(&cfg.kafka, "kafka", os.Getenv(kafkatest.EnvBootstrap), "a running broker's address; empty: start Apache Kafka "+kafkatest.Version+" (env KAFKA_BOOTSTRAP)")
+	fs.StringVar(&cfg.kafka, "kafka", os.Getenv(kafkatest.EnvBootstrap), "running brokers' addresses, comma-separated; empty: start Apache Kafka "+kafkatest.Version+" (env KAFKA_BOOTSTRAP)")
+	fs.IntVar(&cfg.brokers, "brokers", 0, "brokers of the Kafka cluster this program starts; 0: enough for the largest size's connections")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep each run's directory (logs, keys, views) under the temporary directory")
 	fs.DurationVar(&cfg.margin, "clock-margin", 0, "the projector's and agents' --clock-margin; 0: their default")
 	fs.StringVar(&cfg.label, "label", "", "added to the results file's name: DATE-LABEL.md")
@@ -123,32 +125,37 @@ func bench(ctx context.Context, cfg *config) error {
 		defer os.RemoveAll(cfg.work)
 	}
 	if cfg.kafka == "" {
+		if cfg.brokers == 0 {
+			cfg.brokers = brokersFor(slices.Max(cfg.sizes), connRoom(files))
+		}
+		progress("starting Apache Kafka %s: %d brokers", kafkatest.Version, cfg.brokers)
 		sctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-		b, err := kafkatest.Start(sctx)
+		c, err := kafkatest.StartCluster(sctx, cfg.brokers)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("start Apache Kafka: %w", err)
 		}
 		defer func() {
-			if err := errors.Join(b.Stop(context.WithoutCancel(ctx)), os.RemoveAll(b.Dir)); err != nil {
-				progress("stop the broker: %v", err)
+			if err := c.Close(context.WithoutCancel(ctx)); err != nil {
+				progress("stop the brokers: %v", err)
 			}
 		}()
-		cfg.kafka, cfg.brokerPid = b.Addr, b.Pid()
+		cfg.kafka, cfg.brokerPids = c.Bootstrap(), c.Pids()
 	}
-	progress("broker %s; work in %s; %d open files allowed", cfg.kafka, cfg.work, files)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.kafka))
+	progress("brokers %s; work in %s; %d open files allowed", cfg.kafka, cfg.work, files)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(cfg.kafka)...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	rep := &report{cfg: cfg, started: time.Now()}
-	perAgent := 6.0 // connections per agent, until a run measures it
+	perAgent := 4.0 // connections per agent, until a run measures it
+	brokers := len(seeds(cfg.kafka))
 	for i, n := range cfg.sizes {
-		if need, room := int(float64(n)*perAgent), connRoom(files); need > room {
-			why := fmt.Sprintf("N = %d not run: about %d connections to the broker (%.1f per agent), and this machine allows about %d "+
-				"(loopback source ports and open files, docs/bench.md)", n, need, perAgent, room)
+		if need, room := int(float64(n)*perAgent), connRoom(files); need > room*brokers || n > room {
+			why := fmt.Sprintf("N = %d not run: about %d connections to %d brokers (%.1f per agent, and one each to the trust topic's leader), "+
+				"and this machine allows about %d to each (loopback source ports and open files, docs/bench.md)", n, need, brokers, perAgent, room)
 			progress("%s", why)
 			rep.skipped = append(rep.skipped, why)
 			if err := rep.write(); err != nil {
@@ -179,7 +186,8 @@ type run struct {
 	ingest   float64
 	boot     time.Duration
 	idle     map[string]usage // after the rollout, before the changes
-	conns    int              // TCP connections to the broker then
+	conns    int              // TCP connections to the brokers then
+	busiest  int              // of them, to the broker that had the most
 	// ingestUsage is the projector's after its ingestion (it started
 	// again for it, so its peak is of the ingestion alone).
 	ingestUsage usage
@@ -225,7 +233,7 @@ func runSize(ctx context.Context, cfg *config, adm *kadm.Client, n int, wire boo
 	if r.idle, err = s.sample(); err != nil {
 		return nil, err
 	}
-	if r.conns, err = brokerConns(cfg.kafka); err != nil {
+	if r.conns, r.busiest, err = brokerConns(cfg.kafka); err != nil {
 		return nil, err
 	}
 	progress("N=%d: %v changes/s for %s", n, cfg.rate, cfg.duration)
@@ -291,6 +299,21 @@ func connRoom(files uint64) int {
 	}
 	return room
 }
+
+// brokersFor is how many brokers a fleet of n clusters needs when each
+// may hold room connections: one more than the agents' connections fill,
+// for the trust topic's leader takes a fetch connection from every agent
+// besides its share of the rest.
+func brokersFor(n, room int) int {
+	const perAgent = 4 // an agent's connections, each to some broker
+	if n*perAgent <= room {
+		return 1
+	}
+	return (n*perAgent+room-1)/room + 1
+}
+
+// seeds splits a comma-separated list of broker addresses.
+func seeds(brokers string) []string { return strings.Split(brokers, ",") }
 
 func randN(n int) int { return rand.IntN(n) } //nolint:gosec // picks which cluster changes, not a secret
 

@@ -49,7 +49,7 @@ type acks struct {
 }
 
 func (a *acks) run(ctx context.Context, brokers, topic string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(brokers)...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return err
@@ -342,7 +342,7 @@ func (s *system) bootstrap(ctx context.Context, apps int) (time.Duration, error)
 		return 0, err
 	}
 	f, err := sim.NewFleet(sim.FleetConfig{Clusters: 1, Prefix: "boot", Hub: s.hub, HubKey: key,
-		Conn: []kgo.Opt{kgo.SeedBrokers(s.cfg.kafka)}, Topics: s.topics})
+		Conn: []kgo.Opt{kgo.SeedBrokers(seeds(s.cfg.kafka)...)}, Topics: s.topics})
 	if err != nil {
 		return 0, err
 	}
@@ -463,7 +463,7 @@ func (s *system) committed(ctx context.Context, topic string) (int64, error) {
 // the clusters, each signed with its cluster's key, to Applications the
 // simulated clusters do not hold (so they change nothing the run watches).
 func (s *system) publishStatus(ctx context.Context, clusters []string, total int) error {
-	cl, err := kgo.NewClient(append(events.ProducerOpts(nil), kgo.SeedBrokers(s.cfg.kafka), kgo.ProducerLinger(5*time.Millisecond))...)
+	cl, err := kgo.NewClient(append(events.ProducerOpts(nil), kgo.SeedBrokers(seeds(s.cfg.kafka)...), kgo.ProducerLinger(5*time.Millisecond))...)
 	if err != nil {
 		return err
 	}

@@ -106,10 +106,14 @@ func (r *report) writeHeader(w func(string, ...any)) {
 	}
 	w("`make bench-fleet` (`go run ./bench/fleet -sizes %s -rate %v -duration %s -apps %d -partitions %d -per-process %d%s`), at commit %s, on %s, with %s.\n\n",
 		joinInts(r.cfg.sizes), r.cfg.rate, r.cfg.duration, r.cfg.apps, r.cfg.partitions, r.cfg.perProcess, args, strings.TrimSpace(string(commit)), machine(), margin)
-	w("Apache Kafka %s (one KRaft broker from its jars, on loopback), the argosy-hub process, the argosy projector process on SQLite, "+
-		"and the simulated clusters in spoke-pack processes of up to %d each, every one a real spoke.Agent with its own three Kafka clients on a "+
-		"simulated Argo CD (docs/bench.md). Everything shares the machine's %d cores, the broker included. Goals are reported here, never asserted.\n\n",
-		kafkatest.Version, r.cfg.perProcess, runtime.NumCPU())
+	kafka := "brokers given by -kafka"
+	if n := len(r.cfg.brokerPids); n > 0 {
+		kafka = fmt.Sprintf("%d KRaft brokers from its jars, each its own process, on loopback", n)
+	}
+	w("Apache Kafka %s (%s), the argosy-hub process, the argosy projector process on SQLite, "+
+		"and the simulated clusters in spoke-pack processes of up to %d each, every one a real spoke.Agent with one Kafka client on a "+
+		"simulated Argo CD (docs/bench.md). Everything shares the machine's %d cores, the brokers included. Goals are reported here, never asserted.\n\n",
+		kafkatest.Version, kafka, r.cfg.perProcess, runtime.NumCPU())
 }
 
 // writeTable writes the table of the runs, one column a fleet size.
@@ -121,7 +125,7 @@ func (r *report) writeTable(w func(string, ...any)) {
 	}
 	row("Applications", func(x *run) string { return fmt.Sprint(x.n * r.cfg.apps) })
 	row("spoke processes", func(x *run) string { return fmt.Sprint(x.procs) })
-	row("TCP connections to the broker, settled", func(x *run) string { return fmt.Sprint(x.conns) })
+	row("TCP connections to the brokers, settled (to the busiest)", func(x *run) string { return fmt.Sprintf("%d (%d)", x.conns, x.busiest) })
 	row("start to every cluster joined and connected", func(x *run) string { return x.online.Round(time.Second).String() })
 	row("rollout: every Application applied everywhere", func(x *run) string { return x.rollout.Round(100 * time.Millisecond).String() })
 	row("changes made / failed / never acknowledged", func(x *run) string {

@@ -77,7 +77,7 @@ func spokes(ctx context.Context, f spokeFlags, log *slog.Logger) error {
 		return err
 	}
 	fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: f.clusters, Prefix: f.prefix, Hub: hc, HubKey: key,
-		Conn: []kgo.Opt{kgo.SeedBrokers(f.brokers)}, Topics: events.DefaultTopics(f.topicPrefix), TopicPrefix: f.topicPrefix, Dir: f.dir,
+		Conn: []kgo.Opt{kgo.SeedBrokers(seeds(f.brokers)...)}, Topics: events.DefaultTopics(f.topicPrefix), TopicPrefix: f.topicPrefix, Dir: f.dir,
 		Heartbeat: f.heartbeat, Ramp: f.ramp, AgentOpts: opts, Log: log})
 	if err != nil {
 		return err

@@ -267,12 +267,14 @@ func readUsage(pid int) (usage, error) {
 // CPU time busy on all cores, from /proc/stat).
 func (s *system) sample() (map[string]usage, error) {
 	out := map[string]usage{}
-	if s.cfg.brokerPid > 0 {
-		u, err := readUsage(s.cfg.brokerPid)
+	for _, pid := range s.cfg.brokerPids {
+		u, err := readUsage(pid)
 		if err != nil {
-			return nil, fmt.Errorf("broker: %w", err)
+			return nil, fmt.Errorf("broker %d: %w", pid, err)
 		}
-		out["broker"] = u
+		b := out["broker"]
+		b.cpu, b.rss, b.peak = b.cpu+u.cpu, b.rss+u.rss, b.peak+u.peak
+		out["broker"] = b
 	}
 	busy, err := machineBusy()
 	if err != nil {
@@ -352,34 +354,44 @@ func profileOne(ctx context.Context, d time.Duration, dir, file, addr, bin strin
 	return string(top) + "\nArgosy's functions by cumulative time:\n" + string(cum)
 }
 
-// brokerConns counts the established TCP connections to the broker's
-// port on this machine, from /proc/net/tcp: the client ends, whose remote
-// port is the broker's.
-func brokerConns(addr string) (int, error) {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return 0, err
+// brokerConns counts the established TCP connections to the brokers'
+// ports on this machine, from /proc/net/tcp: the client ends, whose remote
+// port is a broker's. It returns them all and those of the broker that
+// has the most.
+func brokerConns(brokers string) (total, busiest int, err error) {
+	ports := map[string]int{}
+	for _, addr := range seeds(brokers) {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return 0, 0, err
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return 0, 0, err
+		}
+		ports[fmt.Sprintf("%04X", p)] = 0
 	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return 0, err
-	}
-	want := fmt.Sprintf(":%04X", p)
-	n := 0
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for _, line := range strings.Split(string(b), "\n")[1:] {
 			f := strings.Fields(line)
 			// sl local_address rem_address st …; 01 is ESTABLISHED.
-			if len(f) > 3 && strings.HasSuffix(f[2], want) && f[3] == "01" {
-				n++
+			if len(f) <= 3 || f[3] != "01" {
+				continue
+			}
+			_, port, _ := strings.Cut(f[2], ":")
+			if n, ok := ports[port]; ok {
+				ports[port] = n + 1
 			}
 		}
 	}
-	return n, nil
+	for _, n := range ports {
+		total, busiest = total+n, max(busiest, n)
+	}
+	return total, busiest, nil
 }
 
 // machineBusy is the CPU time all cores have spent busy since boot: every

@@ -168,7 +168,7 @@ func batchesOfOne(sample []*kgo.Record) [][]*kgo.Record {
 // readDeltas reads up to limit application status deltas from the start
 // of topic.
 func readDeltas(ctx context.Context, brokers, topic string, limit int) ([]*kgo.Record, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(brokers)...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func storedPerRecord(ctx context.Context, brokers string, adm *kadm.Client, topi
 	if err != nil {
 		return 0, err
 	}
-	cl, err := kgo.NewClient(append(events.ProducerOpts(nil), kgo.SeedBrokers(brokers), kgo.DefaultProduceTopic(topic),
+	cl, err := kgo.NewClient(append(events.ProducerOpts(nil), kgo.SeedBrokers(seeds(brokers)...), kgo.DefaultProduceTopic(topic),
 		kgo.WithCompressor(comp), kgo.ProducerBatchCompression(codec), kgo.ManualFlushing())...)
 	if err != nil {
 		return 0, err

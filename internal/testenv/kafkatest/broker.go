@@ -69,6 +69,7 @@ type Broker struct {
 	PKI *PKI
 
 	listeners map[Listener]string
+	node      node
 	jvm       []string // java's arguments before the main class
 	props     string
 	starts    int
@@ -84,17 +85,31 @@ func Jars(ctx context.Context) (string, error) {
 // Start formats and starts a broker in a new temporary directory and waits
 // until it answers. The caller must Close it.
 func Start(ctx context.Context, opts ...Option) (*Broker, error) {
+	cfg, lib, err := prepare(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return startNode(ctx, lib, cfg, node{id: 1, clusterID: clusterID()})
+}
+
+// prepare checks the options and resolves Kafka's jars.
+func prepare(ctx context.Context, opts []Option) (*config, string, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	lib, err := Jars(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("resolve kafka %s jars: %w", Version, err)
+		return nil, "", fmt.Errorf("resolve kafka %s jars: %w", Version, err)
 	}
+	return &cfg, lib, nil
+}
+
+// startNode creates node n in a new temporary directory and starts it.
+func startNode(ctx context.Context, lib string, cfg *config, n node) (*Broker, error) {
 	dir, err := os.MkdirTemp("", "argosy-kafka-*")
 	if err != nil {
 		return nil, fmt.Errorf("kafka dir: %w", err)
@@ -102,7 +117,7 @@ func Start(ctx context.Context, opts ...Option) (*Broker, error) {
 	// Free ports can be taken between probing and binding; try again then.
 	var lastErr error
 	for range 3 {
-		b, err := create(ctx, lib, dir, &cfg)
+		b, err := create(ctx, lib, dir, cfg, n)
 		if err == nil {
 			return b, nil
 		}
@@ -135,19 +150,32 @@ func StartBroker(t testing.TB, opts ...Option) *Broker {
 	return b
 }
 
+// node is a broker's place in its cluster: its node id, the cluster's id,
+// and the port of the cluster's controller, which is this node unless it
+// is a broker only.
+type node struct {
+	id         int
+	clusterID  string
+	brokerOnly bool
+	ctrlPort   int
+}
+
 // create writes a broker's configuration and TLS material into dir, formats
 // its storage and starts it.
-func create(ctx context.Context, lib, dir string, cfg *config) (*Broker, error) {
+func create(ctx context.Context, lib, dir string, cfg *config, n node) (*Broker, error) {
 	extra := cfg.extra()
 	ports, err := testproc.FreePorts(2 + len(extra))
 	if err != nil {
 		return nil, err
 	}
+	if !n.brokerOnly {
+		n.ctrlPort = ports[1]
+	}
 	data := filepath.Join(dir, "data")
 	if err := os.RemoveAll(data); err != nil {
 		return nil, fmt.Errorf("clean kafka data: %w", err)
 	}
-	b := &Broker{Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), Dir: dir, props: filepath.Join(dir, "server.properties"),
+	b := &Broker{Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), Dir: dir, props: filepath.Join(dir, "server.properties"), node: n,
 		listeners: map[Listener]string{Plaintext: fmt.Sprintf("127.0.0.1:%d", ports[0])}}
 	for i, l := range extra {
 		b.listeners[l] = fmt.Sprintf("127.0.0.1:%d", ports[2+i])
@@ -161,7 +189,7 @@ func create(ctx context.Context, lib, dir string, cfg *config) (*Broker, error) 
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(b.props, serverProperties(b, cfg, ports[1], data), 0o600); err != nil {
+	if err := os.WriteFile(b.props, serverProperties(b, cfg, n, data), 0o600); err != nil {
 		return nil, fmt.Errorf("write server.properties: %w", err)
 	}
 	logCfg := filepath.Join(dir, "log4j2.properties")
@@ -171,7 +199,7 @@ func create(ctx context.Context, lib, dir string, cfg *config) (*Broker, error) 
 	b.jvm = []string{"-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
 		"-Dlog4j2.configurationFile=" + logCfg, "-cp", filepath.Join(lib, "*")}
 	args := append(append([]string{}, b.jvm...), "kafka.tools.StorageTool", "format", "--ignore-formatted",
-		"--cluster-id", clusterID(), "--config", b.props)
+		"--cluster-id", n.clusterID, "--config", b.props)
 	format := exec.CommandContext(ctx, "java", append(args, cfg.scramArgs()...)...)
 	format.Dir = dir
 	if _, err := toolcache.Run(format); err != nil {

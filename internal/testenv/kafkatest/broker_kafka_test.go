@@ -64,3 +64,59 @@ func TestBrokerStopStartKeepsData(t *testing.T) {
 		t.Fatalf("Restart: %v", err)
 	}
 }
+
+// TestClusterSpreadsLeaders starts a cluster of three brokers, creates a
+// topic over them and reads back, through one client seeded with every
+// address, a record written to each partition: every broker leads some.
+func TestClusterSpreadsLeaders(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	c, err := kafkatest.StartCluster(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(context.Background()); err != nil {
+			t.Errorf("close cluster: %v", err)
+		}
+	})
+	if got := len(c.Pids()); got != 3 || c.Pids()[0] == c.Pids()[2] {
+		t.Fatalf("pids %v, want three processes", c.Pids())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	topic := kafkatest.Prefix(t) + "spread"
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	topics, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := map[int32]bool{}
+	for _, p := range topics[topic].Partitions {
+		leaders[p.Leader] = true
+	}
+	if len(leaders) != 3 {
+		t.Fatalf("leaders %v: want each of the 3 brokers to lead a partition", leaders)
+	}
+	for p := range int32(6) {
+		r := &kgo.Record{Topic: topic, Partition: p, Value: []byte{byte(p)}}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatalf("partition %d: %v", p, err)
+		}
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset != 1 {
+			t.Errorf("partition %d ends at %d, want 1", o.Partition, o.Offset)
+		}
+	})
+}

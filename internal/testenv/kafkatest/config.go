@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -113,18 +114,23 @@ func (c *config) scramArgs() []string {
 	return args
 }
 
-// serverProperties is the broker's configuration. The PLAINTEXT listener
-// carries the traffic between broker and controller.
-func serverProperties(b *Broker, c *config, ctrlPort int, data string) []byte {
+// serverProperties is the configuration of broker b, node n of its
+// cluster. The PLAINTEXT listener carries the traffic between brokers and
+// controller. Node 1 is the cluster's one controller, and a broker too.
+func serverProperties(b *Broker, c *config, n node, data string) []byte {
 	listeners := []string{"PLAINTEXT://" + b.Addr}
 	for _, l := range c.extra() {
 		listeners = append(listeners, fmt.Sprintf("%s://%s", l, b.listeners[l]))
 	}
+	roles, own := "broker,controller", append(slices.Clone(listeners), fmt.Sprintf("CONTROLLER://127.0.0.1:%d", n.ctrlPort))
+	if n.brokerOnly {
+		roles, own = "broker", listeners
+	}
 	kvs := [][2]string{
-		{"process.roles", "broker,controller"},
-		{"node.id", "1"},
-		{"controller.quorum.voters", fmt.Sprintf("1@127.0.0.1:%d", ctrlPort)},
-		{"listeners", strings.Join(append(slices.Clone(listeners), fmt.Sprintf("CONTROLLER://127.0.0.1:%d", ctrlPort)), ",")},
+		{"process.roles", roles},
+		{"node.id", strconv.Itoa(n.id)},
+		{"controller.quorum.voters", fmt.Sprintf("1@127.0.0.1:%d", n.ctrlPort)},
+		{"listeners", strings.Join(own, ",")},
 		{"advertised.listeners", strings.Join(listeners, ",")},
 		{"controller.listener.names", "CONTROLLER"},
 		{"inter.broker.listener.name", "PLAINTEXT"},

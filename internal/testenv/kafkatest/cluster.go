@@ -1,0 +1,106 @@
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Cluster is a KRaft cluster of several brokers, each its own process with
+// its own data: node 1 is the cluster's controller and a broker, the others
+// are brokers only. A process's open files bound the connections one
+// broker can hold; a cluster holds as many as its brokers together, as a
+// real deployment's does.
+type Cluster struct {
+	// Nodes are the brokers, node i+1 at index i.
+	Nodes []*Broker
+}
+
+// StartCluster starts a cluster of n brokers, each in a new temporary
+// directory, and waits until every one is in the cluster's metadata. opts
+// apply to every broker. The caller must Close it.
+func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("kafkatest: a cluster of %d brokers", n)
+	}
+	cfg, lib, err := prepare(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	first, err := startNode(ctx, lib, cfg, node{id: 1, clusterID: clusterID()})
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Nodes: []*Broker{first}}
+	for id := 2; id <= n; id++ {
+		b, err := startNode(ctx, lib, cfg, node{id: id, clusterID: first.node.clusterID, brokerOnly: true, ctrlPort: first.node.ctrlPort})
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("kafka node %d: %w", id, err), c.Close(context.WithoutCancel(ctx)))
+		}
+		c.Nodes = append(c.Nodes, b)
+	}
+	if err := c.waitJoined(ctx); err != nil {
+		return nil, errors.Join(err, c.Close(context.WithoutCancel(ctx)))
+	}
+	return c, nil
+}
+
+// waitJoined waits until the cluster's metadata lists every node.
+func (c *Cluster) waitJoined(ctx context.Context) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		m, err := kadm.NewClient(cl).Metadata(ctx)
+		if err == nil && len(m.Brokers) == len(c.Nodes) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kafka cluster: %d of %d brokers joined: %w", len(m.Brokers), len(c.Nodes), errors.Join(ctx.Err(), err))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Addrs returns every broker's PLAINTEXT address.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, b := range c.Nodes {
+		out[i] = b.Addr
+	}
+	return out
+}
+
+// Bootstrap returns every broker's address, comma-separated, as Argosy's
+// --kafka-brokers takes them.
+func (c *Cluster) Bootstrap() string { return strings.Join(c.Addrs(), ",") }
+
+// Pids returns the brokers' process ids.
+func (c *Cluster) Pids() []int {
+	out := make([]int, len(c.Nodes))
+	for i, b := range c.Nodes {
+		out[i] = b.Pid()
+	}
+	return out
+}
+
+// Close stops every broker, the controller last (see Broker.Stop for ctx),
+// and removes their directories.
+func (c *Cluster) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(c.Nodes) - 1; i >= 0; i-- {
+		errs = append(errs, c.Nodes[i].Stop(ctx), os.RemoveAll(c.Nodes[i].Dir))
+	}
+	return errors.Join(errs...)
+}
