@@ -63,6 +63,7 @@ type config struct {
 	keep       bool
 	profile    time.Duration
 	margin     time.Duration
+	heartbeat  time.Duration
 	label      string
 	brokers    int   // the cluster's brokers, when this program starts it
 	brokerPids []int // none: brokers this program did not start
@@ -86,6 +87,7 @@ func runBench(args []string) int {
 	fs.StringVar(&cfg.kafka, "kafka", os.Getenv(kafkatest.EnvBootstrap), "running brokers' addresses, comma-separated; empty: start Apache Kafka "+kafkatest.Version+" (env KAFKA_BOOTSTRAP)")
 	fs.IntVar(&cfg.brokers, "brokers", 0, "brokers of the Kafka cluster this program starts; 0: enough for the largest size's connections")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep each run's directory (logs, keys, views) under the temporary directory")
+	fs.DurationVar(&cfg.heartbeat, "heartbeat", 30*time.Second, "the agents' heartbeat interval (their default: 30s)")
 	fs.DurationVar(&cfg.margin, "clock-margin", 0, "the projector's and agents' --clock-margin; 0: their default")
 	fs.StringVar(&cfg.label, "label", "", "added to the results file's name: DATE-LABEL.md")
 	fs.DurationVar(&cfg.profile, "profile", 20*time.Second, "CPU profile of each process over this much of the fan-out phase; 0: none")

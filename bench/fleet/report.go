@@ -104,8 +104,8 @@ func (r *report) writeHeader(w func(string, ...any)) {
 	if r.cfg.margin > 0 {
 		margin, args = fmt.Sprintf("a clock margin of %s", r.cfg.margin), fmt.Sprintf(" -clock-margin %s -label %s", r.cfg.margin, r.cfg.label)
 	}
-	w("`make bench-fleet` (`go run ./bench/fleet -sizes %s -rate %v -duration %s -apps %d -partitions %d -per-process %d%s`), at commit %s, on %s, with %s.\n\n",
-		joinInts(r.cfg.sizes), r.cfg.rate, r.cfg.duration, r.cfg.apps, r.cfg.partitions, r.cfg.perProcess, args, strings.TrimSpace(string(commit)), machine(), margin)
+	w("`make bench-fleet` (`go run ./bench/fleet -sizes %s -rate %v -duration %s -apps %d -partitions %d -per-process %d -heartbeat %s%s`), at commit %s, on %s, with %s.\n\n",
+		joinInts(r.cfg.sizes), r.cfg.rate, r.cfg.duration, r.cfg.apps, r.cfg.partitions, r.cfg.perProcess, r.cfg.heartbeat, args, strings.TrimSpace(string(commit)), machine(), margin)
 	kafka := "brokers given by -kafka"
 	if n := len(r.cfg.brokerPids); n > 0 {
 		kafka = fmt.Sprintf("%d KRaft brokers from its jars, each its own process, on loopback", n)

@@ -146,7 +146,8 @@ func (s *system) startPack(i, n int, ramp time.Duration) error {
 	p := &pack{prefix: fmt.Sprintf("p%d", i), clusters: n, pprof: fmt.Sprintf("127.0.0.1:%d", ports[0])}
 	p.proc, err = testproc.Start(s.dir, "spokes-"+p.prefix, self, []string{"spokes", "-hub", s.hubURL, "-hub-key", filepath.Join(s.dir, "hub.pub"),
 		"-kafka", s.cfg.kafka, "-topic-prefix", s.prefix, "-prefix", p.prefix, "-clusters", strconv.Itoa(n),
-		"-dir", filepath.Join(s.dir, "spokes"), "-pprof", p.pprof, "-ramp", ramp.String(), "-clock-margin", s.cfg.margin.String()}, []string{envToken + "=" + s.token})
+		"-dir", filepath.Join(s.dir, "spokes"), "-pprof", p.pprof, "-ramp", ramp.String(), "-clock-margin", s.cfg.margin.String(),
+		"-heartbeat", s.cfg.heartbeat.String()}, []string{envToken + "=" + s.token})
 	if err != nil {
 		return err
 	}
