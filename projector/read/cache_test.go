@@ -3,6 +3,7 @@ package read_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -49,5 +50,34 @@ func TestSummaryCache(t *testing.T) {
 	}
 	if _, err := c.Apps(t.Context(), projector.AppFilter{}); err != nil {
 		t.Errorf("the other methods go to the Query: %v", err)
+	}
+}
+
+// TestOneClustersAppsReadOneCluster: the Applications of one cluster, by
+// path or by filter, take their freshness from that cluster alone, not
+// from a read of every cluster's summary: in a fleet of thousands the
+// read API's most frequent call must not cost one row per cluster. The
+// answer is the one every summary gives.
+func TestOneClustersAppsReadOneCluster(t *testing.T) {
+	for _, target := range []string{"/api/v1/clusters/prod-eu/applications", "/api/v1/applications?cluster=prod-eu"} {
+		q := &counting{Query: readtest.Fleet()}
+		rec := get(t, newHandler(q), http.MethodGet, target)
+		if rec.Code != http.StatusOK || q.reads != 0 {
+			t.Errorf("%s: %d, %d reads of every summary, want 0\n%s", target, rec.Code, q.reads, rec.Body)
+		}
+		whole := get(t, newHandler(readtest.Fleet()), http.MethodGet, "/api/v1/applications")
+		want := map[string]read.App{}
+		for _, a := range decode[read.List[read.App]](t, whole.Body.Bytes()).Items {
+			want[a.Namespace+"/"+a.Name+"@"+a.Cluster] = a
+		}
+		got := decode[read.List[read.App]](t, rec.Body.Bytes()).Items
+		if len(got) == 0 {
+			t.Fatalf("%s: no applications", target)
+		}
+		for _, a := range got {
+			if w := want[a.Namespace+"/"+a.Name+"@"+a.Cluster]; a.ClusterState != w.ClusterState || a.Stale != w.Stale {
+				t.Errorf("%s: %s/%s is %s (stale %v); over every summary %s (stale %v)", target, a.Namespace, a.Name, a.ClusterState, a.Stale, w.ClusterState, w.Stale)
+			}
+		}
 	}
 }

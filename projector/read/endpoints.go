@@ -48,12 +48,14 @@ func (h *Handler) clusterApps(r *http.Request) (any, error) {
 		return nil, err
 	}
 	cluster := r.PathValue("cluster")
-	if _, ok, err := h.q.Cluster(r.Context(), cluster); err != nil {
+	c, ok, err := h.q.Cluster(r.Context(), cluster)
+	if err != nil {
 		return nil, fmt.Errorf("reading cluster %q: %w", cluster, err)
 	} else if !ok {
 		return nil, notFound("cluster %q not found", cluster)
 	}
-	return h.listApps(r, projector.AppFilter{Cluster: cluster, Namespace: p.str("namespace"), Name: p.str("name")})
+	f := projector.AppFilter{Cluster: cluster, Namespace: p.str("namespace"), Name: p.str("name")}
+	return h.listAppsOf(r, f, []projector.ClusterSummary{c.Summary()})
 }
 
 func (h *Handler) apps(r *http.Request) (any, error) {
@@ -64,14 +66,35 @@ func (h *Handler) apps(r *http.Request) (any, error) {
 	return h.listApps(r, projector.AppFilter{Cluster: p.str("cluster"), Namespace: p.str("namespace"), Name: p.str("name")})
 }
 
+// listApps lists the Applications f selects with their clusters'
+// freshness: from that one cluster's row when f names one, which costs
+// one row, not one per cluster of the fleet.
 func (h *Handler) listApps(r *http.Request, f projector.AppFilter) (any, error) {
+	if f.Cluster == "" {
+		return h.listAppsOf(r, f, nil)
+	}
+	c, ok, err := h.q.Cluster(r.Context(), f.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("reading cluster %q: %w", f.Cluster, err)
+	}
+	clusters := []projector.ClusterSummary{}
+	if ok {
+		clusters = append(clusters, c.Summary())
+	}
+	return h.listAppsOf(r, f, clusters)
+}
+
+// listAppsOf lists the Applications f selects, their freshness judged
+// from clusters, or from every cluster's summary when clusters is nil.
+func (h *Handler) listAppsOf(r *http.Request, f projector.AppFilter, clusters []projector.ClusterSummary) (any, error) {
 	rows, err := h.q.Apps(r.Context(), f)
 	if err != nil {
 		return nil, fmt.Errorf("listing applications: %w", err)
 	}
-	clusters, err := h.q.ClusterSummaries(r.Context())
-	if err != nil {
-		return nil, fmt.Errorf("listing clusters: %w", err)
+	if clusters == nil {
+		if clusters, err = h.q.ClusterSummaries(r.Context()); err != nil {
+			return nil, fmt.Errorf("listing clusters: %w", err)
+		}
 	}
 	apps := h.withFreshness(rows, clusters)
 	boundApps(apps)
