@@ -131,7 +131,7 @@ func (l *ledger) noteRequest(e *event.Event, at time.Time) string {
 	if ref == "" || digest == "" {
 		return ""
 	}
-	if _, ok := l.requests[ref]; !ok {
+	if u, ok := l.requests[ref]; !ok || l.past(u.at) { // a use past the window, not pruned yet, is forgotten
 		l.requests[ref] = keyUse{digest: digest, at: at}
 	}
 	return digest
@@ -143,5 +143,8 @@ func (l *ledger) request(ref string) (string, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	u, ok := l.requests[ref]
+	if ok && l.past(u.at) {
+		return "", false // not pruned yet
+	}
 	return u.digest, ok
 }

@@ -87,6 +87,8 @@ type ledger struct {
 	// requests are the idempotency keys used within the window, by
 	// reference (idempotency.go).
 	requests map[string]keyUse
+	// pruned is when ids and requests were last pruned.
+	pruned time.Time
 	// next is the next offset to read of each partition, by topic name;
 	// moved tells waiters that it moved.
 	next  map[string]map[int32]int64
@@ -194,7 +196,7 @@ func (l *ledger) takeAll(ctx context.Context, batch []*kgo.Record) error {
 			return err
 		}
 	}
-	l.pruneIDs(time.Now())
+	l.prune(time.Now())
 	return nil
 }
 
@@ -303,6 +305,24 @@ func (l *ledger) put(key string, e *entry) {
 	l.objects[key] = e
 }
 
+// pruneEvery is the least time between two walks over the ledger's ids
+// and keys that forget those past the window.
+const pruneEvery = 10 * time.Second
+
+// prune forgets the ids and keys past the window at now, unless it did
+// less than pruneEvery before.
+func (l *ledger) prune(now time.Time) {
+	l.mu.Lock()
+	due := now.Sub(l.pruned) >= pruneEvery || now.Before(l.pruned)
+	if due {
+		l.pruned = now
+	}
+	l.mu.Unlock()
+	if due {
+		l.pruneIDs(now)
+	}
+}
+
 func (l *ledger) pruneIDs(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -381,8 +401,15 @@ func (l *ledger) lookupID(id string) (written, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	w, ok := l.ids[id]
+	if ok && l.past(w.at) {
+		return written{}, false // not pruned yet
+	}
 	return w, ok
 }
+
+// past says whether at is past the window now, as pruneIDs judges. l.mu
+// is held.
+func (l *ledger) past(at time.Time) bool { return time.Since(at) > l.window }
 
 // clusters returns the registered clusters (not deregistered), by name.
 func (l *ledger) clusters() map[string]entry {

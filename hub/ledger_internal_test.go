@@ -49,3 +49,51 @@ func TestLedgerKeepsADeletedObjectsProject(t *testing.T) {
 		t.Fatalf("after the delete is read back: %+v, want deleted at generation 3 in project web", got)
 	}
 }
+
+// TestLedgerPrunesRarely: the walk over every id and key that forgets
+// those past the window runs at most every pruneEvery, not after every
+// poll of the log (at 2,000 clusters it was a third of the hub's CPU), and
+// the window is kept exactly all the same: a lookup does not find what
+// is past it, pruned yet or not.
+func TestLedgerPrunesRarely(t *testing.T) {
+	now := time.Now()
+	l := newLedger(events.DefaultTopics(""), nil, time.Hour, slog.New(slog.DiscardHandler))
+	l.prune(now)
+	l.ids["old"] = written{at: now.Add(-2 * time.Hour)}
+	l.requests["old"] = keyUse{digest: "a", at: now.Add(-2 * time.Hour)}
+	l.ids["new"] = written{at: now.Add(-time.Minute)}
+	l.prune(now.Add(time.Second))
+	if _, ok := l.ids["old"]; !ok {
+		t.Error("pruned again a second after the last pruning")
+	}
+	if _, ok := l.lookupID("old"); ok {
+		t.Error("an id past the window was found before its pruning")
+	}
+	if _, ok := l.request("old"); ok {
+		t.Error("a key past the window was found before its pruning")
+	}
+	if _, ok := l.lookupID("new"); !ok {
+		t.Error("an id within the window was not found")
+	}
+	l.prune(now.Add(pruneEvery))
+	if _, ok := l.ids["old"]; ok || len(l.ids) != 1 || len(l.requests) != 0 {
+		t.Errorf("after pruneEvery: ids %v, keys %v; want only the one within the window", l.ids, l.requests)
+	}
+}
+
+// TestLedgerReusesAKeyPastTheWindow: a key used again after its first use
+// fell out of the window, before the ledger pruned it, counts from its
+// new use, which the next pruning keeps.
+func TestLedgerReusesAKeyPastTheWindow(t *testing.T) {
+	now := time.Now()
+	l := newLedger(events.DefaultTopics(""), nil, time.Hour, slog.New(slog.DiscardHandler))
+	l.requests["k"] = keyUse{digest: "first", at: now.Add(-2 * time.Hour)}
+	e := event.New()
+	e.SetExtension(events.ExtIdempotencyKey, "k")
+	e.SetExtension(events.ExtRequestDigest, "second")
+	l.noteRequest(&e, now)
+	l.pruneIDs(now)
+	if d, ok := l.request("k"); !ok || d != "second" {
+		t.Fatalf("key k after its reuse: %q, %v; want the second request's digest", d, ok)
+	}
+}
