@@ -317,6 +317,14 @@ func (r *Registry) pollFor(now time.Time, margin time.Duration, atEnd bool) time
 	return min(max(r.want.Add(margin).Sub(now), least), trustIdle)
 }
 
+// waiting reports whether a waiter wants a log time the registry does
+// not cover yet (see ask).
+func (r *Registry) waiting() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.want.After(r.through)
+}
+
 // trustMinPoll is the shortest poll of the trust topic's reader while it
 // is short of the end.
 const trustMinPoll = 50 * time.Millisecond

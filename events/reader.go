@@ -420,12 +420,12 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 	}
 	// A topic created a moment ago may not be known to every broker yet
 	// (UNKNOWN_TOPIC_OR_PARTITION is retriable): wait for it.
-	var first kadm.ListedOffsets
+	// Only the partitions read: an agent reads one, and a listing of all
+	// would open a connection to every broker that leads one.
+	var first map[int32]int64
 	err := r.retry(ctx, func(ctx context.Context) error {
 		var err error
-		if first, err = r.adm.ListStartOffsets(ctx, r.cfg.topic); err == nil {
-			err = first.Error()
-		}
+		first, err = ListOffsets(ctx, r.client, r.cfg.topic, parts, ListStart, false)
 		return classify(err)
 	})
 	if err != nil {
@@ -444,10 +444,10 @@ func (r *Reader) startOffsets(ctx context.Context) (map[int32]kgo.Offset, []*kgo
 			continue
 		}
 		out[p] = kgo.NewOffset().At(o.At).WithEpoch(o.LeaderEpoch)
-		if f, ok := first.Lookup(r.cfg.topic, p); ok && o.At < f.Offset {
-			out[p] = kgo.NewOffset().At(f.Offset)
+		if f := first[p]; o.At < f {
+			out[p] = kgo.NewOffset().At(f)
 			lost = append(lost, &kgo.ErrDataLoss{Topic: r.cfg.topic, Partition: p, ConsumedTo: o.At,
-				ConsumedToEpoch: o.LeaderEpoch, ResetTo: f.Offset, ResetToEpoch: -1})
+				ConsumedToEpoch: o.LeaderEpoch, ResetTo: f, ResetToEpoch: -1})
 		}
 	}
 	return out, lost, nil

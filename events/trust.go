@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -67,9 +66,22 @@ func TrustConsumeOpts(topics Topics) []kgo.Opt {
 	}
 }
 
-// trustIdle is how often a TrustFollower looks at the trust topic's end
-// while no reader waits for it.
+// trustIdle is how long a TrustFollower polls at a time while no reader
+// waits for it.
 const trustIdle = 5 * time.Second
+
+// trustLook is how long a TrustFollower that reads nothing new, and for
+// which no reader waits, goes without looking at the trust topic's end.
+// A look is two ListOffsets requests, which the client sends on a
+// connection of its own (not the fetch's); franz-go closes a connection
+// idle for 20 s (kgo.ConnIdleTimeout), so a look each trustIdle would hold
+// that connection to the trust topic's leader open for ever, one per agent
+// of the fleet, and one each trustLook lets it close in between. A look
+// only moves coverage, and readers that need coverage wait, which gets
+// them a look at once; what a rare look costs is TrustRead staying "not
+// known" up to trustLook longer after a round that saw an open
+// transaction.
+const trustLook = 60 * time.Second
 
 // Run follows the trust topic until ctx ends.
 //
@@ -78,47 +90,67 @@ const trustIdle = 5 * time.Second
 // the round began less the clock margin, since nothing appended before
 // then can still be on its way, unless a transaction open since before
 // then may yet bring a record appended earlier (see end); then it polls
-// and applies what it reads.
-// While no reader waits it polls for up to 5 s at a time. A reader that
-// waits (Registry.WaitCovers, or for a cut) cuts the poll short, and the
-// next round starts as soon as it can cover what the reader waits for: at
-// once for an event that names a trust offset, so such an event is judged
-// one look at the topic's end after it arrives; the margin after its
-// append for any other.
+// and applies what it reads. While no reader waits it polls for up to
+// trustIdle (5 s) at a time, and a round after a poll that read nothing
+// new, when the last look found the end, skips the look unless that look
+// is trustLook (60 s) old (see mustLook): coverage then stays where the
+// last look put it, which it still is (no record before it can come), and
+// a reader that needs more waits, which gets it a look at once. A reader
+// that waits (Registry.WaitCovers, or for a cut) cuts the poll short, and
+// the next round looks and starts as soon as it can cover what the reader
+// waits for: at once for an event that names a trust offset, so such an
+// event is judged one look at the topic's end after it arrives; the margin
+// after its append for any other.
 func (f *TrustFollower) Run(ctx context.Context) error {
-	adm := kadm.NewClient(f.client)
 	next := int64(0)
+	var last end
+	var looked time.Time // zero: not yet
+	moved := false       // the last poll read records
 	for ctx.Err() == nil {
 		began := time.Now()
-		e, err := f.end(ctx, adm, began, next)
-		if err != nil { // not known to be at the end: do not advance
-			if ctx.Err() != nil {
-				return nil
+		if f.mustLook(last, looked, began, moved) {
+			e, err := f.end(ctx, began, next)
+			if err != nil { // not known to be at the end: do not advance
+				if ctx.Err() != nil {
+					return nil
+				}
+				f.log.WarnContext(ctx, "trust topic end not listed; will retry", "topic", f.topic, "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+				continue
 			}
-			f.log.WarnContext(ctx, "trust topic end not listed; will retry", "topic", f.topic, "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
+			last, looked = e, began
+			if e.at {
+				f.reg.cover(e.through, e.clean)
 			}
-			continue
 		}
-		if e.at {
-			f.reg.cover(e.through, e.clean)
-		}
-		d := f.reg.pollFor(time.Now(), f.margin, e.at)
-		if e.blocked {
+		d := f.reg.pollFor(time.Now(), f.margin, last.at)
+		if last.blocked {
 			f.log.DebugContext(ctx, "trust topic: a transaction open since before the time coverage would reach holds it back", "topic", f.topic,
-				"at", began.Add(-f.margin))
+				"at", looked.Add(-f.margin))
 			d = trustIdle // until the transaction's end, read, ends the poll
 		}
 		read, stopped := f.poll(ctx, d, next)
 		if stopped {
 			return nil
 		}
-		next = read
+		moved, next = read > next, read
 		f.reg.setRead(next)
 	}
 	return nil
+}
+
+// mustLook reports whether a round that begins at began lists the trust
+// topic's end, the last look (last) having begun at looked (zero: none
+// yet) and the last poll having read records (moved): unless the last
+// look found the follower at the end, it read nothing since, no reader
+// waits and the look is younger than trustLook. A waiter that comes after
+// this says no finds the poll planned or started, and stops it (pollFor,
+// setWake), so the next round looks.
+func (f *TrustFollower) mustLook(last end, looked, began time.Time, moved bool) bool {
+	return looked.IsZero() || !last.at || moved || f.reg.waiting() || began.Sub(looked) >= trustLook
 }
 
 // end is how far a round of the follower may advance the registry: at
@@ -142,13 +174,14 @@ type end struct {
 // a record not yet read would judge events without it that a rebuild
 // judges with. The ends are listed in that order: if the last stable
 // offset reaches the high watermark listed after it, no record was
-// appended between, and none was open.
-func (f *TrustFollower) end(ctx context.Context, adm *kadm.Client, began time.Time, next int64) (end, error) {
-	stable, err := listed(ctx, adm.ListCommittedOffsets, f.topic)
+// appended between, and none was open. Each listing is one ListOffsets
+// request to the partition's leader (ListOffset).
+func (f *TrustFollower) end(ctx context.Context, began time.Time, next int64) (end, error) {
+	stable, err := ListOffset(ctx, f.client, f.topic, 0, ListEnd, true)
 	if err != nil || next < stable {
 		return end{}, err
 	}
-	high, err := listed(ctx, adm.ListEndOffsets, f.topic)
+	high, err := ListOffset(ctx, f.client, f.topic, 0, ListEnd, false)
 	if err != nil {
 		return end{}, err
 	}
@@ -156,26 +189,11 @@ func (f *TrustFollower) end(ctx context.Context, adm *kadm.Client, began time.Ti
 	if stable >= high {
 		return end{at: true, clean: true, through: through}, nil
 	}
-	after, err := listed(ctx, func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
-		return adm.ListOffsetsAfterMilli(ctx, through.UnixMilli(), topics...)
-	}, f.topic)
+	after, err := ListOffset(ctx, f.client, f.topic, 0, through.UnixMilli(), false)
 	if err != nil || after > stable {
 		return end{blocked: err == nil}, err
 	}
 	return end{at: true, through: through.Add(-time.Millisecond)}, nil
-}
-
-// listed lists one offset of topic's partition 0.
-func listed(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (int64, error) {
-	l, err := list(ctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	o, ok := l.Lookup(topic, 0)
-	if !ok || o.Err != nil {
-		return 0, errors.Join(errors.New("partition 0 not listed"), o.Err)
-	}
-	return o.Offset, nil
 }
 
 // poll fetches for up to d (no time: not at all) and applies what it

@@ -287,7 +287,7 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	if p.guard, err = newGuard(a.cluster, revert, a.store, producer, a.opts...); err != nil {
 		return nil, err
 	}
-	p.progress = progress(kadm.NewClient(c.client), p.offsets, config, c.partition)
+	p.progress = progress(c.client, p.offsets, config, c.partition)
 	if p.heart, err = newHeartbeater(a.cluster, producer, p.reporter.Counts, p.progress, a.opts...); err != nil {
 		return nil, err
 	}
@@ -541,20 +541,19 @@ func (a *Agent) checkPartitions(ctx context.Context, partitions int32) error {
 // progress reports the agent's committed config offset, as its state
 // keeps it, and the records after it, up to the partition's last stable
 // offset: the end a read_committed reader can reach, markers included.
-func progress(adm *kadm.Client, offs *offsets, topic string, part int32) func(context.Context) (int64, int64, error) {
+// It lists that end for the agent's partition alone, at its leader: each
+// heartbeat lists it, and a listing of the whole topic would hold a
+// connection open from every agent to every broker.
+func progress(cl *kgo.Client, offs *offsets, topic string, part int32) func(context.Context) (int64, int64, error) {
 	return func(ctx context.Context) (int64, int64, error) {
 		next, _, err := offs.stored(ctx)
 		if err != nil {
 			return 0, 0, err
 		}
-		ends, err := adm.ListCommittedOffsets(ctx, topic)
+		end, err := events.ListOffset(ctx, cl, topic, part, events.ListEnd, true)
 		if err != nil {
 			return 0, 0, err
 		}
-		end, ok := ends.Lookup(topic, part)
-		if !ok || end.Err != nil {
-			return 0, 0, errors.New("no end offset")
-		}
-		return next, max(0, end.Offset-next), nil
+		return next, max(0, end-next), nil
 	}
 }

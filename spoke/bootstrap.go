@@ -238,27 +238,18 @@ func (b *Bootstrap) latest(ctx context.Context) (map[string]*kgo.Record, error) 
 // An offset at or past the topic's end is refused.
 func (b *Bootstrap) confirm(ctx context.Context, d *events.Decoded) error {
 	topic := b.topics[events.TopicConfig]
-	adm := kadm.NewClient(b.client)
-	starts, err := adm.ListStartOffsets(ctx, topic)
-	if err == nil {
-		err = starts.Error()
-	}
-	ends, err2 := adm.ListEndOffsets(ctx, topic)
-	if err2 == nil {
-		err2 = ends.Error()
-	}
+	start, err := events.ListOffset(ctx, b.client, topic, b.partition, events.ListStart, false)
+	end, err2 := events.ListOffset(ctx, b.client, topic, b.partition, events.ListEnd, false)
 	if err := errors.Join(err, err2); err != nil {
 		return fmt.Errorf("bootstrap: offsets of %s: %w", topic, err)
 	}
-	start, _ := starts.Lookup(topic, b.partition)
-	end, _ := ends.Lookup(topic, b.partition)
 	switch {
-	case d.Offset >= end.Offset:
+	case d.Offset >= end:
 		return fmt.Errorf("bootstrap: %w: the desired-state copy of event %s names config offset %d, past the end of %s/%d (%d)",
-			ErrSnapshotMismatch, d.Event.ID(), d.Offset, topic, b.partition, end.Offset)
-	case d.Offset < start.Offset:
+			ErrSnapshotMismatch, d.Event.ID(), d.Offset, topic, b.partition, end)
+	case d.Offset < start:
 		b.log.InfoContext(ctx, "bootstrap: the config record of the snapshot's last change is gone; nothing before it can be read",
-			"offset", d.Offset, "first_available", start.Offset)
+			"offset", d.Offset, "first_available", start)
 		return nil
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(b.conn),

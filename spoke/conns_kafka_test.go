@@ -4,8 +4,10 @@ package spoke_test
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -111,5 +113,39 @@ func BenchmarkAgentConnections(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(groups.Groups())), "groups")
 		b.ReportMetric(float64(runtime.NumGoroutine()-before)/agents, "goroutines/agent")
+	}
+}
+
+// TestIdleAgentHoldsOnlyItsFetchConnection: with franz-go's idle timeout
+// cut to 8 s (20 s by default) and heartbeats 30 s apart, the connections
+// of a settled agent to the broker close, between heartbeats, all but the
+// one its fetches keep busy: the trust follower, which listed the trust
+// topic's end every 5 s, held its request connection open for ever.
+func TestIdleAgentHoldsOnlyItsFetchConnection(t *testing.T) {
+	f := newFleet(t, 2)
+	defer f.client.Close()
+	keys, err := spoke.GenerateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conns{live: map[net.Conn]kgo.BrokerMetadata{}}
+	a := &agent{cluster: "idle", argo: &fakeArgo{applied: map[string]int64{}}}
+	a.run, err = spoke.New(a.cluster, keys, f.hub.Public(),
+		[]kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(t)), kgo.WithHooks(c), kgo.ConnIdleTimeout(8 * time.Second)},
+		a.argo, noApps{}, newMemStore(), spoke.WithTopics(f.topics), spoke.WithHeartbeatInterval(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.start(t)()
+	f.publish(f.prod, f.upsert(a.cluster, "web", 1))
+	waitApplied(t, a, "argocd/web")
+	least := c.brokers()
+	for deadline := time.Now().Add(90 * time.Second); least > 1 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		least = min(least, c.brokers())
+	}
+	if least > 1 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		t.Fatalf("the agent holds %d connections to the broker at least, in 90 s, want 1: %v", least, slices.Collect(maps.Values(c.live)))
 	}
 }
