@@ -303,15 +303,18 @@ func connRoom(files uint64) int {
 }
 
 // brokersFor is how many brokers a fleet of n clusters needs when each
-// may hold room connections: one more than the agents' connections fill,
-// for the trust topic's leader takes a fetch connection from every agent
-// besides its share of the rest.
+// broker may hold room connections. Each agent holds about four, one of
+// them a fetch connection to the trust topic's leader and the others
+// spread over all brokers; so the trust topic's leader holds n and its
+// share of the rest, which sets the count, and one broker more is kept
+// for the agents' connections that do not spread evenly. A fleet of more
+// than room clusters does not fit (bench says so).
 func brokersFor(n, room int) int {
-	const perAgent = 4 // an agent's connections, each to some broker
-	if n*perAgent <= room {
+	const perAgent = 4
+	if n*perAgent <= room || n >= room {
 		return 1
 	}
-	return (n*perAgent+room-1)/room + 1
+	return (n*(perAgent-1)+room-n-1)/(room-n) + 1
 }
 
 // seeds splits a comma-separated list of broker addresses.
