@@ -42,7 +42,7 @@ func ListOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int3
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := sendListOffsets(ctx, cl, topic, parts, req)
 	if err != nil {
 		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
 	}
@@ -85,4 +85,50 @@ func ListOffset(ctx context.Context, cl *kgo.Client, topic string, partition int
 		return 0, err
 	}
 	return l[partition], nil
+}
+
+// sendListOffsets sends req, for parts of topic, to their leader when the
+// client knows it from what it consumes or produces, and they have one:
+// that needs no Metadata request. Otherwise, or if the leader answers
+// with an error (it may have moved), it sends req as a sharded request,
+// which looks the leaders up (a Metadata request, cached for
+// MetadataMinAge, 5 s) and retries. An agent lists its config partition
+// at each heartbeat, 30 s apart: a Metadata request each time, to any
+// broker, held a connection to every broker of a cluster open.
+func sendListOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int32, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+	if leader, ok := knownLeader(cl, topic, parts); ok {
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+		if err == nil && !anyPartitionError(resp) {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return req.RequestWith(ctx, cl)
+}
+
+// knownLeader returns the one leader of parts the client knows without
+// asking, if it knows one for each and it is the same.
+func knownLeader(cl *kgo.Client, topic string, parts []int32) (int32, bool) {
+	leader := int32(-1)
+	for _, p := range parts {
+		l, _, err := cl.PartitionLeader(topic, p)
+		if err != nil || l < 0 || leader >= 0 && l != leader {
+			return -1, false
+		}
+		leader = l
+	}
+	return leader, leader >= 0
+}
+
+func anyPartitionError(resp *kmsg.ListOffsetsResponse) bool {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -25,6 +25,8 @@ import (
 type listings struct {
 	mu    sync.Mutex
 	lists []map[string][]int32
+	// metadata counts the Metadata requests written.
+	metadata int
 }
 
 func (l *listings) dial(ctx context.Context, network, host string) (net.Conn, error) {
@@ -72,6 +74,11 @@ func (c *listingConn) Write(p []byte) (int, error) {
 // correlation id, client id, then (flexible versions) tagged fields, then
 // the body.
 func (c *listingConn) request(frame []byte) {
+	if len(frame) >= 2 && int16(binary.BigEndian.Uint16(frame)) == (&kmsg.MetadataRequest{}).Key() {
+		c.l.mu.Lock()
+		c.l.metadata++
+		c.l.mu.Unlock()
+	}
 	if len(frame) < 10 || int16(binary.BigEndian.Uint16(frame)) != (&kmsg.ListOffsetsRequest{}).Key() {
 		return
 	}
@@ -134,5 +141,19 @@ func TestAgentListsOnlyItsPartition(t *testing.T) {
 			t.Errorf("the agent's listings of %s name partitions %v, want its own partition alone, each time (%v)", config, ps, l.of(config)[settled:])
 			break
 		}
+	}
+	// Nor does a listing ask for metadata: the agent's client knows its
+	// partition's leader from its fetches. Eight heartbeats a second apart
+	// asked for it every 5 s, which opened a connection to a broker picked
+	// at random each time.
+	l.mu.Lock()
+	before := l.metadata
+	l.mu.Unlock()
+	listed := len(l.of(config))
+	eventually(t, "eight more heartbeats", func() bool { return len(l.of(config)) >= listed+8 })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.metadata != before {
+		t.Errorf("%d Metadata requests over eight heartbeats, want none", l.metadata-before)
 	}
 }
