@@ -22,13 +22,15 @@ const (
 
 // ListOffsets lists one offset of each of parts, partitions of topic: at
 // ListEnd, ListStart or the first offset at or after a millisecond
-// timestamp (the high watermark if none is, as kadm does); committed lists
-// as a read committed consumer sees the partitions. It sends one
-// ListOffsets request, which the client splits among the partitions'
-// leaders, and no more. A kadm listing asks for every partition of the
-// topic, and so sends a request to every broker that leads one of them,
-// after a Metadata request: for an agent, which reads one partition, its
-// periodic listings would hold a connection open to every broker.
+// timestamp (the end if none is, as kadm does); committed lists as a read
+// committed consumer sees the partitions, the end included (the last
+// stable offset, not the high watermark). It sends one ListOffsets
+// request, which the client splits among the partitions' leaders, and a
+// second for the ends of partitions with no offset at or after the time.
+// A kadm listing asks for every partition of the topic, and so sends a
+// request to every broker that leads one of them, after a Metadata
+// request: for an agent, which reads one partition, its periodic listings
+// would hold a connection open to every broker.
 func ListOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int32, at int64, committed bool) (map[int32]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	if committed {
@@ -64,7 +66,7 @@ func ListOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int3
 		}
 	}
 	if len(none) > 0 {
-		ends, err := ListOffsets(ctx, cl, topic, none, ListEnd, false)
+		ends, err := ListOffsets(ctx, cl, topic, none, ListEnd, committed)
 		if err != nil {
 			return nil, err
 		}
