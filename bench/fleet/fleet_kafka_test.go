@@ -56,7 +56,7 @@ func TestBenchmarkRuns(t *testing.T) {
 		regexp.MustCompile(`new spoke bootstrapped with its Applications \| [1-9][\d.]*m?s`),
 		regexp.MustCompile(`\| zstd-fastest \(Argosy's\) \| [1-9]\d* B \| [1-9]\d* B \| [1-9]\d* B \|`),
 		regexp.MustCompile(`N = 4, spokes</summary>`),
-		regexp.MustCompile(`\(2 KRaft brokers from its jars`),
+		regexp.MustCompile(`\| Kafka brokers \| 2 \|`),
 		regexp.MustCompile(`TCP connections to the brokers, settled \(to the busiest\) \| [1-9]\d* \([1-9]\d*\) \|`),
 	} {
 		if !want.MatchString(report) {

@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,7 +84,7 @@ func runBench(args []string) int {
 	fs.StringVar(&cfg.bin, "bin", "bin", "directory of the argosy and argosy-hub binaries")
 	fs.StringVar(&cfg.out, "out", "bench/results", "directory of the results file and its plots")
 	fs.StringVar(&cfg.kafka, "kafka", os.Getenv(kafkatest.EnvBootstrap), "running brokers' addresses, comma-separated; empty: start Apache Kafka "+kafkatest.Version+" (env KAFKA_BOOTSTRAP)")
-	fs.IntVar(&cfg.brokers, "brokers", 0, "brokers of the Kafka cluster this program starts; 0: enough for the largest size's connections")
+	fs.IntVar(&cfg.brokers, "brokers", 0, "brokers of the Kafka cluster this program starts for each size; 0: as many as the size's connections need")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep each run's directory (logs, keys, views) under the temporary directory")
 	fs.DurationVar(&cfg.heartbeat, "heartbeat", 30*time.Second, "the agents' heartbeat interval (their default: 30s)")
 	fs.DurationVar(&cfg.margin, "clock-margin", 0, "the projector's and agents' --clock-margin; 0: their default")
@@ -118,7 +117,7 @@ func runBench(args []string) int {
 }
 
 func bench(ctx context.Context, cfg *config) error {
-	files := raiseFileLimit() // first: the broker inherits it
+	files := raiseFileLimit() // first: the brokers inherit it
 	var err error
 	if cfg.work, err = os.MkdirTemp("", "argosy-bench-fleet-*"); err != nil {
 		return err
@@ -126,36 +125,19 @@ func bench(ctx context.Context, cfg *config) error {
 	if !cfg.keep {
 		defer os.RemoveAll(cfg.work)
 	}
-	if cfg.kafka == "" {
-		if cfg.brokers == 0 {
-			cfg.brokers = brokersFor(slices.Max(cfg.sizes), connRoom(files))
-		}
-		progress("starting Apache Kafka %s: %d brokers", kafkatest.Version, cfg.brokers)
-		sctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-		c, err := kafkatest.StartCluster(sctx, cfg.brokers)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("start Apache Kafka: %w", err)
-		}
-		defer func() {
-			if err := c.Close(context.WithoutCancel(ctx)); err != nil {
-				progress("stop the brokers: %v", err)
-			}
-		}()
-		cfg.kafka, cfg.brokerPids = c.Bootstrap(), c.Pids()
-	}
-	progress("brokers %s; work in %s; %d open files allowed", cfg.kafka, cfg.work, files)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(cfg.kafka)...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	given := cfg.kafka
+	progress("work in %s; %d open files allowed", cfg.work, files)
 	rep := &report{cfg: cfg, started: time.Now()}
 	perAgent := 4.0 // connections per agent, until a run measures it
-	brokers := len(seeds(cfg.kafka))
 	for i, n := range cfg.sizes {
-		if need, room := int(float64(n)*perAgent), connRoom(files); need > room*brokers || n > room {
+		brokers, room := cfg.brokers, connRoom(files)
+		switch {
+		case given != "":
+			brokers = len(seeds(given))
+		case brokers == 0:
+			brokers = brokersFor(n, room)
+		}
+		if need := int(float64(n) * perAgent); need > room*brokers || n > room {
 			why := fmt.Sprintf("N = %d not run: about %d connections to %d brokers (%.1f per agent, and one each to the trust topic's leader), "+
 				"and this machine allows about %d to each (loopback source ports and open files, docs/bench.md)", n, need, brokers, perAgent, room)
 			progress("%s", why)
@@ -165,7 +147,7 @@ func bench(ctx context.Context, cfg *config) error {
 			}
 			continue
 		}
-		r, err := runSize(ctx, cfg, adm, n, i == 0, rep)
+		r, err := runOn(ctx, cfg, given, brokers, n, i == 0, rep)
 		if err != nil {
 			return fmt.Errorf("fleet of %d: %w", n, err)
 		}
@@ -179,9 +161,41 @@ func bench(ctx context.Context, cfg *config) error {
 	return nil
 }
 
+// runOn runs fleet size n on the brokers given, or, when none are, on a
+// Kafka cluster of its own of the given number of brokers, stopped after.
+func runOn(ctx context.Context, cfg *config, given string, brokers, n int, wire bool, rep *report) (*run, error) {
+	cfg.kafka, cfg.brokerPids = given, nil
+	if given == "" {
+		progress("N=%d: starting Apache Kafka %s, %d brokers", n, kafkatest.Version, brokers)
+		sctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+		c, err := kafkatest.StartCluster(sctx, brokers)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("start Apache Kafka: %w", err)
+		}
+		defer func() {
+			if err := c.Close(context.WithoutCancel(ctx)); err != nil {
+				progress("stop the brokers: %v", err)
+			}
+		}()
+		cfg.kafka, cfg.brokerPids = c.Bootstrap(), c.Pids()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(cfg.kafka)...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	r, err := runSize(ctx, cfg, kadm.NewClient(cl), n, wire, rep)
+	if r != nil {
+		r.brokers = brokers
+	}
+	return r, err
+}
+
 // run is what one fleet size measured.
 type run struct {
 	n, procs int
+	brokers  int // of the Kafka cluster it ran on
 	online   time.Duration
 	rollout  time.Duration
 	fan      *fanout

@@ -107,8 +107,8 @@ func (r *report) writeHeader(w func(string, ...any)) {
 	w("`make bench-fleet` (`go run ./bench/fleet -sizes %s -rate %v -duration %s -apps %d -partitions %d -per-process %d -heartbeat %s%s`), at commit %s, on %s, with %s.\n\n",
 		joinInts(r.cfg.sizes), r.cfg.rate, r.cfg.duration, r.cfg.apps, r.cfg.partitions, r.cfg.perProcess, r.cfg.heartbeat, args, strings.TrimSpace(string(commit)), machine(), margin)
 	kafka := "brokers given by -kafka"
-	if n := len(r.cfg.brokerPids); n > 0 {
-		kafka = fmt.Sprintf("%d KRaft brokers from its jars, each its own process, on loopback", n)
+	if r.cfg.kafka == "" || len(r.cfg.brokerPids) > 0 {
+		kafka = "a KRaft cluster from its jars for each size, each broker its own process, on loopback, as many brokers as the row \"Kafka brokers\" says"
 	}
 	w("Apache Kafka %s (%s), the argosy-hub process, the argosy projector process on SQLite, "+
 		"and the simulated clusters in spoke-pack processes of up to %d each, every one a real spoke.Agent with one Kafka client on a "+
@@ -125,6 +125,7 @@ func (r *report) writeTable(w func(string, ...any)) {
 	}
 	row("Applications", func(x *run) string { return fmt.Sprint(x.n * r.cfg.apps) })
 	row("spoke processes", func(x *run) string { return fmt.Sprint(x.procs) })
+	row("Kafka brokers", func(x *run) string { return fmt.Sprint(x.brokers) })
 	row("TCP connections to the brokers, settled (to the busiest)", func(x *run) string { return fmt.Sprintf("%d (%d)", x.conns, x.busiest) })
 	row("start to every cluster joined and connected", func(x *run) string { return x.online.Round(time.Second).String() })
 	row("rollout: every Application applied everywhere", func(x *run) string { return x.rollout.Round(100 * time.Millisecond).String() })
