@@ -335,7 +335,11 @@ func TestCutWaitsForAnOpenRevocation(t *testing.T) {
 // transactions open on the trust topic most of the time; readers must
 // not wait for a moment when none is.
 func TestCutJudgesBesideAnOpenTransaction(t *testing.T) {
-	const margin = 2 * time.Second
+	// The reader can judge beside the open transaction only if it looks
+	// at the trust topic's end within the margin after the revocation's
+	// append; reading the heartbeat back took longer than 2 s once, under
+	// the race detector beside other packages' tests.
+	const margin = 10 * time.Second
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
