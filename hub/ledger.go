@@ -327,12 +327,12 @@ func (l *ledger) pruneIDs(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for id, w := range l.ids {
-		if now.Sub(w.at) > l.window {
+		if l.pastAt(w.at, now) {
 			delete(l.ids, id)
 		}
 	}
 	for ref, u := range l.requests {
-		if now.Sub(u.at) > l.window {
+		if l.pastAt(u.at, now) {
 			delete(l.requests, ref)
 		}
 	}
@@ -407,9 +407,12 @@ func (l *ledger) lookupID(id string) (written, bool) {
 	return w, ok
 }
 
-// past says whether at is past the window now, as pruneIDs judges. l.mu
-// is held.
-func (l *ledger) past(at time.Time) bool { return time.Since(at) > l.window }
+// past says whether at is past the window now. l.mu is held.
+func (l *ledger) past(at time.Time) bool { return l.pastAt(at, time.Now()) }
+
+// pastAt says whether at is past the window at now: the one rule both
+// pruneIDs and the lookups judge by.
+func (l *ledger) pastAt(at, now time.Time) bool { return now.Sub(at) > l.window }
 
 // clusters returns the registered clusters (not deregistered), by name.
 func (l *ledger) clusters() map[string]entry {
