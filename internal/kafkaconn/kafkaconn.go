@@ -75,6 +75,14 @@ type Options struct {
 	// authentication, so a rotated password is used without a restart.
 	SASLPasswordFile string
 
+	// Rack is where this process runs: its rack or zone, as the brokers
+	// name theirs in broker.rack. Brokers with a rack-aware
+	// replica.selector.class (KIP-392) then serve its reads from a replica
+	// in that rack, so a topic every process reads, such as the trust
+	// topic, spreads its readers over its replicas instead of all going
+	// to its leader. Empty: every read goes to the leader.
+	Rack string
+
 	// envErrs are environment values BindFlags could not parse.
 	envErrs []error
 	// passwordEnv names the variable BindFlags took SASLPassword from.
@@ -123,6 +131,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, envPrefix string) {
 	str(&o.SASLUsername, "kafka-sasl-username", "KAFKA_SASL_USERNAME", "", "Kafka SASL user (Strimzi: the KafkaUser's name)")
 	str(&o.SASLPasswordFile, "kafka-sasl-password-file", "KAFKA_SASL_PASSWORD_FILE", "",
 		"file holding the Kafka SASL password, instead of "+envPrefix+"KAFKA_SASL_PASSWORD (Strimzi: the KafkaUser Secret's password key)")
+	str(&o.Rack, "kafka-rack", "KAFKA_RACK", "",
+		"rack or zone this process runs in, as brokers name theirs in broker.rack: brokers with a rack-aware replica.selector.class serve its reads from a replica there")
 	o.passwordEnv = envPrefix + "KAFKA_SASL_PASSWORD"
 	o.SASLPassword = os.Getenv(o.passwordEnv)
 }
@@ -233,7 +243,7 @@ func (o *Options) validateSASL() []error {
 }
 
 // Opts validates the options and returns the client options that apply
-// them: SeedBrokers, and DialTLSConfig and SASL when they are on. The
+// them: SeedBrokers, and DialTLSConfig, SASL and Rack when they are on. The
 // client options keep a copy of o: later changes to o do not reach them.
 func (o *Options) Opts() ([]kgo.Opt, error) {
 	if err := o.Validate(); err != nil {
@@ -251,6 +261,9 @@ func (o *Options) Opts() ([]kgo.Opt, error) {
 	}
 	if m := o.saslMechanism(); m != nil {
 		opts = append(opts, kgo.SASL(m))
+	}
+	if o.Rack != "" {
+		opts = append(opts, kgo.Rack(o.Rack))
 	}
 	return opts, nil
 }

@@ -47,10 +47,10 @@ func TestBindFlags(t *testing.T) {
 			args: []string{"--kafka-brokers=a:9093,b:9093", "--kafka-tls", "--kafka-ca-file=/ca.crt",
 				"--kafka-cert-file=/user.crt", "--kafka-key-file=/user.key", "--kafka-tls-server-name=kafka.example",
 				"--kafka-tls-insecure-skip-verify", "--kafka-sasl-mechanism=SCRAM-SHA-512",
-				"--kafka-sasl-username=alice", "--kafka-sasl-password-file=/password"},
+				"--kafka-sasl-username=alice", "--kafka-sasl-password-file=/password", "--kafka-rack=eu-west-1a"},
 			want: kafkaconn.Options{Brokers: "a:9093,b:9093", TLS: true, CAFile: "/ca.crt", CertFile: "/user.crt",
 				KeyFile: "/user.key", ServerName: "kafka.example", InsecureSkipVerify: true,
-				SASLMechanism: "SCRAM-SHA-512", SASLUsername: "alice", SASLPasswordFile: "/password"},
+				SASLMechanism: "SCRAM-SHA-512", SASLUsername: "alice", SASLPasswordFile: "/password", Rack: "eu-west-1a"},
 		},
 		{
 			name:   "environment",
@@ -59,10 +59,10 @@ func TestBindFlags(t *testing.T) {
 				"ARGOSY_KAFKA_CA_FILE": "/ca.crt", "ARGOSY_KAFKA_CERT_FILE": "/user.crt", "ARGOSY_KAFKA_KEY_FILE": "/user.key",
 				"ARGOSY_KAFKA_TLS_SERVER_NAME": "kafka.example", "ARGOSY_KAFKA_TLS_INSECURE_SKIP_VERIFY": "1",
 				"ARGOSY_KAFKA_SASL_MECHANISM": "PLAIN", "ARGOSY_KAFKA_SASL_USERNAME": "alice",
-				"ARGOSY_KAFKA_SASL_PASSWORD": "s3cret", "ARGOSY_KAFKA_SASL_PASSWORD_FILE": "/password"},
+				"ARGOSY_KAFKA_SASL_PASSWORD": "s3cret", "ARGOSY_KAFKA_SASL_PASSWORD_FILE": "/password", "ARGOSY_KAFKA_RACK": "zone-b"},
 			want: kafkaconn.Options{Brokers: "a:9093", TLS: true, CAFile: "/ca.crt", CertFile: "/user.crt",
 				KeyFile: "/user.key", ServerName: "kafka.example", InsecureSkipVerify: true, SASLMechanism: "PLAIN",
-				SASLUsername: "alice", SASLPassword: "s3cret", SASLPasswordFile: "/password"},
+				SASLUsername: "alice", SASLPassword: "s3cret", SASLPasswordFile: "/password", Rack: "zone-b"},
 		},
 		{
 			name:   "flags override the environment",
@@ -102,7 +102,7 @@ func TestBindFlagsHelp(t *testing.T) {
 			t.Errorf("--%s: help %q does not name %s", f.Name, f.Usage, env)
 		}
 	})
-	want := []string{"kafka-brokers", "kafka-ca-file", "kafka-cert-file", "kafka-key-file", "kafka-sasl-mechanism",
+	want := []string{"kafka-brokers", "kafka-ca-file", "kafka-cert-file", "kafka-key-file", "kafka-rack", "kafka-sasl-mechanism",
 		"kafka-sasl-password-file", "kafka-sasl-username", "kafka-tls", "kafka-tls-insecure-skip-verify", "kafka-tls-server-name"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)
@@ -248,6 +248,7 @@ type applied struct {
 	ClientCert         bool
 	Mechanism          string
 	FirstMessage       string // up to the SCRAM nonce
+	Rack               string
 }
 
 func apply(t *testing.T, o *kafkaconn.Options) applied {
@@ -261,7 +262,7 @@ func apply(t *testing.T, o *kafkaconn.Options) applied {
 		t.Fatalf("NewClient: %v", err)
 	}
 	defer cl.Close()
-	a := applied{Seeds: cl.OptValue(kgo.SeedBrokers).([]string)}
+	a := applied{Seeds: cl.OptValue(kgo.SeedBrokers).([]string), Rack: cl.OptValue(kgo.Rack).(string)}
 	if cfg, _ := cl.OptValue(kgo.DialTLSConfig).(*tls.Config); cfg != nil {
 		a.TLS, a.MinVersion, a.ServerName, a.InsecureSkipVerify = true, cfg.MinVersion, cfg.ServerName, cfg.InsecureSkipVerify
 		a.Roots = cfg.RootCAs != nil
@@ -298,6 +299,7 @@ func TestOpts(t *testing.T) {
 		want applied
 	}{
 		{name: "plaintext", opts: kafkaconn.Options{Brokers: " a:9092 ,b:9092"}, want: applied{Seeds: []string{"a:9092", "b:9092"}}},
+		{name: "a rack", opts: kafkaconn.Options{Brokers: "a:9092", Rack: "eu-west-1a"}, want: applied{Seeds: []string{"a:9092"}, Rack: "eu-west-1a"}},
 		{
 			name: "TLS and SCRAM-SHA-512 with a password file",
 			opts: kafkaconn.Options{Brokers: "a:9093", TLS: true, CAFile: f.CAFile, SASLMechanism: "scram-sha-512", SASLUsername: "alice", SASLPasswordFile: f.password},
