@@ -158,6 +158,8 @@ type node struct {
 	clusterID  string
 	brokerOnly bool
 	ctrlPort   int
+	// rack is the node's broker.rack; empty: none.
+	rack string
 }
 
 // create writes a broker's configuration and TLS material into dir, formats

@@ -4,15 +4,39 @@ package kafkatest_test
 
 import (
 	"context"
+	"maps"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 )
+
+// fetchCounter counts the Fetch requests a client writes to each broker.
+type fetchCounter struct {
+	mu    sync.Mutex
+	nodes map[int32]int
+}
+
+func (f *fetchCounter) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key != int16(kmsg.Fetch) || err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodes[meta.NodeID]++
+}
+
+func (f *fetchCounter) counts() map[int32]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.nodes)
+}
 
 // TestBrokerStopStartKeepsData stops a broker, checks that nothing listens
 // on its port any more, starts it again on the same port and reads back
@@ -119,4 +143,46 @@ func TestClusterSpreadsLeaders(t *testing.T) {
 			t.Errorf("partition %d ends at %d, want 1", o.Partition, o.Offset)
 		}
 	})
+	checkFetchesFromRack(ctx, t, c, cl)
+}
+
+// checkFetchesFromRack reads a topic replicated to every node, with a
+// client in the rack of a node that does not lead it, and checks that the
+// client's fetches went to that node: a cluster's nodes are in racks of
+// their own, and serve fetches from the client's rack.
+func checkFetchesFromRack(ctx context.Context, t *testing.T, c *kafkatest.Cluster, prod *kgo.Client) {
+	t.Helper()
+	topic := kafkatest.Prefix(t) + "racks"
+	adm := kadm.NewClient(prod)
+	if _, err := adm.CreateTopic(ctx, 1, int16(len(c.Nodes)), nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := td[topic].Partitions[0].Leader
+	near := leader%int32(len(c.Nodes)) + 1 // another node
+	fetches := &fetchCounter{nodes: map[int32]int{}}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.Rack(kafkatest.Rack(int(near))), kgo.WithHooks(fetches),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 20 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		for got := 0; got < 1; {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				t.Fatal(err)
+			}
+			got += fs.NumRecords()
+		}
+	}
+	if got := fetches.counts(); got[near] == 0 {
+		t.Fatalf("fetches by node %v, leader %d: none went to node %d, in the client's rack", got, leader, near)
+	}
 }

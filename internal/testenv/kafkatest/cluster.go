@@ -17,6 +17,11 @@ import (
 // are brokers only. A process's open files bound the connections one
 // broker can hold; a cluster holds as many as its brokers together, as a
 // real deployment's does.
+//
+// Each node is in a rack of its own, named by Rack, and the brokers serve
+// a client's fetches from a replica in the client's rack (KIP-392's
+// RackAwareReplicaSelector), as a cluster spread over zones does: a topic
+// replicated to every node can then be read from every node.
 type Cluster struct {
 	// Nodes are the brokers, node i+1 at index i.
 	Nodes []*Broker
@@ -33,13 +38,13 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 	if err != nil {
 		return nil, err
 	}
-	first, err := startNode(ctx, lib, cfg, node{id: 1, clusterID: clusterID()})
+	first, err := startNode(ctx, lib, cfg, node{id: 1, clusterID: clusterID(), rack: Rack(1)})
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{Nodes: []*Broker{first}}
 	for id := 2; id <= n; id++ {
-		b, err := startNode(ctx, lib, cfg, node{id: id, clusterID: first.node.clusterID, brokerOnly: true, ctrlPort: first.node.ctrlPort})
+		b, err := startNode(ctx, lib, cfg, node{id: id, clusterID: first.node.clusterID, brokerOnly: true, ctrlPort: first.node.ctrlPort, rack: Rack(id)})
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("kafka node %d: %w", id, err), c.Close(context.WithoutCancel(ctx)))
 		}
@@ -50,6 +55,10 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 	}
 	return c, nil
 }
+
+// Rack is the rack of a cluster's node id (broker.rack), which a client
+// names with kgo.Rack to fetch from that node's replicas.
+func Rack(id int) string { return fmt.Sprintf("r%d", id) }
 
 // waitJoined waits until the cluster's metadata lists every node.
 func (c *Cluster) waitJoined(ctx context.Context) error {

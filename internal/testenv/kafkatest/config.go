@@ -149,6 +149,12 @@ func serverProperties(b *Broker, c *config, n node, data string) []byte {
 		{"num.network.threads", "2"},
 		{"num.io.threads", "4"},
 	}
+	if n.rack != "" {
+		kvs = append(kvs, [][2]string{
+			{"broker.rack", n.rack},
+			{"replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
+		}...)
+	}
 	if c.tls() {
 		kvs = append(kvs, [][2]string{
 			{"ssl.keystore.type", "PEM"},
