@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,11 +40,16 @@ type FleetConfig struct {
 	// clusters. HubKey is the hub's public key, which the agents trust.
 	Hub    *api.Client
 	HubKey ed25519.PublicKey
-	// Conn connects the agents to Kafka; Topics are Argosy's topics, and
+	// Conn connects the agents to Kafka, after the fleet's own bound on
+	// what one fetch brings back (AgentFetchBytes), which Conn may
+	// override; Topics are Argosy's topics, and
 	// TopicPrefix the prefix they were named with, which begins the
 	// groups an older agent committed to (events.SpokeGroup), which an
 	// agent reads once when its state holds no config offset.
-	Conn        []kgo.Opt
+	Conn []kgo.Opt
+	// Racks spread the agents over racks: the i-th agent reads from the
+	// replicas in Racks[i % len(Racks)] (kgo.Rack). Empty: from leaders.
+	Racks       []string
 	Topics      events.Topics
 	TopicPrefix string
 	// Dir keeps each cluster's keys and, when the fleet stops, its
@@ -67,6 +73,16 @@ type FleetConfig struct {
 	Log       *slog.Logger
 }
 
+// AgentFetchBytes bounds what one fetch of a simulated agent brings back.
+// Each agent holds, until it has handled them, the records of its last
+// fetch and the buffers they were read and decompressed into; franz-go's
+// defaults (50 MiB a fetch, 1 MiB a partition) suit one agent in its own
+// process, not thousands in one, where a bootstrap's fetches made those
+// buffers most of the heap. argosy dev's in-process broker also keeps,
+// for each connection, a buffer as big as the largest answer it wrote on
+// it. An agent's topics are read in a few more fetches instead.
+const AgentFetchBytes = 64 << 10
+
 // Labels returns the labels of the i-th cluster: env, region and tier,
 // spread so that every combination appears in a fleet of 27 or more.
 func Labels(i int) map[string]string {
@@ -86,6 +102,7 @@ type Fleet struct {
 // member is one simulated cluster.
 type member struct {
 	name   string
+	conn   []kgo.Opt // the fleet's Conn, and the member's rack
 	argo   *Cluster
 	store  *Store
 	keys   spoke.Keys
@@ -118,9 +135,13 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
+	cfg.Conn = slices.Concat([]kgo.Opt{kgo.FetchMaxBytes(AgentFetchBytes), kgo.FetchMaxPartitionBytes(AgentFetchBytes)}, cfg.Conn)
 	f := &Fleet{cfg: cfg}
 	for i := range cfg.Clusters {
-		m := &member{name: Name(cfg.Prefix, i), argo: NewCluster(WithBehaviour(b)), store: NewStore()}
+		m := &member{name: Name(cfg.Prefix, i), conn: cfg.Conn, argo: NewCluster(WithBehaviour(b)), store: NewStore()}
+		if len(cfg.Racks) > 0 {
+			m.conn = slices.Concat(cfg.Conn, []kgo.Opt{kgo.Rack(cfg.Racks[i%len(cfg.Racks)])})
+		}
 		if err := f.load(m); err != nil {
 			return nil, err
 		}
@@ -243,7 +264,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 func (f *Fleet) runMember(ctx context.Context, m *member, down <-chan time.Duration) error {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		a, err := spoke.New(m.name, m.keys, f.cfg.HubKey, f.cfg.Conn, m.argo, m.argo, m.store,
+		a, err := spoke.New(m.name, m.keys, f.cfg.HubKey, m.conn, m.argo, m.argo, m.store,
 			append([]spoke.Option{spoke.WithTopics(f.cfg.Topics), spoke.WithGroup(events.SpokeGroup(f.cfg.TopicPrefix, m.name)),
 				spoke.WithHeartbeatInterval(f.cfg.Heartbeat),
 				spoke.WithLogger(f.cfg.Log.With("cluster", m.name)), spoke.WithAgentVersion("sim"), spoke.WithArgoCDVersion("v2.14.21-sim")},

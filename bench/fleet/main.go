@@ -66,6 +66,10 @@ type config struct {
 	label      string
 	brokers    int   // the cluster's brokers, when this program starts it
 	brokerPids []int // none: brokers this program did not start
+	// racks are the brokers' racks when this program started more than
+	// one: the trust topic is replicated to every broker, and the agents,
+	// spread over the racks, read it from the replica in theirs.
+	racks []string
 }
 
 func runBench(args []string) int {
@@ -164,7 +168,7 @@ func bench(ctx context.Context, cfg *config) error {
 // runOn runs fleet size n on the brokers given, or, when none are, on a
 // Kafka cluster of its own of the given number of brokers, stopped after.
 func runOn(ctx context.Context, cfg *config, given string, brokers, n int, wire bool, rep *report) (*run, error) {
-	cfg.kafka, cfg.brokerPids = given, nil
+	cfg.kafka, cfg.brokerPids, cfg.racks = given, nil, nil
 	if given == "" {
 		progress("N=%d: starting Apache Kafka %s, %d brokers", n, kafkatest.Version, brokers)
 		sctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
@@ -179,6 +183,9 @@ func runOn(ctx context.Context, cfg *config, given string, brokers, n int, wire 
 			}
 		}()
 		cfg.kafka, cfg.brokerPids = c.Bootstrap(), c.Pids()
+		for id := 1; brokers > 1 && id <= brokers; id++ {
+			cfg.racks = append(cfg.racks, kafkatest.Rack(id))
+		}
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(cfg.kafka)...))
 	if err != nil {

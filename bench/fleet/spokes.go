@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,6 +44,7 @@ func runSpokes(args []string) int {
 		ramp      = fs.Duration("ramp", 0, "spread the agents' starts over this long")
 		margin    = fs.Duration("clock-margin", 0, "the agents' clock margin; 0: the default")
 		pprofAddr = fs.String("pprof", "", "serve Go's profiles on this address")
+		racks     = fs.String("racks", "", "racks to spread the agents over, comma-separated (kgo.Rack); empty: none")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -50,7 +52,7 @@ func runSpokes(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := spokes(ctx, spokeFlags{*hubURL, *hubKey, *brokers, *topicPre, *prefix, *dir, *pprofAddr, *clusters, *heartbeat, *ramp, *margin}, log); err != nil {
+	if err := spokes(ctx, spokeFlags{*hubURL, *hubKey, *brokers, *topicPre, *prefix, *dir, *pprofAddr, *racks, *clusters, *heartbeat, *ramp, *margin}, log); err != nil {
 		log.Error("spoke pack failed", "err", err)
 		return 1
 	}
@@ -58,9 +60,9 @@ func runSpokes(args []string) int {
 }
 
 type spokeFlags struct {
-	hub, hubKey, brokers, topicPrefix, prefix, dir, pprof string
-	clusters                                              int
-	heartbeat, ramp, margin                               time.Duration
+	hub, hubKey, brokers, topicPrefix, prefix, dir, pprof, racks string
+	clusters                                                     int
+	heartbeat, ramp, margin                                      time.Duration
 }
 
 func spokes(ctx context.Context, f spokeFlags, log *slog.Logger) error {
@@ -76,7 +78,11 @@ func spokes(ctx context.Context, f spokeFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: f.clusters, Prefix: f.prefix, Hub: hc, HubKey: key,
+	var racks []string
+	if f.racks != "" {
+		racks = strings.Split(f.racks, ",")
+	}
+	fleet, err := sim.NewFleet(sim.FleetConfig{Racks: racks, Clusters: f.clusters, Prefix: f.prefix, Hub: hc, HubKey: key,
 		Conn: []kgo.Opt{kgo.SeedBrokers(seeds(f.brokers)...)}, Topics: events.DefaultTopics(f.topicPrefix), TopicPrefix: f.topicPrefix, Dir: f.dir,
 		Heartbeat: f.heartbeat, Ramp: f.ramp, AgentOpts: opts, Log: log})
 	if err != nil {

@@ -63,7 +63,17 @@ func newSystem(ctx context.Context, cfg *config, adm *kadm.Client, n int) (*syst
 	}
 	s := &system{cfg: cfg, n: n, dir: dir, adm: adm, prefix: "bench-" + filepath.Base(dir) + "-"}
 	s.topics = events.DefaultTopics(s.prefix)
-	if err := events.EnsureTopics(ctx, adm, s.topics, events.TopicPlan(cfg.partitions, cfg.partitions), 1, 1); err != nil {
+	plan := events.TopicPlan(cfg.partitions, cfg.partitions)
+	if len(cfg.racks) > 1 {
+		// Every agent reads the trust topic: one replica on each broker
+		// lets each read from its rack's.
+		trust := map[events.Topic]events.TopicSpec{events.TopicTrust: plan[events.TopicTrust]}
+		if err := events.EnsureTopics(ctx, adm, s.topics, trust, int16(len(cfg.racks)), 1); err != nil { //nolint:gosec // a handful of brokers
+			return nil, err
+		}
+		delete(plan, events.TopicTrust)
+	}
+	if err := events.EnsureTopics(ctx, adm, s.topics, plan, 1, 1); err != nil {
 		return nil, err
 	}
 	hubBin := filepath.Join(cfg.bin, "argosy-hub")
@@ -147,7 +157,7 @@ func (s *system) startPack(i, n int, ramp time.Duration) error {
 	p.proc, err = testproc.Start(s.dir, "spokes-"+p.prefix, self, []string{"spokes", "-hub", s.hubURL, "-hub-key", filepath.Join(s.dir, "hub.pub"),
 		"-kafka", s.cfg.kafka, "-topic-prefix", s.prefix, "-prefix", p.prefix, "-clusters", strconv.Itoa(n),
 		"-dir", filepath.Join(s.dir, "spokes"), "-pprof", p.pprof, "-ramp", ramp.String(), "-clock-margin", s.cfg.margin.String(),
-		"-heartbeat", s.cfg.heartbeat.String()}, []string{envToken + "=" + s.token})
+		"-heartbeat", s.cfg.heartbeat.String(), "-racks", strings.Join(s.cfg.racks, ",")}, []string{envToken + "=" + s.token})
 	if err != nil {
 		return err
 	}

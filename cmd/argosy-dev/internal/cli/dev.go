@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -245,14 +244,6 @@ func devKafka(ctx context.Context, o *DevOptions, log *slog.Logger) (*devKafkaCo
 	return k, nil
 }
 
-// agentFetchBytes bounds what one fetch of a simulated agent brings back.
-// kfake keeps, for each connection, a buffer as big as the largest
-// answer it wrote on it, and franz-go's defaults (50 MiB a fetch, 1 MiB a
-// partition) let a bootstrap's fetches grow them: with 1,000 clusters
-// those buffers were 1.3 GB of a 2.9 GB heap. An agent's topics are read
-// in a few more fetches instead.
-const agentFetchBytes = 64 << 10
-
 // devFleet is the simulated fleet of argosy dev.
 type devFleet struct {
 	o      *DevOptions
@@ -273,8 +264,7 @@ func (f devFleet) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: f.o.Clusters, Prefix: "sim", Hub: client, HubKey: f.hubKey, Conn: slices.Concat(f.kafka.conn,
-		[]kgo.Opt{kgo.FetchMaxBytes(agentFetchBytes), kgo.FetchMaxPartitionBytes(agentFetchBytes)}),
+	fleet, err := sim.NewFleet(sim.FleetConfig{Clusters: f.o.Clusters, Prefix: "sim", Hub: client, HubKey: f.hubKey, Conn: f.kafka.conn,
 		Topics: f.kafka.topics, TopicPrefix: f.o.TopicPrefix, Dir: filepath.Join(f.o.DataDir, "fleet"), Offline: f.o.Offline,
 		OfflineFor: [2]time.Duration{30 * time.Second, 90 * time.Second},
 		Log:        f.log.With("component", "fleet"), AgentOpts: []spoke.Option{spoke.WithDecoderOptions(f.kafka.decoder...)}})
