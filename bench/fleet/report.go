@@ -126,6 +126,7 @@ func (r *report) writeTable(w func(string, ...any)) {
 	row("Applications", func(x *run) string { return fmt.Sprint(x.n * r.cfg.apps) })
 	row("spoke processes", func(x *run) string { return fmt.Sprint(x.procs) })
 	row("Kafka brokers", func(x *run) string { return fmt.Sprint(x.brokers) })
+	row("each spoke process's GOMEMLIMIT: its share of the memory available at its start, less 3 GiB", func(x *run) string { return mib(x.packMem) })
 	row("TCP connections to the brokers, settled (to the busiest)", func(x *run) string { return fmt.Sprintf("%d (%d)", x.conns, x.busiest) })
 	row("start to every cluster joined and connected", func(x *run) string { return x.online.Round(time.Second).String() })
 	row("rollout: every Application applied everywhere", func(x *run) string { return x.rollout.Round(100 * time.Millisecond).String() })

@@ -43,6 +43,8 @@ type system struct {
 	projProc *testproc.Proc
 	projArgs []string
 	packs    []*pack
+	// packLimit is each spoke pack's GOMEMLIMIT, in bytes; 0: none.
+	packLimit int64
 	// metrics are the hub's and the projector's metrics addresses, which
 	// serve Go's profiles too.
 	hubMetrics, projMetrics string
@@ -124,6 +126,7 @@ func (s *system) start(ctx context.Context) error {
 		return err
 	}
 	packs := (s.n + s.cfg.perProcess - 1) / s.cfg.perProcess
+	s.packLimit = packMemLimit(packs)
 	for i := range packs {
 		n := min(s.cfg.perProcess, s.n-i*s.cfg.perProcess)
 		// Each pack starts its share of the fleet's start rate.
@@ -157,12 +160,47 @@ func (s *system) startPack(i, n int, ramp time.Duration) error {
 	p.proc, err = testproc.Start(s.dir, "spokes-"+p.prefix, self, []string{"spokes", "-hub", s.hubURL, "-hub-key", filepath.Join(s.dir, "hub.pub"),
 		"-kafka", s.cfg.kafka, "-topic-prefix", s.prefix, "-prefix", p.prefix, "-clusters", strconv.Itoa(n),
 		"-dir", filepath.Join(s.dir, "spokes"), "-pprof", p.pprof, "-ramp", ramp.String(), "-clock-margin", s.cfg.margin.String(),
-		"-heartbeat", s.cfg.heartbeat.String(), "-racks", strings.Join(s.cfg.racks, ",")}, []string{envToken + "=" + s.token})
+		"-heartbeat", s.cfg.heartbeat.String(), "-racks", strings.Join(s.cfg.racks, ",")}, s.packEnv())
 	if err != nil {
 		return err
 	}
 	s.packs = append(s.packs, p)
 	return nil
+}
+
+// packEnv is a spoke pack's environment: the hub's token, and its memory
+// limit.
+func (s *system) packEnv() []string {
+	env := []string{envToken + "=" + s.token}
+	if s.packLimit > 0 {
+		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", s.packLimit))
+	}
+	return env
+}
+
+// packReserve is the memory kept, when the spoke packs start, for what
+// the hub, the projector and the brokers take after: the peaks of the
+// rollout and of the projector's ingestion.
+const packReserve = 3 << 30
+
+// packMemLimit is each of n spoke packs' share of the memory available
+// when they start, less packReserve, as Go's soft memory limit
+// (GOMEMLIMIT): a pack's collector then works harder as the pack nears its
+// share instead of letting its heap double between collections, which is
+// what a fleet of thousands of agents in a few processes needs to fit
+// the machine. 0 when /proc/meminfo cannot be read or nothing is left.
+func packMemLimit(n int) int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); err == nil {
+			return max(0, (kb<<10-packReserve)/int64(n))
+		}
+	}
+	return 0
 }
 
 // procs returns every process of the system by role.
