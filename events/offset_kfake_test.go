@@ -2,11 +2,14 @@ package events_test
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/argosyproj/argosy/events"
 )
@@ -74,5 +77,69 @@ func TestListOffsetsWithATransactionOpen(t *testing.T) {
 				t.Errorf("ListOffsets = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// listsByBroker counts the ListOffsets requests a client writes to each
+// broker.
+type listsByBroker struct {
+	mu    sync.Mutex
+	nodes map[int32]int
+}
+
+func (l *listsByBroker) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key != int16(kmsg.ListOffsets) || err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.nodes[meta.NodeID]++
+}
+
+func (l *listsByBroker) counts() map[int32]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.nodes)
+}
+
+// TestListOffsetsAfterTheLeaderMoved: ListOffsets first asks the leader
+// the client knows from producing; when the partition has moved since,
+// that broker refuses, and the listing is sent again as a sharded request,
+// which looks the new leader up, and answers right.
+func TestListOffsetsAfterTheLeaderMoved(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(2), kfake.SeedTopics(1, "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	lists := &listsByBroker{nodes: map[int32]int{}}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("m"), kgo.WithHooks(lists))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for range 3 {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord("r")).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := c.LeaderFor("m", 0)
+	moved := 1 - old%2 // the other of nodes 0 and 1
+	if err := c.MoveTopicPartition("m", 0, moved); err != nil {
+		t.Fatal(err)
+	}
+	end, err := events.ListOffset(ctx, cl, "m", 0, events.ListEnd, false)
+	if err != nil {
+		t.Fatalf("ListOffset after the move: %v", err)
+	}
+	if end != 3 {
+		t.Errorf("end %d, want 3", end)
+	}
+	// The sharded request may ask the old leader once more, from metadata
+	// cached before the move, before it looks the new one up.
+	if got := lists.counts(); got[old] == 0 || got[moved] != 1 {
+		t.Errorf("ListOffsets requests by broker %v: want the old leader %d asked first, then the new one %d once", got, old, moved)
 	}
 }
