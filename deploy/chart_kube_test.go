@@ -292,3 +292,36 @@ func TestReadAPIsServeTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestChartKafkaRack: kafka.rack reaches every part as ARGOSY_KAFKA_RACK
+// (--kafka-rack), and left empty, none.
+func TestChartKafkaRack(t *testing.T) {
+	for _, rack := range []string{"", "eu-west-1a"} {
+		got := map[string]string{}
+		for _, o := range render(t, "argosy", "--set", "hubPublicKey=k,spoke.enabled=true,spoke.cluster=c,spoke.join.hubURL=https://hub,spoke.join.token=t,kafka.rack="+rack) {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+			got[o.GetName()] = "(none)"
+			for _, e := range env {
+				if e := e.(map[string]any); e["name"] == "ARGOSY_KAFKA_RACK" {
+					got[o.GetName()], _ = e["value"].(string)
+				}
+			}
+		}
+		want := rack
+		if want == "" {
+			want = "(none)"
+		}
+		if len(got) < 3 {
+			t.Fatalf("rack %q: Deployments %v, want the hub's, the projector's and the spoke's", rack, got)
+		}
+		for name, v := range got {
+			if v != want {
+				t.Errorf("rack %q: %s has ARGOSY_KAFKA_RACK %q, want %q", rack, name, v, want)
+			}
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -204,6 +205,7 @@ type run struct {
 	n, procs int
 	brokers  int   // of the Kafka cluster it ran on
 	packMem  int64 // each spoke pack's GOMEMLIMIT; 0: none
+	dropped  int64 // connection attempts full listen queues dropped while the fleet joined
 	online   time.Duration
 	rollout  time.Duration
 	fan      *fanout
@@ -229,7 +231,7 @@ func runSize(ctx context.Context, cfg *config, adm *kadm.Client, n int, wire boo
 			slog.WarnContext(ctx, "stop", "err", err)
 		}
 	}()
-	start := time.Now()
+	start, dropped := time.Now(), listenOverflows()
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
@@ -239,7 +241,7 @@ func runSize(ctx context.Context, cfg *config, adm *kadm.Client, n int, wire boo
 	if err != nil {
 		return nil, err
 	}
-	r.online = time.Since(start)
+	r.online, r.dropped = time.Since(start), listenOverflows()-dropped
 	progress("N=%d: %d clusters online after %s; rolling out %d Applications each", n, len(clusters), r.online.Round(time.Second), cfg.apps)
 	a := &acks{at: map[string]time.Time{}}
 	actx, stopAcks := context.WithCancel(ctx)
@@ -339,6 +341,39 @@ func brokersFor(n, room int) int {
 		return 1
 	}
 	return (n*perAgentSpread+room-1)/room + 1
+}
+
+// listenOverflows is the machine's count of connection attempts dropped
+// because a listening socket's queue was full (TcpExt ListenOverflows in
+// /proc/net/netstat); 0 if it cannot be read.
+func listenOverflows() int64 {
+	b, err := os.ReadFile("/proc/net/netstat")
+	if err != nil {
+		return 0
+	}
+	return netstatValue(string(b), "TcpExt:", "ListenOverflows")
+}
+
+// netstatValue is the value named name in the section of /proc/net/netstat
+// text b: a line of names, then a line of values, each line starting with
+// section. 0 if there is none.
+func netstatValue(b, section, name string) int64 {
+	var names []string
+	for line := range strings.Lines(b) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != section {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		if i := slices.Index(names, name); i > 0 && i < len(f) {
+			n, _ := strconv.ParseInt(f[i], 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // seeds splits a comma-separated list of broker addresses.

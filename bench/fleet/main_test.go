@@ -22,3 +22,21 @@ func TestBrokersFor(t *testing.T) {
 		}
 	}
 }
+
+func TestNetstatValue(t *testing.T) {
+	const netstat = "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 3 9607 9610\n" +
+		"IpExt: InNoRoutes ListenOverflows\nIpExt: 0 5\n"
+	for _, c := range []struct {
+		section, name string
+		want          int64
+	}{
+		{"TcpExt:", "ListenOverflows", 9607},
+		{"TcpExt:", "ListenDrops", 9610},
+		{"IpExt:", "ListenOverflows", 5},
+		{"TcpExt:", "Missing", 0},
+	} {
+		if got := netstatValue(netstat, c.section, c.name); got != c.want {
+			t.Errorf("netstatValue(%s %s) = %d, want %d", c.section, c.name, got, c.want)
+		}
+	}
+}

@@ -129,6 +129,7 @@ func (r *report) writeTable(w func(string, ...any)) {
 	row("each spoke process's GOMEMLIMIT: its share of the memory available at its start, less 3 GiB", func(x *run) string { return mib(x.packMem) })
 	row("TCP connections to the brokers, settled (to the busiest)", func(x *run) string { return fmt.Sprintf("%d (%d)", x.conns, x.busiest) })
 	row("start to every cluster joined and connected", func(x *run) string { return x.online.Round(time.Second).String() })
+	row("connection attempts dropped by full listen queues while joining (ListenOverflows)", func(x *run) string { return fmt.Sprint(x.dropped) })
 	row("rollout: every Application applied everywhere", func(x *run) string { return x.rollout.Round(100 * time.Millisecond).String() })
 	row("changes made / failed / never acknowledged", func(x *run) string {
 		return fmt.Sprintf("%d / %d / %d", x.fan.changes, x.fan.failed, x.fan.lost)

@@ -147,6 +147,11 @@ func serverProperties(b *Broker, c *config, n node, data string) []byte {
 		{"share.coordinator.state.topic.min.isr", "1"},
 		{"group.initial.rebalance.delay.ms", "0"},
 		{"num.network.threads", "2"},
+		// A fleet of agents connecting at once (starting, or after a
+		// broker's restart) overflows Kafka's default listen queue of 50,
+		// and the kernel drops the connection attempts past it: clients
+		// then time out dialling, try again, and add to the load.
+		{"socket.listen.backlog.size", "4096"},
 		{"num.io.threads", "4"},
 	}
 	if n.rack != "" {

@@ -137,6 +137,10 @@ passwords reach the files. Called with dict "root" and "userSecret". */}}
 {{- end }}
 - name: ARGOSY_TOPIC_PREFIX
   value: {{ $v.kafka.topicPrefix | quote }}
+{{- with $v.kafka.rack }}
+- name: ARGOSY_KAFKA_RACK
+  value: {{ . | quote }}
+{{- end }}
 {{- end -}}
 
 {{/* kafka.auth.type: tls unless set. */}}
