@@ -328,7 +328,12 @@ func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handl
 		if !ok {
 			return c.flush(ctx)
 		}
-		for _, rec := range recs {
+		for i, rec := range recs {
+			// A finished record is let go: a record keeps its
+			// whole batch alive (its slab of records, and the
+			// decompressed bytes they lie in), and the worker must
+			// not hold the batches before the one it is at.
+			recs[i] = nil
 			effect, err := r.handle(ctx, rec, h)
 			if err != nil {
 				if cerr := c.flush(ctx); cerr != nil {
@@ -343,21 +348,26 @@ func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handl
 	}
 }
 
-// committer holds one partition's last finished record until it is
-// committed. It is used by that partition's worker only.
+// committer holds the position of one partition's last finished record
+// until it is committed. It is used by that partition's worker only. It
+// keeps the position only, not the record: the record would keep its
+// whole batch alive until the commit, a quiet interval after the last
+// record that had an effect.
 type committer struct {
 	interval, quiet time.Duration
 	commit          func(context.Context, *kgo.Record) error
-	done            *kgo.Record // finished, not committed yet
-	effect          bool        // a record finished since the last commit had an effect
-	last            time.Time   // when the last commit ended
+	done            kgo.Record // position of the record finished and not committed yet: topic, partition, offset, leader epoch
+	held            bool       // done is set
+	effect          bool       // a record finished since the last commit had an effect
+	last            time.Time  // when the last commit ended
 }
 
 // finished records rec as done and commits it if no commit was made in the
 // last interval, or, while nothing finished since had an effect, in the
 // last quiet interval.
 func (c *committer) finished(ctx context.Context, rec *kgo.Record, effect bool) error {
-	c.done, c.effect = rec, c.effect || effect
+	c.done = kgo.Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, LeaderEpoch: rec.LeaderEpoch}
+	c.held, c.effect = true, c.effect || effect
 	if since := time.Since(c.last); since < c.interval || (!c.effect && since < c.quiet) {
 		return nil
 	}
@@ -368,7 +378,7 @@ func (c *committer) finished(ctx context.Context, rec *kgo.Record, effect bool) 
 // effect it commits once the quiet interval since the last commit is up,
 // unless a batch comes first.
 func (c *committer) idle(ctx context.Context, batches <-chan []*kgo.Record) ([]*kgo.Record, bool, error) {
-	if c.done != nil && !c.effect {
+	if c.held && !c.effect {
 		if wait := c.quiet - time.Since(c.last); wait > 0 {
 			t := time.NewTimer(wait)
 			defer t.Stop()
@@ -389,15 +399,16 @@ func (c *committer) idle(ctx context.Context, batches <-chan []*kgo.Record) ([]*
 // flush commits the last finished record, if there is one. The commit does
 // not end with ctx, so that a stop does not lose finished work.
 func (c *committer) flush(ctx context.Context) error {
-	if c.done == nil {
+	if !c.held {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := c.commit(ctx, c.done); err != nil {
+	done := c.done
+	if err := c.commit(ctx, &done); err != nil {
 		return err
 	}
-	c.done, c.effect, c.last = nil, false, time.Now()
+	c.done, c.held, c.effect, c.last = kgo.Record{}, false, false, time.Now()
 	return nil
 }
 
