@@ -114,6 +114,35 @@ func (c *config) scramArgs() []string {
 	return args
 }
 
+// optionalProps are the properties of node n's rack, TLS and authorizer,
+// when it has them.
+func optionalProps(b *Broker, c *config, n node) [][2]string {
+	var out [][2]string
+	if n.rack != "" {
+		out = append(out, [][2]string{
+			{"broker.rack", n.rack},
+			{"replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
+		}...)
+	}
+	if c.tls() {
+		out = append(out, [][2]string{
+			{"ssl.keystore.type", "PEM"},
+			{"ssl.keystore.location", b.PKI.ServerKeyStore},
+			{"ssl.truststore.type", "PEM"},
+			{"ssl.truststore.location", b.PKI.CAFile},
+			{"listener.name.ssl.ssl.client.auth", "required"},
+		}...)
+	}
+	if c.authorizer {
+		out = append(out, [][2]string{
+			{"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
+			{"super.users", "User:ANONYMOUS"},
+			{"allow.everyone.if.no.acl.found", "false"},
+		}...)
+	}
+	return out
+}
+
 // serverProperties is the configuration of broker b, node n of its
 // cluster. The PLAINTEXT listener carries the traffic between brokers and
 // controller. Node 1 is the cluster's one controller, and a broker too.
@@ -154,28 +183,7 @@ func serverProperties(b *Broker, c *config, n node, data string) []byte {
 		{"socket.listen.backlog.size", "4096"},
 		{"num.io.threads", "4"},
 	}
-	if n.rack != "" {
-		kvs = append(kvs, [][2]string{
-			{"broker.rack", n.rack},
-			{"replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
-		}...)
-	}
-	if c.tls() {
-		kvs = append(kvs, [][2]string{
-			{"ssl.keystore.type", "PEM"},
-			{"ssl.keystore.location", b.PKI.ServerKeyStore},
-			{"ssl.truststore.type", "PEM"},
-			{"ssl.truststore.location", b.PKI.CAFile},
-			{"listener.name.ssl.ssl.client.auth", "required"},
-		}...)
-	}
-	if c.authorizer {
-		kvs = append(kvs, [][2]string{
-			{"authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
-			{"super.users", "User:ANONYMOUS"},
-			{"allow.everyone.if.no.acl.found", "false"},
-		}...)
-	}
+	kvs = append(kvs, optionalProps(b, c, n)...)
 	if c.sasl() {
 		kvs = append(kvs, [2]string{"sasl.enabled.mechanisms", "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN"})
 		var plain strings.Builder
