@@ -102,6 +102,15 @@ func (l *listsByBroker) counts() map[int32]int {
 	return maps.Clone(l.nodes)
 }
 
+// total is how many ListOffsets requests the client wrote to any broker.
+func (l *listsByBroker) total() int64 {
+	var n int64
+	for _, c := range l.counts() {
+		n += int64(c)
+	}
+	return n
+}
+
 // TestListOffsetsAfterTheLeaderMoved: ListOffsets first asks the leader
 // the client knows from producing; when the partition has moved since,
 // that broker refuses, and the listing is sent again as a sharded request,

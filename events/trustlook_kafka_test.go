@@ -4,26 +4,15 @@ package events_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 )
-
-// listCounter counts the ListOffsets requests a client writes.
-type listCounter struct{ n atomic.Int64 }
-
-func (c *listCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if err == nil && key == (&kmsg.ListOffsetsRequest{}).Key() {
-		c.n.Add(1)
-	}
-}
 
 // steppedPolls is a trust follower's FetchSource that the test steps: each
 // poll says on at that it started, then ends when the follower stops it
@@ -62,7 +51,7 @@ func TestTrustFollowerLooksRarelyWhileIdle(t *testing.T) {
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	tr := trustRig{rig: newRig(t, 1, nil), g: g}
-	lists := &listCounter{}
+	lists := &listsByBroker{nodes: map[int32]int{}}
 	cl := kafkatest.Client(t, append(events.TrustConsumeOpts(tr.topics), kgo.WithHooks(lists))...)
 	src := steppedPolls{cl: cl, at: make(chan struct{}), step: make(chan bool)}
 	keys := events.NewFollowingRegistry(events.HubAnchor("hub", tr.f.hub.Public()))
@@ -93,22 +82,22 @@ func TestTrustFollowerLooksRarelyWhileIdle(t *testing.T) {
 	if _, ok := keys.TrustRead(); !ok {
 		t.Fatal("the follower's first look did not find the end of the empty trust topic")
 	}
-	settled := lists.n.Load()
+	settled := lists.total()
 	for range 4 { // rounds after polls that read nothing
 		src.step <- false
 		waitPoll()
 	}
-	if n := lists.n.Load() - settled; n != 0 {
+	if n := lists.total() - settled; n != 0 {
 		t.Errorf("%d ListOffsets requests in four idle rounds, want none", n)
 	}
 
 	rec := tr.register(ctx, newSigner(t))
 	for {
-		before := lists.n.Load()
+		before := lists.total()
 		src.step <- true
 		waitPoll()
 		if next, _ := keys.TrustRead(); next > rec.Offset {
-			if lists.n.Load() == before {
+			if lists.total() == before {
 				t.Error("the round after a poll that read a trust record did not list the end")
 			}
 			break
