@@ -356,18 +356,17 @@ func (r *Reader) work(ctx context.Context, batches <-chan []*kgo.Record, h Handl
 type committer struct {
 	interval, quiet time.Duration
 	commit          func(context.Context, *kgo.Record) error
-	done            kgo.Record // position of the record finished and not committed yet: topic, partition, offset, leader epoch
-	held            bool       // done is set
-	effect          bool       // a record finished since the last commit had an effect
-	last            time.Time  // when the last commit ended
+	done            *kgo.Record // position of the record finished and not committed yet: topic, partition, offset, leader epoch
+	effect          bool        // a record finished since the last commit had an effect
+	last            time.Time   // when the last commit ended
 }
 
 // finished records rec as done and commits it if no commit was made in the
 // last interval, or, while nothing finished since had an effect, in the
 // last quiet interval.
 func (c *committer) finished(ctx context.Context, rec *kgo.Record, effect bool) error {
-	c.done = kgo.Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, LeaderEpoch: rec.LeaderEpoch}
-	c.held, c.effect = true, c.effect || effect
+	c.done = &kgo.Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, LeaderEpoch: rec.LeaderEpoch}
+	c.effect = c.effect || effect
 	if since := time.Since(c.last); since < c.interval || (!c.effect && since < c.quiet) {
 		return nil
 	}
@@ -378,7 +377,7 @@ func (c *committer) finished(ctx context.Context, rec *kgo.Record, effect bool) 
 // effect it commits once the quiet interval since the last commit is up,
 // unless a batch comes first.
 func (c *committer) idle(ctx context.Context, batches <-chan []*kgo.Record) ([]*kgo.Record, bool, error) {
-	if c.held && !c.effect {
+	if c.done != nil && !c.effect {
 		if wait := c.quiet - time.Since(c.last); wait > 0 {
 			t := time.NewTimer(wait)
 			defer t.Stop()
@@ -399,16 +398,15 @@ func (c *committer) idle(ctx context.Context, batches <-chan []*kgo.Record) ([]*
 // flush commits the last finished record, if there is one. The commit does
 // not end with ctx, so that a stop does not lose finished work.
 func (c *committer) flush(ctx context.Context) error {
-	if !c.held {
+	if c.done == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	done := c.done
-	if err := c.commit(ctx, &done); err != nil {
+	if err := c.commit(ctx, c.done); err != nil {
 		return err
 	}
-	c.done, c.held, c.effect, c.last = kgo.Record{}, false, false, time.Now()
+	c.done, c.effect, c.last = nil, false, time.Now()
 	return nil
 }
 
