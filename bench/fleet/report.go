@@ -277,11 +277,8 @@ func machine() string {
 		}
 	}
 	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int64
-		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
-			mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
-		}
+	if total := meminfo("MemTotal"); total > 0 {
+		mem = fmt.Sprintf(", %.0f GiB", float64(total)/(1<<30))
 	}
 	return fmt.Sprintf("%d × %s%s, %s", runtime.NumCPU(), model, mem, runtime.Version())
 }

@@ -190,14 +190,20 @@ const packReserve = 3 << 30
 // what a fleet of thousands of agents in a few processes needs to fit
 // the machine. 0 when /proc/meminfo cannot be read or nothing is left.
 func packMemLimit(n int) int64 {
+	return max(0, (meminfo("MemAvailable")-packReserve)/int64(n))
+}
+
+// meminfo is the value of name in /proc/meminfo, in bytes; 0 if it cannot
+// be read.
+func meminfo(name string) int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0
 	}
 	for line := range strings.Lines(string(b)) {
 		var kb int64
-		if _, err := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); err == nil {
-			return max(0, (kb<<10-packReserve)/int64(n))
+		if _, err := fmt.Sscanf(line, name+": %d kB", &kb); err == nil {
+			return kb << 10
 		}
 	}
 	return 0
