@@ -45,31 +45,34 @@ const (
 // Event types. Each is versioned: a change that is not backward compatible
 // gets a new type (…v2) and both are read side by side until v1 is retired.
 const (
-	TypeApplicationUpserted  = "io.argosy.config.application.upserted.v1"
-	TypeApplicationDeleted   = "io.argosy.config.application.deleted.v1"
-	TypeAppProjectUpserted   = "io.argosy.config.appproject.upserted.v1"
-	TypeAppProjectDeleted    = "io.argosy.config.appproject.deleted.v1"
-	TypeRepositoryUpserted   = "io.argosy.config.repository.upserted.v1"
-	TypeRepositoryDeleted    = "io.argosy.config.repository.deleted.v1"
-	TypeClusterRegistered    = "io.argosy.config.cluster.registered.v1"
-	TypeClusterDeregistered  = "io.argosy.config.cluster.deregistered.v1"
-	TypeOperationRequested   = "io.argosy.config.operation.requested.v1"
-	TypeHeartbeat            = "io.argosy.status.heartbeat.v1"
-	TypeApplicationStatus    = "io.argosy.status.application.changed.v1"
-	TypeConfigApplied        = "io.argosy.status.config.applied.v1"
-	TypeConfigRejected       = "io.argosy.status.config.rejected.v1"
-	TypeOperationCompleted   = "io.argosy.status.operation.completed.v1"
-	TypeDeploymentRecorded   = "io.argosy.status.deployment.recorded.v1"
-	TypeDeploymentGap        = "io.argosy.status.deployment.gap.v1"
-	TypeAuditRecorded        = "io.argosy.hub.audit.recorded.v1"
-	TypePlacementUpserted    = "io.argosy.hub.placement.upserted.v1"
-	TypePlacementDeleted     = "io.argosy.hub.placement.deleted.v1"
-	TypeKeyRegistered        = "io.argosy.trust.key.registered.v1"
-	TypeKeyRotated           = "io.argosy.trust.key.rotated.v1"
-	TypeKeyRevoked           = "io.argosy.trust.key.revoked.v1"
-	TypeApplicationPublished = "io.argosy.trust.application.published.v1"
-	TypeDriftReverted        = "io.argosy.trust.drift.reverted.v1"
-	TypeResyncRequested      = "io.argosy.trust.resync.requested.v1"
+	TypeApplicationUpserted = "io.argosy.config.application.upserted.v1"
+	TypeApplicationDeleted  = "io.argosy.config.application.deleted.v1"
+	TypeAppProjectUpserted  = "io.argosy.config.appproject.upserted.v1"
+	TypeAppProjectDeleted   = "io.argosy.config.appproject.deleted.v1"
+	TypeRepositoryUpserted  = "io.argosy.config.repository.upserted.v1"
+	TypeRepositoryDeleted   = "io.argosy.config.repository.deleted.v1"
+	TypeClusterRegistered   = "io.argosy.config.cluster.registered.v1"
+	TypeClusterDeregistered = "io.argosy.config.cluster.deregistered.v1"
+	TypeOperationRequested  = "io.argosy.config.operation.requested.v1"
+	TypeHeartbeat           = "io.argosy.status.heartbeat.v1"
+	TypeApplicationStatus   = "io.argosy.status.application.changed.v1"
+	// TypeApplicationStatusBatch carries several of one cluster's deltas
+	// under one signature.
+	TypeApplicationStatusBatch = "io.argosy.status.applications.changed.v1"
+	TypeConfigApplied          = "io.argosy.status.config.applied.v1"
+	TypeConfigRejected         = "io.argosy.status.config.rejected.v1"
+	TypeOperationCompleted     = "io.argosy.status.operation.completed.v1"
+	TypeDeploymentRecorded     = "io.argosy.status.deployment.recorded.v1"
+	TypeDeploymentGap          = "io.argosy.status.deployment.gap.v1"
+	TypeAuditRecorded          = "io.argosy.hub.audit.recorded.v1"
+	TypePlacementUpserted      = "io.argosy.hub.placement.upserted.v1"
+	TypePlacementDeleted       = "io.argosy.hub.placement.deleted.v1"
+	TypeKeyRegistered          = "io.argosy.trust.key.registered.v1"
+	TypeKeyRotated             = "io.argosy.trust.key.rotated.v1"
+	TypeKeyRevoked             = "io.argosy.trust.key.revoked.v1"
+	TypeApplicationPublished   = "io.argosy.trust.application.published.v1"
+	TypeDriftReverted          = "io.argosy.trust.drift.reverted.v1"
+	TypeResyncRequested        = "io.argosy.trust.resync.requested.v1"
 )
 
 // Spec describes one event type of the catalogue.
@@ -134,6 +137,8 @@ var catalogue = []Spec{
 		"The agent is alive, and how far it has read."),
 	entry[schemas.ApplicationStatusChanged](TypeApplicationStatus, FamilyStatus, TopicStatus, cluster,
 		"A compact delta of an Application's sync, health and operation status."),
+	entry[schemas.ApplicationStatusBatch](TypeApplicationStatusBatch, FamilyStatus, TopicStatus, cluster,
+		"The deltas of several of one cluster's Applications, under one signature."),
 	entry[schemas.ConfigApplied](TypeConfigApplied, FamilyStatus, TopicStatus, cluster,
 		"The agent applied a config event."),
 	entry[schemas.ConfigRejected](TypeConfigRejected, FamilyStatus, TopicStatus, cluster,

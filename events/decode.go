@@ -189,6 +189,11 @@ func (d *Decoder) Decode(ctx context.Context, r *kgo.Record) (*Decoded, error) {
 	if c, ok := out.Data.(interface{ ClusterName() string }); ok && out.Subject.Cluster != "" && c.ClusterName() != out.Subject.Cluster {
 		return nil, reject(ErrMalformed, fmt.Errorf("data names cluster %q, subject %q", c.ClusterName(), out.Subject.Cluster))
 	}
+	if b, ok := out.Data.(*schemas.ApplicationStatusBatch); ok {
+		if i := b.ForeignDelta(); i >= 0 {
+			return nil, reject(ErrMalformed, fmt.Errorf("delta %d names cluster %q, the batch %q", i, b.Deltas[i].Cluster, b.Cluster))
+		}
+	}
 	return out, nil
 }
 

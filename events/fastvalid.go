@@ -9,8 +9,8 @@ import (
 )
 
 // conformsFast reports, without the JSON Schema validator, that data is
-// valid against its schema, for the two types a projector reads most
-// (application status deltas and heartbeats). It answers true only when
+// valid against its schema, for the types a projector reads most
+// (application status deltas, alone or in batches, and heartbeats). It answers true only when
 // data is exactly the encoding json.Marshal gives v, v having been decoded
 // from data, and v passes checks written from the schema; then the schema
 // accepts data too. Anything else answers false and goes to the validator,
@@ -21,6 +21,8 @@ func conformsFast(v any, data []byte) bool {
 	switch v := v.(type) {
 	case *schemas.ApplicationStatusChanged:
 		ok = appStatusConforms(v)
+	case *schemas.ApplicationStatusBatch:
+		ok = appStatusBatchConforms(v)
 	case *schemas.Heartbeat:
 		ok = heartbeatConforms(v)
 	}
@@ -48,6 +50,21 @@ func appStatusConforms(v *schemas.ApplicationStatusChanged) bool {
 	}
 	for _, c := range v.Conditions {
 		if c.Type == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// appStatusBatchConforms checks what
+// io.argosy.status.applications.changed.v1 requires of the members v
+// encodes.
+func appStatusBatchConforms(v *schemas.ApplicationStatusBatch) bool {
+	if !dnsLabel(v.Cluster) || len(v.Deltas) == 0 || len(v.Deltas) > schemas.MaxBatchDeltas {
+		return false
+	}
+	for i := range v.Deltas {
+		if !appStatusConforms(&v.Deltas[i]) {
 			return false
 		}
 	}

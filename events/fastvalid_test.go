@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,15 @@ func validStatus() *schemas.ApplicationStatusChanged {
 func validBeat() *schemas.Heartbeat {
 	return &schemas.Heartbeat{Cluster: "prod-eu-1", AgentVersion: "v1.2.3", ArgoCDVersion: "v2.14.21", Mode: "managed",
 		ConfigOffset: 12, Applications: 3, Seq: 9, ApplicationsBySync: map[string]int{"Synced": 3}, ConfigLag: 1}
+}
+
+// batch returns a batch of ds, of their first one's cluster.
+func batch(ds ...*schemas.ApplicationStatusChanged) *schemas.ApplicationStatusBatch {
+	b := &schemas.ApplicationStatusBatch{Cluster: "prod-eu-1", Deltas: []schemas.ApplicationStatusChanged{}}
+	for _, d := range ds {
+		b.Deltas = append(b.Deltas, *d)
+	}
+	return b
 }
 
 // TestConformsFast checks the fast path on values the schema accepts and on
@@ -55,6 +65,8 @@ func TestConformsFast(t *testing.T) {
 		{"status, 253-character name", status(func(v *schemas.ApplicationStatusChanged) {
 			v.Name = strings.Repeat(strings.Repeat("a", 62)+".", 4) + "a"
 		}), true},
+		{"batch", batch(validStatus(), validStatus()), true},
+		{"batch of the most deltas", batch(slices.Repeat([]*schemas.ApplicationStatusChanged{validStatus()}, schemas.MaxBatchDeltas)...), true},
 		{"heartbeat", validBeat(), true},
 		{"heartbeat, autonomous", beat(func(v *schemas.Heartbeat) { v.Mode = "autonomous" }), true},
 
@@ -82,6 +94,13 @@ func TestConformsFast(t *testing.T) {
 		{"operation, left to the validator", status(func(v *schemas.ApplicationStatusChanged) {
 			v.Operation = &schemas.OperationState{Phase: "Running", StartedAt: time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)}
 		}), false},
+		{"batch of none", batch(), false},
+		{"batch of too many deltas", batch(slices.Repeat([]*schemas.ApplicationStatusChanged{validStatus()}, schemas.MaxBatchDeltas+1)...), false},
+		{"batch cluster empty", func() any { b := batch(validStatus()); b.Cluster = ""; return b }(), false},
+		{"batch delta name empty", batch(validStatus(), status(func(v *schemas.ApplicationStatusChanged) { v.Name = "" }).(*schemas.ApplicationStatusChanged)), false},
+		{"batch delta with an operation", batch(status(func(v *schemas.ApplicationStatusChanged) {
+			v.Operation = &schemas.OperationState{Phase: "Running", StartedAt: time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)}
+		}).(*schemas.ApplicationStatusChanged)), false},
 		{"mode unknown", beat(func(v *schemas.Heartbeat) { v.Mode = "remote" }), false},
 		{"agent version empty", beat(func(v *schemas.Heartbeat) { v.AgentVersion = "" }), false},
 		{"config offset negative", beat(func(v *schemas.Heartbeat) { v.ConfigOffset = -1 }), false},
@@ -138,7 +157,7 @@ func TestConformsFastWantsTheCanonicalEncoding(t *testing.T) {
 // whatever it accepts, the JSON Schema validator accepts. Raw data is
 // decoded as Decode decodes it; field values are encoded as a spoke does.
 func FuzzConformsFastImpliesSchema(f *testing.F) {
-	for _, typ := range []string{TypeApplicationStatus, TypeHeartbeat} {
+	for _, typ := range []string{TypeApplicationStatus, TypeApplicationStatusBatch, TypeHeartbeat} {
 		raw, err := os.ReadFile(filepath.Join("testdata", "golden", typ+".json"))
 		if err != nil {
 			f.Fatal(err)
@@ -158,7 +177,7 @@ func FuzzConformsFastImpliesSchema(f *testing.F) {
 				}
 			}
 		}
-		for _, v := range []any{&schemas.ApplicationStatusChanged{}, &schemas.Heartbeat{}} {
+		for _, v := range []any{&schemas.ApplicationStatusChanged{}, &schemas.ApplicationStatusBatch{}, &schemas.Heartbeat{}} {
 			if json.Unmarshal(data, v) == nil {
 				check(v, data)
 			}
@@ -167,6 +186,8 @@ func FuzzConformsFastImpliesSchema(f *testing.F) {
 			&schemas.ApplicationStatusChanged{Resource: schemas.Resource{Cluster: cluster, Namespace: namespace, Name: name, Generation: n},
 				Seq: seq, Sync: &schemas.SyncStatus{Status: status, Revision: mode}, Health: &schemas.HealthStatus{Status: mode},
 				Conditions: []schemas.Condition{{Type: status}}, Resources: &schemas.ResourceSummary{Total: int(n), ByKind: map[string]int{name: int(seq)}}},
+			&schemas.ApplicationStatusBatch{Cluster: mode, Deltas: []schemas.ApplicationStatusChanged{{Resource: schemas.Resource{
+				Cluster: cluster, Namespace: namespace, Name: name, Generation: n}, Seq: seq, Health: &schemas.HealthStatus{Status: status}}}},
 			&schemas.Heartbeat{Cluster: cluster, AgentVersion: status, ArgoCDVersion: namespace, Mode: mode, ConfigOffset: n,
 				Applications: int(seq), Seq: seq, ApplicationsBySync: map[string]int{status: int(n)}, ConfigLag: n},
 		} {
@@ -187,6 +208,8 @@ func validate(v any, data []byte) error {
 		typ = TypeHeartbeat
 	case *schemas.ConfigApplied:
 		typ = TypeConfigApplied
+	case *schemas.ApplicationStatusBatch:
+		typ = TypeApplicationStatusBatch
 	}
 	return ValidateData(typ, data)
 }
@@ -194,7 +217,7 @@ func validate(v any, data []byte) error {
 // TestConformsFastTakesPublishedEvents: the data of events built with New,
 // as the spoke publishes them, takes the fast path.
 func TestConformsFastTakesPublishedEvents(t *testing.T) {
-	for typ, v := range map[string]any{TypeApplicationStatus: validStatus(), TypeHeartbeat: validBeat()} {
+	for typ, v := range map[string]any{TypeApplicationStatus: validStatus(), TypeApplicationStatusBatch: batch(validStatus()), TypeHeartbeat: validBeat()} {
 		e, err := New("//argosy.dev/spoke/prod-eu-1", typ, Subject{Cluster: "prod-eu-1"}.String(), "prod-eu-1", v)
 		if err != nil {
 			t.Fatal(err)
@@ -210,15 +233,16 @@ func TestConformsFastTakesPublishedEvents(t *testing.T) {
 	}
 }
 
-// TestConformsFastKnowsTheSchemas pins the two schemas conformsFast was
+// TestConformsFastKnowsTheSchemas pins the schemas conformsFast was
 // written from. A compatible change can still add a property with rules of
 // its own, which the fast path would not check: whoever changes one of
 // these schemas must bring conformsFast, TestConformsFast and the fuzz
 // target's values up to date, then the digest here.
 func TestConformsFastKnowsTheSchemas(t *testing.T) {
 	for typ, want := range map[string]string{
-		TypeApplicationStatus: "26b1c07861dc8909c46676fe2bfaa6a115ddcc39be60d3daa0a1b4ab89fe2543",
-		TypeHeartbeat:         "c99bda40ff52c53cc246ba7d7b80837bdafd113e0736dd69d9bcecb5df964f55",
+		TypeApplicationStatus:      "26b1c07861dc8909c46676fe2bfaa6a115ddcc39be60d3daa0a1b4ab89fe2543",
+		TypeApplicationStatusBatch: "adf66b4a760b3d750894020104ab212570499d6efb7b430a4f05777e6af1e651",
+		TypeHeartbeat:              "c99bda40ff52c53cc246ba7d7b80837bdafd113e0736dd69d9bcecb5df964f55",
 	} {
 		raw, err := fs.ReadFile(schemas.Files(), typ+".json")
 		if err != nil {

@@ -112,9 +112,7 @@ func (r *rig) sampleEvents(cluster string) []*event.Event {
 		if err := json.Unmarshal(orig.Data(), &data); err != nil {
 			r.t.Fatal(err)
 		}
-		if _, ok := data["cluster"]; ok {
-			data["cluster"] = cluster
-		}
+		golden.Retarget(data, cluster)
 		subj := orig.Subject()
 		if p, err := events.ParseSubject(subj); err == nil {
 			p.Cluster = cluster

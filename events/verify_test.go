@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -76,6 +77,22 @@ func appStatus(t testing.TB, cluster string) *event.Event {
 	e, err := events.New("//argosy.dev/spoke/"+cluster, events.TypeApplicationStatus, subj.String(), cluster,
 		schemas.ApplicationStatusChanged{Resource: schemas.Resource{Cluster: cluster, Namespace: "argocd", Name: "guestbook", Generation: 1},
 			Seq: 7, Sync: &schemas.SyncStatus{Status: "Synced", Revision: "4f1c2d9"}, Health: &schemas.HealthStatus{Status: "Healthy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// appStatusBatch is a batch of status deltas from cluster, one an
+// Application for each of deltaClusters, the cluster each delta names.
+func appStatusBatch(t testing.TB, cluster string, deltaClusters ...string) *event.Event {
+	t.Helper()
+	b := schemas.ApplicationStatusBatch{Cluster: cluster}
+	for i, c := range deltaClusters {
+		b.Deltas = append(b.Deltas, schemas.ApplicationStatusChanged{Resource: schemas.Resource{Cluster: c, Namespace: "argocd",
+			Name: fmt.Sprintf("app-%d", i), Generation: 1}, Seq: 2, Health: &schemas.HealthStatus{Status: "Healthy"}})
+	}
+	e, err := events.New("//argosy.dev/spoke/"+cluster, events.TypeApplicationStatusBatch, events.Subject{Cluster: cluster}.String(), cluster, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +212,13 @@ func TestDecodeRejects(t *testing.T) {
 			r.Timestamp = r.Timestamp.Add(events.TrustMaxAge + time.Minute)
 			return r
 		}, events.ErrStale},
+		{"a batch with a delta of another cluster", "", []events.Option{events.AcceptCreateTime()}, func() *kgo.Record {
+			// cluster-a may sign for cluster-a alone, in every delta.
+			return record(t, sign(t, f.clusterA, appStatusBatch(t, "cluster-a", "cluster-a", "cluster-b")))
+		}, events.ErrMalformed},
+		{"a batch signed by another cluster", "", []events.Option{events.AcceptCreateTime()}, func() *kgo.Record {
+			return record(t, sign(t, f.clusterB, appStatusBatch(t, "cluster-a", "cluster-a")))
+		}, events.ErrNotAuthorized},
 		{"specversion 0.3", "", nil, func() *kgo.Record {
 			return header(record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))), "ce_specversion", "0.3")
 		}, events.ErrMalformed},
@@ -303,6 +327,9 @@ func TestDecodeAccepts(t *testing.T) {
 	}{
 		{"config for me", "cluster-a", func() *kgo.Record { return record(t, sign(t, f.hub, appUpsert(t, "cluster-a"))) }},
 		{"the hub reads cluster b's status", "", func() *kgo.Record { return record(t, sign(t, f.clusterB, heartbeat(t, "cluster-b"))) }},
+		{"the hub reads cluster b's batch of deltas", "", func() *kgo.Record {
+			return record(t, sign(t, f.clusterB, appStatusBatch(t, "cluster-b", "cluster-b", "cluster-b")))
+		}},
 		{"unsigned extension dropped", "cluster-a", func() *kgo.Record {
 			r := record(t, sign(t, f.hub, appUpsert(t, "cluster-a")))
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: "ce_injected", Value: []byte("x")})

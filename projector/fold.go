@@ -167,12 +167,23 @@ func Needs(d *events.Decoded) *Need {
 		if d.Subject.Kind == schemas.SubjectApplications {
 			n.Observed = []AppKey{key}
 		}
+	case *schemas.ApplicationStatusBatch:
+		for _, p := range op.Deltas {
+			n.Observed = append(n.Observed, deltaKey(d, &p))
+		}
 	}
 	return n
 }
 
 func appKey(d *events.Decoded) AppKey {
 	return AppKey{Cluster: d.Subject.Cluster, Namespace: d.Subject.Namespace, Name: d.Subject.Name}
+}
+
+// deltaKey is the Application of one delta of a batch: the batch's
+// signed cluster (the decoder checked that the delta names it) and the
+// delta's namespace and name.
+func deltaKey(d *events.Decoded, p *schemas.ApplicationStatusChanged) AppKey {
+	return AppKey{Cluster: d.Subject.Cluster, Namespace: p.Namespace, Name: p.Name}
 }
 
 func objectKey(d *events.Decoded) ObjectKey {
@@ -206,7 +217,11 @@ func Apply(v *View, d *events.Decoded) error {
 	case *schemas.Heartbeat:
 		v.beat(d, p)
 	case *schemas.ApplicationStatusChanged:
-		v.observe(d, p)
+		v.observe(d, appKey(d), d.Event.ID(), p)
+	case *schemas.ApplicationStatusBatch:
+		for i := range p.Deltas {
+			v.observe(d, deltaKey(d, &p.Deltas[i]), fmt.Sprintf("%s#%d", d.Event.ID(), i), &p.Deltas[i])
+		}
 	case *schemas.ConfigApplied:
 		v.configApplied(d, p)
 	case *schemas.OperationCompleted:
@@ -314,7 +329,7 @@ func (v *View) configApplied(d *events.Decoded, p *schemas.ConfigApplied) {
 	if d.Subject.Kind != schemas.SubjectApplications {
 		return
 	}
-	o := v.observed(d)
+	o := v.observed(appKey(d))
 	if p.Generation > o.AppliedGeneration {
 		o.AppliedGeneration = p.Generation
 	}
@@ -335,7 +350,7 @@ func (v *View) published(d *events.Decoded, p *schemas.ApplicationPublished) err
 	if err != nil {
 		return fmt.Errorf("application %s/%s spec: %w", p.Namespace, p.Name, err)
 	}
-	o := v.observed(d)
+	o := v.observed(appKey(d))
 	o.Local = &LocalApp{Project: p.Project, Labels: p.Labels, Spec: spec, Generation: p.Generation, EventID: d.Event.ID(), At: d.LogTime}
 	v.putObserved(o)
 	return nil
@@ -351,7 +366,7 @@ func (v *View) configRejected(d *events.Decoded, p *schemas.ConfigRejected) {
 	}
 	v.appends.Acks = append(v.appends.Acks, Ack{EventID: p.EventID, Cluster: p.Cluster, Code: p.Code, Reason: p.Reason, At: d.LogTime})
 	if d.Subject.Kind == schemas.SubjectApplications {
-		o := v.observed(d)
+		o := v.observed(appKey(d))
 		if p.Generation > o.AppliedGeneration {
 			o.Rejected = &Rejection{Generation: p.Generation, EventID: p.EventID, Code: p.Code, Reason: p.Reason}
 			v.putObserved(o)
@@ -420,9 +435,9 @@ func targetOf(key AppKey, p *schemas.ApplicationUpserted) (Target, bool) {
 	return Target{AppKey: key, Placement: name, PlacementGeneration: gen, Generation: p.Generation}, true
 }
 
-func (v *View) observed(d *events.Decoded) AppObserved {
-	o := v.rows.Observed[appKey(d)]
-	o.AppKey = appKey(d)
+func (v *View) observed(key AppKey) AppObserved {
+	o := v.rows.Observed[key]
+	o.AppKey = key
 	return o
 }
 
@@ -432,8 +447,10 @@ func (v *View) observed(d *events.Decoded) AppObserved {
 // applied the Application at, so it moves the applied generation on as an
 // acknowledgement does: a view rebuilt after the acknowledgements aged out
 // of the status topic still has it from the agent's periodic whole status.
-func (v *View) observe(d *events.Decoded, p *schemas.ApplicationStatusChanged) {
-	o := v.observed(d)
+// A delta in a batch is folded as it would be alone; eventID names it in
+// the health changes it records (the batch's id, # and its index).
+func (v *View) observe(d *events.Decoded, key AppKey, eventID string, p *schemas.ApplicationStatusChanged) {
+	o := v.observed(key)
 	was := healthOf(o)
 	o.Seq, o.UpdatedAt = p.Seq, d.LogTime
 	if p.Generation > o.AppliedGeneration {
@@ -466,7 +483,7 @@ func (v *View) observe(d *events.Decoded, p *schemas.ApplicationStatusChanged) {
 		}
 	}
 	if now := healthOf(o); now != was && (now == HealthDegraded || now == HealthHealthy) && !o.Deleted {
-		v.appends.Health = append(v.appends.Health, HealthChange{AppKey: o.AppKey, Health: now, At: d.LogTime, EventID: d.Event.ID()})
+		v.appends.Health = append(v.appends.Health, HealthChange{AppKey: o.AppKey, Health: now, At: d.LogTime, EventID: eventID})
 	}
 	v.putObserved(o)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/projector"
@@ -437,5 +438,42 @@ func TestOperationResultEndsItsAcknowledgement(t *testing.T) {
 	}
 	if last := acks[1]; !last.Applied || last.Result != schemas.OperationPhaseFailed || last.Reason != "one or more objects failed to apply" {
 		t.Errorf("the last acknowledgement row %+v, want applied with Argo CD's phase and message", last)
+	}
+}
+
+// TestBatchFoldsAsItsDeltasAlone: a batch of one cluster's deltas leaves
+// the view as its deltas one event each would, and records each health
+// change it holds under an id of its own.
+func TestBatchFoldsAsItsDeltasAlone(t *testing.T) {
+	res := func(name string) schemas.Resource {
+		return schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: name, Generation: 1}
+	}
+	deltas := []schemas.ApplicationStatusChanged{
+		{Resource: res("web"), Seq: 1, Full: true, Sync: &schemas.SyncStatus{Status: "Synced"}, Health: &schemas.HealthStatus{Status: "Degraded"}},
+		{Resource: res("api"), Seq: 1, Full: true, Sync: &schemas.SyncStatus{Status: "OutOfSync"}, Health: &schemas.HealthStatus{Status: "Healthy"}},
+		{Resource: res("web"), Seq: 2, Health: &schemas.HealthStatus{Status: "Healthy"}},
+	}
+	alone, batched := &logOf{}, &logOf{}
+	for i := range deltas {
+		alone.add("status", 0, events.TypeApplicationStatus, app(deltas[i].Name), &deltas[i])
+	}
+	b := batched.add("status", 0, events.TypeApplicationStatusBatch, events.Subject{Cluster: "c1"},
+		&schemas.ApplicationStatusBatch{Cluster: "c1", Deltas: deltas})
+
+	want, got := fold(t, alone.recs), fold(t, batched.recs)
+	ignore := cmpopts.IgnoreFields(projector.AppObserved{}, "UpdatedAt")
+	if diff := cmp.Diff(want.Observed, got.Observed, ignore); diff != "" {
+		t.Errorf("observed rows differ from the deltas folded alone (-alone +batch):\n%s", diff)
+	}
+	var ids []string
+	for _, h := range got.Health {
+		ids = append(ids, fmt.Sprintf("%s %s %s", h.Name, h.Health, h.EventID))
+	}
+	id := b.Event.ID()
+	if wantIDs := []string{"web Degraded " + id + "#0", "api Healthy " + id + "#1", "web Healthy " + id + "#2"}; !slices.Equal(ids, wantIDs) {
+		t.Errorf("health changes %q, want %q", ids, wantIDs)
+	}
+	if need := projector.Needs(b).Observed; len(need) != 3 || need[0].Name != "web" || need[1].Name != "api" || need[1].Cluster != "c1" {
+		t.Errorf("Needs(batch).Observed = %v, want each delta's Application", need)
 	}
 }

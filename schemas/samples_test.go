@@ -121,6 +121,18 @@ func samples() map[string]sample {
 					ByHealth: map[string]int{"Healthy": 2, "Degraded": 1}}},
 			minimal: schemas.ApplicationStatusChanged{Resource: minResource, Seq: 0},
 		},
+		"io.argosy.status.applications.changed.v1": {
+			full: schemas.ApplicationStatusBatch{Cluster: "prod-eu-1", Deltas: []schemas.ApplicationStatusChanged{
+				{Resource: resource, Seq: 312, Full: true, Deleted: true,
+					Sync:   &schemas.SyncStatus{Status: "Synced", Revision: "9f2c1e7"},
+					Health: &schemas.HealthStatus{Status: "Healthy", Message: "all resources healthy"},
+					Operation: &schemas.OperationState{Phase: "Succeeded", Message: "successfully synced (all tasks run)",
+						StartedAt: t0, FinishedAt: ptr(t1)},
+					Conditions: []schemas.Condition{{Type: "SyncError", Message: "one or more objects failed to apply"}},
+					Resources: &schemas.ResourceSummary{Total: 3, ByKind: map[string]int{"ConfigMap": 2, "Deployment": 1},
+						ByHealth: map[string]int{"Healthy": 3}}}}},
+			minimal: schemas.ApplicationStatusBatch{Cluster: "edge-7", Deltas: []schemas.ApplicationStatusChanged{{Resource: minResource}}},
+		},
 		"io.argosy.status.config.applied.v1": {
 			full:    schemas.ConfigApplied{Resource: resource, EventID: "0195a7c2-4b1e-7c3a-9d2f-1a2b3c4d5e6f", Offset: 1_203},
 			minimal: schemas.ConfigApplied{Resource: minResource, EventID: "e-1"},

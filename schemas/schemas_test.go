@@ -347,6 +347,28 @@ func TestSchemasRejectBadPayloads(t *testing.T) {
 			edit:      func(m map[string]any) { delete(m["operation"].(map[string]any), "startedAt") },
 		},
 		{
+			name:      "batch of no deltas",
+			eventType: "io.argosy.status.applications.changed.v1",
+			value:     schemas.ApplicationStatusBatch{Cluster: "edge-7", Deltas: []schemas.ApplicationStatusChanged{}},
+		},
+		{
+			name:      "batch of more deltas than allowed",
+			eventType: "io.argosy.status.applications.changed.v1",
+			value: schemas.ApplicationStatusBatch{Cluster: "edge-7",
+				Deltas: make([]schemas.ApplicationStatusChanged, schemas.MaxBatchDeltas+1)},
+			edit: func(m map[string]any) {
+				for _, d := range m["deltas"].([]any) {
+					d.(map[string]any)["cluster"], d.(map[string]any)["name"] = "edge-7", "guestbook"
+				}
+			},
+		},
+		{
+			name:      "batch delta without its name",
+			eventType: "io.argosy.status.applications.changed.v1",
+			value:     all["io.argosy.status.applications.changed.v1"].minimal,
+			edit:      func(m map[string]any) { delete(m["deltas"].([]any)[0].(map[string]any), "name") },
+		},
+		{
 			name:      "label value not a string",
 			eventType: "io.argosy.config.cluster.registered.v1",
 			value:     all["io.argosy.config.cluster.registered.v1"].full,

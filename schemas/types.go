@@ -210,6 +210,20 @@ type ApplicationStatusChanged struct {
 	Resources  *ResourceSummary `json:"resources,omitempty"`
 }
 
+// MaxBatchDeltas is the most deltas one
+// io.argosy.status.applications.changed.v1 event carries.
+const MaxBatchDeltas = 100
+
+// ApplicationStatusBatch is the data of
+// io.argosy.status.applications.changed.v1: the deltas of several of one
+// cluster's Applications, sent together under one signature. Each delta
+// means what it would alone as io.argosy.status.application.changed.v1,
+// and names the batch's cluster; readers fold them in order.
+type ApplicationStatusBatch struct {
+	Cluster string                     `json:"cluster"`
+	Deltas  []ApplicationStatusChanged `json:"deltas"`
+}
+
 // Condition is one Argo CD Application condition.
 type Condition struct {
 	Type    string `json:"type"`
@@ -509,6 +523,38 @@ func (r Resource) ClusterName() string { return r.Cluster }
 
 // Object returns the Resource a payload embeds.
 func (r Resource) Object() Resource { return r }
+
+// ClusterName returns the cluster the batch comes from. Readers check that
+// each delta names it too (ForeignDelta).
+func (b ApplicationStatusBatch) ClusterName() string { return b.Cluster }
+
+// ForeignDelta returns the index of the first delta that names another
+// cluster than the batch, or -1 when every delta names the batch's.
+func (b ApplicationStatusBatch) ForeignDelta() int {
+	for i, d := range b.Deltas {
+		if d.Cluster != b.Cluster {
+			return i
+		}
+	}
+	return -1
+}
+
+// StatusDeltas returns the Application status deltas that data, an event's
+// decoded data, carries: itself when it is one delta, a batch's deltas in
+// order, none otherwise.
+func StatusDeltas(data any) []*ApplicationStatusChanged {
+	switch d := data.(type) {
+	case *ApplicationStatusChanged:
+		return []*ApplicationStatusChanged{d}
+	case *ApplicationStatusBatch:
+		out := make([]*ApplicationStatusChanged, len(d.Deltas))
+		for i := range d.Deltas {
+			out[i] = &d.Deltas[i]
+		}
+		return out
+	}
+	return nil
+}
 
 // ClusterName returns the cluster the heartbeat comes from.
 func (h Heartbeat) ClusterName() string { return h.Cluster }

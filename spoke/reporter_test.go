@@ -3,9 +3,13 @@ package spoke_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/schemas"
@@ -55,11 +59,7 @@ func TestReporterResyncsAndForgets(t *testing.T) {
 			t.Fatal(err)
 		}
 		full, deletions := map[string]int{}, map[string]int{}
-		for _, e := range pub.es {
-			var d schemas.ApplicationStatusChanged
-			if e.Type() != events.TypeApplicationStatus || json.Unmarshal(e.Data(), &d) != nil {
-				t.Fatalf("unexpected event %s", e.Type())
-			}
+		for _, d := range statusDeltas(t, pub.es) {
 			switch {
 			case d.Deleted:
 				deletions[d.Name]++
@@ -75,6 +75,112 @@ func TestReporterResyncsAndForgets(t *testing.T) {
 		}
 		if n := rep.Counts().Total; n != 1 {
 			t.Errorf("the reporter counts %d Applications, want the live one", n)
+		}
+	})
+}
+
+// statusDeltas returns the deltas es carry, alone or in batches, and fails
+// on any other event or a batch of one.
+func statusDeltas(t *testing.T, es []*event.Event) []*schemas.ApplicationStatusChanged {
+	t.Helper()
+	var out []*schemas.ApplicationStatusChanged
+	for _, e := range es {
+		sp, ok := events.Lookup(e.Type())
+		if !ok {
+			t.Fatalf("unexpected event %s", e.Type())
+		}
+		v := sp.NewData()
+		if err := json.Unmarshal(e.Data(), v); err != nil {
+			t.Fatal(err)
+		}
+		ds := schemas.StatusDeltas(v)
+		if len(ds) == 0 || e.Type() == events.TypeApplicationStatusBatch && len(ds) < 2 {
+			t.Fatalf("a %s event with %d deltas", e.Type(), len(ds))
+		}
+		out = append(out, ds...)
+	}
+	return out
+}
+
+// TestReporterBatchesAWindow: the deltas of one window go out under one
+// signature, in batches of at most schemas.MaxBatchDeltas; a lone delta
+// goes out alone; every delta goes out once.
+func TestReporterBatchesAWindow(t *testing.T) {
+	for _, tc := range []struct{ apps, events int }{{1, 1}, {5, 1}, {schemas.MaxBatchDeltas, 1}, {schemas.MaxBatchDeltas*2 + 1, 3}} {
+		t.Run(fmt.Sprint(tc.apps), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				pub := &capture{}
+				rep, err := spoke.NewReporter("c1", pub, spoke.WithWindow(time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				src := make(feed)
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- rep.Run(ctx, src) }()
+				for i := range tc.apps {
+					src <- spoke.AppStatus{Namespace: "argocd", Name: fmt.Sprintf("app-%03d", i), Health: &schemas.HealthStatus{Status: "Healthy"}}
+				}
+				time.Sleep(1500 * time.Millisecond)
+				synctest.Wait()
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if len(pub.es) != tc.events {
+					t.Errorf("%d events for %d Applications' deltas, want %d", len(pub.es), tc.apps, tc.events)
+				}
+				names := map[string]int{}
+				for _, d := range statusDeltas(t, pub.es) {
+					names[d.Name]++
+				}
+				if len(names) != tc.apps {
+					t.Errorf("deltas of %d Applications went out, want %d", len(names), tc.apps)
+				}
+				for n, c := range names {
+					if c != 1 {
+						t.Errorf("%s: %d deltas, want 1", n, c)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestReporterBoundsABatch: deltas larger than the batch's byte bound
+// split into several events, each within the size an event may have.
+func TestReporterBoundsABatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub := &capture{}
+		rep, err := spoke.NewReporter("c1", pub, spoke.WithWindow(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := make(feed)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- rep.Run(ctx, src) }()
+		long := strings.Repeat("x", 20<<10)
+		for i := range 40 {
+			src <- spoke.AppStatus{Namespace: "argocd", Name: fmt.Sprintf("app-%03d", i),
+				Conditions: []schemas.Condition{{Type: "ComparisonError", Message: long}}}
+		}
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if len(pub.es) < 2 {
+			t.Errorf("40 deltas of 20 KiB each went out in %d event(s), want several", len(pub.es))
+		}
+		for _, e := range pub.es {
+			if n := len(e.Data()); n > events.MaxEventBytes/2 {
+				t.Errorf("an event of %d bytes of data, want at most half of %d", n, events.MaxEventBytes)
+			}
+		}
+		if n := len(statusDeltas(t, pub.es)); n != 40 {
+			t.Errorf("%d deltas went out, want 40", n)
 		}
 	})
 }

@@ -87,8 +87,13 @@ type pendingEvent struct {
 	status AppStatus
 	seq    int64
 	full   bool
-	ev     *event.Event
+	delta  schemas.ApplicationStatusChanged
+	size   int // of the delta's JSON
 }
+
+// batchBytes bounds the data of one batch of deltas, well inside
+// events.MaxEventBytes with the headers.
+const batchBytes = 128 << 10
 
 // newReporter returns the status reporter of cluster, which publishes
 // through pub. It takes the WithWindow, WithStatusResync and WithLogger
@@ -155,13 +160,9 @@ func (r *Reporter) flush(ctx context.Context) {
 	}
 	r.mu.Unlock()
 
-	evs := r.deltas(ctx, batch, sent, now)
+	es, evs := r.events(ctx, r.deltas(batch, sent, now))
 	if len(evs) == 0 {
 		return
-	}
-	es := make([]*event.Event, len(evs))
-	for i, e := range evs {
-		es[i] = e.ev
 	}
 	_, err := r.publish.Publish(ctx, es...)
 	r.mu.Lock()
@@ -190,9 +191,9 @@ func (r *Reporter) flush(ctx context.Context) {
 	}
 }
 
-// deltas builds the events of batch: a delta from what was sent of each,
-// or its whole status when it was never sent or its resync is due.
-func (r *Reporter) deltas(ctx context.Context, batch map[appKey]AppStatus, sent map[appKey]sentStatus, now time.Time) []*pendingEvent {
+// deltas returns the deltas of batch: each from what was sent of it, or
+// its whole status when it was never sent or its resync is due.
+func (r *Reporter) deltas(batch map[appKey]AppStatus, sent map[appKey]sentStatus, now time.Time) []*pendingEvent {
 	var evs []*pendingEvent
 	for k, s := range batch {
 		prev, seen := sent[k]
@@ -203,15 +204,49 @@ func (r *Reporter) deltas(ctx context.Context, batch map[appKey]AppStatus, sent 
 		}
 		delta.Resource = schemas.Resource{Cluster: r.cluster, Namespace: s.Namespace, Name: s.Name, Generation: s.Generation}
 		delta.Seq = prev.seq + 1
-		e, err := events.New(Source(r.cluster), events.TypeApplicationStatus,
-			events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications, Namespace: s.Namespace, Name: s.Name}.String(), r.cluster, delta)
+		evs = append(evs, &pendingEvent{key: k, status: s, seq: delta.Seq, full: full, delta: delta, size: DeltaSize(delta)})
+	}
+	return evs
+}
+
+// events returns the events that carry pes, and the deltas they carry: a
+// lone delta in an application.changed event of its own, several in
+// applications.changed batches of at most schemas.MaxBatchDeltas and about
+// batchBytes of data each, one signature for the batch. A delta that cannot
+// be encoded is logged and left out.
+func (r *Reporter) events(ctx context.Context, pes []*pendingEvent) ([]*event.Event, []*pendingEvent) {
+	var es []*event.Event
+	var carried []*pendingEvent
+	for len(pes) > 0 {
+		n, size := 1, pes[0].size
+		for n < len(pes) && n < schemas.MaxBatchDeltas && size+pes[n].size <= batchBytes {
+			size += pes[n].size
+			n++
+		}
+		chunk := pes[:n]
+		pes = pes[n:]
+		e, err := r.event(chunk)
 		if err != nil {
 			r.logErr(ctx, "status event", err)
 			continue
 		}
-		evs = append(evs, &pendingEvent{key: k, status: s, seq: delta.Seq, full: full, ev: e})
+		es, carried = append(es, e), append(carried, chunk...)
 	}
-	return evs
+	return es, carried
+}
+
+// event returns the event of one delta, or of a batch of several.
+func (r *Reporter) event(chunk []*pendingEvent) (*event.Event, error) {
+	if len(chunk) == 1 {
+		d := chunk[0].delta
+		return events.New(Source(r.cluster), events.TypeApplicationStatus,
+			events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications, Namespace: d.Namespace, Name: d.Name}.String(), r.cluster, d)
+	}
+	b := schemas.ApplicationStatusBatch{Cluster: r.cluster, Deltas: make([]schemas.ApplicationStatusChanged, len(chunk))}
+	for i, pe := range chunk {
+		b.Deltas[i] = pe.delta
+	}
+	return events.New(Source(r.cluster), events.TypeApplicationStatusBatch, events.Subject{Cluster: r.cluster}.String(), r.cluster, b)
 }
 
 func (r *Reporter) logErr(ctx context.Context, msg string, err error) {

@@ -5,6 +5,7 @@ package spoke_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,10 +65,13 @@ func TestStatusDeltas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, ok := d.Data.(*schemas.ApplicationStatusChanged)
-			if !ok || s.Name != name {
+			// The Application's delta, alone or in a batch (then its
+			// size is the batch's, an upper bound).
+			i := slices.IndexFunc(schemas.StatusDeltas(d.Data), func(s *schemas.ApplicationStatusChanged) bool { return s.Name == name })
+			if i < 0 {
 				continue
 			}
+			s := schemas.StatusDeltas(d.Data)[i]
 			deltas = append(deltas, s)
 			sizes = append(sizes, len(r.Value))
 			if s.Sync != nil && s.Sync.Status == "Synced" && !synced {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/schemas"
+	"github.com/argosyproj/argosy/spoke"
 )
 
 // statusDeltas returns n status deltas of cluster c, as a spoke sends
@@ -60,7 +63,7 @@ var fullApplication []byte
 type wireResult struct {
 	Codec   string
 	Alone   float64 // bytes per delta, each in a batch of its own
-	Batched float64 // bytes per delta, a cluster's deltas five to a batch
+	Batched float64 // bytes per delta, five of one cluster in each batch event
 	Full    float64 // the whole Application, alone
 }
 
@@ -89,85 +92,141 @@ var codecs = []struct {
 const producerCodec = "zstd-fastest"
 
 // measureWire reads up to limit real status deltas from the status topic
-// (sent by the simulated fleet's agents), appends them again to scratch
-// topics with each codec, alone and five of one cluster to a batch, and
-// reads the stored sizes back from the broker.
+// (sent by the simulated fleet's agents, alone or in batches), signs them
+// again as agents do, appends them to scratch topics with each codec,
+// alone and five of one cluster to a batch event, and reads the stored
+// sizes back from the broker.
 func measureWire(ctx context.Context, brokers string, adm *kadm.Client, prefix, status string, limit int) ([]wireResult, *wireSample, error) {
-	sample, err := readDeltas(ctx, brokers, status, limit)
+	deltas, err := readDeltas(ctx, brokers, status, limit)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(sample) < 50 {
-		return nil, nil, fmt.Errorf("only %d status deltas to measure", len(sample))
+	if len(deltas) < 50 {
+		return nil, nil, fmt.Errorf("only %d status deltas to measure", len(deltas))
+	}
+	alone, fives, err := signedRecords(ctx, deltas, events.SigCompact)
+	if err != nil {
+		return nil, nil, err
 	}
 	var app bytes.Buffer // as an API server sends it: compact
 	if err := json.Compact(&app, fullApplication); err != nil {
 		return nil, nil, err
 	}
-	ws := &wireSample{Records: len(sample), Headers: map[string]float64{}, FullApp: app.Len()}
-	for _, r := range sample {
-		ws.Value += float64(len(r.Value)) / float64(len(sample))
-		ws.Key += float64(len(r.Key)) / float64(len(sample))
+	ws := &wireSample{Records: len(alone), Headers: map[string]float64{}, FullApp: app.Len()}
+	for _, r := range alone {
+		ws.Value += float64(len(r.Value)) / float64(len(alone))
+		ws.Key += float64(len(r.Key)) / float64(len(alone))
 		for _, h := range r.Headers {
-			ws.Headers[h.Key] += float64(len(h.Key)+len(h.Value)) / float64(len(sample))
+			ws.Headers[h.Key] += float64(len(h.Key)+len(h.Value)) / float64(len(alone))
 		}
 	}
-	fives := batchesOfFive(sample)
 	var out []wireResult
 	for _, c := range codecs {
 		res := wireResult{Codec: c.name}
-		alone := batchesOfOne(sample)
-		full := make([][]*kgo.Record, 20)
+		full := make([]*kgo.Record, 20)
 		for i := range full {
-			full[i] = []*kgo.Record{{Key: []byte("cluster"), Value: app.Bytes()}}
+			full[i] = &kgo.Record{Key: []byte("cluster"), Value: app.Bytes()}
 		}
 		for _, m := range []struct {
-			batches [][]*kgo.Record
+			records []*kgo.Record
+			deltas  float64 // in each record
 			into    *float64
 			name    string
-		}{{alone, &res.Alone, "alone"}, {fives, &res.Batched, "batched"}, {full, &res.Full, "full"}} {
-			if len(m.batches) == 0 {
+		}{{alone, 1, &res.Alone, "alone"}, {fives, 5, &res.Batched, "batched"}, {full, 1, &res.Full, "full"}} {
+			if len(m.records) == 0 {
 				continue
 			}
 			topic := fmt.Sprintf("%swire-%s-%s", prefix, c.name, m.name)
-			if *m.into, err = storedPerRecord(ctx, brokers, adm, topic, c.codec, m.batches); err != nil {
+			perRecord, err := storedPerRecord(ctx, brokers, adm, topic, c.codec, batchesOfOne(m.records))
+			if err != nil {
 				return nil, nil, err
 			}
+			*m.into = perRecord / m.deltas
 		}
 		out = append(out, res)
 	}
 	return out, ws, nil
 }
 
-// batchesOfFive returns sample's deltas five of one cluster to a batch, in
-// their order; a cluster's last few that make no five are left out.
-func batchesOfFive(sample []*kgo.Record) [][]*kgo.Record {
-	byKey := map[string][]*kgo.Record{}
-	for _, r := range sample {
-		byKey[string(r.Key)] = append(byKey[string(r.Key)], r)
-	}
-	var fives [][]*kgo.Record
-	for _, k := range slices.Sorted(maps.Keys(byKey)) {
-		rs := byKey[k]
-		for i := 0; i+5 <= len(rs); i += 5 {
-			fives = append(fives, rs[i:i+5])
-		}
-	}
-	return fives
+// agentDelta is one delta an agent sent, with the trust offset it signed
+// beside it ("" for none).
+type agentDelta struct {
+	cluster string
+	trust   string
+	delta   schemas.ApplicationStatusChanged
 }
 
-// batchesOfOne returns each of sample's deltas in a batch of its own.
-func batchesOfOne(sample []*kgo.Record) [][]*kgo.Record {
-	alone := make([][]*kgo.Record, len(sample))
-	for i, r := range sample {
+// signedRecords returns deltas as agents send them, signed in form with a
+// new key of each cluster: each alone in an application.changed record,
+// and five of one cluster in each applications.changed record, in their
+// order (a cluster's last few that make no five are left out of those).
+func signedRecords(ctx context.Context, deltas []agentDelta, form events.SigForm) (alone, fives []*kgo.Record, err error) {
+	byCluster := map[string][]agentDelta{}
+	for _, d := range deltas {
+		byCluster[d.cluster] = append(byCluster[d.cluster], d)
+	}
+	for _, c := range slices.Sorted(maps.Keys(byCluster)) {
+		ds := byCluster[c]
+		signer, err := events.GenerateSigner()
+		if err != nil {
+			return nil, nil, err
+		}
+		if read, err := strconv.ParseInt(ds[0].trust, 10, 64); err == nil {
+			signer = signer.WithTrustOffset(func() (int64, bool) { return read, true })
+		}
+		record := func(typ, subject string, data any) error {
+			e, err := events.New(spoke.Source(c), typ, subject, c, data)
+			if err == nil && form == events.SigDSSE {
+				e.SetDataSchema(schemas.URL(typ)) // as the producer writes it for older readers
+			}
+			if err == nil {
+				err = signer.SignAs(ctx, e, form)
+			}
+			var r *kgo.Record
+			if err == nil {
+				r, err = events.EventRecord(ctx, e)
+			}
+			if err != nil {
+				return err
+			}
+			if typ == events.TypeApplicationStatus {
+				alone = append(alone, r)
+			} else {
+				fives = append(fives, r)
+			}
+			return nil
+		}
+		for _, d := range ds {
+			subj := events.Subject{Cluster: c, Kind: schemas.SubjectApplications, Namespace: d.delta.Namespace, Name: d.delta.Name}
+			if err := record(events.TypeApplicationStatus, subj.String(), d.delta); err != nil {
+				return nil, nil, err
+			}
+		}
+		for i := 0; i+5 <= len(ds); i += 5 {
+			b := schemas.ApplicationStatusBatch{Cluster: c}
+			for _, d := range ds[i : i+5] {
+				b.Deltas = append(b.Deltas, d.delta)
+			}
+			if err := record(events.TypeApplicationStatusBatch, events.Subject{Cluster: c}.String(), b); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return alone, fives, nil
+}
+
+// batchesOfOne returns each record in a batch of its own.
+func batchesOfOne(records []*kgo.Record) [][]*kgo.Record {
+	alone := make([][]*kgo.Record, len(records))
+	for i, r := range records {
 		alone[i] = []*kgo.Record{r}
 	}
 	return alone
 }
 
-// readDeltas reads up to limit application status deltas from the start
-// of topic.
-func readDeltas(ctx context.Context, brokers, topic string, limit int) ([]*kgo.Record, error) {
+// readDeltas reads up to limit application status deltas, alone or in
+// batches, from the start of topic.
+func readDeltas(ctx context.Context, brokers, topic string, limit int) ([]agentDelta, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(brokers)...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return nil, err
@@ -175,15 +234,26 @@ func readDeltas(ctx context.Context, brokers, topic string, limit int) ([]*kgo.R
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var out []*kgo.Record
-	for len(out) < limit && ctx.Err() == nil {
+	var out []agentDelta
+	var bad error
+	for len(out) < limit && ctx.Err() == nil && bad == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			if len(out) < limit && header(r, "ce_type") == events.TypeApplicationStatus {
-				out = append(out, &kgo.Record{Key: r.Key, Value: r.Value, Headers: r.Headers})
+			var b schemas.ApplicationStatusBatch
+			switch header(r, "ce_type") {
+			case events.TypeApplicationStatus:
+				b.Deltas = make([]schemas.ApplicationStatusChanged, 1)
+				bad = cmp.Or(bad, json.Unmarshal(r.Value, &b.Deltas[0]))
+			case events.TypeApplicationStatusBatch:
+				bad = cmp.Or(bad, json.Unmarshal(r.Value, &b))
+			}
+			for _, d := range b.Deltas {
+				if len(out) < limit {
+					out = append(out, agentDelta{cluster: string(r.Key), trust: header(r, "ce_trustoffset"), delta: d})
+				}
 			}
 		})
 	}
-	return out, nil
+	return out, bad
 }
 
 // storedPerRecord appends the batches to a new one-partition topic with

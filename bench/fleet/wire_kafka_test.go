@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // wireClusters and wireDeltas are how many clusters BenchmarkWireBytes
@@ -23,10 +25,11 @@ const wireFleet = 10_000
 
 // BenchmarkWireBytes is the bytes a status delta takes on the real
 // broker, in each signature form, with Argosy's codec (zstd-fastest):
-// alone in its batch and five of one cluster to a batch, as the broker
-// stores them (DescribeLogDirs). Each iteration appends fresh deltas
-// through an events.Producer and appends them again in those batches, so
-// run it with -benchtime=1x and compare forms with benchstat:
+// alone in its batch, and five of one cluster in one batch event
+// (io.argosy.status.applications.changed.v1), as the broker stores them
+// (DescribeLogDirs). Each iteration signs fresh deltas as agents do and
+// appends them to new topics, so run it with -benchtime=1x and compare
+// forms with benchstat:
 //
 //	go test -tags integration -run '^$' -bench WireBytes -benchtime 1x -count 6 ./bench/fleet/
 func BenchmarkWireBytes(b *testing.B) {
@@ -48,49 +51,38 @@ func BenchmarkWireBytes(b *testing.B) {
 	}
 }
 
-// wireBytes publishes status deltas signed in form to a new status topic
-// and returns the bytes each stores on the broker alone and five to a
-// batch.
+// wireBytes signs status deltas in form and returns the bytes each stores
+// on the broker alone and five to a batch event.
 func wireBytes(tb testing.TB, adm *kadm.Client, prefix string, form events.SigForm) (alone, batched float64, err error) {
 	ctx := tb.Context()
-	topic := prefix + "status"
-	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.type": kadm.StringPtr("LogAppendTime")}, topic); err != nil {
-		return 0, 0, err
-	}
-	kafkatest.DeleteAtEnd(tb, topic)
-	client := kafkatest.Client(tb, events.ProducerOpts(nil)...)
+	var deltas []agentDelta
 	for c := range wireClusters {
-		signer, err := events.GenerateSigner()
+		cluster := fmt.Sprintf("cluster-%03d", c)
+		es, err := statusDeltas(cluster, wireDeltas)
 		if err != nil {
 			return 0, 0, err
 		}
-		// An agent names how far it has read the trust topic, about two
-		// records a cluster in a fleet of these.
-		read := int64(2*wireFleet + c)
-		signer = signer.WithTrustOffset(func() (int64, bool) { return read, true })
-		p, err := events.NewProducer(client, signer, events.Topics{events.TopicStatus: topic}, events.WithSigForm(form))
-		if err != nil {
-			return 0, 0, err
-		}
-		es, err := statusDeltas(fmt.Sprintf("cluster-%03d", c), wireDeltas)
-		if err != nil {
-			return 0, 0, err
-		}
-		if _, err := p.Publish(ctx, es...); err != nil {
-			return 0, 0, err
+		for _, e := range es {
+			var d schemas.ApplicationStatusChanged
+			if err := json.Unmarshal(e.Data(), &d); err != nil {
+				return 0, 0, err
+			}
+			// An agent names how far it has read the trust topic, about
+			// two records a cluster in a fleet of these.
+			deltas = append(deltas, agentDelta{cluster: cluster, trust: fmt.Sprint(2*wireFleet + c), delta: d})
 		}
 	}
-	sample, err := readDeltas(ctx, kafkatest.Bootstrap(tb), topic, wireClusters*wireDeltas)
+	lone, fives, err := signedRecords(ctx, deltas, form)
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(sample) != wireClusters*wireDeltas {
-		return 0, 0, fmt.Errorf("read %d deltas back, want %d", len(sample), wireClusters*wireDeltas)
+	if len(lone) != wireClusters*wireDeltas || len(fives) != wireClusters*wireDeltas/5 {
+		return 0, 0, fmt.Errorf("%d records alone and %d batches, want %d and %d", len(lone), len(fives), wireClusters*wireDeltas, wireClusters*wireDeltas/5)
 	}
 	codec := kgo.ZstdCompression().WithLevel(1)
-	if alone, err = storedPerRecord(ctx, kafkatest.Bootstrap(tb), adm, prefix+"alone", codec, batchesOfOne(sample)); err != nil {
+	if alone, err = storedPerRecord(ctx, kafkatest.Bootstrap(tb), adm, prefix+"alone", codec, batchesOfOne(lone)); err != nil {
 		return 0, 0, err
 	}
-	batched, err = storedPerRecord(ctx, kafkatest.Bootstrap(tb), adm, prefix+"fives", codec, batchesOfFive(sample))
-	return alone, batched, err
+	batched, err = storedPerRecord(ctx, kafkatest.Bootstrap(tb), adm, prefix+"fives", codec, batchesOfOne(fives))
+	return alone, batched / 5, err
 }

@@ -109,3 +109,18 @@ type KeyEntry struct {
 	Role      string `json:"role"`
 	PublicKey []byte `json:"publicKey"`
 }
+
+// Retarget makes a sample's decoded data speak of cluster: its cluster
+// member, and each delta's in a batch of status deltas.
+func Retarget(data map[string]any, cluster string) {
+	if _, ok := data["cluster"]; ok {
+		data["cluster"] = cluster
+	}
+	if ds, ok := data["deltas"].([]any); ok {
+		for _, d := range ds {
+			if m, ok := d.(map[string]any); ok {
+				m["cluster"] = cluster
+			}
+		}
+	}
+}

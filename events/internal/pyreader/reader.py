@@ -44,6 +44,9 @@ from nacl.signing import VerifyKey
 PAYLOAD_TYPE = "https://cloudevents.io/verifiability/dsse/v0.1"
 SIG_VERSION = 1
 SIG_ENTRY = 16 + 64  # key id, Ed25519 signature
+# A batch of one cluster's status deltas: the batch and every delta in it
+# name the cluster of the event's subject.
+BATCH_TYPE = "io.argosy.status.applications.changed.v1"
 CORE = ["id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject", "time"]
 MAX_AGE = datetime.timedelta(days=7)
 MAX_SKEW = datetime.timedelta(minutes=5)
@@ -412,6 +415,10 @@ class Reader:
             cluster = m.group(1)
         elif topic == "config" or signer == "cluster":
             raise Refused(f"subject {subject!r} names no cluster")
+        if typ == BATCH_TYPE:
+            named = [payload["cluster"]] + [d["cluster"] for d in payload["deltas"]]
+            if any(c != cluster for c in named):
+                raise Refused(f"a batch of {cluster!r} names cluster(s) {sorted(set(named) - {cluster})!r}")
         if topic == "trust" and signer == "hub" and subject != "keys/" + payload.get("keyId", ""):
             raise Refused(f"subject {subject!r}, want keys/<keyId of the data>")
         signed_at = datetime.datetime.fromisoformat(time_form(attrs["time"]).replace("Z", "+00:00"))
@@ -528,8 +535,9 @@ def read_live(args, failures, summary):
                 counts[typ] = counts.get(typ, 0) + 1
             except Refused as e:
                 # A record the workload signed with a key that was never
-                # valid for it then must be refused for that reason alone.
-                if where in expected and str(e).startswith("no signature taken"):
+                # valid for it then must be refused for that reason alone;
+                # a batch naming another cluster, for that one.
+                if where in expected and str(e).startswith(("no signature taken", "a batch of")):
                     summary.setdefault("refused", []).append(where)
                 elif where in unapplied and role == "trust" and not str(e).startswith("no signature taken"):
                     summary.setdefault("unapplied", []).append(where)
@@ -539,7 +547,7 @@ def read_live(args, failures, summary):
                 failures.append(f"{where}: {type(e).__name__}: {e}")
     for where in expected:
         if where not in summary.get("refused", []):
-            failures.append(f"{where}: accepted, and it is signed by a key that was not valid for it")
+            failures.append(f"{where}: accepted, and it is signed by a key that was not valid for it, or speaks for another cluster")
     for where in unapplied:
         if where not in summary.get("unapplied", []):
             failures.append(f"{where}: applied, and it is a trust event no reader may apply")

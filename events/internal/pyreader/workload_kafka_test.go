@@ -142,6 +142,16 @@ func (w *workload) run(ctx context.Context) {
 	}
 	w.count(events.TopicDeadLetter, headerValue(statusRecs[0], "ce_type"))
 	w.mustRefuse(ctx, w.producer(planted), w.heartbeat(east))
+	// A batch of east's deltas, signed by east's key, with a delta of
+	// another cluster in it.
+	foreign, err := events.New("//argosy.dev/spoke/"+east, events.TypeApplicationStatusBatch, events.Subject{Cluster: east}.String(), east,
+		schemas.ApplicationStatusBatch{Cluster: east, Deltas: []schemas.ApplicationStatusChanged{
+			{Resource: schemas.Resource{Cluster: east, Namespace: "argocd", Name: "guestbook"}, Seq: 9},
+			{Resource: schemas.Resource{Cluster: pinned, Namespace: "argocd", Name: "guestbook"}, Seq: 9}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mustRefuse(ctx, agent[east], foreign)
 	// Log times are milliseconds: keep the rotation clear of the events
 	// the old key signed, and of those the new one signs.
 	time.Sleep(20 * time.Millisecond)
@@ -313,9 +323,7 @@ func (w *workload) samples(cluster string, keep func(events.Spec) bool) []*event
 		if err := json.Unmarshal([]byte(s.Value), &data); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := data["cluster"]; ok {
-			data["cluster"] = cluster
-		}
+		golden.Retarget(data, cluster)
 		if sp.Type == events.TypeClusterRegistered {
 			delete(data, "partition")
 			if pin, ok := w.pins[cluster]; ok {

@@ -78,8 +78,8 @@ func (r *spokeRig) readStatus(done func(*statusSeen) bool) *statusSeen {
 				seen.acks[a.EventID] = append(seen.acks[a.EventID], a.Code)
 			case *schemas.OperationCompleted:
 				seen.acks[a.EventID] = append(seen.acks[a.EventID], "completed:"+a.Phase)
-			case *schemas.ApplicationStatusChanged:
-				seen.deltas++
+			case *schemas.ApplicationStatusChanged, *schemas.ApplicationStatusBatch:
+				seen.deltas += len(schemas.StatusDeltas(a))
 			case *schemas.Heartbeat:
 				seen.beats++
 			}

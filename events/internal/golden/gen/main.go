@@ -199,6 +199,10 @@ func samples(clusterPub []byte) []sample {
 			Sync:      &schemas.SyncStatus{Status: "Synced", Revision: "a1b2c3d"},
 			Health:    &schemas.HealthStatus{Status: "Healthy"},
 			Operation: &schemas.OperationState{Phase: "Succeeded", Message: "successfully synced", StartedAt: finished.Add(-time.Minute), FinishedAt: &finished}}},
+		{events.TypeApplicationStatusBatch, cluster, schemas.ApplicationStatusBatch{Cluster: golden.ClusterName, Deltas: []schemas.ApplicationStatusChanged{
+			{Resource: res(7), Seq: 6, Health: &schemas.HealthStatus{Status: "Progressing"}},
+			{Resource: schemas.Resource{Cluster: golden.ClusterName, Namespace: "argocd", Name: "billing", Generation: 3}, Seq: 2,
+				Sync: &schemas.SyncStatus{Status: "OutOfSync", Revision: "b2c3d4e"}}}}},
 		{events.TypeConfigApplied, app(schemas.SubjectApplications).String(), schemas.ConfigApplied{Resource: res(7), EventID: "00000000-0000-4000-8000-000000000001", Offset: 41}},
 		{events.TypeConfigRejected, app(schemas.SubjectApplications).String(), schemas.ConfigRejected{Resource: res(6), EventID: "00000000-0000-4000-8000-000000000001",
 			Offset: 40, Code: schemas.RejectStale, Reason: "generation 6 is not newer than applied generation 7"}},
