@@ -227,7 +227,7 @@ func (r *report) writeGoals(w func(string, ...any)) {
 			continue
 		}
 		w("| a status delta alone on the wire, all in, %s ≤ 600 B | %.0f B | %s |\n", c.Codec, c.Alone, verdict(c.Alone <= 600, fmt.Sprintf("%.0f B", c.Alone-600)))
-		w("| a cluster's deltas sharing a batch (5), %s ≤ 200 B each | %.0f B | %s |\n", c.Codec, c.Batched, verdict(c.Batched <= 200, fmt.Sprintf("%.0f B", c.Batched-200)))
+		w("| five of a cluster's deltas in one batch event, %s ≤ 200 B each | %.0f B | %s |\n", c.Codec, c.Batched, verdict(c.Batched <= 200, fmt.Sprintf("%.0f B", c.Batched-200)))
 	}
 	w("\n")
 }
@@ -237,9 +237,10 @@ func (r *report) writeWire(w func(string, ...any)) {
 		return
 	}
 	w("## Bytes per status change on the wire\n\n")
-	w("%d real `application.changed` deltas from the N = %d run's status topic, appended again to new topics with each codec and read back as the "+
-		"broker stores and serves them: record batches with their headers, keys, values and batch overhead. \"Alone\": one delta per batch, as a "+
-		"spoke sends a lone change. \"Batched\": five deltas of one cluster per batch. \"Full Application\": the whole Argo CD Application object "+
+	w("%d real status deltas from the N = %d run's status topic (sent alone or in batches), signed again as an agent signs them, appended to new "+
+		"topics with each codec and read back as the broker stores and serves them: record batches with their headers, keys, values and batch "+
+		"overhead, per delta. \"Alone\": one delta in an `application.changed` event, as a spoke sends a lone change. \"Batched\": five deltas "+
+		"of one cluster in one `applications.changed` event, as a spoke sends the changes of one window. \"Full Application\": the whole Argo CD Application object "+
 		"(bench/fleet/testdata/application.json, %d B of JSON) alone, what a stream of whole objects would send for each change.\n\n",
 		r.sample.Records, r.runs[0].n, r.sample.FullApp)
 	w("| codec | alone | batched (5) | full Application |\n|---|---|---|---|\n")
