@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,6 +27,21 @@ import (
 func (c *Client) Clusters(ctx context.Context) ([]read.Cluster, error) {
 	var l read.List[read.Cluster]
 	return l.Items, c.get(ctx, "/api/v1/clusters", nil, &l)
+}
+
+// Fleet lists the clusters r keeps, in its order, with the total and the
+// matches counted by state; every match on one page unless r asks for a
+// page (Page or PerPage above zero).
+func (c *Client) Fleet(ctx context.Context, r read.FleetRequest) (read.FleetPage, error) {
+	q := values("selector", r.Selector, "state", r.State, "q", r.Search, "sort", cmp.Or(r.Sort, "name"))
+	if r.Page > 0 {
+		q.Set("page", strconv.Itoa(r.Page))
+	}
+	if r.PerPage > 0 {
+		q.Set("perPage", strconv.Itoa(r.PerPage))
+	}
+	var p read.FleetPage
+	return p, c.get(ctx, "/api/v1/clusters", q, &p)
 }
 
 // Cluster returns one cluster; the error matches ErrNotFound when there is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -12,19 +13,30 @@ import (
 	"github.com/argosyproj/argosy/projector/report"
 )
 
+// clusters answers the fleet listing. Without parameters it is every
+// cluster, as items alone. With any, it is those a label selector, a state
+// and a name search keep, sorted, on one page unless page or perPage asks
+// for pages, with the total and the matches counted by state.
 func (h *Handler) clusters(r *http.Request) (any, error) {
-	if _, err := parseParams(r); err != nil {
+	p, err := parseParams(r, "selector", "state", "q", "sort", "page", "perPage")
+	if err != nil {
 		return nil, err
 	}
-	rows, err := h.q.Clusters(r.Context())
-	if err != nil {
-		return nil, fmt.Errorf("listing clusters: %w", err)
+	req := FleetRequest{Selector: p.str("selector"), State: p.oneOf("state", "", States), Search: p.str("q"), Sort: p.str("sort"),
+		Page: p.integer("page", 1, 1, math.MaxInt32), PerPage: p.integer("perPage", DefaultPerPage, 1, MaxPerPage)}
+	if err := p.err(); err != nil {
+		return nil, err
 	}
-	out := List[Cluster]{Items: make([]Cluster, 0, len(rows))}
-	for _, c := range rows {
-		out.Items = append(out.Items, h.clusterOf(c))
+	if _, paged := p.values["page"]; !paged {
+		if _, paged = p.values["perPage"]; !paged {
+			req.PerPage = -1
+		}
 	}
-	return out, nil
+	page, err := ListFleet(r.Context(), h.q, req, h.now(), h.heartbeat)
+	if err != nil || len(p.values) > 0 {
+		return page, err
+	}
+	return List[Cluster]{Items: page.Items}, nil
 }
 
 func (h *Handler) cluster(r *http.Request) (any, error) {

@@ -32,7 +32,8 @@ type FleetRequest struct {
 	Search string
 	// Sort is one of Sorts, optionally with a leading "-"; default name.
 	Sort string
-	// Page counts from 1; PerPage is at most MaxPerPage.
+	// Page counts from 1; PerPage is at most MaxPerPage. A negative
+	// PerPage asks for every match on one page.
 	Page, PerPage int
 }
 
@@ -84,6 +85,11 @@ func ListFleet(ctx context.Context, q projector.Fleet, r FleetRequest, now time.
 		}
 	}
 	sortSummaries(kept, key, desc)
+	if r.PerPage < 0 {
+		out.Total, out.Page, out.Pages = len(kept), 1, 1
+		out.Items, err = fullRows(ctx, q, kept, now, heartbeat)
+		return out, err
+	}
 	per := r.PerPage
 	if per <= 0 {
 		per = DefaultPerPage
@@ -105,6 +111,26 @@ func ListFleet(ctx context.Context, q projector.Fleet, r FleetRequest, now time.
 	return out, nil
 }
 
+// fullRows reads the clusters of sums in full with one query, in sums'
+// order.
+func fullRows(ctx context.Context, q projector.Fleet, sums []projector.ClusterSummary, now time.Time, heartbeat time.Duration) ([]Cluster, error) {
+	rows, err := q.Clusters(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing clusters: %w", err)
+	}
+	byName := make(map[string]projector.ClusterRow, len(rows))
+	for _, c := range rows {
+		byName[c.Name] = c
+	}
+	out := make([]Cluster, 0, len(sums))
+	for _, s := range sums {
+		if c, ok := byName[s.Name]; ok {
+			out = append(out, ClusterOf(c, now, heartbeat))
+		}
+	}
+	return out, nil
+}
+
 func sortSummaries(s []projector.ClusterSummary, key string, desc bool) {
 	by := func(a, b projector.ClusterSummary) int {
 		switch key {
@@ -115,7 +141,7 @@ func sortSummaries(s []projector.ClusterSummary, key string, desc bool) {
 		case "apps":
 			return cmp.Compare(a.Applications, b.Applications)
 		}
-		return 0
+		return cmp.Compare(a.Name, b.Name)
 	}
 	slices.SortStableFunc(s, func(a, b projector.ClusterSummary) int {
 		c := by(a, b)

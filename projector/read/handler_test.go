@@ -61,6 +61,17 @@ func clusterNames(t *testing.T, b []byte) []string {
 	return names
 }
 
+// fleetNames is a filtered fleet listing: its totals, then each cluster
+// and its state.
+func fleetNames(t *testing.T, b []byte) []string {
+	p := decode[read.FleetPage](t, b)
+	out := []string{fmt.Sprintf("total %d, page %d of %d, %v", p.Total, p.Page, p.Pages, p.Counts)}
+	for _, c := range p.Items {
+		out = append(out, c.Name+" "+c.State)
+	}
+	return out
+}
+
 func appNames(t *testing.T, b []byte) []string {
 	names := []string{}
 	for _, a := range decode[read.List[read.App]](t, b).Items {
@@ -150,7 +161,18 @@ func TestEndpoints(t *testing.T) {
 		{name: "clusters", target: "/api/v1/clusters", status: 200, list: clusterNames,
 			want: []string{"prod-eu connected=true", "prod-us connected=false", "staging connected=false"}},
 		{name: "clusters refuse parameters", target: "/api/v1/clusters?cluster=x", status: 400,
-			errText: `unknown parameter "cluster": this endpoint takes none`},
+			errText: `unknown parameter "cluster": want one of selector, state, q, sort, page, perPage`},
+		{name: "clusters by selector", target: "/api/v1/clusters?selector=env%3Dprod", status: 200, list: fleetNames,
+			want: []string{"total 2, page 1 of 1, map[Connected:1 Stale:1]", "prod-eu Connected", "prod-us Stale"}},
+		{name: "clusters by state", target: "/api/v1/clusters?state=Stale", status: 200, list: fleetNames,
+			want: []string{"total 1, page 1 of 1, map[Connected:1 Stale:1 Unknown:1]", "prod-us Stale"}},
+		{name: "clusters sorted, paged", target: "/api/v1/clusters?sort=-name&perPage=2&page=2", status: 200, list: fleetNames,
+			want: []string{"total 3, page 2 of 2, map[Connected:1 Stale:1 Unknown:1]", "prod-eu Connected"}},
+		{name: "clusters by name", target: "/api/v1/clusters?q=us", status: 200, list: fleetNames,
+			want: []string{"total 1, page 1 of 1, map[Stale:1]", "prod-us Stale"}},
+		{name: "clusters, a bad selector", target: "/api/v1/clusters?selector=env%3D%3D%3D", status: 400, errText: `selector "env==="`},
+		{name: "clusters, a bad state", target: "/api/v1/clusters?state=Gone", status: 400, errText: `parameter "state": "Gone" is not one of Connected, Stale, Unknown, Deregistered`},
+		{name: "clusters, a bad page size", target: "/api/v1/clusters?perPage=501", status: 400, errText: `parameter "perPage": "501" is not an integer from 1 to 500`},
 		{name: "cluster", target: "/api/v1/clusters/prod-eu", status: 200, check: func(t *testing.T, b []byte) {
 			c := decode[read.Cluster](t, b)
 			if c.Name != "prod-eu" || !c.Connected || c.Beat == nil || c.Beat.BySync["OutOfSync"] != 1 || c.Registration.Labels["region"] != "eu" {

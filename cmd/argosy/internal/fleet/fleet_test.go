@@ -19,6 +19,10 @@ func TestReadCommands(t *testing.T) {
 	cmdtest.ReadCommands(t, newCmd, cmdtest.ReadServer(t, readtest.Fleet()), []cmdtest.Golden{
 		{File: "fleet.txt", Args: []string{"fleet"}},
 		{File: "fleet.json", Args: []string{"fleet", "-o", "json"}},
+		{File: "fleet-selector.txt", Args: []string{"fleet", "-l", "env=prod"}},
+		{File: "fleet-stale.txt", Args: []string{"fleet", "--state", "Stale"}},
+		{File: "fleet-sorted.txt", Args: []string{"fleet", "--sort", "-name"}},
+		{File: "fleet-selector.json", Args: []string{"fleet", "--selector", "region in (eu,us)", "-o", "json"}},
 	})
 }
 
@@ -32,6 +36,7 @@ func TestReadCommandErrors(t *testing.T) {
 		{Args: []string{"fleet", "--server", "localhost:8080"}, FlagError: true, Text: "--server: "},
 		{Args: []string{"fleet", "extra"}, FlagError: true, Text: `unknown command "extra"`},
 		{Args: []string{"fleet", "-o", "csv"}, FlagError: true, Text: `unknown output format "csv": want one of table, json, yaml`},
+		{Args: []string{"fleet", "--state", "Gone"}, FlagError: true, Text: `--state "Gone": want one of Connected, Stale, Unknown, Deregistered`},
 	})
 }
 

@@ -165,12 +165,12 @@ func TestLoginThenRead(t *testing.T) {
 		stderr string
 	}{
 		{args: []string{"login", srv.URL, "--token", token, "--name", "hub"}, stdout: "Logged in to " + srv.URL + " as alice (viewer); context hub\n"},
-		{args: []string{"fleet"}, stdout: "NAME     STATE"},
+		{args: []string{"fleet"}, stdout: "3 clusters: "},
 		{args: []string{"context", "current"}, stdout: "hub\n"},
 		{args: []string{"logout"}, stdout: "Logged out of " + srv.URL + "; context hub has no token now\n"},
 		{args: []string{"fleet"}, code: 1, stderr: "Error: the hub at " + srv.URL + " wants a token and none was sent (401 Unauthorized): " +
 			"missing or invalid bearer token; run: argosy login " + srv.URL + " --token TOKEN --name hub\n"},
-		{args: []string{"fleet", "--token", token}, stdout: "NAME     STATE"},
+		{args: []string{"fleet", "--token", token}, stdout: "3 clusters: "},
 	}
 	for _, s := range steps {
 		code, stdout, stderr := run(t, s.args...)
