@@ -18,15 +18,16 @@ import (
 )
 
 // trustRig is a trust topic with the hub's key as anchor, and followers of
-// it, on the real broker.
+// it, on the rig's brokers.
 type trustRig struct {
 	*rig
 	g *errgroup.Group
 }
 
 // follow starts a follower of the trust topic that feeds a new following
-// registry, judging with margin, until ctx ends.
-func (tr trustRig) follow(ctx context.Context, margin time.Duration) *events.Registry {
+// registry, judging with margin, until ctx ends; its client takes opts
+// besides TrustConsumeOpts.
+func (tr trustRig) follow(ctx context.Context, margin time.Duration, opts ...kgo.Opt) *events.Registry {
 	tr.t.Helper()
 	keys := events.NewFollowingRegistry(events.HubAnchor("hub", tr.f.hub.Public()))
 	dec, err := events.NewDecoder(events.NewVerifier(keys.Anchors()), events.WithTopics(tr.topics))
@@ -37,7 +38,7 @@ func (tr trustRig) follow(ctx context.Context, margin time.Duration) *events.Reg
 	if err != nil {
 		tr.t.Fatal(err)
 	}
-	f, err := events.NewTrustFollower(kafkatest.Client(tr.t, events.TrustConsumeOpts(tr.topics)...), tr.topics[events.TopicTrust], in, keys,
+	f, err := events.NewTrustFollower(tr.dial(tr.t, append(events.TrustConsumeOpts(tr.topics), opts...)...), tr.topics[events.TopicTrust], in, keys,
 		events.WithClockMargin(margin))
 	if err != nil {
 		tr.t.Fatal(err)
@@ -108,7 +109,7 @@ func (tr trustRig) liveDecisions(ctx context.Context, t *testing.T, in *events.I
 		defer mu.Unlock()
 		return out[offset]
 	}
-	cl := kafkatest.Client(t, kgo.ConsumeTopics(tr.topics[events.TopicStatus]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := tr.dial(t, kgo.ConsumeTopics(tr.topics[events.TopicStatus]), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	tr.g.Go(func() error {
 		for ctx.Err() == nil {
 			for _, rec := range cl.PollFetches(ctx).Records() {
@@ -133,22 +134,72 @@ func (tr trustRig) liveDecisions(ctx context.Context, t *testing.T, in *events.I
 // decision must be the same; both outcomes, and the concurrent case (an
 // event appended after the revocation and accepted), must occur.
 func TestCutRacesARevocation(t *testing.T) {
+	counts, concurrent := raceARevocation(t, newRig(t, 1, nil), nil, nil)
+	t.Logf("decisions %v, %d accepted after the revocation", counts, concurrent)
+	if counts["accepted"] == 0 || counts["revoked_key"] == 0 || concurrent == 0 {
+		t.Errorf("decisions %v, %d accepted after the revocation: want both outcomes and the concurrent case", counts, concurrent)
+	}
+}
+
+// raceARevocation runs TestCutRacesARevocation's race on r's topics: the
+// live reader's trust follower has a client that takes live, the
+// rebuild's one that takes rebuilt. It fails t on every decision the two
+// judge differently, and returns the rebuild's decisions counted and how
+// many heartbeats appended after the revocation it accepted.
+func raceARevocation(t *testing.T, r *rig, live, rebuilt []kgo.Opt) (counts map[string]int, concurrent int) {
 	const margin, n = 300 * time.Millisecond, 120
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	tr := trustRig{rig: newRig(t, 1, nil), g: g}
+	tr := trustRig{rig: r, g: g}
 	key := newSigner(t)
 	tr.register(ctx, key)
 	writerKeys := tr.follow(gctx, margin)
 	if err := writerKeys.WaitCovers(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	stale, _ := writerKeys.TrustRead()
 	liveCtx, liveStop := context.WithCancel(gctx)
 	defer liveStop()
-	live := tr.liveDecisions(liveCtx, t, tr.intake(tr.follow(gctx, margin)))
+	judged := tr.liveDecisions(liveCtx, t, tr.intake(tr.follow(gctx, margin, live...)))
+	tr.writeRace(ctx, t, key, writerKeys, n)
+	recs := consumeFrom(t, r.dial, r.topics[events.TopicStatus], n)
+	trust := consumeFrom(t, r.dial, r.topics[events.TopicTrust], 2)
+	revokedAt := trust[len(trust)-1].Timestamp
 
+	rebuiltKeys := tr.follow(gctx, margin, rebuilt...)
+	if err := rebuiltKeys.WaitCovers(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	again := tr.intake(rebuiltKeys)
+	counts = map[string]int{}
+	for _, rec := range recs {
+		d := decide(ctx, t, again, rec)
+		counts[d]++
+		if d == "accepted" && rec.Timestamp.After(revokedAt) {
+			concurrent++
+		}
+		for judged(rec.Offset) == "" && ctx.Err() == nil { // judged live by now, or about to be
+			time.Sleep(10 * time.Millisecond)
+		}
+		if l := judged(rec.Offset); l != d {
+			t.Errorf("heartbeat at offset %d, %s after the revocation: live %s, rebuilt %s", rec.Offset, rec.Timestamp.Sub(revokedAt), l, d)
+		}
+	}
+	liveStop()
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return counts, concurrent
+}
+
+// writeRace writes n heartbeats of cluster-x signed by key, and revokes
+// key after the first third: every other heartbeat names the trust offset
+// writerKeys has read when it is written, the others the one it had read
+// before the first, which the revocation makes stale.
+func (tr trustRig) writeRace(ctx context.Context, t *testing.T, key *events.Signer, writerKeys *events.Registry, n int) {
+	t.Helper()
+	stale, _ := writerKeys.TrustRead()
 	prods := map[bool]*events.Producer{}
 	for _, old := range []bool{false, true} {
 		s := key.WithTrustOffset(writerKeys.TrustRead)
@@ -169,38 +220,6 @@ func TestCutRacesARevocation(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-	recs := consumeRaw(t, tr.topics[events.TopicStatus], n)
-	trust := consumeRaw(t, tr.topics[events.TopicTrust], 2)
-	revokedAt := trust[len(trust)-1].Timestamp
-
-	rebuilt := tr.follow(gctx, margin)
-	if err := rebuilt.WaitCovers(ctx, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	again := tr.intake(rebuilt)
-	counts, concurrent := map[string]int{}, 0
-	for _, rec := range recs {
-		d := decide(ctx, t, again, rec)
-		counts[d]++
-		if d == "accepted" && rec.Timestamp.After(revokedAt) {
-			concurrent++
-		}
-		for live(rec.Offset) == "" && ctx.Err() == nil { // judged live by now, or about to be
-			time.Sleep(10 * time.Millisecond)
-		}
-		if l := live(rec.Offset); l != d {
-			t.Errorf("heartbeat at offset %d, %s after the revocation: live %s, rebuilt %s", rec.Offset, rec.Timestamp.Sub(revokedAt), l, d)
-		}
-	}
-	liveStop()
-	cancel()
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("decisions %v, %d accepted after the revocation", counts, concurrent)
-	if counts["accepted"] == 0 || counts["revoked_key"] == 0 || concurrent == 0 {
-		t.Errorf("decisions %v, %d accepted after the revocation: want both outcomes and the concurrent case", counts, concurrent)
 	}
 }
 

@@ -34,27 +34,44 @@ type rig struct {
 	f      *fixture
 	prod   *events.Producer
 	client *kgo.Client
+	// dial makes a client of the brokers the topics are on, closed when
+	// the test ends.
+	dial dialer
 	// popts are the options of the producers publish makes.
 	popts []events.Option
 }
 
+// dialer makes a client of some brokers, closed when the test ends, as
+// kafkatest.Client does of the package's broker.
+type dialer func(t testing.TB, opts ...kgo.Opt) *kgo.Client
+
+// newRig creates a test's topics on the package's broker, deleted when
+// the test ends.
 func newRig(t testing.TB, configPartitions int32, pins map[string]int32) *rig {
 	t.Helper()
+	r := newRigOn(t, kafkatest.Client, 1, configPartitions, pins)
+	kafkatest.DeleteAtEnd(t, slices.Collect(maps.Values(r.topics))...)
+	return r
+}
+
+// newRigOn creates a test's topics, each replicated rf times, on the
+// brokers dial reaches.
+func newRigOn(t testing.TB, dial dialer, rf int16, configPartitions int32, pins map[string]int32) *rig {
+	t.Helper()
 	topics := events.DefaultTopics(kafkatest.Prefix(t))
-	adm := kadm.NewClient(kafkatest.Client(t))
+	adm := kadm.NewClient(dial(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := events.EnsureTopics(ctx, adm, topics, events.TopicPlan(configPartitions, 2), 1, 1); err != nil {
+	if err := events.EnsureTopics(ctx, adm, topics, events.TopicPlan(configPartitions, 2), rf, 1); err != nil {
 		t.Fatal(err)
 	}
-	kafkatest.DeleteAtEnd(t, slices.Collect(maps.Values(topics))...)
 	f := newFixture(t)
-	client := kafkatest.Client(t, events.ProducerOpts(pins)...)
+	client := dial(t, events.ProducerOpts(pins)...)
 	prod, err := events.NewProducer(client, f.hub, topics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, topics: topics, f: f, client: client, prod: prod}
+	return &rig{t: t, topics: topics, f: f, client: client, dial: dial, prod: prod}
 }
 
 func (r *rig) decoder(opts ...events.Option) *events.Decoder {
@@ -273,7 +290,14 @@ func countTopic(recs []*kgo.Record, topic string) int {
 // consumeRaw reads n records of topic from the start with a plain client.
 func consumeRaw(t *testing.T, topic string, n int) []*kgo.Record {
 	t.Helper()
-	cl := kafkatest.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	return consumeFrom(t, kafkatest.Client, topic, n)
+}
+
+// consumeFrom reads n records of topic from the start with a plain client
+// that dial makes.
+func consumeFrom(t *testing.T, dial dialer, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl := dial(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []*kgo.Record

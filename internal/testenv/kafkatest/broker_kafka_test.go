@@ -4,39 +4,15 @@ package kafkatest_test
 
 import (
 	"context"
-	"maps"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 )
-
-// fetchCounter counts the Fetch requests a client writes to each broker.
-type fetchCounter struct {
-	mu    sync.Mutex
-	nodes map[int32]int
-}
-
-func (f *fetchCounter) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if key != int16(kmsg.Fetch) || err != nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.nodes[meta.NodeID]++
-}
-
-func (f *fetchCounter) counts() map[int32]int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return maps.Clone(f.nodes)
-}
 
 // TestBrokerStopStartKeepsData stops a broker, checks that nothing listens
 // on its port any more, starts it again on the same port and reads back
@@ -163,7 +139,7 @@ func checkFetchesFromRack(ctx context.Context, t *testing.T, c *kafkatest.Cluste
 	}
 	leader := td[topic].Partitions[0].Leader
 	near := leader%int32(len(c.Nodes)) + 1 // another node
-	fetches := &fetchCounter{nodes: map[int32]int{}}
+	fetches := &kafkatest.FetchCounter{}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.Rack(kafkatest.Rack(int(near))), kgo.WithHooks(fetches),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
@@ -182,7 +158,7 @@ func checkFetchesFromRack(ctx context.Context, t *testing.T, c *kafkatest.Cluste
 			got += fs.NumRecords()
 		}
 	}
-	if got := fetches.counts(); got[near] == 0 {
+	if got := fetches.Counts(); got[near] == 0 {
 		t.Fatalf("fetches by node %v, leader %d: none went to node %d, in the client's rack", got, leader, near)
 	}
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Cluster is a KRaft cluster of several brokers, each its own process with
@@ -94,6 +98,69 @@ func (c *Cluster) Addrs() []string {
 // Bootstrap returns every broker's address, comma-separated, as Argosy's
 // --kafka-brokers takes them.
 func (c *Cluster) Bootstrap() string { return strings.Join(c.Addrs(), ",") }
+
+// Client returns a client of the cluster, seeded with every broker's
+// address, closed when the test ends.
+func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kafka client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// FetchCounter is a client hook (kgo.WithHooks) that counts the Fetch
+// requests the client writes to each broker, and the records of each topic
+// each broker's answers brought: which node served a client that names
+// its rack.
+type FetchCounter struct {
+	mu      sync.Mutex
+	nodes   map[int32]int
+	records map[string]map[int32]int
+}
+
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (f *FetchCounter) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key != int16(kmsg.Fetch) || err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nodes == nil {
+		f.nodes = map[int32]int{}
+	}
+	f.nodes[meta.NodeID]++
+}
+
+// OnFetchBatchRead implements kgo.HookFetchBatchRead.
+func (f *FetchCounter) OnFetchBatchRead(meta kgo.BrokerMetadata, topic string, _ int32, m kgo.FetchBatchMetrics) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.records == nil {
+		f.records = map[string]map[int32]int{}
+	}
+	if f.records[topic] == nil {
+		f.records[topic] = map[int32]int{}
+	}
+	f.records[topic][meta.NodeID] += m.NumRecords
+}
+
+// Counts returns the Fetch requests written so far, by node id.
+func (f *FetchCounter) Counts() map[int32]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.nodes)
+}
+
+// Records returns the records of topic read so far, by the node id that
+// served them.
+func (f *FetchCounter) Records(topic string) map[int32]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.records[topic])
+}
 
 // Pids returns the brokers' process ids.
 func (c *Cluster) Pids() []int {
