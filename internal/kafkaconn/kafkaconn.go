@@ -159,13 +159,16 @@ func (o *Options) mechanism() (string, bool) {
 	}
 }
 
+// ErrNoBrokers is Validate's error when no bootstrap server is given.
+var ErrNoBrokers = errors.New("--kafka-brokers is required")
+
 // Validate reports every problem with the options at once: missing or
 // contradictory settings, and files that cannot be read or parsed.
 func (o *Options) Validate() error {
 	errs := append([]error{}, o.envErrs...)
 	switch {
 	case strings.TrimSpace(o.Brokers) == "":
-		errs = append(errs, errors.New("--kafka-brokers is required"))
+		errs = append(errs, ErrNoBrokers)
 	case slices.Contains(o.SeedBrokers(), ""):
 		errs = append(errs, fmt.Errorf("--kafka-brokers %q has an empty entry", o.Brokers))
 	}

@@ -62,6 +62,18 @@ type DevReady struct {
 	DataDir  string   `json:"dataDir"`
 	Clusters []string `json:"clusters"`
 	PID      int      `json:"pid"`
+	// Log is how to read the log directly, for argosy replay and export.
+	Log DevLog `json:"log"`
+}
+
+// DevLog is how to read argosy dev's log: its broker, the prefix of its
+// topics, the hub's public key file, and whether the broker stamps
+// records with their CreateTime (the embedded one does).
+type DevLog struct {
+	KafkaBrokers     string `json:"kafkaBrokers"`
+	TopicPrefix      string `json:"topicPrefix,omitempty"`
+	HubKey           string `json:"hubKey"`
+	AcceptCreateTime bool   `json:"acceptCreateTime,omitempty"`
 }
 
 // DevReadyFile is DevReady's file in the data directory.
@@ -203,6 +215,7 @@ func devDir(o *DevOptions) error {
 // devKafkaConn is the Kafka argosy dev runs on: --broker, or the embedded
 // broker, whose records the components must accept as it stamps them.
 type devKafkaConn struct {
+	seed    string
 	conn    []kgo.Opt
 	topics  events.Topics
 	decoder []events.Option
@@ -236,7 +249,7 @@ func devKafka(ctx context.Context, o *DevOptions, log *slog.Logger) (*devKafkaCo
 		}
 		k.close, k.decoder, seed, k.failed = b.Close, []events.Option{events.AcceptCreateTime()}, b.ListenAddrs()[0], b.failed
 	}
-	k.conn = []kgo.Opt{kgo.SeedBrokers(seed)}
+	k.seed, k.conn = seed, []kgo.Opt{kgo.SeedBrokers(seed)}
 	if err := devTopics(ctx, k.conn, k.topics); err != nil {
 		k.close()
 		return nil, err
@@ -277,7 +290,13 @@ func (f devFleet) run(ctx context.Context) error {
 		}
 		return err
 	}
-	ready := DevReady{URL: f.sys.URL(), Token: f.token, DataDir: f.o.DataDir, Clusters: fleet.Names(), PID: os.Getpid()}
+	dir, err := filepath.Abs(f.o.DataDir) // the context is read from anywhere
+	if err != nil {
+		return err
+	}
+	ready := DevReady{URL: f.sys.URL(), Token: f.token, DataDir: f.o.DataDir, Clusters: fleet.Names(), PID: os.Getpid(),
+		Log: DevLog{KafkaBrokers: f.kafka.seed, TopicPrefix: f.o.TopicPrefix, HubKey: filepath.Join(dir, hubkey.PublicKeyFile),
+			AcceptCreateTime: len(f.kafka.decoder) > 0}}
 	if err := writeReady(f.o.DataDir, ready); err != nil {
 		return err
 	}

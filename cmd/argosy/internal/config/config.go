@@ -47,6 +47,21 @@ type Context struct {
 	// Server besides the system's CAs, as a kubeconfig's
 	// certificate-authority; empty for the system's alone.
 	CertificateAuthority string `json:"certificateAuthority,omitempty"`
+	// Log says how to read the hub's log directly, for the commands that
+	// do (argosy replay, argosy export); nil when the context does not
+	// say. argosy dev writes it.
+	Log *LogAccess `json:"log,omitempty"`
+}
+
+// LogAccess is how to read a hub's log: its Kafka bootstrap servers, the
+// prefix of its topics, the file of the hub's public key (the trust
+// anchor), and whether its broker stamps records with their CreateTime
+// (argosy dev's embedded broker does).
+type LogAccess struct {
+	KafkaBrokers     string `json:"kafkaBrokers"`
+	TopicPrefix      string `json:"topicPrefix,omitempty"`
+	HubKey           string `json:"hubKey,omitempty"`
+	AcceptCreateTime bool   `json:"acceptCreateTime,omitempty"`
 }
 
 // Path returns the configuration file's path: $ARGOSY_CONFIG, else

@@ -195,3 +195,34 @@ func TestContexts(t *testing.T) {
 		t.Errorf("Current naming a missing context: %v", err)
 	}
 }
+
+// TestLoadLog reads a context's log as docs/replay.md writes one.
+func TestLoadLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	doc := `contexts:
+  - name: prod
+    server: https://hub.example.com
+    log:
+      kafkaBrokers: kafka-0.kafka:9092,kafka-1.kafka:9092
+      topicPrefix: ""
+      hubKey: /etc/argosy/hub.pub
+`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &config.LogAccess{KafkaBrokers: "kafka-0.kafka:9092,kafka-1.kafka:9092", HubKey: "/etc/argosy/hub.pub"}
+	if x := c.Find("prod"); x == nil || !cmp.Equal(x.Log, want) {
+		t.Errorf("context prod: %+v, want its log %+v", x, want)
+	}
+	replay, err := os.ReadFile("../../../../docs/replay.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(replay), doc) {
+		t.Error("docs/replay.md no longer shows the context this test reads")
+	}
+}

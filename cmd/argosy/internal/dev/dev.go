@@ -104,6 +104,8 @@ type ready struct {
 	URL   string `json:"url"`
 	Token string `json:"token"`
 	PID   int    `json:"pid"`
+	// Log is how to read the log directly (argosy-dev's DevLog).
+	Log *config.LogAccess `json:"log,omitempty"`
 }
 
 func devRun(ctx context.Context, o *Options) error {
@@ -178,7 +180,7 @@ func writeContext(io cmdkit.IOStreams, r ready) error {
 	if err != nil {
 		return err
 	}
-	cfg.Set(config.Context{Name: ContextName, Server: r.URL, Token: r.Token})
+	cfg.Set(config.Context{Name: ContextName, Server: r.URL, Token: r.Token, Log: r.Log})
 	cfg.CurrentContext = ContextName
 	if err := cfg.Save(path); err != nil {
 		return err

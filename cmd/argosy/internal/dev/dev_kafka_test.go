@@ -57,13 +57,16 @@ func TestDevAsANewUser(t *testing.T) {
 		}, p)
 		return p
 	}
+	var lastErr string // what the last command wrote to stderr
 	try := func(args ...string) (string, error) {
 		cmd := exec.Command(filepath.Join(bin, "argosy"), args...)
 		cmd.Env = append(os.Environ(), env...)
 		cmd.Dir = filepath.Join("..", "..", "..", "..") // the repository, where the README's commands run
 		var out, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
+		err := cmd.Run()
+		lastErr = stderr.String()
+		if err != nil {
 			return "", fmt.Errorf("argosy %s: %w\n%s%s", strings.Join(args, " "), err, out.String(), stderr.String())
 		}
 		return out.String(), nil
@@ -133,6 +136,16 @@ func TestDevAsANewUser(t *testing.T) {
 		}
 		return n >= len(staging)
 	}, p)
+
+	// The log read directly, through the context argosy dev made: no
+	// broker, key or timestamp flags, and nothing refused on the way.
+	asOf := argosy("replay", "as-of", time.Now().UTC().Format(time.RFC3339), "--cluster", staging[0], "--app", "guestbook")
+	if !strings.Contains(asOf, "guestbook") || lastErr != "" {
+		t.Errorf("replay as-of through the dev context:\n%s\nstderr:\n%s", asOf, lastErr)
+	}
+	if rows := argosy("export", "--topics", "audit", "--out", "-", "-q"); !strings.Contains(rows, "placements.apply") || lastErr != "" {
+		t.Errorf("export through the dev context: %d bytes, no placements.apply call in them, or stderr:\n%s", len(rows), lastErr)
+	}
 
 	// A sync followed to its end: the simulated Argo CD ends nine in ten
 	// syncs Succeeded and one Failed, and --wait says which.

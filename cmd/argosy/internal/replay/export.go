@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
@@ -39,6 +40,7 @@ type ExportOptions struct {
 	Quiet  bool
 	Output string
 	now    func() time.Time
+	flags  *pflag.FlagSet
 }
 
 // exportRoles are the topic roles export takes, the first four its default.
@@ -72,7 +74,11 @@ Records that are not CloudEvents are skipped with a warning. The file
 appears only when the export is complete: until then it is FILE.*.partial,
 removed on failure or Ctrl-C. With --out -, rows go to stdout and no
 summary is printed. A progress bar goes to stderr when it is a terminal,
-unless -q.`,
+unless -q.
+
+The broker and the topic prefix, when no flag or environment variable
+gives them, come from the context --context names, else the current one,
+when it names its log: argosy dev's context does.`,
 		Example: `  # Every event of November, as Parquet for Spark, DuckDB or ClickHouse
   argosy export --kafka-brokers kafka:9092 --from 2026-11-01T00:00:00Z --to 2026-12-01T00:00:00Z --out nov.parquet
 
@@ -97,6 +103,8 @@ unless -q.`,
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
 	fs := cmd.Flags()
+	opts.flags = fs
+	bindContext(fs)
 	opts.Kafka.BindFlags(fs, "ARGOSY_")
 	fs.StringVar(&opts.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
 	names := topicNames()
@@ -117,7 +125,11 @@ unless -q.`,
 
 // parse checks and sets the options that need more than a flag's type.
 func (o *ExportOptions) parse(from, to string) error {
-	errs := []error{o.Kafka.Validate()}
+	var errs []error
+	if o.flags != nil {
+		errs = append(errs, fromContext(o.flags, logSettings{kafka: &o.Kafka, prefix: &o.TopicPrefix}))
+	}
+	errs = append(errs, kafkaError(&o.Kafka))
 	topics := events.DefaultTopics(o.TopicPrefix)
 	o.Range.Topics = nil
 	for _, r := range o.Roles {

@@ -28,9 +28,14 @@ type LogOptions struct {
 	// CreateTime accepts records stamped with CreateTime: argosy dev's
 	// embedded broker stamps them so (docs/dev.md).
 	CreateTime bool
+	// flags are the command's, to tell what it was given from what a
+	// context may give.
+	flags *pflag.FlagSet
 }
 
 func (l *LogOptions) bind(fs *pflag.FlagSet) {
+	l.flags = fs
+	bindContext(fs)
 	l.Kafka.BindFlags(fs, "ARGOSY_")
 	fs.StringVar(&l.TopicPrefix, "topic-prefix", cmdkit.Env("ARGOSY_TOPIC_PREFIX", ""), "prefix of Argosy's topic names (env ARGOSY_TOPIC_PREFIX)")
 	fs.StringVar(&l.HubKeyFile, "hub-key", cmdkit.Env("ARGOSY_HUB_KEY", ""), "file holding the hub's Ed25519 public key, base64: the trust anchor (env ARGOSY_HUB_KEY)")
@@ -39,10 +44,17 @@ func (l *LogOptions) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&l.CreateTime, "accept-create-time", false, "accept records the broker did not stamp with LogAppendTime (argosy dev's embedded broker)")
 }
 
+// validate takes what the command was not given from its context, then
+// checks the options.
 func (l *LogOptions) validate() []error {
-	errs := []error{l.Kafka.Validate()}
+	if l.flags != nil {
+		if err := fromContext(l.flags, logSettings{kafka: &l.Kafka, prefix: &l.TopicPrefix, hubKey: &l.HubKeyFile, createTime: &l.CreateTime}); err != nil {
+			return []error{err}
+		}
+	}
+	errs := []error{kafkaError(&l.Kafka)}
 	if l.HubKeyFile == "" {
-		errs = append(errs, errors.New("--hub-key is required"))
+		errs = append(errs, errors.New("--hub-key is required: give it, set ARGOSY_HUB_KEY, or use a context that names the log"))
 	}
 	if l.ClockMargin <= 0 {
 		errs = append(errs, errors.New("--clock-margin must be a positive duration"))

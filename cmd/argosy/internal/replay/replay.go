@@ -23,7 +23,12 @@ row; 'replay as-of' shows what held on a cluster at any time; 'replay
 redrive' publishes a cluster's desired state, current or as of a time,
 again through the hub, so that a restored cluster converges.
 docs/replay.md walks through each, and through swapping a rebuilt store in
-for the live one.`,
+for the live one.
+
+They read Kafka directly. What no flag or environment variable gives (the
+broker, the topic prefix, the hub's key, --accept-create-time) comes from
+the context --context names, else the current one, when it names its log:
+argosy dev's context does.`,
 	}
 	cmd.AddCommand(NewCmdRebuild(io, nil), NewCmdDiff(io, nil), NewCmdAsOf(io, nil), NewCmdRedrive(io, nil))
 	return cmd
