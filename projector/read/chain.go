@@ -64,7 +64,7 @@ func (h *Handler) chain(r *http.Request) (any, error) {
 		return nil, &apiError{status: http.StatusForbidden, msg: "the audit chains hold every cluster's and project's entries: " +
 			"a token limited to clusters or projects may not read them whole; GET /api/v1/audit/verify gives their verdicts"}
 	}
-	limit := p.integer("limit", MaxAuditLimit, 1, MaxAuditLimit)
+	limit := p.integer("limit", MaxAuditLimit, MaxAuditLimit)
 	var after *ChainPosition
 	if v, ok := p.values["after"]; ok {
 		pos, ok := parsePosition(v)

@@ -23,7 +23,7 @@ func (h *Handler) clusters(r *http.Request) (any, error) {
 		return nil, err
 	}
 	req := FleetRequest{Selector: p.str("selector"), State: p.oneOf("state", "", States), Search: p.str("q"), Sort: p.str("sort"),
-		Page: p.integer("page", 1, 1, math.MaxInt32), PerPage: p.integer("perPage", DefaultPerPage, 1, MaxPerPage)}
+		Page: p.integer("page", 1, math.MaxInt32), PerPage: p.integer("perPage", DefaultPerPage, MaxPerPage)}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (h *Handler) audit(r *http.Request) (any, error) {
 		return nil, err
 	}
 	f := projector.AuditFilter{Cluster: p.str("cluster"), Namespace: p.str("namespace"), Name: p.str("app"),
-		Actor: p.str("actor"), Limit: p.integer("limit", DefaultAuditLimit, 1, MaxAuditLimit)}
+		Actor: p.str("actor"), Limit: p.integer("limit", DefaultAuditLimit, MaxAuditLimit)}
 	f.From, f.To = p.interval()
 	if err := p.err(); err != nil {
 		return nil, err

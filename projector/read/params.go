@@ -86,15 +86,15 @@ func (p *params) interval() (from, to time.Time) {
 	return from, to
 }
 
-// integer returns an integer parameter in [lo, hi], def when absent.
-func (p *params) integer(name string, def, lo, hi int) int {
+// integer returns an integer parameter in [1, hi], def when absent.
+func (p *params) integer(name string, def, hi int) int {
 	v, ok := p.values[name]
 	if !ok {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		p.fail(badRequest("parameter %q: %q is not an integer from %d to %d", name, v, lo, hi))
+	if err != nil || n < 1 || n > hi {
+		p.fail(badRequest("parameter %q: %q is not an integer from 1 to %d", name, v, hi))
 		return def
 	}
 	return n

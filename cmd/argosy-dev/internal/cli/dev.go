@@ -145,7 +145,7 @@ func devRun(ctx context.Context, o *DevOptions) error {
 	if err := devDir(o); err != nil {
 		return err
 	}
-	signer, token, tokens, err := devCredentials(filepath.Join(o.DataDir, "hub"))
+	signer, token, tokens, err := devCredentials(filepath.Join(o.DataDir, credentialsDir))
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (f devFleet) run(ctx context.Context) error {
 		return err
 	}
 	ready := DevReady{URL: f.sys.URL(), Token: f.token, DataDir: f.o.DataDir, Clusters: fleet.Names(), PID: os.Getpid(),
-		Log: DevLog{KafkaBrokers: f.kafka.seed, TopicPrefix: f.o.TopicPrefix, HubKey: filepath.Join(dir, hubkey.PublicKeyFile),
+		Log: DevLog{KafkaBrokers: f.kafka.seed, TopicPrefix: f.o.TopicPrefix, HubKey: filepath.Join(dir, credentialsDir, hubkey.PublicKeyFile),
 			AcceptCreateTime: len(f.kafka.decoder) > 0}}
 	if err := writeReady(f.o.DataDir, ready); err != nil {
 		return err
@@ -303,6 +303,10 @@ func (f devFleet) run(ctx context.Context) error {
 	printReady(f.o.IO, ready)
 	return fleet.Run(ctx)
 }
+
+// credentialsDir is the data directory's directory of the hub's key and
+// tokens.
+const credentialsDir = "hub"
 
 // devCredentials makes the hub's key and an admin token in dir the first
 // time, and reads them after.

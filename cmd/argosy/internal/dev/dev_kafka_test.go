@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/testproc"
+	"github.com/argosyproj/argosy/projector/read"
 )
 
 // TestDevAsANewUser does what the README tells a new user to: it runs
@@ -117,7 +119,9 @@ func TestDevAsANewUser(t *testing.T) {
 		return true
 	}
 	waitFor(t, 2*time.Minute, "guestbook applied and synced on every staging cluster", converged, p)
-	if out := argosy("audit"); !strings.Contains(out, "applications/argocd/guestbook") || !strings.Contains(out, "placements.apply") {
+	// Every poll above is an audited read: ask for enough entries to reach
+	// the change behind them.
+	if out := argosy("audit", "--limit", strconv.Itoa(read.MaxAuditLimit)); !strings.Contains(out, "applications/argocd/guestbook") || !strings.Contains(out, "placements.apply") {
 		t.Errorf("the audit trail does not show the placement and its applications:\n%s", out)
 	}
 	waitFor(t, time.Minute, "a deployment report with both deployments", func() bool {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,8 +92,12 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Setenv(config.EnvConfig, filepath.Join(dir, "config.yaml")) //nolint:errcheck,gosec // before any test runs
+	if err := os.Setenv(config.EnvConfig, filepath.Join(dir, "config.yaml")); err != nil {
+		panic(err)
+	}
 	code := m.Run()
-	os.RemoveAll(dir) //nolint:errcheck,gosec // a temporary directory
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	os.Exit(code)
 }
