@@ -47,6 +47,14 @@ func samples() map[string]sample {
 		KeyID: "cluster-prod-eu-1-signing-2", Owner: "prod-eu-1", Role: schemas.RoleCluster,
 		Purpose: schemas.PurposeSigning, Algorithm: "ed25519", PublicKey: pubKey,
 	}
+	status := schemas.ApplicationStatusChanged{Resource: resource, Seq: 311, Full: true, Deleted: true,
+		Sync:   &schemas.SyncStatus{Status: "Synced", Revision: "9f2c1e7"},
+		Health: &schemas.HealthStatus{Status: "Degraded", Message: "Deployment guestbook exceeded its progress deadline"},
+		Operation: &schemas.OperationState{Phase: "Succeeded", Message: "successfully synced (all tasks run)",
+			StartedAt: t0, FinishedAt: ptr(t1)},
+		Conditions: []schemas.Condition{{Type: "SyncError", Message: "one or more objects failed to apply"}},
+		Resources: &schemas.ResourceSummary{Total: 3, ByKind: map[string]int{"ConfigMap": 2, "Deployment": 1},
+			ByHealth: map[string]int{"Healthy": 2, "Degraded": 1}}}
 	return map[string]sample{
 		"io.argosy.hub.placement.upserted.v1": {
 			full: schemas.PlacementUpserted{Namespace: "argocd", Name: "guestbook", Generation: 3, Selector: "env=prod,region in (eu,us)",
@@ -111,26 +119,11 @@ func samples() map[string]sample {
 			minimal: schemas.Heartbeat{Cluster: "edge-7", AgentVersion: "0.4.1", Mode: "autonomous"},
 		},
 		"io.argosy.status.application.changed.v1": {
-			full: schemas.ApplicationStatusChanged{Resource: resource, Seq: 311, Full: true, Deleted: true,
-				Sync:   &schemas.SyncStatus{Status: "Synced", Revision: "9f2c1e7"},
-				Health: &schemas.HealthStatus{Status: "Degraded", Message: "Deployment guestbook exceeded its progress deadline"},
-				Operation: &schemas.OperationState{Phase: "Succeeded", Message: "successfully synced (all tasks run)",
-					StartedAt: t0, FinishedAt: ptr(t1)},
-				Conditions: []schemas.Condition{{Type: "SyncError", Message: "one or more objects failed to apply"}},
-				Resources: &schemas.ResourceSummary{Total: 3, ByKind: map[string]int{"ConfigMap": 2, "Deployment": 1},
-					ByHealth: map[string]int{"Healthy": 2, "Degraded": 1}}},
+			full:    status,
 			minimal: schemas.ApplicationStatusChanged{Resource: minResource, Seq: 0},
 		},
 		"io.argosy.status.applications.changed.v1": {
-			full: schemas.ApplicationStatusBatch{Cluster: "prod-eu-1", Deltas: []schemas.ApplicationStatusChanged{
-				{Resource: resource, Seq: 312, Full: true, Deleted: true,
-					Sync:   &schemas.SyncStatus{Status: "Synced", Revision: "9f2c1e7"},
-					Health: &schemas.HealthStatus{Status: "Healthy", Message: "all resources healthy"},
-					Operation: &schemas.OperationState{Phase: "Succeeded", Message: "successfully synced (all tasks run)",
-						StartedAt: t0, FinishedAt: ptr(t1)},
-					Conditions: []schemas.Condition{{Type: "SyncError", Message: "one or more objects failed to apply"}},
-					Resources: &schemas.ResourceSummary{Total: 3, ByKind: map[string]int{"ConfigMap": 2, "Deployment": 1},
-						ByHealth: map[string]int{"Healthy": 3}}}}},
+			full:    schemas.ApplicationStatusBatch{Cluster: "prod-eu-1", Deltas: []schemas.ApplicationStatusChanged{status}},
 			minimal: schemas.ApplicationStatusBatch{Cluster: "edge-7", Deltas: []schemas.ApplicationStatusChanged{{Resource: minResource}}},
 		},
 		"io.argosy.status.config.applied.v1": {

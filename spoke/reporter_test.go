@@ -30,21 +30,43 @@ func (f feed) Run(ctx context.Context, changed func(spoke.AppStatus)) error {
 	}
 }
 
+// capturing returns a reporter of cluster c1 with opts, publishing to the
+// capture it returns.
+func capturing(t *testing.T, opts ...spoke.Option) (*capture, *spoke.Reporter) {
+	t.Helper()
+	pub := &capture{}
+	rep, err := spoke.NewReporter("c1", pub, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, rep
+}
+
+// runReporter runs rep on a new feed until stop, which fails t if Run
+// returned an error.
+func runReporter(t *testing.T, rep *spoke.Reporter) (src feed, stop func()) {
+	t.Helper()
+	src = make(feed)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- rep.Run(ctx, src) }()
+	return src, func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestReporterResyncsAndForgets runs the reporter for hours of fake time:
 // a live Application's whole status goes out again at each resync, and
 // a deleted one's deletion goes out once, after which the reporter keeps
 // nothing of it and sends nothing more, however long it runs.
 func TestReporterResyncsAndForgets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pub := &capture{}
-		rep, err := spoke.NewReporter("c1", pub, spoke.WithStatusResync(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := make(feed)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- rep.Run(ctx, src) }()
+		pub, rep := capturing(t, spoke.WithStatusResync(time.Hour))
+		src, stop := runReporter(t, rep)
 		status := func(name string, deleted bool) spoke.AppStatus {
 			return spoke.AppStatus{Namespace: "argocd", Name: name, Deleted: deleted, Health: &schemas.HealthStatus{Status: "Healthy"}}
 		}
@@ -54,10 +76,7 @@ func TestReporterResyncsAndForgets(t *testing.T) {
 		src <- status("gone", true)
 		time.Sleep(5*time.Hour + time.Minute)
 		synctest.Wait()
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		full, deletions := map[string]int{}, map[string]int{}
 		for _, d := range statusDeltas(t, pub.es) {
 			switch {
@@ -109,24 +128,14 @@ func TestReporterBatchesAWindow(t *testing.T) {
 	for _, tc := range []struct{ apps, events int }{{1, 1}, {5, 1}, {schemas.MaxBatchDeltas, 1}, {schemas.MaxBatchDeltas*2 + 1, 3}} {
 		t.Run(fmt.Sprint(tc.apps), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				pub := &capture{}
-				rep, err := spoke.NewReporter("c1", pub, spoke.WithWindow(time.Second))
-				if err != nil {
-					t.Fatal(err)
-				}
-				src := make(feed)
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error, 1)
-				go func() { done <- rep.Run(ctx, src) }()
+				pub, rep := capturing(t, spoke.WithWindow(time.Second))
+				src, stop := runReporter(t, rep)
 				for i := range tc.apps {
 					src <- spoke.AppStatus{Namespace: "argocd", Name: fmt.Sprintf("app-%03d", i), Health: &schemas.HealthStatus{Status: "Healthy"}}
 				}
 				time.Sleep(1500 * time.Millisecond)
 				synctest.Wait()
-				cancel()
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
+				stop()
 				if len(pub.es) != tc.events {
 					t.Errorf("%d events for %d Applications' deltas, want %d", len(pub.es), tc.apps, tc.events)
 				}
@@ -151,15 +160,8 @@ func TestReporterBatchesAWindow(t *testing.T) {
 // split into several events, each within the size an event may have.
 func TestReporterBoundsABatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pub := &capture{}
-		rep, err := spoke.NewReporter("c1", pub, spoke.WithWindow(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := make(feed)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- rep.Run(ctx, src) }()
+		pub, rep := capturing(t, spoke.WithWindow(time.Second))
+		src, stop := runReporter(t, rep)
 		long := strings.Repeat("x", 20<<10)
 		for i := range 40 {
 			src <- spoke.AppStatus{Namespace: "argocd", Name: fmt.Sprintf("app-%03d", i),
@@ -167,10 +169,7 @@ func TestReporterBoundsABatch(t *testing.T) {
 		}
 		time.Sleep(1500 * time.Millisecond)
 		synctest.Wait()
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		if len(pub.es) < 2 {
 			t.Errorf("40 deltas of 20 KiB each went out in %d event(s), want several", len(pub.es))
 		}

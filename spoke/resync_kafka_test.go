@@ -47,10 +47,7 @@ func TestStatusOutlivesTheStatusTopicsRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := make(feed)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- rep.Run(ctx, src) }()
+	src, stop := runReporter(t, rep)
 	app := func(name, health string) spoke.AppStatus {
 		return spoke.AppStatus{Namespace: "argocd", Name: name, Generation: 3, Sync: &schemas.SyncStatus{Status: "Synced", Revision: "abc"},
 			Health: &schemas.HealthStatus{Status: health}, Conditions: []schemas.Condition{{Type: "SyncError", Message: "once"}},
@@ -70,10 +67,7 @@ func TestStatusOutlivesTheStatusTopicsRetention(t *testing.T) {
 	if resp, err := kadm.NewClient(f.client).DeleteRecords(t.Context(), os); err != nil || resp.Error() != nil {
 		t.Fatalf("delete records before %d: %v %v", cut, err, resp.Error())
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	rest := readStatus(t, topic, part, 0)
 	if len(rest) == 0 || rest[0].Offset < cut {
 		t.Fatalf("the log still starts at %v, want at %d", rest, cut)
