@@ -501,8 +501,11 @@ func TestProjectorReplicasRebalance(t *testing.T) {
 	waitCaughtUp(t, store, ends, b.LogTail)
 	compareViews(t, store, want)
 	replayMatches(t, p)
+	// Not argosy_events_dead_lettered_total: the forged records may all
+	// have been read by the replica that left, and a labelled counter has
+	// no series before its first count.
 	checkMetrics(t, pb.metrics, "argosy_projector_folded_total{", "argosy_projector_steps_total{",
-		"argosy_projector_step_duration_seconds_bucket{", "argosy_projector_lag{", "argosy_events_dead_lettered_total{")
+		"argosy_projector_step_duration_seconds_bucket{", "argosy_projector_lag{")
 }
 
 // checkMetrics checks that the Prometheus text at url has a sample of each
