@@ -1,6 +1,7 @@
 package spoke_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,6 +112,9 @@ func statusDeltas(t *testing.T, es []*event.Event) []*schemas.ApplicationStatusC
 		v := sp.NewData()
 		if err := json.Unmarshal(e.Data(), v); err != nil {
 			t.Fatal(err)
+		}
+		if canonical, err := json.Marshal(v); err != nil || !bytes.Equal(canonical, e.Data()) {
+			t.Errorf("a %s event's data is not its canonical encoding, which readers' fast path takes: %s", e.Type(), e.Data())
 		}
 		ds := schemas.StatusDeltas(v)
 		if len(ds) == 0 || e.Type() == events.TypeApplicationStatusBatch && len(ds) < 2 {

@@ -87,8 +87,16 @@ type pendingEvent struct {
 	status AppStatus
 	seq    int64
 	full   bool
-	delta  schemas.ApplicationStatusChanged
-	size   int // of the delta's JSON
+	// data is the delta's JSON, encoded once: it sizes the batches and is
+	// the event's data or one of its batch's deltas.
+	data json.RawMessage
+}
+
+// batchData is an applications.changed event's data with its deltas
+// encoded already: the same JSON as schemas.ApplicationStatusBatch's.
+type batchData struct {
+	Cluster string            `json:"cluster"`
+	Deltas  []json.RawMessage `json:"deltas"`
 }
 
 // batchBytes bounds the data of one batch of deltas, well inside
@@ -160,7 +168,7 @@ func (r *Reporter) flush(ctx context.Context) {
 	}
 	r.mu.Unlock()
 
-	es, evs := r.events(ctx, r.deltas(batch, sent, now))
+	es, evs := r.events(ctx, r.deltas(ctx, batch, sent, now))
 	if len(evs) == 0 {
 		return
 	}
@@ -193,7 +201,7 @@ func (r *Reporter) flush(ctx context.Context) {
 
 // deltas returns the deltas of batch: each from what was sent of it, or
 // its whole status when it was never sent or its resync is due.
-func (r *Reporter) deltas(batch map[appKey]AppStatus, sent map[appKey]sentStatus, now time.Time) []*pendingEvent {
+func (r *Reporter) deltas(ctx context.Context, batch map[appKey]AppStatus, sent map[appKey]sentStatus, now time.Time) []*pendingEvent {
 	var evs []*pendingEvent
 	for k, s := range batch {
 		prev, seen := sent[k]
@@ -204,7 +212,12 @@ func (r *Reporter) deltas(batch map[appKey]AppStatus, sent map[appKey]sentStatus
 		}
 		delta.Resource = schemas.Resource{Cluster: r.cluster, Namespace: s.Namespace, Name: s.Name, Generation: s.Generation}
 		delta.Seq = prev.seq + 1
-		evs = append(evs, &pendingEvent{key: k, status: s, seq: delta.Seq, full: full, delta: delta, size: DeltaSize(delta)})
+		data, err := json.Marshal(delta)
+		if err != nil {
+			r.logErr(ctx, "status event", err)
+			continue
+		}
+		evs = append(evs, &pendingEvent{key: k, status: s, seq: delta.Seq, full: full, data: data})
 	}
 	return evs
 }
@@ -218,9 +231,9 @@ func (r *Reporter) events(ctx context.Context, pes []*pendingEvent) ([]*event.Ev
 	var es []*event.Event
 	var carried []*pendingEvent
 	for len(pes) > 0 {
-		n, size := 1, pes[0].size
-		for n < len(pes) && n < schemas.MaxBatchDeltas && size+pes[n].size <= batchBytes {
-			size += pes[n].size
+		n, size := 1, len(pes[0].data)
+		for n < len(pes) && n < schemas.MaxBatchDeltas && size+len(pes[n].data) <= batchBytes {
+			size += len(pes[n].data)
 			n++
 		}
 		chunk := pes[:n]
@@ -238,13 +251,13 @@ func (r *Reporter) events(ctx context.Context, pes []*pendingEvent) ([]*event.Ev
 // event returns the event of one delta, or of a batch of several.
 func (r *Reporter) event(chunk []*pendingEvent) (*event.Event, error) {
 	if len(chunk) == 1 {
-		d := chunk[0].delta
+		k := chunk[0].key
 		return events.New(Source(r.cluster), events.TypeApplicationStatus,
-			events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications, Namespace: d.Namespace, Name: d.Name}.String(), r.cluster, d)
+			events.Subject{Cluster: r.cluster, Kind: schemas.SubjectApplications, Namespace: k.namespace, Name: k.name}.String(), r.cluster, chunk[0].data)
 	}
-	b := schemas.ApplicationStatusBatch{Cluster: r.cluster, Deltas: make([]schemas.ApplicationStatusChanged, len(chunk))}
+	b := batchData{Cluster: r.cluster, Deltas: make([]json.RawMessage, len(chunk))}
 	for i, pe := range chunk {
-		b.Deltas[i] = pe.delta
+		b.Deltas[i] = pe.data
 	}
 	return events.New(Source(r.cluster), events.TypeApplicationStatusBatch, events.Subject{Cluster: r.cluster}.String(), r.cluster, b)
 }
