@@ -36,8 +36,8 @@ func Main(newRoot func(IOStreams) *cobra.Command) int {
 }
 
 // Execute runs root and returns the exit code: 0 on success; 2 for a usage
-// error (a FlagError), after pointing at `<root> <command> --help`; 1 for
-// any other error. Errors are printed to io.Err.
+// error (a FlagError), after pointing at `<root> <command> --help`; an
+// ExitError's code; 1 for any other error. Errors are printed to io.Err.
 func Execute(ctx context.Context, root *cobra.Command, io IOStreams) int {
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -45,12 +45,30 @@ func Execute(ctx context.Context, root *cobra.Command, io IOStreams) int {
 	}
 	fmt.Fprintln(io.Err, "Error:", err)
 	var fe *FlagError
-	if errors.As(err, &fe) {
+	var ee *ExitError
+	switch {
+	case errors.As(err, &fe):
 		fmt.Fprintf(io.Err, "Run '%s <command> --help' for usage.\n", root.Name())
 		return 2
+	case errors.As(err, &ee):
+		return ee.Code
 	}
 	return 1
 }
+
+// ExitTimeout is the exit code of a command that gave up waiting for
+// something to happen (--wait past its --timeout): what it waited for may
+// still happen, unlike a failure (1).
+const ExitTimeout = 3
+
+// ExitError is an error that exits with Code, for scripts to tell apart.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
 
 // FlagError is a usage error: a bad flag or argument. Execute exits 2 and
 // points at --help.

@@ -3,6 +3,7 @@ package cmdkit_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,6 +26,8 @@ func TestExecuteExitCodes(t *testing.T) {
 		{name: "failure", args: []string{"sub"}, err: errors.New("boom"), code: 1, wantErr: "Error: boom\n"},
 		{name: "usage", args: []string{"sub"}, err: &cmdkit.FlagError{Err: errors.New("bad flag")}, code: 2,
 			wantErr: "Error: bad flag\nRun 'tool <command> --help' for usage.\n"},
+		{name: "timeout", args: []string{"sub"}, err: fmt.Errorf("waiting: %w", &cmdkit.ExitError{Code: cmdkit.ExitTimeout, Err: errors.New("gave up")}),
+			code: 3, wantErr: "Error: waiting: gave up\n"},
 		{name: "wrong arguments", args: []string{"sub", "extra"}, code: 2,
 			wantErr: "Error: unknown command \"extra\" for \"tool sub\"\nRun 'tool <command> --help' for usage.\n"},
 		{name: "unknown flag", args: []string{"sub", "--nope"}, code: 2, wantErr: "Error: unknown flag: --nope\n\nUsage:"},

@@ -382,7 +382,7 @@ Argosy is ready: the hub, the projector and %d simulated clusters, in one proces
 
 Try, in another terminal (argosy dev makes the context "dev" for these; else run argosy login %s --token TOKEN first):
   argosy fleet
-  argosy app apply -f docs/examples/guestbook.yaml --selector env=staging
+  argosy app apply -f docs/examples/guestbook.yaml --selector env=staging --wait
   argosy app placements guestbook
   argosy app status guestbook
   argosy audit

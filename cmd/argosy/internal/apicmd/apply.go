@@ -142,28 +142,42 @@ func (o *ApplyOptions) commit(m Manifest) (*api.SourceCommit, error) {
 // prints what was written: all of it, or, when a request fails, what was
 // written before it.
 func Apply(ctx context.Context, io cmdkit.IOStreams, o *ApplyOptions, kind string) error {
+	_, err := ApplyAll(ctx, io, o, kind)
+	return err
+}
+
+// Applied is what ApplyAll wrote: each manifest with its hub's answer.
+type Applied struct {
+	Manifests []Manifest
+	Results   []*api.Result
+	// Client is the session's client, for what the command does next.
+	Client *api.Client
+}
+
+// ApplyAll is Apply, returning what was written when all of it was.
+func ApplyAll(ctx context.Context, io cmdkit.IOStreams, o *ApplyOptions, kind string) (*Applied, error) {
 	ms, err := ReadManifests(io.In, o.Files)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := ForKind(ms, kind, o.Namespace, o.NamespaceSet); err != nil {
-		return err
+		return nil, err
 	}
 	if o.IfGeneration != nil && len(ms) > 1 {
-		return &cmdkit.FlagError{Err: fmt.Errorf("--if-generation applies to one object, and %d were read", len(ms))}
+		return nil, &cmdkit.FlagError{Err: fmt.Errorf("--if-generation applies to one object, and %d were read", len(ms))}
 	}
 	path := map[string]string{"Application": api.KindApplications, "AppProject": api.KindAppProjects}[kind]
 	s, err := o.Write.Session()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var done []*api.Result
 	commits := make([]*api.SourceCommit, len(ms))
 	for i, m := range ms {
 		if commits[i], err = o.commit(m); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	done := &Applied{Manifests: ms, Client: s.Client}
 	for i, m := range ms {
 		req := api.ApplyRequest{Clusters: o.Clusters, Manifest: m.JSON, ExpectedGeneration: o.IfGeneration, Commit: commits[i]}
 		res, err := s.Write(ctx, nil, func(ctx context.Context, wo api.WriteOptions) (*api.Result, error) {
@@ -176,14 +190,14 @@ func Apply(ctx context.Context, io cmdkit.IOStreams, o *ApplyOptions, kind strin
 		if err != nil {
 			err = fmt.Errorf("%s: %s %q: %w", m.Source, kind, m.Name, err)
 			if i == 0 {
-				return err
+				return nil, err
 			}
-			if perr := PrintResult(io, o.Write.Output, Merge(done)); perr != nil {
-				return errors.Join(err, perr)
+			if perr := PrintResult(io, o.Write.Output, Merge(done.Results)); perr != nil {
+				return nil, errors.Join(err, perr)
 			}
-			return fmt.Errorf("%w\n  %d of the %d objects were applied before it (printed above); the rest were not sent", err, i, len(ms))
+			return nil, fmt.Errorf("%w\n  %d of the %d objects were applied before it (printed above); the rest were not sent", err, i, len(ms))
 		}
-		done = append(done, res)
+		done.Results = append(done.Results, res)
 	}
-	return PrintResult(io, o.Write.Output, Merge(done))
+	return done, PrintResult(io, o.Write.Output, Merge(done.Results))
 }

@@ -216,8 +216,7 @@ func waitOperation(ctx context.Context, opts *AppOperationOptions, id string) er
 		state := "not acknowledged by the cluster's agent yet"
 		switch {
 		case ctx.Err() != nil:
-			return fmt.Errorf("gave up waiting for %s after %s; last seen %s (argosy audit --app %s --cluster %s follows it)",
-				what, opts.Timeout, cmdkit.OrDash(said), opts.Name, opts.Cluster)
+			return gaveUpOperation(opts, what, said)
 		case err != nil:
 			state = "the read API answered: " + opts.Write.API.Explain(err).Error()
 		case !found:
@@ -241,11 +240,17 @@ func waitOperation(ctx context.Context, opts *AppOperationOptions, id string) er
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("gave up waiting for %s after %s; last seen %s (argosy audit --app %s --cluster %s follows it)",
-				what, opts.Timeout, said, opts.Name, opts.Cluster)
+			return gaveUpOperation(opts, what, said)
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// gaveUpOperation is the error of a wait for an operation past its
+// timeout, which exits cmdkit.ExitTimeout.
+func gaveUpOperation(opts *AppOperationOptions, what, said string) error {
+	return &cmdkit.ExitError{Code: cmdkit.ExitTimeout, Err: fmt.Errorf("gave up waiting for %s after %s; last seen %s (argosy audit --app %s --cluster %s follows it)",
+		what, opts.Timeout, cmdkit.OrDash(said), opts.Name, opts.Cluster)}
 }
 
 // operationAck is the cluster's last acknowledgement of event id, from the

@@ -303,7 +303,11 @@ func TestAppApply(t *testing.T) {
 		"application.upserted  prod-us  applications  argocd     guestbook  3           dry run\n" +
 		"application.upserted  prod-eu  applications  argocd     billing    6           dry run\n" +
 		"application.upserted  prod-us  applications  argocd     billing    1           dry run\n"
-	if err != nil || stdout != want || stderr != "Dry run: the hub wrote nothing.\n" {
+	wantErr := "Dry run: the hub wrote nothing.\n" +
+		"Would apply argocd/guestbook to 2 clusters (prod-eu, prod-us).\nWould apply argocd/billing to 2 clusters (prod-eu, prod-us).\n" +
+		"Note: no diff of argocd/guestbook: the hub serves no read API, which holds the specs the clusters have\n" +
+		"Note: no diff of argocd/billing: the hub serves no read API, which holds the specs the clusters have\n"
+	if err != nil || stdout != want || stderr != wantErr {
 		t.Fatalf("dry run: %v\nstdout\n%s\nwant\n%s\nstderr %q", err, stdout, want, stderr)
 	}
 	reqs := h.Requests()
@@ -325,7 +329,7 @@ func TestAppApply(t *testing.T) {
 	// events are printed, and the error says what was and was not applied.
 	broken := twoApps[:strings.LastIndex(twoApps, "  source:")]
 	stdout, _, err = run(t, h, h.Admin, broken, "apply", "-f", "-", "--cluster", "prod-eu")
-	wantErr := "standard input, document 2: Application \"billing\": the hub refused the request (400 Bad Request): manifest: spec.destination: required\n" +
+	wantErr = "standard input, document 2: Application \"billing\": the hub refused the request (400 Bad Request): manifest: spec.destination: required\n" +
 		"  manifest.spec.destination: required\n" +
 		"  1 of the 2 objects were applied before it (printed above); the rest were not sent"
 	if err == nil || err.Error() != wantErr {

@@ -96,8 +96,17 @@ func TestDevAsANewUser(t *testing.T) {
 				return !c.Connected
 			})
 	}, p)
-	argosy("app", "apply", "-f", "docs/examples/guestbook.yaml", "--selector", "env=staging")
 	staging := []string{"sim-001", "sim-004"} // sim.Labels: every third cluster from the second
+	// --wait follows the placement to both staging clusters. The simulated
+	// Argo CD fails one sync in ten and turns one Application in ten
+	// Degraded for up to two minutes: the wait ends converged, or fails
+	// naming the sync that failed.
+	out, err := try("app", "apply", "-f", "docs/examples/guestbook.yaml", "--selector", "env=staging", "--wait", "--timeout", "5m")
+	if placed := "Placed argocd/guestbook (placement generation 1) on the 2 clusters (sim-001, sim-004) that env=staging matches now"; !strings.Contains(lastErr, placed) ||
+		(err == nil) != strings.Contains(lastErr, "argocd/guestbook: 2 of 2 clusters converged") ||
+		(err != nil && !strings.Contains(err.Error(), "Argo CD's sync ended Failed: one or more objects failed to apply")) {
+		t.Errorf("app apply --wait: %v\nstdout:\n%s\nstderr:\n%s", err, out, lastErr)
+	}
 	converged := func() bool {
 		var apps []struct {
 			Cluster  string                      `json:"cluster"`
@@ -153,7 +162,7 @@ func TestDevAsANewUser(t *testing.T) {
 
 	// A sync followed to its end: the simulated Argo CD ends nine in ten
 	// syncs Succeeded and one Failed, and --wait says which.
-	out, err := try("app", "sync", "guestbook", "--cluster", staging[0], "--wait", "--timeout", "2m", "-o", "json")
+	out, err = try("app", "sync", "guestbook", "--cluster", staging[0], "--wait", "--timeout", "2m", "-o", "json")
 	switch {
 	case err == nil && strings.HasSuffix(out, "Succeeded\n"):
 	case err != nil && strings.Contains(err.Error(), "ended Failed"):
