@@ -185,6 +185,11 @@ type AppRow struct {
 // AppFilter selects Applications; empty fields match all.
 type AppFilter struct {
 	Cluster, Namespace, Name string
+	// Brief leaves out what summing up many rows does not need, and is
+	// the bulk of their bytes: the desired spec, and the observed
+	// conditions, resources and local Application. A store may return
+	// them anyway.
+	Brief bool
 }
 
 // AuditRow is an audit entry with what was joined to it.

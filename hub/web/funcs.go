@@ -66,6 +66,7 @@ var funcs = template.FuncMap{
 		return template.URL("?" + out.Encode())
 	},
 	"add":   func(a, b int) int { return a + b },
+	"list":  func(s ...string) []string { return s },
 	"deref": func(p *int64) int64 { return *p },
 	"pairs": pairs,
 	"json": func(v any) (string, error) {

@@ -97,12 +97,24 @@ func (h *Handler) cluster(r *http.Request) (string, any, error) {
 // appData is the Application page's.
 type appData struct {
 	Namespace, Name string
-	Rows            []read.App
+	// Source is where its manifests come from, per the newest spec the hub
+	// wants anywhere.
+	Source *read.AppSource
+	// Rows are the page's clusters, of those in State (all if empty).
+	Rows []read.App
 	// Converged counts the clusters that applied the generation the hub
 	// wants and report it Synced and Healthy, of Placed; Stale counts the
-	// clusters whose report is not current.
-	Converged, Placed, Stale int
-	Deployments              []projector.Deployment
+	// clusters whose report is not current. Counts counts the clusters by
+	// read.AppStates, and States lists them.
+	Converged, Placed, Stale, NotConverged int
+	Counts                                 map[string]int
+	States                                 []string
+	State                                  string
+	// Total is how many clusters are in State; Page and Pages place this
+	// page of them; Query keeps the filter for links.
+	Total, Page, Pages int
+	Query              url.Values
+	Deployments        []projector.Deployment
 	// Rollout is the newest change of the placement of the same name, if
 	// a placement writes this Application, with its clusters.
 	Rollout *report.Rollout
@@ -110,29 +122,9 @@ type appData struct {
 
 func (h *Handler) app(r *http.Request) (string, any, error) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	rows, err := h.q.Apps(r.Context(), projector.AppFilter{Namespace: ns, Name: name})
+	d, err := h.appRows(r, ns, name)
 	if err != nil {
 		return "", nil, err
-	}
-	if len(rows) == 0 {
-		return "", nil, &pageError{status: http.StatusNotFound, msg: fmt.Sprintf("no Application %s/%s on any cluster", ns, name)}
-	}
-	clusters, err := h.q.ClusterSummaries(r.Context())
-	if err != nil {
-		return "", nil, err
-	}
-	now := h.now()
-	d := appData{Namespace: ns, Name: name, Rows: read.WithFreshness(rows, clusters, now, h.heartbeat)}
-	for _, a := range d.Rows {
-		if a.Desired == nil || a.Desired.Deleted {
-			continue
-		}
-		d.Placed++
-		if a.Stale {
-			d.Stale++
-		} else if converged(a) {
-			d.Converged++
-		}
 	}
 	deps, err := h.q.Deployments(r.Context(), projector.DeploymentFilter{Namespace: ns, Name: name, Last: 20})
 	if err != nil {
@@ -140,6 +132,7 @@ func (h *Handler) app(r *http.Request) (string, any, error) {
 	}
 	slices.Reverse(deps)
 	d.Deployments = deps
+	now := h.now()
 	ro, err := read.Rollouts(r.Context(), h.q, read.RolloutParams{Namespace: ns, Placement: name,
 		From: now.Add(-read.DefaultReportRange), To: now.Add(time.Second), Newest: true})
 	if err != nil {
@@ -151,13 +144,61 @@ func (h *Handler) app(r *http.Request) (string, any, error) {
 	return "app", d, nil
 }
 
-// converged reports whether a cluster applied the generation the hub wants
-// and reports the Application Synced and Healthy.
-func converged(a read.App) bool {
-	o := a.Observed
-	return o != nil && a.Desired != nil && o.AppliedGeneration >= a.Desired.Generation &&
-		o.Sync != nil && o.Sync.Status == "Synced" && o.Health != nil && o.Health.Status == "Healthy"
+// appRows is the Application page's summary and its page of clusters,
+// of the state the request's state parameter names.
+func (h *Handler) appRows(r *http.Request, ns, name string) (*appData, error) {
+	state := r.URL.Query().Get("state")
+	if state != "" && state != read.AppNotConverged && !slices.Contains(read.AppStates, state) {
+		return nil, badRequest(fmt.Errorf("state %q: want one of %s or %s", state, strings.Join(read.AppStates, ", "), read.AppNotConverged))
+	}
+	page, err := intParam(r, "page", 1, math.MaxInt)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := h.q.Apps(r.Context(), projector.AppFilter{Namespace: ns, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, &pageError{status: http.StatusNotFound, msg: fmt.Sprintf("no Application %s/%s on any cluster", ns, name)}
+	}
+	clusters, err := h.q.ClusterSummaries(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	d := &appData{Namespace: ns, Name: name, Counts: map[string]int{}, State: state, Query: url.Values{},
+		States: append(append([]string{}, read.AppStates...), read.AppNotConverged)}
+	if state != "" {
+		d.Query.Set("state", state)
+	}
+	var kept []read.App
+	var newest *projector.AppDesired
+	for _, a := range read.WithFreshness(rows, clusters, h.now(), h.heartbeat) {
+		st := read.AppStateOf(a)
+		if st != "" {
+			d.Placed++
+			d.Counts[st]++
+			if newest == nil || a.Desired.UpdatedAt.After(newest.UpdatedAt) {
+				newest = a.Desired
+			}
+		}
+		if state == "" || st == state || (state == read.AppNotConverged && st != read.AppConverged) {
+			kept = append(kept, a)
+		}
+	}
+	d.Converged, d.Stale = d.Counts[read.AppConverged], d.Counts[read.AppStale]
+	d.NotConverged = d.Placed - d.Converged
+	if newest != nil {
+		d.Source = read.SourceOf(newest.Spec)
+	}
+	d.Total, d.Pages = len(kept), max((len(kept)+appPerPage-1)/appPerPage, 1)
+	d.Page = min(page, d.Pages)
+	d.Rows = kept[min((d.Page-1)*appPerPage, len(kept)):min(d.Page*appPerPage, len(kept))]
+	return d, nil
 }
+
+// appPerPage is how many clusters a page of the Application page lists.
+const appPerPage = 50
 
 // auditData is the audit page's.
 type auditData struct {

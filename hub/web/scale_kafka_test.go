@@ -97,6 +97,35 @@ func TestFleetPageAtScale(t *testing.T) {
 		t.Logf("fleet page, %-28s first contentful paint %5.0f ms, first byte %5.0f ms, loaded %5.0f ms, %4.0f KB in %0.f+1 requests",
 			p.name+":", m.FCP, m.Server, m.Loaded, m.Bytes/1024, m.Requests)
 	}
+	appPages := []struct {
+		name, path, table, heading string
+		rows                       int
+	}{
+		{"applications", "/apps", "apps", "10 across the fleet", 10},
+		{"applications, grid by env", "/apps?grid=env", "apps", "10 across the fleet", 10},
+		{"applications, Failed", "/apps?state=Failed", "apps", "10 across the fleet", 10},
+		{"application app-003", "/apps/argocd/app-003", "app-clusters", "", 50},
+		{"application app-003, Stale", "/apps/argocd/app-003?state=Stale", "app-clusters", "", 50},
+	}
+	for _, p := range appPages {
+		var heading string
+		var rows int
+		var m timing
+		if err := chromedp.Run(bctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible("#"+p.table, chromedp.ByID),
+			chromedp.Text("h1", &heading, chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelectorAll('#`+p.table+` tbody tr[data-app], #`+p.table+` tbody tr[data-cluster]').length`, &rows)); err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		waitLoaded(t, bctx)
+		if err := chromedp.Run(bctx, chromedp.Evaluate(measure, &m)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(heading, p.heading) || rows != p.rows {
+			t.Errorf("%s: heading %q with %d rows, want %q and %d", p.name, heading, rows, p.heading, p.rows)
+		}
+		t.Logf("%-40s first contentful paint %5.0f ms, first byte %5.0f ms, loaded %5.0f ms, %4.0f KB in %0.f+1 requests",
+			p.name+":", m.FCP, m.Server, m.Loaded, m.Bytes/1024, m.Requests)
+	}
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}

@@ -101,6 +101,15 @@ func TestPages(t *testing.T) {
 			// The placement's newest change waits on both clusters.
 			"Placement change 2", "<b>0 of 2</b> targeted clusters deployed it", "2 pending", `Waiting on: <a href="/clusters/prod-eu">`}},
 		{"/apps/argocd/billing", 200, []string{"rejected 5: invalid"}},
+		{"/apps/argocd/guestbook?state=Stale", 200, []string{`data-cluster="prod-us"`, "1 clusters Stale; page 1 of 1", `href="?state=Converged">Converged 1</a>`,
+			`href="?">all 2 clusters</a>`, `hx-get="/apps/argocd/guestbook?state=Stale"`}},
+		{"/apps/argocd/guestbook?state=Failed", 200, []string{"No cluster is Failed."}},
+		{"/apps/argocd/guestbook?state=Green", 400, []string{`state &#34;Green&#34;`}},
+		{"/apps", 200, []string{`data-app="argocd/guestbook"`, `data-app="argocd/billing"`, "2 across the fleet",
+			`href="/apps/argocd/guestbook?state=Stale">Stale 1</a>`, `href="/apps/argocd/billing?state=Failed">Failed 1</a>`, `href="/apps" class="active"`}},
+		{"/apps?state=Failed", 200, []string{`data-app="argocd/billing"`, "1 across the fleet"}},
+		{"/apps?grid=env", 200, []string{`id="app-grid"`, "<th>prod</th>", "4f2a9c1"}},
+		{"/apps?state=Green", 400, []string{`state &#34;Green&#34;`}},
 		{"/apps/argocd/nope", 404, []string{"no Application"}},
 		{"/placements", 200, []string{`id="placements"`, `id="placement-form"`, `href="/placements" class="active"`}},
 		{"/audit", 200, []string{`id="audit"`}},
@@ -141,7 +150,7 @@ func TestStoreFailure(t *testing.T) {
 		h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), web.Viewer{Actor: "alice", Role: "viewer"})))
 	}))
 	defer srv.Close()
-	for _, path := range []string{"/", "/clusters/prod-eu", "/apps/argocd/guestbook", "/audit", "/reports"} {
+	for _, path := range []string{"/", "/clusters/prod-eu", "/apps", "/apps/argocd/guestbook", "/audit", "/reports"} {
 		status, body := get(t, srv.URL+path)
 		if status != http.StatusInternalServerError || !strings.Contains(body, "internal error") || strings.Contains(body, "disk on fire") {
 			t.Errorf("%s: %d\n%s", path, status, body)

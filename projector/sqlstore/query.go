@@ -172,30 +172,17 @@ func (s *Store) Apps(ctx context.Context, f projector.AppFilter) ([]projector.Ap
 	w.eq("namespace", f.Namespace)
 	w.eq("name", f.Name)
 	inline := s.inlineSpec(0)
-	dcols, ocols := slices.Clone(desiredColumns), slices.Clone(observedColumns)
-	for i, c := range dcols {
-		dcols[i] = "d." + c
-		if c == "spec" {
-			dcols[i] = bounded("d.spec", sizeSQL("d.spec"), inline)
-		}
-	}
-	for i, c := range ocols {
-		ocols[i] = "o." + c
-		if c == "local" {
-			ocols[i] = `CASE WHEN ` + localSizeSQL("o.local") + ` <= ` + strconv.Itoa(inline) + ` THEN o.local ELSE ` +
-				fmt.Sprintf(s.d.withoutSpec, "o.local") + ` END`
-		}
-	}
+	dcols, ocols, sizes := s.appColumns(inline, f.Brief)
 	q := `WITH k AS (SELECT cluster, namespace, name FROM desired_apps` + w.String() + `
 			UNION SELECT cluster, namespace, name FROM observed_apps` + w.String() + `)
 		SELECT k.cluster, k.namespace, k.name, ` + strings.Join(dcols, ", ") + `, ` + strings.Join(ocols, ", ") +
-		`, ` + sizeSQL("d.spec") + `, ` + localSizeSQL("o.local") + `
+		`, ` + sizes + `
 		FROM k
 		LEFT JOIN desired_apps d ON d.cluster = k.cluster AND d.namespace = k.namespace AND d.name = k.name
 		LEFT JOIN observed_apps o ON o.cluster = k.cluster AND o.namespace = k.namespace AND o.name = k.name
 		ORDER BY k.cluster, k.namespace, k.name`
 	var out []projector.AppRow
-	var sizes []specSize
+	var specSizes []specSize
 	err := s.each(ctx, q, append(append([]any{}, w.args...), w.args...), func(rows *sql.Rows) error {
 		var row projector.AppRow
 		ddest, dbuild := scanDesired()
@@ -205,7 +192,7 @@ func (s *Store) Apps(ctx context.Context, f projector.AppFilter) ([]projector.Ap
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		sizes = append(sizes, spec, local)
+		specSizes = append(specSizes, spec, local)
 		var err error
 		if row.Desired, err = dbuild(); err != nil {
 			return err
@@ -219,10 +206,43 @@ func (s *Store) Apps(ctx context.Context, f projector.AppFilter) ([]projector.Ap
 	if err != nil {
 		return nil, fmt.Errorf("applications: %w", err)
 	}
-	if err := s.appSpecs(ctx, out, sizes, inline); err != nil {
+	if f.Brief {
+		return out, nil
+	}
+	if err := s.appSpecs(ctx, out, specSizes, inline); err != nil {
 		return nil, fmt.Errorf("applications: specs: %w", err)
 	}
 	return out, nil
+}
+
+// appColumns are the select lists of Apps' desired and observed columns,
+// and of the sizes of their specs; brief reads none of the columns
+// projector.AppFilter.Brief leaves out.
+func (s *Store) appColumns(inline int, brief bool) (dcols, ocols []string, sizes string) {
+	dcols, ocols = slices.Clone(desiredColumns), slices.Clone(observedColumns)
+	for i, c := range dcols {
+		dcols[i] = "d." + c
+		switch {
+		case c == "spec" && brief:
+			dcols[i] = "NULL"
+		case c == "spec":
+			dcols[i] = bounded("d.spec", sizeSQL("d.spec"), inline)
+		}
+	}
+	for i, c := range ocols {
+		ocols[i] = "o." + c
+		switch {
+		case brief && (c == "conditions" || c == "resources" || c == "local"):
+			ocols[i] = "NULL"
+		case c == "local":
+			ocols[i] = `CASE WHEN ` + localSizeSQL("o.local") + ` <= ` + strconv.Itoa(inline) + ` THEN o.local ELSE ` +
+				fmt.Sprintf(s.d.withoutSpec, "o.local") + ` END`
+		}
+	}
+	if brief {
+		return dcols, ocols, "NULL, NULL"
+	}
+	return dcols, ocols, sizeSQL("d.spec") + ", " + localSizeSQL("o.local")
 }
 
 // whoSQL is the actor of audit entry a: its own for API calls, otherwise

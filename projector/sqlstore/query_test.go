@@ -81,6 +81,7 @@ func testApps(t *testing.T, b backend) {
 		{"name", projector.AppFilter{Name: "a3"}, []projector.AppRow{a3}},
 		{"all three", projector.AppFilter{Cluster: "c1", Namespace: "argocd", Name: "a1"}, []projector.AppRow{a1}},
 		{"none", projector.AppFilter{Cluster: "c2", Name: "a1"}, nil},
+		{"brief", projector.AppFilter{Cluster: "c1", Brief: true}, []projector.AppRow{brief(a1), brief(a2)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +94,21 @@ func testApps(t *testing.T, b backend) {
 			}
 		})
 	}
+}
+
+// brief is a without what a brief listing leaves out.
+func brief(a projector.AppRow) projector.AppRow {
+	if d := a.Desired; d != nil {
+		d2 := *d
+		d2.Spec = nil
+		a.Desired = &d2
+	}
+	if o := a.Observed; o != nil {
+		o2 := *o
+		o2.Conditions, o2.Resources, o2.Local = nil, nil, nil
+		a.Observed = &o2
+	}
+	return a
 }
 
 func testAudit(t *testing.T, b backend) {
