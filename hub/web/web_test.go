@@ -99,10 +99,10 @@ func TestPages(t *testing.T) {
 		{"/clusters/nope", 404, []string{"no cluster"}},
 		{"/apps/argocd/guestbook", 200, []string{"1 of 2", "1 Stale", `class="op-sync"`, `class="op-refresh"`,
 			// The placement's newest change waits on both clusters.
-			"Placement change 2", "<b>0 of 2</b> targeted clusters deployed it", "2 pending", `Waiting on: <a href="/clusters/prod-eu">`}},
+			"Placement change 2", "<b>0 of 2</b> targeted clusters deployed it", "2 pending", `Waiting on: <a href="/clusters/prod-eu" id="waiting-prod-eu">`}},
 		{"/apps/argocd/billing", 200, []string{"rejected 5: invalid"}},
 		{"/apps/argocd/nope", 404, []string{"no Application"}},
-		{"/placements", 200, []string{`id="placements"`, `id="placement-form"`, `href="/placements" class="active"`}},
+		{"/placements", 200, []string{`id="placements"`, `id="placement-form"`, `href="/placements" aria-current="page"`}},
 		{"/audit", 200, []string{`id="audit"`}},
 		{"/audit?since=forever", 400, []string{"since"}},
 		{"/reports?by=app&days=30", 200, []string{`id="report"`, "prod-eu/argocd/billing", `id="rollouts"`,
