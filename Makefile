@@ -85,12 +85,12 @@ bench-fleet: build ## Run the fleet benchmark (docs/bench.md) on a real Kafka: F
 lint: $(BIN)/golangci-lint ## Run golangci-lint (config: .golangci.yml).
 	$(BIN)/golangci-lint run ./...
 
-generate: ## Write golden wire samples for event types that have none, the hub's copies of Argo CD's CRDs and the dashboard's pinned npm assets.
+generate: ## Write golden wire samples for event types that have none, the hub's copies of Argo CD's CRDs, the dashboard's pinned npm assets and the browser test's axe-core.
 	$(GO) run ./events/internal/golden/gen -dir events/testdata/golden
 	$(GO) generate ./hub/... ./deploy/...
 
 # Files that generate writes.
-GENERATED := events/testdata hub/internal/validate/crds hub/web/static/vendor deploy/strimzi
+GENERATED := events/testdata hub/internal/validate/crds hub/web/static/vendor hub/web/testdata/axe deploy/strimzi
 
 verify: generate ## Fail if go.mod, go.sum or generated files are stale.
 	$(GO) mod tidy

@@ -478,6 +478,16 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("accessibility", func(t *testing.T) {
+		anon, anonPages := browsertest.New(t)
+		checkAccessibility(t, admin, anon, s.url)
+		if errs := anonPages.Errors(); len(errs) > 0 {
+			t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+		}
+	})
+
+	t.Run("keyboard", func(t *testing.T) { checkKeyboard(t, admin, s.url) })
+
 	if errs := adminPages.Errors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}

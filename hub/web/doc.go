@@ -11,6 +11,9 @@
 // published npm packages, pinned with their integrity in
 // static/vendor/vendor.json; `go generate` fetches them again and
 // TestVendoredAssets holds the embedded files to their checksums.
+// testdata/axe holds axe-core, the accessibility checker the browser test
+// runs on every page, vendored the same way; it is never served.
 package web
 
 //go:generate go run ./internal/vendor -dir static/vendor
+//go:generate go run ./internal/vendor -dir testdata/axe

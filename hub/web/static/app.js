@@ -64,13 +64,17 @@
     if (!el || typeof uPlot === "undefined") { return; }
     var d = JSON.parse(el.dataset.chart || "{}");
     if (!d.x || d.x.length === 0) { el.textContent = "No deployment in this range."; return; }
+    // The axes take the page's colours, light or dark.
+    var css = getComputedStyle(document.documentElement);
+    var axis = { stroke: css.getPropertyValue("--fg").trim(), grid: { stroke: css.getPropertyValue("--line").trim() },
+      ticks: { stroke: css.getPropertyValue("--line").trim() } };
     var opts = {
       width: Math.min(el.clientWidth || 900, 1100), height: 260,
       // The report's whole range, so that a few buckets sit where they are.
       scales: { x: { time: true, range: [d.from, d.to] }, y: { range: function (u, lo, hi) { return [0, Math.max(hi, 1) * 1.1]; } } },
       series: [{}, { label: "Deployments", stroke: "#2f6fde", fill: "rgba(47,111,222,0.12)", points: { show: true, size: 7 } },
         { label: "Failures", stroke: "#c9372c", points: { show: true, size: 7 } }],
-      axes: [{}, { label: "per bucket" }]
+      axes: [axis, Object.assign({ label: "per bucket" }, axis)]
     };
     new uPlot(opts, [d.x, d.deployments, d.failures], el);
   }
@@ -119,6 +123,7 @@
               b.type = "button";
               b.className = "p-edit";
               b.textContent = "Edit";
+              b.setAttribute("aria-label", "Edit placement " + key);
               b.addEventListener("click", function () { edit(items[key]); });
               td.appendChild(b);
             }

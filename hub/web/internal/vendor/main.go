@@ -1,8 +1,9 @@
-// Command vendor copies the dashboard's third-party assets out of their
-// published npm packages: for each package of DIR/vendor.json it runs
-// `npm pack NAME@VERSION` (the registry is npm's configured one), checks
-// the tarball's SHA-512 against the recorded integrity, extracts the listed
-// files into DIR and writes their SHA-256 to DIR/SHA256SUMS.
+// Command vendor copies the dashboard's third-party assets (and the browser
+// test's axe-core) out of their published npm packages: for each package
+// of DIR/vendor.json it runs `npm pack NAME@VERSION` (the registry is npm's
+// configured one), checks the tarball's SHA-512 against the recorded
+// integrity, extracts the listed files into DIR and writes their SHA-256
+// to DIR/SHA256SUMS.
 package main
 
 import (
