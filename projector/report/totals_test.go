@@ -109,3 +109,36 @@ func TestTotalsPerApplication(t *testing.T) {
 		t.Errorf("applications (-want +got):\n%s", diff)
 	}
 }
+
+// TestWords: the span and the frequency read as `argosy report` and the
+// dashboard both write them.
+func TestWords(t *testing.T) {
+	for _, tt := range []struct {
+		n      int
+		perDay float64
+		span   time.Duration
+		want   string
+	}{
+		{1, 1, 77 * time.Minute, "1 in 1h 17m"},
+		{3, 3, 5*time.Hour + 12*time.Minute, "3 in 5h 12m"},
+		{0, 0, 0, "0 in 0m"},
+		{5, 5.0 / 7, 7 * day, "0.71"},
+		{2, 2, day, "2.00"},
+	} {
+		if got := Frequency(tt.n, tt.perDay, tt.span); got != tt.want {
+			t.Errorf("Frequency(%d, %v, %s) = %q, want %q", tt.n, tt.perDay, tt.span, got, tt.want)
+		}
+	}
+	if got := Span(3*day + 4*time.Hour + 59*time.Minute); got != "3d 4h" {
+		t.Errorf("Span: %q", got)
+	}
+	r := Report{From: jan(1, 0, 0), To: jan(20, 12, 0), CoveredFrom: jan(20, 7, 0), CoveredTo: jan(20, 12, 17),
+		Totals: []Total{{Deployments: 2}, {Deployments: 1}}}
+	if got, want := r.Summary(), "3 deployments over 5h 17m (2024-01-20 07:00 to 2024-01-20 12:17 UTC)."; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+	r.CoveredFrom = jan(18, 12, 17)
+	if got, want := r.Summary(), "3 deployments over 2d (2024-01-18 12:17 to 2024-01-20 12:17 UTC): 1.50 per day."; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+}
