@@ -141,11 +141,15 @@ func chartData(rep *report.Report) (template.JS, string, error) {
 }
 
 // chartNote says why the report has no chart: "Too little data for a
-// chart: 3 deployments since 2026-03-02 07:00 UTC (5h 12m)."
+// chart: 3 deployments since 2026-03-02 07:00 UTC (5h 12m).", or that
+// there is no deployment in range.
 func chartNote(rep *report.Report) string {
 	n := 0
 	for _, t := range rep.Totals {
 		n += t.Deployments
+	}
+	if n == 0 {
+		return rep.Summary()
 	}
 	noun := "deployments"
 	if n == 1 {

@@ -215,6 +215,12 @@ func TestReportsPage(t *testing.T) {
 			`<p class="note" id="chart-note">Too little data for a chart: 2 deployments since 2026-03-01 12:00 UTC (1d).</p>`,
 			"<td>prod-us</td><td>2026-03-02</td><td>1</td><td>1 in 12h</td>"},
 			[]string{`id="chart"`}},
+		{"/reports?by=app&days=1&app=argocd/billing", 200, []string{
+			`<p class="note" id="chart-note">Too little data for a chart: 1 deployment since 2026-03-01 12:00 UTC (1d).</p>`},
+			[]string{`id="chart"`}},
+		{"/reports?by=app&days=1&app=argocd/nothing", 200, []string{
+			`<p class="note" id="chart-note">No deployment from 2026-03-01 12:00 to 2026-03-02 12:00 UTC.</p>`, "No deployment in this range."},
+			[]string{`id="chart"`}},
 		{"/reports?by=cluster&app=argocd/guestbook", 400, []string{"grouped by app"}, nil},
 		{"/reports?by=app&app=guestbook", 400, []string{"want namespace/name"}, nil},
 	}
