@@ -110,7 +110,8 @@ func pageOf[T any](items []T, page, per int) ([]T, int, int) {
 
 // chartData is the deployments per bucket of the report's groups, summed,
 // with the failures beside them, for uPlot: {"x": [unix seconds],
-// "deployments": [...], "failures": [...], "from": s, "to": s}. With
+// "deployments": [...], "failures": [...], "from": s, "to": s}, from the
+// first bucket the records cover to the report's end. With
 // records over less than minChartSpan or in fewer than minChartPoints
 // buckets, it returns instead a note that says so.
 func chartData(rep *report.Report) (template.JS, string, error) {
@@ -135,8 +136,9 @@ func chartData(rep *report.Report) (template.JS, string, error) {
 		deps[idx[row.Start.Unix()]] += row.Deployments
 		fails[idx[row.Start.Unix()]] += row.Failures
 	}
+	// The axis spans the records, not the days before the first of them.
 	b, err := json.Marshal(map[string]any{"x": xs, "deployments": deps, "failures": fails,
-		"from": rep.From.Unix(), "to": rep.To.Unix()})
+		"from": min(xs[0], rep.CoveredFrom.Unix()), "to": rep.To.Unix()})
 	return template.JS(b), "", err
 }
 
