@@ -74,7 +74,10 @@ func (b *builder) totals(gaps []GapCount, covFrom, covTo time.Time) ([]Total, []
 			byGroup[k.group] = t
 			groups = append(groups, t)
 		}
-		t.add(b.acc[k])
+		t.parts = append(t.parts, b.acc[k])
+	}
+	for _, t := range groups {
+		t.sum = merge(t.parts)
 	}
 	span := covTo.Sub(covFrom)
 	out := make([]Total, 0, len(groups))
@@ -99,17 +102,22 @@ func applications(groups []*total, gaps []GapCount, span time.Duration) []Total 
 	for _, g := range gaps {
 		gapsOf[name(g.Group)] += g.Gaps
 	}
+	var apps []*total
 	for _, g := range groups {
 		app := name(g.group)
 		t := byApp[app]
 		if t == nil {
 			t = &total{group: app, clusters: map[string]struct{}{}}
 			byApp[app] = t
+			apps = append(apps, t)
 		}
 		for c := range g.clusters {
 			t.clusters[c] = struct{}{}
 		}
-		t.sum.add(&g.sum)
+		t.parts = append(t.parts, &g.sum)
+	}
+	for _, t := range apps {
+		t.sum = merge(t.parts)
 	}
 	out := make([]Total, 0, len(byApp))
 	for app, t := range byApp {
@@ -119,35 +127,45 @@ func applications(groups []*total, gaps []GapCount, span time.Duration) []Total 
 	return out
 }
 
-// total accumulates one group's rows.
+// total accumulates one group's rows (parts).
 type total struct {
 	group    string
 	clusters map[string]struct{}
+	parts    []*acc
 	sum      acc
 }
 
-func (t *total) add(a *acc) { t.sum.add(a) }
-
-// add adds o's counts and durations to a.
-func (a *acc) add(o *acc) {
-	a.deployments += o.deployments
-	a.failures += o.failures
-	a.unrestored += o.unrestored
-	a.leadUnknown += o.leadUnknown
-	a.unchanged += o.unchanged
-	a.degraded += o.degraded
-	a.restores = append(a.restores, o.restores...)
-	a.leads = append(a.leads, o.leads...)
+// merge sums parts, with their durations in slices of their own, sized
+// once: a report's totals hold as many durations as its rows.
+func merge(parts []*acc) acc {
+	var sum acc
+	nr, nl := 0, 0
+	for _, p := range parts {
+		nr, nl = nr+len(p.restores), nl+len(p.leads)
+	}
+	sum.restores, sum.leads = make([]time.Duration, 0, nr), make([]time.Duration, 0, nl)
+	for _, p := range parts {
+		sum.deployments += p.deployments
+		sum.failures += p.failures
+		sum.unrestored += p.unrestored
+		sum.leadUnknown += p.leadUnknown
+		sum.unchanged += p.unchanged
+		sum.degraded += p.degraded
+		sum.restores = append(sum.restores, p.restores...)
+		sum.leads = append(sum.leads, p.leads...)
+	}
+	return sum
 }
 
+// total returns t's numbers; it sorts t's durations.
 func (t *total) total(span time.Duration, gaps int) Total {
 	a := &t.sum
 	return Total{
 		Group: t.group, Clusters: len(t.clusters),
 		Deployments: a.deployments, Failures: a.failures, Unchanged: a.unchanged, Degraded: a.degraded,
 		PerDay: perDay(a.deployments, span), ChangeFailureRate: failureRate(a.failures, a.deployments),
-		TimeToRestore: summarize(slices.Clone(a.restores)), Unrestored: a.unrestored,
-		LeadTime: summarize(slices.Clone(a.leads)), LeadTimeUnknown: a.leadUnknown,
+		TimeToRestore: summarize(a.restores), Unrestored: a.unrestored,
+		LeadTime: summarize(a.leads), LeadTimeUnknown: a.leadUnknown,
 		Gaps: gaps,
 	}
 }
