@@ -118,7 +118,8 @@ func (c *Client) Deployments(ctx context.Context, f projector.DeploymentFilter) 
 // DeploymentReport asks for a deployment report. Zero times take the
 // server's defaults.
 func (c *Client) DeploymentReport(ctx context.Context, p read.ReportParams) (*report.Report, error) {
-	q := values("by", string(p.By), "label", p.Label, "bucket", string(p.Bucket), "from", timeParam(p.From), "to", timeParam(p.To))
+	q := values("by", string(p.By), "label", p.Label, "bucket", string(p.Bucket), "from", timeParam(p.From), "to", timeParam(p.To),
+		"app", p.App)
 	var r report.Report
 	if err := c.get(ctx, "/api/v1/reports/deployments", q, &r); err != nil {
 		return nil, err

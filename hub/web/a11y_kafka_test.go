@@ -149,7 +149,7 @@ func checkAccessibility(t *testing.T, admin, anon context.Context, url string) {
 		{"application", "/apps/argocd/guestbook", "#app-clusters"},
 		{"audit", "/audit", "#audit"},
 		{"placements", "/placements", `#placements tr[data-placement]`},
-		{"reports", "/reports?by=cluster", "#chart .uplot"},
+		{"reports", "/reports?by=cluster", "#chart-note"},
 		{"error", "/no-such-page", ".error-page"},
 	}
 	defer look(t, admin, views[0])
@@ -232,7 +232,7 @@ func checkKeyboard(t *testing.T, ctx context.Context, url string) {
 		{"application", "/apps/argocd/guestbook", "#app-clusters"},
 		{"audit", "/audit", "#audit"},
 		{"placements", "/placements", `#placements tr[data-placement]`},
-		{"reports", "/reports?by=cluster", "#chart .uplot"},
+		{"reports", "/reports?by=cluster", "#chart-note"},
 	} {
 		if err := chromedp.Run(ctx, chromedp.Navigate(url+p.path), chromedp.WaitVisible(p.ready, chromedp.ByQuery)); err != nil {
 			t.Fatal(err)

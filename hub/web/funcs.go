@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/projector/read"
+	"github.com/argosyproj/argosy/projector/report"
 )
 
 var funcs = template.FuncMap{
@@ -33,6 +34,8 @@ var funcs = template.FuncMap{
 	},
 	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 	"dur": humanAge,
+	// freq writes a deployment frequency as `argosy report` does.
+	"freq": report.Frequency,
 	// secs writes seconds (a float64 or a *float64) as a duration.
 	"secs": func(v any) string {
 		switch s := v.(type) {
@@ -69,6 +72,11 @@ var funcs = template.FuncMap{
 	"list":  func(s ...string) []string { return s },
 	"deref": func(p *int64) int64 { return *p },
 	"pairs": pairs,
+	// cluster is the cluster of a report group "cluster/namespace/name".
+	"cluster": func(group string) string {
+		c, _, _ := strings.Cut(group, "/")
+		return c
+	},
 	"json": func(v any) (string, error) {
 		b, err := json.Marshal(v)
 		return string(b), err

@@ -1,12 +1,7 @@
 package web
 
 import (
-	"cmp"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
-	"html/template"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -241,114 +236,6 @@ func (h *Handler) audit(r *http.Request) (string, any, error) {
 		out.Rows[i] = auditRow{AuditRow: a, Diff: d}
 	}
 	return "audit", out, nil
-}
-
-// reportData is the reports page's.
-type reportData struct {
-	Report report.Report
-	// Rollouts are the placement changes written in the report's range.
-	Rollouts []report.Rollout
-	Query    url.Values
-	// Chart is the chart's data as JSON: buckets, and per series values.
-	Chart template.JS
-	By    []string
-}
-
-func (h *Handler) reportRequest(r *http.Request) (report.Request, url.Values, error) {
-	q := r.URL.Query()
-	req := report.Request{By: report.GroupBy(cmp.Or(q.Get("by"), "app")), Label: q.Get("label"),
-		Bucket: report.Bucket(cmp.Or(q.Get("bucket"), "day")), To: h.now().UTC()}
-	days, err := intParam(r, "days", 30, 366)
-	if err != nil {
-		return req, q, err
-	}
-	req.From = req.To.Add(-time.Duration(days) * 24 * time.Hour)
-	if err := req.Validate(); err != nil {
-		return req, q, badRequest(err)
-	}
-	return req, q, nil
-}
-
-func (h *Handler) reports(r *http.Request) (string, any, error) {
-	req, q, err := h.reportRequest(r)
-	if err != nil {
-		return "", nil, err
-	}
-	rep, ro, err := read.ReportWithRollouts(r.Context(), h.q, req)
-	if err != nil {
-		return "", nil, err
-	}
-	chart, err := chartData(rep)
-	if err != nil {
-		return "", nil, err
-	}
-	return "reports", reportData{Report: rep, Rollouts: ro.Rollouts, Query: q, Chart: chart, By: read.Groupings}, nil
-}
-
-// chartData is the deployments per bucket of the report's groups, summed,
-// with the failures beside them, for uPlot: {"x": [unix seconds],
-// "deployments": [...], "failures": [...], "from": s, "to": s}.
-func chartData(rep report.Report) (template.JS, error) {
-	idx := map[int64]int{}
-	var xs []int64
-	for _, row := range rep.Rows {
-		t := row.Start.Unix()
-		if _, ok := idx[t]; !ok {
-			idx[t] = 0
-			xs = append(xs, t)
-		}
-	}
-	slices.Sort(xs)
-	for i, x := range xs {
-		idx[x] = i
-	}
-	deps, fails := make([]int, len(xs)), make([]int, len(xs))
-	for _, row := range rep.Rows {
-		deps[idx[row.Start.Unix()]] += row.Deployments
-		fails[idx[row.Start.Unix()]] += row.Failures
-	}
-	b, err := json.Marshal(map[string]any{"x": xs, "deployments": deps, "failures": fails,
-		"from": rep.From.Unix(), "to": rep.To.Unix()})
-	return template.JS(b), err
-}
-
-func (h *Handler) reportDownload(format string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		req, _, err := h.reportRequest(r)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		rep, err := read.DeploymentReport(r.Context(), h.q, nil, req)
-		if err != nil {
-			h.o.Log.ErrorContext(r.Context(), "dashboard report failed", "err", err)
-			http.Error(w, "internal error: see the hub's log", http.StatusInternalServerError)
-			return
-		}
-		name := fmt.Sprintf("deployments-by-%s-%s.%s", req.By, req.To.Format("2006-01-02"), format)
-		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-		if format == "json" {
-			w.Header().Set("Content-Type", "application/json")
-			err = json.NewEncoder(w).Encode(rep)
-		} else {
-			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-			err = writeReportCSV(w, rep)
-		}
-		if err != nil {
-			h.o.Log.DebugContext(r.Context(), "writing a report download", "err", err)
-		}
-	}
-}
-
-func writeReportCSV(w io.Writer, rep report.Report) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(report.CSVHeader); err != nil {
-		return err
-	}
-	if err := cw.WriteAll(rep.CSV()); err != nil {
-		return err
-	}
-	return cw.Error()
 }
 
 func joinLabels(l map[string]string) string {

@@ -114,7 +114,7 @@ func TestPages(t *testing.T) {
 		{"/placements", 200, []string{`id="placements"`, `id="placement-form"`, `href="/placements" aria-current="page"`}},
 		{"/audit", 200, []string{`id="audit"`}},
 		{"/audit?since=forever", 400, []string{"since"}},
-		{"/reports?by=app&days=30", 200, []string{`id="report"`, "prod-eu/argocd/billing", `id="rollouts"`,
+		{"/reports?by=app&days=30", 200, []string{`id="apps"`, "argocd/billing", `id="rollouts"`,
 			`data-placement="argocd/guestbook" data-generation="2"`, "<td>0 of 2</td>",
 			`data-placement="argocd/guestbook" data-generation="1"`, "<td>2 of 2</td>", "Done <small>(superseded)</small>"}},
 		{"/reports?by=app&days=1", 200, []string{`data-generation="2"`, "<td>0 of 2</td>"}},
@@ -192,6 +192,67 @@ func TestViewerSeesNoWriteButtons(t *testing.T) {
 	_, body = get(t, srv.URL+"/placements")
 	if !strings.Contains(body, `id="placements"`) || strings.Contains(body, "placement-form") {
 		t.Error("a viewer's placements page has no list, or has the form")
+	}
+}
+
+// TestReportsPage: by app, the reports page leads with one row per
+// Application over the fleet, whose link lists its clusters a page at a
+// time; rates under a day are a count and its span, as `argosy report`
+// writes them; and records too few for a chart are a note, not an empty
+// grid.
+func TestReportsPage(t *testing.T) {
+	srv := serve(t, web.Viewer{Actor: "alice", Role: "viewer"})
+	tests := []struct {
+		path      string
+		status    int
+		want, not []string
+	}{
+		{"/reports?by=app&days=30", 200, []string{
+			`<td><a href="/reports?app=argocd%2Fbilling&amp;by=app&amp;days=30">argocd/billing</a></td><td>1</td>`,
+			`<td><a href="/reports?app=argocd%2Fguestbook&amp;by=app&amp;days=30">argocd/guestbook</a></td><td>2</td>
+<td>3</td><td>0.38</td>`,
+			"4 deployments over 8d (2026-02-22 12:00 to 2026-03-02 12:00 UTC): 0.50 per day.", `id="chart"`},
+			[]string{`id="report"`, "prod-eu/argocd", "chart-note"}},
+		{"/reports?by=app&app=argocd/guestbook&days=30", 200, []string{`id="app-clusters"`,
+			`<td><a href="/clusters/prod-eu">prod-eu</a></td>
+<td>2</td><td>0.25</td>`, `href="/clusters/prod-us"`, "Page 1 of 1", `id="all-apps" href="/reports?by=app&amp;days=30"`,
+			`name="app" value="argocd/guestbook"`, "3 deployments over 8d"},
+			[]string{"argocd/billing"}},
+		{"/reports?by=app&app=argocd/guestbook&days=30&per=1&page=2", 200, []string{`href="/clusters/prod-us"`, "Page 2 of 2", `id="prev"`},
+			[]string{`href="/clusters/prod-eu"`}},
+		{"/reports?by=cluster&days=1", 200, []string{`id="report"`,
+			`<p class="note" id="chart-note">Too little data for a chart: 2 deployments since 2026-03-01 12:00 UTC (1d).</p>`,
+			"<td>prod-us</td><td>2026-03-02</td><td>1</td><td>1 in 12h</td>"},
+			[]string{`id="chart"`}},
+		{"/reports?by=app&days=1&app=argocd/billing", 200, []string{
+			`<p class="note" id="chart-note">Too little data for a chart: 1 deployment since 2026-03-01 12:00 UTC (1d).</p>`},
+			[]string{`id="chart"`}},
+		{"/reports?by=app&days=1&app=argocd/nothing", 200, []string{
+			`<p class="note" id="chart-note">No deployment from 2026-03-01 12:00 to 2026-03-02 12:00 UTC.</p>`, "No deployment in this range."},
+			[]string{`id="chart"`}},
+		{"/reports?by=cluster&app=argocd/guestbook", 400, []string{"grouped by app"}, nil},
+		{"/reports?by=app&app=guestbook", 400, []string{"want namespace/name"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			status, body := get(t, srv.URL+tt.path)
+			if status != tt.status {
+				t.Errorf("status %d, want %d\n%s", status, tt.status, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("the page lacks %q", w)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(body, w) {
+					t.Errorf("the page has %q", w)
+				}
+			}
+			if t.Failed() {
+				t.Log(body)
+			}
+		})
 	}
 }
 

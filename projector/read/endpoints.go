@@ -158,7 +158,7 @@ func (h *Handler) deployments(r *http.Request) (any, error) {
 }
 
 func (h *Handler) report(r *http.Request) (any, error) {
-	p, err := parseParams(r, "by", "label", "bucket", "from", "to")
+	p, err := parseParams(r, "by", "label", "bucket", "from", "to", "app")
 	if err != nil {
 		return nil, err
 	}
@@ -175,9 +175,18 @@ func (h *Handler) report(r *http.Request) (any, error) {
 	case req.By != report.ByLabel && req.Label != "":
 		return nil, badRequest("parameter \"label\" is only taken with by=label")
 	}
+	if app, ok := p.values["app"]; ok {
+		if req.Namespace, req.Name, err = ParseApp(app); err != nil {
+			return nil, badRequest("parameter \"app\" %s", err.Error())
+		}
+		if req.By != report.ByApp {
+			return nil, badRequest("parameter \"app\" is only taken with by=app")
+		}
+	}
 	if req.From, req.To, err = h.reportRange(req.From, req.To); err != nil {
 		return nil, err
 	}
+	req.Now = h.now().UTC()
 	rep, err := DeploymentReport(r.Context(), h.q, h.reporter, req)
 	switch {
 	case errors.Is(err, report.ErrInvalidRequest):
@@ -233,7 +242,7 @@ func (h *Handler) reportRange(from, to time.Time) (time.Time, time.Time, error) 
 // rep (nil: report.Deployments). req's From and To must be set.
 func DeploymentReport(ctx context.Context, q projector.Deliveries, rep Reporter, req report.Request) (report.Report, error) {
 	// Records after To tell when a failure in range was restored.
-	recs, err := q.Deployments(ctx, projector.DeploymentFilter{From: req.From})
+	recs, err := q.Deployments(ctx, projector.DeploymentFilter{From: req.From, Namespace: req.Namespace, Name: req.Name})
 	if err != nil {
 		return report.Report{}, fmt.Errorf("listing deployments: %w", err)
 	}
@@ -247,18 +256,47 @@ func deploymentReport(ctx context.Context, q projector.Deliveries, rep Reporter,
 		rep = ReporterFunc(reportDeployments)
 	}
 	var err error
+	if req.Since, err = recordsSince(ctx, q, req, recs); err != nil {
+		return report.Report{}, err
+	}
 	if req.Gaps, err = q.Gaps(ctx, projector.DeploymentFilter{}); err != nil {
 		return report.Report{}, fmt.Errorf("listing deployment gaps: %w", err)
 	}
-	if req.Health, err = q.HealthChanges(ctx, projector.DeploymentFilter{From: req.From}); err != nil {
+	app := projector.DeploymentFilter{From: req.From, Namespace: req.Namespace, Name: req.Name}
+	if req.Health, err = q.HealthChanges(ctx, app); err != nil {
 		return report.Report{}, fmt.Errorf("listing health changes: %w", err)
 	}
 	out, err := rep.DeploymentReport(ctx, recs, req)
 	if err != nil {
 		return report.Report{}, fmt.Errorf("computing the deployment report: %w", err)
 	}
-	out.Rows = nonNil(out.Rows)
+	out.Rows, out.Totals = nonNil(out.Rows), nonNil(out.Totals)
 	return out, nil
+}
+
+// recordsSince is when the records of req begin, for its Since: zero if
+// one finished before req.From, else the first of recs (those from
+// req.From on, by finish time), else req.To.
+func recordsSince(ctx context.Context, q projector.Deliveries, req report.Request, recs []projector.Deployment) (time.Time, error) {
+	before, err := q.Deployments(ctx, projector.DeploymentFilter{To: req.From, Last: 1, Namespace: req.Namespace, Name: req.Name})
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("looking for deployments before the report: %w", err)
+	case len(before) > 0:
+		return time.Time{}, nil
+	case len(recs) > 0:
+		return recs[0].FinishedAt, nil
+	}
+	return req.To, nil
+}
+
+// ParseApp parses an Application's fleet-wide name, "namespace/name".
+func ParseApp(s string) (namespace, name string, err error) {
+	ns, n, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || n == "" || strings.Contains(n, "/") {
+		return "", "", fmt.Errorf("%q: want namespace/name", s)
+	}
+	return ns, n, nil
 }
 
 // nonNil makes an empty list encode as [] rather than null.

@@ -457,7 +457,8 @@ func TestReporter(t *testing.T) {
 	// From on, including those after To, which tell when failures were
 	// restored.
 	want := report.Request{By: report.ByProject, Bucket: report.Day, From: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
-		To: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), Gaps: readtest.Fleet().GapRows, Health: readtest.Fleet().HealthRows}
+		To: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), Gaps: readtest.Fleet().GapRows, Health: readtest.Fleet().HealthRows,
+		Now: readtest.Now()} // Since is zero: records finished before From
 	if diff := cmp.Diff(want, gotReq, cmpopts.IgnoreFields(report.Request{}, "CommitTime")); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}
@@ -499,5 +500,55 @@ func TestCanceledRequest(t *testing.T) {
 	body, err := io.ReadAll(rec.Body)
 	if err != nil || !strings.Contains(string(body), "canceled") {
 		t.Errorf("body %s %v", body, err)
+	}
+}
+
+// TestReportOneApplication: by app, the report leads with each
+// Application's total over the fleet, and app=namespace/name keeps one
+// Application's records, whose totals are one per cluster.
+func TestReportOneApplication(t *testing.T) {
+	v := newValidator(t)
+	h := read.New(readtest.Fleet(), read.WithClock(readtest.Now))
+	tests := []struct {
+		target string
+		status int
+		apps   []string // "namespace/name clusters deployments"
+		totals []string // "group deployments"
+		body   string
+	}{
+		{target: "/api/v1/reports/deployments?by=app", status: 200,
+			apps:   []string{"argocd/billing 1 1", "argocd/guestbook 2 3"},
+			totals: []string{"prod-eu/argocd/billing 1", "prod-eu/argocd/guestbook 2", "prod-us/argocd/guestbook 1"}},
+		{target: "/api/v1/reports/deployments?by=app&app=argocd/guestbook", status: 200,
+			apps:   []string{"argocd/guestbook 2 3"},
+			totals: []string{"prod-eu/argocd/guestbook 2", "prod-us/argocd/guestbook 1"}, body: `"app":"argocd/guestbook"`},
+		{target: "/api/v1/reports/deployments?by=cluster&app=argocd/guestbook", status: 400, body: `only taken with by=app`},
+		{target: "/api/v1/reports/deployments?by=app&app=guestbook", status: 400, body: `want namespace/name`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.target, func(t *testing.T) {
+			rec := get(t, h, http.MethodGet, tc.target)
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.body) {
+				t.Fatalf("status %d, want %d with %q\n%s", rec.Code, tc.status, tc.body, rec.Body)
+			}
+			v.response(t, http.MethodGet, tc.target, rec.Code, rec.Body.Bytes())
+			if tc.status != 200 {
+				return
+			}
+			r := decode[report.Report](t, rec.Body.Bytes())
+			var apps, totals []string
+			for _, a := range r.Applications {
+				apps = append(apps, fmt.Sprintf("%s %d %d", a.Group, a.Clusters, a.Deployments))
+			}
+			for _, a := range r.Totals {
+				totals = append(totals, fmt.Sprintf("%s %d", a.Group, a.Deployments))
+			}
+			if diff := cmp.Diff(tc.apps, apps); diff != "" {
+				t.Errorf("applications (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.totals, totals); diff != "" {
+				t.Errorf("totals (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

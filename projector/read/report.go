@@ -27,6 +27,10 @@ type ReportParams struct {
 	// From and To bound the deployments' finish times, [From, To); zero
 	// takes the server's default (To now, From 30 days before To).
 	From, To time.Time
+	// App, "namespace/name" with By app, keeps one Application's records
+	// on every cluster: its totals per cluster drill down from its
+	// fleet-wide total.
+	App string
 }
 
 // Reporter computes a deployment report from deployment records and the

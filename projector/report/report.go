@@ -81,6 +81,18 @@ type Request struct {
 	CommitTime func(projector.Deployment) (time.Time, bool)
 	// Gaps are the deployment gaps to count per group; optional.
 	Gaps []projector.Gap
+	// Namespace and Name, when given, keep the records of one Application
+	// on every cluster that has it: the drill-down of one row of
+	// Applications. They go together, with By ByApp.
+	Namespace, Name string
+	// Since is when the deployment records begin: the finish of the first
+	// record the store holds, where that is after From. Zero means the
+	// records reach back before From. Rates divide by the span the records
+	// cover, never by days before the first record.
+	Since time.Time
+	// Now is when the report is computed; where To is later, the records
+	// cover the range only up to Now. Zero means To.
+	Now time.Time
 	// Health are the Applications' health changes from From on; optional.
 	// With them, a failure is recovered once its Application is Healthy
 	// after the next successful deployment, and a turn to Degraded after a
@@ -101,6 +113,12 @@ func (r *Request) Validate() error {
 		}
 	default:
 		return fmt.Errorf("%w: unknown grouping %q (want app, project, cluster or label)", ErrInvalidRequest, r.By)
+	}
+	if (r.Namespace == "") != (r.Name == "") {
+		return fmt.Errorf("%w: an Application is named by namespace and name", ErrInvalidRequest)
+	}
+	if r.Name != "" && r.By != ByApp {
+		return fmt.Errorf("%w: one Application's report is grouped by app, not %s", ErrInvalidRequest, r.By)
 	}
 	if r.Bucket != Day && r.Bucket != Week {
 		return fmt.Errorf("%w: unknown bucket %q (want day or week)", ErrInvalidRequest, r.Bucket)
@@ -124,7 +142,26 @@ type Report struct {
 	Bucket Bucket    `json:"bucket"`
 	From   time.Time `json:"from"`
 	To     time.Time `json:"to"`
-	Rows   []Row     `json:"rows"`
+	// App is "namespace/name" when the report keeps one Application's
+	// records (Request.Namespace and Name).
+	App string `json:"app,omitempty"`
+	// CoveredFrom and CoveredTo are the span the records cover: from the
+	// later of From and the first record (Request.Since), to the earlier of
+	// To and Request.Now. Every rate divides by the part of it that its
+	// row or total spans, and by one day at least: a part of a day is
+	// not extrapolated to a whole one. Equal when there is no record.
+	CoveredFrom time.Time `json:"coveredFrom"`
+	CoveredTo   time.Time `json:"coveredTo"`
+	Rows        []Row     `json:"rows"`
+	// Totals are each group's numbers over the whole range, by group: the
+	// same groups as Rows.
+	Totals []Total `json:"totals"`
+	// Applications, grouping by app, are each Application's numbers over
+	// the whole range summed over every cluster that has it, by
+	// "namespace/name"; their Group is that name, and each Totals group
+	// "cluster/namespace/name" whose namespace/name it is drills down to
+	// it. Empty for other groupings.
+	Applications []Total `json:"applications,omitempty"`
 	// Gaps counts, per group, the deployment gaps that may hide
 	// deployments in range: where it is not zero, that group's numbers may
 	// be incomplete. Groups without gaps are left out.
@@ -153,7 +190,8 @@ type Row struct {
 	// successful deployment (with Request.Health).
 	Degraded int `json:"degraded"`
 	// PerDay is the deployment frequency: Deployments divided by the days
-	// of the bucket that lie in the report's range.
+	// of the bucket that the records cover (Report.CoveredFrom to
+	// CoveredTo), and by one day at least.
 	PerDay float64 `json:"deploymentsPerDay"`
 	// ChangeFailureRate is Failures / (Deployments + Failures), 0 when
 	// both are 0.
@@ -172,6 +210,28 @@ type Row struct {
 	// revision changes whose commit time is not known.
 	LeadTime        *Durations `json:"leadTime,omitempty"`
 	LeadTimeUnknown int        `json:"leadTimeUnknown"`
+}
+
+// Total is one group's numbers over the whole range: its rows summed,
+// with the durations summarised over all of them.
+type Total struct {
+	Group string `json:"group"`
+	// Clusters counts the clusters with a record in the group's rows.
+	Clusters    int `json:"clusters"`
+	Deployments int `json:"deployments"`
+	Failures    int `json:"failures"`
+	Unchanged   int `json:"unchanged"`
+	Degraded    int `json:"degraded"`
+	// PerDay is Deployments divided by the days from CoveredFrom to
+	// CoveredTo, and by one day at least.
+	PerDay            float64    `json:"deploymentsPerDay"`
+	ChangeFailureRate float64    `json:"changeFailureRate"`
+	TimeToRestore     *Durations `json:"timeToRestore,omitempty"`
+	Unrestored        int        `json:"unrestored"`
+	LeadTime          *Durations `json:"leadTime,omitempty"`
+	LeadTimeUnknown   int        `json:"leadTimeUnknown"`
+	// Gaps counts the group's deployment gaps (Report.Gaps).
+	Gaps int `json:"gaps"`
 }
 
 // GapCount is the number of deployment gaps of one group.
@@ -193,18 +253,25 @@ func Deployments(recs []projector.Deployment, req Request) (Report, error) {
 		return Report{}, fmt.Errorf("%w: %d records, more than %d", ErrTooMany, len(recs), math.MaxInt32)
 	}
 	from, to := req.From.UTC(), req.To.UTC()
+	recs, req.Gaps, req.Health = oneApp(&req, recs)
 	apps := byApp(recs)
 	b := newBuilder(&req, from, to)
 	for id, idx := range apps {
 		b.walk(recs, id, idx)
 		b.degraded(recs, id, idx)
 	}
-	return Report{
+	out := Report{
 		By: req.By, Label: req.Label, Bucket: req.Bucket, From: from, To: to,
-		Rows:    b.rows(),
 		Gaps:    countGaps(recs, apps, &req, from, to),
 		Ignored: b.ignored,
-	}, nil
+	}
+	if req.Name != "" {
+		out.App = req.Namespace + "/" + req.Name
+	}
+	out.CoveredFrom, out.CoveredTo = covered(&req, from, to)
+	out.Rows = b.rows(out.CoveredFrom, out.CoveredTo)
+	out.Totals, out.Applications = b.totals(out.Gaps, out.CoveredFrom, out.CoveredTo)
+	return out, nil
 }
 
 // RecordedCommitTime is the commit time a deployment record carries

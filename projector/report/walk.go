@@ -76,6 +76,10 @@ type builder struct {
 	acc      map[rowKey]*acc
 	health   map[projector.AppKey]healthLine
 	ignored  int
+	// clusters are, per group, the clusters of its rows; cluster is the
+	// cluster of the Application being walked.
+	clusters map[string]map[string]struct{}
+	cluster  string
 	// lastKey and last cache the row of the previous record: an
 	// Application's records mostly fall in the same row as their
 	// neighbours.
@@ -85,13 +89,14 @@ type builder struct {
 
 func newBuilder(req *Request, from, to time.Time) *builder {
 	return &builder{req: req, from: from, to: to, week: req.Bucket == Week, acc: make(map[rowKey]*acc),
-		health: healthByApp(req.Health)}
+		health: healthByApp(req.Health), clusters: make(map[string]map[string]struct{})}
 }
 
 // walk adds one Application's records, idx in finish order, walking
 // backwards so that the next successful deployment after each failure is at
 // hand.
 func (b *builder) walk(recs []projector.Deployment, id appID, idx []int32) {
+	b.cluster, b.last = id.cluster, nil // the cached row counted another cluster
 	var appGroup string
 	if b.req.By == ByApp {
 		appGroup = id.cluster + "/" + id.namespace + "/" + id.name
@@ -197,12 +202,18 @@ func (b *builder) row(group string, t time.Time) *acc {
 		a = &acc{}
 		b.acc[k] = a
 	}
+	cs := b.clusters[group]
+	if cs == nil {
+		cs = make(map[string]struct{})
+		b.clusters[group] = cs
+	}
+	cs[b.cluster] = struct{}{}
 	b.lastKey, b.last = k, a
 	return a
 }
 
-// rows returns the report's rows by group, then bucket.
-func (b *builder) rows() []Row {
+// keys returns the keys of the report's rows by group, then bucket.
+func (b *builder) keys() []rowKey {
 	keys := make([]rowKey, 0, len(b.acc))
 	for k := range b.acc {
 		keys = append(keys, k)
@@ -213,6 +224,13 @@ func (b *builder) rows() []Row {
 		}
 		return cmp.Compare(x.start, y.start)
 	})
+	return keys
+}
+
+// rows returns the report's rows by group, then bucket; the records cover
+// [covFrom, covTo).
+func (b *builder) rows(covFrom, covTo time.Time) []Row {
+	keys := b.keys()
 	days := 1
 	if b.week {
 		days = 7
@@ -222,17 +240,12 @@ func (b *builder) rows() []Row {
 		a := b.acc[k]
 		start := time.Unix(k.start, 0).UTC()
 		end := start.AddDate(0, 0, days)
-		span := maxTime(start, b.from)
-		inRange := float64(minTime(end, b.to).Sub(span)) / float64(24*time.Hour)
-		var cfr float64
-		if n := a.deployments + a.failures; n > 0 {
-			cfr = float64(a.failures) / float64(n)
-		}
 		rows = append(rows, Row{
 			Group: k.group, Start: start, End: end,
 			Deployments: a.deployments, Failures: a.failures, Unchanged: a.unchanged, Degraded: a.degraded,
-			PerDay: float64(a.deployments) / inRange, ChangeFailureRate: cfr,
-			TimeToRestore: summarize(a.restores), Unrestored: a.unrestored,
+			PerDay:            perDay(a.deployments, Overlap(start, end, covFrom, covTo)),
+			ChangeFailureRate: failureRate(a.failures, a.deployments),
+			TimeToRestore:     summarize(a.restores), Unrestored: a.unrestored,
 			LeadTime: summarize(a.leads), LeadTimeUnknown: a.leadUnknown,
 		})
 	}

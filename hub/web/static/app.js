@@ -70,7 +70,9 @@
       ticks: { stroke: css.getPropertyValue("--line").trim() } };
     var opts = {
       width: Math.min(el.clientWidth || 900, 1100), height: 260,
-      // The report's whole range, so that a few buckets sit where they are.
+      // From the first bucket the records cover to the report's end, so that
+      // the buckets sit where they are. Too few for a chart, the server
+      // writes a note in its place.
       scales: { x: { time: true, range: [d.from, d.to] }, y: { range: function (u, lo, hi) { return [0, Math.max(hi, 1) * 1.1]; } } },
       series: [{}, { label: "Deployments", stroke: "#2f6fde", fill: "rgba(47,111,222,0.12)", points: { show: true, size: 7 } },
         { label: "Failures", stroke: "#c9372c", points: { show: true, size: 7 } }],

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,9 @@ func NewCmdReportDeployments(io cmdkit.IOStreams, runF func(context.Context, *Re
 and --to (by default, the 30 days before now), per group and per day or ISO
 week (UTC; weeks start on Monday). docs/projector.md defines each:
   DEPLOYS       successful deployments, and PER DAY, the deployment frequency
+                over the span the records cover (from the first record, if
+                after --from, to now, if before --to); under a day, the
+                count and its span, such as "3 in 5h 12m"
   FAILURES      failed syncs, and FAILURE RATE, failures / (deploys + failures)
   UNCHANGED     syncs left out of both: re-syncs that changed nothing and
                 self-heals that reverted drift
@@ -61,8 +65,16 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
                 Healthy again; UNRESTORED counts those not recovered yet
   LEAD TIME     the median time from commit to deployment, where known
   GAPS          deployment gaps: the agent cannot prove it recorded every
-                deployment, so that group's numbers may be too low`,
+                deployment, so that group's numbers may be too low
+
+With --by app the table has one row per Application over the whole range,
+summed over its clusters (CLUSTERS counts them); --app NAMESPACE/NAME
+lists that Application's clusters. Other groupings have one row per group
+and bucket. The line under the table says the span the records cover. The
+JSON and CSV carry the rows per group and bucket (by app, per cluster);
+the JSON adds the totals, and by app the Applications' totals.`,
 		Example: `  argosy report deployments --by app
+  argosy report deployments --by app --app argocd/guestbook
   argosy report deployments --by cluster --bucket week --from 2026-01-01T00:00:00Z
   argosy report deployments --by label --label team -o csv > deployments.csv`,
 		Args: cmdkit.UsageArgs(cobra.NoArgs),
@@ -84,6 +96,7 @@ week (UTC; weeks start on Monday). docs/projector.md defines each:
 	f := cmd.Flags()
 	f.StringVar(&by, "by", "", "group by: "+strings.Join(read.Groupings, "|")+" (required)")
 	f.StringVar(&opts.Label, "label", "", "the label key to group by, with --by label")
+	f.StringVar(&opts.App, "app", "", "with --by app, list one Application's clusters: NAMESPACE/NAME")
 	f.StringVar(&bucket, "bucket", string(argosyreport.Day), "bucket of time: "+strings.Join(read.Buckets, "|"))
 	f.StringVar(&from, "from", "", "only deployments that finished at or after this RFC 3339 time (default: 30 days before --to)")
 	f.StringVar(&to, "to", "", "only deployments that finished before this RFC 3339 time (default: now)")
@@ -129,6 +142,13 @@ func (o *ReportDeploymentsOptions) parse(by, bucket, from, to string) error {
 		return &cmdkit.FlagError{Err: errors.New("--by label needs --label KEY")}
 	case o.By != argosyreport.ByLabel && o.Label != "":
 		return &cmdkit.FlagError{Err: errors.New("--label goes with --by label only")}
+	case o.App == "":
+		return nil
+	case o.By != argosyreport.ByApp:
+		return &cmdkit.FlagError{Err: errors.New("--app goes with --by app only")}
+	}
+	if _, _, err := read.ParseApp(o.App); err != nil {
+		return &cmdkit.FlagError{Err: fmt.Errorf("--app %w", err)}
 	}
 	return nil
 }
@@ -150,12 +170,7 @@ func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) e
 	case "csv":
 		err = cmdkit.PrintCSV(opts.IO.Out, argosyreport.CSVHeader, r.CSV())
 	case "table":
-		header := []string{strings.ToUpper(string(r.By)), strings.ToUpper(string(r.Bucket)), "DEPLOYS", "PER DAY",
-			"FAILURES", "FAILURE RATE", "UNCHANGED", "DEGRADED", "RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
-		if r.By == argosyreport.ByLabel {
-			header[0] = "LABEL " + r.Label
-		}
-		err = cmdkit.PrintOut(opts.IO.Out, opts.Output, r, header, reportTable(r, gaps))
+		err = printTable(opts.IO.Out, r, gaps)
 	default:
 		err = cmdkit.PrintOut(opts.IO.Out, opts.Output, r, nil, nil)
 	}
@@ -165,13 +180,68 @@ func reportDeploymentsRun(ctx context.Context, opts *ReportDeploymentsOptions) e
 	return gapNote(opts.IO, r)
 }
 
+// printTable writes the report's table: by app, one row per Application
+// (or, for one Application, per cluster); otherwise per group and bucket;
+// then the span the records cover.
+func printTable(w io.Writer, r *argosyreport.Report, gaps map[string]int) error {
+	var err error
+	switch {
+	case r.By == argosyreport.ByApp && r.App != "":
+		err = cmdkit.PrintOut(w, "table", r, totalsHeader("CLUSTER"), totalsTable(r, r.Totals, true))
+	case r.By == argosyreport.ByApp:
+		err = cmdkit.PrintOut(w, "table", r, totalsHeader("APPLICATION"), totalsTable(r, r.Applications, false))
+	default:
+		header := []string{strings.ToUpper(string(r.By)), strings.ToUpper(string(r.Bucket)), "DEPLOYS", "PER DAY",
+			"FAILURES", "FAILURE RATE", "UNCHANGED", "DEGRADED", "RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
+		if r.By == argosyreport.ByLabel {
+			header[0] = "LABEL " + r.Label
+		}
+		err = cmdkit.PrintOut(w, "table", r, header, reportTable(r, gaps))
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, r.Summary())
+	return err
+}
+
 func reportTable(r *argosyreport.Report, gaps map[string]int) [][]string {
 	rows := make([][]string, 0, len(r.Rows))
 	for _, row := range r.Rows {
 		rows = append(rows, []string{row.Group, row.Start.UTC().Format(time.DateOnly), strconv.Itoa(row.Deployments),
-			strconv.FormatFloat(row.PerDay, 'f', 2, 64), strconv.Itoa(row.Failures),
+			argosyreport.Frequency(row.Deployments, row.PerDay, r.Covered(row.Start, row.End)), strconv.Itoa(row.Failures),
 			strconv.FormatFloat(row.ChangeFailureRate*100, 'f', 0, 64) + "%", strconv.Itoa(row.Unchanged), strconv.Itoa(row.Degraded), median(row.TimeToRestore),
 			strconv.Itoa(row.Unrestored), median(row.LeadTime), count(gaps[row.Group])})
+	}
+	return rows
+}
+
+// totalsHeader is the header of totalsTable; a table of one
+// Application's clusters has no CLUSTERS column.
+func totalsHeader(first string) []string {
+	h := []string{first, "CLUSTERS", "DEPLOYS", "PER DAY", "FAILURES", "FAILURE RATE", "UNCHANGED", "DEGRADED",
+		"RESTORE", "UNRESTORED", "LEAD TIME", "GAPS"}
+	if first == "CLUSTER" {
+		return slices.Delete(h, 1, 2)
+	}
+	return h
+}
+
+// totalsTable writes totals over the span the report covers; perCluster
+// names each by its cluster, from its group "cluster/namespace/name".
+func totalsTable(r *argosyreport.Report, totals []argosyreport.Total, perCluster bool) [][]string {
+	span := r.Covered(r.From, r.To)
+	rows := make([][]string, 0, len(totals))
+	for _, t := range totals {
+		row := []string{t.Group, strconv.Itoa(t.Clusters)}
+		if perCluster {
+			cluster, _, _ := strings.Cut(t.Group, "/")
+			row = []string{cluster}
+		}
+		rows = append(rows, append(row, strconv.Itoa(t.Deployments),
+			argosyreport.Frequency(t.Deployments, t.PerDay, span), strconv.Itoa(t.Failures),
+			strconv.FormatFloat(t.ChangeFailureRate*100, 'f', 0, 64)+"%", strconv.Itoa(t.Unchanged), strconv.Itoa(t.Degraded),
+			median(t.TimeToRestore), strconv.Itoa(t.Unrestored), median(t.LeadTime), count(t.Gaps)))
 	}
 	return rows
 }

@@ -22,6 +22,8 @@ func TestReportDeploymentsFlags(t *testing.T) {
 		wantErr string
 	}{
 		{args: []string{"--by", "app"}, want: read.ReportParams{By: "app", Bucket: "day"}, output: "table"},
+		{args: []string{"--by", "app", "--app", "argocd/guestbook"}, want: read.ReportParams{By: "app", Bucket: "day", App: "argocd/guestbook"},
+			output: "table"},
 		{args: []string{"--by", "label", "--label", "team", "--bucket", "week", "--from", "2026-01-01T00:00:00Z", "-o", "csv"},
 			want:   read.ReportParams{By: "label", Label: "team", Bucket: "week", From: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 			output: "csv"},
@@ -54,6 +56,9 @@ func TestReportDeploymentsFlags(t *testing.T) {
 func TestReadCommands(t *testing.T) {
 	cmdtest.ReadCommands(t, NewCmdReport, cmdtest.ReadServer(t, readtest.Fleet()), []cmdtest.Golden{
 		{File: "report-app.txt", Args: []string{"report", "deployments", "--by", "app", "--to", "2026-03-02T12:00:00Z"}},
+		{File: "report-app-guestbook.txt", Args: []string{"report", "deployments", "--by", "app", "--app", "argocd/guestbook",
+			"--to", "2026-03-02T12:00:00Z"}},
+		{File: "report-app.json", Args: []string{"report", "deployments", "--by", "app", "--to", "2026-03-02T12:00:00Z", "-o", "json"}},
 		{File: "report-cluster-week.csv", Args: []string{"report", "deployments", "--by", "cluster", "--bucket", "week",
 			"--from", "2026-02-01T00:00:00Z", "--to", "2026-03-03T00:00:00Z", "-o", "csv"}},
 		{File: "report-label.json", Args: []string{"report", "deployments", "--by", "label", "--label", "team",
@@ -75,6 +80,8 @@ func TestReadCommandErrors(t *testing.T) {
 		{Args: []string{"report", "deployments", "--by", "team"}, FlagError: true, Text: `--by "team": want one of app, project, cluster, label`},
 		{Args: []string{"report", "deployments", "--by", "label"}, FlagError: true, Text: "--by label needs --label KEY"},
 		{Args: []string{"report", "deployments", "--by", "app", "--label", "team"}, FlagError: true, Text: "--label goes with --by label only"},
+		{Args: []string{"report", "deployments", "--by", "cluster", "--app", "argocd/guestbook"}, FlagError: true, Text: "--app goes with --by app only"},
+		{Args: []string{"report", "deployments", "--by", "app", "--app", "guestbook"}, FlagError: true, Text: `--app "guestbook": want namespace/name`},
 		{Args: []string{"report", "deployments", "--by", "app", "--bucket", "month"}, FlagError: true, Text: `--bucket "month"`},
 		{Args: []string{"report", "deployments", "--by", "app", "-o", "xml"}, FlagError: true,
 			Text: `unknown output format "xml": want one of table, json, yaml, csv`},
