@@ -71,6 +71,7 @@ func testStore(t *testing.T, b backend) {
 		{"Apps", testApps},
 		{"Audit", testAudit},
 		{"CallRecordsMigrated", testCallRecordsMigrated},
+		{"TimelineFoldsAPlacement", testTimelineFoldsAPlacement},
 		{"Chain", testChain},
 		{"Deployments", testDeployments},
 		{"Gaps", testGaps},
