@@ -22,7 +22,9 @@ import (
 // denied once.
 func placementEdit(t testing.TB) []*events.Decoded {
 	var l eventLog
-	at := func(i int) time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond) }
+	at := func(i int) time.Time {
+		return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)
+	}
 	pl := &schemas.PlacementRef{Namespace: "argocd", Name: "web", Generation: 4}
 	l.add(t, pAudit0, at(0), events.TypeAuditRecorded, events.Subject{}, &schemas.AuditRecorded{RequestID: "apply", Actor: "alice",
 		Action: "placements.apply", Method: "POST", Path: "/api/v1/placements", Outcome: "allowed", StatusCode: 200,
@@ -71,9 +73,9 @@ func testTimelineFoldsAPlacement(t *testing.T, b backend) {
 	commit(t, s, batch)
 	type action struct {
 		Actor, Via, Action, Outcome, Name string
-		Clusters, Entries            int
-		Results                      read.Tally
-		Spec                         bool
+		Clusters, Entries                 int
+		Results                           read.Tally
+		Spec                              bool
 	}
 	summary := func(as []read.Action) []action {
 		var out []action
