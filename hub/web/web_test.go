@@ -229,7 +229,10 @@ func TestAuditPageFoldsActions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
 			status, body := get(t, srv.URL+tc.path)
-			ol := body[strings.Index(body, `<ol class="timeline"`):]
+			_, ol, ok := strings.Cut(body, `<ol class="timeline"`)
+			if !ok {
+				t.Fatalf("%d: no timeline:\n%.2000s", status, body)
+			}
 			items := strings.Count(ol, `<li class="action">`)
 			if strings.Contains(tc.path, "group=none") {
 				items = strings.Count(ol, "<li>\n")
