@@ -210,8 +210,8 @@ type AuditFilter struct {
 	From, To                        time.Time
 	Limit                           int
 	// Changes leaves out the API calls that were allowed and appended no
-	// event (reads, logins and logouts, dry runs, resends answered from
-	// before): what remains are changes and refusals.
+	// event (reads, logins and logouts, dry runs): what remains are
+	// changes and refusals.
 	Changes bool
 }
 
