@@ -118,6 +118,10 @@ type call struct {
 	cluster        string
 	target         string
 	events         []string
+	// via and placement are the audit record's: the hub's placer acts
+	// for the author of the placement change it carries out.
+	via       string
+	placement *schemas.PlacementRef
 	// audited is set when the call's audit record went into the
 	// transaction of the events it wrote.
 	audited bool
@@ -294,7 +298,8 @@ func (s *Server) auditEvent(c *call, status int) (*event.Event, error) {
 	// audit record of it whole would be past the log's limit on an event,
 	// and the call would go unrecorded.
 	data := schemas.AuditRecorded{RequestID: c.id, Actor: actor, Action: c.action, Method: c.method, Path: clip(c.path, maxAuditedPath),
-		Cluster: c.cluster, Target: clip(c.target, maxAuditedPath), Outcome: outcome, StatusCode: status, RemoteAddr: c.remote, EventIDs: c.events}
+		Cluster: c.cluster, Target: clip(c.target, maxAuditedPath), Outcome: outcome, StatusCode: status, RemoteAddr: c.remote, EventIDs: c.events,
+		Via: c.via, Placement: c.placement}
 	subject, key := "", "hub"
 	if validName(c.cluster) {
 		subject, key = events.Subject{Cluster: c.cluster}.String(), c.cluster

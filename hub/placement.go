@@ -51,7 +51,7 @@ func placementOf(d *events.Decoded) *placement {
 		return &placement{PlacementUpserted: *p, selector: sel, id: d.Event.ID(), offset: d.Offset}
 	case *schemas.PlacementDeleted:
 		return &placement{PlacementUpserted: schemas.PlacementUpserted{Namespace: p.Namespace, Name: p.Name,
-			Generation: p.Generation, Prune: p.Prune}, deleted: true, selector: labels.Nothing(), id: d.Event.ID(), offset: d.Offset}
+			Generation: p.Generation, Prune: p.Prune, Actor: p.Actor}, deleted: true, selector: labels.Nothing(), id: d.Event.ID(), offset: d.Offset}
 	}
 	return nil
 }
@@ -144,6 +144,7 @@ func (s *Server) applyPlacement(r *http.Request, c *call) (any, error) {
 		}
 		data := want
 		data.Generation = gen
+		data.Actor = c.p.Actor
 		return s.placementEvent(events.TypePlacementUpserted, key, data, &placement{PlacementUpserted: data, selector: sel})
 	})
 }
@@ -181,9 +182,9 @@ func (s *Server) deletePlacement(r *http.Request, c *call) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		data := schemas.PlacementDeleted{Namespace: cur.Namespace, Name: cur.Name, Generation: gen, Prune: cur.Prune}
+		data := schemas.PlacementDeleted{Namespace: cur.Namespace, Name: cur.Name, Generation: gen, Prune: cur.Prune, Actor: c.p.Actor}
 		up := cur.PlacementUpserted
-		up.Generation = gen
+		up.Generation, up.Actor = gen, c.p.Actor
 		return s.placementEvent(events.TypePlacementDeleted, key, data, &placement{PlacementUpserted: up, deleted: true, selector: labels.Nothing()})
 	})
 }
@@ -260,6 +261,7 @@ func (s *Server) writePlacement(ctx context.Context, c *call, key string, build 
 	audit := func(ps []pending) ([]*event.Event, error) {
 		cc := *c
 		cc.events = []string{ps[0].event.ID()}
+		cc.placement = &schemas.PlacementRef{Namespace: ps[0].placement.Namespace, Name: ps[0].placement.Name, Generation: ps[0].generation}
 		e, err := s.auditEvent(&cc, http.StatusOK)
 		return []*event.Event{e}, err
 	}
@@ -442,8 +444,7 @@ func (p *placer) reconcile(ctx context.Context) error {
 		if len(changes) == 0 {
 			continue
 		}
-		c := &call{id: uuid.NewString(), p: &auth.Principal{Identity: api.Identity{Actor: "hub/placement", Role: auth.RoleAdmin}},
-			action: auth.ActionPlace, method: "PLACE", path: "/api/v1/placements/" + pl.key(), target: "placements/" + pl.key()}
+		c := placeCall(pl)
 		if _, err := p.s.commit(ctx, c, changes); err != nil {
 			errs = append(errs, fmt.Errorf("placement %s: %w", pl.key(), err))
 		}
@@ -452,6 +453,19 @@ func (p *placer) reconcile(ctx context.Context) error {
 		return fmt.Errorf("%d placements: %w", len(errs), errs[0])
 	}
 	return nil
+}
+
+// placeCall is the call the placer makes for a placement: audited as the
+// author of the placement's change it carries out, via the placer. A
+// placement written before its author was recorded has the placer alone.
+func placeCall(pl placement) *call {
+	actor, via := pl.Actor, schemas.ViaPlacement
+	if actor == "" {
+		actor, via = schemas.ViaPlacement, ""
+	}
+	return &call{id: uuid.NewString(), p: &auth.Principal{Identity: api.Identity{Actor: actor, Role: auth.RoleAdmin}},
+		action: auth.ActionPlace, method: "PLACE", path: "/api/v1/placements/" + pl.key(), target: "placements/" + pl.key(),
+		via: via, placement: &schemas.PlacementRef{Namespace: pl.Namespace, Name: pl.Name, Generation: pl.Generation}}
 }
 
 // changes returns what a placement needs on each cluster, as changes that

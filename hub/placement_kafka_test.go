@@ -143,6 +143,73 @@ func TestPlacementFollowsTheLabels(t *testing.T) {
 	}
 }
 
+// TestPlacementAuditedAsItsAuthor checks that the hub's calls placing a
+// placement's Applications are audited as the person who changed the
+// placement, via the placer, naming the placement change they carry out:
+// alice applies, root deletes. The placement events name their author.
+func TestPlacementAuditedAsItsAuthor(t *testing.T) {
+	r := newRig(t, 2)
+	root := r.client(r.start(hub.WithPlaceInterval(time.Second)), "root")
+	alice := r.client(r.start(hub.WithPlaceInterval(time.Second)), "alice")
+	r.register(root, "s1", map[string]string{"env": "staging"})
+	r.register(root, "s2", map[string]string{"env": "staging"})
+	if _, err := alice.ApplyPlacement(t.Context(), api.PlacementRequest{Selector: "env=staging", Manifest: appManifest()}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, root, map[string]string{"s1": "placed", "s2": "placed"})
+	if _, err := root.DeletePlacement(t.Context(), "argocd", "web", api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, root, map[string]string{})
+
+	author := map[int64]string{}
+	for _, d := range r.decoded(r.records(events.TopicPlacements)) {
+		switch p := d.Data.(type) {
+		case *schemas.PlacementUpserted:
+			author[p.Generation] = p.Actor
+		case *schemas.PlacementDeleted:
+			author[p.Generation] = p.Actor
+		}
+	}
+	if want := map[int64]string{1: "alice", 2: "root"}; fmt.Sprint(author) != fmt.Sprint(want) {
+		t.Errorf("placement events' actors by generation %v, want %v", author, want)
+	}
+	placed := map[string]int64{} // event id: the placement generation it carries out
+	for _, d := range r.decoded(r.records(events.TopicConfig)) {
+		switch p := d.Data.(type) {
+		case *schemas.ApplicationUpserted:
+			placed[d.Event.ID()] = 1
+		case *schemas.ApplicationDeleted:
+			if p.Name == "web" {
+				placed[d.Event.ID()] = 2
+			}
+		}
+	}
+	audited := map[string]bool{}
+	for _, d := range ofType(r.decoded(r.records(events.TopicAudit)), events.TypeAuditRecorded) {
+		a := d.Data.(*schemas.AuditRecorded)
+		switch a.Action {
+		case "placements.apply", "placements.delete":
+			if a.Via != "" || a.Placement == nil || a.Placement.Name != "web" || author[a.Placement.Generation] != a.Actor {
+				t.Errorf("%s audited as %q via %q, placement %+v; want its author and the generation it wrote", a.Action, a.Actor, a.Via, a.Placement)
+			}
+		case "placements.reconcile":
+			for _, id := range a.EventIDs {
+				audited[id] = true
+				gen := placed[id]
+				want := schemas.PlacementRef{Namespace: "argocd", Name: "web", Generation: gen}
+				if a.Actor != author[gen] || a.Via != schemas.ViaPlacement || a.Placement == nil || *a.Placement != want {
+					t.Errorf("placed event %s audited as %q via %q, placement %+v; want %q via %s, %+v",
+						id, a.Actor, a.Via, a.Placement, author[gen], schemas.ViaPlacement, want)
+				}
+			}
+		}
+	}
+	if len(audited) != len(placed) || len(placed) != 4 {
+		t.Errorf("%d placed events audited of %d, want 4", len(audited), len(placed))
+	}
+}
+
 // TestPlacementLeavesOthersAlone checks that a placement never overwrites
 // an Application of the same name it does not own, shows the conflict,
 // and that a cluster-scoped token may not place by selector.

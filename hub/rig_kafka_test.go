@@ -58,6 +58,7 @@ func newRig(t testing.TB, partitions int32) *rig {
 		{"root", auth.RoleAdmin, ""},
 		{"dev-deployer", auth.RoleDeployer, "env=dev"},
 		{"auditor", auth.RoleViewer, ""},
+		{"alice", auth.RoleDeployer, ""},
 	} {
 		tok, entry, err := auth.NewToken(tk.name, tk.role, nil, tk.clusters)
 		if err != nil {

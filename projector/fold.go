@@ -309,7 +309,7 @@ func (v *View) recordCall(d *events.Decoded, p *schemas.AuditRecorded) error {
 		return err
 	}
 	v.appends.Calls = append(v.appends.Calls, Call{RequestID: p.RequestID, Actor: p.Actor, Action: p.Action,
-		Outcome: p.Outcome, At: d.LogTime, EventIDs: p.EventIDs})
+		Outcome: p.Outcome, At: d.LogTime, EventIDs: p.EventIDs, Via: p.Via, Placement: p.Placement, RecordID: d.Event.ID()})
 	return nil
 }
 

@@ -3,6 +3,8 @@ package projector
 import (
 	"context"
 	"time"
+
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // Partition names one topic partition.
@@ -197,6 +199,14 @@ type AuditRow struct {
 	AuditEntry
 	// Results are the clusters' acknowledgements of a config change.
 	Results []Ack `json:"results,omitempty"`
+	// RequestID, Via and Placement are joined from the API call that
+	// appended the entry's event, as Actor is (for an API call, from the
+	// call itself): the request, the hub component that acted for the
+	// actor, and the placement change it made or carried out. The
+	// timeline (read.Timeline) folds an action's entries by them.
+	RequestID string                `json:"requestId,omitempty"`
+	Via       string                `json:"via,omitempty"`
+	Placement *schemas.PlacementRef `json:"placement,omitempty"`
 }
 
 // AuditFilter selects audit entries; zero fields match all.
@@ -204,6 +214,10 @@ type AuditFilter struct {
 	Cluster, Namespace, Name, Actor string
 	From, To                        time.Time
 	Limit                           int
+	// Changes leaves out the API calls that were allowed and appended no
+	// event (reads, logins and logouts, dry runs): what remains are
+	// changes and refusals.
+	Changes bool
 }
 
 // DeploymentFilter selects deployment records; zero fields match all.

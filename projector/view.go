@@ -177,6 +177,15 @@ type Call struct {
 	Outcome   string    `json:"outcome"`
 	At        time.Time `json:"at"`
 	EventIDs  []string  `json:"eventIds,omitempty"`
+	// Via and Placement are the record's: the hub component that made the
+	// call for Actor, and the placement change the call made or carried
+	// out (schemas.AuditRecorded).
+	Via       string                `json:"via,omitempty"`
+	Placement *schemas.PlacementRef `json:"placement,omitempty"`
+	// RecordID is the id of the call's own audit record (one per config
+	// partition the call wrote to), which the history maps to the call as
+	// it maps the events the call appended.
+	RecordID string `json:"recordId,omitempty"`
 }
 
 // AuditEntry is one record of the audit history: a config change or an API

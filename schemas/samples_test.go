@@ -59,11 +59,12 @@ func samples() map[string]sample {
 		"io.argosy.hub.placement.upserted.v1": {
 			full: schemas.PlacementUpserted{Namespace: "argocd", Name: "guestbook", Generation: 3, Selector: "env=prod,region in (eu,us)",
 				Prune: schemas.PruneDelete, Project: "default", Labels: labels, Annotations: map[string]string{"argosy.dev/owner": "team-payments"}, Spec: appSpec,
-				Commit: &schemas.SourceCommit{Revision: "9f2c1e7a3b5d4c6e8f0a1b2c3d4e5f6a7b8c9d0e", CommittedAt: t0.Add(-time.Hour)}},
+				Commit: &schemas.SourceCommit{Revision: "9f2c1e7a3b5d4c6e8f0a1b2c3d4e5f6a7b8c9d0e", CommittedAt: t0.Add(-time.Hour)},
+				Actor:  "alice@example.com"},
 			minimal: schemas.PlacementUpserted{Namespace: "argocd", Name: "guestbook", Prune: schemas.PruneOrphan, Project: "default", Spec: emptySpec},
 		},
 		"io.argosy.hub.placement.deleted.v1": {
-			full:    schemas.PlacementDeleted{Namespace: "argocd", Name: "guestbook", Generation: 4, Prune: schemas.PruneDelete},
+			full:    schemas.PlacementDeleted{Namespace: "argocd", Name: "guestbook", Generation: 4, Prune: schemas.PruneDelete, Actor: "alice@example.com"},
 			minimal: schemas.PlacementDeleted{Namespace: "argocd", Name: "guestbook", Prune: schemas.PruneOrphan},
 		},
 		"io.argosy.config.application.upserted.v1": {
@@ -159,10 +160,11 @@ func samples() map[string]sample {
 			minimal: schemas.DeploymentGap{Resource: minResource, Reason: schemas.GapDeletedUnobserved, FromHistoryID: 3},
 		},
 		"io.argosy.hub.audit.recorded.v1": {
-			full: schemas.AuditRecorded{RequestID: "req-01HQ3", Actor: "alice@example.com", Action: "applications.sync",
-				Method: "POST", Path: "/api/v1/clusters/prod-eu-1/applications/guestbook/sync", Cluster: "prod-eu-1",
-				Target: "argocd/guestbook", Outcome: "allowed", StatusCode: 202, RemoteAddr: "192.0.2.10:53124",
-				EventIDs: []string{"0195a7c2-4b1e-7c3a-9d2f-1a2b3c4d5e6f"}},
+			full: schemas.AuditRecorded{RequestID: "req-01HQ3", Actor: "alice@example.com", Action: "place",
+				Method: "PLACE", Path: "/api/v1/placements/argocd/guestbook", Cluster: "prod-eu-1",
+				Target: "placements/argocd/guestbook", Outcome: "allowed", StatusCode: 200, RemoteAddr: "192.0.2.10:53124",
+				EventIDs: []string{"0195a7c2-4b1e-7c3a-9d2f-1a2b3c4d5e6f"}, Via: schemas.ViaPlacement,
+				Placement: &schemas.PlacementRef{Namespace: "argocd", Name: "guestbook", Generation: 4}},
 			minimal: schemas.AuditRecorded{RequestID: "req-01HQ5", Actor: "anonymous", Action: "clusters.list",
 				Method: "GET", Path: "/api/v1/clusters", Outcome: "denied", StatusCode: 401},
 		},

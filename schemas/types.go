@@ -382,6 +382,26 @@ type AuditRecorded struct {
 	RemoteAddr string `json:"remoteAddr,omitempty"`
 	// EventIDs are the ids of the events the call appended.
 	EventIDs []string `json:"eventIds,omitempty"`
+	// Via names the hub's own component that made the call on Actor's
+	// behalf: ViaPlacement when the hub places a placement's Applications,
+	// Actor then being the author of the placement change it carries out.
+	// Empty for a call the actor made. The hub sets both; no request can.
+	Via string `json:"via,omitempty"`
+	// Placement is the placement change the call made (applying or
+	// deleting a placement) or carried out (placing its Applications).
+	Placement *PlacementRef `json:"placement,omitempty"`
+}
+
+// ViaPlacement is the Via of the calls the hub makes to place a
+// placement's Applications.
+const ViaPlacement = "hub/placement"
+
+// PlacementRef names one change of a placement: the placement and the
+// generation the change gave it.
+type PlacementRef struct {
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
 }
 
 // Prune policies of a placement: what becomes of the Application on a
@@ -427,6 +447,11 @@ type PlacementUpserted struct {
 	// Commit is the source commit the placement deploys, where its author
 	// said; each cluster's upsert carries it.
 	Commit *SourceCommit `json:"commit,omitempty"`
+	// Actor is who made this change of the placement, as the audit of the
+	// call names them; the hub sets it from the caller's credential. The
+	// hub's calls that place the Applications are audited as Actor's, via
+	// ViaPlacement. Empty in placements written before it was recorded.
+	Actor string `json:"actor,omitempty"`
 }
 
 // PlacementDeleted is the data of io.argosy.hub.placement.deleted.v1: the
@@ -436,6 +461,8 @@ type PlacementDeleted struct {
 	Name       string `json:"name"`
 	Generation int64  `json:"generation"`
 	Prune      string `json:"prune"`
+	// Actor is who deleted the placement, as PlacementUpserted.Actor.
+	Actor string `json:"actor,omitempty"`
 }
 
 // Key roles and purposes used by the trust events.

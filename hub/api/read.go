@@ -74,8 +74,25 @@ func (c *Client) Audit(ctx context.Context, f projector.AuditFilter) ([]projecto
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
+	if f.Changes {
+		q.Set("changes", "true")
+	}
 	var l read.List[projector.AuditRow]
 	return l.Items, c.get(ctx, "/api/v1/audit", q, &l)
+}
+
+// Timeline lists the audit timeline: one entry per action, newest first.
+func (c *Client) Timeline(ctx context.Context, f read.TimelineFilter) ([]read.Action, error) {
+	q := values("cluster", f.Cluster, "namespace", f.Namespace, "app", f.Name, "actor", f.Actor,
+		"from", timeParam(f.From), "to", timeParam(f.To))
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Reads {
+		q.Set("reads", "true")
+	}
+	var l read.List[read.Action]
+	return l.Items, c.get(ctx, "/api/v1/audit/timeline", q, &l)
 }
 
 // VerifyAudit has the server check every audit chain.

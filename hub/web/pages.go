@@ -195,16 +195,31 @@ func (h *Handler) appRows(r *http.Request, ns, name string) (*appData, error) {
 // appPerPage is how many clusters a page of the Application page lists.
 const appPerPage = 50
 
-// auditData is the audit page's.
+// auditData is the audit page's: the timeline's actions, or with
+// ?group=none every entry (Rows).
 type auditData struct {
-	Rows   []auditRow
-	Filter url.Values
-	Limit  int
+	Actions []auditAction
+	Rows    []auditRow
+	Filter  url.Values
+	Limit   int
+	// Entries is true for ?group=none, Reads for ?reads=1.
+	Entries, Reads bool
 }
 
 type auditRow struct {
 	projector.AuditRow
 	Diff *specChange
+}
+
+// auditAction is one action of the timeline, its newest change's diff
+// shown once.
+type auditAction struct {
+	read.Action
+	Diff *specChange
+	// Cluster is the one cluster the action's changes are about, if one.
+	Cluster string
+	// Acks are the one cluster's results, shown as they are.
+	Acks []projector.Ack
 }
 
 func (h *Handler) audit(r *http.Request) (string, any, error) {
@@ -214,7 +229,6 @@ func (h *Handler) audit(r *http.Request) (string, any, error) {
 	if f.Limit, err = intParam(r, "limit", 50, math.MaxInt); err != nil {
 		return "", nil, err
 	}
-	f.Limit = min(f.Limit, read.MaxAuditLimit)
 	if s := q.Get("since"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
@@ -222,11 +236,25 @@ func (h *Handler) audit(r *http.Request) (string, any, error) {
 		}
 		f.From = h.now().Add(-d)
 	}
+	out := auditData{Filter: q, Entries: q.Get("group") == "none", Reads: q.Get("reads") == "1"}
+	f.Changes = !out.Reads
+	if !out.Entries {
+		f.Limit = min(f.Limit, read.MaxTimelineLimit)
+		out.Limit = f.Limit
+		actions, err := read.Timeline(r.Context(), h.q, read.TimelineFilter{AuditFilter: f, Reads: out.Reads})
+		if err != nil {
+			return "", nil, err
+		}
+		out.Actions = auditActions(actions)
+		return "audit", out, nil
+	}
+	f.Limit = min(f.Limit, read.MaxAuditLimit)
+	out.Limit = f.Limit
 	rows, err := h.q.Audit(r.Context(), f)
 	if err != nil {
 		return "", nil, err
 	}
-	out := auditData{Filter: q, Limit: f.Limit, Rows: make([]auditRow, len(rows))}
+	out.Rows = make([]auditRow, len(rows))
 	left := maxPageDiff
 	for i, a := range rows {
 		d := specDiff(a.Before, a.After, left)
@@ -236,6 +264,30 @@ func (h *Handler) audit(r *http.Request) (string, any, error) {
 		out.Rows[i] = auditRow{AuditRow: a, Diff: d}
 	}
 	return "audit", out, nil
+}
+
+// auditActions are the page's actions: each with its diff, within the
+// page's bound, and its one cluster's results when it has one.
+func auditActions(actions []read.Action) []auditAction {
+	out := make([]auditAction, len(actions))
+	left := maxPageDiff
+	for i, a := range actions {
+		d := specDiff(a.Before, a.After, left)
+		if d != nil {
+			left -= len(d.Lines)
+		}
+		out[i] = auditAction{Action: a, Diff: d}
+		if a.Clusters != 1 {
+			continue
+		}
+		for _, e := range a.Entries {
+			if e.Kind != "api" && e.Cluster != "" {
+				out[i].Cluster = e.Cluster
+				out[i].Acks = append(out[i].Acks, e.Results...)
+			}
+		}
+	}
+	return out
 }
 
 func joinLabels(l map[string]string) string {

@@ -267,3 +267,61 @@ func TestReportDownloads(t *testing.T) {
 		t.Errorf("JSON: %d\n%s", status, js)
 	}
 }
+
+// TestAuditPageFoldsActions: a placement edit on 50 clusters is one entry
+// of the timeline, alice's, with its clusters' results counted, its spec
+// change once and its entries behind a details element; reads are hidden
+// until asked for; ?group=none lists every entry, each cluster's naming
+// alice via the placer; the page is paged.
+func TestAuditPageFoldsActions(t *testing.T) {
+	h, err := web.New(readtest.PlacementEdit(50), web.WithClock(readtest.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), web.Viewer{Actor: "vera", Role: "viewer"})))
+	}))
+	defer srv.Close()
+	tests := []struct {
+		path             string
+		items            int
+		want, wantNot    []string
+		diffs, showsMore int
+	}{
+		{"/audit", 2, []string{"<b>alice</b>", "placements.apply", "placement argocd/guestbook (generation 4)", "50 clusters",
+			">47 applied<", ">2 failed<", ">1 pending<", "<summary>52 entries</summary>", "<b>mallory</b>", ">denied<"},
+			[]string{"<b>bob</b>", "hub/placement</span>"}, 1, 0},
+		{"/audit?reads=1", 4, []string{"<b>bob</b>", "<b>alice</b>"}, nil, 1, 0},
+		{"/audit?reads=1&limit=2", 2, []string{"<b>bob</b>", "Show more"}, []string{"<b>alice</b>"}, 0, 1},
+		{"/audit?group=none&app=guestbook&limit=100", 50, []string{`<b>alice</b> <span class="via">via hub/placement</span>`},
+			[]string{"<b>mallory</b>"}, 50, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			status, body := get(t, srv.URL+tc.path)
+			_, ol, ok := strings.Cut(body, `<ol class="timeline"`)
+			if !ok {
+				t.Fatalf("%d: no timeline:\n%.2000s", status, body)
+			}
+			items := strings.Count(ol, `<li class="action">`)
+			if strings.Contains(tc.path, "group=none") {
+				items = strings.Count(ol, "<li>\n")
+			}
+			if status != 200 || items != tc.items || strings.Count(body, `<pre class="diff">`) != tc.diffs ||
+				strings.Count(body, "Show more") != tc.showsMore {
+				t.Errorf("%d: %d entries, %d diffs, %d Show more; want %d, %d, %d:\n%.3000s", status, items,
+					strings.Count(body, `<pre class="diff">`), strings.Count(body, "Show more"), tc.items, tc.diffs, tc.showsMore, ol)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(body, w) {
+					t.Errorf("page has %q", w)
+				}
+			}
+		})
+	}
+}

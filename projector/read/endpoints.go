@@ -114,12 +114,13 @@ func (h *Handler) listAppsOf(r *http.Request, f projector.AppFilter, clusters []
 }
 
 func (h *Handler) audit(r *http.Request) (any, error) {
-	p, err := parseParams(r, "cluster", "namespace", "app", "actor", "from", "to", "limit")
+	p, err := parseParams(r, "cluster", "namespace", "app", "actor", "from", "to", "limit", "changes")
 	if err != nil {
 		return nil, err
 	}
 	f := projector.AuditFilter{Cluster: p.str("cluster"), Namespace: p.str("namespace"), Name: p.str("app"),
-		Actor: p.str("actor"), Limit: p.integer("limit", DefaultAuditLimit, MaxAuditLimit)}
+		Actor: p.str("actor"), Limit: p.integer("limit", DefaultAuditLimit, MaxAuditLimit),
+		Changes: p.oneOf("changes", "false", booleans) == "true"}
 	f.From, f.To = p.interval()
 	if err := p.err(); err != nil {
 		return nil, err
@@ -133,6 +134,38 @@ func (h *Handler) audit(r *http.Request) (any, error) {
 		rows[i].Before, rows[i].After = b.bound(rows[i].Before), b.bound(rows[i].After)
 	}
 	return List[projector.AuditRow]{Items: nonNil(rows)}, nil
+}
+
+// booleans are the values of a boolean parameter.
+var booleans = []string{"true", "false"}
+
+// timeline answers the audit timeline: one entry per action, reads left
+// out unless asked for.
+func (h *Handler) timeline(r *http.Request) (any, error) {
+	p, err := parseParams(r, "cluster", "namespace", "app", "actor", "from", "to", "limit", "reads")
+	if err != nil {
+		return nil, err
+	}
+	f := TimelineFilter{AuditFilter: projector.AuditFilter{Cluster: p.str("cluster"), Namespace: p.str("namespace"),
+		Name: p.str("app"), Actor: p.str("actor"), Limit: p.integer("limit", DefaultTimelineLimit, MaxTimelineLimit)},
+		Reads: p.oneOf("reads", "false", booleans) == "true"}
+	f.From, f.To = p.interval()
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	actions, err := Timeline(r.Context(), h.q, f)
+	if err != nil {
+		return nil, err
+	}
+	b := newBudget()
+	for i := range actions {
+		actions[i].Before, actions[i].After = b.bound(actions[i].Before), b.bound(actions[i].After)
+		for j := range actions[i].Entries {
+			e := &actions[i].Entries[j]
+			e.After = b.bound(e.After)
+		}
+	}
+	return List[Action]{Items: nonNil(actions)}, nil
 }
 
 func (h *Handler) deployments(r *http.Request) (any, error) {

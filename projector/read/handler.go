@@ -112,6 +112,7 @@ func routes() []route {
 		{http.MethodGet, "/api/v1/clusters/{cluster}/applications", (*Handler).clusterApps},
 		{http.MethodGet, "/api/v1/applications", (*Handler).apps},
 		{http.MethodGet, "/api/v1/audit", (*Handler).audit},
+		{http.MethodGet, "/api/v1/audit/timeline", (*Handler).timeline},
 		{http.MethodGet, "/api/v1/audit/verify", (*Handler).verify},
 		{http.MethodGet, "/api/v1/audit/chain", (*Handler).chain},
 		{http.MethodGet, "/api/v1/deployments", (*Handler).deployments},

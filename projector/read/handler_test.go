@@ -226,6 +226,16 @@ func TestEndpoints(t *testing.T) {
 		{name: "audit bad to", target: "/api/v1/audit?to=2026-03-02", status: 400, errText: `parameter "to"`},
 		{name: "audit from after to", target: "/api/v1/audit?from=" + at(0) + "&to=" + at(-time.Hour), status: 400,
 			errText: `"from" (2026-03-02T12:00:00Z) must be before "to" (2026-03-02T11:00:00Z)`},
+		{name: "audit changes", target: "/api/v1/audit?changes=true", status: 200, list: auditIDs,
+			want: []string{"ev-guestbook-us", "ev-billing-5", "ev-guestbook", "ev-reg-eu"}},
+		{name: "audit changes not a boolean", target: "/api/v1/audit?changes=yes", status: 400, errText: `parameter "changes"`},
+		{name: "audit timeline", target: "/api/v1/audit/timeline?reads=true", status: 200, check: func(t *testing.T, b []byte) {
+			if l := decode[read.List[read.Action]](t, b); len(l.Items) == 0 {
+				t.Error("no actions")
+			}
+		}},
+		{name: "audit timeline limit too large", target: "/api/v1/audit/timeline?limit=501", status: 400, errText: `from 1 to 500`},
+		{name: "audit timeline reads not a boolean", target: "/api/v1/audit/timeline?reads=1", status: 400, errText: `parameter "reads"`},
 		{name: "audit verify", target: "/api/v1/audit/verify", status: 200, check: func(t *testing.T, b []byte) {
 			v := decode[read.Verification](t, b)
 			var got []string

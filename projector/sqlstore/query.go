@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // where builds a WHERE clause of ANDed terms.
@@ -252,6 +253,17 @@ const whoSQL = `COALESCE(NULLIF(a.actor, ''), (SELECT c.actor FROM call_events c
 	JOIN calls c ON c.request_id = ce.request_id WHERE ce.event_id = a.event_id
 	ORDER BY c.at, c.request_id LIMIT 1), '')`
 
+// callSQL is the request id of the call audit entry a belongs to: the
+// call itself for an API call's record, otherwise the call that appended
+// its event, as whoSQL chooses it.
+const callSQL = `(SELECT c.request_id FROM call_events ce
+	JOIN calls c ON c.request_id = ce.request_id WHERE ce.event_id = a.event_id
+	ORDER BY c.at, c.request_id LIMIT 1)`
+
+// changesSQL keeps, of the entries x joined to their calls c, the changes
+// and refusals: it leaves out the API calls allowed that appended nothing.
+const changesSQL = `(x.kind <> 'api' OR c.request_id IS NULL OR c.outcome <> 'allowed' OR c.changed)`
+
 // Audit returns the audit entries that match f, newest first (by log time,
 // then offset), at most f.Limit of them if it is positive. Each entry's
 // Actor is joined from the calls for config changes, so Audit's entries
@@ -280,11 +292,20 @@ func (s *Store) Audit(ctx context.Context, f projector.AuditFilter) ([]projector
 			sel[i] = "a." + c
 		}
 	}
-	q := `SELECT ` + columns("x", auditColumns) + `, x.before_size, x.after_size FROM (SELECT ` + strings.Join(sel, ", ") +
-		` FROM audit_entries a` + w.String() + `) x`
+	q := `SELECT ` + columns("x", auditColumns) + `, x.before_size, x.after_size, COALESCE(c.request_id, ''),
+		COALESCE(c.via, ''), COALESCE(c.placement, ''), COALESCE(c.placement_generation, 0) FROM (SELECT ` +
+		strings.Join(sel, ", ") + `, ` + callSQL + ` AS call_id FROM audit_entries a` + w.String() + `) x
+		LEFT JOIN calls c ON c.request_id = x.call_id`
+	var cond []string
 	if f.Actor != "" {
-		q += ` WHERE x.actor = ?`
+		cond = append(cond, `x.actor = ?`)
 		args = append(args, f.Actor)
+	}
+	if f.Changes {
+		cond = append(cond, changesSQL)
+	}
+	if len(cond) > 0 {
+		q += ` WHERE ` + strings.Join(cond, " AND ")
 	}
 	q += ` ORDER BY x.at DESC NULLS LAST, x.off DESC, x.topic, x.part`
 	if f.Limit > 0 {
@@ -295,10 +316,17 @@ func (s *Store) Audit(ctx context.Context, f projector.AuditFilter) ([]projector
 	err := s.each(ctx, q, args, func(rows *sql.Rows) error {
 		dest, build := scanAudit()
 		var before, after specSize
-		if err := rows.Scan(append(dest, &before, &after)...); err != nil {
+		var row projector.AuditRow
+		var placement string
+		var gen int64
+		if err := rows.Scan(append(dest, &before, &after, &row.RequestID, &row.Via, &placement, &gen)...); err != nil {
 			return err
 		}
-		out = append(out, projector.AuditRow{AuditEntry: build()})
+		row.AuditEntry = build()
+		if ns, name, ok := strings.Cut(placement, "/"); ok {
+			row.Placement = &schemas.PlacementRef{Namespace: ns, Name: name, Generation: gen}
+		}
+		out = append(out, row)
 		sizes = append(sizes, before, after)
 		return nil
 	})

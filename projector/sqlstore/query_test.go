@@ -1,11 +1,15 @@
 package sqlstore
 
 import (
+	"encoding/json"
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 func testClusters(t *testing.T, b backend) {
@@ -117,14 +121,17 @@ func testAudit(t *testing.T, b backend) {
 	commit(t, s, f)
 	// The config changes e1 and e2 get alice, whose call appended them;
 	// the API call e5 has its own actor.
-	e1 := projector.AuditRow{AuditEntry: f.Audit[0]}
+	// They name alice's call, r1, and what it was via and for; e5 its own.
+	pl := &schemas.PlacementRef{Namespace: "argocd", Name: "a1", Generation: 3}
+	e1 := projector.AuditRow{AuditEntry: f.Audit[0], RequestID: "r1", Via: schemas.ViaPlacement, Placement: pl}
 	e1.Actor = "alice"
-	e2 := projector.AuditRow{AuditEntry: f.Audit[1], Results: []projector.Ack{f.Acks[1], f.Acks[0]}}
+	e2 := projector.AuditRow{AuditEntry: f.Audit[1], Results: []projector.Ack{f.Acks[1], f.Acks[0]}, RequestID: "r1",
+		Via: schemas.ViaPlacement, Placement: pl}
 	e2.Actor = "alice"
-	e5 := projector.AuditRow{AuditEntry: f.Audit[2]}
+	e5 := projector.AuditRow{AuditEntry: f.Audit[2], RequestID: "r2"}
 	// e2 appended again and refused: the actor of e2, and no results,
 	// since e2's acks are the change's.
-	replay := projector.AuditRow{AuditEntry: f.Audit[3]}
+	replay := projector.AuditRow{AuditEntry: f.Audit[3], RequestID: "r1", Via: schemas.ViaPlacement, Placement: pl}
 	replay.Actor = "alice"
 	tests := []struct {
 		name string
@@ -142,6 +149,9 @@ func testAudit(t *testing.T, b backend) {
 		{"to, exclusive", projector.AuditFilter{To: f.Audit[2].At}, []projector.AuditRow{e1}},
 		{"span", projector.AuditFilter{From: day(3, 0), To: day(5, 0)}, []projector.AuditRow{e2, e5}},
 		{"no match", projector.AuditFilter{Actor: "carol"}, nil},
+		// e5, a call allowed that appended nothing (a read), is no change.
+		{"changes", projector.AuditFilter{Changes: true}, []projector.AuditRow{replay, e2, e1}},
+		{"changes by bob", projector.AuditFilter{Changes: true, Actor: "bob"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,5 +298,59 @@ func testTargets(t *testing.T, b backend) {
 				t.Errorf("Targets(%+v) (-want +got):\n%s", tc.f, diff)
 			}
 		})
+	}
+}
+
+// testCallRecordsMigrated opens a store that version 11 folded: its API
+// calls' records are mapped to their calls by the migration, and a call
+// that appended events counts as a change, so the history of changes is
+// the same as a store folded now gives.
+func testCallRecordsMigrated(t *testing.T, b backend) {
+	loc := b.database(t)
+	s, err := b.unmigrated(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.migrateTo(t.Context(), 11); err != nil {
+		t.Fatal(err)
+	}
+	write := &projector.Batch{Audit: []projector.AuditEntry{
+		{Topic: pAudit0.Topic, Offset: 0, At: day(3, 1), EventID: "rec-read", Type: "t.audit", Kind: "api", Name: "apps.list",
+			Actor: "bob", After: json.RawMessage(`{"requestId":"r-read","outcome":"allowed"}`), Hash: "h1"},
+		{Topic: pAudit0.Topic, Offset: 1, At: day(3, 2), EventID: "rec-write", Type: "t.audit", Kind: "api", Name: "apps.update",
+			Actor: "alice", After: json.RawMessage(`{"requestId":"r-write","outcome":"allowed","eventIds":["e1"]}`), PrevHash: "h1", Hash: "h2"},
+		{Topic: pConfig0.Topic, Offset: 0, At: day(3, 3), EventID: "e1", Type: "t.upserted", Cluster: "c1", Kind: "applications",
+			Namespace: "argocd", Name: "a1", Generation: 1, After: json.RawMessage(`{}`), Hash: "h3"},
+	}}
+	tx, err := s.w.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := each(write.Audit, auditRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := [][]any{{"r-read", "bob", "apps.list", "allowed", day(3, 1).UnixNano(), "[]"},
+		{"r-write", "alice", "apps.update", "allowed", day(3, 2).UnixNano(), `["e1"]`}}
+	err = errors.Join(s.upsert(t.Context(), tx, auditTable, rows),
+		s.upsert(t.Context(), tx, table{name: "calls", cols: callColumns[:6], keys: 1}, calls),
+		s.upsert(t.Context(), tx, callEventsTable, [][]any{{"e1", "r-write"}}))
+	if err != nil {
+		t.Fatal(errors.Join(err, tx.Rollback()))
+	}
+	if err := errors.Join(tx.Commit(), s.Close()); err != nil {
+		t.Fatal(err)
+	}
+	s = b.store(t, loc)
+	got, err := s.Audit(t.Context(), projector.AuditFilter{Changes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.EventID+" "+r.RequestID)
+	}
+	if want := []string{"e1 r-write", "rec-write r-write"}; !slices.Equal(ids, want) {
+		t.Errorf("changes after the migration %q, want %q", ids, want)
 	}
 }

@@ -30,7 +30,8 @@ var (
 	objectColumns    = []string{"cluster", "kind", "namespace", "name", "generation", "deleted", "event_id", "updated_at"}
 	operationColumns = []string{"request_id", "cluster", "event_id", "part", "off", "at"}
 	ackColumns       = []string{"event_id", "cluster", "applied", "code", "reason", "at", "result"}
-	callColumns      = []string{"request_id", "actor", "action", "outcome", "at", "event_ids"}
+	callColumns      = []string{"request_id", "actor", "action", "outcome", "at", "event_ids", "via", "placement",
+		"placement_generation", "changed"}
 	// auditColumnsV8 are the audit entries' columns up to schema version
 	// 8, which its rehash reads (rechain); never change them.
 	auditColumnsV8 = []string{"topic", "part", "off", "at", "event_id", "type", "cluster", "kind", "namespace", "name",

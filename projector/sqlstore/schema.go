@@ -135,12 +135,23 @@ var migrations = [][]string{
 		// unacknowledged change (Backlogs), without reading its history.
 		`CREATE INDEX audit_entries_cluster_off ON audit_entries (cluster, topic, off)`,
 	},
+	{
+		// The audit timeline (docs/projector.md#audit-timeline): whom a
+		// call acted for, the placement change it belongs to, and whether
+		// it changed anything; call_events also maps each call's own
+		// record to it (programs[12], callRecords, for the calls before).
+		`ALTER TABLE calls ADD COLUMN via TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE calls ADD COLUMN placement TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE calls ADD COLUMN placement_generation BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE calls ADD COLUMN changed BOOLEAN NOT NULL DEFAULT FALSE`,
+	},
 }
 
 // programs are the steps of a migration that SQL alone cannot take:
 // programs[v] runs in the migration to version v, after its statements.
 var programs = map[int]func(context.Context, *sql.Tx, dialect) error{
-	8: rechain,
+	8:  rechain,
+	12: callRecords,
 }
 
 // migrate brings the schema up to the newest version, in one transaction.

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,6 +70,8 @@ func testStore(t *testing.T, b backend) {
 		{"Backlogs", testBacklogs},
 		{"Apps", testApps},
 		{"Audit", testAudit},
+		{"CallRecordsMigrated", testCallRecordsMigrated},
+		{"TimelineFoldsAPlacement", testTimelineFoldsAPlacement},
 		{"Chain", testChain},
 		{"Deployments", testDeployments},
 		{"Gaps", testGaps},
@@ -162,7 +166,9 @@ func fixture() *projector.Batch {
 			{EventID: "e9", Cluster: "c2", Applied: true},
 		},
 		Calls: []projector.Call{{RequestID: "r1", Actor: "alice", Action: "apps.update", Outcome: "allowed",
-			At: day(2, 14), EventIDs: []string{"e1", "e2"}}},
+			At: day(2, 14), EventIDs: []string{"e1", "e2"}, Via: schemas.ViaPlacement, RecordID: "e6",
+			Placement: &schemas.PlacementRef{Namespace: "argocd", Name: "a1", Generation: 3}},
+			{RequestID: "r2", Actor: "bob", Action: "apps.list", Outcome: "allowed", At: day(3, 17), RecordID: "e5"}},
 		Audit: []projector.AuditEntry{
 			{Topic: pConfig0.Topic, Partition: 0, Offset: 1, At: day(2, 15), EventID: "e1", Type: "t.upserted",
 				Cluster: "c1", Kind: "applications", Namespace: "argocd", Name: "a1", Generation: 1,
@@ -305,15 +311,44 @@ func calls(t *testing.T, s *Store) []projector.Call {
 			var c projector.Call
 			var at sql.NullInt64
 			var ids []byte
-			if err := rows.Scan(&c.RequestID, &c.Actor, &c.Action, &c.Outcome, &at, &ids); err != nil {
+			var placement string
+			var gen int64
+			var changed bool
+			if err := rows.Scan(&c.RequestID, &c.Actor, &c.Action, &c.Outcome, &at, &ids, &c.Via, &placement, &gen, &changed); err != nil {
 				return err
 			}
 			c.At = fromNanos(at)
+			if ns, name, ok := strings.Cut(placement, "/"); ok {
+				c.Placement = &schemas.PlacementRef{Namespace: ns, Name: name, Generation: gen}
+			}
+			if err := fromJSON(ids, &c.EventIDs, "event_ids"); err != nil {
+				return err
+			}
+			if changed != (len(c.EventIDs) > 0) {
+				t.Errorf("call %s: changed %v with events %v", c.RequestID, changed, c.EventIDs)
+			}
 			out = append(out, c)
-			return fromJSON(ids, &out[len(out)-1].EventIDs, "event_ids")
+			return nil
 		})
 	if err != nil {
 		t.Fatalf("calls: %v", err)
+	}
+	// A call's own record is the event call_events maps to it that it
+	// did not append.
+	err = s.each(t.Context(), `SELECT event_id, request_id FROM call_events ORDER BY event_id`, nil, func(rows *sql.Rows) error {
+		var id, req string
+		if err := rows.Scan(&id, &req); err != nil {
+			return err
+		}
+		for i := range out {
+			if out[i].RequestID == req && !slices.Contains(out[i].EventIDs, id) {
+				out[i].RecordID = id
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("call events: %v", err)
 	}
 	return out
 }

@@ -292,14 +292,24 @@ func ackRow(v *projector.Ack) ([]any, error) {
 
 func callRow(v *projector.Call) ([]any, error) {
 	var e encoder
-	return []any{v.RequestID, v.Actor, v.Action, v.Outcome, e.time(v.At), e.json(v.EventIDs)}, e.err
+	placement, gen := "", int64(0)
+	if p := v.Placement; p != nil {
+		placement, gen = p.Namespace+"/"+p.Name, p.Generation
+	}
+	return []any{v.RequestID, v.Actor, v.Action, v.Outcome, e.time(v.At), e.json(v.EventIDs), v.Via, placement, gen,
+		len(v.EventIDs) > 0}, e.err
 }
 
+// callEventRows map to its call each event a call appended and the
+// call's own audit record.
 func callEventRows(calls []projector.Call) [][]any {
 	var out [][]any
 	for _, c := range calls {
 		for _, id := range c.EventIDs {
 			out = append(out, []any{id, c.RequestID})
+		}
+		if c.RecordID != "" {
+			out = append(out, []any{c.RecordID, c.RequestID})
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ package readtest
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -94,7 +95,8 @@ func (q *Query) Audit(_ context.Context, f projector.AuditFilter) ([]projector.A
 	var out []projector.AuditRow
 	for _, a := range q.AuditRows {
 		if match(f.Cluster, a.Cluster) && match(f.Namespace, a.Namespace) && match(f.Name, a.Name) &&
-			match(f.Actor, a.Actor) && (f.From.IsZero() || !a.At.Before(f.From)) && (f.To.IsZero() || a.At.Before(f.To)) {
+			match(f.Actor, a.Actor) && (f.From.IsZero() || !a.At.Before(f.From)) && (f.To.IsZero() || a.At.Before(f.To)) &&
+			(!f.Changes || !changedNothing(a)) {
 			out = append(out, a)
 		}
 	}
@@ -224,3 +226,13 @@ func timed[T any](q *Query, f projector.DeploymentFilter, rows []T, at func(T) (
 }
 
 func match(want, got string) bool { return want == "" || want == got }
+
+// changedNothing reports whether a is an API call's record that was
+// allowed and appended no event, as the store tells from the call.
+func changedNothing(a projector.AuditRow) bool {
+	var rec struct {
+		Outcome  string   `json:"outcome"`
+		EventIDs []string `json:"eventIds"`
+	}
+	return a.Kind == "api" && json.Unmarshal(a.After, &rec) == nil && rec.Outcome == "allowed" && len(rec.EventIDs) == 0
+}

@@ -33,8 +33,19 @@ type AuditOptions struct {
 	Since    time.Duration
 	From, To time.Time
 	Limit    int
-	Now      func() time.Time
+	// Group is how entries are folded: GroupAction (one row per action,
+	// from the timeline) or GroupNone (one row per entry).
+	Group string
+	// Reads keeps the calls that were allowed and changed nothing.
+	Reads bool
+	Now   func() time.Time
 }
+
+// The values of --group.
+const (
+	GroupAction = "action"
+	GroupNone   = "none"
+)
 
 // NewCmdAudit returns `argosy audit` and its verify subcommand.
 func NewCmdAudit(io cmdkit.IOStreams, runF func(context.Context, *AuditOptions) error) *cobra.Command {
@@ -42,13 +53,21 @@ func NewCmdAudit(io cmdkit.IOStreams, runF func(context.Context, *AuditOptions) 
 	var from, to string
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "List the audit history: who changed what, when, and what each cluster made of it",
-		Long: `List the audit history, newest first: config changes with their actor and
-each cluster's result, and calls to the hub's API. Every entry is chained by
-hash to the one before it; 'argosy audit verify' checks the chains.`,
+		Short: "List the audit timeline: who changed what, when, and what each cluster made of it",
+		Long: `List the audit timeline, newest first: one row per action, a person's call
+with every change it wrote folded in. A placement change is one action, its
+author's, however many clusters the hub placed it on (CLUSTERS), with its
+results counted once (RESULT); the hub's own writes for it name the author,
+via hub/placement. Reads (calls allowed that changed nothing) are left out
+unless --reads; refusals are always shown.
+
+--group none lists every entry instead, as recorded: each cluster's change
+and each call to the hub's API. Every entry is chained by hash to the one
+before it; 'argosy audit verify' checks the chains.`,
 		Example: `  argosy audit
+  argosy audit --app guestbook --group none
   argosy audit --cluster prod-eu --app guestbook
-  argosy audit --actor alice --since 24h
+  argosy audit --actor alice --since 24h --reads
   argosy audit --from 2026-03-01T00:00:00Z --to 2026-03-02T00:00:00Z --limit 500 -o json`,
 		Args: cmdkit.UsageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -74,8 +93,10 @@ hash to the one before it; 'argosy audit verify' checks the chains.`,
 	f.DurationVar(&opts.Since, "since", 0, "only entries of this long ago or later, such as 1h or 168h")
 	f.StringVar(&from, "from", "", "only entries at or after this RFC 3339 time")
 	f.StringVar(&to, "to", "", "only entries before this RFC 3339 time")
-	f.IntVar(&opts.Limit, "limit", 0, fmt.Sprintf("at most this many entries, up to %d (default: the server's, %d)",
-		read.MaxAuditLimit, read.DefaultAuditLimit))
+	f.IntVar(&opts.Limit, "limit", 0, fmt.Sprintf("at most this many actions, up to %d (default: the server's, %d); with --group none, entries, up to %d (default %d)",
+		read.MaxTimelineLimit, read.DefaultTimelineLimit, read.MaxAuditLimit, read.DefaultAuditLimit))
+	f.StringVar(&opts.Group, "group", GroupAction, "fold entries into one row per action (action), or list every entry (none)")
+	f.BoolVar(&opts.Reads, "reads", false, "also list the calls that were allowed and changed nothing (reads, logins, dry runs)")
 	cmd.AddCommand(NewCmdAuditVerify(io, nil))
 	return cmd
 }
@@ -93,8 +114,12 @@ func (o *AuditOptions) parse(from, to string) error {
 		return &cmdkit.FlagError{Err: errors.New("give --since or --from, not both")}
 	case o.Since < 0:
 		return &cmdkit.FlagError{Err: fmt.Errorf("--since %s: want a positive duration", o.Since)}
-	case o.Limit < 0 || o.Limit > read.MaxAuditLimit:
+	case o.Group != GroupAction && o.Group != GroupNone:
+		return &cmdkit.FlagError{Err: fmt.Errorf("--group %q: want %s or %s", o.Group, GroupAction, GroupNone)}
+	case o.Limit < 0 || (o.Group == GroupNone && o.Limit > read.MaxAuditLimit):
 		return &cmdkit.FlagError{Err: fmt.Errorf("--limit %d: want 1 to %d", o.Limit, read.MaxAuditLimit)}
+	case o.Group == GroupAction && o.Limit > read.MaxTimelineLimit:
+		return &cmdkit.FlagError{Err: fmt.Errorf("--limit %d: want 1 to %d (%d with --group none)", o.Limit, read.MaxTimelineLimit, read.MaxAuditLimit)}
 	case !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To):
 		return &cmdkit.FlagError{Err: errors.New("--from must be before --to")}
 	}
@@ -107,9 +132,16 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 		return err
 	}
 	f := projector.AuditFilter{Cluster: opts.Cluster, Namespace: opts.Namespace, Name: opts.App, Actor: opts.Actor,
-		From: opts.From, To: opts.To, Limit: opts.Limit}
+		From: opts.From, To: opts.To, Limit: opts.Limit, Changes: !opts.Reads}
 	if opts.Since > 0 {
 		f.From = opts.Now().Add(-opts.Since)
+	}
+	if opts.Group == GroupAction {
+		actions, err := c.Timeline(ctx, read.TimelineFilter{AuditFilter: f, Reads: opts.Reads})
+		if err != nil {
+			return opts.API.Explain(err)
+		}
+		return printActions(opts, actions)
 	}
 	entries, err := c.Audit(ctx, f)
 	if err != nil {
@@ -136,6 +168,82 @@ func auditRun(ctx context.Context, opts *AuditOptions) error {
 		}
 	}
 	return nil
+}
+
+// printActions prints the timeline's actions, and a note for each spec
+// the answer left out.
+func printActions(opts *AuditOptions, actions []read.Action) error {
+	rows := make([][]string, 0, len(actions))
+	for _, a := range actions {
+		obj, gen := object(projector.AuditEntry{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name}), generation(a.Generation)
+		if p := a.Placement; p != nil {
+			obj, gen = "placements/"+p.Namespace+"/"+p.Name, generation(p.Generation)
+		}
+		actor := cmdkit.OrDash(a.Actor)
+		if a.Via != "" {
+			actor += " via " + a.Via
+		}
+		what := a.Action
+		if what == "" {
+			what = strings.TrimPrefix(a.Type, "io.argosy.")
+		}
+		rows = append(rows, []string{cmdkit.Stamp(a.At), actor, what, obj, gen, clusters(a), tally(a)})
+	}
+	if err := cmdkit.PrintOut(opts.IO.Out, opts.Output, actions,
+		[]string{"TIME", "ACTOR", "ACTION", "OBJECT", "GEN", "CLUSTERS", "RESULT"}, rows); err != nil {
+		return err
+	}
+	for _, a := range actions {
+		for _, side := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"before", a.Before}, {"after", a.After}} {
+			if why := apicmd.Omitted(side.raw); why != "" {
+				e := newestChange(a)
+				fmt.Fprintf(opts.IO.Err, "Note: the spec %s the change of %s at %s (event %s) is %s\n",
+					side.name, object(e), cmdkit.Stamp(e.At), e.EventID, why)
+			}
+		}
+	}
+	return nil
+}
+
+// newestChange is the entry whose spec an action carries.
+func newestChange(a read.Action) projector.AuditEntry {
+	for _, e := range a.Entries {
+		if e.Kind != "api" {
+			return e.AuditEntry
+		}
+	}
+	return projector.AuditEntry{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, At: a.At}
+}
+
+func clusters(a read.Action) string {
+	if a.Clusters == 0 {
+		return "-"
+	}
+	return strconv.Itoa(a.Clusters)
+}
+
+// tally is what became of an action: refused or denied, or its changes'
+// results counted.
+func tally(a read.Action) string {
+	switch a.Outcome {
+	case "denied", "failed":
+		return a.Outcome
+	case "refused":
+		return "refused: replay"
+	}
+	var out []string
+	for _, n := range []struct {
+		n    int
+		what string
+	}{{a.Results.Applied, "applied"}, {a.Results.Failed, "failed"}, {a.Results.Pending, "pending"}, {a.Results.Refused, "refused"}} {
+		if n.n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", n.n, n.what))
+		}
+	}
+	return cmdkit.OrDash(strings.Join(out, ", "))
 }
 
 // object names what an entry is about: kind/namespace/name.

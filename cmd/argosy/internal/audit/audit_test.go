@@ -29,13 +29,16 @@ func TestAuditFlags(t *testing.T) {
 		want    AuditOptions
 		wantErr string
 	}{
-		{args: nil, want: AuditOptions{Output: "table"}},
+		{args: nil, want: AuditOptions{Output: "table", Group: GroupAction}},
 		{args: []string{"--cluster", "prod-eu", "-n", "argocd", "--app", "guestbook", "--actor", "alice", "--since", "24h",
 			"--limit", "10", "-o", "yaml"},
 			want: AuditOptions{Output: "yaml", Cluster: "prod-eu", Namespace: "argocd", App: "guestbook", Actor: "alice",
-				Since: 24 * time.Hour, Limit: 10}},
+				Since: 24 * time.Hour, Limit: 10, Group: GroupAction}},
 		{args: []string{"--from", "2026-03-01T00:00:00Z", "--to", "2026-03-01T01:00:00.5+01:00"},
-			want: AuditOptions{Output: "table", From: from, To: time.Date(2026, 3, 1, 0, 0, 0, 5e8, time.UTC)}},
+			want: AuditOptions{Output: "table", From: from, To: time.Date(2026, 3, 1, 0, 0, 0, 5e8, time.UTC), Group: GroupAction}},
+		{args: []string{"--group", "none", "--reads", "--limit", "1000"}, want: AuditOptions{Output: "table", Group: GroupNone, Reads: true, Limit: 1000}},
+		{args: []string{"--limit", "1000"}, wantErr: "--limit 1000: want 1 to 500 (1000 with --group none)"},
+		{args: []string{"--group", "cluster"}, wantErr: `--group "cluster": want action or none`},
 		{args: []string{"--since", "1h", "--from", "2026-03-01T00:00:00Z"}, wantErr: "not both"},
 		{args: []string{"--to", "03/01/2026"}, wantErr: `--to "03/01/2026"`},
 		{args: []string{"--limit", "-1"}, wantErr: "--limit -1"},
@@ -73,9 +76,24 @@ func TestAuditFlags(t *testing.T) {
 func TestReadCommands(t *testing.T) {
 	cmdtest.ReadCommands(t, newCmd, cmdtest.ReadServer(t, readtest.Fleet()), []cmdtest.Golden{
 		{File: "audit.txt", Args: []string{"audit"}},
-		{File: "audit-filtered.json", Args: []string{"audit", "--cluster", "prod-eu", "--actor", "bob", "--from", "2026-03-02T10:00:00Z",
+		{File: "audit-entries.txt", Args: []string{"audit", "--group", "none", "--reads"}},
+		{File: "audit-filtered.json", Args: []string{"audit", "--group", "none", "--cluster", "prod-eu", "--actor", "bob", "--from", "2026-03-02T10:00:00Z",
 			"--to", "2026-03-02T12:00:00Z", "--limit", "1", "-o", "json"}},
 		{File: "audit-verify.txt", Args: []string{"audit", "verify"}},
+	})
+}
+
+// TestAuditTimeline runs `argosy audit` over a placement edit on 20
+// clusters: one row, alice's, with the clusters' results counted; reads
+// only with --reads; every cluster's entry with --group none, each naming
+// alice via the placer.
+func TestAuditTimeline(t *testing.T) {
+	cmdtest.ReadCommands(t, newCmd, cmdtest.ReadServer(t, readtest.PlacementEdit(20)), []cmdtest.Golden{
+		{File: "audit-placement.txt", Args: []string{"audit"}},
+		{File: "audit-placement-reads.txt", Args: []string{"audit", "--reads"}},
+		{File: "audit-placement-app.txt", Args: []string{"audit", "--app", "guestbook"}},
+		{File: "audit-placement-clusters.txt", Args: []string{"audit", "--app", "guestbook", "--group", "none", "--limit", "5"}},
+		{File: "audit-placement.json", Args: []string{"audit", "--actor", "mallory", "-o", "json"}},
 	})
 }
 
@@ -101,7 +119,8 @@ func TestReadCommandErrors(t *testing.T) {
 		{Args: []string{"audit", "nope"}, FlagError: true, Text: `unknown command "nope"`},
 		{Args: []string{"audit", "--since", "1h", "--from", "2026-03-01T00:00:00Z"}, FlagError: true, Text: "give --since or --from, not both"},
 		{Args: []string{"audit", "--from", "yesterday"}, FlagError: true, Text: `--from "yesterday": want an RFC 3339 time`},
-		{Args: []string{"audit", "--limit", "5000"}, FlagError: true, Text: "--limit 5000: want 1 to 1000"},
+		{Args: []string{"audit", "--limit", "5000", "--group", "none"}, FlagError: true, Text: "--limit 5000: want 1 to 1000"},
+		{Args: []string{"audit", "--limit", "600"}, FlagError: true, Text: "--limit 600: want 1 to 500"},
 		{Args: []string{"audit", "--since", "-1h"}, FlagError: true, Text: "want a positive duration"},
 		{Args: []string{"audit", "--from", "2026-03-02T00:00:00Z", "--to", "2026-03-01T00:00:00Z"}, FlagError: true,
 			Text: "--from must be before --to"},
@@ -116,7 +135,7 @@ func TestAuditSince(t *testing.T) {
 	cmdtest.Isolate(t)
 	var out bytes.Buffer
 	opts := &AuditOptions{IO: cmdkit.IOStreams{Out: &out}, API: apicmd.Options{Server: cmdtest.ReadServer(t, readtest.Fleet())},
-		Output: "table", Since: 61 * time.Minute, Now: readtest.Now}
+		Output: "table", Since: 61 * time.Minute, Now: readtest.Now, Group: GroupNone, Reads: true}
 	if err := auditRun(t.Context(), opts); err != nil {
 		t.Fatal(err)
 	}
