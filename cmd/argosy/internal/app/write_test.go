@@ -123,7 +123,11 @@ func TestAppDeleteAndOperationFlags(t *testing.T) {
 		{newCmd: NewCmdAppRefresh, args: []string{"guestbook", "--cluster", "c"},
 			want: AppOperationOptions{Write: table, Operation: "refresh", Name: "guestbook", Cluster: "c", Namespace: "argocd", RefreshType: "normal", Timeout: 15 * time.Minute}},
 		{newCmd: NewCmdAppRollback, args: []string{"guestbook", "--cluster", "c", "--history-id", "12"},
-			want: AppOperationOptions{Write: table, Operation: "rollback", Name: "guestbook", Cluster: "c", Namespace: "argocd", HistoryID: 12, Timeout: 15 * time.Minute}},
+			want: AppOperationOptions{Write: table, Operation: "rollback", Name: "guestbook", Cluster: "c", Namespace: "argocd", HistoryID: ptr(int64(12)), Timeout: 15 * time.Minute}},
+		// Argo CD's history ids start at 0: the first deployment.
+		{newCmd: NewCmdAppRollback, args: []string{"guestbook", "--cluster", "c", "--history-id", "0"},
+			want: AppOperationOptions{Write: table, Operation: "rollback", Name: "guestbook", Cluster: "c", Namespace: "argocd", HistoryID: ptr(int64(0)), Timeout: 15 * time.Minute}},
+		{newCmd: NewCmdAppRollback, args: []string{"guestbook", "--cluster", "c", "--history-id", "-1"}, wantErr: "--history-id -1: want a history entry"},
 		{newCmd: NewCmdAppTerminate, args: []string{"guestbook", "--cluster", "c", "-o", "json"},
 			want: AppOperationOptions{Write: apicmd.WriteFlags{Output: "json"}, Operation: "terminate", Name: "guestbook", Cluster: "c", Namespace: "argocd", Timeout: 15 * time.Minute}},
 		{newCmd: NewCmdAppSync, args: []string{"guestbook", "--cluster", "c", "--wait", "--timeout", "2m"},
