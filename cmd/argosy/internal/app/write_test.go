@@ -275,6 +275,36 @@ func TestAppGetWithoutReadAPI(t *testing.T) {
 	}
 }
 
+// TestAppStatusWhileViewsCatchUp: right after an apply, the hub knows an
+// Application that the projector has not folded yet. app status says so,
+// with the generations the hub holds, instead of that there is no such
+// Application; one that neither knows is still "no Application". The read
+// API here has folded nothing at all, so the projector is behind for sure.
+func TestAppStatusWhileViewsCatchUp(t *testing.T) {
+	cmdtest.Isolate(t)
+	h := fleetHub(t, read.New(&readtest.Query{}, read.WithClock(readtest.Now)))
+	behind := "but the fleet views have not caught up yet (the projector folds the log a moment behind); run the command again"
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"guestbook"}, []string{"argocd/guestbook was applied to prod-eu at generation 4 and to prod-us at generation 2, " + behind,
+			"argosy app get guestbook shows the hub's word now"}},
+		// The views have not even folded the cluster yet.
+		{[]string{"guestbook", "--cluster", "prod-us"}, []string{"argocd/guestbook was applied to prod-us at generation 2, " + behind,
+			"argosy app get guestbook --cluster prod-us shows"}},
+		{[]string{"ghost"}, []string{`no Application "ghost": argosy app list shows those the hub has`}},
+		{[]string{"old", "--cluster", "prod-us"}, []string{`no Application "old" on cluster "prod-us": argosy app list shows`}},
+	} {
+		_, _, err := run(t, h, h.Viewer, "", append([]string{"status"}, tc.args...)...)
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("status %s: %v, want it to say %q", tc.args, err, w)
+			}
+		}
+	}
+}
+
 const twoApps = `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: guestbook}
