@@ -587,8 +587,8 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 	if err := c.decode(r, &req); err != nil {
 		return nil, err
 	}
-	if req.HistoryID < 0 {
-		return nil, invalid("historyId", fmt.Sprintf("%d: want an Argo CD history id, a whole number ≥ 0", req.HistoryID))
+	if req.HistoryID != nil && *req.HistoryID < 0 {
+		return nil, invalid("historyId", fmt.Sprintf("%d: want an Argo CD history id, a whole number ≥ 0", *req.HistoryID))
 	}
 	if req.RefreshType != "" && req.RefreshType != "normal" && req.RefreshType != "hard" {
 		return nil, invalid("refreshType", fmt.Sprintf("%q: want normal or hard", clip(req.RefreshType, maxEchoedValue)))
@@ -596,8 +596,8 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 	switch req.Operation {
 	case schemas.OperationSync, schemas.OperationRefresh, schemas.OperationTerminate:
 	case schemas.OperationRollback:
-		if req.HistoryID <= 0 {
-			return nil, invalid("historyId", "a rollback needs the Argo CD history id to go back to: the deployment records carry it (historyId in GET /api/v1/deployments)")
+		if req.HistoryID == nil {
+			return nil, invalid("historyId", "a rollback needs the Argo CD history id to go back to (0 is the first): the deployment records carry it (historyId in GET /api/v1/deployments)")
 		}
 	default:
 		return nil, invalid("operation", fmt.Sprintf("%q: want sync, refresh, rollback or terminate", clip(req.Operation, maxEchoedValue)))
@@ -614,7 +614,10 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 			}
 			data := schemas.OperationRequested{Resource: schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: app.generation},
 				RequestID: uuid.NewString(), Operation: req.Operation, RequestedBy: c.p.Actor, Revision: req.Revision, Prune: req.Prune,
-				DryRun: req.DryRun, HistoryID: req.HistoryID, RefreshType: req.RefreshType, ExpiresAt: &expires}
+				DryRun: req.DryRun, RefreshType: req.RefreshType, ExpiresAt: &expires}
+			if req.Operation == schemas.OperationRollback {
+				data.HistoryID = req.HistoryID // the event schema: rollback only
+			}
 			ev, err := newEvent(events.TypeOperationRequested, subj, data)
 			if err != nil {
 				return nil, err

@@ -272,6 +272,9 @@ func TestOperationRequestChecked(t *testing.T) {
 		{`{"operation":"sync","historyId":0}`, http.StatusOK},
 		{`{"operation":"sync","historyId":-1}`, http.StatusBadRequest},
 		{`{"operation":"rollback","historyId":-144115188075855872}`, http.StatusBadRequest},
+		{`{"operation":"rollback","historyId":0}`, http.StatusOK}, // Argo CD's first history entry
+		{`{"operation":"rollback","historyId":11}`, http.StatusOK},
+		{`{"operation":"rollback"}`, http.StatusBadRequest},
 		{`{"operation":"refresh","refreshType":"soft"}`, http.StatusBadRequest},
 	} {
 		if a := call(t, http.MethodPost, u, r.tokens["root"], []byte(tc.body)); a.status != tc.status {

@@ -108,7 +108,7 @@ func samples() map[string]sample {
 		},
 		"io.argosy.config.operation.requested.v1": {
 			full: schemas.OperationRequested{Resource: resource, RequestID: "req-01HQ3", Operation: schemas.OperationSync,
-				RequestedBy: "alice@example.com", Revision: "9f2c1e7", Prune: true, DryRun: true, HistoryID: 17,
+				RequestedBy: "alice@example.com", Revision: "9f2c1e7", Prune: true, DryRun: true, HistoryID: ptr[int64](17),
 				RefreshType: "hard", ExpiresAt: ptr(time.Date(2026, 3, 2, 15, 10, 0, 0, time.UTC))},
 			minimal: schemas.OperationRequested{Resource: minResource, RequestID: "req-01HQ4", Operation: schemas.OperationTerminate},
 		},

@@ -142,8 +142,10 @@ type OperationRequested struct {
 	Revision string `json:"revision,omitempty"`
 	Prune    bool   `json:"prune,omitempty"`
 	DryRun   bool   `json:"dryRun,omitempty"`
-	// HistoryID is the Argo CD history entry to roll back to (rollback only).
-	HistoryID int64 `json:"historyId,omitempty"`
+	// HistoryID is the Argo CD history entry to roll back to (rollback
+	// only): Argo CD numbers them from 0, so 0 is its first deployment.
+	// Every rollback the hub writes carries it; other operations do not.
+	HistoryID *int64 `json:"historyId,omitempty"`
 	// RefreshType is "normal" or "hard" (refresh only).
 	RefreshType string `json:"refreshType,omitempty"`
 	// ExpiresAt is when the operation stops being wanted: an agent that

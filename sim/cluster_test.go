@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,44 @@ func TestFailedSyncIsRetried(t *testing.T) {
 	c.Step(now.Add(11*time.Second), 11*time.Second)
 	if s = status(t, c); s.Operation.Phase != sim.Running {
 		t.Errorf("not retried: %v", s.Operation)
+	}
+}
+
+// TestDefaultBehaviourFailsOneSyncInTen holds docs/dev.md to its word on
+// argosy dev's simulated Argo CD (sim.DefaultBehaviour, which the fleet
+// of argosy dev runs): about one sync in ten fails, an automated sync of
+// a new revision and a sync asked for alike. The seed makes it repeatable;
+// the bounds are loose, as for any seed.
+func TestDefaultBehaviourFailsOneSyncInTen(t *testing.T) {
+	const n = 100
+	c := sim.NewCluster(sim.WithSeed(42))
+	now := time.Now()
+	step := func() string {
+		now = now.Add(30 * time.Second) // past any sync (1-4 s), health (1-5 s) and retry (15 s)
+		c.Step(now, time.Second)
+		return status(t, c).Operation.Phase
+	}
+	var automated, asked int
+	for i := range n {
+		apply(t, c, int64(i+1), fmt.Sprintf("v%d", i))
+		if step() == sim.Failed {
+			automated++
+		}
+		step() // a failed one is tried again: let it end
+	}
+	for i := range n {
+		if err := c.Operate(t.Context(), ref, spoke.Operation{Kind: schemas.OperationSync, RequestID: fmt.Sprintf("r%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if step() == sim.Failed {
+			asked++
+		}
+	}
+	t.Logf("failed: %d of %d automated syncs, %d of %d syncs asked for", automated, n, asked, n)
+	for what, failed := range map[string]int{"automated syncs of a new revision": automated, "syncs asked for": asked} {
+		if failed < 3 || failed > 20 {
+			t.Errorf("%d of %d %s failed, want about one in ten (3 to 20)", failed, n, what)
+		}
 	}
 }
 

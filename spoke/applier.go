@@ -278,6 +278,17 @@ func (a *Applier) expired(d *events.Decoded, op *schemas.OperationRequested) err
 		d.LogTime.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 }
 
+// operation is the Argo CD operation p asks for. A rollback's history id
+// is present (change refuses one without); 0 is Argo CD's first entry.
+func operation(p *schemas.OperationRequested) Operation {
+	op := Operation{RequestID: p.RequestID, Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
+		DryRun: p.DryRun, RefreshType: p.RefreshType}
+	if p.HistoryID != nil {
+		op.HistoryID = *p.HistoryID
+	}
+	return op
+}
+
 // queues reports whether c is an operation the Operator runs: a sync or a
 // rollback, on an Argo CD that runs them one at a time (Operations). A
 // refresh or a terminate takes effect at once and is harmless to repeat.
@@ -391,9 +402,10 @@ func (a *Applier) change(d *events.Decoded) (*change, error) {
 		return &change{key: key(KindRepository, p.Resource), res: p.Resource, kind: schemas.SubjectRepositories, delete: true,
 			do: func(ctx context.Context) error { return a.argo.Delete(ctx, ref, false) }}, nil
 	case *schemas.OperationRequested:
-		ref := Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}
-		op := Operation{RequestID: p.RequestID, Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
-			DryRun: p.DryRun, HistoryID: p.HistoryID, RefreshType: p.RefreshType}
+		if p.Operation == schemas.OperationRollback && p.HistoryID == nil {
+			return nil, fmt.Errorf("rollback %s names no historyId to roll back to", p.RequestID)
+		}
+		ref, op := Ref{Kind: KindApplication, Namespace: p.Namespace, Name: p.Name}, operation(p)
 		return &change{key: "Operation." + p.RequestID, res: p.Resource, kind: schemas.SubjectApplications, op: p,
 			do: func(ctx context.Context) error { return a.argo.Operate(ctx, ref, op) }}, nil
 	case *schemas.ClusterRegistered, *schemas.ClusterDeregistered:

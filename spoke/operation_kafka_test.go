@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -61,6 +62,58 @@ func TestOldOperationsAreNotPerformed(t *testing.T) {
 			phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
 			return phase == "Succeeded"
 		})
+}
+
+// TestRollbackToFirstDeployment rolls an Application back, through the
+// agent and a real Argo CD, to history entry 0: Argo CD numbers its
+// history from 0, so that is the first deployment. A rollback that names
+// no history entry, which no hub writes, is rejected as invalid.
+func TestRollbackToFirstDeployment(t *testing.T) {
+	w := newWorld(t)
+	rev1 := w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
+	name := "guestbook-" + w.ns
+	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	synced := func(rev string) {
+		t.Helper()
+		kubetest.WaitApplication(t, apps, name, func(u *unstructured.Unstructured) bool {
+			phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+			got, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
+			return phase == "Succeeded" && got == rev
+		})
+	}
+	w.applyAllWithin(time.Minute, w.app(1), w.operation(name, schemas.OperationSync, 0))
+	synced(rev1) // history entry 0
+	rev2 := w.repo.Commit(t, "v2", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: two\n"})
+	refresh := w.operation(name, schemas.OperationRefresh, 0)
+	if err := setData(refresh, func(p *schemas.OperationRequested) { p.RefreshType = "hard" }); err != nil {
+		t.Fatal(err)
+	}
+	w.applyAllWithin(time.Minute, refresh, w.operation(name, schemas.OperationSync, 0))
+	synced(rev2) // history entry 1
+
+	first := w.operation(name, schemas.OperationRollback, 0)
+	unnamed := w.operation(name, schemas.OperationRollback, 0)
+	if err := setData(unnamed, func(p *schemas.OperationRequested) { p.HistoryID = nil }); err != nil {
+		t.Fatal(err)
+	}
+	got := w.applyAllWithin(time.Minute, first, unnamed)
+	if got[first.ID()] != "applied" {
+		t.Errorf("rollback to history entry 0: %q (%s), want applied", got[first.ID()], w.reason(first.ID()))
+	}
+	if got[unnamed.ID()] != schemas.RejectInvalid || !strings.Contains(w.reason(unnamed.ID()), "names no historyId") {
+		t.Errorf("rollback naming no history entry: %q (%s), want %q", got[unnamed.ID()], w.reason(unnamed.ID()), schemas.RejectInvalid)
+	}
+	synced(rev1)
+}
+
+// setData edits the OperationRequested data of e.
+func setData(e *event.Event, edit func(*schemas.OperationRequested)) error {
+	var p schemas.OperationRequested
+	if err := e.DataAs(&p); err != nil {
+		return err
+	}
+	edit(&p)
+	return e.SetData("application/json", p)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -267,8 +267,7 @@ func (o *Operator) start(ctx context.Context, ref Ref, r opRecord, version strin
 		return nil // moved on by another: the next step sees where
 	}
 	p := r.Request
-	op := Operation{RequestID: p.RequestID, Kind: p.Operation, RequestedBy: p.RequestedBy, Revision: p.Revision, Prune: p.Prune,
-		DryRun: p.DryRun, HistoryID: p.HistoryID}
+	op := operation(p)
 	ctx, span := o.a.tracer.Start(ctx, "spoke.operation.start", trace.WithAttributes(attribute.String("argosy.request", p.RequestID),
 		attribute.String("argosy.operation", p.Operation), attribute.String("argosy.application", ref.Namespace+"/"+ref.Name)))
 	defer span.End()

@@ -32,11 +32,15 @@ func (w *world) appIn(ns, name string) *event.Event {
 	return w.event(events.TypeApplicationUpserted, res, schemas.ApplicationUpserted{Resource: res, Project: "default", Spec: spec})
 }
 
-// operation is a request to run op on Application name.
+// operation is a request to run op on Application name; a rollback goes
+// to history entry historyID, which other operations do not carry.
 func (w *world) operation(name, op string, historyID int64) *event.Event {
 	res := schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 1}
-	return w.event(events.TypeOperationRequested, res, schemas.OperationRequested{Resource: res,
-		RequestID: fmt.Sprintf("req-%s-%s-%d", name, op, time.Now().UnixNano()), Operation: op, HistoryID: historyID})
+	p := schemas.OperationRequested{Resource: res, RequestID: fmt.Sprintf("req-%s-%s-%d", name, op, time.Now().UnixNano()), Operation: op}
+	if op == schemas.OperationRollback {
+		p.HistoryID = &historyID
+	}
+	return w.event(events.TypeOperationRequested, res, p)
 }
 
 // applyAllWithin publishes es with the hub's key and waits, at most within,

@@ -122,11 +122,13 @@ type SealedCredentials struct {
 // OperationRequest asks a cluster to sync, refresh, roll back or
 // terminate an Application.
 type OperationRequest struct {
-	Operation   string `json:"operation"`
-	Revision    string `json:"revision,omitempty"`
-	Prune       bool   `json:"prune,omitempty"`
-	DryRun      bool   `json:"dryRun,omitempty"`
-	HistoryID   int64  `json:"historyId,omitempty"`
+	Operation string `json:"operation"`
+	Revision  string `json:"revision,omitempty"`
+	Prune     bool   `json:"prune,omitempty"`
+	DryRun    bool   `json:"dryRun,omitempty"`
+	// HistoryID is the Argo CD history entry a rollback goes back to, 0
+	// for the first; a rollback needs it.
+	HistoryID   *int64 `json:"historyId,omitempty"`
 	RefreshType string `json:"refreshType,omitempty"`
 }
 

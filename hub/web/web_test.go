@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -325,3 +326,41 @@ func TestAuditPageFoldsActions(t *testing.T) {
 		})
 	}
 }
+
+// TestRollbackButtons: each successful deployment with a history id has a
+// Roll back to this button, history id 0 (Argo CD's first entry)
+// included; a failed one and one without an id have none.
+func TestRollbackButtons(t *testing.T) {
+	q := readtest.Fleet()
+	q.DeploymentRows = q.DeploymentRows[:3] // prod-eu: guestbook twice, billing failed
+	for i, id := range []*int64{ptr(int64(0)), ptr(int64(1)), ptr(int64(2))} {
+		q.DeploymentRows[i].HistoryID = id
+	}
+	q.DeploymentRows = append(q.DeploymentRows, q.DeploymentRows[0])
+	q.DeploymentRows[3].HistoryID, q.DeploymentRows[3].DeploymentID, q.DeploymentRows[3].FinishedAt = nil, "no-id", readtest.Now().Add(-time.Hour)
+	h, err := web.New(q, web.WithClock(readtest.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), web.Viewer{Actor: "alice", Role: "deployer", CanWrite: true, CSRF: "c"})))
+	}))
+	t.Cleanup(srv.Close)
+	for path, want := range map[string][]string{"/apps/argocd/guestbook": {"0", "1"}, "/apps/argocd/billing": nil} {
+		status, body := get(t, srv.URL+path)
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d", path, status)
+		}
+		var got []string
+		for _, part := range strings.Split(body, `class="op-rollback"`)[1:] {
+			id, _, _ := strings.Cut(strings.SplitN(part, `data-history="`, 2)[1], `"`)
+			got = append(got, id)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: rollback buttons to history ids %v, want %v", path, got, want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

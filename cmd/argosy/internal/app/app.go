@@ -9,11 +9,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 )
@@ -60,7 +63,12 @@ the one the hub wants; STATE says what stands between them:
   rejected: X   the cluster refused it, with code X
   deleting      the hub deleted the Application; the cluster still has it
   deleted       the hub deleted the Application, and so did the cluster
-  unmanaged     the cluster reports an Application the hub does not manage`,
+  unmanaged     the cluster reports an Application the hub does not manage
+
+The views are the projector's fold of the log, a moment behind the hub:
+right after an apply, NAME may be the hub's already and not the views'
+yet. Then it says so, with the generation the hub holds, rather than that
+there is no such Application; argosy app get shows the hub's word at once.`,
 		Example: `  argosy app status
   argosy app status --cluster prod-eu
   argosy app status guestbook
@@ -92,11 +100,12 @@ func appStatusRun(ctx context.Context, opts *AppStatusOptions) error {
 		return err
 	}
 	apps, err := c.Apps(ctx, projector.AppFilter{Cluster: opts.Cluster, Namespace: opts.Namespace, Name: opts.Name})
-	if err != nil {
+	switch {
+	case err != nil && (opts.Name == "" || api.StatusOf(err) != http.StatusNotFound):
 		return opts.API.Explain(err)
-	}
-	if len(apps) == 0 && opts.Name != "" {
-		return fmt.Errorf("no Application %q%s", opts.Name, where(opts.Cluster, opts.Namespace))
+	case err != nil || len(apps) == 0 && opts.Name != "":
+		// The views may not have folded it yet (nor, a 404, its cluster).
+		return notInViews(ctx, c, opts, err)
 	}
 	rows := make([][]string, 0, len(apps))
 	for _, a := range apps {
@@ -110,6 +119,43 @@ func appStatusRun(ctx context.Context, opts *AppStatusOptions) error {
 		noteOmitted(opts.IO.Err, a)
 	}
 	return nil
+}
+
+// notInViews explains why the fleet views hold no Application opts.Name
+// (viewErr is their 404, if they do not know the cluster either): the
+// projector folds the log a moment behind the hub, so one applied just now
+// may be the hub's already and not the views' yet. The hub's own list
+// tells that case from an Application that does not exist.
+func notInViews(ctx context.Context, c *api.Client, opts *AppStatusOptions, viewErr error) error {
+	missing := fmt.Errorf("no Application %q%s: argosy app list shows those the hub has", opts.Name, where(opts.Cluster, opts.Namespace))
+	objs, err := c.Objects(ctx, opts.Cluster, api.KindApplications)
+	switch {
+	case err != nil && viewErr != nil:
+		return opts.API.Explain(viewErr)
+	case api.StatusOf(err) == http.StatusNotFound:
+		return missing // a read API alone, without the hub's
+	case err != nil:
+		return fmt.Errorf("%w (and the hub's own list could not be read: %w)", missing, opts.API.Explain(err))
+	}
+	var applied []string
+	ns := opts.Namespace
+	for _, o := range objs {
+		if o.Name == opts.Name && (opts.Namespace == "" || o.Namespace == opts.Namespace) && !o.Deleted {
+			applied, ns = append(applied, fmt.Sprintf("to %s at generation %d", o.Cluster, o.Generation)), o.Namespace
+		}
+	}
+	switch {
+	case len(applied) > 0:
+		get := "argosy app get " + opts.Name
+		if opts.Cluster != "" {
+			get += " --cluster " + opts.Cluster
+		}
+		return fmt.Errorf("%s/%s was applied %s, but the fleet views have not caught up yet (the projector folds the log a moment "+
+			"behind); run the command again, or %s shows the hub's word now", ns, opts.Name, strings.Join(applied, " and "), get)
+	case viewErr != nil && len(objs) == 0:
+		return opts.API.Explain(viewErr) // the hub has nothing on that cluster either
+	}
+	return missing
 }
 
 // noteOmitted says which of an Application's specs the read API left out

@@ -22,13 +22,15 @@ type AppOperationOptions struct {
 	IO    cmdkit.IOStreams
 	Write apicmd.WriteFlags
 	// Operation is sync, refresh, rollback or terminate.
-	Operation   string
-	Name        string
-	Cluster     string
-	Namespace   string
-	Revision    string
-	Prune       bool
-	HistoryID   int64
+	Operation string
+	Name      string
+	Cluster   string
+	Namespace string
+	Revision  string
+	Prune     bool
+	// HistoryID is --history-id, nil when it is not given: Argo CD's
+	// history ids start at 0.
+	HistoryID   *int64
 	RefreshType string
 	// Wait is --wait: follow the operation until the cluster's agent
 	// says how it ended, for at most Timeout.
@@ -40,7 +42,7 @@ type AppOperationOptions struct {
 type operation struct {
 	short, long, example string
 	flags                func(*cobra.Command, *AppOperationOptions)
-	check                func(*AppOperationOptions) error
+	check                func(*cobra.Command, *AppOperationOptions) error
 }
 
 var operations = map[string]operation{
@@ -65,7 +67,7 @@ else to its target revision, deleting what it no longer manages with --prune.`,
 			c.Flags().StringVar(&o.RefreshType, "refresh-type", "normal", "normal, or hard to regenerate the manifests")
 			apicmd.CompleteFlag(c, "refresh-type", cobra.FixedCompletions([]string{"normal", "hard"}, cobra.ShellCompDirectiveNoFileComp))
 		},
-		check: func(o *AppOperationOptions) error {
+		check: func(_ *cobra.Command, o *AppOperationOptions) error {
 			if o.RefreshType != "normal" && o.RefreshType != "hard" {
 				return fmt.Errorf("--refresh-type %q: want normal or hard", o.RefreshType)
 			}
@@ -75,17 +77,26 @@ else to its target revision, deleting what it no longer manages with --prune.`,
 	schemas.OperationRollback: {
 		short: "Ask a cluster to roll an Application back to a revision of its history",
 		long: `Ask --cluster's Argo CD to sync the Application NAME to the revision of its
-history entry --history-id (argocd app history lists them on the cluster),
-deleting what that revision does not manage with --prune.`,
+history entry --history-id (argocd app history lists them on the cluster;
+Argo CD numbers them from 0, the first deployment), deleting what that
+revision does not manage with --prune.`,
 		example: `  argosy app rollback guestbook --cluster prod-eu --history-id 12`,
 		flags: func(c *cobra.Command, o *AppOperationOptions) {
-			c.Flags().Int64Var(&o.HistoryID, "history-id", 0, "the history entry to roll back to (required)")
+			c.Flags().Int64("history-id", 0, "the history entry to roll back to, 0 for the first (required)")
 			c.Flags().BoolVar(&o.Prune, "prune", false, "delete the resources that revision does not manage")
 		},
-		check: func(o *AppOperationOptions) error {
-			if o.HistoryID <= 0 {
-				return errors.New("--history-id is required: the history entry to roll back to, a whole number ≥ 1")
+		check: func(c *cobra.Command, o *AppOperationOptions) error {
+			if !c.Flags().Changed("history-id") {
+				return errors.New("--history-id is required: the history entry to roll back to, a whole number ≥ 0")
 			}
+			id, err := c.Flags().GetInt64("history-id")
+			if err != nil {
+				return fmt.Errorf("--history-id: %w", err)
+			}
+			if id < 0 {
+				return fmt.Errorf("--history-id %d: want a history entry, a whole number ≥ 0 (0 is the first)", id)
+			}
+			o.HistoryID = &id
 			return nil
 		},
 	},
@@ -151,7 +162,7 @@ deployer token.
 				return &cmdkit.FlagError{Err: errors.New("--timeout must be a positive duration")}
 			}
 			if spec.check != nil {
-				if err := spec.check(opts); err != nil {
+				if err := spec.check(c, opts); err != nil {
 					return &cmdkit.FlagError{Err: err}
 				}
 			}

@@ -123,7 +123,11 @@ func TestAppDeleteAndOperationFlags(t *testing.T) {
 		{newCmd: NewCmdAppRefresh, args: []string{"guestbook", "--cluster", "c"},
 			want: AppOperationOptions{Write: table, Operation: "refresh", Name: "guestbook", Cluster: "c", Namespace: "argocd", RefreshType: "normal", Timeout: 15 * time.Minute}},
 		{newCmd: NewCmdAppRollback, args: []string{"guestbook", "--cluster", "c", "--history-id", "12"},
-			want: AppOperationOptions{Write: table, Operation: "rollback", Name: "guestbook", Cluster: "c", Namespace: "argocd", HistoryID: 12, Timeout: 15 * time.Minute}},
+			want: AppOperationOptions{Write: table, Operation: "rollback", Name: "guestbook", Cluster: "c", Namespace: "argocd", HistoryID: ptr(int64(12)), Timeout: 15 * time.Minute}},
+		// Argo CD's history ids start at 0: the first deployment.
+		{newCmd: NewCmdAppRollback, args: []string{"guestbook", "--cluster", "c", "--history-id", "0"},
+			want: AppOperationOptions{Write: table, Operation: "rollback", Name: "guestbook", Cluster: "c", Namespace: "argocd", HistoryID: ptr(int64(0)), Timeout: 15 * time.Minute}},
+		{newCmd: NewCmdAppRollback, args: []string{"guestbook", "--cluster", "c", "--history-id", "-1"}, wantErr: "--history-id -1: want a history entry"},
 		{newCmd: NewCmdAppTerminate, args: []string{"guestbook", "--cluster", "c", "-o", "json"},
 			want: AppOperationOptions{Write: apicmd.WriteFlags{Output: "json"}, Operation: "terminate", Name: "guestbook", Cluster: "c", Namespace: "argocd", Timeout: 15 * time.Minute}},
 		{newCmd: NewCmdAppSync, args: []string{"guestbook", "--cluster", "c", "--wait", "--timeout", "2m"},
@@ -268,6 +272,36 @@ func TestAppGetWithoutReadAPI(t *testing.T) {
 	want := "CLUSTER  NAMESPACE  NAME       PROJECT  SYNC  HEALTH  REVISION  GENERATION  STATE    REPORTED\nprod-eu  argocd     guestbook  web      -     -       -         ?/4         unknown  -\n"
 	if err != nil || stdout != want || !strings.HasPrefix(stderr, "Note: no status from the read API, so SYNC, HEALTH and STATE are unknown: server answered 404 Not Found") {
 		t.Errorf("%v\nstdout\n%s\nstderr %s", err, stdout, stderr)
+	}
+}
+
+// TestAppStatusWhileViewsCatchUp: right after an apply, the hub knows an
+// Application that the projector has not folded yet. app status says so,
+// with the generations the hub holds, instead of that there is no such
+// Application; one that neither knows is still "no Application". The read
+// API here has folded nothing at all, so the projector is behind for sure.
+func TestAppStatusWhileViewsCatchUp(t *testing.T) {
+	cmdtest.Isolate(t)
+	h := fleetHub(t, read.New(&readtest.Query{}, read.WithClock(readtest.Now)))
+	behind := "but the fleet views have not caught up yet (the projector folds the log a moment behind); run the command again"
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"guestbook"}, []string{"argocd/guestbook was applied to prod-eu at generation 4 and to prod-us at generation 2, " + behind,
+			"argosy app get guestbook shows the hub's word now"}},
+		// The views have not even folded the cluster yet.
+		{[]string{"guestbook", "--cluster", "prod-us"}, []string{"argocd/guestbook was applied to prod-us at generation 2, " + behind,
+			"argosy app get guestbook --cluster prod-us shows"}},
+		{[]string{"ghost"}, []string{`no Application "ghost": argosy app list shows those the hub has`}},
+		{[]string{"old", "--cluster", "prod-us"}, []string{`no Application "old" on cluster "prod-us": argosy app list shows`}},
+	} {
+		_, _, err := run(t, h, h.Viewer, "", append([]string{"status"}, tc.args...)...)
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("status %s: %v, want it to say %q", tc.args, err, w)
+			}
+		}
 	}
 }
 
