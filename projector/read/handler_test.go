@@ -336,7 +336,7 @@ func TestEndpoints(t *testing.T) {
 			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type %q", ct)
 			}
-			v.response(t, http.MethodGet, tc.target, rec.Code, body)
+			v.response(t, tc.target, rec.Code, body)
 			if tc.errText != "" {
 				if msg := decode[struct{ Error string }](t, body).Error; !strings.Contains(msg, tc.errText) {
 					t.Errorf("error %q, want it to contain %q", msg, tc.errText)
@@ -413,7 +413,7 @@ func TestInternalErrors(t *testing.T) {
 			if rec.Code != 500 {
 				t.Fatalf("status %d, want 500\n%s", rec.Code, rec.Body)
 			}
-			v.response(t, http.MethodGet, target, rec.Code, rec.Body.Bytes())
+			v.response(t, target, rec.Code, rec.Body.Bytes())
 			if strings.Contains(rec.Body.String(), "disk") || !strings.Contains(rec.Body.String(), "internal error") {
 				t.Errorf("body %s", rec.Body)
 			}
@@ -457,7 +457,7 @@ func TestReporter(t *testing.T) {
 			if rec.Code != tc.status {
 				t.Fatalf("status %d, want %d\n%s", rec.Code, tc.status, rec.Body)
 			}
-			v.response(t, http.MethodGet, target, rec.Code, rec.Body.Bytes())
+			v.response(t, target, rec.Code, rec.Body.Bytes())
 			if !strings.Contains(rec.Body.String(), tc.body) {
 				t.Errorf("body %s, want %q", rec.Body, tc.body)
 			}
@@ -541,7 +541,7 @@ func TestReportOneApplication(t *testing.T) {
 			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.body) {
 				t.Fatalf("status %d, want %d with %q\n%s", rec.Code, tc.status, tc.body, rec.Body)
 			}
-			v.response(t, http.MethodGet, tc.target, rec.Code, rec.Body.Bytes())
+			v.response(t, tc.target, rec.Code, rec.Body.Bytes())
 			if tc.status != 200 {
 				return
 			}
