@@ -198,9 +198,10 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Page views are reads, audited as the API's are; the page's own
-	// periodic refreshes (htmx's, with HX-Request) are not, so that an
+	// updates (htmx's requests, with HX-Request, and the live stream of
+	// what changed on a page already viewed, /live) are not, so that an
 	// open tab does not fill the audit topic.
-	if s.o.auditReads && r.Header.Get("HX-Request") == "" {
+	if s.o.auditReads && r.Header.Get("HX-Request") == "" && r.URL.Path != "/live" {
 		if err := s.auditCall(r, readCall(r, p), http.StatusOK); err != nil {
 			s.writeError(w, r, failf(http.StatusServiceUnavailable, "the page view could not be audited, so it was not served: %v", err))
 			return

@@ -3,7 +3,9 @@
 package hub_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -149,8 +151,30 @@ func TestDashboardSession(t *testing.T) {
 				t.Errorf("%s: %d, or a viewer got write buttons", req.URL.Path, resp.StatusCode)
 			}
 		}
+		// The page's live stream is served behind the session, and not
+		// audited either.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		live := pageRequest(t, base, "/live?path="+url.QueryEscape("/clusters/prod-eu"), session).WithContext(ctx)
+		resp, err := http.DefaultClient.Do(live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(resp.Body)
+		first, err := br.ReadString('\n')
+		for err == nil && !strings.HasPrefix(first, "event: patch") {
+			first, err = br.ReadString('\n')
+		}
+		cancel()
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(first, "event: patch") {
+			t.Errorf("live stream: %d, first event %q, %v", resp.StatusCode, first, err)
+		}
+		if resp, _ := do(t, pageRequest(t, base, "/live?path=%2F", nil)); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("a live stream without a session: %d", resp.StatusCode)
+		}
 		paths := r.auditedPaths()
-		if len(paths["/clusters/prod-eu"]) != 1 || len(paths["/apps/argocd/guestbook"]) != 0 {
+		if len(paths["/clusters/prod-eu"]) != 1 || len(paths["/apps/argocd/guestbook"]) != 0 || len(paths["/live"]) != 0 {
 			t.Errorf("audited: %v", paths)
 		}
 	})

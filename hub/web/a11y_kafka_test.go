@@ -279,14 +279,19 @@ func syncByKeyboard(t *testing.T, ctx context.Context, url string) {
 			t.Fatal(err)
 		}
 	}
-	// The page refreshes its table every 3 s: the focus must stay on the
-	// button through a refresh.
+	// The page's live stream replaces the row when it changes: the focus
+	// must stay on the button through it. A sync of sim-002 through the
+	// API changes the row (its operation).
 	var refreshed bool
-	eval(t, ctx, `new Promise(ok => { document.body.addEventListener('htmx:afterSettle', () => ok(true), {once: true}); setTimeout(() => ok(false), 10000) })`, &refreshed)
+	eval(t, ctx, `new Promise(ok => {
+		document.body.addEventListener('argosy:live', e => { if (e.detail.id === 'r-sim-002' || e.detail.id === 'app-rows') ok(true) });
+		fetch('/api/v1/clusters/sim-002/applications/argocd/guestbook/operations', {method: 'POST', credentials: 'same-origin',
+			headers: {'X-Argosy-CSRF': document.body.dataset.csrf, 'Content-Type': 'application/json'}, body: JSON.stringify({operation: 'sync'})});
+		setTimeout(() => ok(false), 30000) })`, &refreshed)
 	var label string
 	eval(t, ctx, `document.activeElement.getAttribute('aria-label') || ''`, &label)
 	if !refreshed || label != "Sync guestbook on sim-002" {
-		t.Fatalf("after the page's refresh (%v) the focus is on %q, not sim-002's Sync button", refreshed, label)
+		t.Fatalf("after the row's live update (%v) the focus is on %q, not sim-002's Sync button", refreshed, label)
 	}
 	var toast string
 	if err := chromedp.Run(ctx, chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible("#toast.show", chromedp.ByQuery),

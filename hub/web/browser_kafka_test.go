@@ -279,9 +279,22 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !slices.Equal(names, clusters) {
 			t.Errorf("fleet rows %v, want %v", names, clusters)
 		}
-		waitPage(t, admin, s.url+"/", "gone-000 to show as Stale",
-			`(() => { const r = document.querySelector('#fleet tr[data-cluster="gone-000"]');
-				return r.classList.contains('state-stale') && r.querySelector('.badge').textContent.startsWith('Stale ') })()`)
+		// The page stays open: its live stream turns gone-000 Stale
+		// without a reload, which would drop the mark set on window.
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/"), chromedp.Evaluate(`window.argosyMark = 1`, nil)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "gone-000 to show as Stale on the open page", func() bool {
+			var ok bool
+			eval(t, admin, `(() => { const r = document.querySelector('#fleet tr[data-cluster="gone-000"]');
+				return r.classList.contains('state-stale') && r.querySelector('.badge').textContent.startsWith('Stale ') })()`, &ok)
+			return ok
+		})
+		var mark int
+		eval(t, admin, `window.argosyMark || 0`, &mark)
+		if mark != 1 {
+			t.Error("the fleet page was reloaded to show gone-000 Stale")
+		}
 		var others []string
 		eval(t, admin, `[...document.querySelectorAll('#fleet tr[data-cluster^="sim-"] .badge')].map(b => b.textContent)`, &others)
 		if !slices.Equal(others, []string{"Connected", "Connected", "Connected"}) {

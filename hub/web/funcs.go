@@ -70,6 +70,9 @@ var funcs = template.FuncMap{
 	},
 	"add":   func(a, b int) int { return a + b },
 	"list":  func(s ...string) []string { return s },
+	// since is the Unix time ageSeconds before now: what app.js counts
+	// an age from.
+	"since": func(now time.Time, ageSeconds *int64) int64 { return now.Unix() - *ageSeconds },
 	"deref": func(p *int64) int64 { return *p },
 	"pairs": pairs,
 	// cluster is the cluster of a report group "cluster/namespace/name".

@@ -51,6 +51,7 @@ type Handler struct {
 	q          projector.Query
 	heartbeat  time.Duration
 	summaryTTL time.Duration
+	liveEvery  time.Duration
 	now        func() time.Time
 	// o holds the logger (WithLogger) and its default.
 	o     events.Common
@@ -80,6 +81,10 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithLiveInterval sets how often a live stream renders its page again
+// (default 1s).
+func WithLiveInterval(d time.Duration) Option { return func(h *Handler) { h.liveEvery = d } }
+
 // WithLogger sets where failed pages are logged (default: nowhere).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.o.Log = l } }
 
@@ -92,7 +97,7 @@ func WithSummaryTTL(d time.Duration) Option {
 
 // New returns the dashboard over q.
 func New(q projector.Query, opts ...Option) (*Handler, error) {
-	h := &Handler{q: q, heartbeat: read.DefaultHeartbeatInterval, now: time.Now, summaryTTL: read.DefaultSummaryTTL,
+	h := &Handler{q: q, heartbeat: read.DefaultHeartbeatInterval, now: time.Now, summaryTTL: read.DefaultSummaryTTL, liveEvery: liveEvery,
 		pages: map[string]*template.Template{}, mux: http.NewServeMux()}
 	for _, o := range opts {
 		o(h)
@@ -116,6 +121,7 @@ func New(q projector.Query, opts ...Option) (*Handler, error) {
 	h.mux.HandleFunc("GET /apps/{namespace}/{name}", h.page(h.app))
 	h.mux.HandleFunc("GET /audit", h.page(h.audit))
 	h.mux.HandleFunc("GET /audit/verify", h.verify)
+	h.mux.HandleFunc("GET /live", h.live)
 	h.mux.HandleFunc("GET /reports", h.page(h.reports))
 	// The placements page is a shell: its script reads and writes the
 	// placements through the hub's API as the signed-in user.

@@ -103,7 +103,7 @@ func TestPages(t *testing.T) {
 			"Placement change 2", "<b>0 of 2</b> targeted clusters deployed it", "2 pending", `Waiting on: <a href="/clusters/prod-eu" id="waiting-prod-eu">`}},
 		{"/apps/argocd/billing", 200, []string{"rejected 5: invalid"}},
 		{"/apps/argocd/guestbook?state=Stale", 200, []string{`data-cluster="prod-us"`, "1 clusters Stale; page 1 of 1", `href="?state=Converged">Converged 1</a>`,
-			`href="?">all 2 clusters</a>`, `hx-get="/apps/argocd/guestbook?state=Stale"`}},
+			`href="?">all 2 clusters</a>`, `id="r-prod-us" data-live`}},
 		{"/apps/argocd/guestbook?state=Failed", 200, []string{"No cluster is Failed."}},
 		{"/apps/argocd/guestbook?state=Green", 400, []string{`state &#34;Green&#34;`}},
 		{"/apps", 200, []string{`data-app="argocd/guestbook"`, `data-app="argocd/billing"`, "2 across the fleet",

@@ -49,9 +49,26 @@ type Option func(*http.Server)
 // to the address is then refused.
 func WithTLS(cfg *tls.Config) Option { return func(s *http.Server) { s.TLSConfig = cfg } }
 
+// stoppingKey is the context key of the channel Stopping returns.
+type stoppingKey struct{}
+
+// Stopping returns a channel closed when the server that serves the
+// request of ctx begins to shut down; nil, never ready, for a context of
+// no such server. Requests are not cancelled when it is, so that the
+// ones under way finish; a request that lasts as long as its client
+// wants (a stream of events) ends when it is instead, so that it does not
+// hold the shutdown up.
+func Stopping(ctx context.Context) <-chan struct{} {
+	c, _ := ctx.Value(stoppingKey{}).(<-chan struct{})
+	return c
+}
+
 // Serve is Run on a listener the caller made; it closes ln.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ...Option) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.WithoutCancel(ctx), stoppingKey{}, ctx.Done())
+		}}
 	for _, o := range opts {
 		o(srv)
 	}

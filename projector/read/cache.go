@@ -11,7 +11,7 @@ import (
 
 // DefaultSummaryTTL is how long a SummaryCache keeps the clusters'
 // summaries by default.
-const DefaultSummaryTTL = 5 * time.Second
+const DefaultSummaryTTL = time.Second
 
 // SummaryCache is a Query whose ClusterSummaries are read at most once per
 // ttl, so that paging, filtering and sorting a large fleet costs one read

@@ -50,7 +50,7 @@ var compared = []table{
 var integerKeys = map[string]bool{"part": true, "off": true}
 
 // boolean columns, which SQLite keeps as 0 and 1.
-var booleanCols = map[string]bool{"registered": true, "deleted": true, "applied": true, "unchanged": true}
+var booleanCols = map[string]bool{"registered": true, "deleted": true, "applied": true, "unchanged": true, "changed": true}
 
 // Diff compares every table of a and b row by row, in key order, and
 // calls report for each row on which they differ: one only holds, or

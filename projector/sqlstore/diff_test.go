@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -131,5 +132,25 @@ func TestOpenExistingCreatesNothing(t *testing.T) {
 	}
 	if _, err := OpenExisting(t.Context(), "mysql://x"); err == nil {
 		t.Error("OpenExisting of an unknown scheme succeeded")
+	}
+}
+
+// TestBooleanColumnsKnown: every BOOLEAN column of the schema is one Diff
+// reads as a boolean, so that SQLite's 1 equals PostgreSQL's true.
+func TestBooleanColumnsKnown(t *testing.T) {
+	col := regexp.MustCompile(`(\w+) BOOLEAN`)
+	n := 0
+	for _, stmts := range migrations {
+		for _, s := range stmts {
+			for _, m := range col.FindAllStringSubmatch(s, -1) {
+				n++
+				if !booleanCols[m[1]] {
+					t.Errorf("column %s is BOOLEAN, and not in booleanCols", m[1])
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no BOOLEAN column found in the migrations")
 	}
 }

@@ -179,6 +179,61 @@
 
   // Deferred scripts run in document order, before DOMContentLoaded: the
   // page's own (uPlot on the reports page) come after this one.
+  // ageText writes a seconds count as the server does: humanAge for an
+  // "ago", Go's duration format for a Stale badge.
+  function ageText(fmt, s) {
+    s = Math.max(0, Math.floor(s));
+    var h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, d = Math.floor(h / 24);
+    if (fmt === "stale") {
+      return "Stale " + (h ? h + "h" + m + "m" + (s % 60) + "s" : m ? m + "m" + (s % 60) + "s" : s + "s");
+    }
+    if (s < 60) { return s + "s ago"; }
+    if (s < 3600) { return Math.floor(s / 60) + "m ago"; }
+    if (s < 48 * 3600) { return h + "h" + m + "m ago"; }
+    return d + "d" + (h % 24) + "h ago";
+  }
+
+  // The server's clock, as of the page's rendering, less the browser's.
+  var skew = (Number(document.body.dataset.now) || Date.now() / 1000) - Date.now() / 1000;
+
+  // tick keeps the ages of [data-at] elements (Unix seconds) current.
+  function tick() {
+    var now = Date.now() / 1000 + skew;
+    document.querySelectorAll("[data-at]").forEach(function (el) {
+      el.textContent = ageText(el.dataset.fmt, now - Number(el.dataset.at));
+    });
+  }
+
+  // live follows the page over server-sent events (web/live.go): each
+  // patch replaces one region by id, keeping the focus on the element of
+  // the same id. It follows the page's new URL after a filter changes it.
+  function live() {
+    if (!window.EventSource || !document.querySelector("[data-live]")) { return; }
+    var path = location.pathname + location.search;
+    var es = new EventSource("/live?path=" + encodeURIComponent(path));
+    es.addEventListener("patch", function (e) {
+      var p = JSON.parse(e.data), old = document.getElementById(p.id);
+      if (!old) { return; }
+      var focus = document.activeElement && old.contains(document.activeElement) ? document.activeElement.id : "";
+      var t = document.createElement("template");
+      t.innerHTML = p.html;
+      var el = t.content.firstElementChild;
+      old.replaceWith(el);
+      if (window.htmx) { window.htmx.process(el); }
+      if (focus && document.getElementById(focus)) { document.getElementById(focus).focus(); }
+      tick();
+      document.body.dispatchEvent(new CustomEvent("argosy:live", { detail: { id: p.id } }));
+    });
+    es.addEventListener("gone", function () { es.close(); });
+    function follow() {
+      if (location.pathname + location.search !== path) { es.close(); live(); }
+    }
+    document.body.addEventListener("htmx:pushedIntoHistory", follow, { once: true });
+    window.addEventListener("popstate", follow, { once: true });
+  }
+
   document.addEventListener("DOMContentLoaded", chart);
   document.addEventListener("DOMContentLoaded", placements);
+  document.addEventListener("DOMContentLoaded", live);
+  document.addEventListener("DOMContentLoaded", function () { tick(); setInterval(tick, 5000); });
 })();
