@@ -49,7 +49,7 @@ func routes() []route {
 		{http.MethodDelete, "/api/v1/clusters/{cluster}/appprojects/{namespace}/{name}", auth.ActionDeleteProject, (*Server).deleteProject, nil},
 		{http.MethodPut, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", auth.ActionApplyRepository, (*Server).putRepository, nil},
 		{http.MethodDelete, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", auth.ActionDeleteRepository, (*Server).deleteRepository, nil},
-		{http.MethodGet, "/api/v1/placements", auth.ActionRead, (*Server).placements, nil},
+		{http.MethodGet, "/api/v1/placements", auth.ActionRead, (*Server).placements, []string{"clusters"}},
 		{http.MethodPost, "/api/v1/placements", auth.ActionApplyPlacement, (*Server).applyPlacement, nil},
 		{http.MethodDelete, "/api/v1/placements/{namespace}/{name}", auth.ActionDeletePlacement, (*Server).deletePlacement, nil},
 	}

@@ -296,8 +296,14 @@ func describePlacement(p *pending, offset *int64) api.Written {
 		Name: p.placement.Name, Generation: p.generation, Offset: offset}
 }
 
-// placements lists the placements and, for each, where its Application is.
+// placements lists the placements and, for each, where its Application is
+// and how many clusters are in each state; with clusters=false, only how
+// many.
 func (s *Server) placements(r *http.Request, c *call) (any, error) {
+	listed, err := boolParam(r, "clusters", true)
+	if err != nil {
+		return nil, err
+	}
 	select {
 	case <-s.ready:
 	case <-r.Context().Done():
@@ -318,7 +324,14 @@ func (s *Server) placements(r *http.Request, c *call) (any, error) {
 			return c.p.Allow(auth.ActionRead, pc.Cluster, clusters[pc.Cluster].labels, "") != nil
 		})
 		item := api.Placement{Namespace: p.Namespace, Name: p.Name, Generation: p.Generation,
-			Selector: p.Selector, Prune: p.Prune, Project: p.Project, Deleted: p.deleted, Clusters: append([]api.PlacedCluster{}, placed...)}
+			Selector: p.Selector, Prune: p.Prune, Project: p.Project, Deleted: p.deleted, States: map[string]int{}}
+		for _, pc := range placed {
+			state, _, _ := strings.Cut(pc.State, ":")
+			item.States[state]++
+		}
+		if listed {
+			item.Clusters = append([]api.PlacedCluster{}, placed...)
+		}
 		if !p.deleted {
 			m, err := placementManifest(&p.PlacementUpserted)
 			if err != nil {

@@ -84,6 +84,12 @@ func TestPlacementFollowsTheLabels(t *testing.T) {
 	if !reflect.DeepEqual(listed, applied) {
 		t.Errorf("listed manifest %s, want what was applied", ps[0].Manifest)
 	}
+	// The brief listing counts the clusters by state instead.
+	brief, err := a.PlacementStates(t.Context())
+	if err != nil || len(brief) != 1 || brief[0].Clusters != nil || fmt.Sprint(brief[0].States) != "map[placed:2]" ||
+		fmt.Sprint(ps[0].States) != "map[placed:2]" {
+		t.Errorf("brief listing %+v (%v), full listing's states %v; want 2 placed, no clusters listed", brief, err, ps[0].States)
+	}
 
 	r.register(b, "s3", map[string]string{"env": "staging"})
 	waitPlaced(t, a, map[string]string{"s1": "placed", "s2": "placed", "s3": "placed"})

@@ -182,6 +182,13 @@ func (c *Client) Placements(ctx context.Context) ([]Placement, error) {
 	return out.Items, c.do(ctx, http.MethodGet, "/api/v1/placements", nil, nil, WriteOptions{}, &out)
 }
 
+// PlacementStates lists the placements with their clusters counted by
+// state (Placement.States), not listed one by one.
+func (c *Client) PlacementStates(ctx context.Context) ([]Placement, error) {
+	var out PlacementList
+	return out.Items, c.do(ctx, http.MethodGet, "/api/v1/placements", url.Values{"clusters": {"false"}}, nil, WriteOptions{}, &out)
+}
+
 func objectPath(kind, cluster, namespace, name string) string {
 	return "/api/v1/clusters/" + url.PathEscape(cluster) + "/" + kind + "/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
 }

@@ -246,14 +246,19 @@ type SourceCommit struct {
 
 // Placement is a placement and its state on each cluster.
 type Placement struct {
-	Namespace  string          `json:"namespace"`
-	Name       string          `json:"name"`
-	Generation int64           `json:"generation"`
-	Selector   string          `json:"selector"`
-	Prune      string          `json:"prune"`
-	Project    string          `json:"project"`
-	Deleted    bool            `json:"deleted,omitempty"`
-	Clusters   []PlacedCluster `json:"clusters"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	Selector   string `json:"selector"`
+	Prune      string `json:"prune"`
+	Project    string `json:"project"`
+	Deleted    bool   `json:"deleted,omitempty"`
+	// Clusters are its Application on each cluster; a listing with
+	// clusters=false leaves them out, and States counts them.
+	Clusters []PlacedCluster `json:"clusters,omitempty"`
+	// States counts Clusters by state, a conflict's reason left out: what
+	// a page of many placements over many clusters shows.
+	States map[string]int `json:"states"`
 	// Manifest is the Application the placement writes, as the manifest
 	// a PlacementRequest takes: what an edit starts from. Absent once the
 	// placement is deleted.

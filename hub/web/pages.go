@@ -220,7 +220,15 @@ type auditAction struct {
 	Cluster string
 	// Acks are the one cluster's results, shown as they are.
 	Acks []projector.Ack
+	// Shown are the entries listed, the first maxActionEntries; More
+	// counts the others, which ?group=none lists.
+	Shown []projector.AuditRow
+	More  int
 }
+
+// maxActionEntries is how many of an action's entries the timeline lists:
+// a placement change has one per cluster.
+const maxActionEntries = 20
 
 func (h *Handler) audit(r *http.Request) (string, any, error) {
 	q := r.URL.Query()
@@ -276,7 +284,8 @@ func auditActions(actions []read.Action) []auditAction {
 		if d != nil {
 			left -= len(d.Lines)
 		}
-		out[i] = auditAction{Action: a, Diff: d}
+		out[i] = auditAction{Action: a, Diff: d, Shown: a.Entries[:min(len(a.Entries), maxActionEntries)],
+			More: max(len(a.Entries)-maxActionEntries, 0)}
 		if a.Clusters != 1 {
 			continue
 		}

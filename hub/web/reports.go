@@ -38,8 +38,11 @@ type reportData struct {
 	By        []string
 	// Totals are a page of the report's totals: by app, its Applications,
 	// or, for one Application (Report.App), its totals per cluster;
-	// otherwise none. Page and Pages count the pages of them.
+	// otherwise none. Rows are, for the other groupings, a page of the
+	// report's rows (by group, then bucket). Page and Pages count the
+	// pages of either.
 	Totals      []report.Total
+	Rows        []report.Row
 	Page, Pages int
 	// Span is how long the records cover, which the totals' rates divide
 	// by.
@@ -95,6 +98,8 @@ func (h *Handler) reports(r *http.Request) (string, any, error) {
 			totals = rep.Totals
 		}
 		d.Totals, d.Page, d.Pages = pageOf(totals, page, per)
+	} else {
+		d.Rows, d.Page, d.Pages = pageOf(rep.Rows, page, per)
 	}
 	return "reports", d, nil
 }

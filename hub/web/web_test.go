@@ -225,6 +225,8 @@ func TestReportsPage(t *testing.T) {
 			`<p class="note" id="chart-note">Too little data for a chart: 2 deployments since 2026-03-01 12:00 UTC (1d).</p>`,
 			"<td>prod-us</td><td>2026-03-02</td><td>1</td><td>1 in 12h</td>"},
 			[]string{`id="chart"`}},
+		{"/reports?by=cluster&days=1&per=1&page=2", 200, []string{"<td>prod-us</td><td>2026-03-02</td>", "Page 2 of 2", `id="prev"`},
+			[]string{"<td>prod-eu</td>"}},
 		{"/reports?by=app&days=1&app=argocd/billing", 200, []string{
 			`<p class="note" id="chart-note">Too little data for a chart: 1 deployment since 2026-03-01 12:00 UTC (1d).</p>`},
 			[]string{`id="chart"`}},
@@ -290,7 +292,8 @@ func TestAuditPageFoldsActions(t *testing.T) {
 		diffs, showsMore int
 	}{
 		{"/audit", 2, []string{"<b>alice</b>", "placements.apply", "placement argocd/guestbook (generation 4)", "50 clusters",
-			">47 applied<", ">2 failed<", ">1 pending<", "<summary>52 entries</summary>", "<b>mallory</b>", ">denied<"},
+			">47 applied<", ">2 failed<", ">1 pending<", "<summary>52 entries</summary>", "<b>mallory</b>", ">denied<",
+			`<li class="more">and 32 more: <a href="?app=guestbook&amp;group=none&amp;namespace=argocd">every entry</a></li>`},
 			[]string{"<b>bob</b>", "hub/placement</span>"}, 1, 0},
 		{"/audit?reads=1", 4, []string{"<b>bob</b>", "<b>alice</b>"}, nil, 1, 0},
 		{"/audit?reads=1&limit=2", 2, []string{"<b>bob</b>", "Show more"}, []string{"<b>alice</b>"}, 0, 1},

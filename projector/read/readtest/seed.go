@@ -16,6 +16,10 @@ type Large struct {
 	// Now is when the fleet is seen from; every tenth cluster's last
 	// heartbeat is ten minutes older than that, so it is Stale.
 	Now time.Time
+	// Placed, Reads and Days add a history (SeedHistory): a placement
+	// change of each of the first Placed Applications, Reads read calls,
+	// and Days days of deployment records. Zero adds none.
+	Placed, Reads, Days int
 }
 
 // Seed writes the rows of a large fleet straight into a store, without
@@ -61,5 +65,5 @@ func Seed(ctx context.Context, s projector.Store, l Large) error {
 			return fmt.Errorf("seeding clusters from %d: %w", first, err)
 		}
 	}
-	return nil
+	return SeedHistory(ctx, s, l)
 }
