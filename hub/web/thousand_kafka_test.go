@@ -19,6 +19,7 @@ import (
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/testenv/browsertest"
+	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 	"github.com/argosyproj/argosy/projector/sqlstore"
 )
@@ -46,7 +47,7 @@ type scalePage struct {
 // each weighs less than maxPageBytes. It logs each page's first
 // contentful paint, which it does not assert.
 func TestDashboardAtThousandClusters(t *testing.T) {
-	url := serveFleet(t, fleetOf1000)
+	url, store, now := serveFleet(t, fleetOf1000)
 	rows := func(sel string, n int) string {
 		return fmt.Sprintf(`document.querySelectorAll(%q).length === %d`, sel, n)
 	}
@@ -94,8 +95,49 @@ func TestDashboardAtThousandClusters(t *testing.T) {
 			}
 		}
 	}
+	liveAtScale(t, bctx, url, store, now)
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// liveAtScale opens the fleet page and has c-00009, Stale (readtest.Seed
+// makes every tenth cluster's heartbeat ten minutes old), beat again: the
+// open page shows it Connected without a reload. It logs how long that
+// took from the store's commit, and checks only that it happened.
+func liveAtScale(t *testing.T, ctx context.Context, url string, store *sqlstore.Store, now time.Time) {
+	t.Helper()
+	row := `document.querySelector('#fleet tr[data-cluster="c-00009"]')`
+	var stale bool
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible("#fleet", chromedp.ByID),
+		chromedp.Evaluate(`window.argosyMark = 1`, nil), chromedp.Evaluate(row+`.classList.contains('state-stale')`, &stale)); err != nil {
+		t.Fatal(err)
+	}
+	if !stale {
+		t.Fatal("c-00009 is not Stale on the fleet page to begin with")
+	}
+	time.Sleep(2 * time.Second) // past the stream's first sending of every region
+	start := time.Now()
+	beat := projector.ClusterBeat{Cluster: "c-00009", Seq: 2, At: now, AgentVersion: "v0.3.0", ArgoCDVersion: "v2.14.21", Mode: "managed",
+		Applications: fleetOf1000.AppsPerCluster}
+	if err := store.Commit(context.Background(), &projector.Batch{Beats: []projector.ClusterBeat{beat}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := chromedp.Run(ctx, chromedp.Evaluate(row+`.classList.contains('state-connected')`, &stale)); err != nil {
+			t.Fatal(err)
+		}
+		if stale {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the open fleet page did not show c-00009 Connected within 30 s of its heartbeat")
+		}
+	}
+	t.Logf("the open fleet page showed c-00009's heartbeat %s after its commit", time.Since(start).Round(10*time.Millisecond))
+	var mark int
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.argosyMark || 0`, &mark)); err != nil || mark != 1 {
+		t.Errorf("the fleet page was reloaded (%v)", err)
 	}
 }
 
@@ -124,8 +166,9 @@ func weigh(t *testing.T, ctx context.Context, what string, p scalePage, logTimin
 
 // serveFleet seeds a store with l, as of now, and serves the dashboard
 // over it to an admin, with the hub's placements API answering what the
-// hub would of l's placements. It returns the server's URL.
-func serveFleet(t *testing.T, l readtest.Large) string {
+// hub would of l's placements. It returns the server's URL, the store
+// and the time the dashboard's clock stays at.
+func serveFleet(t *testing.T, l readtest.Large) (string, *sqlstore.Store, time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "views.db"))
@@ -157,7 +200,7 @@ func serveFleet(t *testing.T, l readtest.Large) string {
 	}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, store, now
 }
 
 // placementsOf is the hub's list of l's placements (readtest.SeedHistory):
