@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strings"
 	"testing"
@@ -153,6 +154,14 @@ func TestAuditPageBoundsItsDiffs(t *testing.T) {
 	t.Logf("%d changes shown, %d not; a page of %d bytes, %d bytes allocated", shown, hidden, len(body), allocated)
 	if len(body) > 8<<20 || allocated > 96<<20 {
 		t.Errorf("a page of %d bytes, %d bytes allocated: want under 8 MiB and 96 MiB", len(body), allocated)
+	}
+	// A page this large is not followed live: its stream ends at once.
+	live := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/live?path="+url.QueryEscape("/audit?limit=1000"), http.NoBody)
+	live = live.WithContext(web.WithViewer(live.Context(), web.Viewer{Actor: "alice", Role: "viewer"}))
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, live)
+	if !strings.Contains(rec.Body.String(), "event: gone\ndata: 413\n") || strings.Contains(body, "data-k=") {
+		t.Errorf("a page of %d bytes is versioned, or followed live:\n%.300s", len(body), rec.Body.String())
 	}
 }
 

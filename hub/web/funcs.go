@@ -68,8 +68,8 @@ var funcs = template.FuncMap{
 		}
 		return template.URL("?" + out.Encode())
 	},
-	"add":   func(a, b int) int { return a + b },
-	"list":  func(s ...string) []string { return s },
+	"add":  func(a, b int) int { return a + b },
+	"list": func(s ...string) []string { return s },
 	// since is the Unix time ageSeconds before now: what app.js counts
 	// an age from.
 	"since": func(now time.Time, ageSeconds *int64) int64 { return now.Unix() - *ageSeconds },

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,23 +25,101 @@ import (
 // whose items are live regions too: the list is sent whole when its items
 // come or go, and otherwise only the items that changed. Text within a
 // data-tick element (an age, which changes every second) does not count
-// as a change: app.js keeps it current. A stream sends every region once
-// when it starts, since the page may have changed since it was rendered,
-// and ends after liveMaxAge (the browser then opens another, which checks
-// the session again) or when the hub stops.
+// as a change: app.js keeps it current. A rendered page carries each
+// region's version (data-k, a hash of what its change is judged by), and
+// the browser opens the stream with the versions it shows (k=id:version,
+// …): the stream sends first the regions whose version differs, which
+// are those that changed since the page was rendered. It ends after
+// liveMaxAge (the browser then opens another, which checks the session
+// again) or when the hub stops.
 const (
 	liveEvery  = time.Second
 	liveMaxAge = 5 * time.Minute
 	// livePing is how often a quiet stream sends a comment, so that
 	// proxies keep it open.
 	livePing = 15 * time.Second
+	// liveCost is how many times a render's duration a stream waits, at
+	// least, before the next.
+	liveCost = 5
 )
 
-// region is one live region of a rendered page.
+// region is one live region of a rendered page: key is its version.
 type region struct {
 	id, key string
 	node    *html.Node
 	rows    bool
+}
+
+// maxShown bounds the versions a stream starts from: beyond it, regions
+// are sent again.
+const maxShown = 64 << 10
+
+// shown reads the versions the browser shows, "id:version,…".
+func shown(k string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(k[:min(len(k), maxShown)], ",") {
+		if i := strings.LastIndexByte(kv, ':'); i > 0 {
+			out[kv[:i]] = kv[i+1:]
+		}
+	}
+	return out
+}
+
+// maxLivePage bounds the pages followed live: a larger one (an audit
+// page of large diffs) is not parsed every second; its stream ends at
+// once, and the page stays as it was rendered.
+const maxLivePage = 1 << 20
+
+// withVersions adds to each live region of the page b its version
+// (data-k), the one its live stream compares, leaving the rest of the
+// page byte for byte as it was; a page over maxLivePage is left as it is.
+func withVersions(b []byte) ([]byte, error) {
+	if len(b) > maxLivePage {
+		return b, nil
+	}
+	doc, err := html.Parse(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the page: %w", err)
+	}
+	versions := map[string]string{}
+	for _, rg := range liveRegionsOf(doc) {
+		versions[rg.id] = rg.key
+	}
+	// Each region's start tag ends at a '>' the tokenizer finds: the
+	// version goes just before it.
+	type insert struct {
+		at int
+		v  string
+	}
+	var ins []insert
+	z := html.NewTokenizer(bytes.NewReader(b))
+	for at := 0; ; {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		raw := z.Raw()
+		at += len(raw)
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			continue
+		}
+		t := z.Token()
+		n := &html.Node{Type: html.ElementNode, Attr: t.Attr}
+		if id, _, ok := liveAttrs(n); ok && versions[id] != "" {
+			end := at - 1
+			if tt == html.SelfClosingTagToken {
+				end--
+			}
+			ins = append(ins, insert{end, versions[id]})
+		}
+	}
+	out := make([]byte, 0, len(b)+len(ins)*24)
+	last := 0
+	for _, in := range ins {
+		out = append(append(out, b[last:in.at]...), ` data-k="`+in.v+`"`...)
+		last = in.at
+	}
+	return append(out, b[last:]...), nil
 }
 
 func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
@@ -52,17 +133,22 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	fmt.Fprintf(w, "retry: %d\n\n", (3 * time.Second).Milliseconds())
-	sent := map[string]string{}
+	sent := shown(r.URL.Query().Get("k"))
 	end, ping := time.NewTimer(liveMaxAge), time.NewTicker(livePing)
 	defer end.Stop()
 	defer ping.Stop()
-	tick := time.NewTicker(h.liveEvery)
-	defer tick.Stop()
+	wait := time.NewTimer(h.liveEvery)
+	defer wait.Stop()
 	for {
+		start := time.Now()
 		regions, status := h.liveRegions(r, target)
+		// A page that takes long to render (one Application on 10,000
+		// clusters) is rendered less often: a stream spends at most a
+		// fifth of its time rendering.
+		wait.Reset(max(h.liveEvery, liveCost*time.Since(start)))
 		if status != http.StatusOK {
 			fmt.Fprintf(w, "event: gone\ndata: %d\n\n", status)
-			rc.Flush() //nolint:errcheck // the stream ends here
+			rc.Flush() // the stream ends here, however the flush went
 			return
 		}
 		if err := sendChanged(w, regions, sent); err != nil {
@@ -71,16 +157,29 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 		if err := rc.Flush(); err != nil {
 			return
 		}
+		if !liveWait(r, w, rc, wait.C, end.C, ping.C) {
+			return
+		}
+	}
+}
+
+// liveWait waits for next, pinging the browser meanwhile; it reports
+// false when the stream is to end instead.
+func liveWait(r *http.Request, w http.ResponseWriter, rc *http.ResponseController, next, end, ping <-chan time.Time) bool {
+	for {
 		select {
 		case <-r.Context().Done():
-			return
+			return false
 		case <-httpserve.Stopping(r.Context()):
-			return
-		case <-end.C:
-			return
-		case <-ping.C:
-			fmt.Fprint(w, ": ping\n\n")
-		case <-tick.C:
+			return false
+		case <-end:
+			return false
+		case <-ping:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
+				return false
+			}
+		case <-next:
+			return true
 		}
 	}
 }
@@ -107,20 +206,29 @@ func (h *Handler) liveRegions(r *http.Request, target *url.URL) ([]region, int) 
 	req.Method, req.URL, req.RequestURI = http.MethodGet, target, target.RequestURI()
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
 	h.mux.ServeHTTP(rec, req)
-	if rec.status != http.StatusOK {
+	switch {
+	case rec.status != http.StatusOK:
 		return nil, rec.status
+	case rec.body.Len() > maxLivePage:
+		return nil, http.StatusRequestEntityTooLarge
 	}
 	doc, err := html.Parse(&rec.body)
 	if err != nil {
 		return nil, http.StatusInternalServerError
 	}
+	return liveRegionsOf(doc), http.StatusOK
+}
+
+// liveRegionsOf returns the live regions of doc in document order, each
+// with its version.
+func liveRegionsOf(doc *html.Node) []region {
 	var out []region
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		if n.Type == html.ElementNode {
 			if id, live, ok := liveAttrs(n); ok {
 				rg := region{id: id, node: n, rows: live == "rows"}
-				rg.key = regionKey(n, rg.rows)
+				rg.key = version(regionKey(n, rg.rows))
 				out = append(out, rg)
 			}
 		}
@@ -129,7 +237,14 @@ func (h *Handler) liveRegions(r *http.Request, target *url.URL) ([]region, int) 
 		}
 	}
 	walk(doc)
-	return out, http.StatusOK
+	return out
+}
+
+// version is a region's key in brief.
+func version(key string) string {
+	h := fnv.New64a()
+	h.Write([]byte(key)) // a hash does not fail
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // liveAttrs returns n's id and data-live, ok if it has both.
@@ -164,9 +279,10 @@ func regionKey(n *html.Node, rows bool) string {
 }
 
 // withoutTicks is a copy of n with the children of its data-tick elements
-// left out.
+// and the versions of its regions (data-k) left out.
 func withoutTicks(n *html.Node) *html.Node {
-	c := &html.Node{Type: n.Type, DataAtom: n.DataAtom, Data: n.Data, Namespace: n.Namespace, Attr: n.Attr}
+	attrs := slices.DeleteFunc(slices.Clone(n.Attr), func(a html.Attribute) bool { return a.Key == "data-k" })
+	c := &html.Node{Type: n.Type, DataAtom: n.DataAtom, Data: n.Data, Namespace: n.Namespace, Attr: attrs}
 	for _, a := range n.Attr {
 		if a.Key == "data-tick" {
 			return c

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -55,10 +56,11 @@ type patch struct {
 	Event, ID, HTML string
 }
 
-// stream reads a live stream's events into a channel until it ends.
-func stream(t *testing.T, srvURL, path string) <-chan patch {
+// stream reads a live stream's events into a channel until it ends; k
+// is the versions the page shows.
+func stream(t *testing.T, srvURL, path, k string) <-chan patch {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srvURL+"/live?path="+url.QueryEscape(path), nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srvURL+"/live?path="+url.QueryEscape(path)+"&k="+url.QueryEscape(k), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,13 @@ func TestLiveSendsWhatChanged(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close) // after the test's context, which ends the stream, is cancelled
 
-	events := stream(t, srv.URL, "/apps/argocd/guestbook")
+	// Opened with the versions the page shows, the stream sends nothing
+	// until something changes.
+	_, page := get(t, srv.URL+"/apps/argocd/guestbook")
+	if quiet := ids(t, stream(t, srv.URL, "/apps/argocd/guestbook", versions(page)), time.Second); len(quiet) != 0 {
+		t.Errorf("opened with the page's versions, sent %q", quiet)
+	}
+	events := stream(t, srv.URL, "/apps/argocd/guestbook", "")
 	first := ids(t, events, 5*time.Second)
 	want := []string{"patch progress", "patch progress-bar", "patch app-counts", "patch rollout-live", "patch app-rows", "patch app-pager", "patch deployments-rows"}
 	if !slices.Equal(first, want) {
@@ -162,8 +170,18 @@ func TestLiveRefuses(t *testing.T) {
 			t.Errorf("%s: %d %s", p, status, body)
 		}
 	}
-	events := stream(t, srv.URL, "/apps/argocd/nope")
+	events := stream(t, srv.URL, "/apps/argocd/nope", "")
 	if ev := <-events; ev.Event != "gone" || ev.HTML != "404" {
 		t.Errorf("a page that is not there: %+v", ev)
 	}
+}
+
+// versions are the live regions' versions a page shows, as app.js sends
+// them.
+func versions(page string) string {
+	var out []string
+	for _, m := range regexp.MustCompile(`id="([^"]+)"[^>]*data-live[^>]*data-k="([^"]+)"`).FindAllStringSubmatch(page, -1) {
+		out = append(out, m[1]+":"+m[2])
+	}
+	return strings.Join(out, ",")
 }

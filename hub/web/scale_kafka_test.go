@@ -79,56 +79,50 @@ func TestFleetPageAtScale(t *testing.T) {
 		{"500 per page", "/?per=500", "10000 clusters", 500},
 	}
 	for _, p := range pages {
-		var heading string
-		var rows int
-		var m timing
-		if err := chromedp.Run(bctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible("#fleet", chromedp.ByID),
-			chromedp.Text("h1 small", &heading, chromedp.ByQuery),
-			chromedp.Evaluate(`document.querySelectorAll('#fleet tbody tr[data-cluster]').length`, &rows)); err != nil {
-			t.Fatalf("%s: %v", p.name, err)
-		}
-		waitLoaded(t, bctx)
-		if err := chromedp.Run(bctx, chromedp.Evaluate(measure, &m)); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(heading, p.heading) || rows != p.rows {
-			t.Errorf("%s: heading %q with %d rows, want %q and %d", p.name, heading, rows, p.heading, p.rows)
-		}
-		t.Logf("fleet page, %-28s first contentful paint %5.0f ms, first byte %5.0f ms, loaded %5.0f ms, %4.0f KB in %0.f+1 requests",
-			p.name+":", m.FCP, m.Server, m.Loaded, m.Bytes/1024, m.Requests)
+		loadPage(t, bctx, srv.URL, scaledPage{"fleet page, " + p.name, p.path, "fleet", "h1 small", p.heading, p.rows})
 	}
-	appPages := []struct {
-		name, path, table, heading string
-		rows                       int
-	}{
-		{"applications", "/apps", "apps", "10 across the fleet", 10},
-		{"applications, grid by env", "/apps?grid=env", "apps", "10 across the fleet", 10},
-		{"applications, Failed", "/apps?state=Failed", "apps", "10 across the fleet", 10},
-		{"application app-003", "/apps/argocd/app-003", "app-clusters", "", 50},
-		{"application app-003, Stale", "/apps/argocd/app-003?state=Stale", "app-clusters", "", 50},
-	}
-	for _, p := range appPages {
-		var heading string
-		var rows int
-		var m timing
-		if err := chromedp.Run(bctx, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible("#"+p.table, chromedp.ByID),
-			chromedp.Text("h1", &heading, chromedp.ByQuery),
-			chromedp.Evaluate(`document.querySelectorAll('#`+p.table+` tbody tr[data-app], #`+p.table+` tbody tr[data-cluster]').length`, &rows)); err != nil {
-			t.Fatalf("%s: %v", p.name, err)
-		}
-		waitLoaded(t, bctx)
-		if err := chromedp.Run(bctx, chromedp.Evaluate(measure, &m)); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(heading, p.heading) || rows != p.rows {
-			t.Errorf("%s: heading %q with %d rows, want %q and %d", p.name, heading, rows, p.heading, p.rows)
-		}
-		t.Logf("%-40s first contentful paint %5.0f ms, first byte %5.0f ms, loaded %5.0f ms, %4.0f KB in %0.f+1 requests",
-			p.name+":", m.FCP, m.Server, m.Loaded, m.Bytes/1024, m.Requests)
+	for _, p := range []scaledPage{
+		{"applications", "/apps", "apps", "h1", "10 across the fleet", 10},
+		{"applications, grid by env", "/apps?grid=env", "apps", "h1", "10 across the fleet", 10},
+		{"applications, Failed", "/apps?state=Failed", "apps", "h1", "10 across the fleet", 10},
+		{"application app-003", "/apps/argocd/app-003", "app-clusters", "h1", "", 50},
+		{"application app-003, Stale", "/apps/argocd/app-003?state=Stale", "app-clusters", "h1", "", 50},
+	} {
+		loadPage(t, bctx, srv.URL, p)
 	}
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
+}
+
+// scaledPage is a page of a large fleet: its table's id, and what its
+// heading (the element head) says and how many rows the table lists.
+type scaledPage struct {
+	name, path, table, head, heading string
+	rows                             int
+}
+
+// loadPage loads p, checks its heading and rows, and logs what the
+// browser measured of the load.
+func loadPage(t *testing.T, ctx context.Context, base string, p scaledPage) {
+	t.Helper()
+	var heading string
+	var rows int
+	var m timing
+	if err := chromedp.Run(ctx, chromedp.Navigate(base+p.path), chromedp.WaitVisible("#"+p.table, chromedp.ByID),
+		chromedp.Text(p.head, &heading, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('#`+p.table+` tbody tr[data-app], #`+p.table+` tbody tr[data-cluster]').length`, &rows)); err != nil {
+		t.Fatalf("%s: %v", p.name, err)
+	}
+	waitLoaded(t, ctx)
+	if err := chromedp.Run(ctx, chromedp.Evaluate(measure, &m)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(heading, p.heading) || rows != p.rows {
+		t.Errorf("%s: heading %q with %d rows, want %q and %d", p.name, heading, rows, p.heading, p.rows)
+	}
+	t.Logf("%-40s first contentful paint %5.0f ms, first byte %5.0f ms, loaded %5.0f ms, %4.0f KB in %0.f+1 requests",
+		p.name+":", m.FCP, m.Server, m.Loaded, m.Bytes/1024, m.Requests)
 }
 
 // waitLoaded waits for the page's load event to have ended and its first

@@ -120,7 +120,7 @@ func liveAtScale(t *testing.T, ctx context.Context, url string, store *sqlstore.
 	start := time.Now()
 	beat := projector.ClusterBeat{Cluster: "c-00009", Seq: 2, At: now, AgentVersion: "v0.3.0", ArgoCDVersion: "v2.14.21", Mode: "managed",
 		Applications: fleetOf1000.AppsPerCluster}
-	if err := store.Commit(context.Background(), &projector.Batch{Beats: []projector.ClusterBeat{beat}}); err != nil {
+	if err := store.Commit(ctx, &projector.Batch{Beats: []projector.ClusterBeat{beat}}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -202,13 +202,21 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
 		return
 	}
+	page := buf.Bytes()
+	if bytes.Contains(page, []byte("data-live")) {
+		if page, err = withVersions(page); err != nil {
+			h.o.Log.ErrorContext(r.Context(), "versioning a dashboard page's live regions", "page", name, "err", err)
+			http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
 	w.WriteHeader(status)
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	if _, err := w.Write(page); err != nil {
 		h.o.Log.DebugContext(r.Context(), "writing a dashboard page", "err", err)
 	}
 }

@@ -75,7 +75,7 @@ func TestStopping(t *testing.T) {
 	go func() {
 		done <- httpserve.Serve(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusOK)
-			http.NewResponseController(w).Flush() //nolint:errcheck // the client reads the header
+			http.NewResponseController(w).Flush() // the client reads the header
 			close(streaming)
 			select {
 			case <-httpserve.Stopping(r.Context()):

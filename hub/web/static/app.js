@@ -207,10 +207,17 @@
   // live follows the page over server-sent events (web/live.go): each
   // patch replaces one region by id, keeping the focus on the element of
   // the same id. It follows the page's new URL after a filter changes it.
+  // Opened again (after the stream's five minutes), it sends the versions
+  // the patches brought.
   function live() {
     if (!window.EventSource || !document.querySelector("[data-live]")) { return; }
     var path = location.pathname + location.search;
-    var es = new EventSource("/live?path=" + encodeURIComponent(path));
+    // The versions of the regions shown: the stream sends first only
+    // those that changed since.
+    var shown = Array.prototype.map.call(document.querySelectorAll("[data-live][data-k]"), function (el) {
+      return el.id + ":" + el.dataset.k;
+    }).join(",");
+    var es = new EventSource("/live?path=" + encodeURIComponent(path) + "&k=" + encodeURIComponent(shown));
     es.addEventListener("patch", function (e) {
       var p = JSON.parse(e.data), old = document.getElementById(p.id);
       if (!old) { return; }
