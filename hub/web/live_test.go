@@ -142,7 +142,8 @@ func TestLiveSendsWhatChanged(t *testing.T) {
 	}
 	events := stream(t, srv.URL, "/apps/argocd/guestbook", "")
 	first := ids(t, events, 5*time.Second)
-	want := []string{"patch progress", "patch progress-bar", "patch app-counts", "patch rollout-live", "patch app-rows", "patch app-pager", "patch deployments-rows"}
+	want := []string{"patch resources", "patch progress", "patch progress-bar", "patch app-counts", "patch rollout-live", "patch app-rows",
+		"patch app-pager", "patch deployments-rows"}
 	if !slices.Equal(first, want) {
 		t.Fatalf("first render sent %q, want %q", first, want)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/projector/report"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 var readError = read.StatusOf
@@ -93,8 +94,11 @@ func (h *Handler) cluster(r *http.Request) (string, any, error) {
 type appData struct {
 	Namespace, Name string
 	// Source is where its manifests come from, per the newest spec the hub
-	// wants anywhere.
-	Source *read.AppSource
+	// wants anywhere; Resources what it deploys, as ResourcesOf reported
+	// them last.
+	Source      *read.AppSource
+	Resources   *schemas.ResourceSummary
+	ResourcesOf string
 	// Rows are the page's clusters, of those in State (all if empty).
 	Rows []read.App
 	// Converged counts the clusters that applied the generation the hub
@@ -168,6 +172,7 @@ func (h *Handler) appRows(r *http.Request, ns, name string) (*appData, error) {
 	}
 	var kept []read.App
 	var newest *projector.AppDesired
+	var resourcesAt time.Time
 	for _, a := range read.WithFreshness(rows, clusters, h.now(), h.heartbeat) {
 		st := read.AppStateOf(a)
 		if st != "" {
@@ -179,6 +184,9 @@ func (h *Handler) appRows(r *http.Request, ns, name string) (*appData, error) {
 		}
 		if state == "" || st == state || (state == read.AppNotConverged && st != read.AppConverged) {
 			kept = append(kept, a)
+		}
+		if o := a.Observed; o != nil && o.Resources != nil && (d.Resources == nil || o.UpdatedAt.After(resourcesAt)) {
+			d.Resources, d.ResourcesOf, resourcesAt = o.Resources, a.Cluster, o.UpdatedAt
 		}
 	}
 	d.Converged, d.Stale = d.Counts[read.AppConverged], d.Counts[read.AppStale]

@@ -20,6 +20,7 @@ import (
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read/readtest"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // TestVendoredAssets holds the served third-party files to the checksums
@@ -367,3 +368,22 @@ func TestRollbackButtons(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestAppPageShowsWhatItDeploys: the Application page says what the
+// Application deploys, as the cluster that reported last counts it.
+func TestAppPageShowsWhatItDeploys(t *testing.T) {
+	q := readtest.Fleet()
+	q.AppRows[0].Observed.Resources = &schemas.ResourceSummary{Total: 4, ByKind: map[string]int{"Deployment": 1, "Service": 1, "ConfigMap": 2}}
+	h, err := web.New(q, web.WithClock(readtest.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), web.Viewer{Actor: "vera", Role: "viewer"})))
+	}))
+	defer srv.Close()
+	_, body := get(t, srv.URL+"/apps/argocd/guestbook")
+	if want := "Deploys 4 resources: 2 ConfigMap, 1 Deployment, 1 Service"; !strings.Contains(body, want) || !strings.Contains(body, "as prod-eu reported them last") {
+		t.Errorf("the page does not say %q of prod-eu", want)
+	}
+}
