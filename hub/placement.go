@@ -2,6 +2,8 @@ package hub
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -309,19 +311,25 @@ func (s *Server) placements(r *http.Request, c *call) (any, error) {
 	case <-r.Context().Done():
 		return nil, r.Context().Err()
 	}
+	return s.placementList(c.p, listed)
+}
+
+// placementList is the placements pr may read, each with its clusters'
+// states counted and, when listed, the clusters pr may read among them.
+func (s *Server) placementList(pr *auth.Principal, listed bool) (api.PlacementList, error) {
 	clusters := s.ledger.clusters()
 	out := api.PlacementList{Items: []api.Placement{}}
 	for _, p := range s.ledger.allPlacements() {
 		if p.deleted && len(s.placedOn(p, clusters)) == 0 {
 			continue
 		}
-		if c.p.Allow(auth.ActionRead, "", nil, p.Project) != nil {
+		if pr.Allow(auth.ActionRead, "", nil, p.Project) != nil {
 			continue
 		}
 		// A token limited to some clusters sees only those among the
 		// placement's.
 		placed := slices.DeleteFunc(s.placedOn(p, clusters), func(pc api.PlacedCluster) bool {
-			return c.p.Allow(auth.ActionRead, pc.Cluster, clusters[pc.Cluster].labels, "") != nil
+			return pr.Allow(auth.ActionRead, pc.Cluster, clusters[pc.Cluster].labels, "") != nil
 		})
 		item := api.Placement{Namespace: p.Namespace, Name: p.Name, Generation: p.Generation,
 			Selector: p.Selector, Prune: p.Prune, Project: p.Project, Deleted: p.deleted, States: map[string]int{}}
@@ -335,13 +343,34 @@ func (s *Server) placements(r *http.Request, c *call) (any, error) {
 		if !p.deleted {
 			m, err := placementManifest(&p.PlacementUpserted)
 			if err != nil {
-				return nil, err
+				return api.PlacementList{}, err
 			}
 			item.Manifest = m
 		}
 		out.Items = append(out.Items, item)
 	}
 	return out, nil
+}
+
+// placementsVersion is a hash of the placements list pr reads with
+// clusters=false: the dashboard's placements page reloads its list when
+// it changes.
+func (s *Server) placementsVersion(pr *auth.Principal) string {
+	select {
+	case <-s.ready:
+	default:
+		return ""
+	}
+	list, err := s.placementList(pr, false)
+	if err != nil {
+		return ""
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // placementManifest is the Application a placement writes, as the

@@ -208,7 +208,8 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v := web.Viewer{Actor: p.Actor, Role: p.Role, CanWrite: p.Has(auth.RoleDeployer), CSRF: csrfValue(ck.Value)}
-	s.o.dashboard.ServeHTTP(w, r.WithContext(read.WithScope(web.WithViewer(r.Context(), v), p)))
+	ctx := web.WithPlacementsVersion(read.WithScope(web.WithViewer(r.Context(), v), p), func() string { return s.placementsVersion(p) })
+	s.o.dashboard.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // localPath returns p if it is a path on this server, "/" otherwise, so

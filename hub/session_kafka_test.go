@@ -179,6 +179,29 @@ func TestDashboardSession(t *testing.T) {
 		}
 	})
 
+	t.Run("the placements page's version follows the hub's placements", func(t *testing.T) {
+		version := func() string {
+			_, page := do(t, pageRequest(t, base, "/placements", session))
+			_, v, _ := strings.Cut(page, `id="placements-version"`)
+			_, v, _ = strings.Cut(v, ">")
+			v, _, _ = strings.Cut(v, "</span>")
+			return v
+		}
+		before := version()
+		if before == "" {
+			t.Fatal("the placements page shows no version")
+		}
+		if _, err := r.client(base, "root").ApplyPlacement(t.Context(), api.PlacementRequest{Selector: "env=nowhere", Manifest: appManifest()},
+			api.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); version() == before; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the placements page's version did not change with a new placement")
+			}
+		}
+	})
+
 	t.Run("the API takes the session only with its CSRF header", func(t *testing.T) {
 		resp, _ := do(t, pageRequest(t, base, "/api/v1/whoami", session))
 		if resp.StatusCode != http.StatusUnauthorized {

@@ -46,6 +46,27 @@ func viewerOf(ctx context.Context) (Viewer, bool) {
 	return v, ok
 }
 
+// placementsKey is the context key of WithPlacementsVersion's function.
+type placementsKey struct{}
+
+// WithPlacementsVersion returns ctx with the function that versions the
+// placements list its viewer reads (the hub's, which holds them): the
+// placements page shows the version as a live region, and reloads its
+// list when the version changes.
+func WithPlacementsVersion(ctx context.Context, version func() string) context.Context {
+	return context.WithValue(ctx, placementsKey{}, version)
+}
+
+func placementsVersionOf(ctx context.Context) string {
+	if f, ok := ctx.Value(placementsKey{}).(func() string); ok {
+		return f()
+	}
+	return ""
+}
+
+// placementsData is the placements page's: the version of its list.
+type placementsData struct{ Version string }
+
 // Handler serves the dashboard's pages.
 type Handler struct {
 	q          projector.Query
@@ -125,7 +146,9 @@ func New(q projector.Query, opts ...Option) (*Handler, error) {
 	h.mux.HandleFunc("GET /reports", h.page(h.reports))
 	// The placements page is a shell: its script reads and writes the
 	// placements through the hub's API as the signed-in user.
-	h.mux.HandleFunc("GET /placements", h.page(func(*http.Request) (string, any, error) { return "placements", nil, nil }))
+	h.mux.HandleFunc("GET /placements", h.page(func(r *http.Request) (string, any, error) {
+		return "placements", placementsData{Version: placementsVersionOf(r.Context())}, nil
+	}))
 	h.mux.HandleFunc("GET /reports/deployments.csv", h.reportDownload("csv"))
 	h.mux.HandleFunc("GET /reports/deployments.json", h.reportDownload("json"))
 	h.mux.HandleFunc("/", h.page(func(*http.Request) (string, any, error) {

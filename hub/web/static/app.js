@@ -139,6 +139,11 @@
         }
       });
     }
+    // The live stream patches the list's version when the hub's
+    // placements change: the list is read again.
+    document.body.addEventListener("argosy:live", function (e) {
+      if (e.detail.id === "placements-version") { load(); }
+    });
     load();
     if (!form) { return; }
     document.getElementById("p-new").addEventListener("click", function () {
