@@ -1,6 +1,7 @@
 package read
 
 import (
+	"slices"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,16 @@ import (
 	"github.com/argosyproj/argosy/projector/report"
 )
 
+// sortParams are the values of a fleet listing's sort: each of Sorts,
+// and each after a "-".
+func sortParams() []string {
+	out := slices.Clone(Sorts)
+	for _, s := range Sorts {
+		out = append(out, "-"+s)
+	}
+	return out
+}
+
 // clusters answers the fleet listing. Without parameters it is every
 // cluster, as items alone. With any, it is those a label selector, a state
 // and a name search keep, sorted, on one page unless page or perPage asks
@@ -22,7 +33,7 @@ func (h *Handler) clusters(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := FleetRequest{Selector: p.str("selector"), State: p.oneOf("state", "", States), Search: p.str("q"), Sort: p.str("sort"),
+	req := FleetRequest{Selector: p.str("selector"), State: p.oneOf("state", "", States), Search: p.str("q"), Sort: p.oneOf("sort", "", sortParams()),
 		Page: p.integer("page", 1, math.MaxInt32), PerPage: p.integer("perPage", DefaultPerPage, MaxPerPage)}
 	if err := p.err(); err != nil {
 		return nil, err
