@@ -17,6 +17,7 @@ import (
 	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read/readtest"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // changing is readtest.Fleet whose Applications and clock may change
@@ -153,7 +154,11 @@ func TestLiveSendsWhatChanged(t *testing.T) {
 	if quiet := ids(t, events, time.Second); len(quiet) != 0 {
 		t.Errorf("with nothing changed, sent %q", quiet)
 	}
-	q.set(func(rows []projector.AppRow) { rows[0].Observed.Health.Status = "Degraded" }) // guestbook on prod-eu
+	q.set(func(rows []projector.AppRow) { // guestbook on prod-eu; a new row, as a store's read is
+		o := *rows[0].Observed
+		o.Health = &schemas.HealthStatus{Status: "Degraded"}
+		rows[0].Observed = &o
+	})
 	got := ids(t, events, 5*time.Second)
 	want = []string{"patch progress", "patch progress-bar", "patch app-counts", "patch r-prod-eu"}
 	if !slices.Equal(got, want) {
