@@ -162,9 +162,9 @@ func TestAppApplyWait(t *testing.T) {
 	q.mu.Lock()
 	q.steps, q.calls = [][]projector.AppRow{{failed}}, 0
 	q.mu.Unlock()
-	_, _, err = runEvery(t, h, manifest("v7"), "apply", "-f", "-", "--cluster", "prod-eu", "--wait", "--timeout", "300ms")
+	_, _, err = runEvery(t, h, manifest("v7"), "apply", "-f", "-", "--cluster", "prod-eu", "--wait", "--timeout", "2s")
 	var exit *cmdkit.ExitError
-	if !errors.As(err, &exit) || exit.Code != cmdkit.ExitTimeout || err.Error() != "gave up waiting after 300ms for argocd/guestbook: "+
+	if !errors.As(err, &exit) || exit.Code != cmdkit.ExitTimeout || err.Error() != "gave up waiting after 2s for argocd/guestbook: "+
 		"1 of 1 clusters had not converged:\n  prod-eu: progressing: applied; OutOfSync, Degraded\n  argosy app status guestbook shows where they stand" {
 		t.Errorf("timeout: %v", err)
 	}

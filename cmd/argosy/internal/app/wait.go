@@ -97,6 +97,7 @@ func (w *waiter) wait(ctx context.Context, gs []*goal) error {
 	defer cancel()
 	fmt.Fprintf(w.errw, "Waiting up to %s for %s to converge (applied, Synced and Healthy).\n", w.timeout, goalNames(gs))
 	said := map[string]string{}
+	var last []outcome // the last round that read every goal
 	for {
 		var all []outcome
 		done := true
@@ -104,6 +105,9 @@ func (w *waiter) wait(ctx context.Context, gs []*goal) error {
 			outs, err := w.poll(ctx, g)
 			if err != nil {
 				return err
+			}
+			if ctx.Err() != nil { // the round was cut short: say where the last one stood
+				return w.gaveUp(gs, last)
 			}
 			if line := progress(g, outs); line != said[g.key()] {
 				fmt.Fprintln(w.errw, line)
@@ -117,6 +121,7 @@ func (w *waiter) wait(ctx context.Context, gs []*goal) error {
 		if done {
 			return failures(all)
 		}
+		last = all
 		select {
 		case <-ctx.Done():
 			return w.gaveUp(gs, all)
