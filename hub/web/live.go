@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -202,7 +203,9 @@ func livePath(p string) (*url.URL, error) {
 // liveRegions renders the page at target for r's viewer and returns its
 // live regions in document order, with the page's status.
 func (h *Handler) liveRegions(r *http.Request, target *url.URL) ([]region, int) {
-	req := r.Clone(r.Context())
+	// The page is parsed here: render leaves the versions to this parse
+	// rather than parse it a first time to insert them.
+	req := r.Clone(context.WithValue(r.Context(), streamKey{}, true))
 	req.Method, req.URL, req.RequestURI = http.MethodGet, target, target.RequestURI()
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
 	h.mux.ServeHTTP(rec, req)
@@ -216,8 +219,21 @@ func (h *Handler) liveRegions(r *http.Request, target *url.URL) ([]region, int) 
 	if err != nil {
 		return nil, http.StatusInternalServerError
 	}
-	return liveRegionsOf(doc), http.StatusOK
+	regions := liveRegionsOf(doc)
+	// What is sent carries its version, which the browser opens its next
+	// stream with.
+	for _, rg := range regions {
+		rg.node.Attr = append(rg.node.Attr, html.Attribute{Key: "data-k", Val: rg.key})
+	}
+	return regions, http.StatusOK
 }
+
+// streamKey marks the context of a page rendered for a live stream.
+type streamKey struct{}
+
+// forStream reports whether ctx is that of a page rendered for a live
+// stream, whose versions the stream adds itself.
+func forStream(ctx context.Context) bool { return ctx.Value(streamKey{}) != nil }
 
 // liveRegionsOf returns the live regions of doc in document order, each
 // with its version.

@@ -226,7 +226,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		return
 	}
 	page := buf.Bytes()
-	if bytes.Contains(page, []byte("data-live")) {
+	if bytes.Contains(page, []byte("data-live")) && !forStream(r.Context()) {
 		if page, err = withVersions(page); err != nil {
 			h.o.Log.ErrorContext(r.Context(), "versioning a dashboard page's live regions", "page", name, "err", err)
 			http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
