@@ -147,8 +147,8 @@ func (h *Handler) app(r *http.Request) (string, any, error) {
 // of the state the request's state parameter names.
 func (h *Handler) appRows(r *http.Request, ns, name string) (*appData, error) {
 	state := r.URL.Query().Get("state")
-	if state != "" && state != read.AppNotConverged && !slices.Contains(read.AppStates, state) {
-		return nil, badRequest(fmt.Errorf("state %q: want one of %s or %s", state, strings.Join(read.AppStates, ", "), read.AppNotConverged))
+	if err := read.CheckAppState(state); err != nil {
+		return nil, err
 	}
 	page, err := intParam(r, "page", 1, math.MaxInt)
 	if err != nil {
@@ -182,7 +182,7 @@ func (h *Handler) appRows(r *http.Request, ns, name string) (*appData, error) {
 				newest = a.Desired
 			}
 		}
-		if state == "" || st == state || (state == read.AppNotConverged && st != read.AppConverged) {
+		if read.InAppState(st, state) {
 			kept = append(kept, a)
 		}
 		if o := a.Observed; o != nil && o.Resources != nil && (d.Resources == nil || o.UpdatedAt.After(resourcesAt)) {

@@ -61,6 +61,20 @@ func AppStateOf(a App) string {
 	return AppProgressing
 }
 
+// CheckAppState checks a filter of clusters by AppStateOf: one of
+// AppStates, AppNotConverged, or empty for all.
+func CheckAppState(filter string) error {
+	if filter != "" && filter != AppNotConverged && !slices.Contains(AppStates, filter) {
+		return badRequest("state %q: want one of %s or %s", filter, strings.Join(AppStates, ", "), AppNotConverged)
+	}
+	return nil
+}
+
+// InAppState reports whether a cluster in state st passes filter.
+func InAppState(st, filter string) bool {
+	return filter == "" || st == filter || (filter == AppNotConverged && st != AppConverged)
+}
+
 // AppSource is where an Application's manifests come from: its spec's
 // source, or the first of its sources.
 type AppSource struct {
@@ -148,8 +162,8 @@ func ListApps(ctx context.Context, q projector.Fleet, r AppsRequest, now time.Ti
 	if err != nil {
 		return AppsPage{}, badRequest("selector %q: %v", r.Selector, err)
 	}
-	if r.State != "" && r.State != AppNotConverged && !slices.Contains(AppStates, r.State) {
-		return AppsPage{}, badRequest("state %q: want one of %s or %s", r.State, strings.Join(AppStates, ", "), AppNotConverged)
+	if err := CheckAppState(r.State); err != nil {
+		return AppsPage{}, err
 	}
 	rows, err := q.Apps(ctx, projector.AppFilter{Brief: true})
 	if err != nil {
