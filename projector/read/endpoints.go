@@ -1,12 +1,12 @@
 package read
 
 import (
-	"slices"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
