@@ -4,19 +4,14 @@ package web_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/argosyproj/argosy/hub/web"
 	"github.com/argosyproj/argosy/internal/testenv/browsertest"
 	"github.com/argosyproj/argosy/projector/read/readtest"
-	"github.com/argosyproj/argosy/projector/sqlstore"
 )
 
 // timing is what the browser measured of one page load.
@@ -42,29 +37,7 @@ const measure = `(() => {
 // bytes transferred) and checks only what the pages show: timings are
 // reported, never asserted.
 func TestFleetPageAtScale(t *testing.T) {
-	ctx := context.Background()
-	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "views.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	now := time.Now()
-	start := time.Now()
-	if err := readtest.Seed(ctx, store, readtest.Large{Clusters: 10000, AppsPerCluster: 10, Now: now}); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("seeded 10,000 clusters and 100,000 Applications in %s", time.Since(start).Round(time.Millisecond))
-	h, err := web.New(store, web.WithClock(func() time.Time { return now }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/static/", http.StripPrefix("/static", web.Static()))
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), web.Viewer{Actor: "admin", Role: "admin", CanWrite: true, CSRF: "x"})))
-	}))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	url, _, _ := serveFleet(t, readtest.Large{Clusters: 10000, AppsPerCluster: 10})
 
 	bctx, b := browsertest.New(t)
 	pages := []struct {
@@ -79,7 +52,7 @@ func TestFleetPageAtScale(t *testing.T) {
 		{"500 per page", "/?per=500", "10000 clusters", 500},
 	}
 	for _, p := range pages {
-		loadPage(t, bctx, srv.URL, scaledPage{"fleet page, " + p.name, p.path, "fleet", "h1 small", p.heading, p.rows})
+		loadPage(t, bctx, url, scaledPage{"fleet page, " + p.name, p.path, "fleet", "h1 small", p.heading, p.rows})
 	}
 	for _, p := range []scaledPage{
 		{"applications", "/apps", "apps", "h1", "10 across the fleet", 10},
@@ -88,7 +61,7 @@ func TestFleetPageAtScale(t *testing.T) {
 		{"application app-003", "/apps/argocd/app-003", "app-clusters", "h1", "", 50},
 		{"application app-003, Stale", "/apps/argocd/app-003?state=Stale", "app-clusters", "h1", "", 50},
 	} {
-		loadPage(t, bctx, srv.URL, p)
+		loadPage(t, bctx, url, p)
 	}
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
