@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/argosyproj/argosy/hub/web"
+	"github.com/argosyproj/argosy/internal/httpserve"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read/readtest"
 	"github.com/argosyproj/argosy/schemas"
@@ -190,4 +192,34 @@ func versions(page string) string {
 		out = append(out, m[1]+":"+m[2])
 	}
 	return strings.Join(out, ",")
+}
+
+// TestLiveEndsWhenTheServerStops: an open stream ends as the server
+// begins to shut down, so that the shutdown does not wait it out.
+func TestLiveEndsWhenTheServerStops(t *testing.T) {
+	h, err := web.New(readtest.Fleet(), web.WithClock(readtest.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() {
+		served <- httpserve.Serve(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(web.WithViewer(r.Context(), web.Viewer{Actor: "vera", Role: "viewer"})))
+		}))
+	}()
+	events := stream(t, "http://"+ln.Addr().String(), "/apps/argocd/guestbook", "")
+	if ev := <-events; ev.Event != "patch" {
+		t.Fatalf("first event %+v", ev)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("the server, stopped with a stream open: %v", err)
+	}
+	for range events { // the stream ends with the response
+	}
 }
