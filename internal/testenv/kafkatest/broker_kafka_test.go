@@ -93,13 +93,23 @@ func TestClusterSpreadsLeaders(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	topics, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The brokers learn of a new topic's partitions a moment after it is
+	// created: read its metadata until they all have a leader.
 	leaders := map[int32]bool{}
-	for _, p := range topics[topic].Partitions {
-		leaders[p.Leader] = true
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		topics, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(leaders)
+		for _, p := range topics[topic].Partitions {
+			if p.Leader >= 0 {
+				leaders[p.Leader] = true
+			}
+		}
+		if len(topics[topic].Partitions) == 6 && len(leaders) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if len(leaders) != 3 {
 		t.Fatalf("leaders %v: want each of the 3 brokers to lead a partition", leaders)
