@@ -328,6 +328,9 @@ func TestSpokeAppliesAndAcknowledges(t *testing.T) {
 	if err := kafkatest.Client(t, events.ProducerOpts(nil)...).ProduceSync(t.Context(), rekeyed).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	// The delete waits for Argo CD to take the sync: deleted first, the
+	// Application would end the sync unrun, never acknowledged applied.
+	w.acks(func(m map[string]string, _ int) bool { return m[sync.ID()] != "" })
 	del := w.event(events.TypeApplicationDeleted, schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 3},
 		schemas.ApplicationDeleted{Resource: schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 3}, Cascade: true})
 	w.publish(w.hub, del)
