@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/sqlstore"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // TestRunnerYieldsToRebalanceWhileIdle: a Runner that has caught up still
@@ -182,4 +185,81 @@ func TestRunnerFoldsAgainAfterAFailedCommit(t *testing.T) {
 		t.Errorf("views after failed commits differ from a run without (-without +with):\n%s", diff)
 	}
 	compareChains(t, want, store.Store)
+}
+
+// TestBatchDeliveredTwiceChangesNothing appends a batch of status deltas
+// and a deployment gap, then the same signed records again at later
+// offsets, and folds the log
+// with commits that fail, so that steps holding the batch are folded
+// twice. The views and the health changes must be those of the batch
+// folded once, without failures: one health change per delta, keyed by
+// the batch's event id and the delta's index.
+func TestBatchDeliveredTwiceChangesNothing(t *testing.T) {
+	r := newRig(t)
+	r.workload(2)
+	res := func(name string) schemas.Resource {
+		return schemas.Resource{Cluster: "c1", Namespace: "argocd", Name: name, Generation: 1}
+	}
+	batch := newEvent(t, "//argosy.dev/spoke/c1", events.TypeApplicationStatusBatch, events.Subject{Cluster: "c1"},
+		schemas.ApplicationStatusBatch{Cluster: "c1", Deltas: []schemas.ApplicationStatusChanged{
+			{Resource: res("web"), Seq: 1, Full: true, Sync: &schemas.SyncStatus{Status: "Synced"}, Health: &schemas.HealthStatus{Status: "Degraded"}},
+			{Resource: res("api"), Seq: 1, Full: true, Sync: &schemas.SyncStatus{Status: "Synced"}, Health: &schemas.HealthStatus{Status: "Healthy"}},
+			{Resource: res("web"), Seq: 2, Health: &schemas.HealthStatus{Status: "Healthy"}},
+		}})
+	gap := newEvent(t, "//argosy.dev/spoke/c1", events.TypeDeploymentGap,
+		events.Subject{Cluster: "c1", Kind: schemas.SubjectApplications, Namespace: "argocd", Name: "web"},
+		schemas.DeploymentGap{Resource: res("web"), Reason: schemas.GapHistoryTrimmed, FromHistoryID: 3})
+	recs := r.publish(t.Context(), r.signers["c1"], batch, gap)
+	r.publish(t.Context(), r.signers["c2"], appStatus(t, "c2", 3, "Degraded"))
+	want := r.fold()
+
+	time.Sleep(10 * time.Millisecond) // the copies' log time is later
+	for _, rec := range recs {
+		again := &kgo.Record{Topic: rec.Topic, Partition: rec.Partition, Key: rec.Key, Value: rec.Value, Headers: rec.Headers}
+		if err := r.raw.ProduceSync(t.Context(), again).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := &failingStore{Store: newStore(t), fail: map[int32]bool{2: true, 3: true, 4: true, 6: true}}
+	stopped, _ := startRunner(t, r, r.topics[events.TopicConfig]+".twice", store, 2)
+	if err := waitCaughtUp(t.Context(), store.Store, r.endOffsets(r.folded()...), stopped); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(readViews(t, want), readViews(t, store.Store)); diff != "" {
+		t.Errorf("views with the batch folded twice differ from once (-once +twice):\n%s", diff)
+	}
+	health := func(s *sqlstore.Store) []string {
+		hs, err := s.HealthChanges(t.Context(), projector.DeploymentFilter{Cluster: "c1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range hs {
+			out = append(out, h.Name+" "+h.Health+" "+h.EventID+" "+h.At.Format(time.RFC3339Nano))
+		}
+		return out
+	}
+	gaps := func(s *sqlstore.Store) []projector.Gap {
+		gs, err := s.Gaps(t.Context(), projector.DeploymentFilter{Cluster: "c1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gs
+	}
+	if g := gaps(store.Store); len(g) != 1 {
+		t.Errorf("gaps %+v, want the one appended", g)
+	}
+	if diff := cmp.Diff(gaps(want), gaps(store.Store)); diff != "" {
+		t.Errorf("gaps with the record folded twice differ from once (-once +twice):\n%s", diff)
+	}
+	id := batch.ID()
+	got := health(store.Store)
+	if diff := cmp.Diff(health(want), got); diff != "" {
+		t.Errorf("health changes with the batch folded twice differ from once (-once +twice):\n%s", diff)
+	}
+	for _, w := range []string{"web Degraded " + id + "#0", "api Healthy " + id + "#1", "web Healthy " + id + "#2"} {
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, w+" ") }) {
+			t.Errorf("health changes %q lack %q", got, w)
+		}
+	}
 }

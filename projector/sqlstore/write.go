@@ -39,9 +39,12 @@ var (
 	// rewritten, so a tampered row stays tampered for Verify to find.
 	auditTable       = table{name: "audit_entries", cols: auditColumns, keys: 3, keep: true}
 	deploymentsTable = table{name: "deployments", cols: deploymentColumns, keys: 1}
-	gapsTable        = table{name: "gaps", cols: gapColumns, keys: 1}
 	targetsTable     = table{name: "targets", cols: targetColumns, keys: 1}
-	healthTable      = table{name: "health_changes", cols: healthColumns, keys: 1}
+	// Gaps and health changes carry the log time of the record that
+	// made them: a status record appended again (anyone with produce
+	// access may) must not move them to its own time.
+	gapsTable   = table{name: "gaps", cols: gapColumns, keys: 1, keep: true}
+	healthTable = table{name: "health_changes", cols: healthColumns, keys: 1, keep: true}
 )
 
 // maxRows bounds the rows of one INSERT; the dialect bounds its
