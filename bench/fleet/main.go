@@ -200,6 +200,15 @@ func runOn(ctx context.Context, cfg *config, given string, brokers, n int, wire 
 	return r, err
 }
 
+const (
+	// ingestBatch is the deltas of one event in the second ingestion
+	// phase: a spoke's window of changes to several Applications.
+	ingestBatch = 5
+	// settleIdle is how long after the first count of connections the
+	// second is taken, the fleet idle in between.
+	settleIdle = 60 * time.Second
+)
+
 // run is what one fleet size measured.
 type run struct {
 	n, procs int
@@ -214,6 +223,10 @@ type run struct {
 	idle     map[string]usage // after the rollout, before the changes
 	conns    int              // TCP connections to the brokers then
 	busiest  int              // of them, to the broker that had the most
+	quiet    int              // TCP connections to the brokers settleIdle later
+	// ingestBatched is the projector's ingestion, in deltas per second,
+	// of deltas sent ingestBatch to an event.
+	ingestBatched float64
 	// ingestUsage is the projector's after its ingestion (it started
 	// again for it, so its peak is of the ingestion alone).
 	ingestUsage usage
@@ -262,6 +275,13 @@ func runSize(ctx context.Context, cfg *config, adm *kadm.Client, n int, wire boo
 	if r.conns, r.busiest, err = brokerConns(cfg.kafka); err != nil {
 		return nil, err
 	}
+	// franz-go closes a connection idle for ConnIdleTimeout (20 s) when
+	// its reaper, every 20 s, finds it so: the join's seed connections
+	// are gone a minute later.
+	time.Sleep(settleIdle)
+	if r.quiet, _, err = brokerConns(cfg.kafka); err != nil {
+		return nil, err
+	}
 	progress("N=%d: %v changes/s for %s", n, cfg.rate, cfg.duration)
 	var profiled chan []string
 	if cfg.profile > 0 {
@@ -285,14 +305,20 @@ func runSize(ctx context.Context, cfg *config, adm *kadm.Client, n int, wire boo
 			return nil, err
 		}
 	}
-	progress("N=%d: projector ingestion of %d status deltas", n, cfg.ingest)
-	if r.ingest, err = s.ingest(ctx, clusters, cfg.ingest); err != nil {
+	progress("N=%d: projector ingestion of %d status deltas, alone", n, cfg.ingest)
+	if r.ingest, err = s.ingest(ctx, clusters, cfg.ingest, 1); err != nil {
 		return nil, err
 	}
 	if r.ingestUsage, err = readUsage(s.projProc.Pid()); err != nil {
 		return nil, err
 	}
-	progress("N=%d: %.0f events/s folded", n, r.ingest)
+	progress("N=%d: %.0f events/s folded; now %d deltas, %d to an event", n, r.ingest, cfg.ingest, ingestBatch)
+	perSec, err := s.ingest(ctx, clusters, cfg.ingest, ingestBatch)
+	if err != nil {
+		return nil, err
+	}
+	r.ingestBatched = perSec * ingestBatch
+	progress("N=%d: %.0f deltas/s folded in batches", n, r.ingestBatched)
 	return r, nil
 }
 

@@ -399,15 +399,15 @@ func (s *system) bootstrap(ctx context.Context, apps int) (time.Duration, error)
 }
 
 // ingest stops the projector, appends total status deltas signed by the
-// fleet's clusters, starts the projector again and measures how fast it
-// folds them: events per second from its first commit past them to its
-// last.
-func (s *system) ingest(ctx context.Context, clusters []string, total int) (float64, error) {
+// fleet's clusters, per to an event, starts the projector again and
+// measures how fast it folds them: events per second from its first
+// commit past them to its last.
+func (s *system) ingest(ctx context.Context, clusters []string, total, per int) (float64, error) {
 	if err := s.projProc.Stop(30 * time.Second); err != nil {
 		return 0, fmt.Errorf("stop projector: %w", err)
 	}
 	status := s.topics[events.TopicStatus]
-	if err := s.publishStatus(ctx, clusters, total); err != nil {
+	if err := s.publishStatus(ctx, clusters, total, per); err != nil {
 		return 0, err
 	}
 	ends, err := s.adm.ListEndOffsets(ctx, status)
@@ -459,10 +459,11 @@ func (s *system) committed(ctx context.Context, topic string) (int64, error) {
 	return sum, nil
 }
 
-// publishStatus appends total application status deltas, round robin over
-// the clusters, each signed with its cluster's key, to Applications the
-// simulated clusters do not hold (so they change nothing the run watches).
-func (s *system) publishStatus(ctx context.Context, clusters []string, total int) error {
+// publishStatus appends total application status deltas, perEvent to
+// an event, round robin over the clusters, each signed with its cluster's
+// key, to Applications the simulated clusters do not hold (so they change
+// nothing the run watches).
+func (s *system) publishStatus(ctx context.Context, clusters []string, total, perEvent int) error {
 	cl, err := kgo.NewClient(append(events.ProducerOpts(nil), kgo.SeedBrokers(seeds(s.cfg.kafka)...), kgo.ProducerLinger(5*time.Millisecond))...)
 	if err != nil {
 		return err
@@ -470,9 +471,9 @@ func (s *system) publishStatus(ctx context.Context, clusters []string, total int
 	defer cl.Close()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
-	per := (total + len(clusters) - 1) / len(clusters)
+	each := (total + len(clusters) - 1) / len(clusters)
 	for i, c := range clusters {
-		n := min(per, total-i*per)
+		n := min(each, total-i*each)
 		if n <= 0 {
 			break
 		}
@@ -489,7 +490,7 @@ func (s *system) publishStatus(ctx context.Context, clusters []string, total int
 			if err != nil {
 				return err
 			}
-			es, err := statusDeltas(c, n)
+			es, err := statusDeltas(c, n, perEvent)
 			if err != nil {
 				return err
 			}

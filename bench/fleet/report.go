@@ -128,6 +128,9 @@ func (r *report) writeTable(w func(string, ...any)) {
 	row("Kafka brokers", func(x *run) string { return fmt.Sprint(x.brokers) })
 	row("each spoke process's GOMEMLIMIT: its share of the memory available at its start, less 3 GiB", func(x *run) string { return mib(x.packMem) })
 	row("TCP connections to the brokers, settled (to the busiest)", func(x *run) string { return fmt.Sprintf("%d (%d)", x.conns, x.busiest) })
+	row(fmt.Sprintf("TCP connections to the brokers, %s later, idle: all / per spoke", settleIdle), func(x *run) string {
+		return fmt.Sprintf("%d / %.2f", x.quiet, float64(x.quiet)/float64(x.n))
+	})
 	row("start to every cluster joined and connected", func(x *run) string { return x.online.Round(time.Second).String() })
 	row("connection attempts dropped by full listen queues while joining (ListenOverflows)", func(x *run) string { return fmt.Sprint(x.dropped) })
 	row("rollout: every Application applied everywhere", func(x *run) string { return x.rollout.Round(100 * time.Millisecond).String() })
@@ -143,6 +146,9 @@ func (r *report) writeTable(w func(string, ...any)) {
 			len(x.fan.view)+x.fan.viewMissed, x.fan.viewMissed)
 	})
 	row("projector ingestion, status deltas verified and folded", func(x *run) string { return fmt.Sprintf("%.0f events/s", x.ingest) })
+	row(fmt.Sprintf("… the same deltas %d to an event, as a spoke sends a window", ingestBatch), func(x *run) string {
+		return fmt.Sprintf("%.0f deltas/s (%.0f events/s)", x.ingestBatched, x.ingestBatched/ingestBatch)
+	})
 	row("new spoke bootstrapped with its Applications", func(x *run) string { return x.boot.Round(time.Millisecond).String() })
 	row("hub RSS: settled / peak", func(x *run) string { return mib(x.idle["hub"].rss) + " / " + mib(x.fan.after["hub"].peak) })
 	row("projector RSS: settled / peak", func(x *run) string {

@@ -24,22 +24,34 @@ import (
 
 // statusDeltas returns n status deltas of cluster c, as a spoke sends
 // them: one Application's sync and health moving on, over ten
-// Applications named ingest-00…09 that no simulated cluster holds.
-func statusDeltas(c string, n int) ([]*event.Event, error) {
-	out := make([]*event.Event, 0, n)
-	src := "//argosy.dev/spoke/" + c
-	for i := range n {
+// Applications named ingest-00…09 that no simulated cluster holds; per
+// deltas to an event, as a spoke sends a window's changes (alone, as
+// application.changed, when per is 1).
+func statusDeltas(c string, n, per int) ([]*event.Event, error) {
+	deltas := make([]schemas.ApplicationStatusChanged, n)
+	for i := range deltas {
 		name := fmt.Sprintf("ingest-%02d", i%10)
 		seq := int64(i/10 + 1)
 		health := "Healthy"
 		if seq%2 == 0 {
 			health = "Progressing"
 		}
-		e, err := events.New(src, events.TypeApplicationStatus,
-			events.Subject{Cluster: c, Kind: "applications", Namespace: "argocd", Name: name}.String(), c,
-			schemas.ApplicationStatusChanged{Resource: schemas.Resource{Cluster: c, Namespace: "argocd", Name: name, Generation: 1},
-				Seq: seq, Full: seq == 1, Sync: &schemas.SyncStatus{Status: "Synced", Revision: fmt.Sprintf("%040x", seq)},
-				Health: &schemas.HealthStatus{Status: health}})
+		deltas[i] = schemas.ApplicationStatusChanged{Resource: schemas.Resource{Cluster: c, Namespace: "argocd", Name: name, Generation: 1},
+			Seq: seq, Full: seq == 1, Sync: &schemas.SyncStatus{Status: "Synced", Revision: fmt.Sprintf("%040x", seq)},
+			Health: &schemas.HealthStatus{Status: health}}
+	}
+	src := "//argosy.dev/spoke/" + c
+	out := make([]*event.Event, 0, (n+per-1)/per)
+	for chunk := range slices.Chunk(deltas, max(per, 1)) {
+		var e *event.Event
+		var err error
+		if len(chunk) == 1 {
+			e, err = events.New(src, events.TypeApplicationStatus,
+				events.Subject{Cluster: c, Kind: "applications", Namespace: "argocd", Name: chunk[0].Name}.String(), c, chunk[0])
+		} else {
+			e, err = events.New(src, events.TypeApplicationStatusBatch, events.Subject{Cluster: c}.String(), c,
+				schemas.ApplicationStatusBatch{Cluster: c, Deltas: chunk})
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -58,7 +58,7 @@ func wireBytes(tb testing.TB, adm *kadm.Client, prefix string, form events.SigFo
 	var deltas []agentDelta
 	for c := range wireClusters {
 		cluster := fmt.Sprintf("cluster-%03d", c)
-		es, err := statusDeltas(cluster, wireDeltas)
+		es, err := statusDeltas(cluster, wireDeltas, 1)
 		if err != nil {
 			return 0, 0, err
 		}
