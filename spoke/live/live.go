@@ -71,10 +71,10 @@ func (r Ref) String() string {
 	return gk + " " + r.Namespace + "/" + r.Name
 }
 
-// matches reports whether q, a question's Ref, names the node n.
-func (q Ref) matches(n Ref) bool {
-	return q.Group == n.Group && q.Kind == n.Kind && q.Namespace == n.Namespace && q.Name == n.Name &&
-		(q.Version == "" || q.Version == n.Version) && (q.UID == "" || q.UID == n.UID)
+// matches reports whether r, a question's Ref, names the node n.
+func (r Ref) matches(n Ref) bool {
+	return r.Group == n.Group && r.Kind == n.Kind && r.Namespace == n.Namespace && r.Name == n.Name &&
+		(r.Version == "" || r.Version == n.Version) && (r.UID == "" || r.UID == n.UID)
 }
 
 // Tree is an Application's resource tree, in the JSON shape of Argo CD's

@@ -229,6 +229,14 @@ func checkTree(t *testing.T, ns string, app *unstructured.Unstructured, tree *li
 
 func checkManifests(t *testing.T, s *live.Source, dyn dynamic.Interface, name, ns string) {
 	t.Helper()
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	stored, err := dyn.Resource(secrets).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := stored.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; !ok {
+		t.Errorf("Argo CD applied the secret without a last-applied annotation: the check below proves nothing of it")
+	}
 	raw, err := s.Manifest(t.Context(), name, live.Ref{Kind: "Secret", Namespace: ns, Name: "web"})
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +256,6 @@ func checkManifests(t *testing.T, s *live.Source, dyn dynamic.Interface, name, n
 		!bytes.Contains(raw, []byte(`"nginx:1.27"`)) || bytes.Contains(raw, []byte("managedFields")) {
 		t.Errorf("deployment manifest %s, %v", raw, err)
 	}
-	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	for _, o := range []*unstructured.Unstructured{obj("v1", "Secret", kubetest.ArgoNamespace, "live-"+ns, "", nil, nil),
 		obj("v1", "Secret", ns, "other", "", nil, nil)} {
 		o.Object["stringData"] = map[string]any{"token": "not-yours"}
