@@ -7,7 +7,10 @@
 // WriteKeys, LoadKeys), its seams to the cluster (ArgoCD and its
 // Operations, a StatusSource, a Store) and functional options, then Run.
 // spoke/kube implements the seams on the Kubernetes API, keeping the
-// agent's state in ConfigMaps. Only New builds the parts it assembles:
+// agent's state in ConfigMaps; spoke/live answers live questions about one
+// Application (its tree, a manifest, a Pod's logs) from the cluster's API,
+// confined to that Application's resources. Only New builds the parts it
+// assembles:
 //   - the trust follower, which keeps the hub's keys, and the config
 //     reader of the agent's partition (package events);
 //   - the applier, which applies each config event once and in generation

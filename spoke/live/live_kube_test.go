@@ -1,0 +1,297 @@
+//go:build integration
+
+package live_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+	"github.com/argosyproj/argosy/spoke/live"
+)
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+// countingLogs is the real log reader, counting its calls.
+type countingLogs struct {
+	r     live.LogReader
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingLogs) PodLogs(ctx context.Context, ns, pod string, opts live.LogOptions) (io.ReadCloser, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return c.r.PodLogs(ctx, ns, pod, opts)
+}
+
+const manifests = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "nginx:1.27"}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web
+data: {greeting: hello}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: web
+stringData: {password: hunter2}
+`
+
+// syncedApp makes an Application of the manifests above in a namespace of
+// its own, waits until Argo CD's controller has synced all four, then adds
+// what a kube-controller-manager would: a ReplicaSet of the Deployment
+// and a Pod of the ReplicaSet. It returns the Application's name, the
+// namespace and the Application as last read.
+func syncedApp(t *testing.T, dyn dynamic.Interface) (string, string, *unstructured.Unstructured) {
+	t.Helper()
+	e := kubetest.Current(t)
+	if err := e.StartArgoCD(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ns := e.Namespace(t)
+	repo := kubetest.NewRepo(t)
+	repo.Commit(t, "v1", map[string]string{"app/all.yaml": manifests})
+	apps := dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	name := "live-" + ns
+	app := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name}, "spec": map[string]any{"project": "default",
+			"source":      map[string]any{"repoURL": repo.URL, "path": "app", "targetRevision": "main"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
+			"syncPolicy":  map[string]any{"automated": map[string]any{}}}}}
+	if _, err := apps.Create(t.Context(), app, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := apps.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Logf("delete application %s: %v", name, err)
+		}
+	})
+	a := kubetest.WaitApplication(t, apps, name, func(a *unstructured.Unstructured) bool {
+		res, _, _ := unstructured.NestedSlice(a.Object, "status", "resources")
+		synced := 0
+		for _, r := range res {
+			if r.(map[string]any)["status"] == "Synced" {
+				synced++
+			}
+		}
+		return synced == 4
+	})
+	dep, err := dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns).
+		Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := create(t, dyn, ns, obj("apps/v1", "ReplicaSet", ns, "web-5d9", "", dep, map[string]any{"spec": map[string]any{
+		"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+		"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}}}}}))
+	create(t, dyn, ns, obj("v1", "Pod", ns, "web-5d9-x1", "", rs, map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}}}))
+	return name, ns, a
+}
+
+// create creates o in ns and returns it as the API server stored it.
+func create(t *testing.T, dyn dynamic.Interface, ns string, o *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	meta := o.Object["metadata"].(map[string]any)
+	delete(meta, "uid")
+	delete(meta, "resourceVersion")
+	delete(meta, "creationTimestamp")
+	delete(meta, "managedFields")
+	gvr := schema.GroupVersionResource{Group: o.GroupVersionKind().Group, Version: o.GroupVersionKind().Version,
+		Resource: strings.ToLower(o.GetKind()) + "s"}
+	got, err := dyn.Resource(gvr).Namespace(ns).Create(t.Context(), o, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestLiveOnArgoCD asks about an Application that Argo CD's controller
+// synced for real: its tree holds every managed resource with the health
+// Argo CD gave it and the ReplicaSet and Pod with their parents; a
+// Secret's manifest is masked; nothing outside the tree can be read; an
+// unknown Application is not found; the node bound holds; the log
+// endpoint is reached for a Pod of the tree and never for another.
+func TestLiveOnArgoCD(t *testing.T) {
+	e := kubetest.Current(t)
+	dyn, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, ns, app := syncedApp(t, dyn)
+	podLogs, err := live.NewPodLogs(e.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &countingLogs{r: podLogs}
+	s, err := live.New(dyn, logs, kubetest.ArgoNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := s.Tree(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTree(t, ns, app, tree)
+	checkManifests(t, s, dyn, name, ns)
+
+	if _, err := s.Tree(t.Context(), "no-such-app"); !errors.Is(err, live.ErrAppNotFound) {
+		t.Errorf("tree of an unknown application: %v; want ErrAppNotFound", err)
+	}
+	small, err := live.New(dyn, logs, kubetest.ArgoNamespace, live.WithMaxNodes(len(tree.Nodes)-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := small.Tree(t.Context(), name); !errors.Is(err, live.ErrTooLarge) {
+		t.Errorf("tree of %d nodes bounded at %d: %v; want ErrTooLarge", len(tree.Nodes), len(tree.Nodes)-1, err)
+	}
+	checkLogs(t, s, logs, dyn, name, ns)
+}
+
+func checkTree(t *testing.T, ns string, app *unstructured.Unstructured, tree *live.Tree) {
+	t.Helper()
+	type key struct{ group, kind, name string }
+	byKey := map[key]live.Node{}
+	for _, n := range tree.Nodes {
+		byKey[key{n.Group, n.Kind, n.Name}] = n
+	}
+	res, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	for _, r := range res {
+		m := r.(map[string]any)
+		group, _ := m["group"].(string)
+		n, ok := byKey[key{group, m["kind"].(string), m["name"].(string)}]
+		if !ok {
+			t.Errorf("the tree lacks managed resource %v", m)
+			continue
+		}
+		var want *live.Health
+		if h, ok := m["health"].(map[string]any); ok {
+			msg, _ := h["message"].(string)
+			want = &live.Health{Status: h["status"].(string), Message: msg}
+		}
+		if diff := cmp.Diff(want, n.Health); diff != "" || n.UID == "" || n.Namespace != ns {
+			t.Errorf("node %s: health (-status +tree):\n%s uid %q", n.Ref, diff, n.UID)
+		}
+	}
+	dep, rs, pod := byKey[key{"apps", "Deployment", "web"}], byKey[key{"apps", "ReplicaSet", "web-5d9"}], byKey[key{"", "Pod", "web-5d9-x1"}]
+	wantParents := map[string][]live.Ref{
+		"ReplicaSet": {{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web", UID: dep.UID}},
+		"Pod":        {{Group: "apps", Kind: "ReplicaSet", Namespace: ns, Name: "web-5d9", UID: rs.UID}},
+	}
+	for _, n := range []live.Node{rs, pod} {
+		if diff := cmp.Diff(wantParents[n.Kind], n.ParentRefs); diff != "" || n.UID == "" {
+			t.Errorf("%s %q: parents (-want +got):\n%s", n.Kind, n.Name, diff)
+		}
+	}
+	if !cmp.Equal(pod.Images, []string{"nginx:1.27"}) || len(pod.Info) == 0 {
+		t.Errorf("pod images %v, info %v", pod.Images, pod.Info)
+	}
+	if len(res) != 4 || len(tree.Nodes) != 6 {
+		t.Errorf("tree of %d nodes, %d managed: %+v", len(tree.Nodes), len(res), tree.Nodes)
+	}
+}
+
+func checkManifests(t *testing.T, s *live.Source, dyn dynamic.Interface, name, ns string) {
+	t.Helper()
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	stored, err := dyn.Resource(secrets).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := stored.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; !ok {
+		t.Errorf("Argo CD applied the secret without a last-applied annotation: the check below proves nothing of it")
+	}
+	raw, err := s.Manifest(t.Context(), name, live.Ref{Kind: "Secret", Namespace: ns, Name: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec map[string]any
+	if err := json.Unmarshal(raw, &sec); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := sec["data"].(map[string]any); len(d) != 1 || d["password"] != live.SecretMask {
+		t.Errorf("secret data %v; want password masked", sec["data"])
+	}
+	if bytes.Contains(raw, []byte("aHVudGVyMg")) || bytes.Contains(raw, []byte("hunter2")) ||
+		bytes.Contains(raw, []byte("managedFields")) || bytes.Contains(raw, []byte("last-applied-configuration")) {
+		t.Errorf("secret manifest shows a value, managed fields or the last applied configuration: %s", raw)
+	}
+	if raw, err := s.Manifest(t.Context(), name, live.Ref{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web"}); err != nil ||
+		!bytes.Contains(raw, []byte(`"nginx:1.27"`)) || bytes.Contains(raw, []byte("managedFields")) {
+		t.Errorf("deployment manifest %s, %v", raw, err)
+	}
+	for _, o := range []*unstructured.Unstructured{obj("v1", "Secret", kubetest.ArgoNamespace, "live-"+ns, "", nil, nil),
+		obj("v1", "Secret", ns, "other", "", nil, nil)} {
+		o.Object["stringData"] = map[string]any{"token": "not-yours"}
+		create(t, dyn, o.GetNamespace(), o)
+		t.Cleanup(func() {
+			if err := dyn.Resource(secrets).Namespace(o.GetNamespace()).Delete(context.Background(), o.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Logf("delete secret: %v", err)
+			}
+		})
+		ref := live.Ref{Kind: "Secret", Namespace: o.GetNamespace(), Name: o.GetName()}
+		if raw, err := s.Manifest(t.Context(), name, ref); !errors.Is(err, live.ErrNotInApp) {
+			t.Errorf("manifest of %s outside the tree: %s, %v; want ErrNotInApp", ref, raw, err)
+		}
+	}
+}
+
+func checkLogs(t *testing.T, s *live.Source, logs *countingLogs, dyn dynamic.Interface, name, ns string) {
+	t.Helper()
+	create(t, dyn, ns, obj("v1", "Pod", ns, "outsider", "", nil, map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}}}))
+	if _, err := s.Logs(t.Context(), name, live.Ref{Kind: "Pod", Namespace: ns, Name: "outsider"}, live.LogOptions{}); !errors.Is(err, live.ErrNotInApp) {
+		t.Errorf("logs of a pod outside the tree: %v; want ErrNotInApp", err)
+	}
+	if logs.calls != 0 {
+		t.Errorf("a refused question called the log endpoint %d times", logs.calls)
+	}
+	// No kubelet runs: the API server answers for the Pod of the tree,
+	// which has no node, without reaching one.
+	got, err := s.Logs(t.Context(), name, live.Ref{Kind: "Pod", Namespace: ns, Name: "web-5d9-x1"}, live.LogOptions{Container: "web", TailLines: 10})
+	t.Logf("logs of the tree's pod: %+v, %v", got, err)
+	if logs.calls != 1 {
+		t.Errorf("logs of the tree's pod called the log endpoint %d times; want once", logs.calls)
+	}
+	// The endpoint checks the container against the Pod it reached.
+	_, err = s.Logs(t.Context(), name, live.Ref{Kind: "Pod", Namespace: ns, Name: "web-5d9-x1"}, live.LogOptions{Container: "nope"})
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("logs of a container the pod lacks: %v; want the API server's refusal", err)
+	}
+}
