@@ -50,14 +50,18 @@ run: ## Run the whole system with a simulated fleet (argosy dev; ARGS="--cluster
 dev-soak: build ## Run argosy-dev with SOAK_CLUSTERS (1000) clusters for SOAK_FOR seconds (3600), sampling memory, goroutines and open files every SOAK_EVERY (60) to a CSV (docs/dev.md).
 	SOAK_BIN=bin/argosy-dev cmd/argosy-dev/soak.sh
 
+# A package's tests may take this long: the dashboard's browser tests at
+# fleet scale take 8 minutes on two busy cores, near go test's default 10.
+TEST_TIMEOUT ?= 20m
+
 test: test-tools kube-tools ## Run every test: unit, integration (real Kafka, Kubernetes, Argo CD, PostgreSQL), schema and golden checks.
-	$(GO) test -race -count=1 $(INTEGRATION) ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION) ./...
 
 test-unit: test-tools ## Run the tests that need no server.
 	$(GO) test -race -count=1 ./...
 
 test-integration: test-tools kube-tools ## Run the packages whose tests use real servers.
-	$(GO) test -race -count=1 $(INTEGRATION) ./deploy/... ./events/... ./bench/... ./internal/testenv/kubetest/... ./internal/testenv/kafkatest/... ./internal/kafkaconn/... ./internal/testenv/pgtest/... ./spoke/... ./cmd/... ./projector/... ./hub/...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION) ./deploy/... ./events/... ./bench/... ./internal/testenv/kubetest/... ./internal/testenv/kafkatest/... ./internal/kafkaconn/... ./internal/testenv/pgtest/... ./spoke/... ./cmd/... ./projector/... ./hub/...
 
 kube-tools: test-tools ## Build and cache etcd, kube-apiserver, kubectl, kube-controller-manager, Argo CD and helm.
 	$(GO) run ./internal/testenv/kubetest/build >/dev/null
