@@ -78,6 +78,9 @@ type ACL struct {
 	Type, Name string
 	Prefix     bool
 	Operations []string
+	// Deny makes the rule refuse its operations, whatever another rule
+	// allows.
+	Deny bool
 }
 
 func (a ACL) object() map[string]any {
@@ -92,7 +95,11 @@ func (a ACL) object() map[string]any {
 	for i, op := range a.Operations {
 		ops[i] = op
 	}
-	return map[string]any{"resource": resource, "operations": ops}
+	rule := map[string]any{"resource": resource, "operations": ops}
+	if a.Deny {
+		rule["type"] = "deny"
+	}
+	return rule
 }
 
 // The operation sets the roles need. Describe covers metadata and offset
@@ -116,11 +123,14 @@ func (k Kafka) topicACLs(ops []string, roles ...events.Topic) []ACL {
 
 // HubACLs are the hub's: it appends config changes, desired state and
 // placements in transactions and reads them back (its ledger), publishes
-// and follows the trust topic, and appends audit records and reads them
-// back for the dashboard sessions they end. It reads no status and never
-// consumes in a group.
+// and follows the trust topic, appends audit records and reads them back
+// for the dashboard sessions they end, and asks clusters live questions
+// and reads their answers. It reads no status and never consumes in a
+// group.
 func (k Kafka) HubACLs() []ACL {
 	acls := k.topicACLs(both, events.TopicConfig, events.TopicDesired, events.TopicPlacements, events.TopicTrust, events.TopicAudit)
+	acls = append(acls, k.topicACLs(produce, events.TopicQueries)...)
+	acls = append(acls, k.topicACLs(consume, events.TopicAnswers)...)
 	return append(acls, ACL{Type: "transactionalId", Name: k.Names().HubTransactionalPrefix, Prefix: true, Operations: produce})
 }
 
@@ -133,23 +143,25 @@ func (k Kafka) ProjectorACLs() []ACL {
 	return append(acls, ACL{Type: "group", Name: k.Names().ProjectorGroup, Operations: consume})
 }
 
-// SpokeACLs are cluster's spoke's: it reads the config, desired-state and
-// trust topics, writes status, deployments and dead letters, and stores its
-// offsets in its own group. Kafka ACLs cannot confine it to its config
-// partition: it may read every cluster's records (docs/deploy.md says why
-// that is safe).
+// SpokeACLs are cluster's spoke's: it reads the config, desired-state,
+// trust and queries topics, writes status, deployments, answers and dead
+// letters, and stores its offsets in its own group. Kafka ACLs cannot
+// confine it to its config partition: it may read every cluster's records
+// (docs/deploy.md says why that is safe).
 func (k Kafka) SpokeACLs(cluster string) []ACL {
-	acls := k.topicACLs(consume, events.TopicConfig, events.TopicDesired, events.TopicTrust)
-	acls = append(acls, k.topicACLs(produce, events.TopicStatus, events.TopicDeployments, events.TopicDeadLetter)...)
+	acls := k.topicACLs(consume, events.TopicConfig, events.TopicDesired, events.TopicTrust, events.TopicQueries)
+	acls = append(acls, k.topicACLs(produce, events.TopicStatus, events.TopicDeployments, events.TopicAnswers, events.TopicDeadLetter)...)
 	return append(acls, ACL{Type: "group", Name: k.Names().SpokeGroup(cluster), Operations: consume})
 }
 
 // ReaderACLs are an outside reader's, such as an auditor's export or a
-// data platform's consumer: every Argosy topic, read only, and groups
-// beginning with Names().ReaderGroupPrefix.
+// data platform's consumer: every Argosy topic but the answers, read
+// only, and groups beginning with Names().ReaderGroupPrefix.
 func (k Kafka) ReaderACLs() []ACL {
 	return []ACL{
 		{Type: "topic", Name: k.TopicPrefix + "argosy.", Prefix: true, Operations: consume},
+		// Answers may hold live objects and log lines: the hub's alone.
+		{Type: "topic", Name: events.DefaultTopics(k.TopicPrefix)[events.TopicAnswers], Operations: []string{"Read"}, Deny: true},
 		{Type: "group", Name: k.Names().ReaderGroupPrefix, Prefix: true, Operations: consume},
 	}
 }

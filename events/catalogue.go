@@ -19,6 +19,9 @@ const (
 	FamilyHub Family = "hub"
 	// FamilyTrust is keys and the events that change who owns what.
 	FamilyTrust Family = "trust"
+	// FamilyQuery is live questions the hub asks a cluster's agent, and
+	// their answers: read once, kept an hour, never folded into a view.
+	FamilyQuery Family = "query"
 )
 
 // Topic is the role of a topic; Topics maps roles to topic names.
@@ -40,6 +43,11 @@ const (
 	// every cluster whose labels match a selector. Compacted, keyed by
 	// "namespace/name", one partition.
 	TopicPlacements Topic = "placements"
+	// TopicQueries holds the hub's live questions to clusters, keyed and
+	// partitioned by cluster as the config topic is.
+	TopicQueries Topic = "queries"
+	// TopicAnswers holds the clusters' answers, keyed by cluster.
+	TopicAnswers Topic = "answers"
 )
 
 // Event types. Each is versioned: a change that is not backward compatible
@@ -73,6 +81,8 @@ const (
 	TypeApplicationPublished   = "io.argosy.trust.application.published.v1"
 	TypeDriftReverted          = "io.argosy.trust.drift.reverted.v1"
 	TypeResyncRequested        = "io.argosy.trust.resync.requested.v1"
+	TypeQueryRequested         = "io.argosy.query.requested.v1"
+	TypeQueryAnswered          = "io.argosy.query.answered.v1"
 )
 
 // Spec describes one event type of the catalogue.
@@ -167,6 +177,10 @@ var catalogue = []Spec{
 		"The agent put back desired state that was changed outside Argosy."),
 	entry[schemas.ResyncRequested](TypeResyncRequested, FamilyTrust, TopicStatus, cluster,
 		"The agent lost part of the config log and asks for its desired state again."),
+	entry[schemas.QueryRequested](TypeQueryRequested, FamilyQuery, TopicQueries, hub,
+		"A live question about one Application: its resource tree, a resource's manifest, a Pod's logs."),
+	entry[schemas.QueryAnswered](TypeQueryAnswered, FamilyQuery, TopicAnswers, cluster,
+		"A cluster's answer to a live question, or why there is none."),
 }
 
 var byType = func() map[string]Spec {

@@ -254,14 +254,14 @@ func (d *Decoder) checkEnvelope(e *event.Event, out *Decoded) error {
 	switch {
 	case err == nil:
 		out.Subject = subj
-	case sp.Family == FamilyConfig || sp.Signer == schemas.RoleCluster:
+	case sp.Family == FamilyConfig || sp.Family == FamilyQuery || sp.Signer == schemas.RoleCluster:
 		return reject(ErrMalformed, err)
 	}
 	if d.target != "" && out.Subject.Cluster != "" && out.Subject.Cluster != d.target {
 		return reject(ErrWrongTarget, fmt.Errorf("event for cluster %q read by %q", out.Subject.Cluster, d.target))
 	}
-	if d.target != "" && sp.Topic == TopicConfig && out.Subject.Cluster == "" {
-		return reject(ErrWrongTarget, errors.New("config event names no cluster"))
+	if d.target != "" && (sp.Topic == TopicConfig || sp.Topic == TopicQueries) && out.Subject.Cluster == "" {
+		return reject(ErrWrongTarget, fmt.Errorf("%s event names no cluster", sp.Family))
 	}
 	if sp.Topic == TopicTrust {
 		return d.checkTimeWithin(e.Time(), out.LogTime, min(d.maxAge, TrustMaxAge))

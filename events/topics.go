@@ -28,6 +28,8 @@ func DefaultTopics(prefix string) Topics {
 		TopicDeadLetter:  prefix + "argosy.deadletter",
 		TopicDesired:     prefix + "argosy.desired",
 		TopicPlacements:  prefix + "argosy.placements",
+		TopicQueries:     prefix + "argosy.queries",
+		TopicAnswers:     prefix + "argosy.answers",
 	}
 }
 
@@ -44,6 +46,7 @@ func TopicPlan(configPartitions, statusPartitions int32) map[Topic]TopicSpec {
 		forever  = "-1"
 		week     = "604800000"
 		month    = "2592000000"
+		hour     = "3600000"
 		maxBytes = "1048576"
 	)
 	base := func(retention string) map[string]string {
@@ -70,6 +73,8 @@ func TopicPlan(configPartitions, statusPartitions int32) map[Topic]TopicSpec {
 		TopicDeadLetter:  {Partitions: 1, Configs: base(month)},
 		TopicDesired:     {Partitions: configPartitions, Configs: compacted(base(forever))},
 		TopicPlacements:  {Partitions: 1, Configs: compacted(base(forever))},
+		TopicQueries:     {Partitions: configPartitions, Configs: base(hour)},
+		TopicAnswers:     {Partitions: statusPartitions, Configs: base(hour)},
 	}
 }
 

@@ -439,6 +439,7 @@ var schemaOf = map[string]struct {
 	"JoinRequest":       {"JoinRequest", reflect.TypeFor[api.JoinRequest]()},
 	"Error":             {"Error", reflect.TypeFor[api.Error]()},
 	"FieldError":        {"FieldError", reflect.TypeFor[api.FieldError]()},
+	"LiveAnswer":        {"LiveAnswer", reflect.TypeFor[api.LiveAnswer]()},
 }
 
 // TestSchemasMatchTypes holds each type of hub/api's types.go and its

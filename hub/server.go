@@ -57,10 +57,12 @@ type Server struct {
 	// unauth limits failed authentications per source address.
 	unauth *sourceLimiter
 
-	ledger  *ledger
-	writer  *writer
-	audit   *events.Producer
-	keys    *events.Registry
+	ledger *ledger
+	writer *writer
+	audit  *events.Producer
+	keys   *events.Registry
+	// querier asks clusters live questions (query.go).
+	querier *querier
 	mux     *http.ServeMux
 	methods *methods
 	ready   chan struct{}
@@ -197,7 +199,11 @@ func (s *Server) Run(ctx context.Context) error {
 	s.writer = &writer{conn: s.conn, clientOpts: s.o.ClientOpts, signer: signer, topics: s.o.topics,
 		txnPrefix: s.o.txnPrefix, ledger: s.ledger, adm: adm, eventOpts: s.o.Events(), owners: map[string]*owner{}}
 	defer s.writer.close()
+	if s.querier, err = s.newQuerier(client, signer); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.querier.run(gctx) })
 	g.Go(func() error { return follower.Run(gctx) })
 	caughtUp := make(chan struct{})
 	g.Go(func() error { return s.ledger.follow(gctx, ledgerClient, ranges, caughtUp) })
@@ -250,6 +256,29 @@ func (s *Server) newLedger() (*ledger, error) {
 	l.lag = s.o.ledgerLag
 	l.sessions = s.auth.sessions
 	return l, nil
+}
+
+// newQuerier makes the hub's querier: its questions are signed by
+// signer and go to the partition the hub names, and the answers it reads
+// are judged by the keys the trust topic's follower gives s.keys.
+func (s *Server) newQuerier(client func(string, ...kgo.Opt) (*kgo.Client, error), signer *events.Signer) (*querier, error) {
+	out, err := client("hub-queries", append(events.ProducerOpts(nil), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		return nil, err
+	}
+	answers, err := client("hub-answers", kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		return nil, err
+	}
+	dec, err := events.NewDecoder(events.NewVerifier(s.keys), append([]events.Option{events.WithTopics(s.o.topics)}, s.o.DecoderOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	in, err := events.NewIntake(dec, nil, s.o.Events()...)
+	if err != nil {
+		return nil, err
+	}
+	return newQuerier(signer, out, answers, in, s.o.topics, s), nil
 }
 
 // catchUp marks the hub ready once the ledger has read what the log held

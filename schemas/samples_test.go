@@ -195,5 +195,17 @@ func samples() map[string]sample {
 				LastOffset: 1_204, FirstAvailable: 5_000},
 			minimal: schemas.ResyncRequested{Cluster: "edge-7", Reason: schemas.ResyncNewAgent, LastOffset: -1},
 		},
+		"io.argosy.query.requested.v1": {
+			full: schemas.QueryRequested{Resource: resource, RequestID: "0195a7c2-4b1e-7c3a-9d2f-1a2b3c4d5e70", Query: schemas.QueryManifest,
+				RequestedBy: "alice@example.com", Target: &schemas.ResourceRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "payments", Name: "guestbook"},
+				Container: "web", TailLines: 100, SinceSeconds: 600, ExpiresAt: t1},
+			minimal: schemas.QueryRequested{Resource: minResource, RequestID: "q-1", Query: schemas.QueryTree, ExpiresAt: t1},
+		},
+		"io.argosy.query.answered.v1": {
+			full: schemas.QueryAnswered{Resource: resource, RequestID: "0195a7c2-4b1e-7c3a-9d2f-1a2b3c4d5e70", Query: schemas.QueryManifest,
+				Code: schemas.QueryNotInTree, Error: "v1 Secret argocd/argocd-secret is not part of the Application",
+				Truncated: true, Answer: json.RawMessage(`{}`)},
+			minimal: schemas.QueryAnswered{Resource: minResource, RequestID: "q-1", Query: schemas.QueryTree},
+		},
 	}
 }

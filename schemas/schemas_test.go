@@ -290,6 +290,21 @@ func TestSchemasRejectBadPayloads(t *testing.T) {
 			value:     schemas.ConfigRejected{Resource: minResource, EventID: "e", Code: "denied"},
 		},
 		{
+			name:      "bad query",
+			eventType: "io.argosy.query.requested.v1",
+			value:     map[string]any{"cluster": "a", "name": "b", "generation": 0, "requestId": "q", "query": "exec", "expiresAt": "2026-01-01T00:00:00Z"},
+		},
+		{
+			name:      "query without expiry",
+			eventType: "io.argosy.query.requested.v1",
+			value:     map[string]any{"cluster": "a", "name": "b", "generation": 0, "requestId": "q", "query": "tree"},
+		},
+		{
+			name:      "bad answer code",
+			eventType: "io.argosy.query.answered.v1",
+			value:     schemas.QueryAnswered{Resource: minResource, RequestID: "q", Query: schemas.QueryTree, Code: "nope"},
+		},
+		{
 			name:      "bad resync reason",
 			eventType: "io.argosy.trust.resync.requested.v1",
 			value:     schemas.ResyncRequested{Cluster: "a", Reason: "bored"},

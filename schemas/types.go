@@ -154,6 +154,80 @@ type OperationRequested struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
+// Live questions the hub asks a cluster's agent about one Application
+// (QueryRequested.Query).
+const (
+	// QueryTree asks for the Application's resource tree.
+	QueryTree = "tree"
+	// QueryManifest asks for one resource's live object.
+	QueryManifest = "manifest"
+	// QueryLogs asks for a Pod's recent log lines.
+	QueryLogs = "logs"
+)
+
+// Why a cluster's agent answered a query with no answer
+// (QueryAnswered.Code).
+const (
+	// QueryNotFound: the Application, or the resource, does not exist.
+	QueryNotFound = "not_found"
+	// QueryNotInTree: the resource is not part of the Application, and
+	// the agent reads nothing else.
+	QueryNotInTree = "not_in_tree"
+	// QueryTooLarge: the answer would pass the bound of an answer.
+	QueryTooLarge = "too_large"
+	// QueryInvalid: the question is not one the agent can answer.
+	QueryInvalid = "invalid"
+	// QueryFailed: the cluster's API failed to answer.
+	QueryFailed = "failed"
+)
+
+// MaxQueryAnswer bounds the JSON of QueryAnswered.Answer, so that the
+// answer's event, envelope included, stays within an event's 512 KiB.
+const MaxQueryAnswer = 448 << 10
+
+// ResourceRef names one Kubernetes object of an Application's tree.
+type ResourceRef struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// QueryRequested is the data of io.argosy.query.requested.v1: a live
+// question about one Application, which its cluster's agent answers once,
+// on the answers topic, unless it reads the question after ExpiresAt.
+type QueryRequested struct {
+	Resource
+	RequestID   string `json:"requestId"`
+	Query       string `json:"query"`
+	RequestedBy string `json:"requestedBy,omitempty"`
+	// Target is the resource a manifest or logs query is about (for
+	// logs, a Pod).
+	Target *ResourceRef `json:"target,omitempty"`
+	// Container, TailLines and SinceSeconds narrow a logs query.
+	Container    string    `json:"container,omitempty"`
+	TailLines    int64     `json:"tailLines,omitempty"`
+	SinceSeconds int64     `json:"sinceSeconds,omitempty"`
+	ExpiresAt    time.Time `json:"expiresAt"`
+}
+
+// QueryAnswered is the data of io.argosy.query.answered.v1: a cluster's
+// answer to one QueryRequested, or, with Code, why there is none.
+type QueryAnswered struct {
+	Resource
+	RequestID string `json:"requestId"`
+	Query     string `json:"query"`
+	Code      string `json:"code,omitempty"`
+	Error     string `json:"error,omitempty"`
+	// Truncated says the answer was cut to its bound (logs: the oldest
+	// lines went).
+	Truncated bool `json:"truncated,omitempty"`
+	// Answer is, for a tree, Argo CD's ApplicationTree; for a manifest,
+	// the object (a Secret's values masked); for logs, {"lines": [...]}.
+	Answer json.RawMessage `json:"answer,omitempty"`
+}
+
 // Heartbeat is the data of io.argosy.status.heartbeat.v1.
 type Heartbeat struct {
 	Cluster       string `json:"cluster"`

@@ -158,6 +158,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if p.operator != nil {
 		g.Go(func() error { return p.operator.Run(gctx) })
 	}
+	g.Go(func() error { return a.answer(gctx, c, p) })
 	g.Go(func() error { return p.reporter.Run(gctx, Tee(a.status, p.recorder.Observe, p.guard.Observe)) })
 	return g.Wait()
 }
@@ -238,6 +239,10 @@ type parts struct {
 	// handled, and progress the committed offset and the records after it.
 	read     *atomic.Int64
 	progress func(context.Context) (int64, int64, error)
+	// in is the intake of hub-signed records, and responder answers the
+	// live questions read through it.
+	in        *events.Intake
+	responder *responder
 }
 
 func (a *Agent) assemble(c *conn) (*parts, error) {
@@ -246,7 +251,9 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parts{follower: follower, committed: &atomic.Int64{}, read: &atomic.Int64{}}
+	p := &parts{follower: follower, committed: &atomic.Int64{}, read: &atomic.Int64{}, in: in,
+		responder: &responder{cluster: a.cluster, inspect: a.o.inspector, publish: producer, log: a.o.Log, inst: newInstruments(a.o.Meters),
+			now: time.Now, seen: map[string]time.Time{}}}
 	p.committed.Store(-1)
 	applier, err := newApplier(a.cluster, a.argo, a.store, producer, a.keys.Sealing, a.opts...)
 	if err != nil {
@@ -301,6 +308,22 @@ func (a *Agent) assemble(c *conn) (*parts, error) {
 		events.OnRefused(applier.Refused),
 		events.OnCommit(func(_ int32, next int64) { p.committed.Store(next) }))...)
 	return p, err
+}
+
+// answer answers the live questions on the cluster's partition of the
+// queries topic until ctx ends; with no queries topic, none.
+func (a *Agent) answer(ctx context.Context, c *conn, p *parts) error {
+	rd, err := a.queriesReader(ctx, c, p.in)
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil:
+		return err
+	case rd == nil:
+		<-ctx.Done()
+		return nil
+	}
+	return rd.Run(ctx, p.responder.Handle)
 }
 
 // logIO makes the agent's way in and out of the log: a producer that signs

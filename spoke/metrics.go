@@ -18,6 +18,8 @@ type instruments struct {
 	// ended those that ended, by Argo CD's phase.
 	open  metric.Int64Gauge
 	ended metric.Int64Counter
+	// queries counts the live questions read, by query and outcome.
+	queries metric.Int64Counter
 }
 
 func newInstruments(mp metric.MeterProvider) *instruments {
@@ -31,6 +33,8 @@ func newInstruments(mp metric.MeterProvider) *instruments {
 			metric.WithDescription("Syncs and rollbacks queued for Argo CD or running on it."))),
 		ended: events.Instrument(m.Int64Counter("argosy.spoke.operations.completed",
 			metric.WithDescription("Syncs and rollbacks that ended, by Argo CD's phase."))),
+		queries: events.Instrument(m.Int64Counter("argosy.spoke.queries",
+			metric.WithDescription("Live questions the agent read, by query and outcome: answered, a refusal code, expired or repeated (not answered)."))),
 	}
 }
 
@@ -55,4 +59,10 @@ func (in *instruments) acknowledged(ctx context.Context, code string) {
 		result = "rejected"
 	}
 	in.acks.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result), attribute.String("code", code)))
+}
+
+func (in *instruments) queried(ctx context.Context, query, outcome string) {
+	if in.queries != nil {
+		in.queries.Add(ctx, 1, metric.WithAttributes(attribute.String("query", query), attribute.String("outcome", outcome)))
+	}
 }

@@ -35,6 +35,7 @@ type options struct {
 	configAge     time.Duration
 	skew          time.Duration
 	group         string
+	inspector     Inspector
 }
 
 func newOptions(opts []Option) options {

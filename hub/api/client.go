@@ -159,6 +159,69 @@ func (c *Client) Operate(ctx context.Context, cluster, namespace, name string, r
 	return c.write(ctx, http.MethodPost, objectPath(KindApplications, cluster, namespace, name)+"/operations", nil, req, o)
 }
 
+// LiveTarget names the resource a manifest or logs question is about.
+type LiveTarget struct {
+	Group, Version, Kind, Namespace, Name string
+}
+
+// LogOptions narrow a logs question.
+type LogOptions struct {
+	Container    string
+	TailLines    int64
+	SinceSeconds int64
+}
+
+// Tree asks a cluster for an Application's live resource tree; timeout
+// (0: the hub's default) bounds the wait.
+func (c *Client) Tree(ctx context.Context, cluster, namespace, name string, timeout time.Duration) (*LiveAnswer, error) {
+	return c.live(ctx, cluster, namespace, name, "tree", timeoutQuery(timeout))
+}
+
+// Manifest asks a cluster for the live object of one resource of an
+// Application.
+func (c *Client) Manifest(ctx context.Context, cluster, namespace, name string, t LiveTarget, timeout time.Duration) (*LiveAnswer, error) {
+	q := timeoutQuery(timeout)
+	for k, v := range map[string]string{"group": t.Group, "version": t.Version, "kind": t.Kind, "resourceNamespace": t.Namespace, "resourceName": t.Name} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return c.live(ctx, cluster, namespace, name, "manifest", q)
+}
+
+// Logs asks a cluster for a Pod's recent log lines; the Pod must be
+// part of the Application.
+func (c *Client) Logs(ctx context.Context, cluster, namespace, name, podNamespace, pod string, o LogOptions, timeout time.Duration) (*LiveAnswer, error) {
+	q := timeoutQuery(timeout)
+	q.Set("resourceName", pod)
+	if podNamespace != "" {
+		q.Set("resourceNamespace", podNamespace)
+	}
+	if o.Container != "" {
+		q.Set("container", o.Container)
+	}
+	if o.TailLines > 0 {
+		q.Set("tailLines", strconv.FormatInt(o.TailLines, 10))
+	}
+	if o.SinceSeconds > 0 {
+		q.Set("sinceSeconds", strconv.FormatInt(o.SinceSeconds, 10))
+	}
+	return c.live(ctx, cluster, namespace, name, "logs", q)
+}
+
+func (c *Client) live(ctx context.Context, cluster, namespace, name, what string, q url.Values) (*LiveAnswer, error) {
+	var out LiveAnswer
+	return &out, c.do(ctx, http.MethodGet, objectPath(KindApplications, cluster, namespace, name)+"/"+what, q, nil, WriteOptions{}, &out)
+}
+
+func timeoutQuery(d time.Duration) url.Values {
+	q := url.Values{}
+	if d > 0 {
+		q.Set("timeout", d.String())
+	}
+	return q
+}
+
 // PutRepository adds or changes a repository of a cluster.
 func (c *Client) PutRepository(ctx context.Context, cluster, namespace, name string, req RepositoryRequest, o WriteOptions) (*Result, error) {
 	return c.write(ctx, http.MethodPut, objectPath(KindRepositories, cluster, namespace, name), nil, req, o)

@@ -132,6 +132,22 @@ type OperationRequest struct {
 	RefreshType string `json:"refreshType,omitempty"`
 }
 
+// LiveAnswer is a cluster's answer to a live question about one of its
+// Applications (GET …/tree, …/manifest, …/logs): for a tree, Argo CD's
+// ApplicationTree; for a manifest, the live object, a Secret's values
+// masked; for logs, {"lines": [...]}.
+type LiveAnswer struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Query     string `json:"query"`
+	RequestID string `json:"requestId"`
+	// Truncated says the cluster cut the answer to its bound (logs: the
+	// oldest lines went).
+	Truncated bool            `json:"truncated,omitempty"`
+	Answer    json.RawMessage `json:"answer"`
+}
+
 // Result is the answer to a write: the events it appended, durable when
 // the answer comes, or, for a dry run, the events it would append.
 type Result struct {

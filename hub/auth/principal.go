@@ -131,6 +131,11 @@ const (
 	ActionDeregister       = "clusters.deregister"
 	ActionApplyPlacement   = "placements.apply"
 	ActionDeletePlacement  = "placements.delete"
+	// ActionInspect asks a cluster for an Application's live resource
+	// tree or one resource's manifest (a Secret's values masked), and
+	// ActionLogs for a Pod's logs, which may hold what masking hides.
+	ActionInspect = "applications.inspect"
+	ActionLogs    = "applications.logs"
 	// ActionPlace is the hub's own: the placer writing a placement's
 	// Applications.
 	ActionPlace = "placements.reconcile"
@@ -144,6 +149,7 @@ var minRole = map[string]string{
 	ActionApplyRepository: RoleAdmin, ActionDeleteRepository: RoleAdmin,
 	ActionRegisterCluster: RoleAdmin, ActionDeregister: RoleAdmin,
 	ActionApplyPlacement: RoleDeployer, ActionDeletePlacement: RoleDeployer, ActionPlace: RoleAdmin,
+	ActionInspect: RoleViewer, ActionLogs: RoleDeployer,
 }
 
 // Rank orders the roles: viewer 1, deployer 2, admin 3; anything else 0.

@@ -24,6 +24,7 @@ import (
 	"github.com/argosyproj/argosy/internal/version"
 	"github.com/argosyproj/argosy/spoke"
 	"github.com/argosyproj/argosy/spoke/kube"
+	"github.com/argosyproj/argosy/spoke/live"
 )
 
 // RunOptions are the flags of `argosy-spoke run`. Every flag falls back to an
@@ -203,11 +204,19 @@ func run(ctx context.Context, o *RunOptions) error {
 			return err
 		}
 	}
-	dyn, err := dynamicClient(o.Kubeconfig, float32(o.KubeQPS), o.KubeBurst)
+	cfg, err := kubeConfig(o.Kubeconfig, float32(o.KubeQPS), o.KubeBurst)
 	if err != nil {
 		return err
 	}
-	agent, err := o.agent(tel, log, dyn)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	inspector, err := inspector(cfg, dyn, o.ArgoNamespace)
+	if err != nil {
+		return err
+	}
+	agent, err := o.agent(tel, log, dyn, inspector)
 	if err != nil {
 		return err
 	}
@@ -237,7 +246,7 @@ func run(ctx context.Context, o *RunOptions) error {
 
 // agent is the spoke.Agent the options describe, on the local cluster's
 // API server.
-func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger, dyn dynamic.Interface) (*spoke.Agent, error) {
+func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger, dyn dynamic.Interface, inspector spoke.Inspector) (*spoke.Agent, error) {
 	keys, err := spoke.LoadKeys(o.KeysDir)
 	if err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
@@ -274,7 +283,7 @@ func (o *RunOptions) agent(tel *telemetry.Telemetry, log *slog.Logger, dyn dynam
 		spoke.WithPartition(int32(o.Partition)),
 		spoke.WithMode(o.Mode), spoke.WithHeartbeatInterval(o.Heartbeat), spoke.WithAgentVersion(version.Get().Version),
 		spoke.WithArgoCDVersion(o.ArgoCDVersion), spoke.WithApplyBudget(o.ApplyBudget), spoke.WithStatusResync(o.StatusResync), spoke.WithOperationMaxAge(o.OperationAge), spoke.WithClockMargin(o.ClockMargin),
-		spoke.WithSigForm(form), spoke.WithClientOpts(tel.KafkaOpts), spoke.WithLogger(log)}, crashHook()...)
+		spoke.WithSigForm(form), spoke.WithClientOpts(tel.KafkaOpts), spoke.WithLogger(log), spoke.WithInspector(inspector)}, crashHook()...)
 	return spoke.New(o.Cluster, keys, hub, conn, crashArgo(client), watcher, state, opts...)
 }
 
@@ -288,10 +297,21 @@ func holder() string {
 	return fmt.Sprintf("%s_%d", host, os.Getpid())
 }
 
-// dynamicClient is a client of the cluster's API server at qps requests
-// per second, with bursts of burst; client-go's default (5 and 10) would
-// bound the agent to one or two applies a second.
-func dynamicClient(kubeconfig string, qps float32, burst int) (dynamic.Interface, error) {
+// inspector answers the hub's live questions about the Applications of
+// argoNamespace from the cluster's API.
+func inspector(cfg *rest.Config, dyn dynamic.Interface, argoNamespace string) (spoke.Inspector, error) {
+	logs, err := live.NewPodLogs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return live.New(dyn, logs, argoNamespace)
+}
+
+// kubeConfig is the configuration of a client of the cluster's API
+// server at qps requests per second, with bursts of burst; client-go's
+// default (5 and 10) would bound the agent to one or two applies a
+// second.
+func kubeConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig != "" {
@@ -303,5 +323,5 @@ func dynamicClient(kubeconfig string, qps float32, burst int) (dynamic.Interface
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
 	cfg.QPS, cfg.Burst = qps, burst
-	return dynamic.NewForConfig(cfg)
+	return cfg, nil
 }

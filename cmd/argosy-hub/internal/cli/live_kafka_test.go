@@ -1,0 +1,140 @@
+//go:build integration
+
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+	"github.com/argosyproj/argosy/spoke/live"
+)
+
+// TestLiveQuestionsEndToEnd asks a real spoke, through the real hub and
+// broker, about an Application its real Argo CD synced: the tree names
+// every resource Argo CD manages, a Secret's manifest comes back masked,
+// an object outside the Application is refused without being read, and
+// the calls are audited with their actor. A cluster whose agent does not
+// run answers nothing: the call ends after its timeout and names the
+// cluster's state.
+func TestLiveQuestionsEndToEnd(t *testing.T) {
+	e := kubetest.Current(t)
+	if err := e.StartArgoCD(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, buildHub(t))
+	hubc, _, url := f.startWith("hub", []string{"--store", "sqlite://" + filepath.Join(f.dir, "views.db"), "--fold",
+		"--projector-group", f.prefix + "projector"})
+	ns := e.Namespace(t)
+	cluster := "live-" + ns
+	reg, err := hubc.RegisterCluster(t.Context(), cluster, api.ClusterRequest{Labels: map[string]string{"env": "dev"}}, api.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSpoke(t, e, f, url, cluster, reg.JoinToken)
+
+	repo := kubetest.NewRepo(t)
+	repo.Commit(t, "v1", map[string]string{
+		"app/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n",
+		"app/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: demo\nstringData:\n  password: hunter2\n",
+	})
+	name := "live-" + ns
+	manifest := fmt.Sprintf(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":%q,"namespace":%q},
+	"spec":{"project":"default","source":{"repoURL":%q,"path":"app","targetRevision":"main"},
+	"destination":{"server":"https://kubernetes.default.svc","namespace":%q},"syncPolicy":{"automated":{}}}}`,
+		name, kubetest.ArgoNamespace, repo.URL, ns)
+	if _, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{cluster}, Manifest: json.RawMessage(manifest)},
+		api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	waitFor(t, 3*time.Minute, "Argo CD syncs the Application", func() bool {
+		a, err := apps.Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && unstructuredString(a.Object, "status", "sync", "status") == "Synced"
+	})
+
+	var tree live.Tree
+	answer, err := hubc.Tree(t.Context(), cluster, kubetest.ArgoNamespace, name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(answer.Answer, &tree); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, n := range tree.Nodes {
+		kinds = append(kinds, n.Kind+"/"+n.Name)
+	}
+	slices.Sort(kinds)
+	if want := []string{"ConfigMap/demo", "Secret/demo"}; !slices.Equal(kinds, want) {
+		t.Errorf("tree nodes %v, want %v", kinds, want)
+	}
+
+	secret, err := hubc.Manifest(t.Context(), cluster, kubetest.ArgoNamespace, name,
+		api.LiveTarget{Version: "v1", Kind: "Secret", Namespace: ns, Name: "demo"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(secret.Answer); strings.Contains(s, "aHVudGVyMg==") || strings.Contains(s, "hunter2") || !strings.Contains(s, live.SecretMask) {
+		t.Errorf("the Secret's manifest is not masked: %s", s)
+	}
+	_, err = hubc.Manifest(t.Context(), cluster, kubetest.ArgoNamespace, name,
+		api.LiveTarget{Version: "v1", Kind: "Secret", Namespace: kubetest.ArgoNamespace, Name: "argocd-secret"}, 0)
+	if api.StatusOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "not_in_tree") {
+		t.Errorf("manifest of argocd-secret: %v, want 403 not_in_tree", err)
+	}
+	_, err = hubc.Logs(t.Context(), cluster, kubetest.ArgoNamespace, name, kubetest.ArgoNamespace, "argocd-server", api.LogOptions{}, 0)
+	if api.StatusOf(err) != http.StatusForbidden {
+		t.Errorf("logs of a Pod outside the Application: %v, want 403", err)
+	}
+
+	// A cluster registered, with no agent running: no answer.
+	if _, err := hubc.RegisterCluster(t.Context(), "silent-"+ns, api.ClusterRequest{}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"silent-" + ns}, Manifest: json.RawMessage(manifest)},
+		api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = hubc.Tree(t.Context(), "silent-"+ns, kubetest.ArgoNamespace, name, 2*time.Second)
+	if api.StatusOf(err) != http.StatusGatewayTimeout || !strings.Contains(err.Error(), "its state is Unknown") {
+		t.Errorf("tree of a cluster with no agent: %v, want 504 naming its state", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the unanswered question took %s, want about its 2s timeout", took)
+	}
+
+	waitFor(t, time.Minute, "the audit history names the questions", func() bool {
+		var audit struct {
+			Items []struct {
+				Kind string `json:"kind"`
+				Name string `json:"name"`
+			} `json:"items"`
+		}
+		if !getJSON(t, url+"/api/v1/audit?actor=root&limit=1000", f.token, &audit) {
+			return false
+		}
+		n := 0
+		for _, a := range audit.Items {
+			if a.Kind == "api" && (a.Name == "applications.inspect" || a.Name == "applications.logs") {
+				n++
+			}
+		}
+		return n >= 5
+	})
+}
