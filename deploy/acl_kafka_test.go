@@ -84,6 +84,9 @@ func aclBuilder(t *testing.T, principal string, a deploy.ACL) *kadm.ACLBuilder {
 		ops = append(ops, o)
 	}
 	b := kadm.NewACLs().Allow(principal).AllowHosts().Operations(ops...)
+	if a.Deny {
+		b = kadm.NewACLs().Deny(principal).DenyHosts().Operations(ops...)
+	}
 	switch a.Type {
 	case "topic":
 		b = b.Topics(a.Name)
@@ -135,6 +138,21 @@ func TestRolesWorkWithTheirACLs(t *testing.T) {
 		apps, err := store.Apps(ctx, projector.AppFilter{Cluster: aclCluster, Name: "web"})
 		return err == nil && len(apps) == 1 && apps[0].Desired != nil && apps[0].Observed != nil &&
 			apps[0].Observed.AppliedGeneration == apps[0].Desired.Generation
+	})
+
+	t.Run("live questions", func(t *testing.T) {
+		// The hub writes the question and reads the answer, the spoke
+		// reads the one and writes the other: the simulated cluster's
+		// tree comes back.
+		tree, err := in.client.Tree(t.Context(), aclCluster, "argocd", "web", 20*time.Second)
+		if err != nil || !strings.Contains(string(tree.Answer), `"kind":"Deployment"`) {
+			t.Errorf("tree: %v, want the simulated cluster's tree", err)
+		}
+		refused(t, a, n.ReaderUser, "read the answers topic", fetch(topics[events.TopicAnswers]))
+		refused(t, a, n.SpokeUser(aclCluster), "read the answers topic", fetch(topics[events.TopicAnswers]))
+		refused(t, a, n.SpokeUser(aclCluster), "produce to the queries topic", func(cl *kgo.Client) error {
+			return cl.ProduceSync(t.Context(), &kgo.Record{Topic: topics[events.TopicQueries], Value: []byte("x")}).FirstErr()
+		})
 	})
 
 	t.Run("least privilege", func(t *testing.T) {

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/projector/read"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -30,14 +33,7 @@ func (s *Server) logs(r *http.Request, c *call) (any, error) {
 }
 
 func (s *Server) inspect(r *http.Request, c *call, query string) (any, error) {
-	subj, cur, err := s.object(r, c, schemas.SubjectApplications)
-	if err != nil {
-		return nil, err
-	}
-	cl, _ := s.ledger.get(subj.Cluster)
-	if err := c.p.Allow(actionOf(query), subj.Cluster, cl.labels, cur.project); err != nil {
-		return nil, err
-	}
+	subj := events.Subject{Cluster: r.PathValue("cluster"), Kind: schemas.SubjectApplications, Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 	timeout, err := queryTimeout(r)
 	if err != nil {
 		return nil, err
@@ -46,15 +42,39 @@ func (s *Server) inspect(r *http.Request, c *call, query string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	a, err := s.ask(r.Context(), c.p, subj, req, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return api.LiveAnswer{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Query: query, RequestID: a.RequestID,
+		Truncated: a.Truncated, Answer: a.Answer}, nil
+}
+
+// ask asks the cluster of the Application subj names req, as p, and
+// waits for the answer for at most timeout: p must be let inspect the
+// Application (logs: read its logs) on its cluster and in its project.
+func (s *Server) ask(ctx context.Context, p *auth.Principal, subj events.Subject, req schemas.QueryRequested, timeout time.Duration) (*schemas.QueryAnswered, error) {
+	cl, err := s.cluster(subj.Cluster, "cluster")
+	if err != nil {
+		return nil, err
+	}
+	cur, ok := s.ledger.get(events.DesiredKey(subj))
+	if !ok || cur.deleted {
+		return nil, &apiError{status: http.StatusNotFound, body: api.Error{Error: fmt.Sprintf("%s does not exist", subj),
+			Hint: "argosy app list shows the Applications the hub has"}}
+	}
+	if err := p.Allow(actionOf(req.Query), subj.Cluster, cl.labels, cur.project); err != nil {
+		return nil, err
+	}
 	req.Resource = schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name}
-	req.RequestID, req.RequestedBy = newRequestID(), c.p.Actor
+	req.RequestID, req.RequestedBy = newRequestID(), p.Actor
 	req.ExpiresAt = s.o.now().Add(timeout).UTC()
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	a, err := s.querier.ask(ctx, req, s.partitionOf(subj.Cluster))
-	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+	a, err := s.querier.ask(actx, req, s.partitionOf(subj.Cluster))
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return nil, &apiError{status: http.StatusGatewayTimeout, body: api.Error{
-			Error: fmt.Sprintf("cluster %s did not answer within %s: %s", subj.Cluster, timeout, s.clusterState(r, c, subj.Cluster)),
+			Error: fmt.Sprintf("cluster %s did not answer within %s: %s", subj.Cluster, timeout, s.clusterState(ctx, p, subj.Cluster)),
 			Hint:  "a cluster answers only while its agent runs and reads the log; argosy fleet shows its state"}}
 	}
 	if err != nil {
@@ -63,9 +83,29 @@ func (s *Server) inspect(r *http.Request, c *call, query string) (any, error) {
 	if a.Code != "" {
 		return nil, refusal(a)
 	}
-	return api.LiveAnswer{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Query: query, RequestID: a.RequestID,
-		Truncated: a.Truncated, Answer: a.Answer}, nil
+	return a, nil
 }
+
+// askTree is the dashboard's: the Application's tree, asked as p.
+func (s *Server) askTree(p *auth.Principal) func(ctx context.Context, cluster, namespace, name string) (json.RawMessage, error) {
+	return func(ctx context.Context, cluster, namespace, name string) (json.RawMessage, error) {
+		subj := events.Subject{Cluster: cluster, Kind: schemas.SubjectApplications, Namespace: namespace, Name: name}
+		if _, err := events.ParseSubject(subj.String()); err != nil {
+			return nil, err
+		}
+		a, err := s.ask(ctx, p, subj, schemas.QueryRequested{Query: schemas.QueryTree}, DefaultQueryTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return a.Answer, nil
+	}
+}
+
+// The bounds of a logs question: lines, and seconds back (a year).
+const (
+	maxTailLines    = 100_000
+	maxSinceSeconds = 365 * 24 * 3600
+)
 
 // questionOf reads a manifest or logs question's target from the query.
 func questionOf(r *http.Request, query string) (schemas.QueryRequested, error) {
@@ -87,10 +127,11 @@ func questionOf(r *http.Request, query string) (schemas.QueryRequested, error) {
 		}
 		req.Container = q.Get("container")
 		for field, to := range map[string]*int64{"tailLines": &req.TailLines, "sinceSeconds": &req.SinceSeconds} {
+			limit := map[string]int64{"tailLines": maxTailLines, "sinceSeconds": maxSinceSeconds}[field]
 			if v := q.Get(field); v != "" {
 				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || n < 0 {
-					return req, invalid(field, fmt.Sprintf("%q: want a whole number ≥ 0", clip(v, maxEchoedValue)))
+				if err != nil || n < 0 || n > limit {
+					return req, invalid(field, fmt.Sprintf("%q: want a whole number from 0 to %d", clip(v, maxEchoedValue), limit))
 				}
 				*to = n
 			}
@@ -116,11 +157,11 @@ func refusal(a *schemas.QueryAnswered) error {
 // clusterState says what the fleet view knows of a cluster, for a
 // question it did not answer: its state and the age of its last
 // heartbeat, as the read API gives them to the caller.
-func (s *Server) clusterState(r *http.Request, c *call, cluster string) string {
+func (s *Server) clusterState(ctx context.Context, p *auth.Principal, cluster string) string {
 	if s.o.read == nil {
 		return "the hub serves no fleet view to tell why"
 	}
-	req := httptest.NewRequestWithContext(read.WithScope(r.Context(), c.p), http.MethodGet, "/api/v1/clusters/"+cluster, nil)
+	req := httptest.NewRequestWithContext(read.WithScope(ctx, p), http.MethodGet, "/api/v1/clusters/"+url.PathEscape(cluster), nil)
 	rec := httptest.NewRecorder()
 	s.o.read.ServeHTTP(rec, req)
 	var cl read.Cluster

@@ -176,22 +176,18 @@ func (q *querier) send(ctx context.Context, subj events.Subject, req schemas.Que
 	return q.out.ProduceSync(ctx, rec).FirstErr()
 }
 
-// queryTimeout is the call's ?timeout, by default DefaultQueryTimeout.
+// queryTimeout is the call's ?timeout, in whole seconds, by default
+// DefaultQueryTimeout.
 func queryTimeout(r *http.Request) (time.Duration, error) {
 	v := r.URL.Query().Get("timeout")
 	if v == "" {
 		return DefaultQueryTimeout, nil
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		if n, nerr := strconv.Atoi(v); nerr == nil {
-			d, err = time.Duration(n)*time.Second, nil
-		}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || time.Duration(n)*time.Second > MaxQueryTimeout {
+		return 0, invalid("timeout", fmt.Sprintf("%q: want whole seconds, 1 to %d", clip(v, maxEchoedValue), int(MaxQueryTimeout/time.Second)))
 	}
-	if err != nil || d <= 0 || d > MaxQueryTimeout {
-		return 0, invalid("timeout", fmt.Sprintf("%q: want a duration such as 10s, at most %s", clip(v, maxEchoedValue), MaxQueryTimeout))
-	}
-	return d, nil
+	return time.Duration(n) * time.Second, nil
 }
 
 // actionOf is the action a query needs: logs may hold what a manifest's

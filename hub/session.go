@@ -209,6 +209,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	v := web.Viewer{Actor: p.Actor, Role: p.Role, CanWrite: p.Has(auth.RoleDeployer), CSRF: csrfValue(ck.Value)}
 	ctx := web.WithPlacementsVersion(read.WithScope(web.WithViewer(r.Context(), v), p), func() string { return s.placementsVersion(p) })
+	ctx = web.WithInspect(ctx, s.askTree(p))
 	s.o.dashboard.ServeHTTP(w, r.WithContext(ctx))
 }
 

@@ -267,7 +267,8 @@ func (f *Fleet) runMember(ctx context.Context, m *member, down <-chan time.Durat
 		a, err := spoke.New(m.name, m.keys, f.cfg.HubKey, m.conn, m.argo, m.argo, m.store,
 			append([]spoke.Option{spoke.WithTopics(f.cfg.Topics), spoke.WithGroup(events.SpokeGroup(f.cfg.TopicPrefix, m.name)),
 				spoke.WithHeartbeatInterval(f.cfg.Heartbeat),
-				spoke.WithLogger(f.cfg.Log.With("cluster", m.name)), spoke.WithAgentVersion("sim"), spoke.WithArgoCDVersion("v2.14.21-sim")},
+				spoke.WithLogger(f.cfg.Log.With("cluster", m.name)), spoke.WithAgentVersion("sim"), spoke.WithArgoCDVersion("v2.14.21-sim"),
+				spoke.WithInspector(m.argo)},
 				f.cfg.AgentOpts...)...)
 		if err != nil {
 			return err

@@ -155,9 +155,9 @@ type agent struct {
 	run     *spoke.Agent
 }
 
-// agent is an Agent of cluster with an Argo CD in memory and a meter
-// provider of its own.
-func (f *fleet) agent(cluster string) *agent {
+// agent is an Agent of cluster with an Argo CD in memory, a meter
+// provider of its own, and opts.
+func (f *fleet) agent(cluster string, opts ...spoke.Option) *agent {
 	f.t.Helper()
 	keys, err := spoke.GenerateKeys()
 	if err != nil {
@@ -165,8 +165,8 @@ func (f *fleet) agent(cluster string) *agent {
 	}
 	a := &agent{cluster: cluster, argo: &fakeArgo{applied: map[string]int64{}}, metrics: sdkmetric.NewManualReader()}
 	a.run, err = spoke.New(cluster, keys, f.hub.Public(), []kgo.Opt{kgo.SeedBrokers(kafkatest.Bootstrap(f.t))},
-		a.argo, noApps{}, newMemStore(), spoke.WithTopics(f.topics), spoke.WithHeartbeatInterval(time.Second),
-		spoke.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(a.metrics))))
+		a.argo, noApps{}, newMemStore(), append([]spoke.Option{spoke.WithTopics(f.topics), spoke.WithHeartbeatInterval(time.Second),
+			spoke.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(a.metrics)))}, opts...)...)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -217,7 +217,7 @@ func (c *Client) live(ctx context.Context, cluster, namespace, name, what string
 func timeoutQuery(d time.Duration) url.Values {
 	q := url.Values{}
 	if d > 0 {
-		q.Set("timeout", d.String())
+		q.Set("timeout", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
 	}
 	return q
 }

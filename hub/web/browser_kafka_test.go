@@ -389,6 +389,33 @@ func TestDashboardInBrowser(t *testing.T) {
 		screenshot(t, admin, "audit")
 	})
 
+	t.Run("live resources from the app page", func(t *testing.T) {
+		// The cluster's agent answers over the log: the simulated Argo
+		// CD's Deployment, with its ReplicaSet and Pod under it.
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/apps/argocd/guestbook"), chromedp.WaitVisible("#tree-sim-001", chromedp.ByID),
+			chromedp.Click("#tree-sim-001", chromedp.ByID), chromedp.WaitVisible(`#tree tr[data-kind="Pod"]`, chromedp.ByQuery)); err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		eval(t, admin, `[...document.querySelectorAll('#tree tbody tr')].map(tr => tr.dataset.kind)`, &kinds)
+		if len(kinds) < 4 || kinds[0] != "Deployment" || kinds[1] != "ReplicaSet" || kinds[2] != "Pod" {
+			t.Errorf("tree rows %v, want the Deployment, its ReplicaSet and Pod first", kinds)
+		}
+		screenshot(t, admin, "tree")
+		// The Stale cluster's agent is stopped: the page says so after
+		// the question's timeout.
+		var stale string
+		eval(t, admin, `fetch('/apps/argocd/guestbook').then(r => r.text()).then(h => new DOMParser().parseFromString(h, 'text/html').querySelector('#app-rows tr.state-stale').dataset.cluster)`, &stale)
+		var msg string
+		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/apps/argocd/guestbook/tree?cluster="+stale),
+			chromedp.WaitVisible("#tree-error", chromedp.ByID), chromedp.Text("#tree-error", &msg, chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(msg, "did not answer within 10s") || !strings.Contains(msg, "its state is Stale") {
+			t.Errorf("the Stale cluster's tree page says %q, want that it did not answer and that it is Stale", msg)
+		}
+	})
+
 	t.Run("audit verify", func(t *testing.T) {
 		var res string
 		if err := chromedp.Run(admin, chromedp.Navigate(s.url+"/audit"), chromedp.Click("#verify", chromedp.ByID),

@@ -1,0 +1,127 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Inspect asks an Application's cluster for its live resource tree, as
+// the viewer: the hub's live questions (docs/hub.md).
+type Inspect func(ctx context.Context, cluster, namespace, name string) (json.RawMessage, error)
+
+type inspectKey struct{}
+
+// WithInspect returns ctx with the function the tree page asks a
+// cluster with.
+func WithInspect(ctx context.Context, f Inspect) context.Context {
+	return context.WithValue(ctx, inspectKey{}, f)
+}
+
+// treeData is the tree page's: the Application, its cluster, and its
+// nodes in depth-first order, each with its depth; or why there is none.
+type treeData struct {
+	Namespace, Name, Cluster string
+	Nodes                    []treeRow
+	Err                      string
+}
+
+type treeRow struct {
+	Depth                          int
+	Kind, Group, Namespace, Name   string
+	Health, HealthMessage, Summary string
+}
+
+// liveNode is what the page shows of a node of Argo CD's tree.
+type liveNode struct {
+	Group      string `json:"group"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	ParentRefs []struct {
+		UID string `json:"uid"`
+	} `json:"parentRefs"`
+	Info []struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"info"`
+	Health *struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	} `json:"health"`
+}
+
+// tree shows an Application's live resource tree on the cluster the
+// query names, as the cluster answers now.
+func (h *Handler) tree(r *http.Request) (string, any, error) {
+	d := treeData{Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), Cluster: r.URL.Query().Get("cluster")}
+	if d.Cluster == "" {
+		return "", nil, &pageError{status: http.StatusBadRequest, msg: "no cluster: the tree is one cluster's (?cluster=NAME)"}
+	}
+	ask, ok := r.Context().Value(inspectKey{}).(Inspect)
+	if !ok {
+		d.Err = "this dashboard cannot ask clusters live questions"
+		return "tree", d, nil
+	}
+	raw, err := ask(r.Context(), d.Cluster, d.Namespace, d.Name)
+	if err != nil {
+		d.Err = err.Error()
+		return "tree", d, nil
+	}
+	var tree struct {
+		Nodes []liveNode `json:"nodes"`
+	}
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		d.Err = fmt.Sprintf("the cluster's tree does not decode: %v", err)
+		return "tree", d, nil
+	}
+	d.Nodes = ordered(tree.Nodes)
+	return "tree", d, nil
+}
+
+// ordered lays nodes out depth first, each child under its parent; a
+// node whose parent is not in the tree is a root.
+func ordered(nodes []liveNode) []treeRow {
+	byUID := map[string]bool{}
+	for _, n := range nodes {
+		byUID[n.UID] = true
+	}
+	children := map[string][]liveNode{}
+	var roots []liveNode
+	for _, n := range nodes {
+		if len(n.ParentRefs) > 0 && byUID[n.ParentRefs[0].UID] && n.ParentRefs[0].UID != n.UID {
+			children[n.ParentRefs[0].UID] = append(children[n.ParentRefs[0].UID], n)
+			continue
+		}
+		roots = append(roots, n)
+	}
+	var out []treeRow
+	seen := map[string]bool{}
+	var walk func(n liveNode, depth int)
+	walk = func(n liveNode, depth int) {
+		if seen[n.UID] && n.UID != "" {
+			return
+		}
+		seen[n.UID] = true
+		row := treeRow{Depth: depth, Kind: n.Kind, Group: n.Group, Namespace: n.Namespace, Name: n.Name}
+		if n.Health != nil {
+			row.Health, row.HealthMessage = n.Health.Status, n.Health.Message
+		}
+		var info []string
+		for _, i := range n.Info {
+			info = append(info, i.Name+": "+i.Value)
+		}
+		row.Summary = strings.Join(info, "; ")
+		out = append(out, row)
+		for _, c := range children[n.UID] {
+			walk(c, depth+1)
+		}
+	}
+	for _, n := range roots {
+		walk(n, 0)
+	}
+	return out
+}
