@@ -413,7 +413,7 @@ class Reader:
         m = re.fullmatch(r"clusters/([^/]+)(/[^/]+/[^/]*/[^/]+)?", subject)
         if m:
             cluster = m.group(1)
-        elif topic == "config" or signer == "cluster":
+        elif topic in ("config", "queries") or signer == "cluster":
             raise Refused(f"subject {subject!r} names no cluster")
         if typ == BATCH_TYPE:
             named = [payload["cluster"]] + [d["cluster"] for d in payload["deltas"]]
@@ -498,7 +498,7 @@ def read_live(args, failures, summary):
     expected = json.loads(args.expect_refused)
     unapplied = json.loads(args.expect_unapplied)
     # The trust topic first: it decides which keys are valid when.
-    order = ["trust", "config", "desired", "placements", "status", "deployments", "audit", "deadletter"]
+    order = ["trust", "config", "desired", "placements", "status", "deployments", "queries", "answers", "audit", "deadletter"]
     if sorted(order) != sorted(topics):
         raise SystemExit(f"topics {sorted(topics)}, want {sorted(order)}")
     records = {role: read_topic(args.bootstrap, topics[role], deadline) for role in order}
@@ -556,7 +556,7 @@ def read_live(args, failures, summary):
 
 def check_partition(role, key, part, n, pins):
     cluster = key.split("/", 1)[0] if role == "desired" else key
-    pin = pins.get(cluster) if role in ("config", "desired") else None
+    pin = pins.get(cluster) if role in ("config", "desired", "queries") else None
     want = partition_of(cluster, n, pin)
     if part != want:
         raise Refused(f"key {key!r} on partition {part}, the partitioner says {want} of {n}")
@@ -590,7 +590,7 @@ def read_golden(args, failures, summary):
     keys = Keys([Key(k["id"], k["owner"], k["role"], "signing", "ed25519", b64(k["publicKey"]), anchor=k["role"] == "hub")
                  for k in kf["keys"]])
     reader = Reader(design, args.schemas, keys)
-    roles = {"argosy." + r: r for r in ["config", "desired", "placements", "status", "deployments", "audit", "trust"]}
+    roles = {"argosy." + r: r for r in ["config", "desired", "placements", "status", "deployments", "queries", "answers", "audit", "trust"]}
     count = 0
     for path in sorted(golden.glob("**/*io.argosy.*.json")):
         s = json.loads(path.read_text())

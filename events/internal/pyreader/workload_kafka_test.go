@@ -132,6 +132,21 @@ func (w *workload) run(ctx context.Context) {
 			statusRecs = append(statusRecs, w.publish(ctx, agent[c], e))
 		}
 	}
+	// A live question to each cluster, on its config partition (its pin
+	// included), and the cluster's answer.
+	questions, err := events.NewProducer(kafkatest.Client(t, events.ProducerOpts(w.pins)...), w.hub, w.topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{east, pinned} {
+		for _, e := range w.samples(c, func(sp events.Spec) bool { return sp.Family == events.FamilyQuery }) {
+			if e.Type() == events.TypeQueryRequested {
+				w.publish(ctx, questions, e)
+			} else {
+				w.publish(ctx, agent[c], e)
+			}
+		}
+	}
 	// A dead letter, while the key of the record it copies is valid.
 	dlq, err := events.NewDeadLetter(kafkatest.Client(t, events.ProducerOpts(nil)...), w.topics[events.TopicDeadLetter])
 	if err != nil {
