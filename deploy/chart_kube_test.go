@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/argosyproj/argosy/deploy"
+	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 )
 
@@ -125,7 +126,7 @@ func TestStrimziOnAPIServer(t *testing.T) {
 			kinds[o.GetKind()]++
 		}
 	}
-	want := map[string]int{"Kafka": 1, "KafkaNodePool": 2, "KafkaTopic": 8, "KafkaUser": 4, "ConfigMap": 1}
+	want := map[string]int{"Kafka": 1, "KafkaNodePool": 2, "KafkaTopic": len(events.TopicPlan(1, 1)), "KafkaUser": 4, "ConfigMap": 1}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d %s, want %d (all: %v)", kinds[k], k, n, kinds)

@@ -147,7 +147,7 @@ func (r *responder) remember(id string, until time.Time) {
 }
 
 // memOffsets keeps a reader's offsets in memory: the questions reader
-// starts at the end of its partition each time the agent runs.
+// starts afresh each time the agent runs.
 type memOffsets struct {
 	mu   sync.Mutex
 	next map[int32]int64
@@ -173,8 +173,12 @@ func (m *memOffsets) Commit(_ context.Context, _ string, partition int32, next i
 }
 
 // queriesReader reads the cluster's partition of the queries topic from
-// its end, or returns nil when the topic does not exist (a deployment
-// older than live questions): the agent then answers none, and says so.
+// the questions appended within queryLife, the oldest any may still be
+// wanted: a question asked while the agent was starting, or starting
+// again, is answered if it is still wanted, and the rest are passed
+// over as expired. It returns nil when the topic does not exist (a
+// deployment older than live questions): the agent then answers none,
+// and says so.
 func (a *Agent) queriesReader(ctx context.Context, c *conn, in *events.Intake) (*events.Reader, error) {
 	topic := a.o.topics[events.TopicQueries]
 	td, err := kadm.NewClient(c.client).ListTopics(ctx, topic)
@@ -187,6 +191,6 @@ func (a *Agent) queriesReader(ctx context.Context, c *conn, in *events.Intake) (
 	}
 	return events.NewReader(c.client, in, topic, "", append(a.o.Events(),
 		events.WithPartitions(c.partition), events.WithOffsetStore(&memOffsets{next: map[int32]int64{}}),
-		events.WithStartOffset(kgo.NewOffset().AtEnd()), events.WithFetchSource(c.demux.Topic(topic)),
+		events.WithStartOffset(kgo.NewOffset().AfterMilli(time.Now().Add(-queryLife).UnixMilli())), events.WithFetchSource(c.demux.Topic(topic)),
 		events.WithSkip(func(r *kgo.Record) bool { return string(r.Key) != a.cluster }))...)
 }
