@@ -209,7 +209,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	v := web.Viewer{Actor: p.Actor, Role: p.Role, CanWrite: p.Has(auth.RoleDeployer), CSRF: csrfValue(ck.Value)}
 	ctx := web.WithPlacementsVersion(read.WithScope(web.WithViewer(r.Context(), v), p), func() string { return s.placementsVersion(p) })
-	ctx = web.WithInspect(ctx, s.askTree(p))
+	if r.URL.Path != "/live" {
+		// A page's live stream renders it every second: it asks no
+		// cluster anything, or an open stream would ask once a second.
+		ctx = web.WithInspect(ctx, s.askTree(p))
+	}
 	s.o.dashboard.ServeHTTP(w, r.WithContext(ctx))
 }
 
