@@ -99,40 +99,13 @@ func TestReaderAndFollowerShareOneClient(t *testing.T) {
 	}
 }
 
-// memOffsets is an events.OffsetStore in memory.
-type memOffsets struct {
-	mu      sync.Mutex
-	next    map[int32]int64
-	commits int
-}
-
-func (m *memOffsets) Offsets(_ context.Context, _ string, partitions []int32) (map[int32]int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[int32]int64{}
-	for _, p := range partitions {
-		if n, ok := m.next[p]; ok {
-			out[p] = n
-		}
-	}
-	return out, nil
-}
-
-func (m *memOffsets) Commit(_ context.Context, _ string, p int32, next int64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.next[p] = next
-	m.commits++
-	return nil
-}
-
 // TestReaderResumesFromItsOffsetStore reads with offsets kept in a store
 // rather than a group: a second reader with the same store starts after
 // what the first one handled.
 func TestReaderResumesFromItsOffsetStore(t *testing.T) {
 	r := newRig(t, 1, nil)
 	topic := r.topics[events.TopicConfig]
-	store := &memOffsets{next: map[int32]int64{}}
+	store := &events.MemoryOffsets{}
 	r.publish("cluster-a", generations(t, "cluster-a", 1, 5)...)
 	got := r.read(topic, "", r.decoder(), 5, events.WithOffsetStore(store))
 	if got[4].Offset != 4 {
@@ -149,9 +122,8 @@ func TestReaderResumesFromItsOffsetStore(t *testing.T) {
 			t.Errorf("second pass read %s at %d, want %s at %d", d.Event.ID(), d.Offset, second[i].ID(), 5+i)
 		}
 	}
-	store.mu.Lock()
-	defer store.mu.Unlock()
-	if store.next[0] != 8 {
-		t.Errorf("the store holds offset %d, want 8", store.next[0])
+	held, err := store.Offsets(t.Context(), topic, []int32{0})
+	if err != nil || held[0] != 8 {
+		t.Errorf("the store holds offset %d (%v), want 8", held[0], err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -99,6 +100,39 @@ func OnCommit(f func(partition int32, next int64)) Option {
 type OffsetStore interface {
 	Offsets(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error)
 	Commit(ctx context.Context, topic string, partition int32, next int64) error
+}
+
+// MemoryOffsets is an OffsetStore in memory, for a Reader that starts
+// afresh each time its process runs (an agent's reader of live
+// questions). The zero value is ready.
+type MemoryOffsets struct {
+	mu   sync.Mutex
+	next map[int32]int64
+}
+
+// Offsets returns the next offset committed for each of partitions that
+// has one; the topic is not looked at: a store serves one topic.
+func (m *MemoryOffsets) Offsets(_ context.Context, _ string, partitions []int32) (map[int32]int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[int32]int64{}
+	for _, p := range partitions {
+		if n, ok := m.next[p]; ok {
+			out[p] = n
+		}
+	}
+	return out, nil
+}
+
+// Commit records next as partition's next offset.
+func (m *MemoryOffsets) Commit(_ context.Context, _ string, partition int32, next int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.next == nil {
+		m.next = map[int32]int64{}
+	}
+	m.next[partition] = next
+	return nil
 }
 
 // WithOffsetStore makes a Reader keep its offsets in s rather than in a

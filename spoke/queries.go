@@ -146,32 +146,6 @@ func (r *responder) remember(id string, until time.Time) {
 	r.seen[id] = until
 }
 
-// memOffsets keeps a reader's offsets in memory: the questions reader
-// starts afresh each time the agent runs.
-type memOffsets struct {
-	mu   sync.Mutex
-	next map[int32]int64
-}
-
-func (m *memOffsets) Offsets(_ context.Context, _ string, partitions []int32) (map[int32]int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[int32]int64{}
-	for _, p := range partitions {
-		if n, ok := m.next[p]; ok {
-			out[p] = n
-		}
-	}
-	return out, nil
-}
-
-func (m *memOffsets) Commit(_ context.Context, _ string, partition int32, next int64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.next[partition] = next
-	return nil
-}
-
 // queriesReader reads the cluster's partition of the queries topic from
 // the questions appended within queryLife, the oldest any may still be
 // wanted: a question asked while the agent was starting, or starting
@@ -190,7 +164,7 @@ func (a *Agent) queriesReader(ctx context.Context, c *conn, in *events.Intake) (
 		return nil, nil
 	}
 	return events.NewReader(c.client, in, topic, "", append(a.o.Events(),
-		events.WithPartitions(c.partition), events.WithOffsetStore(&memOffsets{next: map[int32]int64{}}),
+		events.WithPartitions(c.partition), events.WithOffsetStore(&events.MemoryOffsets{}),
 		events.WithStartOffset(kgo.NewOffset().AfterMilli(time.Now().Add(-queryLife).UnixMilli())), events.WithFetchSource(c.demux.Topic(topic)),
 		events.WithSkip(func(r *kgo.Record) bool { return string(r.Key) != a.cluster }))...)
 }
