@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
@@ -41,9 +42,7 @@ type querier struct {
 	in     *events.Intake
 	client *kgo.Client
 	topic  string
-	log    interface {
-		WarnContext(ctx context.Context, msg string, args ...any)
-	}
+	log    *slog.Logger
 
 	queries string
 
@@ -61,8 +60,8 @@ type waiter struct {
 
 // newQuerier makes the hub's querier: out writes the questions it signs
 // with signer, and client reads the answers through in.
-func newQuerier(signer *events.Signer, out, client *kgo.Client, in *events.Intake, topics events.Topics, s *Server) *querier {
-	return &querier{signer: signer, out: out, in: in, client: client, topic: topics[events.TopicAnswers], log: s.o.Log,
+func newQuerier(signer *events.Signer, out, client *kgo.Client, in *events.Intake, topics events.Topics, log *slog.Logger) *querier {
+	return &querier{signer: signer, out: out, in: in, client: client, topic: topics[events.TopicAnswers], log: log,
 		waiting: map[string]waiter{}, ready: make(chan struct{}), queries: topics[events.TopicQueries]}
 }
 

@@ -244,11 +244,7 @@ func (s *Server) trustFollower(client func(string, ...kgo.Opt) (*kgo.Client, err
 // newLedger makes the hub's ledger, which judges what it reads by the
 // keys the trust topic's follower gives s.keys.
 func (s *Server) newLedger() (*ledger, error) {
-	dec, err := events.NewDecoder(events.NewVerifier(s.keys), append([]events.Option{events.WithTopics(s.o.topics)}, s.o.DecoderOpts...)...)
-	if err != nil {
-		return nil, err
-	}
-	in, err := events.NewIntake(dec, nil, s.o.Events()...)
+	in, err := s.intake()
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +252,16 @@ func (s *Server) newLedger() (*ledger, error) {
 	l.lag = s.o.ledgerLag
 	l.sessions = s.auth.sessions
 	return l, nil
+}
+
+// intake decodes what the hub reads by the keys the trust topic's
+// follower gives s.keys; it logs what it refuses.
+func (s *Server) intake() (*events.Intake, error) {
+	dec, err := events.NewDecoder(events.NewVerifier(s.keys), append([]events.Option{events.WithTopics(s.o.topics)}, s.o.DecoderOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	return events.NewIntake(dec, nil, s.o.Events()...)
 }
 
 // newQuerier makes the hub's querier: its questions are signed by
@@ -270,15 +276,11 @@ func (s *Server) newQuerier(client func(string, ...kgo.Opt) (*kgo.Client, error)
 	if err != nil {
 		return nil, err
 	}
-	dec, err := events.NewDecoder(events.NewVerifier(s.keys), append([]events.Option{events.WithTopics(s.o.topics)}, s.o.DecoderOpts...)...)
+	in, err := s.intake()
 	if err != nil {
 		return nil, err
 	}
-	in, err := events.NewIntake(dec, nil, s.o.Events()...)
-	if err != nil {
-		return nil, err
-	}
-	return newQuerier(signer, out, answers, in, s.o.topics, s), nil
+	return newQuerier(signer, out, answers, in, s.o.topics, s.o.Log), nil
 }
 
 // catchUp marks the hub ready once the ledger has read what the log held
