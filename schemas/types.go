@@ -194,6 +194,58 @@ type ResourceRef struct {
 	Name      string `json:"name"`
 }
 
+// ApplicationTree is the answer to a tree question: an Application's
+// live resources, in the JSON shape of Argo CD's ApplicationTree (v2.14),
+// so that Argo CD's UI can show it.
+type ApplicationTree struct {
+	Nodes []TreeNode `json:"nodes"`
+}
+
+// TreeNode is one live resource of a tree, in the JSON shape of Argo CD's
+// ResourceNode.
+type TreeNode struct {
+	TreeRef
+	ParentRefs      []TreeRef   `json:"parentRefs,omitempty"`
+	Info            []TreeInfo  `json:"info,omitempty"`
+	ResourceVersion string      `json:"resourceVersion,omitempty"`
+	Images          []string    `json:"images,omitempty"`
+	Health          *TreeHealth `json:"health,omitempty"`
+	CreatedAt       *time.Time  `json:"createdAt,omitempty"`
+}
+
+// TreeRef names a node of a tree, or its parent.
+type TreeRef struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	UID       string `json:"uid,omitempty"`
+}
+
+func (r TreeRef) String() string {
+	gk := r.Kind
+	if r.Group != "" {
+		gk += "." + r.Group
+	}
+	if r.Namespace == "" {
+		return gk + " " + r.Name
+	}
+	return gk + " " + r.Namespace + "/" + r.Name
+}
+
+// TreeInfo is one line of a node's information, as Argo CD's InfoItem.
+type TreeInfo struct {
+	Name  string `json:"name,omitempty"`
+	Value string `json:"value,omitempty"`
+}
+
+// TreeHealth is a resource's health as Argo CD assessed it.
+type TreeHealth struct {
+	Status  string `json:"status,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
 // QueryRequested is the data of io.argosy.query.requested.v1: a live
 // question about one Application, which its cluster's agent answers once,
 // on the answers topic, unless it reads the question after ExpiresAt.

@@ -11,12 +11,11 @@ import (
 
 // Answer implements spoke.Inspector for a simulated cluster: the
 // Application's tree is its simulated resources (a Deployment with its
-// ReplicaSet and Pod, a Service, ConfigMaps), in the shape spoke/live
-// answers with; a manifest is the node's object; logs are a few lines.
+// ReplicaSet and Pod, a Service, ConfigMaps), as schemas.ApplicationTree; a manifest is the node's object; logs are a few lines.
 func (c *Cluster) Answer(_ context.Context, q *schemas.QueryRequested) (json.RawMessage, bool, error) {
 	c.mu.Lock()
 	a, ok := c.apps[spoke.Ref{Kind: spoke.KindApplication, Namespace: q.Namespace, Name: q.Name}]
-	var nodes []simNode
+	var nodes []schemas.TreeNode
 	if ok {
 		nodes = a.nodes(q.Name)
 	}
@@ -26,7 +25,7 @@ func (c *Cluster) Answer(_ context.Context, q *schemas.QueryRequested) (json.Raw
 	}
 	switch q.Query {
 	case schemas.QueryTree:
-		b, err := json.Marshal(map[string]any{"nodes": nodes})
+		b, err := json.Marshal(schemas.ApplicationTree{Nodes: nodes})
 		return b, false, err
 	case schemas.QueryManifest, schemas.QueryLogs:
 		for _, n := range nodes {
@@ -37,7 +36,7 @@ func (c *Cluster) Answer(_ context.Context, q *schemas.QueryRequested) (json.Raw
 				b, err := json.Marshal(map[string]any{"lines": []string{"simulated: listening on :8080", "simulated: ready"}})
 				return b, false, err
 			}
-			b, err := json.Marshal(map[string]any{"apiVersion": n.apiVersion(), "kind": n.Kind,
+			b, err := json.Marshal(map[string]any{"apiVersion": apiVersion(n), "kind": n.Kind,
 				"metadata": map[string]any{"name": n.Name, "namespace": n.Namespace, "uid": n.UID}})
 			return b, false, err
 		}
@@ -46,53 +45,28 @@ func (c *Cluster) Answer(_ context.Context, q *schemas.QueryRequested) (json.Raw
 	return nil, false, simRefusal{schemas.QueryInvalid, fmt.Errorf("%q is not a question this agent answers", q.Query)}
 }
 
-// simNode is a node of a simulated tree, with spoke/live's JSON names.
-type simNode struct {
-	Group      string       `json:"group,omitempty"`
-	Version    string       `json:"version"`
-	Kind       string       `json:"kind"`
-	Namespace  string       `json:"namespace"`
-	Name       string       `json:"name"`
-	UID        string       `json:"uid"`
-	ParentRefs []simParent  `json:"parentRefs,omitempty"`
-	Health     *simHealthOf `json:"health,omitempty"`
-}
-
-type simParent struct {
-	Group     string `json:"group,omitempty"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	UID       string `json:"uid"`
-}
-
-type simHealthOf struct {
-	Status string `json:"status"`
-}
-
-func (n simNode) apiVersion() string {
+// apiVersion is n's group and version, as an object names them.
+func apiVersion(n schemas.TreeNode) string {
 	if n.Group == "" {
 		return n.Version
 	}
 	return n.Group + "/" + n.Version
 }
 
-func (n simNode) parent() []simParent {
-	return []simParent{{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name, UID: n.UID}}
-}
-
 // nodes is a's simulated tree; name names its resources.
-func (a *app) nodes(name string) []simNode {
+func (a *app) nodes(name string) []schemas.TreeNode {
 	ns := "sim-" + name
-	health := &simHealthOf{Status: a.Health}
-	uid := func(s string) string { return a.UID + "-" + s }
-	dep := simNode{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: name, UID: uid("deploy"), Health: health}
-	rs := simNode{Group: "apps", Version: "v1", Kind: "ReplicaSet", Namespace: ns, Name: name + "-5d8f7", UID: uid("rs"), Health: health,
-		ParentRefs: dep.parent()}
-	pod := simNode{Version: "v1", Kind: "Pod", Namespace: ns, Name: name + "-5d8f7-x2v9q", UID: uid("pod"), Health: health, ParentRefs: rs.parent()}
-	out := []simNode{dep, rs, pod, {Version: "v1", Kind: "Service", Namespace: ns, Name: name, UID: uid("svc"), Health: &simHealthOf{Status: "Healthy"}}}
+	health := &schemas.TreeHealth{Status: a.Health}
+	ref := func(group, kind, name, uid string) schemas.TreeRef {
+		return schemas.TreeRef{Group: group, Version: "v1", Kind: kind, Namespace: ns, Name: name, UID: a.UID + "-" + uid}
+	}
+	parent := func(r schemas.TreeRef) []schemas.TreeRef { r.Version = ""; return []schemas.TreeRef{r} }
+	dep := schemas.TreeNode{TreeRef: ref("apps", "Deployment", name, "deploy"), Health: health}
+	rs := schemas.TreeNode{TreeRef: ref("apps", "ReplicaSet", name+"-5d8f7", "rs"), Health: health, ParentRefs: parent(dep.TreeRef)}
+	pod := schemas.TreeNode{TreeRef: ref("", "Pod", name+"-5d8f7-x2v9q", "pod"), Health: health, ParentRefs: parent(rs.TreeRef)}
+	out := []schemas.TreeNode{dep, rs, pod, {TreeRef: ref("", "Service", name, "svc"), Health: &schemas.TreeHealth{Status: "Healthy"}}}
 	for i := range max(a.Resources-2, 0) {
-		out = append(out, simNode{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: fmt.Sprintf("%s-config-%d", name, i), UID: uid(fmt.Sprint("cm", i))})
+		out = append(out, schemas.TreeNode{TreeRef: ref("", "ConfigMap", fmt.Sprintf("%s-config-%d", name, i), fmt.Sprint("cm", i))})
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // Inspect asks an Application's cluster for its live resource tree, as
@@ -34,26 +36,6 @@ type treeRow struct {
 	Health, HealthMessage, Summary string
 }
 
-// liveNode is what the page shows of a node of Argo CD's tree.
-type liveNode struct {
-	Group      string `json:"group"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
-	ParentRefs []struct {
-		UID string `json:"uid"`
-	} `json:"parentRefs"`
-	Info []struct {
-		Name  string `json:"name"`
-		Value string `json:"value"`
-	} `json:"info"`
-	Health *struct {
-		Status  string `json:"status"`
-		Message string `json:"message"`
-	} `json:"health"`
-}
-
 // tree shows an Application's live resource tree on the cluster the
 // query names, as the cluster answers now.
 func (h *Handler) tree(r *http.Request) (string, any, error) {
@@ -71,9 +53,7 @@ func (h *Handler) tree(r *http.Request) (string, any, error) {
 		d.Err = err.Error()
 		return "tree", d, nil
 	}
-	var tree struct {
-		Nodes []liveNode `json:"nodes"`
-	}
+	var tree schemas.ApplicationTree
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		d.Err = fmt.Sprintf("the cluster's tree does not decode: %v", err)
 		return "tree", d, nil
@@ -84,13 +64,13 @@ func (h *Handler) tree(r *http.Request) (string, any, error) {
 
 // ordered lays nodes out depth first, each child under its parent; a
 // node whose parent is not in the tree is a root.
-func ordered(nodes []liveNode) []treeRow {
+func ordered(nodes []schemas.TreeNode) []treeRow {
 	byUID := map[string]bool{}
 	for _, n := range nodes {
 		byUID[n.UID] = true
 	}
-	children := map[string][]liveNode{}
-	var roots []liveNode
+	children := map[string][]schemas.TreeNode{}
+	var roots []schemas.TreeNode
 	for _, n := range nodes {
 		if len(n.ParentRefs) > 0 && byUID[n.ParentRefs[0].UID] && n.ParentRefs[0].UID != n.UID {
 			children[n.ParentRefs[0].UID] = append(children[n.ParentRefs[0].UID], n)
@@ -100,8 +80,8 @@ func ordered(nodes []liveNode) []treeRow {
 	}
 	var out []treeRow
 	seen := map[string]bool{}
-	var walk func(n liveNode, depth int)
-	walk = func(n liveNode, depth int) {
+	var walk func(n schemas.TreeNode, depth int)
+	walk = func(n schemas.TreeNode, depth int) {
 		if seen[n.UID] && n.UID != "" {
 			return
 		}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // ApplicationGVR is Argo CD's Application resource.
@@ -51,61 +53,22 @@ func New(dyn dynamic.Interface, logs LogReader, argoNamespace string, opts ...Op
 // Ref names one resource: a node of a tree, or its parent. In a question
 // Group, Kind, Namespace and Name are required; Version and UID, if set,
 // must match the node's too.
-type Ref struct {
-	Group     string `json:"group,omitempty"`
-	Version   string `json:"version,omitempty"`
-	Kind      string `json:"kind,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name,omitempty"`
-	UID       string `json:"uid,omitempty"`
-}
-
-func (r Ref) String() string {
-	gk := r.Kind
-	if r.Group != "" {
-		gk += "." + r.Group
-	}
-	if r.Namespace == "" {
-		return gk + " " + r.Name
-	}
-	return gk + " " + r.Namespace + "/" + r.Name
-}
+type Ref = schemas.TreeRef
 
 // matches reports whether r, a question's Ref, names the node n.
-func (r Ref) matches(n Ref) bool {
+func matches(r, n Ref) bool {
 	return r.Group == n.Group && r.Kind == n.Kind && r.Namespace == n.Namespace && r.Name == n.Name &&
 		(r.Version == "" || r.Version == n.Version) && (r.UID == "" || r.UID == n.UID)
 }
 
-// Tree is an Application's resource tree, in the JSON shape of Argo CD's
-// ApplicationTree (v2.14), so that Argo CD's UI can show it.
-type Tree struct {
-	Nodes []Node `json:"nodes"`
-}
-
-// Node is one live resource of a tree, in the JSON shape of Argo CD's
-// ResourceNode.
-type Node struct {
-	Ref
-	ParentRefs      []Ref        `json:"parentRefs,omitempty"`
-	Info            []Info       `json:"info,omitempty"`
-	ResourceVersion string       `json:"resourceVersion,omitempty"`
-	Images          []string     `json:"images,omitempty"`
-	Health          *Health      `json:"health,omitempty"`
-	CreatedAt       *metav1.Time `json:"createdAt,omitempty"`
-}
-
-// Info is one line of a node's information, as Argo CD's InfoItem.
-type Info struct {
-	Name  string `json:"name,omitempty"`
-	Value string `json:"value,omitempty"`
-}
-
-// Health is a resource's health as Argo CD assessed it.
-type Health struct {
-	Status  string `json:"status,omitempty"`
-	Message string `json:"message,omitempty"`
-}
+// Tree, Node, Info and Health are the wire shape of a tree answer
+// (schemas.ApplicationTree): Argo CD's ApplicationTree.
+type (
+	Tree   = schemas.ApplicationTree
+	Node   = schemas.TreeNode
+	Info   = schemas.TreeInfo
+	Health = schemas.TreeHealth
+)
 
 // Tree returns the resource tree of the Application app: its managed
 // resources that exist, with the health Argo CD gave them, and what they
@@ -126,7 +89,7 @@ func (s *Source) node(ctx context.Context, app string, ref Ref) (Node, error) {
 		return Node{}, err
 	}
 	for _, n := range nodes {
-		if ref.matches(n.Ref) {
+		if matches(ref, n.TreeRef) {
 			return n, nil
 		}
 	}

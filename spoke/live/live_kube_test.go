@@ -206,7 +206,7 @@ func checkTree(t *testing.T, ns string, app *unstructured.Unstructured, tree *li
 			want = &live.Health{Status: h["status"].(string), Message: msg}
 		}
 		if diff := cmp.Diff(want, n.Health); diff != "" || n.UID == "" || n.Namespace != ns {
-			t.Errorf("node %s: health (-status +tree):\n%s uid %q", n.Ref, diff, n.UID)
+			t.Errorf("node %s: health (-status +tree):\n%s uid %q", n.TreeRef, diff, n.UID)
 		}
 	}
 	dep, rs, pod := byKey[key{"apps", "Deployment", "web"}], byKey[key{"apps", "ReplicaSet", "web-5d9"}], byKey[key{"", "Pod", "web-5d9-x1"}]

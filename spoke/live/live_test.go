@@ -137,7 +137,7 @@ func TestTreeGolden(t *testing.T) {
 	}
 	for _, n := range tree.Nodes {
 		if n.Name == "other" || n.Name == "gone" {
-			t.Errorf("the tree holds %s, which is not the Application's", n.Ref)
+			t.Errorf("the tree holds %s, which is not the Application's", n.TreeRef)
 		}
 	}
 }

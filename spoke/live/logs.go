@@ -65,7 +65,7 @@ func (s *Source) Logs(ctx context.Context, app string, pod Ref, opts LogOptions)
 	if err := errors.Join(readErr, rc.Close()); err != nil {
 		return nil, fmt.Errorf("logs of %s: %w", pod, err)
 	}
-	return &Logs{Pod: n.Ref, Container: opts.Container, Lines: lines, Truncated: truncated}, nil
+	return &Logs{Pod: n.TreeRef, Container: opts.Container, Lines: lines, Truncated: truncated}, nil
 }
 
 // newest reads r to its end and keeps its newest lines that fit in limit

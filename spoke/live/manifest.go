@@ -25,7 +25,7 @@ func (s *Source) Manifest(ctx context.Context, app string, ref Ref) (json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	obj, err := s.get(ctx, n.Ref)
+	obj, err := s.get(ctx, n.TreeRef)
 	if err != nil {
 		return nil, err
 	}

@@ -181,10 +181,11 @@ func (s *Source) resource(ref Ref) (schema.GroupVersionResource, error) {
 // nodeOf is obj's node, without parents or health.
 func nodeOf(obj *unstructured.Unstructured) Node {
 	gvk := obj.GroupVersionKind()
-	n := Node{Ref: Ref{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+	n := Node{TreeRef: Ref{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
 		UID: string(obj.GetUID())}, ResourceVersion: obj.GetResourceVersion()}
 	if t := obj.GetCreationTimestamp(); !t.IsZero() {
-		n.CreatedAt = &t
+		at := t.UTC()
+		n.CreatedAt = &at
 	}
 	if gvk.Group == "" && gvk.Kind == "Pod" {
 		n.Images, n.Info = podInfo(obj)

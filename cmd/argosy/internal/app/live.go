@@ -15,6 +15,7 @@ import (
 	"github.com/argosyproj/argosy/cmd/argosy/internal/apicmd"
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // AppLiveOptions are the flags and argument of `argosy app tree`,
@@ -121,8 +122,11 @@ argosy app tree names it: --tail lines at most (the agent keeps at most
 				return &cmdkit.FlagError{Err: errors.New("--pod is required: the Pod, as argosy app tree names it")}
 			}
 			since, err := c.Flags().GetDuration("since")
-			if err != nil || since < 0 {
-				return &cmdkit.FlagError{Err: fmt.Errorf("--since: want a duration ≥ 0 such as 10m: %w", err)}
+			if err != nil {
+				return &cmdkit.FlagError{Err: fmt.Errorf("--since: %w", err)}
+			}
+			if since < 0 {
+				return &cmdkit.FlagError{Err: fmt.Errorf("--since %s: want a duration ≥ 0 such as 10m", since)}
 			}
 			opts.Logs.SinceSeconds = int64(since / time.Second)
 			if runF != nil {
@@ -164,21 +168,6 @@ func (o *AppLiveOptions) check(args []string, formats ...string) error {
 	return nil
 }
 
-// treeNode is what the table shows of one node of Argo CD's tree.
-type treeNode struct {
-	Group      string `json:"group"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace"`
-	Name       string `json:"name"`
-	ParentRefs []struct {
-		Kind string `json:"kind"`
-		Name string `json:"name"`
-	} `json:"parentRefs"`
-	Health *struct {
-		Status string `json:"status"`
-	} `json:"health"`
-}
-
 func appTreeRun(ctx context.Context, o *AppLiveOptions) error {
 	c, err := o.API.Client()
 	if err != nil {
@@ -188,9 +177,7 @@ func appTreeRun(ctx context.Context, o *AppLiveOptions) error {
 	if err != nil {
 		return o.API.Explain(err)
 	}
-	var tree struct {
-		Nodes []treeNode `json:"nodes"`
-	}
+	var tree schemas.ApplicationTree
 	if err := json.Unmarshal(a.Answer, &tree); err != nil {
 		return fmt.Errorf("the cluster's tree does not decode: %w", err)
 	}
