@@ -156,6 +156,7 @@ func (e *Env) StartArgoCD(ctx context.Context) error {
 		"--metrics-port", strconv.Itoa(ports[3]), "--app-resync", appResync(), "--app-resync-jitter", "0",
 		"--self-heal-timeout-seconds", "1", "--self-heal-backoff-timeout-seconds", "0",
 		"--status-processors", "4", "--operation-processors", "2", "--loglevel", "warn",
+		"--application-namespaces", MirrorNamespaces,
 	}, func(ctx context.Context) error { return httpOK(ctx, http.DefaultClient, metrics, "") })
 	if err != nil {
 		return err
@@ -163,6 +164,12 @@ func (e *Env) StartArgoCD(ctx context.Context) error {
 	e.argo = true
 	return nil
 }
+
+// MirrorNamespaces is the pattern of the namespaces, besides its own, whose
+// Applications the test Argo CD's controller watches, as a mirror
+// cluster's Argo CD watches the namespaces the mirror writes: a test of
+// the mirror names its namespaces with the prefix "mirror-".
+const MirrorNamespaces = "mirror-*"
 
 // EnvAppResync names the variable that sets the test Argo CD's
 // --app-resync, in seconds. Tests want 10 (the default here), so that

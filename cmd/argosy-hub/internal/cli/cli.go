@@ -35,7 +35,7 @@ never connects to a workload cluster. Any number of replicas may run.`,
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(cmdkit.FlagErrorWithUsage)
-	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy-hub", "json", nil), NewCmdRun(io, nil), NewCmdKeygen(io, nil), NewCmdToken(io), NewCmdRotate(io, nil))
+	root.AddCommand(cmdkit.NewCmdVersion(io, "argosy-hub", "json", nil), NewCmdRun(io, nil), NewCmdKeygen(io, nil), NewCmdToken(io), NewCmdRotate(io, nil), NewCmdMirror(io, nil))
 	return root
 }
 

@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/mirror"
+	"github.com/argosyproj/argosy/internal/httpserve"
+	"github.com/argosyproj/argosy/internal/telemetry"
+	"github.com/argosyproj/argosy/internal/version"
+)
+
+// MirrorOptions are the flags of `argosy-hub mirror`.
+type MirrorOptions struct {
+	IO          cmdkit.IOStreams
+	HubURL      string
+	HubCA       string
+	TokenFile   string
+	Kubeconfig  string
+	Prefix      string
+	Interval    time.Duration
+	MetricsAddr string
+}
+
+// BindFlags adds the mirror's flags to fs.
+func (o *MirrorOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.HubURL, "hub-url", cmdkit.Env("ARGOSY_HUB_URL", ""), "the hub's API, whose views the mirror reads (env ARGOSY_HUB_URL)")
+	fs.StringVar(&o.HubCA, "hub-ca", cmdkit.Env("ARGOSY_HUB_CA", ""),
+		"PEM bundle of CA certificates trusted for an https --hub-url in addition to the system's (env ARGOSY_HUB_CA)")
+	fs.StringVar(&o.TokenFile, "token-file", cmdkit.Env("ARGOSY_TOKEN_FILE", ""),
+		"file holding the mirror's bearer token for the hub; a viewer's is enough, as the mirror only reads (env ARGOSY_TOKEN_FILE)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", cmdkit.Env("KUBECONFIG", ""),
+		"kubeconfig of the mirror cluster, where Argo CD shows the fleet; empty means in-cluster config (env KUBECONFIG)")
+	fs.StringVar(&o.Prefix, "namespace-prefix", cmdkit.Env("ARGOSY_MIRROR_NAMESPACE_PREFIX", ""),
+		"prefix of each cluster's namespace; empty names it after the cluster (env ARGOSY_MIRROR_NAMESPACE_PREFIX)")
+	fs.DurationVar(&o.Interval, "interval", 5*time.Second, "time between two rounds over the fleet")
+	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9467"),
+		"address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
+}
+
+// NewCmdMirror returns `argosy-hub mirror`.
+func NewCmdMirror(io cmdkit.IOStreams, runF func(context.Context, *MirrorOptions) error) *cobra.Command {
+	opts := &MirrorOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "mirror",
+		Short: "Keep the fleet's Applications in a Kubernetes cluster that runs a stock Argo CD",
+		Long: `mirror keeps, in the cluster --kubeconfig names (the mirror cluster), one
+namespace per workload cluster holding an Application for each Application
+the cluster runs: the spec the hub wants (or, for an Application the
+cluster owns in autonomous mode, the spec it published, annotated
+argosy.dev/owner=spoke) and the status its agent reported: sync, health,
+operation state, conditions and history. Argo CD's UI, API server and CLI
+on the mirror cluster then show the whole fleet.
+
+It reads the hub's views through its API with --token-file (a viewer's token
+is enough) and writes only to the mirror cluster: it appends no event and
+holds no credentials to a workload cluster. Every Application it writes
+carries argocd.argoproj.io/skip-reconcile=true, so the mirror cluster's
+application controller never syncs or prunes it. Run one mirror per mirror
+cluster.`,
+		Example: `  argosy-hub mirror --hub-url https://argosy.internal:8443 --token-file /etc/argosy/mirror-token \
+    --namespace-prefix fleet-`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if opts.HubURL == "" || opts.TokenFile == "" {
+				return &cmdkit.FlagError{Err: errors.New("--hub-url and --token-file are required")}
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runMirror(c.Context(), opts)
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	return cmd
+}
+
+func runMirror(ctx context.Context, o *MirrorOptions) error {
+	log := slog.New(slog.NewJSONHandler(o.IO.Err, nil))
+	tel, err := telemetry.Setup(ctx, "argosy-mirror", version.Get().Version)
+	if err != nil {
+		return err
+	}
+	defer tel.ShutdownLogged(ctx, log)
+	token, err := os.ReadFile(o.TokenFile)
+	if err != nil {
+		return &cmdkit.FlagError{Err: fmt.Errorf("--token-file: %w", err)}
+	}
+	hc, err := cmdkit.CAClient(o.HubCA)
+	if err != nil {
+		return &cmdkit.FlagError{Err: fmt.Errorf("--hub-ca: %w", err)}
+	}
+	hubc, err := api.NewClient(o.HubURL, strings.TrimSpace(string(token)), hc)
+	if err != nil {
+		return &cmdkit.FlagError{Err: fmt.Errorf("--hub-url: %w", err)}
+	}
+	cfg, err := mirrorKubeConfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	m, err := mirror.New(hubc, dyn, mirror.WithNamespacePrefix(o.Prefix), mirror.WithInterval(o.Interval), mirror.WithLogger(log))
+	if err != nil {
+		return &cmdkit.FlagError{Err: err}
+	}
+	log.InfoContext(ctx, "argosy-hub mirror started", "version", version.Get().Version, "hub", o.HubURL, "prefix", o.Prefix)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
+	return g.Wait()
+}
+
+// mirrorKubeConfig is the mirror cluster's client configuration: the
+// kubeconfig's, or the in-cluster one.
+func mirrorKubeConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}

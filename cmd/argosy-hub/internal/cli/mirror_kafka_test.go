@@ -1,0 +1,260 @@
+//go:build integration
+
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/argosyproj/argosy/cmd/argosy-hub/internal/cli"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/mirror"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/testproc"
+)
+
+// TestMirrorIntoArgoCD runs the real mirror (argosy-hub mirror, with a
+// viewer's token) beside a real hub, broker and spoke, into a cluster whose
+// Argo CD controller watches the mirror's namespaces. The Application the
+// spoke's Argo CD synced appears in its cluster's namespace with the
+// status, revision and history the spoke reported. The controller leaves
+// it alone. Neither the mirror's rounds, nor its restart, nor deleting
+// its namespace append a config event or touch the cluster's own
+// Application; a restarted mirror writes nothing that did not change; an
+// Application deleted through the hub leaves the mirror.
+func TestMirrorIntoArgoCD(t *testing.T) {
+	e := kubetest.Current(t)
+	if err := e.StartArgoCD(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, buildHub(t))
+	viewer := f.newToken("mirror", "viewer")
+	hubc, _, url := f.startWith("hub", []string{"--store", "sqlite://" + filepath.Join(f.dir, "views.db"), "--fold",
+		"--projector-group", f.prefix + "projector"})
+	ns := e.Namespace(t)
+	cluster := "m-" + ns
+	reg, err := hubc.RegisterCluster(t.Context(), cluster, api.ClusterRequest{}, api.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSpoke(t, e, f, url, cluster, reg.JoinToken)
+	repo := kubetest.NewRepo(t)
+	commit := repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
+	name := "mirrored-" + ns
+	manifest := fmt.Sprintf(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":%q,"namespace":%q},
+	"spec":{"project":"default","source":{"repoURL":%q,"path":"app","targetRevision":"main"},
+	"destination":{"server":"https://kubernetes.default.svc","namespace":%q},"syncPolicy":{"automated":{}}}}`,
+		name, kubetest.ArgoNamespace, repo.URL, ns)
+	if _, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{cluster}, Manifest: json.RawMessage(manifest)},
+		api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spokeApps := dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	waitFor(t, 3*time.Minute, "Argo CD on the spoke syncs the Application", func() bool {
+		a, err := spokeApps.Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && unstructuredString(a.Object, "status", "sync", "status") == "Synced" &&
+			unstructuredString(a.Object, "status", "health", "status") == "Healthy"
+	})
+
+	tokenFile := filepath.Join(f.dir, "mirror-token")
+	if err := os.WriteFile(tokenFile, []byte(viewer+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mirrorNS := "mirror-" + cluster
+	mirrored := dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS)
+	m := f.startMirror(e, url, tokenFile)
+	got := waitMirrored(t, mirrored, name, commit)
+	for k, want := range map[string]string{mirror.AnnotationSkipReconcile: "true", mirror.AnnotationOwner: mirror.OwnerHub,
+		mirror.AnnotationNamespace: kubetest.ArgoNamespace} {
+		if v := got.GetAnnotations()[k]; v != want {
+			t.Errorf("annotation %s = %q, want %q", k, v, want)
+		}
+	}
+	if v := got.GetLabels()[mirror.LabelCluster]; v != cluster {
+		t.Errorf("label %s = %q, want %q", mirror.LabelCluster, v, cluster)
+	}
+	configEnd := endOffsets(t, f, events.TopicConfig)
+
+	// Ask the mirror cluster's controller for a hard refresh, which it acts
+	// on and clears at once for an Application it reconciles; past two of
+	// its resyncs, the request is still there and the status is the
+	// mirror's.
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"hard"}}}`, "argocd.argoproj.io/refresh")
+	if _, err := mirrored.Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(25 * time.Second)
+	after, err := mirrored.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := after.GetAnnotations()["argocd.argoproj.io/refresh"]; !ok {
+		t.Error("the mirror cluster's Argo CD reconciled the mirrored Application: it took the refresh")
+	}
+	if v, ok, _ := unstructured.NestedString(after.Object, "status", "controllerNamespace"); ok {
+		t.Errorf("the mirror cluster's Argo CD wrote the status (controllerNamespace %q)", v)
+	}
+
+	// A mirror started again writes nothing that did not change.
+	if err := m.Terminate(10 * time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, m.LogTail())
+	}
+	f.startMirror(e, url, tokenFile)
+	waitFor(t, time.Minute, "the restarted mirror's first round", func() bool { return metric(t, f, "mirror", "argosy_mirror_rounds_total", "") >= 1 })
+	if n := metric(t, f, "mirror", "argosy_mirror_objects_total", `outcome="written"`); n != 0 {
+		t.Errorf("the restarted mirror wrote %v Applications again, want 0", n)
+	}
+	again, err := mirrored.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetResourceVersion() != after.GetResourceVersion() {
+		t.Errorf("the restarted mirror rewrote the Application (resourceVersion %s, was %s)", again.GetResourceVersion(), after.GetResourceVersion())
+	}
+
+	// Deleting the mirror's namespace deletes nothing on the cluster: the
+	// mirror makes it again.
+	namespaces := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	if err := namespaces.Delete(t.Context(), mirrorNS, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the namespace to go", func() bool {
+		got, err := mirrored.Get(t.Context(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || (err == nil && got.GetUID() != after.GetUID())
+	})
+	waitMirrored(t, mirrored, name, commit)
+	if _, err := spokeApps.Get(t.Context(), name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the cluster's Application after its mirror namespace was deleted: %v", err)
+	}
+	if now := endOffsets(t, f, events.TopicConfig); now != configEnd {
+		t.Errorf("the config topic's end offsets moved from %d to %d while the mirror ran", configEnd, now)
+	}
+
+	if _, err := hubc.Delete(t.Context(), api.KindApplications, cluster, kubetest.ArgoNamespace, name, true, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the deleted Application to leave the mirror", func() bool {
+		_, err := mirrored.Get(t.Context(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// waitMirrored waits for the mirrored Application to carry the spoke's
+// status at revision, with its history, and returns it.
+func waitMirrored(t *testing.T, mirrored dynamic.ResourceInterface, name, revision string) *unstructured.Unstructured {
+	t.Helper()
+	var got *unstructured.Unstructured
+	waitFor(t, 2*time.Minute, "the Application mirrored with its status", func() bool {
+		a, err := mirrored.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		history, _, _ := unstructured.NestedSlice(a.Object, "status", "history")
+		got = a
+		return unstructuredString(a.Object, "status", "sync", "status") == "Synced" &&
+			unstructuredString(a.Object, "status", "sync", "revision") == revision &&
+			unstructuredString(a.Object, "status", "health", "status") == "Healthy" &&
+			len(history) > 0 && unstructuredString(history[len(history)-1].(map[string]any), "revision") == revision
+	})
+	return got
+}
+
+// newToken adds a bearer token with role to the fixture's tokens file and
+// returns it.
+func (f *fixture) newToken(name, role string) string {
+	f.t.Helper()
+	out := &capture{}
+	root := cli.NewRoot(cmdkit.IOStreams{Out: out, Err: new(discard)})
+	root.SetArgs([]string{"token", "new", name, "--role", role, "--file", filepath.Join(f.dir, "tokens.yaml")})
+	if err := root.ExecuteContext(f.t.Context()); err != nil {
+		f.t.Fatal(err)
+	}
+	return out.line()
+}
+
+// startMirror runs argosy-hub mirror into e's cluster, its namespaces
+// prefixed "mirror-" as the test Argo CD watches them.
+func (f *fixture) startMirror(e *kubetest.Env, hubURL, tokenFile string) *testproc.Proc {
+	f.t.Helper()
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.metrics["mirror"] = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	p, err := testproc.Start(f.dir, "mirror", f.bin, []string{"mirror", "--hub-url", hubURL, "--token-file", tokenFile,
+		"--kubeconfig", e.Kubeconfig, "--namespace-prefix", strings.TrimSuffix(kubetest.MirrorNamespaces, "*"),
+		"--interval", "500ms", "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0])}, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() {
+		if err := p.Stop(10 * time.Second); err != nil {
+			f.t.Logf("mirror: %v\n%s", err, p.LogTail())
+		}
+	})
+	return p
+}
+
+// endOffsets is the sum of the end offsets of the fixture's topic.
+func endOffsets(t *testing.T, f *fixture, topic events.Topic) int64 {
+	t.Helper()
+	ends, err := kadm.NewClient(kafkatest.Client(t)).ListEndOffsets(t.Context(), f.topics[topic])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	ends.Each(func(o kadm.ListedOffset) { sum += o.Offset })
+	return sum
+}
+
+// metric sums the samples of the named process's metric family whose
+// labels hold label (as `key="value"`); 0 when it does not answer.
+func metric(t *testing.T, f *fixture, name, family, label string) float64 {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.metrics[name]+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, family+"{") || !strings.Contains(line, label) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
