@@ -149,7 +149,9 @@ func checkPods(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("%s: runAsNonRoot is not set", name)
 		}
 		automount, found, _ := unstructured.NestedBool(pod, "automountServiceAccountToken")
-		if spoke := strings.HasSuffix(name, "-spoke"); spoke == (found && !automount) {
+		// The spoke and the mirror call the Kubernetes API; no other part
+		// gets a token.
+		if callsAPI := strings.HasSuffix(name, "-spoke") || strings.HasSuffix(name, "-mirror"); callsAPI == (found && !automount) {
 			t.Errorf("%s: automountServiceAccountToken %v (set: %v)", name, automount, found)
 		}
 		containers, _, _ := unstructured.NestedSlice(pod, "containers")

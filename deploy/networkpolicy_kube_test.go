@@ -181,3 +181,28 @@ func TestNetworkPolicySpokeEgress(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkPolicyMirror: the mirror reaches the kube-apiserver and the
+// release's hub pods on their API port, and nothing else (not Kafka, not
+// the hub's metrics); only scrapers reach its metrics. With mirror.hubURL
+// set, it reaches that URL's port instead.
+func TestNetworkPolicyMirror(t *testing.T) {
+	r := renderPolicies(t, "-f", chart+"/ci/hub-projector-values.yaml", "--set", "mirror.enabled=true")
+	hub, m := r.pods["hub"], r.pods["mirror"]
+	if m.Labels == nil {
+		t.Fatalf("no mirror Deployment: %v", r.pods)
+	}
+	r.check(t, m, hub, 8080, "", true, "the mirror → the hub's API")
+	r.check(t, m, hub, 9466, "", false, "the mirror → the hub's metrics")
+	r.check(t, m, outside, 6443, "", true, "the mirror → the kube-apiserver")
+	r.check(t, m, kafkaPod, 9093, "", false, "the mirror → Kafka")
+	r.check(t, m, outside, 8080, "", false, "the mirror → another address's 8080")
+	r.check(t, m, dnsPod, 53, corev1.ProtocolUDP, true, "the mirror → DNS")
+	r.check(t, stranger, m, 9467, "", false, "a pod of another namespace → the mirror's metrics")
+	r.check(t, monitoring, m, 9467, "", true, "a pod of namespace monitoring → the mirror's metrics")
+
+	r = renderPolicies(t, "-f", chart+"/ci/mirror-values.yaml")
+	m = r.pods["mirror"]
+	r.check(t, m, outside, 8443, "", true, "the mirror → mirror.hubURL's port, 8443")
+	r.check(t, m, outside, 8080, "", false, "the mirror → another port")
+}

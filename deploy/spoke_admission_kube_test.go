@@ -12,6 +12,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -31,10 +32,19 @@ func installSpokeFor(t *testing.T, e *kubetest.Env, ns, argocdNS string) kuberne
 	if err := e.ApplyObjects(t.Context(), ns, objs...); err != nil {
 		t.Fatal(err)
 	}
+	deleteClusterScoped(t, e, objs)
+	return kubetest.Clientset(t, e.TokenConfig(t, ns, "argosy-spoke"))
+}
+
+// deleteClusterScoped deletes, when the test ends, the cluster-scoped
+// objects among objs that it applied: admission policies and their
+// bindings, ClusterRoles and ClusterRoleBindings.
+func deleteClusterScoped(t *testing.T, e *kubetest.Env, objs []*unstructured.Unstructured) {
+	t.Helper()
 	admin := kubetest.Clientset(t, e.Admin)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		vap := admin.AdmissionregistrationV1()
+		vap, rbac := admin.AdmissionregistrationV1(), admin.RbacV1()
 		for _, o := range objs {
 			var err error
 			switch o.GetKind() {
@@ -42,13 +52,16 @@ func installSpokeFor(t *testing.T, e *kubetest.Env, ns, argocdNS string) kuberne
 				err = vap.ValidatingAdmissionPolicies().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
 			case "ValidatingAdmissionPolicyBinding":
 				err = vap.ValidatingAdmissionPolicyBindings().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+			case "ClusterRole":
+				err = rbac.ClusterRoles().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+			case "ClusterRoleBinding":
+				err = rbac.ClusterRoleBindings().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
 			}
 			if err != nil {
 				t.Logf("delete %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
 		}
 	})
-	return kubetest.Clientset(t, e.TokenConfig(t, ns, "argosy-spoke"))
 }
 
 // patchSecret adds a label to the Secret ns/name.

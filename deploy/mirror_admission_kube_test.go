@@ -1,0 +1,147 @@
+//go:build integration
+
+package deploy_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/argosyproj/argosy/hub/mirror"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+	"github.com/argosyproj/argosy/projector"
+	"github.com/argosyproj/argosy/projector/read"
+)
+
+// mirrorDenial is what the chart's mirror policy says when it refuses a
+// change to a mirrored Application.
+const mirrorDenial = "through Argosy (argosy app apply|sync|rollback|delete --cluster), not here"
+
+// oneApp is a fleet of one cluster running one Application.
+type oneApp struct{ cluster string }
+
+func (f oneApp) Clusters(context.Context) ([]read.Cluster, error) {
+	return []read.Cluster{{ClusterRow: projector.ClusterRow{Name: f.cluster}, State: read.StateConnected}}, nil
+}
+
+func (f oneApp) Apps(context.Context, projector.AppFilter) ([]read.App, error) {
+	key := projector.AppKey{Cluster: f.cluster, Namespace: "argocd", Name: "web"}
+	return []read.App{{AppRow: projector.AppRow{AppKey: key, Desired: &projector.AppDesired{AppKey: key, Project: "default", Generation: 1,
+		Spec: json.RawMessage(`{"source":{"repoURL":"https://git.example/app","path":"app"},"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}`)}}}}, nil
+}
+
+func (oneApp) Deployments(context.Context, projector.DeploymentFilter) (*read.DeploymentList, error) {
+	return &read.DeploymentList{}, nil
+}
+
+// TestMirrorRoleAndReadOnlyPolicy installs the chart's mirror part for
+// real on a real kube-apiserver with Argo CD's CRDs, and runs a round of
+// the mirror as its ServiceAccount: the ClusterRole grants what it needs
+// (its namespaces, the Applications in them). The chart's policy then
+// refuses anyone else's change to a mirrored Application (an edit, an
+// operation, a delete, a new Application in the namespace), naming the
+// argosy command to use. Deleting the namespace still works, and the
+// mirror makes it again.
+func TestMirrorRoleAndReadOnlyPolicy(t *testing.T) {
+	e := setup(t)
+	ctx := t.Context()
+	ns := e.Namespace(t)
+	objs := render(t, ns, "-f", chart+"/ci/mirror-values.yaml", "--set", "mirror.namespacePrefix=mirror-")
+	if err := e.ApplyObjects(ctx, ns, objs...); err != nil {
+		t.Fatal(err)
+	}
+	deleteClusterScoped(t, e, objs)
+	sa, err := dynamic.NewForConfig(e.TokenConfig(t, ns, "argosy-mirror"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := "c-" + ns
+	m, err := mirror.New(oneApp{cluster}, sa, mirror.WithNamespacePrefix("mirror-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := m.Round(ctx); err != nil || st.Written != 1 {
+		t.Fatalf("a round as the mirror's ServiceAccount: %+v, %v; want one Application written", st, err)
+	}
+	admin, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrorNS := "mirror-" + cluster
+	apps := admin.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS)
+	t.Cleanup(func() {
+		_ = admin.Resource(namespacesGVR).Delete(context.Background(), mirrorNS, metav1.DeleteOptions{})
+	})
+	sync := []byte(`{"operation":{"sync":{"revision":"main"}}}`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := apps.Patch(ctx, "web", types.MergePatchType, sync, metav1.PatchOptions{})
+		if err != nil && strings.Contains(err.Error(), mirrorDenial) {
+			if !strings.Contains(err.Error(), "mirror those of Argosy cluster "+cluster) {
+				t.Errorf("the refusal does not name the cluster: %v", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the chart was installed, an administrator's Sync of a mirrored Application is not refused: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for what, call := range map[string]func() error{
+		"edit the spec": func() error {
+			_, err := apps.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"source":{"path":"other"}}}`), metav1.PatchOptions{})
+			return err
+		},
+		"delete it": func() error { return apps.Delete(ctx, "web", metav1.DeleteOptions{}) },
+		"create another": func() error {
+			_, err := apps.Create(ctx, mirrorApp(mirrorNS, "other"), metav1.CreateOptions{})
+			return err
+		},
+	} {
+		if err := call(); err == nil || !strings.Contains(err.Error(), mirrorDenial) {
+			t.Errorf("%s as an administrator: %v, want refused by the policy", what, err)
+		}
+	}
+	if st, err := m.Round(ctx); err != nil || st.Unchanged != 1 {
+		t.Errorf("a second round: %+v, %v; want the Application unchanged", st, err)
+	}
+
+	if err := admin.Resource(namespacesGVR).Delete(ctx, mirrorNS, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(time.Minute)
+	for {
+		_, err := admin.Resource(namespacesGVR).Get(ctx, mirrorNS, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mirror namespace is not gone a minute after its delete (the policy must let the namespace controller empty it): %v", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if st, err := m.Round(ctx); err != nil || st.Written != 1 {
+		t.Errorf("a round after the namespace was deleted: %+v, %v; want the Application written again", st, err)
+	}
+}
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// mirrorApp is an Application named name in namespace ns.
+func mirrorApp(ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"project": "default", "source": map[string]any{"repoURL": "https://git.example/app"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc"}},
+	}}
+}
