@@ -60,12 +60,8 @@ func TestMirrorRoleAndReadOnlyPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleteClusterScoped(t, e, objs)
-	sa, err := dynamic.NewForConfig(e.TokenConfig(t, ns, "argosy-mirror"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cluster := "c-" + ns
-	m, err := mirror.New(oneApp{cluster}, sa, mirror.WithNamespacePrefix("mirror-"))
+	m, err := mirror.New(oneApp{cluster}, e.TokenConfig(t, ns, "argosy-mirror"), mirror.WithNamespacePrefix("mirror-"))
 	if err != nil {
 		t.Fatal(err)
 	}

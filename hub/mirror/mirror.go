@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -12,12 +13,15 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/argosyproj/argosy/projector"
 	"github.com/argosyproj/argosy/projector/read"
@@ -45,6 +49,7 @@ var ErrForeignNamespace = errors.New("the namespace exists and is not the mirror
 type Mirror struct {
 	fleet   Fleet
 	dyn     dynamic.Interface
+	md      metadata.Interface
 	o       options
 	tracer  trace.Tracer
 	objects metric.Int64Counter
@@ -58,6 +63,7 @@ type Option func(*options)
 type options struct {
 	prefix   string
 	interval time.Duration
+	workers  int
 	log      *slog.Logger
 	tp       trace.TracerProvider
 	mp       metric.MeterProvider
@@ -72,6 +78,11 @@ func WithNamespacePrefix(p string) Option { return func(o *options) { o.prefix =
 // WithInterval sets how long the mirror waits between rounds (default 5s).
 func WithInterval(d time.Duration) Option { return func(o *options) { o.interval = d } }
 
+// WithConcurrency sets how many clusters a round mirrors at once
+// (default 8). Memory grows with it: a round holds the rows of the
+// clusters it is mirroring.
+func WithConcurrency(n int) Option { return func(o *options) { o.workers = n } }
+
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
@@ -81,23 +92,35 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options
 // WithMeterProvider sets the meter provider (default: the global one).
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.mp = mp } }
 
-// New returns a Mirror of fleet into the cluster dyn writes to.
-func New(fleet Fleet, dyn dynamic.Interface, opts ...Option) (*Mirror, error) {
-	if fleet == nil || dyn == nil {
-		return nil, errors.New("mirror: a fleet and a Kubernetes client are required")
+// New returns a Mirror of fleet into the cluster kube configures a client
+// of.
+func New(fleet Fleet, kube *rest.Config, opts ...Option) (*Mirror, error) {
+	if fleet == nil || kube == nil {
+		return nil, errors.New("mirror: a fleet and a Kubernetes configuration are required")
 	}
-	o := options{interval: 5 * time.Second, log: slog.New(slog.DiscardHandler), tp: otel.GetTracerProvider(), mp: otel.GetMeterProvider()}
+	dyn, err := dynamic.NewForConfig(kube)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	md, err := metadata.NewForConfig(kube)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	o := options{interval: 5 * time.Second, workers: 8, log: slog.New(slog.DiscardHandler), tp: otel.GetTracerProvider(), mp: otel.GetMeterProvider()}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.interval <= 0 {
 		return nil, fmt.Errorf("mirror: interval %s: want more than 0", o.interval)
 	}
+	if o.workers < 1 {
+		return nil, fmt.Errorf("mirror: concurrency %d: want at least 1", o.workers)
+	}
 	if errs := validation.IsDNS1123Label(o.prefix + "a"); o.prefix != "" && len(errs) > 0 {
 		return nil, fmt.Errorf("mirror: namespace prefix %q: %v", o.prefix, errs)
 	}
 	meter := o.mp.Meter("github.com/argosyproj/argosy/hub/mirror")
-	m := &Mirror{fleet: fleet, dyn: dyn, o: o, tracer: o.tp.Tracer("github.com/argosyproj/argosy/hub/mirror")}
+	m := &Mirror{fleet: fleet, dyn: dyn, md: md, o: o, tracer: o.tp.Tracer("github.com/argosyproj/argosy/hub/mirror")}
 	m.objects = instrument(meter.Int64Counter("argosy.mirror.objects",
 		metric.WithDescription("Mirrored Applications by what a round did with them: written, unchanged, deleted, conflict")))
 	m.rounds = instrument(meter.Int64Counter("argosy.mirror.rounds", metric.WithDescription("Rounds by outcome: ok or error")))
@@ -165,8 +188,17 @@ func (m *Mirror) Round(ctx context.Context) (st Stats, err error) {
 	if err != nil {
 		return st, fmt.Errorf("mirror: clusters: %w", err)
 	}
+	have, err := m.read(ctx)
+	if err != nil {
+		return st, err
+	}
 	kept := map[string]bool{}
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.o.workers)
 	for _, c := range clusters {
 		ns := m.o.prefix + c.Name
 		if c.State == read.StateDeregistered {
@@ -174,21 +206,31 @@ func (m *Mirror) Round(ctx context.Context) (st Stats, err error) {
 		}
 		kept[ns] = true
 		st.Clusters++
-		if err := m.cluster(ctx, c.Name, ns, &st); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
-		}
+		g.Go(func() error {
+			var one Stats
+			err := m.cluster(gctx, c.Name, ns, have, &one)
+			mu.Lock()
+			defer mu.Unlock()
+			st.Written, st.Unchanged, st.Deleted, st.Conflicts = st.Written+one.Written, st.Unchanged+one.Unchanged, st.Deleted+one.Deleted, st.Conflicts+one.Conflicts
+			if err != nil {
+				errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
+			}
+			return nil
+		})
 	}
-	if err := m.prune(ctx, kept); err != nil {
+	_ = g.Wait() // each cluster's error is in errs: one cluster's does not stop the others
+	if err := m.prune(ctx, have, kept); err != nil {
 		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
 }
 
-// cluster mirrors one cluster's Applications into ns.
-func (m *Mirror) cluster(ctx context.Context, cluster, ns string, st *Stats) error {
+// cluster mirrors one cluster's Applications into ns, of which have says
+// what the mirror cluster holds.
+func (m *Mirror) cluster(ctx context.Context, cluster, ns string, have *state, st *Stats) error {
 	ctx, span := m.tracer.Start(ctx, "mirror.cluster", trace.WithAttributes(attribute.String("argosy.cluster", cluster)))
 	defer span.End()
-	if err := m.namespace(ctx, cluster, ns); err != nil {
+	if err := m.namespace(ctx, cluster, ns, have); err != nil {
 		return err
 	}
 	apps, err := m.fleet.Apps(ctx, projector.AppFilter{Cluster: cluster})
@@ -199,23 +241,16 @@ func (m *Mirror) cluster(ctx context.Context, cluster, ns string, st *Stats) err
 	if err != nil {
 		return fmt.Errorf("deployments: %w", err)
 	}
-	ri := m.dyn.Resource(applicationGVR).Namespace(ns)
-	have, err := ri.List(ctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + FieldManager})
-	if err != nil {
-		return fmt.Errorf("list %s: %w", ns, err)
-	}
-	hashes := map[string]string{}
-	for _, o := range have.Items {
-		hashes[o.GetName()] = o.GetAnnotations()[AnnotationHash]
-	}
 	want, conflicts, err := objects(ns, apps, deployments.Items)
 	st.Conflicts += conflicts
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
 	}
+	ri := m.dyn.Resource(applicationGVR).Namespace(ns)
+	hashes := have.hashes[ns]
 	for name, obj := range want {
-		if hashes[name] == obj.GetAnnotations()[AnnotationHash] {
+		if h, ok := hashes[name]; ok && h == obj.GetAnnotations()[AnnotationHash] {
 			st.Unchanged++
 			continue
 		}

@@ -14,29 +14,93 @@ import (
 // again once it is gone and made anew.
 var errTerminating = errors.New("the namespace is being deleted; it is made again in a later round")
 
-// namespace makes cluster's namespace ns if it is missing, and refuses one
-// that is not the mirror's for that cluster.
-func (m *Mirror) namespace(ctx context.Context, cluster, ns string) error {
+// listPage is how many objects a list call asks for at a time.
+const listPage = 500
+
+// state is what the mirror cluster holds of the mirror's, read at the
+// start of a round in a few list calls of metadata alone, whatever the
+// fleet's size: a round in which nothing changed makes no other call to
+// the mirror cluster.
+type state struct {
+	// namespaces are the mirror's namespaces by name: their cluster label
+	// and whether they are being deleted.
+	namespaces map[string]namespaceState
+	// hashes are the hashes of the mirror's Applications, by namespace
+	// and name.
+	hashes map[string]map[string]string
+}
+
+type namespaceState struct {
+	cluster     string
+	terminating bool
+}
+
+// read lists the mirror's namespaces and Applications, page by page.
+func (m *Mirror) read(ctx context.Context) (*state, error) {
+	st := &state{namespaces: map[string]namespaceState{}, hashes: map[string]map[string]string{}}
+	opts := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + FieldManager, Limit: listPage}
+	for {
+		l, err := m.md.Resource(namespaceGVR).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("mirror: list namespaces: %w", err)
+		}
+		for _, ns := range l.Items {
+			st.namespaces[ns.Name] = namespaceState{cluster: ns.Labels[LabelCluster], terminating: ns.DeletionTimestamp != nil}
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	opts.Continue = ""
+	for {
+		l, err := m.md.Resource(applicationGVR).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("mirror: list Applications: %w", err)
+		}
+		for _, a := range l.Items {
+			if st.hashes[a.Namespace] == nil {
+				st.hashes[a.Namespace] = map[string]string{}
+			}
+			st.hashes[a.Namespace][a.Name] = a.Annotations[AnnotationHash]
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			return st, nil
+		}
+	}
+}
+
+// namespace makes cluster's namespace ns if the mirror has none, and
+// refuses one that is not the mirror's for that cluster.
+func (m *Mirror) namespace(ctx context.Context, cluster, ns string, have *state) error {
+	if cur, ok := have.namespaces[ns]; ok {
+		switch {
+		case cur.cluster != cluster:
+			return fmt.Errorf("namespace %s: %w (it mirrors cluster %q)", ns, ErrForeignNamespace, cur.cluster)
+		case cur.terminating:
+			return fmt.Errorf("namespace %s: %w", ns, errTerminating)
+		}
+		return nil
+	}
 	ri := m.dyn.Resource(namespaceGVR)
-	cur, err := ri.Get(ctx, ns, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		obj := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "Namespace",
-			"metadata": map[string]any{"name": ns, "labels": map[string]any{LabelManagedBy: FieldManager, LabelCluster: cluster}},
-		}}
-		if _, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]any{LabelManagedBy: FieldManager, LabelCluster: cluster}},
+	}}
+	_, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
 			return fmt.Errorf("create namespace %s: %w", ns, err)
 		}
 		return nil
 	}
+	// It exists without the mirror's label, or was made since the round
+	// began.
+	cur, err := ri.Get(ctx, ns, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("namespace %s: %w", ns, err)
 	}
 	if l := cur.GetLabels(); l[LabelManagedBy] != FieldManager || l[LabelCluster] != cluster {
 		return fmt.Errorf("namespace %s: %w (it lacks %s=%s and %s=%s)", ns, ErrForeignNamespace, LabelManagedBy, FieldManager, LabelCluster, cluster)
-	}
-	if cur.GetDeletionTimestamp() != nil {
-		return fmt.Errorf("namespace %s: %w", ns, errTerminating)
 	}
 	return nil
 }
@@ -45,16 +109,11 @@ func (m *Mirror) namespace(ctx context.Context, cluster, ns string) error {
 // fleet, or was deregistered: kept holds the namespaces of the others.
 // Deleting a namespace deletes only the mirrored objects in it, never
 // anything on the cluster.
-func (m *Mirror) prune(ctx context.Context, kept map[string]bool) error {
+func (m *Mirror) prune(ctx context.Context, have *state, kept map[string]bool) error {
 	ri := m.dyn.Resource(namespaceGVR)
-	l, err := ri.List(ctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + FieldManager})
-	if err != nil {
-		return fmt.Errorf("list namespaces: %w", err)
-	}
 	var errs []error
-	for _, ns := range l.Items {
-		name := ns.GetName()
-		if kept[name] || ns.GetDeletionTimestamp() != nil || name != m.o.prefix+ns.GetLabels()[LabelCluster] {
+	for name, ns := range have.namespaces {
+		if kept[name] || ns.terminating || name != m.o.prefix+ns.cluster {
 			continue
 		}
 		if err := ri.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -33,6 +32,7 @@ type MirrorOptions struct {
 	Kubeconfig  string
 	Prefix      string
 	Interval    time.Duration
+	Concurrency int
 	MetricsAddr string
 }
 
@@ -48,6 +48,7 @@ func (o *MirrorOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Prefix, "namespace-prefix", cmdkit.Env("ARGOSY_MIRROR_NAMESPACE_PREFIX", ""),
 		"prefix of each cluster's namespace; empty names it after the cluster (env ARGOSY_MIRROR_NAMESPACE_PREFIX)")
 	fs.DurationVar(&o.Interval, "interval", 5*time.Second, "time between two rounds over the fleet")
+	fs.IntVar(&o.Concurrency, "concurrency", 8, "clusters a round mirrors at once")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9467"),
 		"address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
 }
@@ -112,11 +113,8 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	m, err := mirror.New(hubc, dyn, mirror.WithNamespacePrefix(o.Prefix), mirror.WithInterval(o.Interval), mirror.WithLogger(log))
+	m, err := mirror.New(hubc, cfg, mirror.WithNamespacePrefix(o.Prefix), mirror.WithInterval(o.Interval),
+		mirror.WithConcurrency(o.Concurrency), mirror.WithLogger(log))
 	if err != nil {
 		return &cmdkit.FlagError{Err: err}
 	}
