@@ -58,12 +58,18 @@ func (s *Server) objects(r *http.Request, c *call) (any, error) {
 func (s *Server) cluster(name, field string) (entry, error) {
 	e, ok := s.ledger.get(name)
 	if !ok || e.deleted || e.typ != events.TypeClusterRegistered {
-		return entry{}, &apiError{status: http.StatusNotFound, body: api.Error{
-			Error:  fmt.Sprintf("cluster %q is not registered", name),
-			Fields: []api.FieldError{{Field: field, Reason: "no such cluster"}},
-			Hint:   "argosy cluster register " + name + " --labels …, or argosy cluster list"}}
+		return entry{}, notRegistered(name, field)
 	}
 	return e, nil
+}
+
+// notRegistered is the 404 of a cluster the hub has not registered, which
+// field named.
+func notRegistered(name, field string) error {
+	return &apiError{status: http.StatusNotFound, body: api.Error{
+		Error:  fmt.Sprintf("cluster %q is not registered", name),
+		Fields: []api.FieldError{{Field: field, Reason: "no such cluster"}},
+		Hint:   "argosy cluster register " + name + " --labels …, or argosy cluster list"}}
 }
 
 func (s *Server) applyApplication(r *http.Request, c *call) (any, error) {

@@ -54,12 +54,21 @@ func (s *Server) inspect(r *http.Request, c *call, query string) (any, error) {
 // waits for the answer for at most timeout: p must be let inspect the
 // Application (logs: read its logs) on its cluster and in its project.
 func (s *Server) ask(ctx context.Context, p *auth.Principal, subj events.Subject, req schemas.QueryRequested, timeout time.Duration) (*schemas.QueryAnswered, error) {
+	// The role first, which says nothing of the target. A question is a
+	// read, so what lies outside the token's clusters or projects does not
+	// exist for it, as in the read API: the same 404, word for word.
+	if err := p.Allow(actionOf(req.Query), "", nil, ""); err != nil {
+		return nil, err
+	}
 	cl, err := s.cluster(subj.Cluster, "cluster")
 	if err != nil {
 		return nil, err
 	}
+	if !p.Cluster(subj.Cluster, cl.labels) {
+		return nil, notRegistered(subj.Cluster, "cluster")
+	}
 	cur, ok := s.ledger.get(events.DesiredKey(subj))
-	if !ok || cur.deleted {
+	if !ok || cur.deleted || !p.Project(cur.project) {
 		return nil, &apiError{status: http.StatusNotFound, body: api.Error{Error: fmt.Sprintf("%s does not exist", subj),
 			Hint: "argosy app list shows the Applications the hub has"}}
 	}
