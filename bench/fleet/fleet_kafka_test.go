@@ -19,7 +19,8 @@ func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
 // built binaries and all, on a Kafka cluster of two brokers it starts
 // itself, with a fleet of four and a few seconds of changes, and checks
 // that the results file holds every measurement: every change
-// acknowledged, the projector's view followed, ingestion, bootstrap, the
+// acknowledged, the projector's view followed, live questions answered,
+// ingestion, bootstrap, the
 // codecs, connections to both brokers and both plots. It asserts nothing
 // about how fast: that is the benchmark's to report.
 func TestBenchmarkRuns(t *testing.T) {
@@ -53,6 +54,7 @@ func TestBenchmarkRuns(t *testing.T) {
 		regexp.MustCompile(`answer → applied ack: p50 / p99 / max \| [1-9][\d.]* ms`),
 		regexp.MustCompile(`answer → projector view: p50 / p99 / max \(n followed; not shown within 2 min\) \| [1-9][\d.]* ms .*\([1-9]\d*; 0\)`),
 		regexp.MustCompile(`projector ingestion, status deltas verified and folded \| [1-9]\d* events/s`),
+		regexp.MustCompile(`live question \(an Application's tree\) through the hub, asked → answered: p50 / p99 / max \(unanswered\) \| [1-9][\d.]* ms .*\(0\)`),
 		regexp.MustCompile(`new spoke bootstrapped with its Applications \| [1-9][\d.]*m?s`),
 		regexp.MustCompile(`\| zstd-fastest \(Argosy's\) \| [1-9]\d* B \| [1-9]\d* B \| [1-9]\d* B \|`),
 		regexp.MustCompile(`N = 4, spokes</summary>`),

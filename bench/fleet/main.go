@@ -207,6 +207,8 @@ const (
 	// settleIdle is how long after the first count of connections the
 	// second is taken, the fleet idle in between.
 	settleIdle = 60 * time.Second
+	// liveAsked is how many live questions a run asks, one at a time.
+	liveAsked = 100
 )
 
 // run is what one fleet size measured.
@@ -231,6 +233,10 @@ type run struct {
 	// again for it, so its peak is of the ingestion alone).
 	ingestUsage usage
 	profiles    []string
+	// live are the times of the live questions answered, sorted;
+	// unanswered those that timed out.
+	live       []time.Duration
+	unanswered int
 }
 
 func runSize(ctx context.Context, cfg *config, adm *kadm.Client, n int, wire bool, rep *report) (*run, error) {
@@ -294,8 +300,12 @@ func runSize(ctx context.Context, cfg *config, adm *kadm.Client, n int, wire boo
 	if profiled != nil {
 		r.profiles = <-profiled
 	}
-	progress("N=%d: %d changes, ack p50 %s p99 %s; bootstrap of a spoke with %d Applications", n, r.fan.changes,
-		pct(r.fan.ack, 50), pct(r.fan.ack, 99), cfg.bootApps)
+	progress("N=%d: %d changes, ack p50 %s p99 %s; %d live questions", n, r.fan.changes, pct(r.fan.ack, 50), pct(r.fan.ack, 99), liveAsked)
+	if r.live, r.unanswered, err = s.liveQuestions(ctx, clusters, cfg.apps, liveAsked); err != nil {
+		return nil, err
+	}
+	progress("N=%d: live questions answered p50 %s p99 %s; bootstrap of a spoke with %d Applications", n,
+		pct(r.live, 50), pct(r.live, 99), cfg.bootApps)
 	if r.boot, err = s.bootstrap(ctx, cfg.bootApps); err != nil {
 		return nil, err
 	}

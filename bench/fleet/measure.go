@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -503,3 +504,29 @@ func (s *system) publishStatus(ctx context.Context, clusters []string, total, pe
 
 // keyDir is where the spoke pack that runs cluster c keeps its keys.
 func (s *system) keyDir(c string) string { return s.dir + "/spokes/" + c }
+
+// liveQuestions asks n live questions, one at a time, each for the tree of
+// a random Application on a random cluster, through the hub's API, and
+// returns how long each call took, from the hub's question on the log to
+// the agent's answer read back; unanswered counts the calls that ended
+// without one (a 504 after liveTimeout).
+func (s *system) liveQuestions(ctx context.Context, clusters []string, apps, n int) (took []time.Duration, unanswered int, err error) {
+	for range n {
+		cluster, app := clusters[randN(len(clusters))], fmt.Sprintf("app-%02d", randN(apps))
+		start := time.Now()
+		_, err := s.hub.Tree(ctx, cluster, "argocd", app, liveTimeout)
+		switch {
+		case api.StatusOf(err) == http.StatusGatewayTimeout:
+			unanswered++
+		case err != nil:
+			return nil, 0, fmt.Errorf("tree of %s on %s: %w", app, cluster, err)
+		default:
+			took = append(took, time.Since(start))
+		}
+	}
+	slices.Sort(took)
+	return took, unanswered, nil
+}
+
+// liveTimeout is how long a benchmark's live question waits.
+const liveTimeout = 10 * time.Second
