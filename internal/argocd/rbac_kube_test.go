@@ -39,8 +39,11 @@ const (
 func installSpoke(t *testing.T, e *kubetest.Env) []*unstructured.Unstructured {
 	t.Helper()
 	ctx := t.Context()
+	// Without the read access of live questions (deploy/rbac/spoke-live.yaml,
+	// deploy's TestSpokeLiveRBAC): this is the spoke's access to change
+	// things.
 	out, err := kubetest.Helm(ctx, "template", "argosy", chart, "--namespace", spokeNamespace, "-f", chart+"/ci/spoke-join-values.yaml",
-		"--set", "spoke.argocdNamespace="+kubetest.ArgoNamespace)
+		"--set", "spoke.argocdNamespace="+kubetest.ArgoNamespace, "--set", "spoke.liveQuestions.enabled=false")
 	if err != nil {
 		t.Fatal(err)
 	}
