@@ -33,39 +33,11 @@ func TestLiveQuestionsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, buildHub(t))
-	hubc, _, url := f.startWith("hub", []string{"--store", "sqlite://" + filepath.Join(f.dir, "views.db"), "--fold",
-		"--projector-group", f.prefix + "projector"})
-	ns := e.Namespace(t)
-	cluster := "live-" + ns
-	reg, err := hubc.RegisterCluster(t.Context(), cluster, api.ClusterRequest{Labels: map[string]string{"env": "dev"}}, api.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startSpoke(t, e, f, url, cluster, reg.JoinToken)
-
-	repo := kubetest.NewRepo(t)
-	repo.Commit(t, "v1", map[string]string{
+	a := syncedApp(t, e, f, "live-", map[string]string{
 		"app/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n",
 		"app/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: demo\nstringData:\n  password: hunter2\n",
 	})
-	name := "live-" + ns
-	manifest := fmt.Sprintf(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":%q,"namespace":%q},
-	"spec":{"project":"default","source":{"repoURL":%q,"path":"app","targetRevision":"main"},
-	"destination":{"server":"https://kubernetes.default.svc","namespace":%q},"syncPolicy":{"automated":{}}}}`,
-		name, kubetest.ArgoNamespace, repo.URL, ns)
-	if _, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{cluster}, Manifest: json.RawMessage(manifest)},
-		api.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(e.Admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apps := dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
-	waitFor(t, 3*time.Minute, "Argo CD syncs the Application", func() bool {
-		a, err := apps.Get(t.Context(), name, metav1.GetOptions{})
-		return err == nil && unstructuredString(a.Object, "status", "sync", "status") == "Synced"
-	})
+	hubc, url, cluster, name, ns := a.hub, a.url, a.cluster, a.name, a.ns
 
 	var tree live.Tree
 	answer, err := hubc.Tree(t.Context(), cluster, kubetest.ArgoNamespace, name, 0)
@@ -106,7 +78,7 @@ func TestLiveQuestionsEndToEnd(t *testing.T) {
 	if _, err := hubc.RegisterCluster(t.Context(), "silent-"+ns, api.ClusterRequest{}, api.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"silent-" + ns}, Manifest: json.RawMessage(manifest)},
+	if _, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"silent-" + ns}, Manifest: a.manifest},
 		api.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,4 +109,53 @@ func TestLiveQuestionsEndToEnd(t *testing.T) {
 		}
 		return n >= 5
 	})
+}
+
+// liveApp is an Application a real spoke's Argo CD synced, through a real
+// hub: syncedApp's.
+type liveApp struct {
+	hub                    *api.Client
+	url, cluster, name, ns string
+	commit                 string
+	manifest               json.RawMessage
+	dyn                    dynamic.Interface
+	spokeApps              dynamic.ResourceInterface
+}
+
+// syncedApp starts a hub with a fold, registers the cluster prefix+NS (NS
+// a namespace of the test's), starts its real spoke, commits files to a
+// new repository, applies an Application named prefix+NS of its app/
+// path with automated sync, and waits for the spoke's Argo CD to have it
+// Synced and Healthy.
+func syncedApp(t *testing.T, e *kubetest.Env, f *fixture, prefix string, files map[string]string) liveApp {
+	t.Helper()
+	hubc, _, url := f.startWith("hub", []string{"--store", "sqlite://" + filepath.Join(f.dir, "views.db"), "--fold",
+		"--projector-group", f.prefix + "projector"})
+	a := liveApp{hub: hubc, url: url, ns: e.Namespace(t)}
+	a.cluster, a.name = prefix+a.ns, prefix+a.ns
+	reg, err := hubc.RegisterCluster(t.Context(), a.cluster, api.ClusterRequest{}, api.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSpoke(t, e, f, url, a.cluster, reg.JoinToken)
+	repo := kubetest.NewRepo(t)
+	a.commit = repo.Commit(t, "v1", files)
+	a.manifest = json.RawMessage(fmt.Sprintf(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":%q,"namespace":%q},
+	"spec":{"project":"default","source":{"repoURL":%q,"path":"app","targetRevision":"main"},
+	"destination":{"server":"https://kubernetes.default.svc","namespace":%q},"syncPolicy":{"automated":{}}}}`,
+		a.name, kubetest.ArgoNamespace, repo.URL, a.ns))
+	if _, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{a.cluster}, Manifest: a.manifest},
+		api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if a.dyn, err = dynamic.NewForConfig(e.Admin); err != nil {
+		t.Fatal(err)
+	}
+	a.spokeApps = a.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	waitFor(t, 3*time.Minute, "Argo CD on the spoke syncs the Application", func() bool {
+		got, err := a.spokeApps.Get(t.Context(), a.name, metav1.GetOptions{})
+		return err == nil && unstructuredString(got.Object, "status", "sync", "status") == "Synced" &&
+			unstructuredString(got.Object, "status", "health", "status") == "Healthy"
+	})
+	return a
 }

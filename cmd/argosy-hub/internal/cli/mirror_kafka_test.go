@@ -3,7 +3,6 @@
 package cli_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,36 +47,8 @@ func TestMirrorIntoArgoCD(t *testing.T) {
 	}
 	f := newFixture(t, buildHub(t))
 	viewer := f.newToken("mirror", "viewer")
-	hubc, _, url := f.startWith("hub", []string{"--store", "sqlite://" + filepath.Join(f.dir, "views.db"), "--fold",
-		"--projector-group", f.prefix + "projector"})
-	ns := e.Namespace(t)
-	cluster := "m-" + ns
-	reg, err := hubc.RegisterCluster(t.Context(), cluster, api.ClusterRequest{}, api.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startSpoke(t, e, f, url, cluster, reg.JoinToken)
-	repo := kubetest.NewRepo(t)
-	commit := repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
-	name := "mirrored-" + ns
-	manifest := fmt.Sprintf(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":%q,"namespace":%q},
-	"spec":{"project":"default","source":{"repoURL":%q,"path":"app","targetRevision":"main"},
-	"destination":{"server":"https://kubernetes.default.svc","namespace":%q},"syncPolicy":{"automated":{}}}}`,
-		name, kubetest.ArgoNamespace, repo.URL, ns)
-	if _, err := hubc.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{cluster}, Manifest: json.RawMessage(manifest)},
-		api.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(e.Admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spokeApps := dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
-	waitFor(t, 3*time.Minute, "Argo CD on the spoke syncs the Application", func() bool {
-		a, err := spokeApps.Get(t.Context(), name, metav1.GetOptions{})
-		return err == nil && unstructuredString(a.Object, "status", "sync", "status") == "Synced" &&
-			unstructuredString(a.Object, "status", "health", "status") == "Healthy"
-	})
+	a := syncedApp(t, e, f, "m-", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
+	hubc, url, cluster, name, commit, dyn, spokeApps := a.hub, a.url, a.cluster, a.name, a.commit, a.dyn, a.spokeApps
 
 	tokenFile := filepath.Join(f.dir, "mirror-token")
 	if err := os.WriteFile(tokenFile, []byte(viewer+"\n"), 0o600); err != nil {
