@@ -26,11 +26,21 @@ import (
 // change to a mirrored Application.
 const mirrorDenial = "through Argosy (argosy app apply|sync|rollback|delete --cluster), not here"
 
-// oneApp is a fleet of one cluster running one Application.
-type oneApp struct{ cluster string }
+// oneApp is a fleet of one cluster running one Application, in the state
+// *state (Connected when empty), or of no cluster when *state is "none".
+type oneApp struct {
+	cluster string
+	state   *string
+}
 
 func (f oneApp) Clusters(context.Context) ([]read.Cluster, error) {
-	return []read.Cluster{{ClusterRow: projector.ClusterRow{Name: f.cluster}, State: read.StateConnected}}, nil
+	switch *f.state {
+	case "none":
+		return nil, nil
+	case "":
+		return []read.Cluster{{ClusterRow: projector.ClusterRow{Name: f.cluster}, State: read.StateConnected}}, nil
+	}
+	return []read.Cluster{{ClusterRow: projector.ClusterRow{Name: f.cluster}, State: *f.state}}, nil
 }
 
 func (f oneApp) Apps(context.Context, projector.AppFilter) ([]read.App, error) {
@@ -61,7 +71,8 @@ func TestMirrorRoleAndReadOnlyPolicy(t *testing.T) {
 	}
 	deleteClusterScoped(t, e, objs)
 	cluster := "c-" + ns
-	m, err := mirror.New(oneApp{cluster}, e.TokenConfig(t, ns, "argosy-mirror"), mirror.WithNamespacePrefix("mirror-"))
+	var state string
+	m, err := mirror.New(oneApp{cluster, &state}, e.TokenConfig(t, ns, "argosy-mirror"), mirror.WithNamespacePrefix("mirror-"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +138,24 @@ func TestMirrorRoleAndReadOnlyPolicy(t *testing.T) {
 	}
 	if st, err := m.Round(ctx); err != nil || st.Written != 1 {
 		t.Errorf("a round after the namespace was deleted: %+v, %v; want the Application written again", st, err)
+	}
+
+	// A view that shows no cluster at all (one being rebuilt) empties
+	// nothing; a deregistered cluster's namespace goes.
+	state = "none"
+	if _, err := m.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := admin.Resource(namespacesGVR).Get(ctx, mirrorNS, metav1.GetOptions{}); err != nil || kept.GetDeletionTimestamp() != nil {
+		t.Errorf("after a round over a fleet of no cluster, the namespace is being deleted or gone (%v); want it kept", err)
+	}
+	state = read.StateDeregistered
+	if _, err := m.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := admin.Resource(namespacesGVR).Get(ctx, mirrorNS, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) && (err != nil || gone.GetDeletionTimestamp() == nil) {
+		t.Errorf("after its cluster was deregistered, the namespace is still there (%v)", err)
 	}
 }
 

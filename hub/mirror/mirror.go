@@ -219,8 +219,12 @@ func (m *Mirror) Round(ctx context.Context) (st Stats, err error) {
 		})
 	}
 	_ = g.Wait() // each cluster's error is in errs: one cluster's does not stop the others
-	if err := m.prune(ctx, have, kept); err != nil {
-		errs = append(errs, err)
+	// A fleet of no cluster is more likely a view being rebuilt than every
+	// cluster gone: the mirror keeps what it has rather than empty Argo CD.
+	if len(clusters) > 0 {
+		if err := m.prune(ctx, have, kept); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return st, errors.Join(errs...)
 }
