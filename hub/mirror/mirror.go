@@ -192,7 +192,7 @@ func (m *Mirror) Round(ctx context.Context) (st Stats, err error) {
 	if err != nil {
 		return st, err
 	}
-	kept := map[string]bool{}
+	var deregistered []string
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -202,9 +202,9 @@ func (m *Mirror) Round(ctx context.Context) (st Stats, err error) {
 	for _, c := range clusters {
 		ns := m.o.prefix + c.Name
 		if c.State == read.StateDeregistered {
+			deregistered = append(deregistered, ns)
 			continue
 		}
-		kept[ns] = true
 		st.Clusters++
 		g.Go(func() error {
 			var one Stats
@@ -219,12 +219,8 @@ func (m *Mirror) Round(ctx context.Context) (st Stats, err error) {
 		})
 	}
 	_ = g.Wait() // each cluster's error is in errs: one cluster's does not stop the others
-	// A fleet of no cluster is more likely a view being rebuilt than every
-	// cluster gone: the mirror keeps what it has rather than empty Argo CD.
-	if len(clusters) > 0 {
-		if err := m.prune(ctx, have, kept); err != nil {
-			errs = append(errs, err)
-		}
+	if err := m.prune(ctx, have, deregistered); err != nil {
+		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
 }

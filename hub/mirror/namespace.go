@@ -105,22 +105,25 @@ func (m *Mirror) namespace(ctx context.Context, cluster, ns string, have *state)
 	return nil
 }
 
-// prune deletes the mirror's namespaces whose cluster is no longer in the
-// fleet, or was deregistered: kept holds the namespaces of the others.
-// Deleting a namespace deletes only the mirrored objects in it, never
-// anything on the cluster.
-func (m *Mirror) prune(ctx context.Context, have *state, kept map[string]bool) error {
+// prune deletes the mirror's namespaces of the deregistered clusters
+// (namespaces names them). A deregistered cluster stays in the views, so
+// only it is pruned: a cluster the views do not list is more likely one a
+// view being rebuilt has not reached yet than one gone, and its namespace
+// is kept. Deleting a namespace deletes only the mirrored objects in it,
+// never anything on the cluster.
+func (m *Mirror) prune(ctx context.Context, have *state, namespaces []string) error {
 	ri := m.dyn.Resource(namespaceGVR)
 	var errs []error
-	for name, ns := range have.namespaces {
-		if kept[name] || ns.terminating || name != m.o.prefix+ns.cluster {
+	for _, name := range namespaces {
+		ns, ok := have.namespaces[name]
+		if !ok || ns.terminating || name != m.o.prefix+ns.cluster {
 			continue
 		}
 		if err := ri.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete namespace %s: %w", name, err))
 			continue
 		}
-		m.o.log.InfoContext(ctx, "mirror namespace deleted: its cluster left the fleet", "namespace", name)
+		m.o.log.InfoContext(ctx, "mirror namespace deleted: its cluster was deregistered", "namespace", name)
 	}
 	return errors.Join(errs...)
 }
