@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // errTerminating is a namespace being deleted: its objects are written
@@ -35,36 +36,41 @@ type namespaceState struct {
 	terminating bool
 }
 
-// read lists the mirror's namespaces and Applications, page by page.
+// read lists the mirror's namespaces and Applications.
 func (m *Mirror) read(ctx context.Context) (*state, error) {
 	st := &state{namespaces: map[string]namespaceState{}, hashes: map[string]map[string]string{}}
+	err := m.each(ctx, namespaceGVR, func(ns *metav1.PartialObjectMetadata) {
+		st.namespaces[ns.Name] = namespaceState{cluster: ns.Labels[LabelCluster], terminating: ns.DeletionTimestamp != nil}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mirror: list namespaces: %w", err)
+	}
+	err = m.each(ctx, applicationGVR, func(a *metav1.PartialObjectMetadata) {
+		if st.hashes[a.Namespace] == nil {
+			st.hashes[a.Namespace] = map[string]string{}
+		}
+		st.hashes[a.Namespace][a.Name] = a.Annotations[AnnotationHash]
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mirror: list Applications: %w", err)
+	}
+	return st, nil
+}
+
+// each calls f with the metadata of every object of gvr, in every
+// namespace, that carries the mirror's label, listPage at a time.
+func (m *Mirror) each(ctx context.Context, gvr schema.GroupVersionResource, f func(*metav1.PartialObjectMetadata)) error {
 	opts := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + FieldManager, Limit: listPage}
 	for {
-		l, err := m.md.Resource(namespaceGVR).List(ctx, opts)
+		l, err := m.md.Resource(gvr).List(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("mirror: list namespaces: %w", err)
+			return err
 		}
-		for _, ns := range l.Items {
-			st.namespaces[ns.Name] = namespaceState{cluster: ns.Labels[LabelCluster], terminating: ns.DeletionTimestamp != nil}
+		for i := range l.Items {
+			f(&l.Items[i])
 		}
 		if opts.Continue = l.Continue; opts.Continue == "" {
-			break
-		}
-	}
-	opts.Continue = ""
-	for {
-		l, err := m.md.Resource(applicationGVR).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("mirror: list Applications: %w", err)
-		}
-		for _, a := range l.Items {
-			if st.hashes[a.Namespace] == nil {
-				st.hashes[a.Namespace] = map[string]string{}
-			}
-			st.hashes[a.Namespace][a.Name] = a.Annotations[AnnotationHash]
-		}
-		if opts.Continue = l.Continue; opts.Continue == "" {
-			return st, nil
+			return nil
 		}
 	}
 }

@@ -57,19 +57,19 @@ const historyLimit = 10
 // history as its status.history (oldest first), or false when there is
 // nothing to mirror: no spec the hub wants, and none its cluster owns.
 func application(ns string, app read.App, history []projector.Deployment) (*unstructured.Unstructured, bool, error) {
-	spec, project, owner, gen := specOf(app)
-	if spec == nil {
+	src, ok := sourceOf(app)
+	if !ok {
 		return nil, false, nil
 	}
 	var specObj map[string]any
-	if err := json.Unmarshal(spec, &specObj); err != nil {
+	if err := json.Unmarshal(src.spec, &specObj); err != nil {
 		return nil, false, fmt.Errorf("application %s/%s on %s: spec: %w", app.Namespace, app.Name, app.Cluster, err)
 	}
-	if _, ok := specObj["project"]; !ok && project != "" {
-		specObj["project"] = project
+	if _, ok := specObj["project"]; !ok && src.project != "" {
+		specObj["project"] = src.project
 	}
 	labels := map[string]any{LabelManagedBy: FieldManager, LabelCluster: app.Cluster}
-	for k, v := range labelsOf(app) {
+	for k, v := range src.labels {
 		if _, ours := labels[k]; !ours {
 			labels[k] = v
 		}
@@ -77,8 +77,8 @@ func application(ns string, app read.App, history []projector.Deployment) (*unst
 	annotations := map[string]any{
 		AnnotationSkipReconcile: "true",
 		AnnotationNamespace:     app.Namespace,
-		AnnotationOwner:         owner,
-		AnnotationGeneration:    strconv.FormatInt(gen, 10),
+		AnnotationOwner:         src.owner,
+		AnnotationGeneration:    strconv.FormatInt(src.gen, 10),
 	}
 	obj := map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
@@ -94,26 +94,26 @@ func application(ns string, app read.App, history []projector.Deployment) (*unst
 	return &unstructured.Unstructured{Object: obj}, true, nil
 }
 
-// specOf is the spec to mirror: the hub's, unless the hub has none and the
-// cluster published one it owns.
-func specOf(app read.App) (spec json.RawMessage, project, owner string, gen int64) {
-	if d := app.Desired; d != nil && !d.Deleted && len(d.Spec) > 0 {
-		return d.Spec, d.Project, OwnerHub, d.Generation
-	}
-	if o := app.Observed; o != nil && !o.Deleted && o.Local != nil && len(o.Local.Spec) > 0 {
-		return o.Local.Spec, o.Local.Project, OwnerSpoke, o.Local.Generation
-	}
-	return nil, "", "", 0
+// source is what a mirrored Application's spec and marks come from.
+type source struct {
+	spec    json.RawMessage
+	project string
+	labels  map[string]string
+	owner   string
+	gen     int64
 }
 
-func labelsOf(app read.App) map[string]string {
-	if app.Desired != nil && !app.Desired.Deleted {
-		return app.Desired.Labels
+// sourceOf is the spec to mirror, with its project, labels, owner and
+// generation: the hub's, unless the hub has none and the cluster
+// published one it owns; ok is false when there is neither.
+func sourceOf(app read.App) (src source, ok bool) {
+	if d := app.Desired; d != nil && !d.Deleted && len(d.Spec) > 0 {
+		return source{d.Spec, d.Project, d.Labels, OwnerHub, d.Generation}, true
 	}
-	if app.Observed != nil && app.Observed.Local != nil {
-		return app.Observed.Local.Labels
+	if o := app.Observed; o != nil && !o.Deleted && o.Local != nil && len(o.Local.Spec) > 0 {
+		return source{o.Local.Spec, o.Local.Project, o.Local.Labels, OwnerSpoke, o.Local.Generation}, true
 	}
-	return nil
+	return source{}, false
 }
 
 // status is an Application's .status in Argo CD's shape, from what its
