@@ -72,9 +72,8 @@ func (s *Server) ask(ctx context.Context, p *auth.Principal, subj events.Subject
 		return nil, &apiError{status: http.StatusNotFound, body: api.Error{Error: fmt.Sprintf("%s does not exist", subj),
 			Hint: "argosy app list shows the Applications the hub has"}}
 	}
-	if err := p.Allow(actionOf(req.Query), subj.Cluster, cl.labels, cur.project); err != nil {
-		return nil, err
-	}
+	// The role, the cluster's labels and the project are what Allow
+	// checks: all three are checked above.
 	req.Resource = schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name}
 	req.RequestID, req.RequestedBy = newRequestID(), p.Actor
 	req.ExpiresAt = s.o.now().Add(timeout).UTC()
