@@ -12,10 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/cmd/internal/kubeconf"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/mirror"
 	"github.com/argosyproj/argosy/internal/httpserve"
@@ -109,7 +108,7 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	if err != nil {
 		return &cmdkit.FlagError{Err: fmt.Errorf("--hub-url: %w", err)}
 	}
-	cfg, err := mirrorKubeConfig(o.Kubeconfig)
+	cfg, err := kubeconf.Config(o.Kubeconfig, 50, 100)
 	if err != nil {
 		return err
 	}
@@ -123,21 +122,4 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	g.Go(func() error { return m.Run(gctx) })
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
 	return g.Wait()
-}
-
-// mirrorKubeConfig is the mirror cluster's client configuration: the
-// kubeconfig's, or the in-cluster one.
-func mirrorKubeConfig(kubeconfig string) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes config: %w", err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	return cfg, nil
 }

@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
+	"github.com/argosyproj/argosy/cmd/internal/kubeconf"
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/argocd"
 	"github.com/argosyproj/argosy/internal/httpserve"
@@ -204,7 +204,7 @@ func run(ctx context.Context, o *RunOptions) error {
 			return err
 		}
 	}
-	cfg, err := kubeConfig(o.Kubeconfig, float32(o.KubeQPS), o.KubeBurst)
+	cfg, err := kubeconf.Config(o.Kubeconfig, float32(o.KubeQPS), o.KubeBurst)
 	if err != nil {
 		return err
 	}
@@ -305,23 +305,4 @@ func inspector(cfg *rest.Config, dyn dynamic.Interface, argoNamespace string) (s
 		return nil, err
 	}
 	return live.New(dyn, logs, argoNamespace)
-}
-
-// kubeConfig is the configuration of a client of the cluster's API
-// server at qps requests per second, with bursts of burst; client-go's
-// default (5 and 10) would bound the agent to one or two applies a
-// second.
-func kubeConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes config: %w", err)
-	}
-	cfg.QPS, cfg.Burst = qps, burst
-	return cfg, nil
 }
