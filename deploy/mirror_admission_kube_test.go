@@ -5,6 +5,7 @@ package deploy_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +170,110 @@ func mirrorApp(ns, name string) *unstructured.Unstructured {
 		"spec": map[string]any{"project": "default", "source": map[string]any{"repoURL": "https://git.example/app"},
 			"destination": map[string]any{"server": "https://kubernetes.default.svc"}},
 	}}
+}
+
+// fleetOf is a fleet of Connected clusters, each running the Application
+// argocd/web.
+type fleetOf []string
+
+func (f fleetOf) Clusters(context.Context) ([]read.Cluster, error) {
+	var out []read.Cluster
+	for _, c := range f {
+		out = append(out, read.Cluster{ClusterRow: projector.ClusterRow{Name: c}, State: read.StateConnected})
+	}
+	return out, nil
+}
+
+func (f fleetOf) Apps(ctx context.Context, filter projector.AppFilter) ([]read.App, error) {
+	return oneApp{cluster: filter.Cluster}.Apps(ctx, filter)
+}
+
+func (fleetOf) Deployments(context.Context, projector.DeploymentFilter) (*read.DeploymentList, error) {
+	return &read.DeploymentList{}, nil
+}
+
+// TestMirrorLeavesWhatIsNotItsOwn: a namespace named as a cluster's
+// mirror namespace that the mirror did not make is never written to, and
+// each round says so with ErrForeignNamespace, while the other clusters
+// are mirrored (an error no retry can fix stops nothing else); an
+// Application without the mirror's label in the mirror's own namespace
+// is never deleted.
+func TestMirrorLeavesWhatIsNotItsOwn(t *testing.T) {
+	e := setup(t)
+	ctx := t.Context()
+	suffix := e.Namespace(t)
+	own, taken := "own-"+suffix, "taken-"+suffix
+	admin, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "mirror-" + taken}}}
+	if _, err := admin.Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{"mirror-" + taken, "mirror-" + own} {
+			_ = admin.Resource(namespacesGVR).Delete(context.Background(), n, metav1.DeleteOptions{})
+		}
+	})
+	waitNoMirrorPolicy(t, admin, "mirror-"+taken)
+	m, err := mirror.New(fleetOf{own, taken}, e.Admin, mirror.WithNamespacePrefix("mirror-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		st, err := m.Round(ctx)
+		if !errors.Is(err, mirror.ErrForeignNamespace) || !strings.Contains(err.Error(), "mirror-"+taken) {
+			t.Errorf("round %d: %v, want ErrForeignNamespace naming mirror-%s", round, err, taken)
+		}
+		if want := map[bool]int{true: 1, false: 0}[round == 0]; st.Written != want {
+			t.Errorf("round %d wrote %d Applications, want %d (own's, once)", round, st.Written, want)
+		}
+		if round == 0 {
+			if _, err := admin.Resource(kubetest.ApplicationGVR).Namespace("mirror-"+own).Create(ctx, mirrorApp("mirror-"+own, "bystander"),
+				metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if l, err := admin.Resource(kubetest.ApplicationGVR).Namespace("mirror-"+taken).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+		t.Errorf("the namespace the mirror did not make holds %v (%v); want nothing written", l, err)
+	}
+	if got, err := admin.Resource(namespacesGVR).Get(ctx, "mirror-"+taken, metav1.GetOptions{}); err != nil || len(got.GetLabels()) > 1 {
+		t.Errorf("the namespace the mirror did not make: labels %v (%v), want its own alone", got.GetLabels(), err)
+	}
+	if _, err := admin.Resource(kubetest.ApplicationGVR).Namespace("mirror-"+own).Get(ctx, "bystander", metav1.GetOptions{}); err != nil {
+		t.Errorf("an Application without the mirror's label, in its namespace: %v; want it left", err)
+	}
+}
+
+// waitNoMirrorPolicy waits until no mirror's admission policy, such as one
+// another test installed and deleted a moment ago, refuses an
+// administrator's Application in a namespace labelled as the mirror's: a
+// deleted policy stops applying once the apiserver's informer has seen it
+// go. It asks with dry runs in namespace ns, labelling it for the time.
+func waitNoMirrorPolicy(t *testing.T, admin dynamic.Interface, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	label := func(v any) {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{mirror.LabelManagedBy: v}}})
+		if _, err := admin.Resource(namespacesGVR).Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	label(mirror.FieldManager)
+	defer label(nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := admin.Resource(kubetest.ApplicationGVR).Namespace(ns).Create(ctx, mirrorApp(ns, "probe"),
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a mirror's admission policy still applies 30 s on: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
