@@ -163,6 +163,9 @@ const (
 	QueryManifest = "manifest"
 	// QueryLogs asks for a Pod's recent log lines.
 	QueryLogs = "logs"
+	// QueryDiff asks for the Application's managed resources as Argo CD
+	// last applied them against their live state (ApplicationDiff).
+	QueryDiff = "diff"
 )
 
 // Why a cluster's agent answered a query with no answer
@@ -211,6 +214,47 @@ type TreeNode struct {
 	Images          []string    `json:"images,omitempty"`
 	Health          *TreeHealth `json:"health,omitempty"`
 	CreatedAt       *time.Time  `json:"createdAt,omitempty"`
+}
+
+// ApplicationDiff is the answer to a diff question: one item per resource
+// of the Application's .status.resources, in the JSON shape of Argo CD's
+// ManagedResourcesResponse (v2.14), so that Argo CD's UI can show it.
+//
+// The target state is what Argo CD last applied to the cluster, as kubectl's
+// last-applied-configuration annotation holds it (Argo CD's client-side
+// apply writes it). The cluster holds nothing newer: a resource Git changed
+// since its last sync is OutOfSync (SyncStatus) with a target that is the
+// state before the change, and a resource applied server-side has no
+// target state.
+type ApplicationDiff struct {
+	Items []ResourceDiff `json:"items"`
+}
+
+// ResourceDiff is one managed resource of a diff answer, in the JSON shape
+// of Argo CD's ResourceDiff. States are JSON documents in strings, as Argo
+// CD has them; a Secret's values are masked, an unchanged value and a
+// changed one with masks of different lengths.
+type ResourceDiff struct {
+	Group     string `json:"group,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// TargetState is the object as Argo CD last applied it; empty when the
+	// cluster holds no copy of it (applied server-side, or missing).
+	TargetState string `json:"targetState,omitempty"`
+	// NormalizedLiveState is the live object's values at the fields
+	// TargetState sets, so that defaults and status do not show as
+	// changes; the whole live object when there is no target state, and
+	// "null" when it does not exist.
+	NormalizedLiveState string `json:"normalizedLiveState"`
+	// ResourceVersion is the live object's.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Modified says the live object differs from TargetState at a field it
+	// sets, or does not exist; absent when false, as in Argo CD.
+	Modified bool `json:"modified,omitempty"`
+	// SyncStatus is the resource's sync status in the Application's
+	// status (Synced, OutOfSync): as Argo CD last compared it with Git.
+	SyncStatus string `json:"syncStatus,omitempty"`
 }
 
 // TreeRef names a node of a tree, or its parent.

@@ -12,7 +12,7 @@ import (
 )
 
 // Answer answers one of the hub's live questions about the Application
-// q names: its tree, a manifest or a Pod's logs, as JSON. truncated says
+// q names: its tree, a manifest, its diff or a Pod's logs, as JSON. truncated says
 // the logs were cut to their bound. Its errors name the question's
 // refusal code (QueryCode).
 func (s *Source) Answer(ctx context.Context, q *schemas.QueryRequested) (answer json.RawMessage, truncated bool, err error) {
@@ -23,6 +23,8 @@ func (s *Source) Answer(ctx context.Context, q *schemas.QueryRequested) (answer 
 	switch q.Query {
 	case schemas.QueryTree:
 		v, err = s.Tree(ctx, q.Name)
+	case schemas.QueryDiff:
+		v, err = s.Diff(ctx, q.Name)
 	case schemas.QueryManifest, schemas.QueryLogs:
 		if q.Target == nil {
 			return nil, false, refused(schemas.QueryInvalid, fmt.Errorf("a %s question names no resource", q.Query))
@@ -38,7 +40,7 @@ func (s *Source) Answer(ctx context.Context, q *schemas.QueryRequested) (answer 
 			v, truncated = l, l.Truncated
 		}
 	default:
-		return nil, false, refused(schemas.QueryInvalid, fmt.Errorf("%q is not a question this agent answers: tree, manifest or logs", q.Query))
+		return nil, false, refused(schemas.QueryInvalid, fmt.Errorf("%q is not a question this agent answers: tree, manifest, diff or logs", q.Query))
 	}
 	if err != nil {
 		return nil, false, codeOf(err)

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
@@ -182,6 +183,70 @@ func TestLiveOnArgoCD(t *testing.T) {
 		t.Errorf("tree of %d nodes bounded at %d: %v; want ErrTooLarge", len(tree.Nodes), len(tree.Nodes)-1, err)
 	}
 	checkLogs(t, s, logs, dyn, name, ns)
+	checkDiff(t, s, dyn, name, ns)
+}
+
+// checkDiff holds the diff question to what Argo CD really applied: as
+// synced, nothing is modified, whatever the API server defaulted; a
+// ConfigMap and a Secret changed by hand are, the Secret without its
+// values; a deleted Service is, and is "null".
+func checkDiff(t *testing.T, s *live.Source, dyn dynamic.Interface, name, ns string) {
+	t.Helper()
+	items := func() map[string]live.ResourceDiff {
+		d, err := s.Diff(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(d)
+		if bytes.Contains(b, []byte("hunter2")) || bytes.Contains(b, []byte("aHVudGVyMg")) || bytes.Contains(b, []byte("c3dvcmRmaXNo")) {
+			t.Errorf("the diff shows a Secret's value: %s", b)
+		}
+		out := map[string]live.ResourceDiff{}
+		for _, it := range d.Items {
+			out[it.Kind] = it
+		}
+		return out
+	}
+	synced := items()
+	if len(synced) != 4 {
+		t.Fatalf("diff of %d kinds %v; want the 4 managed resources", len(synced), synced)
+	}
+	for kind, it := range synced {
+		if it.Modified || it.TargetState == "" || it.SyncStatus != "Synced" {
+			t.Errorf("%s as synced: modified %v, sync %q, target %s, live %s; want unmodified with its target", kind, it.Modified,
+				it.SyncStatus, it.TargetState, it.NormalizedLiveState)
+		}
+	}
+	if dep := synced["Deployment"]; strings.Contains(dep.NormalizedLiveState, "terminationMessagePath") {
+		t.Errorf("the Deployment's normalized live state holds a field it was not applied with: %s", dep.NormalizedLiveState)
+	}
+	patch := func(resource, body string) {
+		gvr := schema.GroupVersionResource{Version: "v1", Resource: resource}
+		if _, err := dyn.Resource(gvr).Namespace(ns).Patch(t.Context(), "web", types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch("configmaps", `{"data":{"greeting":"changed by hand"}}`)
+	patch("secrets", `{"data":{"password":"c3dvcmRmaXNo"}}`)
+	if err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).Namespace(ns).
+		Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	drifted := items()
+	if cm := drifted["ConfigMap"]; !cm.Modified || !strings.Contains(cm.NormalizedLiveState, "changed by hand") || !strings.Contains(cm.TargetState, "hello") {
+		t.Errorf("the ConfigMap changed by hand: %+v; want modified, both values shown", cm)
+	}
+	sec := drifted["Secret"]
+	if !sec.Modified || !strings.Contains(sec.TargetState, `"password":"`+live.SecretMask+`"`) ||
+		!strings.Contains(sec.NormalizedLiveState, `"password":"`+live.SecretMask+`+"`) {
+		t.Errorf("the Secret changed by hand: %+v; want modified, with masks of two lengths", sec)
+	}
+	if svc := drifted["Service"]; !svc.Modified || svc.NormalizedLiveState != "null" {
+		t.Errorf("the deleted Service: %+v; want modified and null", svc)
+	}
+	if dep := drifted["Deployment"]; dep.Modified {
+		t.Errorf("the Deployment no one touched is modified: %+v", dep)
+	}
 }
 
 func checkTree(t *testing.T, ns string, app *unstructured.Unstructured, tree *live.Tree) {

@@ -21,7 +21,7 @@ import (
 	"github.com/argosyproj/argosy/spoke/live"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/tree.json")
+var update = flag.Bool("update", false, "rewrite testdata/tree.json and testdata/diff.json")
 
 const argoNS = "argocd"
 
@@ -117,28 +117,34 @@ func TestTreeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := json.MarshalIndent(tree, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	golden := filepath.Join("testdata", "tree.json")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("tree (-golden +got; go test -run TestTreeGolden . -args -update rewrites it):\n%s", diff)
-	}
+	golden(t, "tree.json", tree)
 	for _, n := range tree.Nodes {
 		if n.Name == "other" || n.Name == "gone" {
 			t.Errorf("the tree holds %s, which is not the Application's", n.TreeRef)
 		}
+	}
+}
+
+// golden holds v's indented JSON to testdata/name; -update rewrites it.
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-golden +got; go test -run %s . -args -update rewrites it):\n%s", name, t.Name(), diff)
 	}
 }
 
@@ -251,5 +257,67 @@ func TestNewValidates(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("New with nothing: %v; want it to say %q", err, want)
 		}
+	}
+}
+
+// TestDiff holds the diff's rules on objects of each case: a Secret
+// applied with stringData (and the null creationTimestamp serializers
+// write) is unmodified against its stored data; a ConfigMap changed since
+// it was applied is modified; a Deployment applied server-side has no
+// target state and is not modified; a missing ConfigMap is "null" and
+// modified; no answer passes the node bound.
+func TestDiff(t *testing.T) {
+	objs := fixture()
+	for _, o := range objs {
+		u := o.(*unstructured.Unstructured)
+		switch u.GetKind() + "/" + u.GetName() {
+		case "Secret/web":
+			u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Secret",` +
+				`"metadata":{"creationTimestamp":null,"name":"web","namespace":"shop"},"stringData":{"password":"hunter2"}}`})
+		case "ConfigMap/web":
+			u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"ConfigMap",` +
+				`"metadata":{"name":"web","namespace":"shop"},"data":{"k":"old"}}`})
+		}
+	}
+	s, err := live.New(newFake(objs...), &fakeLogs{}, argoNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Diff(t.Context(), "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]live.ResourceDiff{}
+	for _, it := range d.Items {
+		got[it.Kind+"/"+it.Name] = it
+	}
+	want := map[string]live.ResourceDiff{
+		"Deployment/web": {Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web", SyncStatus: "Synced", ResourceVersion: "7",
+			NormalizedLiveState: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"creationTimestamp":"2026-01-02T03:04:05Z",` +
+				`"name":"web","namespace":"shop","resourceVersion":"7","uid":"u-dep"}}`},
+		"Secret/web": {Kind: "Secret", Namespace: "shop", Name: "web", SyncStatus: "Synced", ResourceVersion: "7",
+			TargetState:         `{"apiVersion":"v1","data":{"password":"++++++++"},"kind":"Secret","metadata":{"name":"web","namespace":"shop"}}`,
+			NormalizedLiveState: `{"apiVersion":"v1","data":{"password":"++++++++"},"kind":"Secret","metadata":{"name":"web","namespace":"shop"}}`},
+		"ConfigMap/web": {Kind: "ConfigMap", Namespace: "shop", Name: "web", SyncStatus: "Synced", ResourceVersion: "7", Modified: true,
+			TargetState:         `{"apiVersion":"v1","data":{"k":"old"},"kind":"ConfigMap","metadata":{"name":"web","namespace":"shop"}}`,
+			NormalizedLiveState: `{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap","metadata":{"name":"web","namespace":"shop"}}`},
+		"ConfigMap/gone": {Kind: "ConfigMap", Namespace: "shop", Name: "gone", SyncStatus: "Synced", Modified: true, NormalizedLiveState: "null"},
+		"Service/web": {Kind: "Service", Namespace: "shop", Name: "web", SyncStatus: "Synced", ResourceVersion: "7",
+			NormalizedLiveState: `{"apiVersion":"v1","kind":"Service","metadata":{"creationTimestamp":"2026-01-02T03:04:05Z",` +
+				`"name":"web","namespace":"shop","resourceVersion":"7","uid":"u-svc"}}`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("diff (-want +got):\n%s", diff)
+	}
+	golden(t, "diff.json", d)
+	small, err := live.New(newFake(fixture()...), &fakeLogs{}, argoNS, live.WithMaxNodes(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := small.Diff(t.Context(), "web"); !errors.Is(err, live.ErrTooLarge) {
+		t.Errorf("diff of 5 resources bounded at 4: %v; want ErrTooLarge", err)
+	}
+	if _, err := s.Diff(t.Context(), "nope"); !errors.Is(err, live.ErrAppNotFound) {
+		t.Errorf("diff of an unknown application: %v; want ErrAppNotFound", err)
 	}
 }

@@ -45,3 +45,58 @@ func TestLiveTreeIsArgoCDApplicationTree(t *testing.T) {
 		t.Errorf("the live tree through Argo CD's types (-live +argo):\n%s", diff)
 	}
 }
+
+// TestLiveDiffIsArgoCDManagedResources holds the spoke's diff answer to
+// Argo CD's ManagedResourcesResponse, whose items its UI's diff view
+// reads: each item of spoke/live's testdata/diff.json decodes into
+// v1alpha1.ResourceDiff with no unknown field but syncStatus (Argosy's
+// addition, from the Application's status) and encodes back the same.
+func TestLiveDiffIsArgoCDManagedResources(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "spoke", "live", "testdata", "diff.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		Items []map[string]json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		t.Fatal(err)
+	}
+	if len(answer.Items) < 5 {
+		t.Fatalf("decoded %d items; want the golden diff's", len(answer.Items))
+	}
+	modified := 0
+	for _, item := range answer.Items {
+		delete(item, "syncStatus")
+		b, err := json.Marshal(item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		var d v1alpha1.ResourceDiff
+		if err := dec.Decode(&d); err != nil {
+			t.Fatalf("a live diff item is not an Argo CD ResourceDiff: %v\n%s", err, b)
+		}
+		if d.Modified {
+			modified++
+		}
+		back, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got any
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(back, &got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("a live diff item through Argo CD's types (-live +argo):\n%s", diff)
+		}
+	}
+	if modified == 0 {
+		t.Error("no item of the golden diff is modified: the field is not held")
+	}
+}
