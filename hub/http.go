@@ -46,6 +46,7 @@ func routes() []route {
 		{http.MethodDelete, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}", auth.ActionDeleteApp, (*Server).deleteApplication, []string{"cascade"}},
 		{http.MethodPost, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/operations", auth.ActionOperate, (*Server).operate, nil},
 		{http.MethodGet, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/tree", auth.ActionInspect, (*Server).tree, []string{"timeout"}},
+		{http.MethodGet, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/diff", auth.ActionInspect, (*Server).diff, []string{"timeout"}},
 		{http.MethodGet, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/manifest", auth.ActionInspect, (*Server).manifest,
 			[]string{"timeout", "group", "version", "kind", "resourceNamespace", "resourceName"}},
 		{http.MethodGet, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/logs", auth.ActionLogs, (*Server).logs,

@@ -18,10 +18,14 @@ import (
 	"github.com/argosyproj/argosy/schemas"
 )
 
-// tree, manifest and logs ask an Application's cluster a live question
+// tree, diff, manifest and logs ask an Application's cluster a live question
 // and answer with what it answered (docs/hub.md, "Live questions").
 func (s *Server) tree(r *http.Request, c *call) (any, error) {
 	return s.inspect(r, c, schemas.QueryTree)
+}
+
+func (s *Server) diff(r *http.Request, c *call) (any, error) {
+	return s.inspect(r, c, schemas.QueryDiff)
 }
 
 func (s *Server) manifest(r *http.Request, c *call) (any, error) {
@@ -94,14 +98,17 @@ func (s *Server) ask(ctx context.Context, p *auth.Principal, subj events.Subject
 	return a, nil
 }
 
-// askTree is the dashboard's: the Application's tree, asked as p.
-func (s *Server) askTree(p *auth.Principal) func(ctx context.Context, cluster, namespace, name string) (json.RawMessage, error) {
-	return func(ctx context.Context, cluster, namespace, name string) (json.RawMessage, error) {
+// askLive is the dashboard's: the Application's tree or diff, asked as p.
+func (s *Server) askLive(p *auth.Principal) func(ctx context.Context, query, cluster, namespace, name string) (json.RawMessage, error) {
+	return func(ctx context.Context, query, cluster, namespace, name string) (json.RawMessage, error) {
+		if query != schemas.QueryTree && query != schemas.QueryDiff {
+			return nil, fmt.Errorf("the dashboard asks no %q question", query)
+		}
 		subj := events.Subject{Cluster: cluster, Kind: schemas.SubjectApplications, Namespace: namespace, Name: name}
 		if _, err := events.ParseSubject(subj.String()); err != nil {
 			return nil, err
 		}
-		a, err := s.ask(ctx, p, subj, schemas.QueryRequested{Query: schemas.QueryTree}, DefaultQueryTimeout)
+		a, err := s.ask(ctx, p, subj, schemas.QueryRequested{Query: query}, DefaultQueryTimeout)
 		if err != nil {
 			return nil, err
 		}

@@ -212,7 +212,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/live" {
 		// A page's live stream renders it every second: it asks no
 		// cluster anything, or an open stream would ask once a second.
-		ctx = web.WithInspect(ctx, s.askTree(p))
+		ctx = web.WithInspect(ctx, s.askLive(p))
 	}
 	s.o.dashboard.ServeHTTP(w, r.WithContext(ctx))
 }

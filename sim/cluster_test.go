@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -375,5 +376,36 @@ func TestProjects(t *testing.T) {
 	project("default", `{"sourceRepos":["https://git.example.com/*"],"destinations":[{"server":"*","namespace":"*"}]}`)
 	if err := c.Apply(t.Context(), app("f", "default", "https://elsewhere.example/x.git", "web")); err == nil {
 		t.Error("the hub's own default project does not rule")
+	}
+}
+
+// TestAnswerDiff: a simulated cluster answers a diff question with each
+// managed resource of its tree (none of the children), unmodified, and
+// says not_found for an Application it does not run.
+func TestAnswerDiff(t *testing.T) {
+	c := sim.NewCluster(sim.WithBehaviour(fixed(0, 0)), sim.WithSeed(1))
+	apply(t, c, 1, "v1")
+	raw, _, err := c.Answer(t.Context(), &schemas.QueryRequested{Resource: schemas.Resource{Namespace: "argocd", Name: "web"}, Query: schemas.QueryDiff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d schemas.ApplicationDiff
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, it := range d.Items {
+		kinds = append(kinds, it.Kind)
+		if it.Modified || it.TargetState == "" || it.TargetState != it.NormalizedLiveState {
+			t.Errorf("simulated %s: %+v, want unmodified as applied", it.Kind, it)
+		}
+	}
+	if len(kinds) < 2 || kinds[0] != "Deployment" || slices.Contains(kinds, "Pod") || slices.Contains(kinds, "ReplicaSet") {
+		t.Errorf("diff of kinds %v, want the managed resources only", kinds)
+	}
+	_, _, err = c.Answer(t.Context(), &schemas.QueryRequested{Resource: schemas.Resource{Namespace: "argocd", Name: "nope"}, Query: schemas.QueryDiff})
+	var coded interface{ QueryCode() string }
+	if !errors.As(err, &coded) || coded.QueryCode() != schemas.QueryNotFound {
+		t.Errorf("diff of an unknown application: %v, want not_found", err)
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // Answer implements spoke.Inspector for a simulated cluster: the
 // Application's tree is its simulated resources (a Deployment with its
-// ReplicaSet and Pod, a Service, ConfigMaps), as schemas.ApplicationTree; a manifest is the node's object; logs are a few lines.
+// ReplicaSet and Pod, a Service, ConfigMaps), as schemas.ApplicationTree; a manifest is the node's object; logs are a few lines; a
+// diff is every managed resource as applied.
 func (c *Cluster) Answer(_ context.Context, q *schemas.QueryRequested) (json.RawMessage, bool, error) {
 	c.mu.Lock()
 	a, ok := c.apps[spoke.Ref{Kind: spoke.KindApplication, Namespace: q.Namespace, Name: q.Name}]
@@ -26,6 +27,9 @@ func (c *Cluster) Answer(_ context.Context, q *schemas.QueryRequested) (json.Raw
 	switch q.Query {
 	case schemas.QueryTree:
 		b, err := json.Marshal(schemas.ApplicationTree{Nodes: nodes})
+		return b, false, err
+	case schemas.QueryDiff:
+		b, err := json.Marshal(diffOf(nodes))
 		return b, false, err
 	case schemas.QueryManifest, schemas.QueryLogs:
 		for _, n := range nodes {
@@ -43,6 +47,22 @@ func (c *Cluster) Answer(_ context.Context, q *schemas.QueryRequested) (json.Raw
 		return nil, false, simRefusal{schemas.QueryNotInTree, fmt.Errorf("the resource is not part of the Application %s/%s", q.Namespace, q.Name)}
 	}
 	return nil, false, simRefusal{schemas.QueryInvalid, fmt.Errorf("%q is not a question this agent answers", q.Query)}
+}
+
+// diffOf is the diff answer of a simulated tree: its managed resources
+// (those with no parent), each as applied, unmodified.
+func diffOf(nodes []schemas.TreeNode) schemas.ApplicationDiff {
+	d := schemas.ApplicationDiff{Items: []schemas.ResourceDiff{}}
+	for _, n := range nodes {
+		if len(n.ParentRefs) > 0 {
+			continue
+		}
+		state, _ := json.Marshal(map[string]any{"apiVersion": apiVersion(n), "kind": n.Kind, // a map of strings always encodes
+			"metadata": map[string]any{"name": n.Name, "namespace": n.Namespace}})
+		d.Items = append(d.Items, schemas.ResourceDiff{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name,
+			TargetState: string(state), NormalizedLiveState: string(state), SyncStatus: "Synced"})
+	}
+	return d
 }
 
 // apiVersion is n's group and version, as an object names them.

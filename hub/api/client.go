@@ -177,6 +177,12 @@ func (c *Client) Tree(ctx context.Context, cluster, namespace, name string, time
 	return c.live(ctx, cluster, namespace, name, "tree", timeoutQuery(timeout))
 }
 
+// Diff asks a cluster for an Application's managed resources against
+// what its Argo CD last applied (schemas.ApplicationDiff).
+func (c *Client) Diff(ctx context.Context, cluster, namespace, name string, timeout time.Duration) (*LiveAnswer, error) {
+	return c.live(ctx, cluster, namespace, name, "diff", timeoutQuery(timeout))
+}
+
 // Manifest asks a cluster for the live object of one resource of an
 // Application.
 func (c *Client) Manifest(ctx context.Context, cluster, namespace, name string, t LiveTarget, timeout time.Duration) (*LiveAnswer, error) {

@@ -402,6 +402,17 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("tree rows %v, want the Deployment, its ReplicaSet and Pod first", kinds)
 		}
 		screenshot(t, admin, "tree")
+		// From the tree, the diff: the simulated resources as applied.
+		var summary string
+		if err := chromedp.Run(admin, chromedp.Click("#diff-link", chromedp.ByID), chromedp.WaitVisible(`#diff tr[data-kind="Deployment"]`, chromedp.ByQuery),
+			chromedp.Text("#diff-summary", &summary, chromedp.ByID)); err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		eval(t, admin, `[...document.querySelectorAll('#diff tbody tr')].map(tr => tr.dataset.kind + ' ' + tr.dataset.modified)`, &rows)
+		if !strings.Contains(summary, "No resource differs") || len(rows) < 2 || rows[0] != "Deployment false" || slices.Contains(rows, "Pod false") {
+			t.Errorf("diff page: %q, rows %v; want the managed resources, none differing", summary, rows)
+		}
 		// The Stale cluster's agent is stopped: the page says so after
 		// the question's timeout.
 		var stale string

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,14 +11,15 @@ import (
 	"github.com/argosyproj/argosy/schemas"
 )
 
-// Inspect asks an Application's cluster for its live resource tree, as
-// the viewer: the hub's live questions (docs/hub.md).
-type Inspect func(ctx context.Context, cluster, namespace, name string) (json.RawMessage, error)
+// Inspect asks an Application's cluster a live question, as the viewer:
+// its tree (schemas.QueryTree) or its diff (schemas.QueryDiff), the hub's
+// live questions (docs/hub.md).
+type Inspect func(ctx context.Context, query, cluster, namespace, name string) (json.RawMessage, error)
 
 type inspectKey struct{}
 
-// WithInspect returns ctx with the function the tree page asks a
-// cluster with.
+// WithInspect returns ctx with the function the tree and diff pages ask
+// a cluster with.
 func WithInspect(ctx context.Context, f Inspect) context.Context {
 	return context.WithValue(ctx, inspectKey{}, f)
 }
@@ -40,15 +42,10 @@ type treeRow struct {
 // query names, as the cluster answers now.
 func (h *Handler) tree(r *http.Request) (string, any, error) {
 	d := treeData{Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), Cluster: r.URL.Query().Get("cluster")}
-	if d.Cluster == "" {
-		return "", nil, &pageError{status: http.StatusBadRequest, msg: "no cluster: the tree is one cluster's (?cluster=NAME)"}
+	raw, err := ask(r, schemas.QueryTree, d.Cluster, d.Namespace, d.Name)
+	if perr, ok := err.(*pageError); ok {
+		return "", nil, perr
 	}
-	ask, ok := r.Context().Value(inspectKey{}).(Inspect)
-	if !ok {
-		d.Err = "this dashboard cannot ask clusters live questions"
-		return "tree", d, nil
-	}
-	raw, err := ask(r.Context(), d.Cluster, d.Namespace, d.Name)
 	if err != nil {
 		d.Err = err.Error()
 		return "tree", d, nil
@@ -60,6 +57,20 @@ func (h *Handler) tree(r *http.Request) (string, any, error) {
 	}
 	d.Nodes = ordered(tree.Nodes)
 	return "tree", d, nil
+}
+
+// ask asks the Application's cluster query for a page: a page error
+// without a cluster, and an error for people when the cluster does not
+// answer or this dashboard cannot ask.
+func ask(r *http.Request, query, cluster, namespace, name string) (json.RawMessage, error) {
+	if cluster == "" {
+		return nil, &pageError{status: http.StatusBadRequest, msg: "no cluster: the " + query + " is one cluster's (?cluster=NAME)"}
+	}
+	f, ok := r.Context().Value(inspectKey{}).(Inspect)
+	if !ok {
+		return nil, errors.New("this dashboard cannot ask clusters live questions")
+	}
+	return f(r.Context(), query, cluster, namespace, name)
 }
 
 // ordered lays nodes out depth first, each child under its parent; a

@@ -129,7 +129,7 @@ func New(q projector.Query, opts ...Option) (*Handler, error) {
 	}
 	// Each page shows only what the viewer's scope holds (read.WithScope).
 	h.q = read.Scoped(h.q)
-	for _, name := range []string{"fleet", "cluster", "apps", "app", "tree", "audit", "reports", "placements", "login", "error", "verify"} {
+	for _, name := range []string{"fleet", "cluster", "apps", "app", "tree", "livediff", "audit", "reports", "placements", "login", "error", "verify"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard template %s: %w", name, err)
@@ -141,6 +141,7 @@ func New(q projector.Query, opts ...Option) (*Handler, error) {
 	h.mux.HandleFunc("GET /apps", h.page(h.apps))
 	h.mux.HandleFunc("GET /apps/{namespace}/{name}", h.page(h.app))
 	h.mux.HandleFunc("GET /apps/{namespace}/{name}/tree", h.page(h.tree))
+	h.mux.HandleFunc("GET /apps/{namespace}/{name}/diff", h.page(h.liveDiff))
 	h.mux.HandleFunc("GET /audit", h.page(h.audit))
 	h.mux.HandleFunc("GET /audit/verify", h.verify)
 	h.mux.HandleFunc("GET /live", h.live)

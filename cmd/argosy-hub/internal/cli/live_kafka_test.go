@@ -13,16 +13,20 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke/live"
 )
 
 // TestLiveQuestionsEndToEnd asks a real spoke, through the real hub and
 // broker, about an Application its real Argo CD synced: the tree names
 // every resource Argo CD manages, a Secret's manifest comes back masked,
+// the diff shows nothing as synced and a ConfigMap edited on the cluster,
 // an object outside the Application is refused without being read, and
 // the calls are audited with their actor. A cluster whose agent does not
 // run answers nothing: the call ends after its timeout and names the
@@ -74,6 +78,38 @@ func TestLiveQuestionsEndToEnd(t *testing.T) {
 		t.Errorf("logs of a Pod outside the Application: %v, want 403", err)
 	}
 
+	// The diff through the hub: as synced, nothing differs; a ConfigMap
+	// edited on the cluster does, and the Secret shows no value.
+	diff := func() map[string]schemas.ResourceDiff {
+		t.Helper()
+		answer, err := hubc.Diff(t.Context(), cluster, kubetest.ArgoNamespace, name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := string(answer.Answer); strings.Contains(s, "hunter2") || strings.Contains(s, "aHVudGVyMg==") {
+			t.Errorf("the diff shows the Secret's value: %s", s)
+		}
+		var d schemas.ApplicationDiff
+		if err := json.Unmarshal(answer.Answer, &d); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]schemas.ResourceDiff{}
+		for _, it := range d.Items {
+			out[it.Kind+"/"+it.Name] = it
+		}
+		return out
+	}
+	if d := diff(); len(d) != 2 || d["ConfigMap/demo"].Modified || d["Secret/demo"].Modified || d["ConfigMap/demo"].TargetState == "" {
+		t.Errorf("diff as synced: %+v, want the ConfigMap and the Secret, unmodified", d)
+	}
+	if _, err := a.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).Patch(t.Context(), "demo",
+		types.MergePatchType, []byte(`{"data":{"v":"edited on the cluster"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if cm := diff()["ConfigMap/demo"]; !cm.Modified || !strings.Contains(cm.NormalizedLiveState, "edited on the cluster") {
+		t.Errorf("diff of the edited ConfigMap: %+v, want modified", cm)
+	}
+
 	// A cluster registered, with no agent running: no answer.
 	if _, err := hubc.RegisterCluster(t.Context(), "silent-"+ns, api.ClusterRequest{}, api.WriteOptions{}); err != nil {
 		t.Fatal(err)
@@ -107,7 +143,7 @@ func TestLiveQuestionsEndToEnd(t *testing.T) {
 				n++
 			}
 		}
-		return n >= 5
+		return n >= 7
 	})
 }
 

@@ -29,11 +29,11 @@ func NewCmdApp(io cmdkit.IOStreams) *cobra.Command {
 		Long: `Apply Argo CD Applications to clusters through the hub, delete them, ask a
 cluster's Argo CD to sync, refresh, roll back or terminate one, and see
 them: as the hub holds them (list, get), as the clusters report them
-(status, get), and live, as a cluster answers (tree, manifests, logs).`,
+(status, get), and live, as a cluster answers (tree, diff, manifests, logs).`,
 	}
 	cmd.AddCommand(NewCmdAppStatus(io, nil), NewCmdAppList(io, nil), NewCmdAppGet(io, nil), NewCmdAppApply(io, nil), NewCmdAppPlacements(io, nil),
 		NewCmdAppDelete(io, nil), NewCmdAppSync(io, nil), NewCmdAppRefresh(io, nil), NewCmdAppRollback(io, nil),
-		NewCmdAppTerminate(io, nil), NewCmdAppAdopt(io, nil), NewCmdAppTree(io, nil), NewCmdAppManifests(io, nil), NewCmdAppLogs(io, nil))
+		NewCmdAppTerminate(io, nil), NewCmdAppAdopt(io, nil), NewCmdAppTree(io, nil), NewCmdAppDiff(io, nil), NewCmdAppManifests(io, nil), NewCmdAppLogs(io, nil))
 	return cmd
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/argosyproj/argosy/schemas"
 )
 
-// AppLiveOptions are the flags and argument of `argosy app tree`,
+// AppLiveOptions are the flags and argument of `argosy app tree`, `diff`,
 // `manifests` and `logs`: a live question to the Application's cluster.
 type AppLiveOptions struct {
 	IO        cmdkit.IOStreams
@@ -64,6 +64,38 @@ manages and what they own (ReplicaSets, Pods), with their health.` + liveHelp,
 		},
 	}
 	cmdkit.AddOutputFlag(cmd, &opts.Output)
+	opts.flags(cmd)
+	return cmd
+}
+
+// NewCmdAppDiff returns `argosy app diff`.
+func NewCmdAppDiff(io cmdkit.IOStreams, runF func(context.Context, *AppLiveOptions) error) *cobra.Command {
+	opts := &AppLiveOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "diff NAME --cluster CLUSTER",
+		Short: "Show how an Application's live resources differ from what Argo CD last applied",
+		Long: `Show, for each resource the Application NAME manages on --cluster, how the
+live object differs from what its Argo CD last applied (the object's
+last-applied-configuration): what was changed on the cluster since the
+last sync. Only the fields Argo CD set are compared, so defaults and
+status are not changes; a Secret's values are masked, a changed one with
+a longer mask. A resource Git changed since the last sync is OutOfSync,
+which argosy app status shows: the cluster holds nothing newer than what
+was applied. Exits 1 when a resource differs, as diff does.` + liveHelp,
+		Example: `  argosy app diff guestbook --cluster prod-eu
+  argosy app diff guestbook --cluster prod-eu -o json`,
+		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := opts.check(args, "text", "json", "yaml"); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return appDiffRun(c.Context(), opts)
+		},
+	}
+	cmdkit.AddOutputFlag(cmd, &opts.Output, "text", "json", "yaml")
 	opts.flags(cmd)
 	return cmd
 }
@@ -196,6 +228,82 @@ func appTreeRun(ctx context.Context, o *AppLiveOptions) error {
 		rows = append(rows, []string{kind, n.Namespace, n.Name, health, parent})
 	}
 	return cmdkit.PrintOut(o.IO.Out, o.Output, json.RawMessage(a.Answer), []string{"KIND", "NAMESPACE", "NAME", "HEALTH", "PARENT"}, rows)
+}
+
+func appDiffRun(ctx context.Context, o *AppLiveOptions) error {
+	c, err := o.API.Client()
+	if err != nil {
+		return err
+	}
+	a, err := c.Diff(ctx, o.Cluster, o.Namespace, o.Name, o.Timeout)
+	if err != nil {
+		return o.API.Explain(err)
+	}
+	var d schemas.ApplicationDiff
+	if err := json.Unmarshal(a.Answer, &d); err != nil {
+		return fmt.Errorf("the cluster's diff does not decode: %w", err)
+	}
+	if o.Output != "text" {
+		if err := printObject(o.IO.Out, o.Output, a.Answer); err != nil {
+			return err
+		}
+	} else if err := writeLiveDiff(o.IO.Out, o.IO.Err, d); err != nil {
+		return err
+	}
+	modified := 0
+	for _, it := range d.Items {
+		if it.Modified {
+			modified++
+		}
+	}
+	if modified == 0 {
+		return nil
+	}
+	return &cmdkit.ExitError{Code: 1, Err: fmt.Errorf("%d of %d resources of %s on %s differ from what Argo CD last applied",
+		modified, len(d.Items), o.Name, o.Cluster)}
+}
+
+// writeLiveDiff writes each modified resource of d as diff -u of its
+// target state and its live state, both as YAML, under a header that
+// names it, and notes on errw the resources with no target state.
+func writeLiveDiff(w, errw io.Writer, d schemas.ApplicationDiff) error {
+	noTarget := 0
+	for _, it := range d.Items {
+		if it.TargetState == "" && it.NormalizedLiveState != "null" {
+			noTarget++
+		}
+		if !it.Modified {
+			continue
+		}
+		target, err := yamlOf(it.TargetState)
+		if err != nil {
+			return err
+		}
+		live, err := yamlOf(it.NormalizedLiveState)
+		if err != nil {
+			return err
+		}
+		ref := schemas.TreeRef{Group: it.Group, Kind: it.Kind, Namespace: it.Namespace, Name: it.Name}
+		if _, err := fmt.Fprintf(w, "===== %s ======\n--- last applied\n+++ live\n%s", ref, unified(target, live)); err != nil {
+			return err
+		}
+	}
+	if noTarget > 0 {
+		fmt.Fprintf(errw, "%d resources carry no last-applied configuration (applied server-side): their changes cannot be shown\n", noTarget)
+	}
+	return nil
+}
+
+// yamlOf is a state of a diff answer as YAML: empty for none or null.
+func yamlOf(state string) (string, error) {
+	if state == "" || state == "null" {
+		return "", nil
+	}
+	y, err := yaml.JSONToYAML([]byte(state))
+	if err != nil {
+		return "", fmt.Errorf("the cluster's diff holds a state that does not decode: %w", err)
+	}
+	return string(y), nil
 }
 
 func appManifestsRun(ctx context.Context, o *AppLiveOptions) error {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,13 +10,15 @@ import (
 	"testing"
 
 	"github.com/argosyproj/argosy/cmd/argosy/internal/cmdtest"
+	"github.com/argosyproj/argosy/cmd/internal/cmdkit"
 	"github.com/argosyproj/argosy/hub/api"
 )
 
-// TestLiveCommands runs argosy app tree, manifests and logs against a
+// TestLiveCommands runs argosy app tree, diff, manifests and logs against a
 // server that answers as the hub does, and checks what each asks for and
 // prints: the tree as a table with each node's parent, a manifest as
-// YAML, log lines with a note when the agent cut older ones, and
+// YAML, log lines with a note when the agent cut older ones, a diff as
+// diff -u of the modified resources with exit code 1, and
 // --timeout in whole seconds, rounded up.
 func TestLiveCommands(t *testing.T) {
 	cmdtest.Isolate(t)
@@ -26,6 +29,11 @@ func TestLiveCommands(t *testing.T) {
 			{"group":"apps","version":"v1","kind":"ReplicaSet","namespace":"web","name":"guestbook-5d8f7","uid":"r","parentRefs":[{"group":"apps","kind":"Deployment","namespace":"web","name":"guestbook","uid":"d"}]}]}`,
 		"manifest": `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"demo","namespace":"web"},"data":{"password":"++++++++"}}`,
 		"logs":     `{"lines":["listening on :8080","ready"]}`,
+		"diff": `{"items":[{"kind":"ConfigMap","namespace":"web","name":"settings","modified":true,"syncStatus":"Synced",
+			"targetState":"{\"apiVersion\":\"v1\",\"data\":{\"k\":\"old\",\"same\":\"x\"},\"kind\":\"ConfigMap\"}",
+			"normalizedLiveState":"{\"apiVersion\":\"v1\",\"data\":{\"k\":\"new\",\"same\":\"x\"},\"kind\":\"ConfigMap\"}"},
+			{"group":"apps","kind":"Deployment","namespace":"web","name":"guestbook","normalizedLiveState":"{\"kind\":\"Deployment\"}"},
+			{"kind":"Service","namespace":"web","name":"guestbook","normalizedLiveState":"{}","targetState":"{}"}]}`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -59,12 +67,22 @@ func TestLiveCommands(t *testing.T) {
 		strings.Contains(err.Error(), "%!") {
 		t.Errorf("--since -1m: %v, want a usage error that reads well", err)
 	}
+	out, errOut, err = cmdtest.Run(t, NewCmdApp, append([]string{"app", "diff", "guestbook"}, flags...)...)
+	var exit *cmdkit.ExitError
+	if !errors.As(err, &exit) || exit.Code != 1 || !strings.Contains(err.Error(), "1 of 3 resources") {
+		t.Errorf("diff with a modified resource: %v, want exit 1 naming 1 of 3", err)
+	}
+	if want := "===== ConfigMap web/settings ======\n--- last applied\n+++ live\n@@ -1,5 +1,5 @@\n apiVersion: v1\n data:\n-  k: old\n+  k: new\n   same: x\n kind: ConfigMap\n"; out != want ||
+		!strings.Contains(errOut, "1 resources carry no last-applied configuration") {
+		t.Errorf("diff:\n%s\nwant:\n%s\nstderr: %s", out, want, errOut)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{
 		"/api/v1/clusters/prod-eu/applications/argocd/guestbook/tree?timeout=2",
 		"/api/v1/clusters/prod-eu/applications/argocd/guestbook/manifest?kind=Secret&resourceName=demo&resourceNamespace=web&timeout=10&version=v1",
 		"/api/v1/clusters/prod-eu/applications/argocd/guestbook/logs?resourceName=guestbook-5d8f7-x2v9q&resourceNamespace=web&sinceSeconds=600&tailLines=50&timeout=10",
+		"/api/v1/clusters/prod-eu/applications/argocd/guestbook/diff?timeout=10",
 	}
 	if strings.Join(asked, "\n") != strings.Join(want, "\n") {
 		t.Errorf("asked:\n%s\nwant:\n%s", strings.Join(asked, "\n"), strings.Join(want, "\n"))
