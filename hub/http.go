@@ -164,7 +164,17 @@ func (s *Server) handle(rt route) http.Handler {
 			return
 		}
 		c.p = p
-		if err := p.Allow(rt.action, "", nil, ""); err != nil {
+		if user, groups := r.Header.Get(api.HeaderActAsUser), r.Header.Values(api.HeaderActAsGroup); user != "" || len(groups) > 0 {
+			// A call made for a Kubernetes user: its grants, audited as
+			// the user, via the token that relayed it.
+			q, err := p.ActFor(user, groups)
+			if err != nil {
+				s.finish(w, r, c, nil, err)
+				return
+			}
+			c.p, c.via = q, q.Via()
+		}
+		if err := c.p.Allow(rt.action, "", nil, ""); err != nil {
 			s.finish(w, r, c, nil, err)
 			return
 		}

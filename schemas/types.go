@@ -554,9 +554,11 @@ type AuditRecorded struct {
 	RemoteAddr string `json:"remoteAddr,omitempty"`
 	// EventIDs are the ids of the events the call appended.
 	EventIDs []string `json:"eventIds,omitempty"`
-	// Via names the hub's own component that made the call on Actor's
-	// behalf: ViaPlacement when the hub places a placement's Applications,
-	// Actor then being the author of the placement change it carries out.
+	// Via names who made the call on Actor's behalf: ViaPlacement when the
+	// hub places a placement's Applications, Actor then being the author
+	// of the placement change it carries out; or the token that relayed
+	// the call of a Kubernetes user (Actor k8s:USER), argosy-hub mirror's
+	// admission webhook relaying a change made in the mirror cluster.
 	// Empty for a call the actor made. The hub sets both; no request can.
 	Via string `json:"via,omitempty"`
 	// Placement is the placement change the call made (applying or

@@ -55,6 +55,16 @@ type WriteOptions struct {
 	IdempotencyKey string
 	// IfMatch is the generation a single object must be at.
 	IfMatch *int64
+	// ActAs makes the call for a Kubernetes user, as a token with actFor
+	// grants relays it (HeaderActAsUser).
+	ActAs *ActAs
+}
+
+// ActAs is a Kubernetes user a call is made for: its name and groups, as
+// the Kubernetes API authenticated them.
+type ActAs struct {
+	User   string
+	Groups []string
 }
 
 // ResponseError is an error answer: its status and its Error, the one
@@ -303,6 +313,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	if o.IfMatch != nil {
 		req.Header.Set(HeaderIfMatch, `"`+strconv.FormatInt(*o.IfMatch, 10)+`"`)
+	}
+	if o.ActAs != nil {
+		req.Header.Set(HeaderActAsUser, o.ActAs.User)
+		for _, g := range o.ActAs.Groups {
+			req.Header.Add(HeaderActAsGroup, g)
+		}
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -19,6 +19,13 @@ const (
 	// key (from the same actor, about the same objects) is answered with
 	// what the first one wrote, and writes nothing again.
 	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderActAsUser and HeaderActAsGroup (one header per group) name the
+	// Kubernetes user a call is made for, as a token with actFor grants
+	// relays it (argosy-hub mirror's admission webhook): the call has the
+	// role and scopes its grants give that user, and the audit names the
+	// user and the token. Any other caller that sends them is refused.
+	HeaderActAsUser  = "Argosy-Act-As-User"
+	HeaderActAsGroup = "Argosy-Act-As-Group"
 	// HeaderIfMatch holds the generation a single-object write expects the
 	// object to be at ("0" for an object that must not exist yet).
 	HeaderIfMatch = "If-Match"

@@ -39,6 +39,14 @@ type Token struct {
 	// Clusters limits the token to the clusters this label selector
 	// matches; empty means every cluster.
 	Clusters string `json:"clusters,omitempty"`
+	// ActFor lets the token's calls act for the Kubernetes users whose
+	// identity they relay (the headers api.HeaderActAsUser and
+	// api.HeaderActAsGroup): argosy-hub mirror's admission webhook
+	// relays who changed a mirrored Application. Each such call has the
+	// role and scopes of the first grant that names the user or one of
+	// its groups, whatever the token's own; the audit names the user and
+	// the token (Via). Give it only to a token kept as well as an admin's.
+	ActFor []KubernetesGrant `json:"actFor,omitempty"`
 }
 
 // NewToken returns a new random token and its entry for the tokens file.
@@ -73,6 +81,12 @@ type Principal struct {
 	noRole string
 	// oidc is a caller by OIDC's, nil for a token of the tokens file.
 	oidc *Caller
+	// actFor and actForGrants are the token's actFor grants and their
+	// principals; via is the token that relayed a call made for a
+	// Kubernetes user (ActFor).
+	actFor       []*Principal
+	actForGrants []KubernetesGrant
+	via          string
 }
 
 // Caller is a caller by OIDC, as its verified ID token or a session
@@ -113,7 +127,12 @@ func newPrincipal(t Token) (*Principal, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("token %q: %w", t.Name, err)
 	}
-	return &Principal{Identity: api.Identity{Actor: t.Name, Role: t.Role, Projects: t.Projects, Clusters: t.Clusters}, selector: sel}, nil
+	acts, err := grants(t)
+	if err != nil {
+		return nil, err
+	}
+	return &Principal{Identity: api.Identity{Actor: t.Name, Role: t.Role, Projects: t.Projects, Clusters: t.Clusters}, selector: sel,
+		actFor: acts, actForGrants: t.ActFor}, nil
 }
 
 // Actions a principal is authorized for. The audit records them by these

@@ -77,6 +77,9 @@ func newTokenSet(f TokenFile) (*tokenSet, error) {
 		if strings.HasPrefix(t.Name, "oidc:") {
 			errs = append(errs, fmt.Errorf("token %q: names starting oidc: are the OIDC callers'", t.Name))
 		}
+		if strings.HasPrefix(t.Name, ActForPrefix) {
+			errs = append(errs, fmt.Errorf("token %q: names starting %s are the Kubernetes users' that tokens act for", t.Name, ActForPrefix))
+		}
 		var h [sha256.Size]byte
 		b, _ := hex.DecodeString(t.SHA256) // newPrincipal checked it
 		copy(h[:], b)

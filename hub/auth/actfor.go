@@ -1,0 +1,94 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/argosyproj/argosy/hub/api"
+)
+
+// KubernetesGrant is the role and scopes a token that acts for Kubernetes
+// users (Token.ActFor) gives the users it names: a user by name, or
+// every member of a group.
+type KubernetesGrant struct {
+	User     string   `json:"user,omitempty"`
+	Group    string   `json:"group,omitempty"`
+	Role     string   `json:"role"`
+	Projects []string `json:"projects,omitempty"`
+	Clusters string   `json:"clusters,omitempty"`
+}
+
+// Bounds of a relayed identity: a user's name and each group's, and how
+// many groups.
+const (
+	maxActForName   = 256
+	maxActForGroups = 64
+)
+
+// ActForPrefix begins the actor of a call made for a Kubernetes user: the
+// audit names it k8s:USER.
+const ActForPrefix = "k8s:"
+
+// grants checks a token's actFor entries and returns their principals, in
+// order.
+func grants(t Token) ([]*Principal, error) {
+	var out []*Principal
+	var errs []error
+	for i, g := range t.ActFor {
+		if (g.User == "") == (g.Group == "") {
+			errs = append(errs, fmt.Errorf("actFor[%d]: name a user or a group, one of the two", i))
+			continue
+		}
+		p, err := newPrincipal(Token{Name: "actFor", SHA256: strings.Repeat("0", 64), Role: g.Role, Projects: g.Projects, Clusters: g.Clusters})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("actFor[%d]: %w", i, errors.Unwrap(err)))
+			continue
+		}
+		out = append(out, p)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("token %q: %w", t.Name, err)
+	}
+	return out, nil
+}
+
+// ActFor returns the principal of the Kubernetes user whose identity p
+// relays (user and groups, as the Kubernetes API authenticated them): the
+// role and scopes of the first of p's actFor grants that names the user
+// or one of its groups, with the actor k8s:USER and p as the one who
+// relayed it (Via). It is ErrDenied when p may act for no one, and a
+// principal with no role when no grant names the user.
+func (p *Principal) ActFor(user string, groups []string) (*Principal, error) {
+	if len(p.actFor) == 0 {
+		return nil, fmt.Errorf("%w: %s may not act for anyone: its token has no actFor grants", ErrDenied, p.Actor)
+	}
+	if user == "" || len(user) > maxActForName || !Printable(user) {
+		return nil, fmt.Errorf("%w: the user to act for must be 1 to %d printable bytes", ErrDenied, maxActForName)
+	}
+	if len(groups) > maxActForGroups {
+		return nil, fmt.Errorf("%w: at most %d groups of the user to act for, not %d", ErrDenied, maxActForGroups, len(groups))
+	}
+	for _, g := range groups {
+		if g == "" || len(g) > maxActForName || !Printable(g) {
+			return nil, fmt.Errorf("%w: each group of the user to act for must be 1 to %d printable bytes", ErrDenied, maxActForName)
+		}
+	}
+	actor := ActForPrefix + user
+	for i, g := range p.actForGrants {
+		if (g.User != "" && g.User == user) || (g.Group != "" && slices.Contains(groups, g.Group)) {
+			q := *p.actFor[i]
+			q.Actor, q.via = actor, p.Actor
+			return &q, nil
+		}
+	}
+	return &Principal{Identity: api.Identity{Actor: actor}, selector: labels.Nothing(), via: p.Actor,
+		noRole: fmt.Sprintf("%s may act for no Kubernetes user %q of groups %q: no actFor grant of its token names them", p.Actor, user, groups)}, nil
+}
+
+// Via is the token that relayed the call of the Kubernetes user p is
+// (ActFor); empty for a caller who called.
+func (p *Principal) Via() string { return p.via }
