@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -35,7 +36,7 @@ type liveDiffRow struct {
 func (h *Handler) liveDiff(r *http.Request) (string, any, error) {
 	d := liveDiffData{Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), Cluster: r.URL.Query().Get("cluster")}
 	raw, err := ask(r, schemas.QueryDiff, d.Cluster, d.Namespace, d.Name)
-	if perr, ok := err.(*pageError); ok {
+	if perr := (*pageError)(nil); errors.As(err, &perr) {
 		return "", nil, perr
 	}
 	if err != nil {

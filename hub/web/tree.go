@@ -43,7 +43,7 @@ type treeRow struct {
 func (h *Handler) tree(r *http.Request) (string, any, error) {
 	d := treeData{Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), Cluster: r.URL.Query().Get("cluster")}
 	raw, err := ask(r, schemas.QueryTree, d.Cluster, d.Namespace, d.Name)
-	if perr, ok := err.(*pageError); ok {
+	if perr := (*pageError)(nil); errors.As(err, &perr) {
 		return "", nil, perr
 	}
 	if err != nil {
