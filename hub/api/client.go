@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Client calls /api/v1 (schemas/openapi.yaml): the hub's own API, and
@@ -302,6 +304,8 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
+	// The hub continues the caller's trace, when there is one.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
