@@ -33,6 +33,12 @@ type MirrorOptions struct {
 	Interval    time.Duration
 	Concurrency int
 	MetricsAddr string
+	// Admission serves the webhook that relays changes made in the
+	// mirror cluster to the hub (off when empty).
+	Admission    string
+	AdmissionTLS [2]string
+	Self         string
+	AppNamespace string
 }
 
 // BindFlags adds the mirror's flags to fs.
@@ -50,6 +56,18 @@ func (o *MirrorOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "clusters a round mirrors at once")
 	fs.StringVar(&o.MetricsAddr, "metrics-address", cmdkit.Env("ARGOSY_METRICS_ADDRESS", "127.0.0.1:9467"),
 		"address of /metrics and /healthz (env ARGOSY_METRICS_ADDRESS)")
+	fs.StringVar(&o.Admission, "admission-address", cmdkit.Env("ARGOSY_MIRROR_ADMISSION_ADDRESS", ""),
+		"address of the admission webhook that relays changes made to mirrored Applications to the hub, over TLS; empty: none "+
+			"(env ARGOSY_MIRROR_ADMISSION_ADDRESS)")
+	fs.StringVar(&o.AdmissionTLS[0], "admission-tls-cert", cmdkit.Env("ARGOSY_MIRROR_ADMISSION_TLS_CERT", ""),
+		"the webhook's certificate (PEM), read again when it changes (env ARGOSY_MIRROR_ADMISSION_TLS_CERT)")
+	fs.StringVar(&o.AdmissionTLS[1], "admission-tls-key", cmdkit.Env("ARGOSY_MIRROR_ADMISSION_TLS_KEY", ""),
+		"the webhook's private key (PEM) (env ARGOSY_MIRROR_ADMISSION_TLS_KEY)")
+	fs.StringVar(&o.Self, "mirror-user", cmdkit.Env("ARGOSY_MIRROR_USER", ""),
+		"the Kubernetes user the mirror writes as (system:serviceaccount:NS:NAME), whose writes the webhook admits as they are "+
+			"(env ARGOSY_MIRROR_USER)")
+	fs.StringVar(&o.AppNamespace, "application-namespace", "argocd",
+		"the namespace, on its cluster, of an Application created in the mirror cluster")
 }
 
 // NewCmdMirror returns `argosy-hub mirror`.
@@ -71,13 +89,25 @@ is enough) and writes only to the mirror cluster: it appends no event and
 holds no credentials to a workload cluster. Every Application it writes
 carries argocd.argoproj.io/skip-reconcile=true, so the mirror cluster's
 application controller never syncs or prunes it. Run one mirror per mirror
-cluster.`,
+cluster.
+
+With --admission-address, it also serves a mutating admission webhook on the
+mirror cluster's Applications: a change made to a mirrored Application in
+that cluster's Argo CD (UI, argocd CLI) or with kubectl (an edit of the
+spec, a sync, refresh, rollback, terminate or delete, a new Application)
+becomes the matching hub call, made for the Kubernetes user who made it.
+The token must then have actFor grants, which give each user a role; a
+change the hub refuses is refused at admission, with the hub's words
+(docs/mirror.md).`,
 		Example: `  argosy-hub mirror --hub-url https://argosy.internal:8443 --token-file /etc/argosy/mirror-token \
     --namespace-prefix fleet-`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.HubURL == "" || opts.TokenFile == "" {
 				return &cmdkit.FlagError{Err: errors.New("--hub-url and --token-file are required")}
+			}
+			if opts.Admission != "" && (opts.AdmissionTLS[0] == "" || opts.AdmissionTLS[1] == "" || opts.Self == "") {
+				return &cmdkit.FlagError{Err: errors.New("--admission-address needs --admission-tls-cert, --admission-tls-key and --mirror-user")}
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -117,9 +147,21 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	if err != nil {
 		return &cmdkit.FlagError{Err: err}
 	}
-	log.InfoContext(ctx, "argosy-hub mirror started", "version", version.Get().Version, "hub", o.HubURL, "prefix", o.Prefix)
+	log.InfoContext(ctx, "argosy-hub mirror started", "version", version.Get().Version, "hub", o.HubURL, "prefix", o.Prefix,
+		"admission", o.Admission)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.Run(gctx) })
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
+	if o.Admission != "" {
+		adm, err := mirror.NewAdmission(hubc, o.Self, o.Prefix, mirror.WithApplicationNamespace(o.AppNamespace), mirror.WithAdmissionLogger(log))
+		if err != nil {
+			return &cmdkit.FlagError{Err: err}
+		}
+		cfg, err := tel.ServeTLS(o.AdmissionTLS[0], o.AdmissionTLS[1], "argosy.mirror.tls.reload_failures", log)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return httpserve.Run(gctx, o.Admission, adm, httpserve.WithTLS(cfg)) })
+	}
 	return g.Wait()
 }

@@ -67,7 +67,7 @@ func TestMirrorIntoArgoCD(t *testing.T) {
 	if v := got.GetLabels()[mirror.LabelCluster]; v != cluster {
 		t.Errorf("label %s = %q, want %q", mirror.LabelCluster, v, cluster)
 	}
-	configEnd := endOffsets(t, f, events.TopicConfig)
+	configAt := configEnd(t, f)
 
 	// Ask the mirror cluster's controller for a hard refresh, which it acts
 	// on and clears at once for an Application it reconciles; past two of
@@ -120,8 +120,8 @@ func TestMirrorIntoArgoCD(t *testing.T) {
 	if _, err := spokeApps.Get(t.Context(), name, metav1.GetOptions{}); err != nil {
 		t.Errorf("the cluster's Application after its mirror namespace was deleted: %v", err)
 	}
-	if now := endOffsets(t, f, events.TopicConfig); now != configEnd {
-		t.Errorf("the config topic's end offsets moved from %d to %d while the mirror ran", configEnd, now)
+	if now := configEnd(t, f); now != configAt {
+		t.Errorf("the config topic's end offsets moved from %d to %d while the mirror ran", configAt, now)
 	}
 
 	if _, err := hubc.Delete(t.Context(), api.KindApplications, cluster, kubetest.ArgoNamespace, name, true, api.WriteOptions{}); err != nil {
@@ -168,16 +168,16 @@ func (f *fixture) newToken(name, role string) string {
 
 // startMirror runs argosy-hub mirror into e's cluster, its namespaces
 // prefixed "mirror-" as the test Argo CD watches them.
-func (f *fixture) startMirror(e *kubetest.Env, hubURL, tokenFile string) *testproc.Proc {
+func (f *fixture) startMirror(e *kubetest.Env, hubURL, tokenFile string, extra ...string) *testproc.Proc {
 	f.t.Helper()
 	ports, err := testproc.FreePorts(1)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	f.metrics["mirror"] = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	p, err := testproc.Start(f.dir, "mirror", f.bin, []string{"mirror", "--hub-url", hubURL, "--token-file", tokenFile,
+	p, err := testproc.Start(f.dir, "mirror", f.bin, append([]string{"mirror", "--hub-url", hubURL, "--token-file", tokenFile,
 		"--kubeconfig", e.Kubeconfig, "--namespace-prefix", strings.TrimSuffix(kubetest.MirrorNamespaces, "*"),
-		"--interval", "500ms", "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0])}, nil)
+		"--interval", "500ms", "--metrics-address", fmt.Sprintf("127.0.0.1:%d", ports[0])}, extra...), nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -189,10 +189,10 @@ func (f *fixture) startMirror(e *kubetest.Env, hubURL, tokenFile string) *testpr
 	return p
 }
 
-// endOffsets is the sum of the end offsets of the fixture's topic.
-func endOffsets(t *testing.T, f *fixture, topic events.Topic) int64 {
+// configEnd is the sum of the end offsets of the fixture's config topic.
+func configEnd(t *testing.T, f *fixture) int64 {
 	t.Helper()
-	ends, err := kadm.NewClient(kafkatest.Client(t)).ListEndOffsets(t.Context(), f.topics[topic])
+	ends, err := kadm.NewClient(kafkatest.Client(t)).ListEndOffsets(t.Context(), f.topics[events.TopicConfig])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,234 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/argosyproj/argosy/hub/api"
+)
+
+// fakeHub records the hub calls the webhook makes, and refuses them all
+// with refuse when it is set.
+type fakeHub struct {
+	calls  []string
+	opts   []api.WriteOptions
+	refuse error
+}
+
+func (f *fakeHub) Apply(_ context.Context, kind string, req api.ApplyRequest, o api.WriteOptions) (*api.Result, error) {
+	exp := "-"
+	if req.ExpectedGeneration != nil {
+		exp = fmt.Sprint(*req.ExpectedGeneration)
+	}
+	f.calls, f.opts = append(f.calls, fmt.Sprintf("apply %s %v gen=%s %s", kind, req.Clusters, exp, req.Manifest)), append(f.opts, o)
+	return &api.Result{}, f.refuse
+}
+
+func (f *fakeHub) Delete(_ context.Context, kind, cluster, namespace, name string, cascade bool, o api.WriteOptions) (*api.Result, error) {
+	f.calls, f.opts = append(f.calls, fmt.Sprintf("delete %s %s %s/%s cascade=%v", kind, cluster, namespace, name, cascade)), append(f.opts, o)
+	return &api.Result{}, f.refuse
+}
+
+func (f *fakeHub) Operate(_ context.Context, cluster, namespace, name string, req api.OperationRequest, o api.WriteOptions) (*api.Result, error) {
+	b, _ := json.Marshal(req)
+	f.calls, f.opts = append(f.calls, fmt.Sprintf("operate %s %s/%s %s", cluster, namespace, name, b)), append(f.opts, o)
+	return &api.Result{}, f.refuse
+}
+
+// mirrored is an Application as the mirror wrote it for cluster prod,
+// with extra merged into it (a nil value removes a key).
+func mirrored(extra string) runtime.RawExtension {
+	base := `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application",
+	"metadata":{"name":"web","namespace":"mirror-prod","labels":{"app.kubernetes.io/managed-by":"argosy-mirror","argosy.dev/cluster":"prod","tier":"front"},
+	"annotations":{"argosy.dev/namespace":"argocd","argosy.dev/owner":"hub","argosy.dev/generation":"4","argocd.argoproj.io/skip-reconcile":"true"}},
+	"spec":{"project":"default","source":{"repoURL":"https://git.example/web","path":"web","targetRevision":"main"}},
+	"status":{"operationState":{"phase":"Running"},"history":[{"id":2,"revision":"aaa"},{"id":3,"revision":"bbb"}]}}`
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(base), &obj); err != nil {
+		panic(err)
+	}
+	if extra != "" {
+		var patch map[string]any
+		if err := json.Unmarshal([]byte(extra), &patch); err != nil {
+			panic(err)
+		}
+		merge(obj, patch)
+	}
+	b, _ := json.Marshal(obj)
+	return runtime.RawExtension{Raw: b}
+}
+
+func merge(dst, src map[string]any) {
+	for k, v := range src {
+		if v == nil {
+			delete(dst, k)
+			continue
+		}
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				merge(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// TestAdmissionRelays holds each change the webhook relays to the hub
+// call it makes, as the user who made it, and the patch that takes off
+// the object what the cluster carries out.
+func TestAdmissionRelays(t *testing.T) {
+	const self = "system:serviceaccount:argosy:argosy-mirror"
+	alice := authnv1.UserInfo{Username: "alice", Groups: []string{"team-a", "system:authenticated"}}
+	update := func(oldExtra, newExtra string) *admissionv1.AdmissionRequest {
+		return &admissionv1.AdmissionRequest{UID: "u1", Kind: metav1.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
+			Name: "web", Namespace: "mirror-prod", Operation: admissionv1.Update, UserInfo: alice,
+			OldObject: mirrored(oldExtra), Object: mirrored(newExtra)}
+	}
+	del := func(extra string, user authnv1.UserInfo) *admissionv1.AdmissionRequest {
+		r := update(extra, "")
+		r.Operation, r.Object, r.UserInfo = admissionv1.Delete, runtime.RawExtension{}, user
+		return r
+	}
+	create := update("", `{"metadata":{"labels":null,"annotations":null,"namespace":"mirror-prod"},"status":null}`)
+	create.Operation, create.OldObject = admissionv1.Create, runtime.RawExtension{}
+	dry := update("", `{"operation":{"sync":{}}}`)
+	dry.DryRun = new(bool)
+	*dry.DryRun = true
+	mine := update("", `{"spec":{"project":"other"}}`)
+	mine.UserInfo = authnv1.UserInfo{Username: self}
+	web := `{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"labels":{"tier":"front"},"name":"web","namespace":"argocd"},` +
+		`"spec":{"project":"default","source":{"path":"web","repoURL":"https://git.example/web","targetRevision":"v2"}}}`
+	for _, tc := range []struct {
+		name  string
+		req   *admissionv1.AdmissionRequest
+		calls []string
+		patch string
+	}{
+		{"the mirror's own write", mine, nil, ""},
+		{"the namespace controller's delete", del("", authnv1.UserInfo{Username: namespaceController}), nil, ""},
+		{"sync", update("", `{"operation":{"sync":{"revision":"ccc","prune":true},"initiatedBy":{"username":"alice"}}}`),
+			[]string{`operate prod argocd/web {"operation":"sync","revision":"ccc","prune":true}`}, `[{"op":"remove","path":"/operation","value":null}]`},
+		{"rollback: a sync to a history entry's revision and source", update("", `{"operation":{"sync":{"revision":"aaa","source":{"repoURL":"x"}}}}`),
+			[]string{`operate prod argocd/web {"operation":"rollback","historyId":2}`}, `[{"op":"remove","path":"/operation","value":null}]`},
+		{"hard refresh", update("", `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`),
+			[]string{`operate prod argocd/web {"operation":"refresh","refreshType":"hard"}`},
+			`[{"op":"remove","path":"/metadata/annotations/argocd.argoproj.io~1refresh","value":null}]`},
+		{"terminate", update("", `{"status":{"operationState":{"phase":"Terminating"}}}`),
+			[]string{`operate prod argocd/web {"operation":"terminate"}`}, `[{"op":"replace","path":"/status/operationState/phase","value":"Running"}]`},
+		{"spec edit", update("", `{"spec":{"source":{"targetRevision":"v2"}}}`),
+			[]string{"apply applications [prod] gen=4 " + web}, ""},
+		{"a cascading delete's finalizer, then the delete", update("", `{"metadata":{"finalizers":["resources-finalizer.argocd.argoproj.io/foreground"]}}`),
+			nil, `[{"op":"replace","path":"/metadata/finalizers","value":[]},{"op":"add","path":"/metadata/annotations/argosy.dev~1delete-cascade","value":"true"}]`},
+		{"cascading delete", del(`{"metadata":{"annotations":{"argosy.dev/delete-cascade":"true"}}}`, alice),
+			[]string{"delete applications prod argocd/web cascade=true"}, ""},
+		{"delete", del("", alice), []string{"delete applications prod argocd/web cascade=false"}, ""},
+		{"create", create, []string{"apply applications [prod] gen=0 " + strings.Replace(strings.Replace(web, `"labels":{"tier":"front"},`, "", 1), "v2", "main", 1)},
+			`[{"op":"add","path":"/metadata/labels","value":{"app.kubernetes.io/managed-by":"argosy-mirror","argosy.dev/cluster":"prod"}}]`},
+		{"dry run", dry, []string{`operate prod argocd/web {"operation":"sync"}`}, `[{"op":"remove","path":"/operation","value":null}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hub := &fakeHub{}
+			a, err := NewAdmission(hub, self, "mirror-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := a.Review(t.Context(), tc.req)
+			if !resp.Allowed {
+				t.Fatalf("refused: %+v", resp.Result)
+			}
+			if diff := cmp.Diff(tc.calls, hub.calls); diff != "" {
+				t.Errorf("hub calls (-want +got):\n%s", diff)
+			}
+			for _, o := range hub.opts {
+				if o.ActAs == nil || o.ActAs.User != tc.req.UserInfo.Username || !cmp.Equal(o.ActAs.Groups, tc.req.UserInfo.Groups) ||
+					!strings.HasPrefix(o.IdempotencyKey, "mirror-u1") || o.DryRun != (tc.req.DryRun != nil) {
+					t.Errorf("call options %+v %+v, want as %s, keyed by the request, dry run %v", o, o.ActAs, tc.req.UserInfo.Username, tc.req.DryRun != nil)
+				}
+			}
+			if string(resp.Patch) != tc.patch {
+				t.Errorf("patch %s\nwant  %s", resp.Patch, tc.patch)
+			}
+		})
+	}
+}
+
+// TestAdmissionRefuses: the hub's refusal is the admission's, with its
+// status and words; an Application its cluster owns is refused without
+// a call; what is not a mirrored Application is refused as bad.
+func TestAdmissionRefuses(t *testing.T) {
+	req := func(owner string, kind string) *admissionv1.AdmissionRequest {
+		return &admissionv1.AdmissionRequest{UID: "u2", Kind: metav1.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: kind},
+			Name: "web", Namespace: "mirror-prod", Operation: admissionv1.Update, UserInfo: authnv1.UserInfo{Username: "bob"},
+			OldObject: mirrored(`{"metadata":{"annotations":{"argosy.dev/owner":"` + owner + `"}}}`), Object: mirrored(`{"operation":{"sync":{}}}`)}
+	}
+	hub := &fakeHub{refuse: &api.ResponseError{Status: http.StatusForbidden, Body: api.Error{Error: "denied: k8s:bob may not applications.operate", Hint: "ask for a grant"}}}
+	a, err := NewAdmission(hub, "me", "mirror-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := a.Review(t.Context(), req("hub", "Application"))
+	if resp.Allowed || resp.Result.Code != http.StatusForbidden || !strings.Contains(resp.Result.Message, "k8s:bob may not applications.operate") ||
+		!strings.Contains(resp.Result.Message, "cluster prod") || !strings.Contains(resp.Result.Message, "ask for a grant") {
+		t.Errorf("a call the hub refused: %+v", resp.Result)
+	}
+	hub.calls = nil
+	if resp := a.Review(t.Context(), req("spoke", "Application")); resp.Allowed || resp.Result.Code != http.StatusForbidden ||
+		!strings.Contains(resp.Result.Message, "autonomous") || len(hub.calls) != 0 {
+		t.Errorf("a spoke-owned Application: %+v, calls %v", resp.Result, hub.calls)
+	}
+	if resp := a.Review(t.Context(), req("hub", "AppProject")); resp.Allowed || resp.Result.Code != http.StatusBadRequest || len(hub.calls) != 0 {
+		t.Errorf("an AppProject: %+v, calls %v", resp.Result, hub.calls)
+	}
+	hub.refuse = fmt.Errorf("connection refused")
+	if resp := a.Review(t.Context(), req("hub", "Application")); resp.Allowed || resp.Result.Code != http.StatusBadGateway {
+		t.Errorf("a hub that cannot be reached: %+v", resp.Result)
+	}
+}
+
+// TestAdmissionServesReviews answers an AdmissionReview over HTTP with
+// the request's uid, and refuses what is not one.
+func TestAdmissionServesReviews(t *testing.T) {
+	a, err := NewAdmission(&fakeHub{}, "me", "mirror-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	review := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "u3", Kind: metav1.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
+			Operation: admissionv1.Update, UserInfo: authnv1.UserInfo{Username: "me"}}}
+	b, _ := json.Marshal(review)
+	resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Response == nil || got.Response.UID != "u3" || !got.Response.Allowed || got.Request != nil || got.Kind != "AdmissionReview" {
+		t.Errorf("review answered %+v", got)
+	}
+	bad, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"kind":"AdmissionReview"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.Body.Close()
+	if bad.StatusCode != http.StatusBadRequest {
+		t.Errorf("a review with no request: %d, want 400", bad.StatusCode)
+	}
+}
