@@ -3,9 +3,15 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -275,5 +281,115 @@ func waitNoMirrorPolicy(t *testing.T, admin dynamic.Interface, ns string) {
 			t.Fatalf("a mirror's admission policy still applies 30 s on: %v", err)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestMirrorAdmissionChart installs the chart's mirror with its admission
+// webhook for real. The certificate the chart made serves TLS that a
+// client trusting the webhook's caBundle accepts for the webhook
+// Service's name. No read-only policy is installed: the webhook takes its
+// place. The mirror's own writes are not sent to the webhook: a round as
+// its ServiceAccount writes while no webhook answers. Anyone else's change
+// is sent to it: with no mirror behind the Service, the API server refuses
+// it, since a change that cannot be relayed must not land.
+func TestMirrorAdmissionChart(t *testing.T) {
+	e := setup(t)
+	ctx := t.Context()
+	ns := e.Namespace(t)
+	cluster := "a-" + ns
+	mirrorNS := "mirror-" + cluster
+	objs := render(t, ns, "-f", chart+"/ci/mirror-admission-values.yaml", "--set", "mirror.namespacePrefix=mirror-")
+	var secret, hook *unstructured.Unstructured
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Secret":
+			secret = o
+		case "MutatingWebhookConfiguration":
+			hook = o
+		case "ValidatingAdmissionPolicy":
+			t.Errorf("the read-only policy %s is installed beside the webhook, and would refuse what the webhook relays", o.GetName())
+		}
+	}
+	if secret == nil || hook == nil {
+		t.Fatalf("rendered no webhook Secret (%v) or configuration (%v)", secret != nil, hook != nil)
+	}
+	webhooks, _, _ := unstructured.NestedSlice(hook.Object, "webhooks")
+	wh := webhooks[0].(map[string]any)
+	caBundle, _ := base64.StdEncoding.DecodeString(wh["clientConfig"].(map[string]any)["caBundle"].(string))
+	data := func(k string) []byte {
+		v, _, _ := unstructured.NestedString(secret.Object, "data", k)
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	pair, err := tls.X509KeyPair(data("tls.crt"), data("tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caBundle) || !bytes.Equal(caBundle, data("ca.crt")) {
+		t.Fatalf("the webhook's caBundle is not the Secret's CA:\n%s", caBundle)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "argosy-mirror-admission." + ns + ".svc"}}}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatalf("TLS with the chart's certificate, as the API server dials the webhook's Service: %v", err)
+	}
+	resp.Body.Close()
+
+	// Only this test's mirror namespace, so that no other test's mirror
+	// namespace sends its changes to a webhook that is not there.
+	wh["namespaceSelector"] = map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/managed-by": "argosy-mirror",
+		"kubernetes.io/metadata.name": mirrorNS}}
+	if err := unstructured.SetNestedSlice(hook.Object, webhooks, "webhooks"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ApplyObjects(ctx, ns, objs...); err != nil {
+		t.Fatal(err)
+	}
+	deleteClusterScoped(t, e, objs)
+	admin, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.Resource(namespacesGVR).Delete(context.Background(), mirrorNS, metav1.DeleteOptions{})
+	})
+	var state string
+	m, err := mirror.New(oneApp{cluster, &state}, e.TokenConfig(t, ns, "argosy-mirror"), mirror.WithNamespacePrefix("mirror-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The API server's admission follows policies through informers: the
+	// read-only policy of a test before this one may still hold a moment
+	// after its deletion.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := m.Round(ctx)
+		if err == nil && st.Written == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a round as the mirror's ServiceAccount: %+v, %v; want one Application written, without the webhook", st, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	apps := admin.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS)
+	deadline = time.Now().Add(30 * time.Second) // the configuration, too, is followed through an informer
+	for {
+		_, err = apps.Patch(ctx, "web", types.MergePatchType, []byte(`{"operation":{"sync":{}}}`), metav1.PatchOptions{})
+		if err != nil && strings.Contains(err.Error(), "applications.mirror.argosy.dev") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an administrator's sync with no webhook behind the Service: %v, want refused by the webhook's failure", err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }

@@ -52,6 +52,8 @@ func deleteClusterScoped(t *testing.T, e *kubetest.Env, objs []*unstructured.Uns
 				err = vap.ValidatingAdmissionPolicies().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
 			case "ValidatingAdmissionPolicyBinding":
 				err = vap.ValidatingAdmissionPolicyBindings().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+			case "MutatingWebhookConfiguration":
+				err = vap.MutatingWebhookConfigurations().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
 			case "ClusterRole":
 				err = rbac.ClusterRoles().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
 			case "ClusterRoleBinding":
