@@ -45,12 +45,20 @@ func appStatusConforms(v *schemas.ApplicationStatusChanged) bool {
 		v.Sync != nil && v.Sync.Status == "",
 		v.Health != nil && v.Health.Status == "",
 		v.Operation != nil, // its times take the validator's date-time check
-		v.Resources != nil && (v.Resources.Total < 0 || !counts(v.Resources.ByKind) || !counts(v.Resources.ByHealth)):
+		v.Resources != nil && (v.Resources.Total < 0 || !counts(v.Resources.ByKind) || !counts(v.Resources.ByHealth) ||
+			len(v.Resources.Items) > schemas.MaxResourceItems):
 		return false
 	}
 	for _, c := range v.Conditions {
 		if c.Type == "" {
 			return false
+		}
+	}
+	if v.Resources != nil {
+		for _, r := range v.Resources.Items {
+			if r.Kind == "" || r.Name == "" || r.Health != nil && r.Health.Status == "" {
+				return false
+			}
 		}
 	}
 	return true

@@ -67,6 +67,10 @@ func TestConformsFast(t *testing.T) {
 		}), true},
 		{"batch", batch(validStatus(), validStatus()), true},
 		{"batch of the most deltas", batch(slices.Repeat([]*schemas.ApplicationStatusChanged{validStatus()}, schemas.MaxBatchDeltas)...), true},
+		{"status with its resources listed", status(func(v *schemas.ApplicationStatusChanged) {
+			v.Resources.Items = []schemas.ResourceStatus{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "web", Name: "web",
+				Status: "Synced", Health: &schemas.HealthStatus{Status: "Healthy"}, SyncWave: -1}, {Version: "v1", Kind: "Service", Name: "web", Hook: true}}
+		}), true},
 		{"heartbeat", validBeat(), true},
 		{"heartbeat, autonomous", beat(func(v *schemas.Heartbeat) { v.Mode = "autonomous" }), true},
 
@@ -91,6 +95,18 @@ func TestConformsFast(t *testing.T) {
 		{"condition type empty", status(func(v *schemas.ApplicationStatusChanged) { v.Conditions[0].Type = "" }), false},
 		{"resources total negative", status(func(v *schemas.ApplicationStatusChanged) { v.Resources.Total = -1 }), false},
 		{"resources count negative", status(func(v *schemas.ApplicationStatusChanged) { v.Resources.ByKind["Service"] = -1 }), false},
+		{"resource item kind empty", status(func(v *schemas.ApplicationStatusChanged) {
+			v.Resources.Items = []schemas.ResourceStatus{{Name: "web"}}
+		}), false},
+		{"resource item name empty", status(func(v *schemas.ApplicationStatusChanged) {
+			v.Resources.Items = []schemas.ResourceStatus{{Kind: "Service"}}
+		}), false},
+		{"resource item health status empty", status(func(v *schemas.ApplicationStatusChanged) {
+			v.Resources.Items = []schemas.ResourceStatus{{Kind: "Service", Name: "web", Health: &schemas.HealthStatus{Message: "?"}}}
+		}), false},
+		{"resource items past their bound", status(func(v *schemas.ApplicationStatusChanged) {
+			v.Resources.Items = slices.Repeat([]schemas.ResourceStatus{{Kind: "Service", Name: "web"}}, schemas.MaxResourceItems+1)
+		}), false},
 		{"operation, left to the validator", status(func(v *schemas.ApplicationStatusChanged) {
 			v.Operation = &schemas.OperationState{Phase: "Running", StartedAt: time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)}
 		}), false},
@@ -185,7 +201,8 @@ func FuzzConformsFastImpliesSchema(f *testing.F) {
 		for _, v := range []any{
 			&schemas.ApplicationStatusChanged{Resource: schemas.Resource{Cluster: cluster, Namespace: namespace, Name: name, Generation: n},
 				Seq: seq, Sync: &schemas.SyncStatus{Status: status, Revision: mode}, Health: &schemas.HealthStatus{Status: mode},
-				Conditions: []schemas.Condition{{Type: status}}, Resources: &schemas.ResourceSummary{Total: int(n), ByKind: map[string]int{name: int(seq)}}},
+				Conditions: []schemas.Condition{{Type: status}}, Resources: &schemas.ResourceSummary{Total: int(n), ByKind: map[string]int{name: int(seq)},
+					Items: []schemas.ResourceStatus{{Kind: status, Name: name, Namespace: namespace, Health: &schemas.HealthStatus{Status: mode}, SyncWave: seq}}}},
 			&schemas.ApplicationStatusBatch{Cluster: mode, Deltas: []schemas.ApplicationStatusChanged{{Resource: schemas.Resource{
 				Cluster: cluster, Namespace: namespace, Name: name, Generation: n}, Seq: seq, Health: &schemas.HealthStatus{Status: status}}}},
 			&schemas.Heartbeat{Cluster: cluster, AgentVersion: status, ArgoCDVersion: namespace, Mode: mode, ConfigOffset: n,
@@ -240,8 +257,8 @@ func TestConformsFastTakesPublishedEvents(t *testing.T) {
 // target's values up to date, then the digest here.
 func TestConformsFastKnowsTheSchemas(t *testing.T) {
 	for typ, want := range map[string]string{
-		TypeApplicationStatus:      "26b1c07861dc8909c46676fe2bfaa6a115ddcc39be60d3daa0a1b4ab89fe2543",
-		TypeApplicationStatusBatch: "adf66b4a760b3d750894020104ab212570499d6efb7b430a4f05777e6af1e651",
+		TypeApplicationStatus:      "bff32d86327cb24af8a4e1ea80031d853fc9634ad3da836fa76931d0cffb3eb7",
+		TypeApplicationStatusBatch: "9839f661feb356c7135623e8e8f03535c28cf051e921f2b45a0d986c5dae2daa",
 		TypeHeartbeat:              "c99bda40ff52c53cc246ba7d7b80837bdafd113e0736dd69d9bcecb5df964f55",
 	} {
 		raw, err := fs.ReadFile(schemas.Files(), typ+".json")

@@ -54,7 +54,10 @@ func samples() map[string]sample {
 			StartedAt: t0, FinishedAt: ptr(t1)},
 		Conditions: []schemas.Condition{{Type: "SyncError", Message: "one or more objects failed to apply"}},
 		Resources: &schemas.ResourceSummary{Total: 3, ByKind: map[string]int{"ConfigMap": 2, "Deployment": 1},
-			ByHealth: map[string]int{"Healthy": 2, "Degraded": 1}}}
+			ByHealth: map[string]int{"Healthy": 2, "Degraded": 1},
+			Items: []schemas.ResourceStatus{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "guestbook", Name: "guestbook",
+				Status: "Synced", Health: &schemas.HealthStatus{Status: "Degraded", Message: "progress deadline exceeded"}, Hook: true,
+				RequiresPruning: true, SyncWave: -1}}}}
 	return map[string]sample{
 		"io.argosy.hub.placement.upserted.v1": {
 			full: schemas.PlacementUpserted{Namespace: "argocd", Name: "guestbook", Generation: 3, Selector: "env=prod,region in (eu,us)",

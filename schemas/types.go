@@ -407,6 +407,34 @@ type ResourceSummary struct {
 	Total    int            `json:"total"`
 	ByKind   map[string]int `json:"byKind,omitempty"`
 	ByHealth map[string]int `json:"byHealth,omitempty"`
+	// Items are the resources as the Application's status.resources
+	// lists them, in its order, as long as they fit MaxResourceItems and
+	// MaxResourceItemsBytes; Total counts them all, so fewer Items than
+	// Total says the list was cut.
+	Items []ResourceStatus `json:"items,omitempty"`
+}
+
+// The bounds of ResourceSummary.Items: how many, and the bytes of their
+// JSON, so that a delta stays well inside an event.
+const (
+	MaxResourceItems      = 500
+	MaxResourceItemsBytes = 64 << 10
+)
+
+// ResourceStatus is one resource of an Application, in the JSON shape of
+// Argo CD's ResourceStatus (status.resources).
+type ResourceStatus struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Status is its sync status: Synced, OutOfSync.
+	Status          string        `json:"status,omitempty"`
+	Health          *HealthStatus `json:"health,omitempty"`
+	Hook            bool          `json:"hook,omitempty"`
+	RequiresPruning bool          `json:"requiresPruning,omitempty"`
+	SyncWave        int64         `json:"syncWave,omitempty"`
 }
 
 // Rejection codes of ConfigRejected.

@@ -141,6 +141,9 @@ func status(o *projector.AppObserved, history []projector.Deployment) map[string
 	if len(o.Conditions) > 0 {
 		st["conditions"] = conditions(o.Conditions)
 	}
+	if o.Resources != nil && len(o.Resources.Items) > 0 {
+		st["resources"] = resources(o.Resources.Items)
+	}
 	if h := historyOf(history); len(h) > 0 {
 		st["history"] = h
 	}
@@ -148,6 +151,30 @@ func status(o *projector.AppObserved, history []projector.Deployment) map[string
 		st["reconciledAt"] = timeString(o.UpdatedAt)
 	}
 	return st
+}
+
+// resources is Argo CD's status.resources of what the cluster reported:
+// at most schemas.MaxResourceItems of them (ResourceSummary.Items).
+func resources(rs []schemas.ResourceStatus) []any {
+	out := make([]any, 0, len(rs))
+	for _, r := range rs {
+		m := omitEmpty(map[string]any{"group": r.Group, "version": r.Version, "kind": r.Kind, "namespace": r.Namespace,
+			"name": r.Name, "status": r.Status})
+		if r.Health != nil {
+			m["health"] = omitEmpty(map[string]any{"status": r.Health.Status, "message": r.Health.Message})
+		}
+		if r.Hook {
+			m["hook"] = true
+		}
+		if r.RequiresPruning {
+			m["requiresPruning"] = true
+		}
+		if r.SyncWave != 0 {
+			m["syncWave"] = r.SyncWave
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func conditions(cs []schemas.Condition) []any {

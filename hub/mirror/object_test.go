@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/argosyproj/argosy/projector"
@@ -23,7 +24,11 @@ func testApp(ns, name string) read.App {
 		Observed: &projector.AppObserved{AppKey: key, Sync: &schemas.SyncStatus{Status: "Synced", Revision: "abc"},
 			Health:     &schemas.HealthStatus{Status: "Degraded", Message: "crash"},
 			Operation:  &schemas.OperationState{Phase: "Succeeded", StartedAt: at, FinishedAt: &at},
-			Conditions: []schemas.Condition{{Type: "SyncError"}}, UpdatedAt: at},
+			Conditions: []schemas.Condition{{Type: "SyncError"}}, UpdatedAt: at,
+			Resources: &schemas.ResourceSummary{Total: 2, Items: []schemas.ResourceStatus{
+				{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "web", Name: "web", Status: "OutOfSync",
+					Health: &schemas.HealthStatus{Status: "Progressing"}, SyncWave: 2, RequiresPruning: true},
+				{Version: "v1", Kind: "Service", Namespace: "web", Name: "web", Hook: true}}}},
 	}}
 }
 
@@ -71,6 +76,13 @@ func TestApplicationCarriesSpecStatusAndMarks(t *testing.T) {
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	if len(conds) != 1 || conds[0].(map[string]any)["message"] == "" {
 		t.Errorf("conditions %v: Argo CD requires a message", conds)
+	}
+	res, _, _ := unstructured.NestedSlice(obj.Object, "status", "resources")
+	wantRes := []any{map[string]any{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "web", "name": "web",
+		"status": "OutOfSync", "health": map[string]any{"status": "Progressing"}, "syncWave": int64(2), "requiresPruning": true},
+		map[string]any{"version": "v1", "kind": "Service", "namespace": "web", "name": "web", "hook": true}}
+	if diff := cmp.Diff(wantRes, res); diff != "" {
+		t.Errorf("status.resources (-want +got):\n%s", diff)
 	}
 	if _, ok, _ := unstructured.NestedMap(obj.Object, "status", "operationState", "operation"); !ok {
 		t.Error("operationState has no operation, which Argo CD's schema requires")

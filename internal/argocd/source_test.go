@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,5 +55,32 @@ func TestSourceDigestSurvivesSlim(t *testing.T) {
 	}
 	if full.LastSync.Source != h[1].Source || kept.LastSync.Source != h[1].Source {
 		t.Errorf("sync result digest %q, slimmed %q; want %q, its source's", full.LastSync.Source, kept.LastSync.Source, h[1].Source)
+	}
+}
+
+// TestSlimKeepsTheResourcesList: the informer's slimmed Application gives
+// the resources list (and counts) the full object gives, while what the
+// list does not report of an entry is dropped.
+func TestSlimKeepsTheResourcesList(t *testing.T) {
+	obj := func() *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": "web", "namespace": "argocd"},
+			"status": map[string]any{"resources": []any{
+				map[string]any{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "web", "name": "web", "status": "OutOfSync",
+					"health":   map[string]any{"status": "Degraded", "message": "crash loop", "lastTransitionTime": "2026-11-20T10:00:00Z"},
+					"syncWave": int64(3), "requiresPruning": true, "hook": true, "requiresDeletionConfirmation": true},
+			}}}}
+	}
+	full := StatusOf(obj())
+	slimmed, err := slim(obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := StatusOf(slimmed.(*unstructured.Unstructured)); !reflect.DeepEqual(got.Resources, full.Resources) || len(got.Resources.Items) != 1 {
+		t.Errorf("resources from the slimmed Application %+v, from the full one %+v", got.Resources, full.Resources)
+	}
+	entry := slimmed.(*unstructured.Unstructured).Object["status"].(map[string]any)["resources"].([]any)[0].(map[string]any)
+	if _, ok := entry["requiresDeletionConfirmation"]; ok {
+		t.Errorf("the slimmed entry keeps what the list does not report: %v", entry)
 	}
 }

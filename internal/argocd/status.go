@@ -208,21 +208,60 @@ func StatusOf(u *unstructured.Unstructured) AppStatus {
 	}
 	res, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
 	if len(res) > 0 {
-		sum := &schemas.ResourceSummary{ByKind: map[string]int{}, ByHealth: map[string]int{}}
-		for _, r := range res {
-			m, _ := r.(map[string]any)
-			kind, _ := m["kind"].(string)
-			sum.Total++
-			sum.ByKind[kind]++
-			if h, ok := m["health"].(map[string]any); ok {
-				if hs, _ := h["status"].(string); hs != "" {
-					sum.ByHealth[hs]++
-				}
-			}
-		}
-		s.Resources = sum
+		s.Resources = resourceSummary(res)
 	}
 	return s
+}
+
+// resourceSummary counts an Application's status.resources by kind and
+// health, and lists them while they fit the bounds of the list
+// (schemas.MaxResourceItems, schemas.MaxResourceItemsBytes).
+func resourceSummary(res []any) *schemas.ResourceSummary {
+	sum := &schemas.ResourceSummary{ByKind: map[string]int{}, ByHealth: map[string]int{}}
+	size, full := 0, false
+	for _, r := range res {
+		m, _ := r.(map[string]any)
+		item := resourceStatus(m)
+		sum.Total++
+		sum.ByKind[item.Kind]++
+		if item.Health != nil {
+			sum.ByHealth[item.Health.Status]++
+		}
+		if full || item.Kind == "" || item.Name == "" {
+			continue
+		}
+		b, err := json.Marshal(item)
+		if err != nil || len(sum.Items) == schemas.MaxResourceItems || size+len(b) > schemas.MaxResourceItemsBytes {
+			full = true // the list stops at the first that does not fit, so that what it holds is a prefix
+			continue
+		}
+		size += len(b)
+		sum.Items = append(sum.Items, item)
+	}
+	return sum
+}
+
+// resourceStatus reads one entry of status.resources; fields of the wrong
+// type are left empty.
+func resourceStatus(m map[string]any) schemas.ResourceStatus {
+	str := func(k string) string { v, _ := m[k].(string); return v }
+	r := schemas.ResourceStatus{Group: str("group"), Version: str("version"), Kind: str("kind"), Namespace: str("namespace"),
+		Name: str("name"), Status: str("status")}
+	r.Hook, _ = m["hook"].(bool)
+	r.RequiresPruning, _ = m["requiresPruning"].(bool)
+	switch w := m["syncWave"].(type) {
+	case int64:
+		r.SyncWave = w
+	case float64:
+		r.SyncWave = int64(w)
+	}
+	if h, ok := m["health"].(map[string]any); ok {
+		if hs, _ := h["status"].(string); hs != "" {
+			msg, _ := h["message"].(string)
+			r.Health = &schemas.HealthStatus{Status: hs, Message: msg}
+		}
+	}
+	return r
 }
 
 // deployments reads status.history and, when the last operation was a sync
@@ -333,10 +372,16 @@ func localApp(u *unstructured.Unstructured, project string) *LocalApp {
 	return &LocalApp{Generation: u.GetGeneration(), Project: project, Labels: u.GetLabels(), Spec: spec}
 }
 
+// resourceFields are the fields of a status.resources entry that the
+// list of an Application's resources reports (schemas.ResourceStatus),
+// its health aside.
+var resourceFields = []string{"group", "version", "kind", "namespace", "name", "status", "hook", "requiresPruning", "syncWave"}
+
 // slim drops what StatusOf never reads from the Applications the informer
 // keeps, which is most of their size: managed fields, the resources of the
 // last sync result, the sources of history entries (kept as a digest) and of
-// the comparison, and everything of each resource but its kind and health.
+// the comparison, and of each resource what Argo CD may add beside
+// resourceFields and its health's status and message.
 func slim(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -376,9 +421,14 @@ func slim(obj any) (any, error) {
 			if !ok {
 				continue
 			}
-			kept := map[string]any{"kind": m["kind"]}
+			kept := map[string]any{}
+			for _, k := range resourceFields {
+				if v, ok := m[k]; ok {
+					kept[k] = v
+				}
+			}
 			if h, ok := m["health"].(map[string]any); ok {
-				kept["health"] = map[string]any{"status": h["status"]}
+				kept["health"] = map[string]any{"status": h["status"], "message": h["message"]}
 			}
 			res[i] = kept
 		}

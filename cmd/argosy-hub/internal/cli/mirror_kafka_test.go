@@ -35,7 +35,7 @@ import (
 // viewer's token) beside a real hub, broker and spoke, into a cluster whose
 // Argo CD controller watches the mirror's namespaces. The Application the
 // spoke's Argo CD synced appears in its cluster's namespace with the
-// status, revision and history the spoke reported. The controller leaves
+// status, revision, history and resources the spoke reported. The controller leaves
 // it alone. Neither the mirror's rounds, nor its restart, nor deleting
 // its namespace append a config event or touch the cluster's own
 // Application; a restarted mirror writes nothing that did not change; an
@@ -66,6 +66,12 @@ func TestMirrorIntoArgoCD(t *testing.T) {
 	}
 	if v := got.GetLabels()[mirror.LabelCluster]; v != cluster {
 		t.Errorf("label %s = %q, want %q", mirror.LabelCluster, v, cluster)
+	}
+	// The resources list, as the cluster's Argo CD has it, through the
+	// spoke's reports.
+	res, _, _ := unstructured.NestedSlice(got.Object, "status", "resources")
+	if len(res) != 1 || fmt.Sprint(res[0]) != fmt.Sprintf("map[kind:ConfigMap name:demo namespace:%s status:Synced version:v1]", a.ns) {
+		t.Errorf("status.resources %v, want the ConfigMap demo, Synced", res)
 	}
 	configAt := configEnd(t, f)
 
