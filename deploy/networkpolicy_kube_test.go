@@ -185,7 +185,9 @@ func TestNetworkPolicySpokeEgress(t *testing.T) {
 // TestNetworkPolicyMirror: the mirror reaches the kube-apiserver and the
 // release's hub pods on their API port, and nothing else (not Kafka, not
 // the hub's metrics); only scrapers reach its metrics. With mirror.hubURL
-// set, it reaches that URL's port instead.
+// set, it reaches that URL's port instead. Its webhook's and UI proxy's
+// ports are open only when they are on, and then the proxy reaches Argo
+// CD's API server's port.
 func TestNetworkPolicyMirror(t *testing.T) {
 	r := renderPolicies(t, "-f", chart+"/ci/hub-projector-values.yaml", "--set", "mirror.enabled=true")
 	hub, m := r.pods["hub"], r.pods["mirror"]
@@ -205,4 +207,18 @@ func TestNetworkPolicyMirror(t *testing.T) {
 	m = r.pods["mirror"]
 	r.check(t, m, outside, 8443, "", true, "the mirror → mirror.hubURL's port, 8443")
 	r.check(t, m, outside, 8080, "", false, "the mirror → another port")
+	r.check(t, stranger, m, 9443, "", false, "a pod of another namespace → the mirror's 9443, with no webhook")
+	r.check(t, stranger, m, 8080, "", false, "a pod of another namespace → the mirror's 8080, with no UI proxy")
+
+	// With its webhook and its UI proxy: the API server reaches the
+	// webhook, the UI's users the proxy, and the proxy Argo CD's API server.
+	r = renderPolicies(t, "-f", chart+"/ci/mirror-admission-values.yaml")
+	m = r.pods["mirror"]
+	r.check(t, outside, m, 9443, "", true, "an address outside the cluster (the API server) → the webhook")
+	r.check(t, stranger, m, 8080, "", true, "a pod of another namespace (an ingress) → the UI proxy")
+	r.check(t, m, outside, 443, "", true, "the mirror → mirror.uiProxy.argocdServer's port, 443")
+	r.check(t, stranger, m, 9467, "", false, "a pod of another namespace → the mirror's metrics, still")
+	r = renderPolicies(t, "-f", chart+"/ci/mirror-admission-values.yaml", "--set", "mirror.uiProxy.argocdServer=http://argocd-server.argocd.svc:8081")
+	m = r.pods["mirror"]
+	r.check(t, m, outside, 8081, "", true, "the mirror → mirror.uiProxy.argocdServer's port, 8081")
 }

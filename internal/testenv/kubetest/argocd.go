@@ -161,8 +161,51 @@ func (e *Env) StartArgoCD(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.argo = true
+	e.argo, e.redis, e.repo = true, redis, repo
 	return nil
+}
+
+// StartArgoCDServer starts Argo CD's API server beside the controller
+// (StartArgoCD first, which it calls), over plain HTTP on 127.0.0.1 with
+// authentication off, serving the Applications of ArgoNamespace and of
+// MirrorNamespaces, and returns its address (host:port). Its UI's assets
+// are not built: the binary serves the API alone. Once it has succeeded,
+// further calls return the same address.
+func (e *Env) StartArgoCDServer(ctx context.Context) (string, error) {
+	if err := e.StartArgoCD(ctx); err != nil {
+		return "", err
+	}
+	e.argoMu.Lock()
+	defer e.argoMu.Unlock()
+	if e.server != "" {
+		return e.server, nil
+	}
+	// The multi-call binary runs what its name says.
+	bin := filepath.Join(e.Dir, "argocd-server")
+	if err := os.Symlink(e.Bin.ArgoCD, bin); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	env, err := e.argoEnv()
+	if err != nil {
+		return "", err
+	}
+	ports, err := testproc.FreePorts(2)
+	if err != nil {
+		return "", err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	err = e.startArgoProc(ctx, "argocd-server", bin, env, []string{
+		"--address", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[1]),
+		"--insecure", "--disable-auth", "--redis", e.redis, "--repo-server", e.repo, "--repo-server-plaintext",
+		"--dex-server", "", "--application-namespaces", MirrorNamespaces, "--loglevel", "warn",
+	}, func(ctx context.Context) error { return httpOK(ctx, http.DefaultClient, "http://"+addr+"/healthz", "") })
+	if err != nil {
+		return "", err
+	}
+	e.server = addr
+	return addr, nil
 }
 
 // MirrorNamespaces is the pattern of the namespaces, besides its own, whose
@@ -270,6 +313,9 @@ func (e *Env) argoConfig(ctx context.Context) error {
 			map[string]any{"stringData": map[string]any{"server.secretkey": randomSuffix(32)}})},
 		{dyn.Resource(AppProjectGVR).Namespace(ArgoNamespace), object("argoproj.io/v1alpha1", "AppProject", ArgoNamespace, "default",
 			map[string]any{"spec": map[string]any{
+				// Applications of the mirror's namespaces are this
+				// project's too, as a mirror cluster's AppProjects must say.
+				"sourceNamespaces":         []any{MirrorNamespaces},
 				"sourceRepos":              []any{"*"},
 				"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
 				"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},

@@ -46,6 +46,9 @@ type Env struct {
 
 	argoMu sync.Mutex // held while Argo CD starts
 	argo   bool       // Argo CD is running
+	// redis and repo are the addresses of Argo CD's redis and repo-server,
+	// and server the URL of its API server once StartArgoCDServer started it.
+	redis, repo, server string
 }
 
 const adminToken = "argosy-kubetest-admin" //nolint:gosec // a test credential on 127.0.0.1

@@ -39,6 +39,12 @@ type MirrorOptions struct {
 	AdmissionTLS [2]string
 	Self         string
 	AppNamespace string
+	// UIProxy serves Argo CD's API server with the live calls about
+	// mirrored Applications answered by their clusters (off when empty).
+	UIProxy    string
+	UIProxyTLS [2]string
+	ArgoCD     string
+	ArgoCDCA   string
 }
 
 // BindFlags adds the mirror's flags to fs.
@@ -68,6 +74,17 @@ func (o *MirrorOptions) BindFlags(fs *pflag.FlagSet) {
 			"(env ARGOSY_MIRROR_USER)")
 	fs.StringVar(&o.AppNamespace, "application-namespace", "argocd",
 		"the namespace, on its cluster, of an Application created in the mirror cluster")
+	fs.StringVar(&o.UIProxy, "ui-proxy-address", cmdkit.Env("ARGOSY_MIRROR_UI_PROXY_ADDRESS", ""),
+		"address of a proxy of --argocd-server for its UI, which answers the resource tree, diff and live manifests of mirrored "+
+			"Applications from their clusters; empty: none (env ARGOSY_MIRROR_UI_PROXY_ADDRESS)")
+	fs.StringVar(&o.UIProxyTLS[0], "ui-proxy-tls-cert", cmdkit.Env("ARGOSY_MIRROR_UI_PROXY_TLS_CERT", ""),
+		"the proxy's certificate (PEM); empty: plain HTTP, for a proxy behind an ingress that ends TLS (env ARGOSY_MIRROR_UI_PROXY_TLS_CERT)")
+	fs.StringVar(&o.UIProxyTLS[1], "ui-proxy-tls-key", cmdkit.Env("ARGOSY_MIRROR_UI_PROXY_TLS_KEY", ""),
+		"the proxy's private key (PEM) (env ARGOSY_MIRROR_UI_PROXY_TLS_KEY)")
+	fs.StringVar(&o.ArgoCD, "argocd-server", cmdkit.Env("ARGOSY_MIRROR_ARGOCD_SERVER", ""),
+		"URL of the mirror cluster's Argo CD API server, which the proxy stands in front of (env ARGOSY_MIRROR_ARGOCD_SERVER)")
+	fs.StringVar(&o.ArgoCDCA, "argocd-server-ca", cmdkit.Env("ARGOSY_MIRROR_ARGOCD_SERVER_CA", ""),
+		"PEM bundle of CA certificates trusted for an https --argocd-server besides the system's (env ARGOSY_MIRROR_ARGOCD_SERVER_CA)")
 }
 
 // NewCmdMirror returns `argosy-hub mirror`.
@@ -98,7 +115,14 @@ spec, a sync, refresh, rollback, terminate or delete, a new Application)
 becomes the matching hub call, made for the Kubernetes user who made it.
 The token must then have actFor grants, which give each user a role; a
 change the hub refuses is refused at admission, with the hub's words
-(docs/mirror.md).`,
+(docs/mirror.md).
+
+With --ui-proxy-address, it also serves a proxy of --argocd-server for its
+UI: every call goes on to the API server, but the resource tree, the diff
+(managed resources) and a live manifest of a mirrored Application, which
+the API server would wait for from its controller, are asked of the
+Application's cluster through the hub, once the API server showed the
+caller the Application.`,
 		Example: `  argosy-hub mirror --hub-url https://argosy.internal:8443 --token-file /etc/argosy/mirror-token \
     --namespace-prefix fleet-`,
 		Args: cobra.NoArgs,
@@ -108,6 +132,12 @@ change the hub refuses is refused at admission, with the hub's words
 			}
 			if opts.Admission != "" && (opts.AdmissionTLS[0] == "" || opts.AdmissionTLS[1] == "" || opts.Self == "") {
 				return &cmdkit.FlagError{Err: errors.New("--admission-address needs --admission-tls-cert, --admission-tls-key and --mirror-user")}
+			}
+			if opts.UIProxy != "" && opts.ArgoCD == "" {
+				return &cmdkit.FlagError{Err: errors.New("--ui-proxy-address needs --argocd-server")}
+			}
+			if (opts.UIProxyTLS[0] == "") != (opts.UIProxyTLS[1] == "") {
+				return &cmdkit.FlagError{Err: errors.New("--ui-proxy-tls-cert and --ui-proxy-tls-key go together")}
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -162,6 +192,25 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 			return err
 		}
 		g.Go(func() error { return httpserve.Run(gctx, o.Admission, adm, httpserve.WithTLS(cfg)) })
+	}
+	if o.UIProxy != "" {
+		ac, err := cmdkit.CAClient(o.ArgoCDCA)
+		if err != nil {
+			return &cmdkit.FlagError{Err: fmt.Errorf("--argocd-server-ca: %w", err)}
+		}
+		proxy, err := mirror.NewUIProxy(o.ArgoCD, ac, hubc, log)
+		if err != nil {
+			return &cmdkit.FlagError{Err: err}
+		}
+		var opts []httpserve.Option
+		if o.UIProxyTLS[0] != "" {
+			cfg, err := tel.ServeTLS(o.UIProxyTLS[0], o.UIProxyTLS[1], "argosy.mirror.ui_proxy.tls.reload_failures", log)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, httpserve.WithTLS(cfg))
+		}
+		g.Go(func() error { return httpserve.Run(gctx, o.UIProxy, proxy, opts...) })
 	}
 	return g.Wait()
 }

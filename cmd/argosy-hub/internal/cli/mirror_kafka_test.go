@@ -3,10 +3,13 @@
 package cli_test
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -56,7 +59,21 @@ func TestMirrorIntoArgoCD(t *testing.T) {
 	}
 	mirrorNS := "mirror-" + cluster
 	mirrored := dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS)
-	m := f.startMirror(e, url, tokenFile)
+	server, err := e.StartArgoCDServer(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	m := f.startMirror(e, url, tokenFile, "--ui-proxy-address", proxy, "--argocd-server", "http://"+server)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the mirror's log:\n%s", m.LogTail())
+		}
+	})
 	got := waitMirrored(t, mirrored, name, commit)
 	for k, want := range map[string]string{mirror.AnnotationSkipReconcile: "true", mirror.AnnotationOwner: mirror.OwnerHub,
 		mirror.AnnotationNamespace: kubetest.ArgoNamespace} {
@@ -73,6 +90,8 @@ func TestMirrorIntoArgoCD(t *testing.T) {
 	if len(res) != 1 || fmt.Sprint(res[0]) != fmt.Sprintf("map[kind:ConfigMap name:demo namespace:%s status:Synced version:v1]", a.ns) {
 		t.Errorf("status.resources %v, want the ConfigMap demo, Synced", res)
 	}
+	stockArgoCDAnswers(t, e, server, mirrorNS, name, a.ns)
+	proxyAnswers(t, proxy, mirrorNS, name)
 	configAt := configEnd(t, f)
 
 	// Ask the mirror cluster's controller for a hard refresh, which it acts
@@ -137,6 +156,107 @@ func TestMirrorIntoArgoCD(t *testing.T) {
 		_, err := mirrored.Get(t.Context(), name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+}
+
+// stockArgoCDAnswers asks the stock Argo CD API server, with its own CLI,
+// for the mirrored Application ns/name: it lists it, and gets it with the
+// status and resources the mirror wrote.
+func stockArgoCDAnswers(t *testing.T, e *kubetest.Env, server, ns, name, appNS string) {
+	t.Helper()
+	argocd := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), e.Bin.ArgoCD, append([]string{"--server", server, "--plaintext", "--auth-token", "none",
+			"--config", filepath.Join(t.TempDir(), "config")}, args...)...)
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("argocd %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		}
+		return out
+	}
+	if list := string(argocd("app", "list", "-o", "name")); !strings.Contains(list, ns+"/"+name) {
+		t.Errorf("argocd app list:\n%s\nwant %s/%s", list, ns, name)
+	}
+	var app struct {
+		Status struct {
+			Sync      struct{ Status string }
+			Health    struct{ Status string }
+			Resources []struct{ Kind, Name, Namespace, Status string }
+		}
+	}
+	if err := json.Unmarshal(argocd("app", "get", ns+"/"+name, "-o", "json"), &app); err != nil {
+		t.Fatal(err)
+	}
+	if app.Status.Sync.Status != "Synced" || app.Status.Health.Status != "Healthy" || len(app.Status.Resources) != 1 ||
+		app.Status.Resources[0].Kind != "ConfigMap" || app.Status.Resources[0].Namespace != appNS {
+		t.Errorf("argocd app get %s/%s: %+v, want Synced, Healthy, its ConfigMap", ns, name, app.Status)
+	}
+}
+
+// proxyAnswers calls the mirror's proxy of the Argo CD API server as its UI
+// does, for the mirrored Application ns/name, whose resource tree, diff
+// and live manifest the API server alone would wait for until the call
+// timed out: the proxy answers them from the cluster, passes the rest on,
+// and passes on the API server's answer about an Application it does not
+// have.
+func proxyAnswers(t *testing.T, proxy, ns, name string) {
+	t.Helper()
+	hc := &http.Client{Timeout: 30 * time.Second}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := hc.Get("http://" + proxy + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	app := "/api/v1/applications/" + name
+	q := "?appNamespace=" + ns
+	var tree struct{ Nodes []struct{ Kind, Name string } }
+	if status, body := get(app + "/resource-tree" + q); status != http.StatusOK || json.Unmarshal([]byte(body), &tree) != nil ||
+		len(tree.Nodes) != 1 || tree.Nodes[0].Kind != "ConfigMap" || tree.Nodes[0].Name != "demo" {
+		t.Errorf("resource tree through the proxy: %d %s", status, body)
+	}
+	var diff struct {
+		Items []struct {
+			Kind     string
+			Modified bool
+		}
+	}
+	if status, body := get(app + "/managed-resources" + q); status != http.StatusOK || json.Unmarshal([]byte(body), &diff) != nil ||
+		len(diff.Items) != 1 || diff.Items[0].Kind != "ConfigMap" || diff.Items[0].Modified {
+		t.Errorf("managed resources through the proxy: %d %s", status, body)
+	}
+	var res struct{ Manifest string }
+	if status, body := get(app + "/resource" + q + "&namespace=" + strings.TrimPrefix(ns, "mirror-m-") +
+		"&resourceName=demo&version=v1&kind=ConfigMap"); status != http.StatusOK || json.Unmarshal([]byte(body), &res) != nil ||
+		!strings.Contains(res.Manifest, `"name":"demo"`) {
+		t.Errorf("live manifest through the proxy: %d %s", status, body)
+	}
+	if status, body := get("/api/v1/applications" + q); status != http.StatusOK || !strings.Contains(body, `"name":"`+name+`"`) {
+		t.Errorf("the Applications, passed on: %d %.300s", status, body)
+	}
+	if status, _ := get("/api/v1/applications/no-such-app/resource-tree" + q); status == http.StatusOK || status == http.StatusGatewayTimeout {
+		t.Errorf("the tree of an Application the API server does not have: %d, want its refusal", status)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+proxy+"/api/v1/stream/applications/"+name+"/resource-tree"+q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, `data: {"result":{"nodes":[`) || !strings.Contains(line, `"name":"demo"`) {
+		t.Errorf("the tree's stream through the proxy: %q, %v", line, err)
+	}
 }
 
 // waitMirrored waits for the mirrored Application to carry the spoke's

@@ -1,0 +1,175 @@
+package mirror
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/argosyproj/argosy/hub/api"
+)
+
+// fakeInspector answers live questions and records them.
+type fakeInspector struct {
+	mu    sync.Mutex
+	asked []string
+	err   error
+}
+
+func (f *fakeInspector) note(s string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, s)
+	return f.err
+}
+
+func (f *fakeInspector) Tree(_ context.Context, cluster, namespace, name string, _ time.Duration) (*api.LiveAnswer, error) {
+	return &api.LiveAnswer{Answer: json.RawMessage(`{"nodes":[{"kind":"ConfigMap","name":"demo"}]}`)},
+		f.note("tree "+cluster+" "+namespace+"/"+name)
+}
+
+func (f *fakeInspector) Diff(_ context.Context, cluster, namespace, name string, _ time.Duration) (*api.LiveAnswer, error) {
+	return &api.LiveAnswer{Answer: json.RawMessage(`{"items":[{"kind":"ConfigMap","name":"demo"}]}`)},
+		f.note("diff "+cluster+" "+namespace+"/"+name)
+}
+
+func (f *fakeInspector) Manifest(_ context.Context, cluster, namespace, name string, t api.LiveTarget, _ time.Duration) (*api.LiveAnswer, error) {
+	return &api.LiveAnswer{Answer: json.RawMessage(`{"kind":"ConfigMap"}`)},
+		f.note("manifest "+cluster+" "+namespace+"/"+name+" "+t.Group+"/"+t.Version+"/"+t.Kind+" "+t.Namespace+"/"+t.Name)
+}
+
+// fakeArgoCD is an Argo CD API server of two Applications in namespace
+// fleet-prod, web (mirrored) and own (not), which shows them only to the
+// bearer token "ok" and answers its own resource trees as "controller's".
+func fakeArgoCD(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer ok" {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"error":"permission denied","code":7}`)
+			return
+		}
+		switch r.URL.Path {
+		case "/api/v1/applications/web":
+			_, _ = io.WriteString(w, `{"metadata":{"name":"web","namespace":"fleet-prod","labels":{"app.kubernetes.io/managed-by":"argosy-mirror",`+
+				`"argosy.dev/cluster":"prod"},"annotations":{"argosy.dev/namespace":"argocd"}}}`)
+		case "/api/v1/applications/own":
+			_, _ = io.WriteString(w, `{"metadata":{"name":"own","namespace":"fleet-prod"}}`)
+		default:
+			_, _ = io.WriteString(w, `"controller's `+r.URL.Path+`"`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestUIProxy: the proxy answers a mirrored Application's tree, managed
+// resources and live manifest from the cluster, in Argo CD's shapes, once
+// the API server showed the caller the Application; it passes on what the
+// API server refuses the caller without asking anything, an Application
+// that is not mirrored, and every other call; the hub's refusal is the
+// answer's status.
+func TestUIProxy(t *testing.T) {
+	argo := fakeArgoCD(t)
+	hub := &fakeInspector{}
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	get := func(path, token string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	for _, tc := range []struct {
+		path, token string
+		status      int
+		body        string
+	}{
+		{"/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "ok", 200, `{"nodes":[{"kind":"ConfigMap","name":"demo"}]}`},
+		{"/api/v1/applications/web/managed-resources?appNamespace=fleet-prod", "ok", 200, `{"items":[{"kind":"ConfigMap","name":"demo"}]}`},
+		{"/api/v1/applications/web/resource?appNamespace=fleet-prod&namespace=web&resourceName=demo&version=v1&kind=ConfigMap", "ok", 200,
+			`{"manifest":"{\"kind\":\"ConfigMap\"}"}`},
+		{"/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "stolen", 403, `{"error":"permission denied","code":7}`},
+		{"/api/v1/applications/own/resource-tree?appNamespace=fleet-prod", "ok", 200, `"controller's /api/v1/applications/own/resource-tree"`},
+		{"/api/v1/applications?appNamespace=fleet-prod", "ok", 200, `"controller's /api/v1/applications"`},
+	} {
+		if status, body := get(tc.path, tc.token); status != tc.status || body != tc.body {
+			t.Errorf("GET %s as %s: %d %s\nwant %d %s", tc.path, tc.token, status, body, tc.status, tc.body)
+		}
+	}
+	want := "tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo"
+	if got := strings.Join(hub.asked, ","); got != want {
+		t.Errorf("asked %s\nwant  %s", got, want)
+	}
+
+	hub.err = &api.ResponseError{Status: http.StatusGatewayTimeout, Body: api.Error{Error: "cluster prod did not answer within 10s: its state is Stale"}}
+	if status, body := get("/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "ok"); status != 504 ||
+		!strings.Contains(body, `"message":"cluster prod did not answer within 10s: its state is Stale"`) || !strings.Contains(body, `"code":4`) {
+		t.Errorf("a cluster that does not answer: %d %s", status, body)
+	}
+}
+
+// TestUIProxyStreamsTheTree: the tree's stream sends the cluster's tree as
+// Argo CD's server-sent events, again after each interval, and ends with
+// an error event when a question fails.
+func TestUIProxyStreamsTheTree(t *testing.T) {
+	argo := fakeArgoCD(t)
+	hub := &fakeInspector{}
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.every = 10 * time.Millisecond
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/v1/stream/applications/web/resource-tree?appNamespace=fleet-prod", nil)
+	req.Header.Set("Authorization", "Bearer ok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("content type %q", ct)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	var events []string
+	for lines.Scan() && len(events) < 2 {
+		if l := lines.Text(); l != "" {
+			events = append(events, l)
+		}
+	}
+	want := `data: {"result":{"nodes":[{"kind":"ConfigMap","name":"demo"}]}}`
+	if len(events) != 2 || events[0] != want || events[1] != want {
+		t.Errorf("events %q, want two of %s", events, want)
+	}
+	hub.mu.Lock()
+	hub.err = &api.ResponseError{Status: http.StatusGatewayTimeout, Body: api.Error{Error: "no answer"}}
+	hub.mu.Unlock()
+	var last string
+	for lines.Scan() {
+		if l := lines.Text(); l != "" {
+			last = l
+		}
+	}
+	if !strings.Contains(last, `"error"`) || !strings.Contains(last, "no answer") {
+		t.Errorf("the stream's last event %q, want the error", last)
+	}
+}
