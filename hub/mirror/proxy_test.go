@@ -31,17 +31,17 @@ func (f *fakeInspector) note(s string) error {
 
 func (f *fakeInspector) Tree(_ context.Context, cluster, namespace, name string, _ time.Duration) (*api.LiveAnswer, error) {
 	return &api.LiveAnswer{Answer: json.RawMessage(`{"nodes":[{"kind":"ConfigMap","name":"demo"}]}`)},
-		f.note("tree "+cluster+" "+namespace+"/"+name)
+		f.note("tree " + cluster + " " + namespace + "/" + name)
 }
 
 func (f *fakeInspector) Diff(_ context.Context, cluster, namespace, name string, _ time.Duration) (*api.LiveAnswer, error) {
 	return &api.LiveAnswer{Answer: json.RawMessage(`{"items":[{"kind":"ConfigMap","name":"demo"}]}`)},
-		f.note("diff "+cluster+" "+namespace+"/"+name)
+		f.note("diff " + cluster + " " + namespace + "/" + name)
 }
 
 func (f *fakeInspector) Manifest(_ context.Context, cluster, namespace, name string, t api.LiveTarget, _ time.Duration) (*api.LiveAnswer, error) {
 	return &api.LiveAnswer{Answer: json.RawMessage(`{"kind":"ConfigMap"}`)},
-		f.note("manifest "+cluster+" "+namespace+"/"+name+" "+t.Group+"/"+t.Version+"/"+t.Kind+" "+t.Namespace+"/"+t.Name)
+		f.note("manifest " + cluster + " " + namespace + "/" + name + " " + t.Group + "/" + t.Version + "/" + t.Kind + " " + t.Namespace + "/" + t.Name)
 }
 
 // fakeArgoCD is an Argo CD API server of two Applications in namespace

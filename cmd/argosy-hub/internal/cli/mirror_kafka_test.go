@@ -5,6 +5,7 @@ package cli_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -170,7 +171,7 @@ func stockArgoCDAnswers(t *testing.T, e *kubetest.Env, server, ns, name, appNS s
 		out, err := cmd.Output()
 		if err != nil {
 			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				stderr = ee.Stderr
 			}
 			t.Fatalf("argocd %s: %v\n%s", strings.Join(args, " "), err, stderr)
