@@ -21,16 +21,23 @@ func TestLiveTreeIsArgoCDApplicationTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var tree v1alpha1.ApplicationTree
-	if err := dec.Decode(&tree); err != nil {
-		t.Fatalf("the live tree is not an Argo CD ApplicationTree: %v", err)
-	}
+	throughArgo(t, "the live tree", raw, &tree)
 	if len(tree.Nodes) < 5 {
 		t.Fatalf("decoded %d nodes; want the golden tree's", len(tree.Nodes))
 	}
-	back, err := json.Marshal(tree)
+}
+
+// throughArgo decodes raw into v, an Argo CD type, with no unknown field,
+// and checks that v encodes back to the same JSON.
+func throughArgo(t *testing.T, what string, raw []byte, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%s is not Argo CD's %T: %v\n%s", what, v, err, raw)
+	}
+	back, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +49,7 @@ func TestLiveTreeIsArgoCDApplicationTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the live tree through Argo CD's types (-live +argo):\n%s", diff)
+		t.Errorf("%s through Argo CD's types (-ours +argo):\n%s", what, diff)
 	}
 }
 
@@ -72,28 +79,10 @@ func TestLiveDiffIsArgoCDManagedResources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
 		var d v1alpha1.ResourceDiff
-		if err := dec.Decode(&d); err != nil {
-			t.Fatalf("a live diff item is not an Argo CD ResourceDiff: %v\n%s", err, b)
-		}
+		throughArgo(t, "a live diff item", b, &d)
 		if d.Modified {
 			modified++
-		}
-		back, err := json.Marshal(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want, got any
-		if err := json.Unmarshal(b, &want); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(back, &got); err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("a live diff item through Argo CD's types (-live +argo):\n%s", diff)
 		}
 	}
 	if modified == 0 {
