@@ -92,3 +92,27 @@ func (p *Principal) ActFor(user string, groups []string) (*Principal, error) {
 // Via is the token that relayed the call of the Kubernetes user p is
 // (ActFor); empty for a caller who called.
 func (p *Principal) Via() string { return p.via }
+
+// ParseGrant reads an actFor grant as a command line writes it:
+// user:NAME=ROLE or group:NAME=ROLE.
+func ParseGrant(s string) (KubernetesGrant, error) {
+	who, role, ok := strings.Cut(s, "=")
+	kind, name, ok2 := strings.Cut(who, ":")
+	if !ok || !ok2 || name == "" || role == "" {
+		return KubernetesGrant{}, fmt.Errorf("grant %q: want user:NAME=ROLE or group:NAME=ROLE", s)
+	}
+	switch kind {
+	case "user":
+		return KubernetesGrant{User: name, Role: role}, nil
+	case "group":
+		return KubernetesGrant{Group: name, Role: role}, nil
+	}
+	return KubernetesGrant{}, fmt.Errorf("grant %q: %q is neither user nor group", s, kind)
+}
+
+// CheckToken reports what makes t, as a tokens file has it, one the hub
+// refuses: its name, role, hash, cluster selector or actFor grants.
+func CheckToken(t Token) error {
+	_, err := newPrincipal(t)
+	return err
+}

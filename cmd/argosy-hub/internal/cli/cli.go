@@ -106,6 +106,7 @@ type TokenNewOptions struct {
 	Role     string
 	Projects []string
 	Clusters string
+	ActFor   []string
 	File     string
 }
 
@@ -122,10 +123,18 @@ prints it once, and appends its SHA-256, role and scope to the tokens file
 
 Roles: viewer reads; deployer also applies, deletes and operates
 Applications; admin also registers clusters and manages AppProjects and
-repositories. --projects and --clusters (a label selector) limit any role.`,
+repositories. --projects and --clusters (a label selector) limit any role.
+
+--act-for lets the token act for Kubernetes users (argosy-hub mirror's
+admission webhook relays who changed a mirrored Application): each grant,
+user:NAME=ROLE or group:NAME=ROLE, gives that user, or that group's
+members, a role for the calls the token makes for them, the first grant
+that names them deciding. Grants limited to projects or clusters are
+written in the file (docs/hub.md).`,
 		Example: `  argosy-hub token new alice --role admin --file tokens.yaml
   argosy-hub token new ci --role deployer --projects web,api --clusters 'env in (dev,staging)' --file tokens.yaml
-  argosy login http://hub:8080 --token "$(argosy-hub token new bob --role viewer --file tokens.yaml)"`,
+  argosy login http://hub:8080 --token "$(argosy-hub token new bob --role viewer --file tokens.yaml)"
+  argosy-hub token new argosy-mirror --role viewer --act-for group:platform=admin --act-for group:team-shop=deployer --file tokens.yaml`,
 		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name = args[0]
@@ -141,6 +150,7 @@ repositories. --projects and --clusters (a label selector) limit any role.`,
 	cmd.Flags().StringVar(&opts.Role, "role", auth.RoleViewer, "viewer, deployer or admin")
 	cmd.Flags().StringSliceVar(&opts.Projects, "projects", nil, "AppProjects the token is limited to (default: all)")
 	cmd.Flags().StringVar(&opts.Clusters, "clusters", "", "label selector of the clusters the token is limited to (default: all)")
+	cmd.Flags().StringArrayVar(&opts.ActFor, "act-for", nil, "a grant to act for Kubernetes users, user:NAME=ROLE or group:NAME=ROLE (repeatable)")
 	cmd.Flags().StringVar(&opts.File, "file", cmdkit.Env("ARGOSY_TOKENS", ""), "the tokens file to add to; made if missing (env ARGOSY_TOKENS)")
 	return cmd
 }
@@ -149,6 +159,16 @@ func tokenNewRun(opts *TokenNewOptions) error {
 	tok, entry, err := auth.NewToken(opts.Name, opts.Role, opts.Projects, opts.Clusters)
 	if err != nil {
 		return &cmdkit.FlagError{Err: err}
+	}
+	for _, g := range opts.ActFor {
+		grant, err := auth.ParseGrant(g)
+		if err != nil {
+			return &cmdkit.FlagError{Err: fmt.Errorf("--act-for: %w", err)}
+		}
+		entry.ActFor = append(entry.ActFor, grant)
+	}
+	if err := auth.CheckToken(entry); err != nil {
+		return &cmdkit.FlagError{Err: fmt.Errorf("--act-for: %w", err)}
 	}
 	var f auth.TokenFile
 	if b, err := os.ReadFile(opts.File); err == nil {
