@@ -34,6 +34,10 @@ type Inspector interface {
 // asks of the Application's cluster through the hub's live questions,
 // with the mirror's token, and answers in Argo CD's JSON shapes.
 //
+// A change to one of a mirrored Application's resources (a delete, a
+// patch, a resource action) is refused: the API server would make it in
+// the mirror cluster, which the Application names as its destination.
+//
 // Before it asks, it makes the API server's own GET of the Application
 // with the caller's credentials (its cookie and Authorization header): an
 // Application Argo CD would not show the caller is not shown, and nothing
@@ -100,6 +104,11 @@ func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.rp.ServeHTTP(w, r) // not a mirrored Application: the controller's
 		return
 	}
+	if what == "change" {
+		writeArgoError(w, http.StatusForbidden, fmt.Sprintf("%s mirrors an Application of cluster %s: its resources change on that cluster, "+
+			"through Argosy (argosy app sync|rollback|delete --cluster %s), not here", name, cluster, cluster))
+		return
+	}
 	if stream {
 		p.streamTree(w, r, cluster, ns, name)
 		return
@@ -118,6 +127,14 @@ func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // tree's stream.
 func liveCall(r *http.Request) (name, what string, stream bool) {
 	if r.Method != http.MethodGet {
+		// A change to one resource (delete, patch, an action): the API
+		// server would make it in the mirror cluster, the mirrored
+		// Application's destination as it reads it.
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/applications/"); ok {
+			if n, call, ok := strings.Cut(rest, "/"); ok && n != "" && (call == "resource" || strings.HasPrefix(call, "resource/")) {
+				return n, "change", false
+			}
+		}
 		return "", "", false
 	}
 	path := r.URL.Path

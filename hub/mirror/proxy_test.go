@@ -73,7 +73,8 @@ func fakeArgoCD(t *testing.T) *httptest.Server {
 // the API server showed the caller the Application; it passes on what the
 // API server refuses the caller without asking anything, an Application
 // that is not mirrored, and every other call; the hub's refusal is the
-// answer's status.
+// answer's status. A change to a mirrored Application's resource is
+// refused, and one to another Application's is passed on.
 func TestUIProxy(t *testing.T) {
 	argo := fakeArgoCD(t)
 	hub := &fakeInspector{}
@@ -111,6 +112,30 @@ func TestUIProxy(t *testing.T) {
 		if status, body := get(tc.path, tc.token); status != tc.status || body != tc.body {
 			t.Errorf("GET %s as %s: %d %s\nwant %d %s", tc.path, tc.token, status, body, tc.status, tc.body)
 		}
+	}
+	send := func(method, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer ok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct{ method, path string }{
+		{http.MethodDelete, "/api/v1/applications/web/resource?appNamespace=fleet-prod&namespace=web&resourceName=demo&version=v1&kind=ConfigMap"},
+		{http.MethodPost, "/api/v1/applications/web/resource?appNamespace=fleet-prod&namespace=web&resourceName=demo&version=v1&kind=ConfigMap"},
+		{http.MethodPost, "/api/v1/applications/web/resource/actions?appNamespace=fleet-prod&resourceName=web&kind=Deployment"},
+	} {
+		if status, body := send(c.method, c.path); status != http.StatusForbidden || !strings.Contains(body, "on that cluster") {
+			t.Errorf("%s %s on a mirrored Application: %d %s, want refused", c.method, c.path, status, body)
+		}
+	}
+	if status, body := send(http.MethodDelete, "/api/v1/applications/own/resource?appNamespace=fleet-prod"); status != 200 || !strings.Contains(body, "controller's") {
+		t.Errorf("a resource of an Application that is not mirrored: %d %s, want passed on", status, body)
 	}
 	want := "tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo"
 	if got := strings.Join(hub.asked, ","); got != want {
