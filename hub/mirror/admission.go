@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/argosyproj/argosy/hub/api"
@@ -250,16 +251,12 @@ func (a *Admission) change(req *admissionv1.AdmissionRequest) (*change, error) {
 	default:
 		return nil, fmt.Errorf("operation %s is not one the mirror relays", req.Operation)
 	}
-	meta, _ := oldObj["metadata"].(map[string]any)
-	labels, _ := meta["labels"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
-	c.cluster, _ = labels[LabelCluster].(string)
-	c.namespace, _ = ann[AnnotationNamespace].(string)
-	c.owner, _ = ann[AnnotationOwner].(string)
+	labels, ann := stringMap(oldObj, "labels"), stringMap(oldObj, "annotations")
+	c.cluster, c.namespace, c.owner = labels[LabelCluster], ann[AnnotationNamespace], ann[AnnotationOwner]
 	if c.cluster == "" || c.namespace == "" {
 		return nil, fmt.Errorf("%s/%s is not a mirrored Application (it lacks %s and %s)", req.Namespace, req.Name, LabelCluster, AnnotationNamespace)
 	}
-	if g, err := strconv.ParseInt(fmt.Sprint(ann[AnnotationGeneration]), 10, 64); err == nil {
+	if g, err := strconv.ParseInt(ann[AnnotationGeneration], 10, 64); err == nil {
 		c.gen = &g
 	}
 	if c.del {
@@ -289,14 +286,13 @@ func (a *Admission) update(c *change, oldObj, newObj map[string]any) error {
 	if _, ok := newObj["operation"]; ok {
 		c.patch = append(c.patch, patchOp{Op: "remove", Path: "/operation"})
 	}
-	oldPhase := str(oldObj, "status", "operationState", "phase")
-	if phase := str(newObj, "status", "operationState", "phase"); phase == phaseTerminating && oldPhase != phaseTerminating {
+	oldPhase, _, _ := unstructured.NestedString(oldObj, "status", "operationState", "phase") // absent or not a string: none
+	if phase, _, _ := unstructured.NestedString(newObj, "status", "operationState", "phase"); phase == phaseTerminating && oldPhase != phaseTerminating {
 		c.ops = append(c.ops, api.OperationRequest{Operation: "terminate"})
 		c.patch = append(c.patch, patchOp{Op: "replace", Path: "/status/operationState/phase", Value: oldPhase})
 	}
-	newAnn := annotations(newObj)
-	if refresh, ok := newAnn[AnnotationRefresh]; ok {
-		if refresh != annotations(oldObj)[AnnotationRefresh] {
+	if refresh, ok := stringMap(newObj, "annotations")[AnnotationRefresh]; ok {
+		if refresh != stringMap(oldObj, "annotations")[AnnotationRefresh] {
 			t := "normal"
 			if refresh == "hard" {
 				t = "hard"
@@ -327,7 +323,7 @@ func operation(op, oldObj map[string]any) (api.OperationRequest, error) {
 	prune, _ := s["prune"].(bool)
 	dry, _ := s["dryRun"].(bool)
 	if _, ok := s["source"]; ok && rev != "" {
-		hist, _ := nested(oldObj, "status", "history").([]any)
+		hist, _, _ := unstructured.NestedSlice(oldObj, "status", "history") // absent or not a list: none
 		for i := len(hist) - 1; i >= 0; i-- {
 			h, _ := hist[i].(map[string]any)
 			if h["revision"] == rev {
@@ -378,7 +374,7 @@ func manifest(namespace, name string, obj map[string]any) (json.RawMessage, erro
 		return nil, errors.New("the Application has no spec")
 	}
 	meta := map[string]any{"name": name, "namespace": namespace}
-	if l, ok := nested(obj, "metadata", "labels").(map[string]any); ok {
+	if l := stringMap(obj, "labels"); len(l) > 0 {
 		own := map[string]any{}
 		for k, v := range l {
 			if k != LabelManagedBy && k != LabelCluster {
@@ -403,41 +399,18 @@ func object(raw runtime.RawExtension) (map[string]any, error) {
 	return m, nil
 }
 
-func nested(m map[string]any, path ...string) any {
-	var v any = m
-	for _, p := range path {
-		mm, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = mm[p]
-	}
-	return v
+// stringMap is the labels or annotations (field) of obj; none when they
+// are absent or not a map of strings.
+func stringMap(obj map[string]any, field string) map[string]string {
+	m, _, _ := unstructured.NestedStringMap(obj, "metadata", field)
+	return m
 }
 
-func str(m map[string]any, path ...string) string {
-	s, _ := nested(m, path...).(string)
-	return s
-}
-
-func annotations(obj map[string]any) map[string]string {
-	out := map[string]string{}
-	m, _ := nested(obj, "metadata", "annotations").(map[string]any)
-	for k, v := range m {
-		out[k], _ = v.(string)
-	}
-	return out
-}
-
+// finalizers is obj's finalizers; none when they are absent or not a
+// list of strings.
 func finalizers(obj map[string]any) []string {
-	var out []string
-	fs, _ := nested(obj, "metadata", "finalizers").([]any)
-	for _, f := range fs {
-		if s, ok := f.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
+	fs, _, _ := unstructured.NestedStringSlice(obj, "metadata", "finalizers")
+	return fs
 }
 
 func isArgoFinalizer(f string) bool {
@@ -448,7 +421,7 @@ func isArgoFinalizer(f string) bool {
 // obj, adding the map when obj has none.
 func addMap(obj map[string]any, path []string, kv map[string]string) []patchOp {
 	at := "/" + strings.Join(path, "/")
-	if _, ok := nested(obj, path...).(map[string]any); !ok {
+	if _, ok, _ := unstructured.NestedMap(obj, path...); !ok {
 		return []patchOp{{Op: "add", Path: at, Value: kv}}
 	}
 	keys := slices.Sorted(maps.Keys(kv))
