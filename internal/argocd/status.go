@@ -221,7 +221,7 @@ func resourceSummary(res []any) *schemas.ResourceSummary {
 	size, full := 0, false
 	for _, r := range res {
 		m, _ := r.(map[string]any)
-		item := resourceStatus(m)
+		item := ResourceStatusOf(m)
 		sum.Total++
 		sum.ByKind[item.Kind]++
 		if item.Health != nil {
@@ -241,9 +241,10 @@ func resourceSummary(res []any) *schemas.ResourceSummary {
 	return sum
 }
 
-// resourceStatus reads one entry of status.resources; fields of the wrong
-// type are left empty.
-func resourceStatus(m map[string]any) schemas.ResourceStatus {
+// ResourceStatusOf reads one entry of an Application's status.resources;
+// fields of the wrong type are left empty, and the health is read only
+// when it has a status.
+func ResourceStatusOf(m map[string]any) schemas.ResourceStatus {
 	str := func(k string) string { v, _ := m[k].(string); return v }
 	r := schemas.ResourceStatus{Group: str("group"), Version: str("version"), Kind: str("kind"), Namespace: str("namespace"),
 		Name: str("name"), Status: str("status")}

@@ -46,12 +46,11 @@ func (s *Source) Diff(ctx context.Context, app string) (*Diff, error) {
 	out := &Diff{Items: make([]ResourceDiff, 0, len(items))}
 	size := 0
 	for _, item := range items {
-		r, _, err := statusResource(item)
+		r, rs, err := statusResource(item)
 		if err != nil {
 			return nil, fmt.Errorf("application %s: status.resources: %w", app, err)
 		}
-		d := ResourceDiff{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-		d.SyncStatus, _, _ = unstructured.NestedString(item.(map[string]any), "status") // absent: empty
+		d := ResourceDiff{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, SyncStatus: rs.Status}
 		obj, err := s.get(ctx, r)
 		switch {
 		case apierrors.IsNotFound(err):

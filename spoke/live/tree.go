@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/argosyproj/argosy/internal/argocd"
+	"github.com/argosyproj/argosy/schemas"
 )
 
 // childKinds are the kinds searched for children of a tree's nodes, in the
@@ -82,7 +85,7 @@ func (b *builder) roots(ctx context.Context, a *unstructured.Unstructured) ([]st
 	}
 	var namespaces []string
 	for _, item := range items {
-		r, health, err := statusResource(item)
+		r, rs, err := statusResource(item)
 		if err != nil {
 			return nil, fmt.Errorf("application %s: status.resources: %w", b.app, err)
 		}
@@ -94,7 +97,7 @@ func (b *builder) roots(ctx context.Context, a *unstructured.Unstructured) ([]st
 			return nil, err
 		}
 		n := nodeOf(obj)
-		n.Health = health
+		n.Health = healthOf(rs)
 		if err := b.add(n); err != nil {
 			return nil, err
 		}
@@ -251,24 +254,25 @@ func toInt(v any) int64 {
 	return 0
 }
 
-// statusResource reads one entry of an Application's .status.resources:
-// the resource it names and the health Argo CD gave it.
-func statusResource(item any) (Ref, *Health, error) {
+// statusResource reads one entry of an Application's .status.resources
+// (argocd.ResourceStatusOf): the resource it names, and the entry.
+func statusResource(item any) (Ref, schemas.ResourceStatus, error) {
 	m, ok := item.(map[string]any)
 	if !ok {
-		return Ref{}, nil, fmt.Errorf("an entry is %T, not an object", item)
+		return Ref{}, schemas.ResourceStatus{}, fmt.Errorf("an entry is %T, not an object", item)
 	}
-	str := func(fields ...string) string {
-		v, _, _ := unstructured.NestedString(m, fields...) // absent or not a string: empty
-		return v
-	}
-	r := Ref{Group: str("group"), Version: str("version"), Kind: str("kind"), Namespace: str("namespace"), Name: str("name")}
+	rs := argocd.ResourceStatusOf(m)
+	r := Ref{Group: rs.Group, Version: rs.Version, Kind: rs.Kind, Namespace: rs.Namespace, Name: rs.Name}
 	if r.Kind == "" || r.Name == "" || r.Version == "" {
-		return Ref{}, nil, fmt.Errorf("entry %v names no resource", m)
+		return Ref{}, schemas.ResourceStatus{}, fmt.Errorf("entry %v names no resource", m)
 	}
-	var h *Health
-	if st := str("health", "status"); st != "" {
-		h = &Health{Status: st, Message: str("health", "message")}
+	return r, rs, nil
+}
+
+// healthOf is the health Argo CD gave a resource, as a tree node has it.
+func healthOf(rs schemas.ResourceStatus) *Health {
+	if rs.Health == nil {
+		return nil
 	}
-	return r, h, nil
+	return &Health{Status: rs.Health.Status, Message: rs.Health.Message}
 }
