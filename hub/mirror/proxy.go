@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +25,7 @@ type Inspector interface {
 	Tree(ctx context.Context, cluster, namespace, name string, timeout time.Duration) (*api.LiveAnswer, error)
 	Diff(ctx context.Context, cluster, namespace, name string, timeout time.Duration) (*api.LiveAnswer, error)
 	Manifest(ctx context.Context, cluster, namespace, name string, t api.LiveTarget, timeout time.Duration) (*api.LiveAnswer, error)
+	Logs(ctx context.Context, cluster, namespace, name, podNamespace, pod string, o api.LogOptions, timeout time.Duration) (*api.LiveAnswer, error)
 }
 
 // UIProxy stands in front of the mirror cluster's Argo CD API server, for
@@ -49,6 +52,7 @@ type UIProxy struct {
 	client *http.Client
 	hub    Inspector
 	rp     *httputil.ReverseProxy
+	grpcRP *httputil.ReverseProxy
 	log    *slog.Logger
 	// every is how often the tree's stream asks again.
 	every time.Duration
@@ -73,21 +77,44 @@ func NewUIProxy(argocd string, client *http.Client, hub Inspector, log *slog.Log
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = client.Transport
 	rp.FlushInterval = -1 // the API server streams (watches, logs)
-	return &UIProxy{argocd: u, client: client, hub: hub, rp: rp, log: log, every: 10 * time.Second}, nil
+	return &UIProxy{argocd: u, client: client, hub: hub, rp: rp, grpcRP: grpcPassOn(u, client), log: log, every: 10 * time.Second}, nil
 }
 
 // liveTimeout bounds one question of the proxy to its cluster.
 const liveTimeout = 10 * time.Second
 
+// call is one call about an Application that the proxy may answer.
+type call struct {
+	name, appNamespace string
+	// what is "tree", "diff", "manifest", "logs" or "change" (of one of
+	// its resources).
+	what   string
+	stream bool
+	target api.LiveTarget
+	logs   api.LogOptions
+	// filter keeps the log lines that hold it; a leading "!" keeps the
+	// others, as Argo CD's filter does.
+	filter string
+	// creds are the caller's credentials, for the API server's GET.
+	creds http.Header
+}
+
+// runsOn is where a mirrored Application runs.
+type runsOn struct{ cluster, namespace string }
+
 // ServeHTTP answers the live calls about a mirrored Application and
 // passes every other call on.
 func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	name, what, stream := liveCall(r)
-	if what == "" {
+	if isGRPC(r) {
+		p.serveGRPC(w, r)
+		return
+	}
+	c, ok := restCall(r)
+	if !ok {
 		p.rp.ServeHTTP(w, r)
 		return
 	}
-	app, status, body, err := p.application(r, name)
+	m, status, body, err := p.resolve(r.Context(), c)
 	switch {
 	case err != nil:
 		writeArgoError(w, http.StatusBadGateway, fmt.Sprintf("Argo CD's API server: %v", err))
@@ -98,22 +125,32 @@ func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		_, _ = w.Write(body)
 		return
-	}
-	cluster, ns := app.Metadata.Labels[LabelCluster], app.Metadata.Annotations[AnnotationNamespace]
-	if app.Metadata.Labels[LabelManagedBy] != FieldManager || cluster == "" || ns == "" {
+	case m == nil:
 		p.rp.ServeHTTP(w, r) // not a mirrored Application: the controller's
 		return
-	}
-	if what == "change" {
-		writeArgoError(w, http.StatusForbidden, fmt.Sprintf("%s mirrors an Application of cluster %s: its resources change on that cluster, "+
-			"through Argosy (argosy app sync|rollback|delete --cluster %s), not here", name, cluster, cluster))
+	case c.what == "change":
+		writeArgoError(w, http.StatusForbidden, changeRefused(c.name, m.cluster))
+		return
+	case c.what == "tree" && c.stream:
+		p.streamTree(w, r, c, m)
+		return
+	case c.what == "logs":
+		entries, err := p.logEntries(r.Context(), c, m)
+		if err != nil {
+			p.hubError(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		for _, e := range entries {
+			b, _ := json.Marshal(map[string]any{"result": e})
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+				return
+			}
+		}
 		return
 	}
-	if stream {
-		p.streamTree(w, r, cluster, ns, name)
-		return
-	}
-	out, err := p.answer(r, what, cluster, ns, name)
+	out, err := p.answer(r.Context(), c, m)
 	if err != nil {
 		p.hubError(w, r, err)
 		return
@@ -122,45 +159,88 @@ func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out) // the client is gone, or has it all
 }
 
-// liveCall reads which of the calls the proxy answers r is: the
-// Application's name, "tree", "diff" or "manifest", and whether it is the
-// tree's stream.
-func liveCall(r *http.Request) (name, what string, stream bool) {
+// changeRefused is the refusal of a change to a resource of a mirrored
+// Application.
+func changeRefused(name, cluster string) string {
+	return fmt.Sprintf("%s mirrors an Application of cluster %s: its resources change on that cluster, "+
+		"through Argosy (argosy app sync|rollback|delete --cluster %s), not here", name, cluster, cluster)
+}
+
+// restCall reads which of the calls the proxy answers r is.
+func restCall(r *http.Request) (call, bool) {
+	q := r.URL.Query()
+	c := call{appNamespace: q.Get("appNamespace"), creds: credentials(r.Header)}
 	if r.Method != http.MethodGet {
 		// A change to one resource (delete, patch, an action): the API
 		// server would make it in the mirror cluster, the mirrored
 		// Application's destination as it reads it.
 		if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/applications/"); ok {
-			if n, call, ok := strings.Cut(rest, "/"); ok && n != "" && (call == "resource" || strings.HasPrefix(call, "resource/")) {
-				return n, "change", false
+			if n, sub, ok := strings.Cut(rest, "/"); ok && n != "" && (sub == "resource" || strings.HasPrefix(sub, "resource/")) {
+				c.name, c.what = n, "change"
+				return c, true
 			}
 		}
-		return "", "", false
+		return c, false
 	}
 	path := r.URL.Path
 	if rest, ok := strings.CutPrefix(path, "/api/v1/stream/applications/"); ok {
 		if n, ok := strings.CutSuffix(rest, "/resource-tree"); ok && n != "" && !strings.Contains(n, "/") {
-			return n, "tree", true
+			c.name, c.what, c.stream = n, "tree", true
+			return c, true
 		}
-		return "", "", false
+		return c, false
 	}
 	rest, ok := strings.CutPrefix(path, "/api/v1/applications/")
 	if !ok {
-		return "", "", false
+		return c, false
 	}
-	n, call, ok := strings.Cut(rest, "/")
+	n, sub, ok := strings.Cut(rest, "/")
 	if !ok || n == "" {
-		return "", "", false
+		return c, false
 	}
-	switch call {
+	c.name = n
+	c.target = api.LiveTarget{Group: q.Get("group"), Version: q.Get("version"), Kind: q.Get("kind"), Namespace: q.Get("namespace"),
+		Name: q.Get("resourceName")}
+	switch sub {
 	case "resource-tree":
-		return n, "tree", false
+		c.what = "tree"
 	case "managed-resources":
-		return n, "diff", false
+		c.what = "diff"
 	case "resource":
-		return n, "manifest", false
+		c.what = "manifest"
+	case "logs":
+		// A Pod's logs: podName, or a resource of kind Pod.
+		c.what = "logs"
+		if pod := q.Get("podName"); pod != "" {
+			c.target = api.LiveTarget{Version: "v1", Kind: "Pod", Namespace: q.Get("namespace"), Name: pod}
+		}
+	default:
+		// …/pods/{pod}/logs, the older form of the logs call.
+		pod, ok := strings.CutPrefix(sub, "pods/")
+		if pod, ok = strings.CutSuffix(pod, "/logs"); !ok || pod == "" || strings.Contains(pod, "/") {
+			return c, false
+		}
+		c.what = "logs"
+		c.target = api.LiveTarget{Version: "v1", Kind: "Pod", Namespace: q.Get("namespace"), Name: pod}
 	}
-	return "", "", false
+	if c.what == "logs" {
+		c.logs = api.LogOptions{Container: q.Get("container")}
+		c.logs.TailLines, _ = strconv.ParseInt(q.Get("tailLines"), 10, 64)
+		c.logs.SinceSeconds, _ = strconv.ParseInt(q.Get("sinceSeconds"), 10, 64)
+		c.filter = q.Get("filter")
+	}
+	return c, true
+}
+
+// credentials are the headers of h that carry the caller's credentials.
+func credentials(h http.Header) http.Header {
+	out := http.Header{}
+	for _, k := range []string{"Authorization", "Cookie"} {
+		if v := h.Values(k); len(v) > 0 {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // mirroredApp is what the proxy reads of an Application.
@@ -174,25 +254,22 @@ type mirroredApp struct {
 // maxApplication bounds the Application the API server answers with.
 const maxApplication = 8 << 20
 
-// application gets the Application name of r's appNamespace from the API
-// server, with r's credentials: its status and body when it is not 200.
-func (p *UIProxy) application(r *http.Request, name string) (*mirroredApp, int, []byte, error) {
+// resolve gets c's Application from the API server, with c's credentials:
+// where it runs if it is mirrored, nil if it is not, or the API server's
+// status and body when that is not 200.
+func (p *UIProxy) resolve(ctx context.Context, c call) (*runsOn, int, []byte, error) {
 	u := *p.argocd
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/applications/" + url.PathEscape(name)
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/applications/" + url.PathEscape(c.name)
 	q := url.Values{}
-	if ns := r.URL.Query().Get("appNamespace"); ns != "" {
-		q.Set("appNamespace", ns)
+	if c.appNamespace != "" {
+		q.Set("appNamespace", c.appNamespace)
 	}
 	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	for _, h := range []string{"Authorization", "Cookie"} {
-		if v := r.Header.Values(h); len(v) > 0 {
-			req.Header[h] = v
-		}
-	}
+	maps.Copy(req.Header, c.creds)
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return nil, 0, nil, err
@@ -209,30 +286,31 @@ func (p *UIProxy) application(r *http.Request, name string) (*mirroredApp, int, 
 	if err := json.Unmarshal(body, &app); err != nil {
 		return nil, 0, nil, fmt.Errorf("the Application does not decode: %w", err)
 	}
-	return &app, http.StatusOK, nil, nil
+	cluster, ns := app.Metadata.Labels[LabelCluster], app.Metadata.Annotations[AnnotationNamespace]
+	if app.Metadata.Labels[LabelManagedBy] != FieldManager || cluster == "" || ns == "" {
+		return nil, http.StatusOK, nil, nil
+	}
+	return &runsOn{cluster: cluster, namespace: ns}, http.StatusOK, nil, nil
 }
 
-// answer asks the cluster what r asks, and returns it in Argo CD's shape.
-func (p *UIProxy) answer(r *http.Request, what, cluster, ns, name string) (any, error) {
-	ctx := r.Context()
-	switch what {
+// answer asks the cluster what c asks (a tree, a diff or a manifest),
+// and returns it in Argo CD's JSON shape.
+func (p *UIProxy) answer(ctx context.Context, c call, m *runsOn) (any, error) {
+	switch c.what {
 	case "tree":
-		a, err := p.hub.Tree(ctx, cluster, ns, name, liveTimeout)
+		a, err := p.hub.Tree(ctx, m.cluster, m.namespace, c.name, liveTimeout)
 		if err != nil {
 			return nil, err
 		}
 		return a.Answer, nil
 	case "diff":
-		a, err := p.hub.Diff(ctx, cluster, ns, name, liveTimeout)
+		a, err := p.hub.Diff(ctx, m.cluster, m.namespace, c.name, liveTimeout)
 		if err != nil {
 			return nil, err
 		}
 		return a.Answer, nil
 	}
-	q := r.URL.Query()
-	t := api.LiveTarget{Group: q.Get("group"), Version: q.Get("version"), Kind: q.Get("kind"), Namespace: q.Get("namespace"),
-		Name: q.Get("resourceName")}
-	a, err := p.hub.Manifest(ctx, cluster, ns, name, t, liveTimeout)
+	a, err := p.hub.Manifest(ctx, m.cluster, m.namespace, c.name, c.target, liveTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -240,11 +318,56 @@ func (p *UIProxy) answer(r *http.Request, what, cluster, ns, name string) (any, 
 	return map[string]string{"manifest": string(a.Answer)}, nil
 }
 
+// logEntry is Argo CD's LogEntry, less the time stamps the cluster's
+// answer does not carry.
+type logEntry struct {
+	Content string `json:"content"`
+	PodName string `json:"podName"`
+	Last    bool   `json:"last"`
+}
+
+// podLogs is the cluster's answer to a log question.
+type podLogs struct {
+	Pod   struct{ Name string } `json:"pod"`
+	Lines []string              `json:"lines"`
+}
+
+// logEntries asks the cluster for c's Pod's recent lines, and returns
+// them as Argo CD streams them: one entry a line that c's filter keeps,
+// and an empty last one. The lines are the ones the Pod had written when
+// the cluster answered: a call that follows the log gets them and ends.
+func (p *UIProxy) logEntries(ctx context.Context, c call, m *runsOn) ([]logEntry, error) {
+	if c.target.Kind != "Pod" || c.target.Group != "" || c.target.Name == "" {
+		return nil, &api.ResponseError{Status: http.StatusBadRequest, Body: api.Error{
+			Error: "the logs of a mirrored Application are a Pod's: choose one of its Pods"}}
+	}
+	a, err := p.hub.Logs(ctx, m.cluster, m.namespace, c.name, c.target.Namespace, c.target.Name, c.logs, liveTimeout)
+	if err != nil {
+		return nil, err
+	}
+	var l podLogs
+	if err := json.Unmarshal(a.Answer, &l); err != nil {
+		return nil, fmt.Errorf("the cluster's logs do not decode: %w", err)
+	}
+	filter, inverse := c.filter, false
+	if f, ok := strings.CutPrefix(filter, "!"); ok {
+		filter, inverse = f, true
+	}
+	out := make([]logEntry, 0, len(l.Lines)+1)
+	for _, line := range l.Lines {
+		if filter != "" && strings.Contains(line, filter) == inverse {
+			continue
+		}
+		out = append(out, logEntry{Content: line, PodName: l.Pod.Name})
+	}
+	return append(out, logEntry{Last: true}), nil
+}
+
 // streamTree answers the tree's stream as the API server does, with
 // server-sent events of {"result": tree}: one now, and one every p.every
-// until the caller goes or the server shuts down. A question that fails ends the stream with an
-// error event.
-func (p *UIProxy) streamTree(w http.ResponseWriter, r *http.Request, cluster, ns, name string) {
+// until the caller goes or the server shuts down. A question that fails
+// ends the stream with an error event.
+func (p *UIProxy) streamTree(w http.ResponseWriter, r *http.Request, c call, m *runsOn) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeArgoError(w, http.StatusInternalServerError, "streaming is not supported here")
@@ -252,25 +375,43 @@ func (p *UIProxy) streamTree(w http.ResponseWriter, r *http.Request, cluster, ns
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	err := p.everyTree(r, m, c.name, func(tree json.RawMessage) error {
+		if _, err := fmt.Fprintf(w, "data: {\"result\":%s}\n\n", tree); err != nil {
+			return errClientGone
+		}
+		flusher.Flush()
+		return nil
+	})
+	if err != nil && !errors.Is(err, errClientGone) {
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": err.Error()}})
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+		flusher.Flush()
+	}
+}
+
+// errClientGone ends a stream whose caller went.
+var errClientGone = errors.New("the caller went")
+
+// everyTree asks m's cluster for the tree of Application name now and
+// every p.every, and gives each to send, until the caller goes or the
+// server shuts down (nil), or send or a question fails (its error; send's
+// is errClientGone when the caller went).
+func (p *UIProxy) everyTree(r *http.Request, m *runsOn, name string, send func(json.RawMessage) error) error {
 	t := time.NewTicker(p.every)
 	defer t.Stop()
 	for {
-		a, err := p.hub.Tree(r.Context(), cluster, ns, name, liveTimeout)
+		a, err := p.hub.Tree(r.Context(), m.cluster, m.namespace, name, liveTimeout)
 		if err != nil {
-			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": err.Error()}})
-			_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
-			flusher.Flush()
-			return
+			return err
 		}
-		if _, err := fmt.Fprintf(w, "data: {\"result\":%s}\n\n", a.Answer); err != nil {
-			return
+		if err := send(a.Answer); err != nil {
+			return err
 		}
-		flusher.Flush()
 		select {
 		case <-r.Context().Done():
-			return
+			return nil
 		case <-httpserve.Stopping(r.Context()): // the server is shutting down
-			return
+			return nil
 		case <-t.C:
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,12 +21,18 @@ type fakeInspector struct {
 	mu    sync.Mutex
 	asked []string
 	err   error
+	// errAfter, if not 0, is how many questions are answered before err
+	// is.
+	errAfter int
 }
 
 func (f *fakeInspector) note(s string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, s)
+	if f.errAfter > 0 && len(f.asked) <= f.errAfter {
+		return nil
+	}
 	return f.err
 }
 
@@ -44,14 +51,29 @@ func (f *fakeInspector) Manifest(_ context.Context, cluster, namespace, name str
 		f.note("manifest " + cluster + " " + namespace + "/" + name + " " + t.Group + "/" + t.Version + "/" + t.Kind + " " + t.Namespace + "/" + t.Name)
 }
 
+func (f *fakeInspector) Logs(_ context.Context, cluster, namespace, name, podNamespace, pod string, o api.LogOptions, _ time.Duration) (*api.LiveAnswer, error) {
+	return &api.LiveAnswer{Answer: json.RawMessage(`{"pod":{"kind":"Pod","namespace":"web","name":"` + pod + `"},"lines":["started","GET /","GET /health"]}`)},
+		f.note(fmt.Sprintf("logs %s %s/%s %s/%s %+v", cluster, namespace, name, podNamespace, pod, o))
+}
+
 // fakeArgoCD is an Argo CD API server of two Applications in namespace
 // fleet-prod, web (mirrored) and own (not), which shows them only to the
 // bearer token "ok" and answers its own resource trees as "controller's".
+//
+// It speaks HTTP/2 in clear text too, and answers a gRPC call itself with
+// status OK and a header naming the call and its message's length.
 func fakeArgoCD(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("X-Controller", fmt.Sprintf("%s %s %d", r.Proto, r.URL.Path, len(b)))
+			w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
+			w.Header().Set("Grpc-Status", "0")
+			return
+		}
 		if r.Header.Get("Authorization") != "Bearer ok" {
 			w.WriteHeader(http.StatusForbidden)
-			_, _ = io.WriteString(w, `{"error":"permission denied","code":7}`)
+			_, _ = io.WriteString(w, `{"error":"permission denied","message":"permission denied","code":7}`)
 			return
 		}
 		switch r.URL.Path {
@@ -64,6 +86,11 @@ func fakeArgoCD(t *testing.T) *httptest.Server {
 			_, _ = io.WriteString(w, `"controller's `+r.URL.Path+`"`)
 		}
 	}))
+	var ps http.Protocols
+	ps.SetHTTP1(true)
+	ps.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = &ps
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -105,9 +132,22 @@ func TestUIProxy(t *testing.T) {
 		{"/api/v1/applications/web/managed-resources?appNamespace=fleet-prod", "ok", 200, `{"items":[{"kind":"ConfigMap","name":"demo"}]}`},
 		{"/api/v1/applications/web/resource?appNamespace=fleet-prod&namespace=web&resourceName=demo&version=v1&kind=ConfigMap", "ok", 200,
 			`{"manifest":"{\"kind\":\"ConfigMap\"}"}`},
-		{"/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "stolen", 403, `{"error":"permission denied","code":7}`},
+		{"/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "stolen", 403, `{"error":"permission denied","message":"permission denied","code":7}`},
 		{"/api/v1/applications/own/resource-tree?appNamespace=fleet-prod", "ok", 200, `"controller's /api/v1/applications/own/resource-tree"`},
 		{"/api/v1/applications?appNamespace=fleet-prod", "ok", 200, `"controller's /api/v1/applications"`},
+		// A Pod's logs, as the UI follows them: the lines the filter keeps,
+		// then the last entry, and the stream ends.
+		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1&container=app&tailLines=10&follow=true&filter=GET",
+			"ok", 200, `data: {"result":{"content":"GET /","podName":"web-1","last":false}}` + "\n\n" +
+				`data: {"result":{"content":"GET /health","podName":"web-1","last":false}}` + "\n\n" +
+				`data: {"result":{"content":"","podName":"","last":true}}`},
+		{"/api/v1/applications/web/pods/web-1/logs?appNamespace=fleet-prod&namespace=web&sinceSeconds=60&filter=!GET", "ok", 200,
+			`data: {"result":{"content":"started","podName":"web-1","last":false}}` + "\n\n" +
+				`data: {"result":{"content":"","podName":"","last":true}}`},
+		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&kind=Deployment&group=apps&resourceName=web", "ok", 400,
+			`{"code":3,"error":"the logs of a mirrored Application are a Pod's: choose one of its Pods","message":"the logs of a mirrored Application are a Pod's: choose one of its Pods"}`},
+		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1", "stolen", 403,
+			`{"error":"permission denied","message":"permission denied","code":7}`},
 	} {
 		if status, body := get(tc.path, tc.token); status != tc.status || body != tc.body {
 			t.Errorf("GET %s as %s: %d %s\nwant %d %s", tc.path, tc.token, status, body, tc.status, tc.body)
@@ -137,7 +177,9 @@ func TestUIProxy(t *testing.T) {
 	if status, body := send(http.MethodDelete, "/api/v1/applications/own/resource?appNamespace=fleet-prod"); status != 200 || !strings.Contains(body, "controller's") {
 		t.Errorf("a resource of an Application that is not mirrored: %d %s, want passed on", status, body)
 	}
-	want := "tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo"
+	want := "tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo," +
+		"logs prod argocd/web web/web-1 {Container:app TailLines:10 SinceSeconds:0}," +
+		"logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60}"
 	if got := strings.Join(hub.asked, ","); got != want {
 		t.Errorf("asked %s\nwant  %s", got, want)
 	}

@@ -49,6 +49,19 @@ type Option func(*http.Server)
 // to the address is then refused.
 func WithTLS(cfg *tls.Config) Option { return func(s *http.Server) { s.TLSConfig = cfg } }
 
+// WithUnencryptedHTTP2 serves HTTP/2 with prior knowledge (h2c) beside
+// HTTP/1.1 on a plain HTTP address, as gRPC clients in clear text speak
+// it; HTTPS negotiates HTTP/2 by ALPN without it.
+func WithUnencryptedHTTP2() Option {
+	return func(s *http.Server) {
+		var ps http.Protocols
+		ps.SetHTTP1(true)
+		ps.SetHTTP2(true)
+		ps.SetUnencryptedHTTP2(true)
+		s.Protocols = &ps
+	}
+}
+
 // stoppingKey is the context key of the channel Stopping returns.
 type stoppingKey struct{}
 

@@ -118,9 +118,10 @@ change the hub refuses is refused at admission, with the hub's words
 (docs/mirror.md).
 
 With --ui-proxy-address, it also serves a proxy of --argocd-server for its
-UI: every call goes on to the API server, but the resource tree, the diff
-(managed resources) and a live manifest of a mirrored Application, which
-the API server would wait for from its controller, are asked of the
+UI and the argocd CLI (REST, gRPC over HTTP/2 and gRPC-Web): every call
+goes on to the API server, but the resource tree, the diff (managed
+resources), a live manifest and a Pod's logs of a mirrored Application,
+which the API server would wait for from its controller, are asked of the
 Application's cluster through the hub, once the API server showed the
 caller the Application.`,
 		Example: `  argosy-hub mirror --hub-url https://argosy.internal:8443 --token-file /etc/argosy/mirror-token \
@@ -202,7 +203,8 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 		if err != nil {
 			return &cmdkit.FlagError{Err: err}
 		}
-		var opts []httpserve.Option
+		// The argocd CLI's gRPC is HTTP/2, in clear text without TLS.
+		opts := []httpserve.Option{httpserve.WithUnencryptedHTTP2()}
 		if o.UIProxyTLS[0] != "" {
 			cfg, err := tel.ServeTLS(o.UIProxyTLS[0], o.UIProxyTLS[1], "argosy.mirror.ui_proxy.tls.reload_failures", log)
 			if err != nil {

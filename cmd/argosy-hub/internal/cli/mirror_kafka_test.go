@@ -4,6 +4,8 @@ package cli_test
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,6 +96,7 @@ func TestMirrorIntoArgoCD(t *testing.T) {
 	}
 	stockArgoCDAnswers(t, e, server, mirrorNS, name, a.ns)
 	proxyAnswers(t, proxy, mirrorNS, name)
+	stockCLIThroughProxy(t, e, a, proxy, mirrored, mirrorNS, name)
 	configAt := configEnd(t, f)
 
 	// Ask the mirror cluster's controller for a hard refresh, which it acts
@@ -166,14 +170,8 @@ func stockArgoCDAnswers(t *testing.T, e *kubetest.Env, server, ns, name, appNS s
 	t.Helper()
 	argocd := func(args ...string) []byte {
 		t.Helper()
-		cmd := exec.CommandContext(t.Context(), e.Bin.ArgoCD, append([]string{"--server", server, "--plaintext", "--auth-token", "none",
-			"--config", filepath.Join(t.TempDir(), "config")}, args...)...)
-		out, err := cmd.Output()
+		out, stderr, err := argocdCLI(t, e, server, args...)
 		if err != nil {
-			var stderr []byte
-			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-				stderr = ee.Stderr
-			}
 			t.Fatalf("argocd %s: %v\n%s", strings.Join(args, " "), err, stderr)
 		}
 		return out
@@ -195,6 +193,62 @@ func stockArgoCDAnswers(t *testing.T, e *kubetest.Env, server, ns, name, appNS s
 		app.Status.Resources[0].Kind != "ConfigMap" || app.Status.Resources[0].Namespace != appNS {
 		t.Errorf("argocd app get %s/%s: %+v, want Synced, Healthy, its ConfigMap", ns, name, app.Status)
 	}
+}
+
+// argocdCLI runs the stock argocd CLI against the API server (or a proxy
+// of it) at server, in clear text: its output, its standard error and how
+// it exited. A call that takes a minute is ended.
+func argocdCLI(t *testing.T, e *kubetest.Env, server string, args ...string) (stdout, stderr []byte, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a call left to the controller waits
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.Bin.ArgoCD, append([]string{"--server", server, "--plaintext", "--auth-token", "none",
+		"--config", filepath.Join(t.TempDir(), "config")}, args...)...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	return out, errb.Bytes(), err
+}
+
+// stockCLIThroughProxy runs the stock argocd CLI against the mirror's
+// proxy: its gRPC calls for the mirrored Application ns/name's resources
+// and diff are answered from the cluster (the API server would wait for
+// its controller), the rest go on to the API server. The diff shows
+// nothing as synced, and the ConfigMap demo in appNS edited on the
+// cluster; the edit is then undone, and the mirrored status is Synced
+// again.
+func stockCLIThroughProxy(t *testing.T, e *kubetest.Env, a liveApp, proxy string, mirrored dynamic.ResourceInterface, ns, name string) {
+	t.Helper()
+	out, stderr, err := argocdCLI(t, e, proxy, "app", "resources", ns+"/"+name)
+	if err != nil || !regexp.MustCompile(`(?m)^\s*ConfigMap\s+`+a.ns+`\s+demo\s+No\s*$`).Match(out) {
+		t.Errorf("argocd app resources through the proxy: %v\n%s%s", err, out, stderr)
+	}
+	if out, stderr, err := argocdCLI(t, e, proxy, "app", "diff", ns+"/"+name); err != nil || len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("argocd app diff through the proxy, as synced: %v\n%s%s", err, out, stderr)
+	}
+	configMaps := a.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(a.ns)
+	edit := func(v string) {
+		t.Helper()
+		if _, err := configMaps.Patch(t.Context(), "demo", types.MergePatchType, []byte(`{"data":{"v":"`+v+`"}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("edited on the cluster")
+	out, stderr, err = argocdCLI(t, e, proxy, "app", "diff", ns+"/"+name)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "/ConfigMap "+a.ns+"/demo") ||
+		!strings.Contains(string(out), "edited on the cluster") {
+		t.Errorf("argocd app diff through the proxy, the ConfigMap edited: %v\n%s%s", err, out, stderr)
+	}
+	edit("one")
+	waitFor(t, 2*time.Minute, "the mirrored Application Synced again", func() bool {
+		got, err := mirrored.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		s, _, _ := unstructured.NestedString(got.Object, "status", "sync", "status")
+		return s == "Synced"
+	})
 }
 
 // proxyAnswers calls the mirror's proxy of the Argo CD API server as its UI

@@ -1,0 +1,288 @@
+package mirror
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/argosyproj/argosy/hub/api"
+)
+
+// grpcReply is what a gRPC call got: its messages, status and message.
+type grpcReply struct {
+	messages [][]byte
+	status   string
+	message  string
+	header   http.Header
+}
+
+// callGRPC makes a unary or server-streaming gRPC call of Argo CD's
+// ApplicationService on base, natively over HTTP/2 in clear text or as
+// gRPC-Web over HTTP/1.1, with msg as its one message.
+func callGRPC(t *testing.T, base, method string, web bool, token string, msg []byte) grpcReply {
+	t.Helper()
+	frame := make([]byte, 5, 5+len(msg))
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
+	frame = append(frame, msg...)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/"+appService+"/"+method, bytes.NewReader(frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	if web {
+		req.Header.Set("Content-Type", "application/grpc-web+proto")
+	} else {
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Header.Set("Te", "trailers")
+		var ps http.Protocols
+		ps.SetUnencryptedHTTP2(true)
+		tr.Protocols = &ps
+	}
+	if token != "" {
+		req.Header.Set("token", token)
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := grpcReply{header: resp.Header}
+	if resp.Trailer == nil {
+		resp.Trailer = http.Header{}
+	}
+	for len(body) >= 5 {
+		n := binary.BigEndian.Uint32(body[1:5])
+		m := body[5 : 5+n]
+		if body[0]&0x80 != 0 { // gRPC-Web's trailer frame
+			for _, l := range strings.Split(strings.TrimSpace(string(m)), "\r\n") {
+				k, v, _ := strings.Cut(l, ": ")
+				resp.Trailer.Set(k, v)
+			}
+		} else {
+			out.messages = append(out.messages, m)
+		}
+		body = body[5+n:]
+	}
+	out.status, out.message = resp.Trailer.Get("Grpc-Status"), resp.Trailer.Get("Grpc-Message")
+	if out.status == "" { // trailers-only
+		out.status, out.message = resp.Header.Get("Grpc-Status"), resp.Header.Get("Grpc-Message")
+	}
+	out.message, _ = url.PathUnescape(out.message)
+	return out
+}
+
+// fields encodes string fields of a message.
+func fields(kv ...any) []byte {
+	var b []byte
+	for i := 0; i < len(kv); i += 2 {
+		n := protowire.Number(kv[i].(int))
+		switch v := kv[i+1].(type) {
+		case string:
+			b = protowire.AppendTag(b, n, protowire.BytesType)
+			b = protowire.AppendString(b, v)
+		case int:
+			b = protowire.AppendTag(b, n, protowire.VarintType)
+			b = protowire.AppendVarint(b, uint64(v))
+		}
+	}
+	return b
+}
+
+// readFields decodes a message's string and varint fields.
+func readFields(t *testing.T, b []byte) map[protowire.Number][]any {
+	t.Helper()
+	out := map[protowire.Number][]any{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			t.Fatalf("tag: %v", protowire.ParseError(n))
+		}
+		b = b[n:]
+		switch typ {
+		case protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			out[num], b = append(out[num], string(v)), b[n:]
+		case protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			out[num], b = append(out[num], v), b[n:]
+		default:
+			t.Fatalf("field %d of wire type %d", num, typ)
+		}
+	}
+	return out
+}
+
+// TestUIProxyGRPC: the argocd CLI's calls, natively over HTTP/2 and as
+// gRPC-Web, get a mirrored Application's tree, managed resources, live
+// manifest and a Pod's logs from the cluster in Argo CD's messages; what
+// the API server refuses the caller is its refusal, with nothing asked; a
+// change to a mirrored Application's resource is refused; an Application
+// that is not mirrored, and every other call, go on to the API server
+// unchanged; a call that does not decode is refused.
+func TestUIProxyGRPC(t *testing.T) {
+	argo := fakeArgoCD(t)
+	hub := &fakeInspector{}
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(p)
+	var ps http.Protocols
+	ps.SetHTTP1(true)
+	ps.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = &ps
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	web := fields(1, "web", 7, "fleet-prod")
+	for _, native := range []bool{true, false} {
+		r := callGRPC(t, srv.URL, "ResourceTree", !native, "ok", web)
+		var tree v1alpha1.ApplicationTree
+		if r.status != "0" || len(r.messages) != 1 || tree.Unmarshal(r.messages[0]) != nil || len(tree.Nodes) != 1 || tree.Nodes[0].Kind != "ConfigMap" {
+			t.Errorf("ResourceTree (native %v): %+v, tree %+v", native, r, tree)
+		}
+	}
+	r := callGRPC(t, srv.URL, "ManagedResources", false, "ok", web)
+	items := map[protowire.Number][]any{}
+	if r.status == "0" && len(r.messages) == 1 {
+		items = readFields(t, r.messages[0])
+	}
+	var item v1alpha1.ResourceDiff
+	if len(items[1]) != 1 || item.Unmarshal([]byte(items[1][0].(string))) != nil || item.Kind != "ConfigMap" || item.Name != "demo" {
+		t.Errorf("ManagedResources: %+v, items %v", r, items)
+	}
+	r = callGRPC(t, srv.URL, "GetResource", false, "ok", fields(1, "web", 2, "web", 3, "demo", 4, "v1", 6, "ConfigMap", 7, "fleet-prod"))
+	if r.status != "0" || len(r.messages) != 1 || readFields(t, r.messages[0])[1][0] != `{"kind":"ConfigMap"}` {
+		t.Errorf("GetResource: %+v", r)
+	}
+	r = callGRPC(t, srv.URL, "PodLogs", true, "ok", fields(1, "web", 2, "web", 3, "web-1", 4, "app", 7, 5, 10, "health", 15, "fleet-prod"))
+	if r.status != "0" || len(r.messages) != 2 {
+		t.Fatalf("PodLogs: %+v", r)
+	}
+	if first, last := readFields(t, r.messages[0]), readFields(t, r.messages[1]); first[1][0] != "GET /health" || first[5][0] != "web-1" ||
+		first[3][0] != uint64(0) || last[3][0] != uint64(1) || last[1][0] != "" {
+		t.Errorf("PodLogs: entries %v, %v", first, last)
+	}
+	want := "tree prod argocd/web,tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo," +
+		"logs prod argocd/web web/web-1 {Container:app TailLines:5 SinceSeconds:0}"
+	if got := strings.Join(hub.asked, ","); got != want {
+		t.Errorf("asked %s\nwant  %s", got, want)
+	}
+
+	// What the API server does not show the caller: its refusal, nothing
+	// asked.
+	hub.asked = nil
+	if r := callGRPC(t, srv.URL, "ResourceTree", false, "stolen", web); r.status != "7" || r.message != "permission denied" || len(r.messages) != 0 {
+		t.Errorf("ResourceTree with a token the API server refuses: %+v", r)
+	}
+	for _, m := range []string{"PatchResource", "DeleteResource", "RunResourceAction"} {
+		ns := 9
+		if m == "RunResourceAction" {
+			ns = 8
+		}
+		if r := callGRPC(t, srv.URL, m, false, "ok", fields(1, "web", ns, "fleet-prod")); r.status != "7" || !strings.Contains(r.message, "on that cluster") {
+			t.Errorf("%s of a mirrored Application's resource: %+v, want refused", m, r)
+		}
+	}
+	if len(hub.asked) != 0 {
+		t.Errorf("asked %v", hub.asked)
+	}
+
+	// Passed on as it came.
+	own := fields(1, "own", 7, "fleet-prod")
+	for _, c := range []struct {
+		method string
+		web    bool
+		msg    []byte
+		proto  string
+	}{
+		{"ResourceTree", false, own, "HTTP/2.0"},
+		{"ResourceTree", true, own, "HTTP/1.1"},
+		{"DeleteResource", false, fields(1, "own", 9, "fleet-prod"), "HTTP/2.0"},
+		{"Get", false, web, "HTTP/2.0"},
+		{"Sync", true, web, "HTTP/1.1"},
+	} {
+		r := callGRPC(t, srv.URL, c.method, c.web, "ok", c.msg)
+		if want := c.proto + " /" + appService + "/" + c.method + " " + strconv.Itoa(5+len(c.msg)); r.status != "0" || r.header.Get("X-Controller") != want {
+			t.Errorf("%s (web %v): %+v, want passed on as %s", c.method, c.web, r, want)
+		}
+	}
+
+	// Calls that do not decode.
+	for _, c := range []struct {
+		msg  []byte
+		code string
+	}{
+		{fields(7, "fleet-prod"), "3"},           // no Application
+		{[]byte{0x0a, 0xff}, "3"},                // a string past the end
+		{fields(1, 5), "3"},                      // the name as an integer
+		{bytes.Repeat([]byte{'x'}, 70<<10), "8"}, // too large
+	} {
+		if r := callGRPC(t, srv.URL, "ResourceTree", false, "ok", c.msg); r.status != c.code {
+			t.Errorf("ResourceTree of %.20q: %+v, want code %s", c.msg, r, c.code)
+		}
+	}
+	if len(hub.asked) != 0 {
+		t.Errorf("asked %v", hub.asked)
+	}
+}
+
+// TestUIProxyGRPCCompressed: a compressed call is refused, not read.
+func TestUIProxyGRPCCompressed(t *testing.T) {
+	if _, code, err := oneMessage([]byte{1, 0, 0, 0, 0}); code != grpcUnimplemented || err == nil {
+		t.Errorf("a compressed message: %d %v", code, err)
+	}
+	if _, code, err := oneMessage([]byte{0, 0, 0, 0, 9, 1}); code != grpcInvalidArgument || err == nil {
+		t.Errorf("a message shorter than its frame: %d %v", code, err)
+	}
+}
+
+// TestUIProxyWatchesTheTree: WatchResourceTree streams the tree, one
+// message each interval, and ends with the hub's refusal as its status.
+func TestUIProxyWatchesTheTree(t *testing.T) {
+	argo := fakeArgoCD(t)
+	hub := &fakeInspector{}
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.every = 10 * time.Millisecond
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	hub.errAfter = 3 // the fourth question fails, which ends the stream
+	hub.err = &api.ResponseError{Status: http.StatusGatewayTimeout, Body: api.Error{Error: "no answer"}}
+	r := callGRPC(t, srv.URL, "WatchResourceTree", true, "ok", fields(1, "web", 7, "fleet-prod"))
+	if len(r.messages) < 3 || r.status != "4" || r.message != "no answer" {
+		t.Errorf("WatchResourceTree: %d messages, status %s %q; want 3 or more, then 4", len(r.messages), r.status, r.message)
+	}
+}
+
+// FuzzDecodeCall: no message makes decodeCall panic, and a call it reads
+// names an Application.
+func FuzzDecodeCall(f *testing.F) {
+	f.Add(fields(1, "web", 7, "fleet-prod"), 0)
+	f.Add(fields(1, "web", 2, "web", 3, "web-1", 5, 60, 7, 10, 10, "!GET", 15, "fleet-prod"), 1)
+	f.Add([]byte{0x0a, 0x80}, 2)
+	methods := []string{"ResourceTree", "PodLogs", "GetResource", "DeleteResource"}
+	f.Fuzz(func(t *testing.T, msg []byte, i int) {
+		m := grpcMethods[methods[(i%len(methods)+len(methods))%len(methods)]]
+		c, err := decodeCall(msg, m)
+		if err == nil && c.name == "" {
+			t.Errorf("%q read as a call of no Application", msg)
+		}
+	})
+}
