@@ -165,9 +165,9 @@ func (s *Server) handle(rt route) http.Handler {
 		}
 		c.p = p
 		if user, groups := r.Header.Get(api.HeaderActAsUser), r.Header.Values(api.HeaderActAsGroup); user != "" || len(groups) > 0 {
-			// A call made for a Kubernetes user: its grants, audited as
-			// the user, via the token that relayed it.
-			q, err := p.ActFor(user, groups)
+			// A call made for a Kubernetes or Argo CD user: its grants,
+			// audited as the user, via the token that relayed it.
+			q, err := p.ActFor(r.Header.Get(api.HeaderActAsSource), user, groups)
 			if err != nil {
 				s.finish(w, r, c, nil, err)
 				return

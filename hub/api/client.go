@@ -62,9 +62,11 @@ type WriteOptions struct {
 	ActAs *ActAs
 }
 
-// ActAs is a Kubernetes user a call is made for: its name and groups, as
-// the Kubernetes API authenticated them.
+// ActAs is a user a call is made for: its name and groups, as the
+// Kubernetes API authenticated them, or as an Argo CD API server's
+// session names them (Source "argocd").
 type ActAs struct {
+	Source string
 	User   string
 	Groups []string
 }
@@ -320,6 +322,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	if o.ActAs != nil {
 		req.Header.Set(HeaderActAsUser, o.ActAs.User)
+		if o.ActAs.Source != "" {
+			req.Header.Set(HeaderActAsSource, o.ActAs.Source)
+		}
 		for _, g := range o.ActAs.Groups {
 			req.Header.Add(HeaderActAsGroup, g)
 		}

@@ -26,6 +26,11 @@ const (
 	// user and the token. Any other caller that sends them is refused.
 	HeaderActAsUser  = "Argosy-Act-As-User"
 	HeaderActAsGroup = "Argosy-Act-As-Group"
+	// HeaderActAsSource says who authenticated that user: "kubernetes"
+	// (the default: the Kubernetes API, for the admission webhook) or
+	// "argocd" (an Argo CD API server's session, for the mirror's UI
+	// proxy). The token's grants for that source decide.
+	HeaderActAsSource = "Argosy-Act-As-Source"
 	// HeaderIfMatch holds the generation a single-object write expects the
 	// object to be at ("0" for an object that must not exist yet).
 	HeaderIfMatch = "If-Match"

@@ -21,6 +21,8 @@ func TestActFor(t *testing.T) {
 		{User: "alice", Role: RoleAdmin},
 		{Group: "team-a", Role: RoleDeployer, Projects: []string{"shop"}, Clusters: "env=dev"},
 		{Group: "everyone", Role: RoleViewer},
+		{ArgoCDUser: "carol", Role: RoleDeployer},
+		{ArgoCDGroup: "platform", Role: RoleAdmin},
 	}
 	_, plain, _ := NewToken("ci", RoleDeployer, nil, "")
 	set, err := newTokenSet(TokenFile{Tokens: []Token{mirror, plain}})
@@ -36,7 +38,7 @@ func TestActFor(t *testing.T) {
 			ci = p
 		}
 	}
-	bob, err := m.ActFor("bob", []string{"everyone", "team-a"})
+	bob, err := m.ActFor("", "bob", []string{"everyone", "team-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,21 +51,21 @@ func TestActFor(t *testing.T) {
 	if err := bob.Allow(ActionOperate, "c1", map[string]string{"env": "dev"}, "shop"); err != nil {
 		t.Errorf("bob on a dev cluster in shop: %v", err)
 	}
-	if _, err := bob.ActFor("carol", []string{"everyone"}); !errors.Is(err, ErrDenied) {
+	if _, err := bob.ActFor("", "carol", []string{"everyone"}); !errors.Is(err, ErrDenied) {
 		t.Errorf("a relayed user relaying again: %v, want denied", err)
 	}
-	alice, _ := m.ActFor("alice", nil)
+	alice, _ := m.ActFor("", "alice", nil)
 	if alice.Role != RoleAdmin || alice.Allow(ActionRegisterCluster, "", nil, "") != nil {
 		t.Errorf("alice by name: %+v, want admin", alice.Identity)
 	}
-	stranger, err := m.ActFor("mallory", []string{"system:authenticated"})
+	stranger, err := m.ActFor("", "mallory", []string{"system:authenticated"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := stranger.Allow(ActionRead, "", nil, ""); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "mallory") {
 		t.Errorf("a user no grant names: %v, want denied naming the user", err)
 	}
-	if _, err := ci.ActFor("alice", nil); !errors.Is(err, ErrDenied) {
+	if _, err := ci.ActFor("", "alice", nil); !errors.Is(err, ErrDenied) {
 		t.Errorf("a token with no grants acting for alice: %v, want denied", err)
 	}
 	for name, tc := range map[string]struct {
@@ -77,13 +79,14 @@ func TestActFor(t *testing.T) {
 		"empty group":      {"bob", []string{""}},
 		"control in group": {"bob", []string{"team-a\x00"}},
 	} {
-		if _, err := m.ActFor(tc.user, tc.groups); !errors.Is(err, ErrDenied) {
+		if _, err := m.ActFor("", tc.user, tc.groups); !errors.Is(err, ErrDenied) {
 			t.Errorf("%s: %v, want denied", name, err)
 		}
 	}
 	for name, g := range map[string]KubernetesGrant{
 		"both": {User: "a", Group: "b", Role: RoleViewer}, "neither": {Role: RoleViewer}, "bad role": {User: "a", Role: "root"},
-		"bad clusters": {User: "a", Role: RoleViewer, Clusters: "=="},
+		"kubernetes and argocd": {User: "a", ArgoCDUser: "a", Role: RoleViewer},
+		"bad clusters":          {User: "a", Role: RoleViewer, Clusters: "=="},
 	} {
 		bad := mirror
 		bad.ActFor = []KubernetesGrant{g}
@@ -91,9 +94,62 @@ func TestActFor(t *testing.T) {
 			t.Errorf("grant %s: valid, want an error", name)
 		}
 	}
-	named := plain
-	named.Name = "k8s:alice"
-	if _, err := newTokenSet(TokenFile{Tokens: []Token{named}}); err == nil {
-		t.Error("a token named k8s:alice is valid, want an error: the audit would take it for a relayed user")
+	for _, n := range []string{"k8s:alice", "argocd:alice"} {
+		named := plain
+		named.Name = n
+		if _, err := newTokenSet(TokenFile{Tokens: []Token{named}}); err == nil {
+			t.Errorf("a token named %s is valid, want an error: the audit would take it for a relayed user", n)
+		}
+	}
+}
+
+// TestActForArgoCD: an Argo CD user is matched by the argocd grants
+// alone, and a Kubernetes user by the others, whatever the names.
+func TestActForArgoCD(t *testing.T) {
+	_, mirror, _ := NewToken("mirror", RoleViewer, nil, "")
+	mirror.ActFor = []KubernetesGrant{
+		{User: "alice", Role: RoleAdmin},
+		{ArgoCDUser: "carol", Role: RoleDeployer},
+		{ArgoCDGroup: "platform", Role: RoleAdmin},
+	}
+	set, err := newTokenSet(TokenFile{Tokens: []Token{mirror}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m *Principal
+	for _, p := range set.byHash {
+		m = p
+	}
+	for _, tc := range []struct {
+		source, user string
+		groups       []string
+		actor, role  string
+	}{
+		{SourceArgoCD, "carol", nil, "argocd:carol", RoleDeployer},
+		{SourceArgoCD, "dave", []string{"platform"}, "argocd:dave", RoleAdmin},
+		{SourceArgoCD, "alice", nil, "argocd:alice", ""},   // a Kubernetes user's grant
+		{SourceKubernetes, "carol", nil, "k8s:carol", ""},  // an Argo CD user's grant
+		{"", "dave", []string{"platform"}, "k8s:dave", ""}, // an Argo CD group's grant
+		{SourceKubernetes, "alice", nil, "k8s:alice", RoleAdmin},
+	} {
+		p, err := m.ActFor(tc.source, tc.user, tc.groups)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.source, tc.user, err)
+		}
+		allowed := p.Allow(ActionRead, "", nil, "") == nil
+		if p.Actor != tc.actor || p.Via() != "mirror" || (tc.role == "") == allowed || (tc.role != "" && p.Role != tc.role) {
+			t.Errorf("%s %s %v: %s role %q (reads: %v) via %s, want %s role %q", tc.source, tc.user, tc.groups, p.Actor, p.Role, allowed, p.Via(), tc.actor, tc.role)
+		}
+	}
+	if _, err := m.ActFor("oidc", "carol", nil); !errors.Is(err, ErrDenied) {
+		t.Errorf("an unknown source: %v, want denied", err)
+	}
+	for in, want := range map[string]KubernetesGrant{
+		"argocd-user:carol=deployer":  {ArgoCDUser: "carol", Role: "deployer"},
+		"argocd-group:platform=admin": {ArgoCDGroup: "platform", Role: "admin"},
+	} {
+		if g, err := ParseGrant(in); err != nil || g.ArgoCDUser != want.ArgoCDUser || g.ArgoCDGroup != want.ArgoCDGroup || g.Role != want.Role {
+			t.Errorf("ParseGrant(%q) = %+v, %v", in, g, err)
+		}
 	}
 }

@@ -80,6 +80,9 @@ func newTokenSet(f TokenFile) (*tokenSet, error) {
 		if strings.HasPrefix(t.Name, ActForPrefix) {
 			errs = append(errs, fmt.Errorf("token %q: names starting %s are the Kubernetes users' that tokens act for", t.Name, ActForPrefix))
 		}
+		if strings.HasPrefix(t.Name, ArgoCDPrefix) {
+			errs = append(errs, fmt.Errorf("token %q: names starting %s are the Argo CD users' that tokens act for", t.Name, ArgoCDPrefix))
+		}
 		var h [sha256.Size]byte
 		b, _ := hex.DecodeString(t.SHA256) // newPrincipal checked it
 		copy(h[:], b)

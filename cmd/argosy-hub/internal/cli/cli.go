@@ -125,11 +125,13 @@ Roles: viewer reads; deployer also applies, deletes and operates
 Applications; admin also registers clusters and manages AppProjects and
 repositories. --projects and --clusters (a label selector) limit any role.
 
---act-for lets the token act for Kubernetes users (argosy-hub mirror's
-admission webhook relays who changed a mirrored Application): each grant,
-user:NAME=ROLE or group:NAME=ROLE, gives that user, or that group's
-members, a role for the calls the token makes for them, the first grant
-that names them deciding. Grants limited to projects or clusters are
+--act-for lets the token act for other users: Kubernetes users
+(argosy-hub mirror's admission webhook relays who changed a mirrored
+Application) and Argo CD users (its UI proxy relays who asked in Argo CD's
+UI or CLI). Each grant, user:NAME=ROLE or group:NAME=ROLE for Kubernetes,
+argocd-user:NAME=ROLE or argocd-group:NAME=ROLE for Argo CD, gives that
+user, or that group's members, a role for the calls the token makes for
+them, the first grant that names them deciding. Grants limited to projects or clusters are
 written in the file (docs/hub.md).`,
 		Example: `  argosy-hub token new alice --role admin --file tokens.yaml
   argosy-hub token new ci --role deployer --projects web,api --clusters 'env in (dev,staging)' --file tokens.yaml
@@ -150,7 +152,7 @@ written in the file (docs/hub.md).`,
 	cmd.Flags().StringVar(&opts.Role, "role", auth.RoleViewer, "viewer, deployer or admin")
 	cmd.Flags().StringSliceVar(&opts.Projects, "projects", nil, "AppProjects the token is limited to (default: all)")
 	cmd.Flags().StringVar(&opts.Clusters, "clusters", "", "label selector of the clusters the token is limited to (default: all)")
-	cmd.Flags().StringArrayVar(&opts.ActFor, "act-for", nil, "a grant to act for Kubernetes users, user:NAME=ROLE or group:NAME=ROLE (repeatable)")
+	cmd.Flags().StringArrayVar(&opts.ActFor, "act-for", nil, "a grant to act for other users: user:NAME=ROLE, group:NAME=ROLE (Kubernetes), argocd-user:NAME=ROLE, argocd-group:NAME=ROLE (repeatable)")
 	cmd.Flags().StringVar(&opts.File, "file", cmdkit.Env("ARGOSY_TOKENS", ""), "the tokens file to add to; made if missing (env ARGOSY_TOKENS)")
 	return cmd
 }
