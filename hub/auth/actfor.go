@@ -22,9 +22,9 @@ type KubernetesGrant struct {
 	Group       string   `json:"group,omitempty"`
 	ArgoCDUser  string   `json:"argocdUser,omitempty"`
 	ArgoCDGroup string   `json:"argocdGroup,omitempty"`
-	Role     string   `json:"role"`
-	Projects []string `json:"projects,omitempty"`
-	Clusters string   `json:"clusters,omitempty"`
+	Role        string   `json:"role"`
+	Projects    []string `json:"projects,omitempty"`
+	Clusters    string   `json:"clusters,omitempty"`
 }
 
 // Bounds of a relayed identity: a user's name and each group's, and how

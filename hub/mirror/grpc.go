@@ -13,10 +13,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/argosyproj/argosy/hub/api"
+	"github.com/argosyproj/argosy/hub/internal/argoproto"
 )
 
 // The proxy answers the same calls over gRPC, as the argocd CLI makes
@@ -126,6 +126,10 @@ func (p *UIProxy) serveGRPC(w http.ResponseWriter, r *http.Request) {
 	case c.what == "change":
 		g.finish(grpcPermissionDenied, changeRefused(c.name, m.cluster))
 		return
+	case c.selective:
+		g.finish(grpcInvalidArgument, fmt.Sprintf("%s mirrors an Application of cluster %s, which syncs all of its resources: "+
+			"name none", c.name, m.cluster))
+		return
 	}
 	if err := p.grpcAnswer(r, g, c, m); err != nil {
 		if errors.Is(err, errClientGone) {
@@ -154,6 +158,9 @@ type grpcMethod struct {
 type fieldNumbers struct {
 	name, appNamespace, namespace, resourceName, version, group, kind, podName, container,
 	sinceSeconds, tailLines, filter protowire.Number
+	// A change's: the revision, dry run, prune, history id, cascade, and
+	// the resources a sync names.
+	revision, dryRun, prune, id, cascade, resources protowire.Number
 }
 
 var (
@@ -179,6 +186,13 @@ var grpcMethods = map[string]grpcMethod{
 	"PatchResource":     {what: "change", fields: fieldNumbers{name: 1, appNamespace: 9}},
 	"DeleteResource":    {what: "change", fields: fieldNumbers{name: 1, appNamespace: 9}},
 	"RunResourceAction": {what: "change", fields: fieldNumbers{name: 1, appNamespace: 8}},
+	// Changes of the Application, relayed for the Argo CD user:
+	// ApplicationSyncRequest, ApplicationRollbackRequest,
+	// OperationTerminateRequest, ApplicationDeleteRequest.
+	"Sync":               {what: "sync", fields: fieldNumbers{name: 1, revision: 2, dryRun: 3, prune: 4, resources: 7, appNamespace: 12}},
+	"Rollback":           {what: "rollback", fields: fieldNumbers{name: 1, id: 2, dryRun: 3, prune: 4, appNamespace: 6}},
+	"TerminateOperation": {what: "terminate", fields: fieldNumbers{name: 1, appNamespace: 2}},
+	"Delete":             {what: "delete", fields: fieldNumbers{name: 1, cascade: 2, appNamespace: 4}},
 }
 
 // decodeCall reads the call out of its message: the fields f numbers,
@@ -188,19 +202,26 @@ var grpcMethods = map[string]grpcMethod{
 func decodeCall(msg []byte, m grpcMethod) (call, error) {
 	f := m.fields
 	str := map[protowire.Number]*string{}
-	c := call{what: m.what, stream: m.stream}
+	c := call{what: m.what, stream: m.stream, cascade: true}
 	var pod string
+	var id int64
 	for n, p := range map[protowire.Number]*string{f.name: &c.name, f.appNamespace: &c.appNamespace, f.namespace: &c.target.Namespace,
 		f.resourceName: &c.target.Name, f.version: &c.target.Version, f.group: &c.target.Group, f.kind: &c.target.Kind,
-		f.podName: &pod, f.container: &c.logs.Container, f.filter: &c.filter} {
+		f.podName: &pod, f.container: &c.logs.Container, f.filter: &c.filter, f.revision: &c.op.Revision} {
 		if n != 0 {
 			str[n] = p
 		}
 	}
 	ints := map[protowire.Number]*int64{}
-	for n, p := range map[protowire.Number]*int64{f.sinceSeconds: &c.logs.SinceSeconds, f.tailLines: &c.logs.TailLines} {
+	for n, p := range map[protowire.Number]*int64{f.sinceSeconds: &c.logs.SinceSeconds, f.tailLines: &c.logs.TailLines, f.id: &id} {
 		if n != 0 {
 			ints[n] = p
+		}
+	}
+	bools := map[protowire.Number]*bool{}
+	for n, p := range map[protowire.Number]*bool{f.dryRun: &c.op.DryRun, f.prune: &c.op.Prune, f.cascade: &c.cascade} {
+		if n != 0 {
+			bools[n] = p
 		}
 	}
 	for len(msg) > 0 {
@@ -228,7 +249,19 @@ func decodeCall(msg []byte, m grpcMethod) (call, error) {
 				return call{}, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
 			}
 			*ints[num], msg = int64(v), msg[n:]
+		case bools[num] != nil:
+			if typ != protowire.VarintType {
+				return call{}, fmt.Errorf("field %d: want a bool, have wire type %d", num, typ)
+			}
+			v, n := protowire.ConsumeVarint(msg)
+			if n < 0 {
+				return call{}, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
+			}
+			*bools[num], msg = protowire.DecodeBool(v), msg[n:]
 		default:
+			if num == f.resources && f.resources != 0 {
+				c.selective = true
+			}
 			n := protowire.ConsumeFieldValue(num, typ, msg)
 			if n < 0 {
 				return call{}, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
@@ -241,6 +274,9 @@ func decodeCall(msg []byte, m grpcMethod) (call, error) {
 	}
 	if pod != "" {
 		c.target = api.LiveTarget{Version: "v1", Kind: "Pod", Namespace: c.target.Namespace, Name: pod}
+	}
+	if f.id != 0 {
+		c.op.HistoryID = &id
 	}
 	return c, nil
 }
@@ -267,9 +303,21 @@ func oneMessage(raw []byte) ([]byte, int, error) {
 func (p *UIProxy) grpcAnswer(r *http.Request, g *grpcAnswer, c call, m *runsOn) error {
 	ctx := r.Context()
 	switch {
+	case c.what == "sync" || c.what == "rollback" || c.what == "terminate" || c.what == "delete":
+		if err := p.relay(ctx, c, m); err != nil {
+			return err
+		}
+		if c.what == "terminate" || c.what == "delete" {
+			return g.send(nil) // OperationTerminateResponse, ApplicationResponse: empty
+		}
+		b, err := argoproto.Application(m.app)
+		if err != nil {
+			return err
+		}
+		return g.send(b)
 	case c.what == "tree" && c.stream:
 		return p.everyTree(r, m, c.name, func(tree json.RawMessage) error {
-			b, err := treeMessage(tree)
+			b, err := argoproto.Tree(tree)
 			if err != nil {
 				return err
 			}
@@ -294,9 +342,9 @@ func (p *UIProxy) grpcAnswer(r *http.Request, g *grpcAnswer, c call, m *runsOn) 
 	var b []byte
 	switch c.what {
 	case "tree":
-		b, err = treeMessage(out.(json.RawMessage))
+		b, err = argoproto.Tree(out.(json.RawMessage))
 	case "diff":
-		b, err = managedResourcesMessage(out.(json.RawMessage))
+		b, err = argoproto.ManagedResources(out.(json.RawMessage))
 	default:
 		b = protowire.AppendTag(nil, 1, protowire.BytesType)
 		b = protowire.AppendString(b, out.(map[string]string)["manifest"])
@@ -305,38 +353,6 @@ func (p *UIProxy) grpcAnswer(r *http.Request, g *grpcAnswer, c call, m *runsOn) 
 		return err
 	}
 	return g.send(b)
-}
-
-// treeMessage is the cluster's tree as an ApplicationTree message.
-func treeMessage(tree json.RawMessage) ([]byte, error) {
-	var t v1alpha1.ApplicationTree
-	if err := json.Unmarshal(tree, &t); err != nil {
-		return nil, fmt.Errorf("the cluster's tree does not decode: %w", err)
-	}
-	b, err := t.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("encode the tree: %w", err)
-	}
-	return b, nil
-}
-
-// managedResourcesMessage is the cluster's diff as a
-// ManagedResourcesResponse message: its items, field 1.
-func managedResourcesMessage(diff json.RawMessage) ([]byte, error) {
-	var d struct{ Items []v1alpha1.ResourceDiff }
-	if err := json.Unmarshal(diff, &d); err != nil {
-		return nil, fmt.Errorf("the cluster's diff does not decode: %w", err)
-	}
-	var b []byte
-	for i := range d.Items {
-		item, err := d.Items[i].Marshal()
-		if err != nil {
-			return nil, fmt.Errorf("encode the diff: %w", err)
-		}
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendBytes(b, item)
-	}
-	return b, nil
 }
 
 // logEntryMessage is e as a LogEntry message: content 1, timeStamp 2 (a
@@ -396,7 +412,7 @@ func (g *grpcAnswer) frame(flag byte, b []byte) error {
 	if _, err := g.w.Write(append(head[:], b...)); err != nil {
 		return err
 	}
-	http.NewResponseController(g.w).Flush() //nolint:errcheck // the next write says
+	_ = http.NewResponseController(g.w).Flush() // the next write says
 	return nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/argosyproj/argosy/hub/api"
@@ -126,6 +125,24 @@ func readFields(t *testing.T, b []byte) map[protowire.Number][]any {
 	return out
 }
 
+// fieldAt is the string at the path of field numbers in message b, each
+// step the first of its field; "" when there is none.
+func fieldAt(t *testing.T, b []byte, path ...protowire.Number) string {
+	t.Helper()
+	for _, n := range path {
+		vs := readFields(t, b)[n]
+		if len(vs) == 0 {
+			return ""
+		}
+		s, ok := vs[0].(string)
+		if !ok {
+			return ""
+		}
+		b = []byte(s)
+	}
+	return string(b)
+}
+
 // TestUIProxyGRPC: the argocd CLI's calls, natively over HTTP/2 and as
 // gRPC-Web, get a mirrored Application's tree, managed resources, live
 // manifest and a Pod's logs from the cluster in Argo CD's messages; what
@@ -151,9 +168,9 @@ func TestUIProxyGRPC(t *testing.T) {
 	web := fields(1, "web", 7, "fleet-prod")
 	for _, native := range []bool{true, false} {
 		r := callGRPC(t, srv.URL, "ResourceTree", !native, "ok", web)
-		var tree v1alpha1.ApplicationTree
-		if r.status != "0" || len(r.messages) != 1 || tree.Unmarshal(r.messages[0]) != nil || len(tree.Nodes) != 1 || tree.Nodes[0].Kind != "ConfigMap" {
-			t.Errorf("ResourceTree (native %v): %+v, tree %+v", native, r, tree)
+		// ApplicationTree: nodes 1, each's resourceRef 1, its kind 3.
+		if r.status != "0" || len(r.messages) != 1 || fieldAt(t, r.messages[0], 1, 1, 3) != "ConfigMap" {
+			t.Errorf("ResourceTree (native %v): %+v", native, r)
 		}
 	}
 	r := callGRPC(t, srv.URL, "ManagedResources", false, "ok", web)
@@ -161,8 +178,9 @@ func TestUIProxyGRPC(t *testing.T) {
 	if r.status == "0" && len(r.messages) == 1 {
 		items = readFields(t, r.messages[0])
 	}
-	var item v1alpha1.ResourceDiff
-	if len(items[1]) != 1 || item.Unmarshal([]byte(items[1][0].(string))) != nil || item.Kind != "ConfigMap" || item.Name != "demo" {
+	// ManagedResourcesResponse: items 1, each ResourceDiff's kind 2 and
+	// name 4.
+	if len(items[1]) != 1 || fieldAt(t, r.messages[0], 1, 2) != "ConfigMap" || fieldAt(t, r.messages[0], 1, 4) != "demo" {
 		t.Errorf("ManagedResources: %+v, items %v", r, items)
 	}
 	r = callGRPC(t, srv.URL, "GetResource", false, "ok", fields(1, "web", 2, "web", 3, "demo", 4, "v1", 6, "ConfigMap", 7, "fleet-prod"))
@@ -214,7 +232,7 @@ func TestUIProxyGRPC(t *testing.T) {
 		{"ResourceTree", true, own, "HTTP/1.1"},
 		{"DeleteResource", false, fields(1, "own", 9, "fleet-prod"), "HTTP/2.0"},
 		{"Get", false, web, "HTTP/2.0"},
-		{"Sync", true, web, "HTTP/1.1"},
+		{"List", true, web, "HTTP/1.1"},
 	} {
 		r := callGRPC(t, srv.URL, c.method, c.web, "ok", c.msg)
 		if want := c.proto + " /" + appService + "/" + c.method + " " + strconv.Itoa(5+len(c.msg)); r.status != "0" || r.header.Get("X-Controller") != want {
@@ -285,4 +303,142 @@ func FuzzDecodeCall(f *testing.F) {
 			t.Errorf("%q read as a call of no Application", msg)
 		}
 	})
+}
+
+// TestUIProxyRelaysChanges: a sync, rollback, terminate, delete or
+// refresh of a mirrored Application, asked of the API server's REST API
+// (the UI) or its gRPC (the argocd CLI), is made through the hub for the
+// Argo CD user of the caller's session, once Argo CD's RBAC lets that user
+// make it; the answer is the API server's shape. A user Argo CD's RBAC
+// refuses, a session of no user, a selective sync and a spoke-owned
+// Application are refused with nothing relayed; the hub's refusal is the
+// answer; an Application that is not mirrored goes on to the API server
+// with its body.
+func TestUIProxyRelaysChanges(t *testing.T) {
+	argo := fakeArgoCD(t)
+	hub := &fakeInspector{}
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(p)
+	var ps http.Protocols
+	ps.SetHTTP1(true)
+	ps.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = &ps
+	srv.Start()
+	t.Cleanup(srv.Close)
+	do := func(method, path, token, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	const q = "?appNamespace=fleet-prod"
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		answer, call       string
+		dry                bool
+	}{
+		{"POST", "/api/v1/applications/web/sync" + q, `{"name":"web","revision":"abc","prune":true}`, 200, `"name":"web"`,
+			`operate prod argocd/web {"operation":"sync","revision":"abc","prune":true}`, false},
+		{"POST", "/api/v1/applications/web/sync" + q, `{"dryRun":true}`, 200, `"name":"web"`,
+			`operate prod argocd/web {"operation":"sync"}`, true},
+		{"POST", "/api/v1/applications/web/rollback" + q, `{"id":"3","prune":true}`, 200, `"name":"web"`,
+			`operate prod argocd/web {"operation":"rollback","prune":true,"historyId":3}`, false},
+		{"DELETE", "/api/v1/applications/web/operation" + q, "", 200, `{}`, `operate prod argocd/web {"operation":"terminate"}`, false},
+		{"DELETE", "/api/v1/applications/web" + q + "&cascade=false", "", 200, `{}`, `delete applications prod argocd/web cascade=false`, false},
+		{"DELETE", "/api/v1/applications/web" + q, "", 200, `{}`, `delete applications prod argocd/web cascade=true`, false},
+		// A refresh, then the GET it is, without the refresh.
+		{"GET", "/api/v1/applications/web" + q + "&refresh=hard", "", 200, `"name":"web"`,
+			`operate prod argocd/web {"operation":"refresh","refreshType":"hard"}`, false},
+	} {
+		hub.calls, hub.opts = nil, nil
+		status, body := do(tc.method, tc.path, "ok", tc.body)
+		if status != tc.status || !strings.Contains(body, tc.answer) || len(hub.calls) != 1 || hub.calls[0] != tc.call {
+			t.Errorf("%s %s %s: %d %s, relayed %q\nwant %d %s, relayed %s", tc.method, tc.path, tc.body, status, body, hub.calls, tc.status, tc.answer, tc.call)
+			continue
+		}
+		if o := hub.opts[0]; o.ActAs == nil || o.ActAs.Source != "argocd" || o.ActAs.User != "alice" || strings.Join(o.ActAs.Groups, ",") != "team-a" ||
+			o.DryRun != tc.dry {
+			t.Errorf("%s %s: relayed with %+v (%+v), want for Argo CD user alice of team-a, dry run %v", tc.method, tc.path, o, o.ActAs, tc.dry)
+		}
+	}
+
+	// Refused, nothing relayed.
+	hub.calls = nil
+	for _, tc := range []struct {
+		method, path, token, body string
+		status                    int
+		msg                       string
+	}{
+		{"POST", "/api/v1/applications/web/sync" + q, "viewer", `{}`, 403, "Argo CD's RBAC does not let carol sync applications, shop/fleet-prod/web"},
+		{"DELETE", "/api/v1/applications/web" + q, "viewer", "", 403, "does not let carol delete"},
+		{"POST", "/api/v1/applications/web/sync" + q, "anonymous", `{}`, 401, "names no user"},
+		{"POST", "/api/v1/applications/web/sync" + q, "stolen", `{}`, 403, "permission denied"},
+		{"POST", "/api/v1/applications/web/sync" + q, "ok", `{"resources":[{"kind":"ConfigMap","name":"demo"}]}`, 400, "select them all"},
+		{"POST", "/api/v1/applications/edge/sync" + q, "ok", `{}`, 403, "autonomous mode"},
+		{"POST", "/api/v1/applications/web/rollback" + q, "ok", `{"id":"three"}`, 400, "does not decode"},
+		{"POST", "/api/v1/applications/web/sync" + q, "ok", `{"revision":`, 400, "does not decode"},
+	} {
+		if status, body := do(tc.method, tc.path, tc.token, tc.body); status != tc.status || !strings.Contains(body, tc.msg) {
+			t.Errorf("%s %s as %s %s: %d %s, want %d %q", tc.method, tc.path, tc.token, tc.body, status, body, tc.status, tc.msg)
+		}
+	}
+	if len(hub.calls) != 0 {
+		t.Errorf("relayed %q, want nothing", hub.calls)
+	}
+	hub.refuse = &api.ResponseError{Status: http.StatusForbidden, Body: api.Error{Error: "argocd:alice has role viewer"}}
+	if status, body := do("POST", "/api/v1/applications/web/sync"+q, "ok", `{}`); status != 403 || !strings.Contains(body, "argocd:alice has role viewer") {
+		t.Errorf("a sync the hub refuses: %d %s", status, body)
+	}
+	hub.refuse = nil
+	hub.calls = nil
+	if status, body := do("POST", "/api/v1/applications/own/sync"+q, "ok", `{"revision":"x"}`); status != 200 ||
+		body != `"controller's POST /api/v1/applications/own/sync{"revision":"x"}"` || len(hub.calls) != 0 {
+		t.Errorf("a sync of an Application that is not mirrored: %d %s, relayed %q; want passed on with its body", status, body, hub.calls)
+	}
+
+	// The argocd CLI's gRPC.
+	for _, tc := range []struct {
+		method string
+		msg    []byte
+		call   string
+		app    bool
+	}{
+		{"Sync", fields(1, "web", 2, "abc", 4, 1, 12, "fleet-prod"), `operate prod argocd/web {"operation":"sync","revision":"abc","prune":true}`, true},
+		{"Rollback", fields(1, "web", 2, 2, 6, "fleet-prod"), `operate prod argocd/web {"operation":"rollback","historyId":2}`, true},
+		{"TerminateOperation", fields(1, "web", 2, "fleet-prod"), `operate prod argocd/web {"operation":"terminate"}`, false},
+		{"Delete", fields(1, "web", 4, "fleet-prod"), `delete applications prod argocd/web cascade=true`, false},
+		{"Delete", fields(1, "web", 2, 0, 4, "fleet-prod"), `delete applications prod argocd/web cascade=false`, false},
+	} {
+		hub.calls, hub.opts = nil, nil
+		r := callGRPC(t, srv.URL, tc.method, false, "ok", tc.msg)
+		// Application: metadata 1, its name 1.
+		if r.status != "0" || len(r.messages) != 1 || len(hub.calls) != 1 || hub.calls[0] != tc.call ||
+			(tc.app && fieldAt(t, r.messages[0], 1, 1) != "web") || (!tc.app && len(r.messages[0]) != 0) {
+			t.Errorf("%s: %+v, relayed %q\nwant %s", tc.method, r, hub.calls, tc.call)
+			continue
+		}
+		if o := hub.opts[0]; o.ActAs == nil || o.ActAs.Source != "argocd" || o.ActAs.User != "alice" {
+			t.Errorf("%s relayed with %+v, want for alice", tc.method, o.ActAs)
+		}
+	}
+	hub.calls = nil
+	if r := callGRPC(t, srv.URL, "Sync", false, "viewer", fields(1, "web", 12, "fleet-prod")); r.status != "7" || !strings.Contains(r.message, "carol") {
+		t.Errorf("a Sync Argo CD's RBAC refuses: %+v", r)
+	}
+	if r := callGRPC(t, srv.URL, "Sync", false, "ok", fields(1, "web", 7, "x", 12, "fleet-prod")); r.status != "3" {
+		t.Errorf("a selective Sync: %+v, want 3", r)
+	}
+	if len(hub.calls) != 0 {
+		t.Errorf("relayed %q, want nothing", hub.calls)
+	}
 }

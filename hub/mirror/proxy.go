@@ -15,6 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/internal/httpserve"
 )
@@ -50,17 +54,19 @@ type Inspector interface {
 type UIProxy struct {
 	argocd *url.URL
 	client *http.Client
-	hub    Inspector
+	hub    Hub
 	rp     *httputil.ReverseProxy
 	grpcRP *httputil.ReverseProxy
 	log    *slog.Logger
 	// every is how often the tree's stream asks again.
-	every time.Duration
+	every   time.Duration
+	tracer  trace.Tracer
+	changes metric.Int64Counter
 }
 
 // NewUIProxy returns a proxy of the Argo CD API server at argocd, reached
 // with client (nil: http.DefaultClient), that asks hub its live questions.
-func NewUIProxy(argocd string, client *http.Client, hub Inspector, log *slog.Logger) (*UIProxy, error) {
+func NewUIProxy(argocd string, client *http.Client, hub Hub, log *slog.Logger) (*UIProxy, error) {
 	u, err := url.Parse(argocd)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("mirror UI proxy: Argo CD's API server %q: want an http or https URL", argocd)
@@ -77,7 +83,11 @@ func NewUIProxy(argocd string, client *http.Client, hub Inspector, log *slog.Log
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = client.Transport
 	rp.FlushInterval = -1 // the API server streams (watches, logs)
-	return &UIProxy{argocd: u, client: client, hub: hub, rp: rp, grpcRP: grpcPassOn(u, client), log: log, every: 10 * time.Second}, nil
+	changes := instrument(otel.GetMeterProvider().Meter("github.com/argosyproj/argosy/hub/mirror").Int64Counter("argosy.mirror.ui_proxy.changes",
+		metric.WithDescription("Changes of mirrored Applications asked of Argo CD's API server through the UI proxy, by operation "+
+			"(sync, rollback, terminate, delete, refresh) and outcome: relayed to the hub for the Argo CD user, or refused")))
+	return &UIProxy{argocd: u, client: client, hub: hub, rp: rp, grpcRP: grpcPassOn(u, client), log: log, every: 10 * time.Second,
+		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), changes: changes}, nil
 }
 
 // liveTimeout bounds one question of the proxy to its cluster.
@@ -97,16 +107,48 @@ type call struct {
 	filter string
 	// creds are the caller's credentials, for the API server's GET.
 	creds http.Header
+
+	// A change ("sync", "rollback", "terminate", "delete", "refresh"):
+	// its operation's revision, prune, dry run, history id and refresh
+	// type; whether a delete cascades; whether a sync names some of the
+	// resources; the call's body, for the API server if the Application
+	// is not mirrored.
+	op        api.OperationRequest
+	cascade   bool
+	selective bool
+	body      []byte
 }
 
-// runsOn is where a mirrored Application runs.
-type runsOn struct{ cluster, namespace string }
+// runsOn is where a mirrored Application runs (its cluster and namespace
+// there), who owns it, its project and namespace in the mirror cluster,
+// and the API server's JSON of it.
+type runsOn struct {
+	cluster, namespace    string
+	owner                 string
+	project, appNamespace string
+	app                   []byte
+}
+
+// Hub is what the UI proxy calls the hub with: its live questions, and
+// the changes it relays (for the Argo CD user who asked them).
+type Hub interface {
+	Inspector
+	Writer
+}
 
 // ServeHTTP answers the live calls about a mirrored Application and
 // passes every other call on.
 func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isGRPC(r) {
 		p.serveGRPC(w, r)
+		return
+	}
+	if c, ok, err := restChange(r); ok {
+		if err != nil {
+			changeErr(w, err)
+			return
+		}
+		p.serveChange(w, r, c)
 		return
 	}
 	c, ok := restCall(r)
@@ -216,8 +258,9 @@ func restCall(r *http.Request) (call, bool) {
 		}
 	default:
 		// …/pods/{pod}/logs, the older form of the logs call.
-		pod, ok := strings.CutPrefix(sub, "pods/")
-		if pod, ok = strings.CutSuffix(pod, "/logs"); !ok || pod == "" || strings.Contains(pod, "/") {
+		pod, isPod := strings.CutPrefix(sub, "pods/")
+		pod, isLogs := strings.CutSuffix(pod, "/logs")
+		if !isPod || !isLogs || pod == "" || strings.Contains(pod, "/") {
 			return c, false
 		}
 		c.what = "logs"
@@ -246,9 +289,13 @@ func credentials(h http.Header) http.Header {
 // mirroredApp is what the proxy reads of an Application.
 type mirroredApp struct {
 	Metadata struct {
+		Namespace   string            `json:"namespace"`
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
+	Spec struct {
+		Project string `json:"project"`
+	} `json:"spec"`
 }
 
 // maxApplication bounds the Application the API server answers with.
@@ -290,7 +337,8 @@ func (p *UIProxy) resolve(ctx context.Context, c call) (*runsOn, int, []byte, er
 	if app.Metadata.Labels[LabelManagedBy] != FieldManager || cluster == "" || ns == "" {
 		return nil, http.StatusOK, nil, nil
 	}
-	return &runsOn{cluster: cluster, namespace: ns}, http.StatusOK, nil, nil
+	return &runsOn{cluster: cluster, namespace: ns, owner: app.Metadata.Annotations[AnnotationOwner], project: app.Spec.Project,
+		appNamespace: app.Metadata.Namespace, app: body}, http.StatusOK, nil, nil
 }
 
 // answer asks the cluster what c asks (a tree, a diff or a manifest),

@@ -18,9 +18,10 @@ import (
 
 // fakeInspector answers live questions and records them.
 type fakeInspector struct {
-	mu    sync.Mutex
-	asked []string
-	err   error
+	fakeHub // the changes relayed
+	mu      sync.Mutex
+	asked   []string
+	err     error
 	// errAfter, if not 0, is how many questions are answered before err
 	// is.
 	errAfter int
@@ -71,19 +72,45 @@ func fakeArgoCD(t *testing.T) *httptest.Server {
 			w.Header().Set("Grpc-Status", "0")
 			return
 		}
-		if r.Header.Get("Authorization") != "Bearer ok" {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if tok != "ok" && tok != "viewer" && tok != "anonymous" {
 			w.WriteHeader(http.StatusForbidden)
 			_, _ = io.WriteString(w, `{"error":"permission denied","message":"permission denied","code":7}`)
 			return
 		}
 		switch r.URL.Path {
-		case "/api/v1/applications/web":
-			_, _ = io.WriteString(w, `{"metadata":{"name":"web","namespace":"fleet-prod","labels":{"app.kubernetes.io/managed-by":"argosy-mirror",`+
-				`"argosy.dev/cluster":"prod"},"annotations":{"argosy.dev/namespace":"argocd"}}}`)
+		case "/api/v1/applications/web", "/api/v1/applications/edge":
+			owner, name := "hub", strings.TrimPrefix(r.URL.Path, "/api/v1/applications/")
+			if name == "edge" {
+				owner = "spoke"
+			}
+			_, _ = io.WriteString(w, `{"metadata":{"name":"`+name+`","namespace":"fleet-prod","labels":{"app.kubernetes.io/managed-by":"argosy-mirror",`+
+				`"argosy.dev/cluster":"prod"},"annotations":{"argosy.dev/namespace":"argocd","argosy.dev/owner":"`+owner+`"}},`+
+				`"spec":{"project":"shop"},"status":{"sync":{"status":"Synced"}}}`)
 		case "/api/v1/applications/own":
 			_, _ = io.WriteString(w, `{"metadata":{"name":"own","namespace":"fleet-prod"}}`)
+		case "/api/v1/session/userinfo":
+			switch tok {
+			case "ok":
+				_, _ = io.WriteString(w, `{"loggedIn":true,"username":"alice","groups":["team-a"]}`)
+			case "viewer":
+				_, _ = io.WriteString(w, `{"loggedIn":true,"username":"carol"}`)
+			default:
+				_, _ = io.WriteString(w, `{"loggedIn":false}`)
+			}
 		default:
-			_, _ = io.WriteString(w, `"controller's `+r.URL.Path+`"`)
+			if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/account/can-i/applications/"); ok {
+				// alice may anything of project shop's Applications in
+				// fleet-prod; carol nothing.
+				v := "no"
+				if _, obj, _ := strings.Cut(rest, "/"); tok == "ok" && strings.HasPrefix(obj, "shop/fleet-prod/") {
+					v = "yes"
+				}
+				_, _ = io.WriteString(w, `{"value":"`+v+`"}`)
+				return
+			}
+			b, _ := io.ReadAll(r.Body)
+			_, _ = fmt.Fprintf(w, `"controller's %s %s%s"`, r.Method, r.URL.Path, b)
 		}
 	}))
 	var ps http.Protocols
@@ -133,8 +160,8 @@ func TestUIProxy(t *testing.T) {
 		{"/api/v1/applications/web/resource?appNamespace=fleet-prod&namespace=web&resourceName=demo&version=v1&kind=ConfigMap", "ok", 200,
 			`{"manifest":"{\"kind\":\"ConfigMap\"}"}`},
 		{"/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "stolen", 403, `{"error":"permission denied","message":"permission denied","code":7}`},
-		{"/api/v1/applications/own/resource-tree?appNamespace=fleet-prod", "ok", 200, `"controller's /api/v1/applications/own/resource-tree"`},
-		{"/api/v1/applications?appNamespace=fleet-prod", "ok", 200, `"controller's /api/v1/applications"`},
+		{"/api/v1/applications/own/resource-tree?appNamespace=fleet-prod", "ok", 200, `"controller's GET /api/v1/applications/own/resource-tree"`},
+		{"/api/v1/applications?appNamespace=fleet-prod", "ok", 200, `"controller's GET /api/v1/applications"`},
 		// A Pod's logs, as the UI follows them: the lines the filter keeps,
 		// then the last entry, and the stream ends.
 		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1&container=app&tailLines=10&follow=true&filter=GET",

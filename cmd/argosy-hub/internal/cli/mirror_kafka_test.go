@@ -200,9 +200,15 @@ func stockArgoCDAnswers(t *testing.T, e *kubetest.Env, server, ns, name, appNS s
 // it exited. A call that takes a minute is ended.
 func argocdCLI(t *testing.T, e *kubetest.Env, server string, args ...string) (stdout, stderr []byte, err error) {
 	t.Helper()
+	return argocdCLIAs(t, e, server, "none", args...)
+}
+
+// argocdCLIAs is argocdCLI with a session's token.
+func argocdCLIAs(t *testing.T, e *kubetest.Env, server, token string, args ...string) (stdout, stderr []byte, err error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a call left to the controller waits
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.Bin.ArgoCD, append([]string{"--server", server, "--plaintext", "--auth-token", "none",
+	cmd := exec.CommandContext(ctx, e.Bin.ArgoCD, append([]string{"--server", server, "--plaintext", "--auth-token", token,
 		"--config", filepath.Join(t.TempDir(), "config")}, args...)...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb

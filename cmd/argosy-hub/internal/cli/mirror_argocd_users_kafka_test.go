@@ -1,0 +1,151 @@
+//go:build integration
+
+package cli_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/argosyproj/argosy/hub/auth"
+	"github.com/argosyproj/argosy/internal/testenv/kubetest"
+	"github.com/argosyproj/argosy/internal/testenv/testproc"
+)
+
+// TestArgoCDUsersChangeThroughTheProxy runs the real mirror's UI proxy in
+// front of a real Argo CD API server with logins and RBAC on, beside a
+// real hub, broker, spoke and Argo CD. Users logged in to that Argo CD
+// change a mirrored Application with the stock argocd CLI (gRPC) and the
+// UI's REST API, through the proxy:
+//   - mallory, whom Argo CD's RBAC lets only read, asks a sync: refused by
+//     Argo CD's RBAC, nothing relayed;
+//   - bob, whom Argo CD's RBAC lets sync but the mirror's token grants only
+//     viewer for, asks a sync: refused with the hub's words;
+//   - neither appends a config record;
+//   - alice (deployer) syncs: the cluster's Argo CD runs it once; she
+//     refreshes through the UI's REST API; the audit names argocd:alice
+//     via the mirror's token; her delete takes the Application off the
+//     cluster.
+func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
+	e := kubetest.Current(t)
+	if err := e.StartArgoCD(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, buildHub(t))
+	token := f.newToken("mirror", "viewer")
+	f.grant("mirror", []auth.KubernetesGrant{{ArgoCDUser: "alice", Role: auth.RoleDeployer}, {ArgoCDUser: "bob", Role: auth.RoleViewer},
+		{User: "alice", Role: auth.RoleAdmin}}) // a Kubernetes user of the same name counts for nothing here
+	a := syncedApp(t, e, f, "u-", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
+	tokenFile := filepath.Join(f.dir, "mirror-token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const password = "correct horse battery"
+	server, err := e.StartArgoCDServerWithLogin(t.Context(), map[string]string{"alice": password, "bob": password, "mallory": password},
+		"p, role:ops, applications, *, *, allow\np, role:reader, applications, get, *, allow\n"+
+			"g, alice, role:ops\ng, bob, role:ops\ng, mallory, role:reader\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	m := f.startMirror(e, a.url, tokenFile, "--ui-proxy-address", proxy, "--argocd-server", "http://"+server)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the mirror's log:\n%s", m.LogTail())
+		}
+	})
+	mirrorNS := "mirror-" + a.cluster
+	waitMirrored(t, a.dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS), a.name, a.commit)
+	tokens := map[string]string{}
+	for _, u := range []string{"alice", "bob", "mallory"} {
+		if tokens[u], err = kubetest.ArgoCDLogin(t.Context(), server, u, password); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app := mirrorNS + "/" + a.name
+	history := func() int {
+		got, err := a.spokeApps.Get(t.Context(), a.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _, _ := unstructured.NestedSlice(got.Object, "status", "history")
+		return len(h)
+	}
+	before, configAt := history(), configEnd(t, f)
+
+	for user, want := range map[string]string{
+		"mallory": "Argo CD's RBAC does not let mallory sync applications",
+		"bob":     "role viewer",
+	} {
+		out, stderr, err := argocdCLIAs(t, e, proxy, tokens[user], "app", "sync", app, "--async")
+		if err == nil || !strings.Contains(string(stderr), want) {
+			t.Errorf("%s's sync: %v\n%s%s\nwant refused: %s", user, err, out, stderr, want)
+		}
+	}
+	if now := configEnd(t, f); now != configAt {
+		t.Errorf("refused changes moved the config topic's end offsets from %d to %d", configAt, now)
+	}
+
+	if out, stderr, err := argocdCLIAs(t, e, proxy, tokens["alice"], "app", "sync", app, "--async"); err != nil {
+		t.Fatalf("alice's sync: %v\n%s%s", err, out, stderr)
+	}
+	waitFor(t, 2*time.Minute, "the cluster's Argo CD to run alice's sync", func() bool { return history() == before+1 })
+	time.Sleep(5 * time.Second)
+	if n := history(); n != before+1 {
+		t.Errorf("the cluster's history grew by %d, want the one sync", n-before)
+	}
+
+	// The UI's REST API, with its session cookie: a refresh.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet,
+		"http://"+proxy+"/api/v1/applications/"+a.name+"?appNamespace="+mirrorNS+"&refresh=normal", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: "argocd.token", Value: tokens["alice"]})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("alice's refresh through the UI's API: %s", resp.Status)
+	}
+
+	waitFor(t, time.Minute, "the audit to name argocd:alice via the mirror", func() bool {
+		var audit struct {
+			Items []struct {
+				Kind, Name, Via, Outcome string
+			} `json:"items"`
+		}
+		if !getJSON(t, a.url+"/api/v1/audit?actor=argocd:alice&limit=100", f.token, &audit) {
+			return false
+		}
+		n := 0
+		for _, it := range audit.Items {
+			if it.Kind == "api" && it.Via == "mirror" && it.Name == "applications.operate" {
+				n++
+			}
+		}
+		return n == 2 // the sync and the refresh
+	})
+
+	if out, stderr, err := argocdCLIAs(t, e, proxy, tokens["alice"], "app", "delete", app, "--yes"); err != nil {
+		t.Fatalf("alice's delete: %v\n%s%s", err, out, stderr)
+	}
+	waitFor(t, 2*time.Minute, "the Application to leave the cluster", func() bool {
+		_, err := a.spokeApps.Get(t.Context(), a.name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}

@@ -1,0 +1,241 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/argosyproj/argosy/hub/api"
+)
+
+// The changes the UI proxy relays: a sync, rollback, terminate, delete or
+// refresh of a mirrored Application asked of Argo CD's API server (its UI
+// or the argocd CLI) becomes the hub call, made for the Argo CD user of
+// the caller's session, once Argo CD's RBAC lets that user make it. The
+// API server would make the change in the mirror cluster as its own
+// ServiceAccount, and the admission webhook could relay it only as that
+// account.
+
+// argoAction is the action of Argo CD's RBAC that each change needs.
+var argoAction = map[string]string{"sync": "sync", "rollback": "sync", "terminate": "sync", "delete": "delete", "refresh": "get"}
+
+// userInfo is Argo CD's answer to /api/v1/session/userinfo.
+type userInfo struct {
+	LoggedIn bool     `json:"loggedIn"`
+	Username string   `json:"username"`
+	Groups   []string `json:"groups"`
+}
+
+// relay makes c, a change of the mirrored Application at m, for the Argo
+// CD user of c's credentials: after the API server named the user and
+// said its RBAC allows the change.
+func (p *UIProxy) relay(ctx context.Context, c call, m *runsOn) (err error) {
+	ctx, span := p.tracer.Start(ctx, "mirror.ui_proxy.change", trace.WithAttributes(attribute.String("argosy.operation", c.what),
+		attribute.String("argosy.cluster", m.cluster), attribute.String("argosy.application", c.name)))
+	defer func() {
+		outcome := "relayed"
+		if err != nil {
+			outcome = "refused"
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+		p.changes.Add(ctx, 1, metric.WithAttributes(attribute.String("operation", c.what), attribute.String("outcome", outcome)))
+	}()
+	if m.owner == OwnerSpoke {
+		return refusal(http.StatusForbidden, fmt.Sprintf("%s is owned by cluster %s (autonomous mode): it changes only there; "+
+			"argosy app adopt %s --cluster %s hands it to the hub", c.name, m.cluster, c.name, m.cluster))
+	}
+	var who userInfo
+	if err := p.argoGet(ctx, "/api/v1/session/userinfo", c.creds, &who); err != nil {
+		return err
+	}
+	if !who.LoggedIn || who.Username == "" {
+		return refusal(http.StatusUnauthorized, "Argo CD's session names no user: a change of a mirrored Application is made for "+
+			"the Argo CD user who asks it; log in to Argo CD")
+	}
+	action := argoAction[c.what]
+	var can struct{ Value string }
+	obj := m.project + "/" + m.appNamespace + "/" + c.name
+	if err := p.argoGet(ctx, "/api/v1/account/can-i/applications/"+action+"/"+obj, c.creds, &can); err != nil {
+		return err
+	}
+	if can.Value != "yes" {
+		return refusal(http.StatusForbidden, fmt.Sprintf("permission denied: Argo CD's RBAC does not let %s %s applications, %s", who.Username, action, obj))
+	}
+	o := api.WriteOptions{DryRun: c.op.DryRun, ActAs: &api.ActAs{Source: "argocd", User: who.Username, Groups: who.Groups}}
+	if c.what == "delete" {
+		_, err = p.hub.Delete(ctx, api.KindApplications, m.cluster, m.namespace, c.name, c.cascade, o)
+		return err
+	}
+	op := c.op
+	op.Operation = c.what
+	op.DryRun = false // the write's option
+	_, err = p.hub.Operate(ctx, m.cluster, m.namespace, c.name, op, o)
+	return err
+}
+
+// refusal is the proxy's own refusal of a change, as the hub's are.
+func refusal(status int, msg string) error {
+	return &api.ResponseError{Status: status, Body: api.Error{Error: msg}}
+}
+
+// maxArgoAnswer bounds the API server's answers the proxy reads for a
+// change: a user's groups, a yes or no.
+const maxArgoAnswer = 1 << 20
+
+// argoGet GETs path of the API server with creds, into out; a status other
+// than 200 is the API server's refusal.
+func (p *UIProxy) argoGet(ctx context.Context, path string, creds http.Header, out any) error {
+	u := *p.argocd
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	maps.Copy(req.Header, creds)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("reach Argo CD's API server: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxArgoAnswer))
+	if err != nil {
+		return fmt.Errorf("read the answer of Argo CD's API server: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return refusal(resp.StatusCode, argoMessage(body))
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("the answer of Argo CD's API server to %s does not decode: %w", path, err)
+	}
+	return nil
+}
+
+// restChange reads which change r asks of an Application, if one the
+// proxy relays: POST …/sync, POST …/rollback, DELETE …/operation, DELETE
+// the Application, GET it with ?refresh.
+func restChange(r *http.Request) (call, bool, error) {
+	q := r.URL.Query()
+	c := call{appNamespace: q.Get("appNamespace"), creds: credentials(r.Header), cascade: true}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/applications/")
+	if !ok || rest == "" {
+		return c, false, nil
+	}
+	name, sub, _ := strings.Cut(rest, "/")
+	c.name = name
+	switch {
+	case r.Method == http.MethodPost && (sub == "sync" || sub == "rollback"):
+		c.what = sub
+		var body struct {
+			Revision     string            `json:"revision"`
+			Prune        bool              `json:"prune"`
+			DryRun       bool              `json:"dryRun"`
+			ID           json.Number       `json:"id"`
+			AppNamespace string            `json:"appNamespace"`
+			Resources    []json.RawMessage `json:"resources"`
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxGRPCRequest+1))
+		if err != nil {
+			return c, true, fmt.Errorf("read the call: %w", err)
+		}
+		if len(b) > maxGRPCRequest {
+			return c, true, fmt.Errorf("the call is over %d bytes", maxGRPCRequest)
+		}
+		c.body = b
+		if len(b) > 0 {
+			if err := json.Unmarshal(b, &body); err != nil {
+				return c, true, fmt.Errorf("the call does not decode: %w", err)
+			}
+		}
+		if body.AppNamespace != "" && c.appNamespace == "" {
+			c.appNamespace = body.AppNamespace
+		}
+		c.op = api.OperationRequest{Revision: body.Revision, Prune: body.Prune, DryRun: body.DryRun}
+		c.selective = len(body.Resources) > 0
+		if sub == "rollback" {
+			id, err := strconv.ParseInt(body.ID.String(), 10, 64)
+			if err != nil {
+				return c, true, fmt.Errorf("the rollback's history id %q: %w", body.ID, err)
+			}
+			c.op.HistoryID = &id
+		}
+	case r.Method == http.MethodDelete && sub == "operation":
+		c.what = "terminate"
+	case r.Method == http.MethodDelete && sub == "" && !strings.HasSuffix(rest, "/"):
+		c.what = "delete"
+		c.cascade = q.Get("cascade") != "false"
+	case r.Method == http.MethodGet && sub == "" && q.Get("refresh") != "":
+		c.what = "refresh"
+		c.op.RefreshType = q.Get("refresh")
+	default:
+		return c, false, nil
+	}
+	return c, true, nil
+}
+
+// serveChange relays the change c of REST call r and answers as the API
+// server does: the Application after a sync or rollback, an empty object
+// after a terminate or delete; a refresh then goes on as the GET it is,
+// without the refresh. An Application that is not mirrored is left to
+// the API server.
+func (p *UIProxy) serveChange(w http.ResponseWriter, r *http.Request, c call) {
+	m, status, body, err := p.resolve(r.Context(), c)
+	switch {
+	case err != nil:
+		writeArgoError(w, http.StatusBadGateway, fmt.Sprintf("Argo CD's API server: %v", err))
+		return
+	case status != http.StatusOK:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+		return
+	case m == nil:
+		r.Body = io.NopCloser(bytes.NewReader(c.body))
+		r.ContentLength = int64(len(c.body))
+		p.rp.ServeHTTP(w, r)
+		return
+	case c.selective:
+		writeArgoError(w, http.StatusBadRequest, fmt.Sprintf("%s mirrors an Application of cluster %s, which syncs all of its resources: "+
+			"select them all", c.name, m.cluster))
+		return
+	}
+	if err := p.relay(r.Context(), c, m); err != nil {
+		p.hubError(w, r, err)
+		return
+	}
+	switch c.what {
+	case "refresh":
+		q := r.URL.Query()
+		q.Del("refresh")
+		r.URL.RawQuery = q.Encode()
+		p.rp.ServeHTTP(w, r)
+	case "sync", "rollback":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(m.app)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	}
+}
+
+// changeErr answers a change the proxy could not read.
+func changeErr(w http.ResponseWriter, err error) {
+	var re *api.ResponseError
+	if errors.As(err, &re) {
+		writeArgoError(w, re.Status, re.Body.Error)
+		return
+	}
+	writeArgoError(w, http.StatusBadRequest, err.Error())
+}
