@@ -148,4 +148,10 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 		_, err := a.spokeApps.Get(t.Context(), a.name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+	for labels, want := range map[string]float64{`operation="sync",outcome="refused"`: 2, `operation="sync",outcome="relayed"`: 1,
+		`operation="refresh",outcome="relayed"`: 1, `operation="delete",outcome="relayed"`: 1} {
+		if n := metric(t, f, "mirror", "argosy_mirror_ui_proxy_changes_total", labels); n != want {
+			t.Errorf("argosy_mirror_ui_proxy_changes_total{%s} = %v, want %v", labels, n, want)
+		}
+	}
 }

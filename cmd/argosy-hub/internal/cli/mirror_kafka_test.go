@@ -391,6 +391,8 @@ func configEnd(t *testing.T, f *fixture) int64 {
 // metric sums the samples of the named process's metric family whose
 // labels hold label (as `key="value"`); 0 when it does not answer.
 func metric(t *testing.T, f *fixture, name, family, label string) float64 {
+	// label is one or more name="value", comma-separated, each of which
+	// the series must have.
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.metrics[name]+"/metrics", nil)
 	if err != nil {
@@ -407,7 +409,7 @@ func metric(t *testing.T, f *fixture, name, family, label string) float64 {
 	}
 	var sum float64
 	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, family+"{") || !strings.Contains(line, label) {
+		if !strings.HasPrefix(line, family+"{") || !hasLabels(line, label) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
@@ -415,4 +417,15 @@ func metric(t *testing.T, f *fixture, name, family, label string) float64 {
 		}
 	}
 	return sum
+}
+
+// hasLabels says whether a series' line has each of labels'
+// comma-separated name="value" pairs.
+func hasLabels(line, labels string) bool {
+	for _, l := range strings.Split(labels, ",") {
+		if !strings.Contains(line, l) {
+			return false
+		}
+	}
+	return true
 }
