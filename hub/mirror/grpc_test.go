@@ -349,8 +349,9 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 	}{
 		{"POST", "/api/v1/applications/web/sync" + q, `{"name":"web","revision":"abc","prune":true}`, 200, `"name":"web"`,
 			`operate prod argocd/web {"operation":"sync","revision":"abc","prune":true}`, false},
+		// Argo CD's dry run: the cluster's sync runs without applying.
 		{"POST", "/api/v1/applications/web/sync" + q, `{"dryRun":true}`, 200, `"name":"web"`,
-			`operate prod argocd/web {"operation":"sync"}`, true},
+			`operate prod argocd/web {"operation":"sync","dryRun":true}`, false},
 		{"POST", "/api/v1/applications/web/rollback" + q, `{"id":"3","prune":true}`, 200, `"name":"web"`,
 			`operate prod argocd/web {"operation":"rollback","prune":true,"historyId":3}`, false},
 		{"DELETE", "/api/v1/applications/web/operation" + q, "", 200, `{}`, `operate prod argocd/web {"operation":"terminate"}`, false},

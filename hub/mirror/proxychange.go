@@ -74,14 +74,15 @@ func (p *UIProxy) relay(ctx context.Context, c call, m *runsOn) (err error) {
 	if can.Value != "yes" {
 		return refusal(http.StatusForbidden, fmt.Sprintf("permission denied: Argo CD's RBAC does not let %s %s applications, %s", who.Username, action, obj))
 	}
-	o := api.WriteOptions{DryRun: c.op.DryRun, ActAs: &api.ActAs{Source: "argocd", User: who.Username, Groups: who.Groups}}
+	o := api.WriteOptions{ActAs: &api.ActAs{Source: "argocd", User: who.Username, Groups: who.Groups}}
 	if c.what == "delete" {
 		_, err = p.hub.Delete(ctx, api.KindApplications, m.cluster, m.namespace, c.name, c.cascade, o)
 		return err
 	}
+	// A sync's dry run is Argo CD's: the cluster's Argo CD runs the sync
+	// without applying, as the webhook relays it.
 	op := c.op
 	op.Operation = c.what
-	op.DryRun = false // the write's option
 	_, err = p.hub.Operate(ctx, m.cluster, m.namespace, c.name, op, o)
 	return err
 }
