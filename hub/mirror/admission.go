@@ -175,7 +175,7 @@ func (a *Admission) review(ctx context.Context, req *admissionv1.AdmissionReques
 	}
 	o := api.WriteOptions{DryRun: req.DryRun != nil && *req.DryRun, IdempotencyKey: "mirror-" + string(req.UID),
 		ActAs: &api.ActAs{User: user, Groups: req.UserInfo.Groups}}
-	if err := a.relay(ctx, c, o); err != nil {
+	if applied, err := a.relay(ctx, c, o); err != nil {
 		status, msg := http.StatusBadGateway, fmt.Sprintf("the hub did not take the change: %v", err)
 		var re *api.ResponseError
 		if errors.As(err, &re) {
@@ -183,6 +183,11 @@ func (a *Admission) review(ctx context.Context, req *admissionv1.AdmissionReques
 			if re.Body.Hint != "" {
 				msg += " (" + re.Body.Hint + ")"
 			}
+		}
+		if applied {
+			// The hub has no call that makes both at once: say what
+			// holds, so that a retry asks only what is left.
+			msg = "the spec edit was applied (the mirror shows it on its next round), and the operation was not: " + msg
 		}
 		a.log.InfoContext(ctx, "mirror admission refused", "user", user, "cluster", c.cluster, "application", c.name, "err", err)
 		return deny(int32(status), msg), "refused"
@@ -337,11 +342,12 @@ func operation(op, oldObj map[string]any) (api.OperationRequest, error) {
 }
 
 // relay makes c's hub calls, as o says: the spec first, then the
-// operations, or the delete.
-func (a *Admission) relay(ctx context.Context, c *change, o api.WriteOptions) error {
+// operations, or the delete. applied says the spec was applied, whatever
+// became of the operations after it.
+func (a *Admission) relay(ctx context.Context, c *change, o api.WriteOptions) (applied bool, err error) {
 	if c.del {
 		_, err := a.hub.Delete(ctx, api.KindApplications, c.cluster, c.namespace, c.name, c.cascade, o)
-		return err
+		return false, err
 	}
 	if c.manifest != nil {
 		exp := c.gen
@@ -353,17 +359,18 @@ func (a *Admission) relay(ctx context.Context, c *change, o api.WriteOptions) er
 		ao.IdempotencyKey += "-spec"
 		if _, err := a.hub.Apply(ctx, api.KindApplications, api.ApplyRequest{Clusters: []string{c.cluster}, Manifest: c.manifest,
 			ExpectedGeneration: exp}, ao); err != nil {
-			return err
+			return false, err
 		}
+		applied = !o.DryRun
 	}
 	for i, op := range c.ops {
 		oo := o
 		oo.IdempotencyKey += "-" + strconv.Itoa(i)
 		if _, err := a.hub.Operate(ctx, c.cluster, c.namespace, c.name, op, oo); err != nil {
-			return err
+			return applied, err
 		}
 	}
-	return nil
+	return applied, nil
 }
 
 // manifest is the Application the hub applies: obj's spec and labels,

@@ -25,6 +25,8 @@ type fakeHub struct {
 	calls  []string
 	opts   []api.WriteOptions
 	refuse error
+	// refuseOperate, when set, refuses the operations alone.
+	refuseOperate error
 }
 
 func (f *fakeHub) Apply(_ context.Context, kind string, req api.ApplyRequest, o api.WriteOptions) (*api.Result, error) {
@@ -44,6 +46,9 @@ func (f *fakeHub) Delete(_ context.Context, kind, cluster, namespace, name strin
 func (f *fakeHub) Operate(_ context.Context, cluster, namespace, name string, req api.OperationRequest, o api.WriteOptions) (*api.Result, error) {
 	b, _ := json.Marshal(req)
 	f.calls, f.opts = append(f.calls, fmt.Sprintf("operate %s %s/%s %s", cluster, namespace, name, b)), append(f.opts, o)
+	if f.refuseOperate != nil {
+		return nil, f.refuseOperate
+	}
 	return &api.Result{}, f.refuse
 }
 
@@ -195,6 +200,25 @@ func TestAdmissionRefuses(t *testing.T) {
 	hub.refuse = fmt.Errorf("connection refused")
 	if resp := a.Review(t.Context(), req("hub", "Application")); resp.Allowed || resp.Result.Code != http.StatusBadGateway {
 		t.Errorf("a hub that cannot be reached: %+v", resp.Result)
+	}
+
+	// A spec edit and a sync in one change: the hub takes the spec and
+	// refuses the sync. The refusal says the spec holds.
+	hub.refuse, hub.calls = nil, nil
+	hub.refuseOperate = &api.ResponseError{Status: http.StatusForbidden, Body: api.Error{Error: "denied: a sync window is closed"}}
+	both := req("hub", "Application")
+	both.Object = mirrored(`{"spec":{"revisionHistoryLimit":3},"operation":{"sync":{}}}`)
+	resp = a.Review(t.Context(), both)
+	if resp.Allowed || resp.Result.Code != http.StatusForbidden || len(hub.calls) != 2 ||
+		!strings.HasPrefix(resp.Result.Message, "the spec edit was applied") || !strings.Contains(resp.Result.Message, "a sync window is closed") {
+		t.Errorf("a spec edit applied and a sync refused: %+v, calls %v", resp.Result, hub.calls)
+	}
+	// As a dry run nothing was applied, and the refusal says no more.
+	hub.calls = nil
+	dry := true
+	both.DryRun = &dry
+	if resp := a.Review(t.Context(), both); resp.Allowed || strings.Contains(resp.Result.Message, "was applied") {
+		t.Errorf("a dry run of both: %+v", resp.Result)
 	}
 }
 
