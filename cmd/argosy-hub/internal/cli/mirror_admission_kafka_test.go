@@ -3,9 +3,13 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +25,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/auth"
+	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/internal/testenv/testproc"
 	"github.com/argosyproj/argosy/internal/testenv/tlstest"
@@ -34,7 +40,8 @@ import (
 // is refused with the hub's words and appends nothing; a deployer's spec
 // edit reaches the cluster's Application; the deployer's sync is carried
 // out by the cluster's Argo CD once, and the mirrored object keeps no
-// operation; each call is audited as the user, via the mirror's token;
+// operation; each call is audited as the user, via the mirror's token; a
+// review the API server sends twice is one config record and one sync;
 // the deployer's delete takes the Application off the cluster and the
 // mirror.
 func TestChangesInTheMirrorReachTheCluster(t *testing.T) {
@@ -137,6 +144,36 @@ func TestChangesInTheMirrorReachTheCluster(t *testing.T) {
 		return fmt.Sprint(seen) == fmt.Sprint(want)
 	})
 
+	// The API server may send a review again (a timeout, a second
+	// replica of the webhook answering): the same request's uid is one
+	// hub write, and one sync on the cluster.
+	records := func() int { return len(kafkatest.Committed(t, f.topics[events.TopicConfig])) }
+	before, recordsAt := history(), records()
+	review := syncReview(t, as("admin"), a.name, "alice", "team-a")
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}}
+	for i := range 2 {
+		resp, err := hc.Post(fmt.Sprintf("https://127.0.0.1:%d/", ports[0]), "application/json", bytes.NewReader(review))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Response struct{ Allowed bool } `json:"response"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || !out.Response.Allowed {
+			t.Fatalf("the review, sent %d times: %v %+v", i+1, err, out)
+		}
+	}
+	waitFor(t, 2*time.Minute, "the cluster's Argo CD to run the sync sent twice", func() bool { return history() > before })
+	time.Sleep(5 * time.Second)
+	if n := history(); n != before+1 {
+		t.Errorf("a review sent twice grew the cluster's history by %d, want 1", n-before)
+	}
+	if n := records() - recordsAt; n != 1 {
+		t.Errorf("a review sent twice appended %d config records, want 1", n)
+	}
+
 	if err := alice.Delete(t.Context(), a.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("alice's delete: %v", err)
 	}
@@ -218,4 +255,32 @@ func registerWebhook(t *testing.T, dyn dynamic.Interface, ns, url string, caPEM 
 			t.Logf("delete the webhook configuration: %v", err)
 		}
 	})
+}
+
+// syncReview is an AdmissionReview of a Sync of the mirrored Application
+// name, as the API server sends it for user of groups: the object as it
+// is, with an operation.
+func syncReview(t *testing.T, apps dynamic.ResourceInterface, name, user string, groups ...string) []byte {
+	t.Helper()
+	old, err := apps.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := old.DeepCopy()
+	obj.Object["operation"] = map[string]any{"sync": map[string]any{"revision": "main"}}
+	oldJSON, _ := old.MarshalJSON()
+	newJSON, _ := obj.MarshalJSON()
+	review := map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": map[string]any{
+		"uid":      "review-sent-twice-" + name,
+		"kind":     map[string]any{"group": "argoproj.io", "version": "v1alpha1", "kind": "Application"},
+		"resource": map[string]any{"group": "argoproj.io", "version": "v1alpha1", "resource": "applications"},
+		"name":     name, "namespace": old.GetNamespace(), "operation": "UPDATE",
+		"userInfo": map[string]any{"username": user, "groups": groups},
+		"object":   json.RawMessage(newJSON), "oldObject": json.RawMessage(oldJSON),
+	}}
+	b, err := json.Marshal(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
