@@ -40,9 +40,9 @@ const (
 	grpcUnavailable      = 14
 )
 
-// maxGRPCRequest bounds the one message of a call the proxy reads: each
-// is a few names.
-const maxGRPCRequest = 64 << 10
+// maxCallBody bounds the body of a call the proxy reads: a few names, or
+// an Application's spec (etcd keeps an object within 1.5 MiB).
+const maxCallBody = 2 << 20
 
 // isGRPC says whether r is a gRPC or gRPC-Web call.
 func isGRPC(r *http.Request) bool {
@@ -87,13 +87,13 @@ func (p *UIProxy) serveGRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &grpcAnswer{w: w, web: web}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxGRPCRequest+1))
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
 	if err != nil {
 		g.finish(grpcInvalidArgument, fmt.Sprintf("read the call: %v", err))
 		return
 	}
-	if len(raw) > maxGRPCRequest {
-		g.finish(grpcResourceExhaust, fmt.Sprintf("the call is over %d bytes", maxGRPCRequest))
+	if len(raw) > maxCallBody {
+		g.finish(grpcResourceExhaust, fmt.Sprintf("the call is over %d bytes", maxCallBody))
 		return
 	}
 	msg, code, err := oneMessage(raw)
@@ -158,9 +158,9 @@ type grpcMethod struct {
 type fieldNumbers struct {
 	name, appNamespace, namespace, resourceName, version, group, kind, podName, container,
 	sinceSeconds, tailLines, filter protowire.Number
-	// A change's: the revision, dry run, prune, history id, cascade, and
-	// the resources a sync names.
-	revision, dryRun, prune, id, cascade, resources protowire.Number
+	// A change's: the revision, dry run, prune, history id, cascade, the
+	// resources a sync names, and a new spec (an ApplicationSpec).
+	revision, dryRun, prune, id, cascade, resources, spec protowire.Number
 }
 
 var (
@@ -193,6 +193,8 @@ var grpcMethods = map[string]grpcMethod{
 	"Rollback":           {what: "rollback", fields: fieldNumbers{name: 1, id: 2, dryRun: 3, prune: 4, appNamespace: 6}},
 	"TerminateOperation": {what: "terminate", fields: fieldNumbers{name: 1, appNamespace: 2}},
 	"Delete":             {what: "delete", fields: fieldNumbers{name: 1, cascade: 2, appNamespace: 4}},
+	// ApplicationUpdateSpecRequest (argocd app set|unset|edit).
+	"UpdateSpec": {what: "spec", fields: fieldNumbers{name: 1, spec: 2, appNamespace: 4}},
 }
 
 // decodeCall reads the call out of its message: the fields f numbers,
@@ -258,6 +260,19 @@ func decodeCall(msg []byte, m grpcMethod) (call, error) {
 				return call{}, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
 			}
 			*bools[num], msg = protowire.DecodeBool(v), msg[n:]
+		case num == f.spec && f.spec != 0:
+			if typ != protowire.BytesType {
+				return call{}, fmt.Errorf("field %d: want a message, have wire type %d", num, typ)
+			}
+			v, n := protowire.ConsumeBytes(msg)
+			if n < 0 {
+				return call{}, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
+			}
+			js, err := argoproto.SpecJSON(v)
+			if err != nil {
+				return call{}, fmt.Errorf("field %d: %w", num, err)
+			}
+			c.spec, c.body, msg = js, v, msg[n:]
 		default:
 			if num == f.resources && f.resources != 0 {
 				c.selective = true
@@ -303,6 +318,11 @@ func oneMessage(raw []byte) ([]byte, int, error) {
 func (p *UIProxy) grpcAnswer(r *http.Request, g *grpcAnswer, c call, m *runsOn) error {
 	ctx := r.Context()
 	switch {
+	case c.what == "spec":
+		if err := p.relay(ctx, c, m); err != nil {
+			return err
+		}
+		return g.send(c.body) // UpdateSpec answers with the spec it took
 	case c.what == "sync" || c.what == "rollback" || c.what == "terminate" || c.what == "delete":
 		if err := p.relay(ctx, c, m); err != nil {
 			return err

@@ -248,7 +248,7 @@ func TestUIProxyGRPC(t *testing.T) {
 		{fields(7, "fleet-prod"), "3"},           // no Application
 		{[]byte{0x0a, 0xff}, "3"},                // a string past the end
 		{fields(1, 5), "3"},                      // the name as an integer
-		{bytes.Repeat([]byte{'x'}, 70<<10), "8"}, // too large
+		{bytes.Repeat([]byte{'x'}, 3<<20), "8"}, // too large
 	} {
 		if r := callGRPC(t, srv.URL, "ResourceTree", false, "ok", c.msg); r.status != c.code {
 			t.Errorf("ResourceTree of %.20q: %+v, want code %s", c.msg, r, c.code)
@@ -309,7 +309,8 @@ func FuzzDecodeCall(f *testing.F) {
 // refresh of a mirrored Application, asked of the API server's REST API
 // (the UI) or its gRPC (the argocd CLI), is made through the hub for the
 // Argo CD user of the caller's session, once Argo CD's RBAC lets that user
-// make it; the answer is the API server's shape. A user Argo CD's RBAC
+// make it; so is a spec edit, at the generation mirrored; the answer is
+// the API server's shape. A user Argo CD's RBAC
 // refuses, a session of no user, a selective sync and a spoke-owned
 // Application are refused with nothing relayed; the hub's refusal is the
 // answer; an Application that is not mirrored goes on to the API server
@@ -357,6 +358,14 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 		{"DELETE", "/api/v1/applications/web/operation" + q, "", 200, `{}`, `operate prod argocd/web {"operation":"terminate"}`, false},
 		{"DELETE", "/api/v1/applications/web" + q + "&cascade=false", "", 200, `{}`, `delete applications prod argocd/web cascade=false`, false},
 		{"DELETE", "/api/v1/applications/web" + q, "", 200, `{}`, `delete applications prod argocd/web cascade=true`, false},
+		// A spec edit (UpdateSpec, Update) at the generation mirrored,
+		// without the mirror's labels.
+		{"PUT", "/api/v1/applications/web/spec" + q, `{"project":"shop","source":{"path":"web2"}}`, 200, `{"project":"shop","source":{"path":"web2"}}`,
+			`apply applications [prod] gen=7 {"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},` +
+				`"spec":{"project":"shop","source":{"path":"web2"}}}`, false},
+		{"PUT", "/api/v1/applications/web" + q, `{"metadata":{"name":"web","labels":{"tier":"front"}},"spec":{"project":"shop"}}`, 200, `"tier":"front"`,
+			`apply applications [prod] gen=7 {"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"labels":{"tier":"front"},` +
+				`"name":"web","namespace":"argocd"},"spec":{"project":"shop"}}`, false},
 		// A refresh, then the GET it is, without the refresh.
 		{"GET", "/api/v1/applications/web" + q + "&refresh=hard", "", 200, `"name":"web"`,
 			`operate prod argocd/web {"operation":"refresh","refreshType":"hard"}`, false},
@@ -382,6 +391,9 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 	}{
 		{"POST", "/api/v1/applications/web/sync" + q, "viewer", `{}`, 403, "Argo CD's RBAC does not let carol sync applications, shop/fleet-prod/web"},
 		{"DELETE", "/api/v1/applications/web" + q, "viewer", "", 403, "does not let carol delete"},
+		{"PUT", "/api/v1/applications/web/spec" + q, "viewer", `{"project":"shop"}`, 403, "does not let carol update"},
+		{"PUT", "/api/v1/applications/web/spec" + q, "ok", `[1]`, 400, "the spec is not a JSON object"},
+		{"PUT", "/api/v1/applications/web" + q, "ok", `{"spec":`, 400, "does not decode"},
 		{"POST", "/api/v1/applications/web/sync" + q, "anonymous", `{}`, 401, "names no user"},
 		{"POST", "/api/v1/applications/web/sync" + q, "stolen", `{}`, 403, "permission denied"},
 		{"POST", "/api/v1/applications/web/sync" + q, "ok", `{"resources":[{"kind":"ConfigMap","name":"demo"}]}`, 400, "select them all"},
@@ -419,12 +431,17 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 		{"TerminateOperation", fields(1, "web", 2, "fleet-prod"), `operate prod argocd/web {"operation":"terminate"}`, false},
 		{"Delete", fields(1, "web", 4, "fleet-prod"), `delete applications prod argocd/web cascade=true`, false},
 		{"Delete", fields(1, "web", 2, 0, 4, "fleet-prod"), `delete applications prod argocd/web cascade=false`, false},
+		// ApplicationSpec: source 1 (its path 2), project 3.
+		{"UpdateSpec", fields(1, "web", 2, string(fields(1, string(fields(2, "web2")), 3, "shop")), 4, "fleet-prod"),
+			`apply applications [prod] gen=7 {"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},` +
+				`"spec":{"destination":{},"project":"shop","source":{"path":"web2","repoURL":""}}}`, false},
 	} {
 		hub.calls, hub.opts = nil, nil
 		r := callGRPC(t, srv.URL, tc.method, false, "ok", tc.msg)
 		// Application: metadata 1, its name 1.
 		if r.status != "0" || len(r.messages) != 1 || len(hub.calls) != 1 || hub.calls[0] != tc.call ||
-			(tc.app && fieldAt(t, r.messages[0], 1, 1) != "web") || (!tc.app && len(r.messages[0]) != 0) {
+			(tc.app && fieldAt(t, r.messages[0], 1, 1) != "web") || (!tc.app && tc.method != "UpdateSpec" && len(r.messages[0]) != 0) ||
+			(tc.method == "UpdateSpec" && fieldAt(t, r.messages[0], 3) != "shop") {
 			t.Errorf("%s: %+v, relayed %q\nwant %s", tc.method, r, hub.calls, tc.call)
 			continue
 		}

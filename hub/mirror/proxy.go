@@ -117,6 +117,10 @@ type call struct {
 	cascade   bool
 	selective bool
 	body      []byte
+	// A spec edit ("spec"): the new spec, and the new labels when the call
+	// sent the whole Application (nil: the mirrored Application's).
+	spec   json.RawMessage
+	labels map[string]string
 }
 
 // runsOn is where a mirrored Application runs (its cluster and namespace
@@ -127,6 +131,9 @@ type runsOn struct {
 	owner                 string
 	project, appNamespace string
 	app                   []byte
+	// gen is the hub's generation the mirror wrote (argosy.dev/generation),
+	// nil when it wrote none.
+	gen *int64
 }
 
 // Hub is what the UI proxy calls the hub with: its live questions, and
@@ -337,8 +344,12 @@ func (p *UIProxy) resolve(ctx context.Context, c call) (*runsOn, int, []byte, er
 	if app.Metadata.Labels[LabelManagedBy] != FieldManager || cluster == "" || ns == "" {
 		return nil, http.StatusOK, nil, nil
 	}
-	return &runsOn{cluster: cluster, namespace: ns, owner: app.Metadata.Annotations[AnnotationOwner], project: app.Spec.Project,
-		appNamespace: app.Metadata.Namespace, app: body}, http.StatusOK, nil, nil
+	m := &runsOn{cluster: cluster, namespace: ns, owner: app.Metadata.Annotations[AnnotationOwner], project: app.Spec.Project,
+		appNamespace: app.Metadata.Namespace, app: body}
+	if g, err := strconv.ParseInt(app.Metadata.Annotations[AnnotationGeneration], 10, 64); err == nil {
+		m.gen = &g
+	}
+	return m, http.StatusOK, nil, nil
 }
 
 // answer asks the cluster what c asks (a tree, a diff or a manifest),

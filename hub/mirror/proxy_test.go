@@ -85,7 +85,7 @@ func fakeArgoCD(t *testing.T) *httptest.Server {
 				owner = "spoke"
 			}
 			_, _ = io.WriteString(w, `{"metadata":{"name":"`+name+`","namespace":"fleet-prod","labels":{"app.kubernetes.io/managed-by":"argosy-mirror",`+
-				`"argosy.dev/cluster":"prod"},"annotations":{"argosy.dev/namespace":"argocd","argosy.dev/owner":"`+owner+`"}},`+
+				`"argosy.dev/cluster":"prod"},"annotations":{"argosy.dev/namespace":"argocd","argosy.dev/owner":"`+owner+`","argosy.dev/generation":"7"}},`+
 				`"spec":{"project":"shop"},"status":{"sync":{"status":"Synced"}}}`)
 		case "/api/v1/applications/own":
 			_, _ = io.WriteString(w, `{"metadata":{"name":"own","namespace":"fleet-prod"}}`)

@@ -29,7 +29,7 @@ import (
 // account.
 
 // argoAction is the action of Argo CD's RBAC that each change needs.
-var argoAction = map[string]string{"sync": "sync", "rollback": "sync", "terminate": "sync", "delete": "delete", "refresh": "get"}
+var argoAction = map[string]string{"sync": "sync", "rollback": "sync", "terminate": "sync", "delete": "delete", "refresh": "get", "spec": "update"}
 
 // userInfo is Argo CD's answer to /api/v1/session/userinfo.
 type userInfo struct {
@@ -75,8 +75,19 @@ func (p *UIProxy) relay(ctx context.Context, c call, m *runsOn) (err error) {
 		return refusal(http.StatusForbidden, fmt.Sprintf("permission denied: Argo CD's RBAC does not let %s %s applications, %s", who.Username, action, obj))
 	}
 	o := api.WriteOptions{ActAs: &api.ActAs{Source: "argocd", User: who.Username, Groups: who.Groups}}
-	if c.what == "delete" {
+	switch c.what {
+	case "delete":
 		_, err = p.hub.Delete(ctx, api.KindApplications, m.cluster, m.namespace, c.name, c.cascade, o)
+		return err
+	case "spec":
+		manifest, err := c.manifest(m)
+		if err != nil {
+			return refusal(http.StatusBadRequest, err.Error())
+		}
+		// At the generation mirrored: an edit racing a change made
+		// elsewhere since is the hub's 409, as the webhook's is.
+		_, err = p.hub.Apply(ctx, api.KindApplications, api.ApplyRequest{Clusters: []string{m.cluster}, Manifest: manifest,
+			ExpectedGeneration: m.gen}, o)
 		return err
 	}
 	// A sync's dry run is Argo CD's: the cluster's Argo CD runs the sync
@@ -85,6 +96,42 @@ func (p *UIProxy) relay(ctx context.Context, c call, m *runsOn) (err error) {
 	op.Operation = c.what
 	_, err = p.hub.Operate(ctx, m.cluster, m.namespace, c.name, op, o)
 	return err
+}
+
+// edited is the mirrored Application at m with c's spec, and c's labels
+// when it sent them.
+func (c call) edited(m *runsOn) (map[string]any, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(m.app, &obj); err != nil {
+		return nil, fmt.Errorf("the Application does not decode: %w", err)
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(c.spec, &spec); err != nil || spec == nil {
+		return nil, fmt.Errorf("the spec is not a JSON object: %v", err)
+	}
+	obj["spec"] = spec
+	if c.labels != nil {
+		meta, _ := obj["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			obj["metadata"] = meta
+		}
+		labels := map[string]any{}
+		for k, v := range c.labels {
+			labels[k] = v
+		}
+		meta["labels"] = labels
+	}
+	return obj, nil
+}
+
+// manifest is the Application the hub applies for c's spec edit.
+func (c call) manifest(m *runsOn) (json.RawMessage, error) {
+	obj, err := c.edited(m)
+	if err != nil {
+		return nil, err
+	}
+	return manifest(m.namespace, c.name, obj)
 }
 
 // refusal is the proxy's own refusal of a change, as the hub's are.
@@ -147,12 +194,12 @@ func restChange(r *http.Request) (call, bool, error) {
 			AppNamespace string            `json:"appNamespace"`
 			Resources    []json.RawMessage `json:"resources"`
 		}
-		b, err := io.ReadAll(io.LimitReader(r.Body, maxGRPCRequest+1))
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
 		if err != nil {
 			return c, true, fmt.Errorf("read the call: %w", err)
 		}
-		if len(b) > maxGRPCRequest {
-			return c, true, fmt.Errorf("the call is over %d bytes", maxGRPCRequest)
+		if len(b) > maxCallBody {
+			return c, true, fmt.Errorf("the call is over %d bytes", maxCallBody)
 		}
 		c.body = b
 		if len(b) > 0 {
@@ -171,6 +218,34 @@ func restChange(r *http.Request) (call, bool, error) {
 				return c, true, fmt.Errorf("the rollback's history id %q: %w", body.ID, err)
 			}
 			c.op.HistoryID = &id
+		}
+	case r.Method == http.MethodPut && (sub == "spec" || sub == ""):
+		// UpdateSpec (the spec) or Update (the whole Application).
+		c.what = "spec"
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
+		if err != nil {
+			return c, true, fmt.Errorf("read the call: %w", err)
+		}
+		if len(b) > maxCallBody {
+			return c, true, fmt.Errorf("the call is over %d bytes", maxCallBody)
+		}
+		c.body = b
+		if sub == "spec" {
+			c.spec = b
+			break
+		}
+		var app struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+			Spec json.RawMessage `json:"spec"`
+		}
+		if err := json.Unmarshal(b, &app); err != nil {
+			return c, true, fmt.Errorf("the call does not decode: %w", err)
+		}
+		c.spec, c.labels = app.Spec, app.Metadata.Labels
+		if c.labels == nil {
+			c.labels = map[string]string{}
 		}
 	case r.Method == http.MethodDelete && sub == "operation":
 		c.what = "terminate"
@@ -222,6 +297,19 @@ func (p *UIProxy) serveChange(w http.ResponseWriter, r *http.Request, c call) {
 		q.Del("refresh")
 		r.URL.RawQuery = q.Encode()
 		p.rp.ServeHTTP(w, r)
+	case "spec":
+		// UpdateSpec answers with the spec, Update with the Application.
+		w.Header().Set("Content-Type", "application/json")
+		if c.labels == nil {
+			_, _ = w.Write(c.spec)
+			return
+		}
+		obj, err := c.edited(m)
+		if err != nil {
+			writeArgoError(w, http.StatusBadGateway, err.Error())
+			return
+		}
+		_ = json.NewEncoder(w).Encode(obj) // the client is gone, or has it all
 	case "sync", "rollback":
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(m.app)

@@ -1,7 +1,8 @@
 // Package argoproto writes the answers the mirror's UI proxy gives the
 // argocd CLI's gRPC calls: Argo CD's protobuf messages, from the JSON in
 // Argo CD's shapes that clusters answer live questions with and that
-// Argo CD's API server answers its REST calls with. It links Argo CD's
+// Argo CD's API server answers its REST calls with; and reads the spec an
+// UpdateSpec call sends. It links Argo CD's
 // API types (their generated encoders), as hub/internal/validate does, so
 // that only argosy-hub links Argo CD's module.
 package argoproto
@@ -53,4 +54,18 @@ func ManagedResources(js []byte) ([]byte, error) {
 		b = protowire.AppendBytes(b, item)
 	}
 	return b, nil
+}
+
+// SpecJSON is an ApplicationSpec message as JSON: the spec an UpdateSpec
+// call sends.
+func SpecJSON(b []byte) ([]byte, error) {
+	var spec v1alpha1.ApplicationSpec
+	if err := spec.Unmarshal(b); err != nil {
+		return nil, fmt.Errorf("the spec does not decode: %w", err)
+	}
+	js, err := json.Marshal(&spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode the spec: %w", err)
+	}
+	return js, nil
 }

@@ -30,7 +30,8 @@ import (
 //   - bob, whom Argo CD's RBAC lets sync but the mirror's token grants only
 //     viewer for, asks a sync: refused with the hub's words;
 //   - neither appends a config record;
-//   - alice (deployer) syncs: the cluster's Argo CD runs it once; she
+//   - alice (deployer) syncs: the cluster's Argo CD runs it once; her
+//     spec edit (argocd app set) reaches the cluster's Application; she
 //     refreshes through the UI's REST API; the audit names argocd:alice
 //     via the mirror's token; her delete takes the Application off the
 //     cluster.
@@ -107,6 +108,16 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 		t.Errorf("the cluster's history grew by %d, want the one sync", n-before)
 	}
 
+	// A spec edit, as argocd app set makes it (UpdateSpec).
+	if out, stderr, err := argocdCLIAs(t, e, proxy, tokens["alice"], "app", "set", app, "--revision-history-limit", "5"); err != nil {
+		t.Fatalf("alice's spec edit: %v\n%s%s", err, out, stderr)
+	}
+	waitFor(t, 2*time.Minute, "alice's spec edit on the cluster's Application", func() bool {
+		got, err := a.spokeApps.Get(t.Context(), a.name, metav1.GetOptions{})
+		n, _, _ := unstructured.NestedInt64(got.Object, "spec", "revisionHistoryLimit")
+		return err == nil && n == 5
+	})
+
 	// The UI's REST API, with its session cookie: a refresh.
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet,
 		"http://"+proxy+"/api/v1/applications/"+a.name+"?appNamespace="+mirrorNS+"&refresh=normal", nil)
@@ -123,7 +134,7 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 		t.Errorf("alice's refresh through the UI's API: %s", resp.Status)
 	}
 
-	waitFor(t, time.Minute, "the audit to name argocd:alice via the mirror", func() bool {
+	waitFor(t, time.Minute, "the audit to name argocd:alice via the mirror for each change", func() bool {
 		var audit struct {
 			Items []struct {
 				Kind, Name, Via, Outcome string
@@ -132,13 +143,13 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 		if !getJSON(t, a.url+"/api/v1/audit?actor=argocd:alice&limit=100", f.token, &audit) {
 			return false
 		}
-		n := 0
+		n := map[string]int{}
 		for _, it := range audit.Items {
-			if it.Kind == "api" && it.Via == "mirror" && it.Name == "applications.operate" {
-				n++
+			if it.Kind == "api" && it.Via == "mirror" {
+				n[it.Name]++
 			}
 		}
-		return n == 2 // the sync and the refresh
+		return n["applications.operate"] == 2 && n["applications.apply"] == 1 // the sync and the refresh; the spec edit
 	})
 
 	if out, stderr, err := argocdCLIAs(t, e, proxy, tokens["alice"], "app", "delete", app, "--yes"); err != nil {
@@ -149,7 +160,7 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 	for labels, want := range map[string]float64{`operation="sync",outcome="refused"`: 2, `operation="sync",outcome="relayed"`: 1,
-		`operation="refresh",outcome="relayed"`: 1, `operation="delete",outcome="relayed"`: 1} {
+		`operation="refresh",outcome="relayed"`: 1, `operation="delete",outcome="relayed"`: 1, `operation="spec",outcome="relayed"`: 1} {
 		if n := metric(t, f, "mirror", "argosy_mirror_ui_proxy_changes_total", labels); n != want {
 			t.Errorf("argosy_mirror_ui_proxy_changes_total{%s} = %v, want %v", labels, n, want)
 		}
