@@ -245,9 +245,9 @@ func TestUIProxyGRPC(t *testing.T) {
 		msg  []byte
 		code string
 	}{
-		{fields(7, "fleet-prod"), "3"},           // no Application
-		{[]byte{0x0a, 0xff}, "3"},                // a string past the end
-		{fields(1, 5), "3"},                      // the name as an integer
+		{fields(7, "fleet-prod"), "3"},          // no Application
+		{[]byte{0x0a, 0xff}, "3"},               // a string past the end
+		{fields(1, 5), "3"},                     // the name as an integer
 		{bytes.Repeat([]byte{'x'}, 3<<20), "8"}, // too large
 	} {
 		if r := callGRPC(t, srv.URL, "ResourceTree", false, "ok", c.msg); r.status != c.code {

@@ -106,8 +106,11 @@ func (c call) edited(m *runsOn) (map[string]any, error) {
 		return nil, fmt.Errorf("the Application does not decode: %w", err)
 	}
 	var spec map[string]any
-	if err := json.Unmarshal(c.spec, &spec); err != nil || spec == nil {
-		return nil, fmt.Errorf("the spec is not a JSON object: %v", err)
+	if err := json.Unmarshal(c.spec, &spec); err != nil {
+		return nil, fmt.Errorf("the spec is not a JSON object: %w", err)
+	}
+	if spec == nil {
+		return nil, errors.New("the spec is not a JSON object: null")
 	}
 	obj["spec"] = spec
 	if c.labels != nil {
