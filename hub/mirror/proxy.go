@@ -391,35 +391,104 @@ type podLogs struct {
 	Lines []string              `json:"lines"`
 }
 
-// logEntries asks the cluster for c's Pod's recent lines, and returns
-// them as Argo CD streams them: one entry a line that c's filter keeps,
-// and an empty last one. The lines are the ones the Pod had written when
-// the cluster answered: a call that follows the log gets them and ends.
+// maxLogPods bounds how many Pods' logs one call about an owner of Pods
+// (a Deployment, say) asks for.
+const maxLogPods = 10
+
+// logEntries asks the cluster for the recent lines of c's Pod, or of the
+// Pods of c's resource when it is another kind (a Deployment's: those the
+// cluster's tree shows under it, at most maxLogPods), and returns them as
+// Argo CD streams them: one entry a line that c's filter keeps, Pod after
+// Pod, and an empty last one. The lines are the ones the Pods had written
+// when the cluster answered: a call that follows the log gets them and
+// ends.
 func (p *UIProxy) logEntries(ctx context.Context, c call, m *runsOn) ([]logEntry, error) {
-	if c.target.Kind != "Pod" || c.target.Group != "" || c.target.Name == "" {
+	if c.target.Name == "" {
 		return nil, &api.ResponseError{Status: http.StatusBadRequest, Body: api.Error{
-			Error: "the logs of a mirrored Application are a Pod's: choose one of its Pods"}}
+			Error: "name a Pod (podName), or a resource (kind, group, resourceName) whose Pods' logs to show"}}
 	}
-	a, err := p.hub.Logs(ctx, m.cluster, m.namespace, c.name, c.target.Namespace, c.target.Name, c.logs, liveTimeout)
-	if err != nil {
-		return nil, err
-	}
-	var l podLogs
-	if err := json.Unmarshal(a.Answer, &l); err != nil {
-		return nil, fmt.Errorf("the cluster's logs do not decode: %w", err)
+	pods := []api.LiveTarget{c.target}
+	if c.target.Kind != "Pod" || c.target.Group != "" {
+		var err error
+		if pods, err = p.podsOf(ctx, c, m); err != nil {
+			return nil, err
+		}
 	}
 	filter, inverse := c.filter, false
 	if f, ok := strings.CutPrefix(filter, "!"); ok {
 		filter, inverse = f, true
 	}
-	out := make([]logEntry, 0, len(l.Lines)+1)
-	for _, line := range l.Lines {
-		if filter != "" && strings.Contains(line, filter) == inverse {
-			continue
+	var out []logEntry
+	for _, pod := range pods {
+		a, err := p.hub.Logs(ctx, m.cluster, m.namespace, c.name, pod.Namespace, pod.Name, c.logs, liveTimeout)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, logEntry{Content: line, PodName: l.Pod.Name})
+		var l podLogs
+		if err := json.Unmarshal(a.Answer, &l); err != nil {
+			return nil, fmt.Errorf("the cluster's logs do not decode: %w", err)
+		}
+		for _, line := range l.Lines {
+			if filter != "" && strings.Contains(line, filter) == inverse {
+				continue
+			}
+			out = append(out, logEntry{Content: line, PodName: l.Pod.Name})
+		}
 	}
 	return append(out, logEntry{Last: true}), nil
+}
+
+// treeNode is what podsOf reads of a node of the cluster's tree.
+type treeNode struct {
+	Group      string    `json:"group"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace"`
+	Name       string    `json:"name"`
+	ParentRefs []treeRef `json:"parentRefs"`
+}
+
+type treeRef struct{ Group, Kind, Namespace, Name string }
+
+// podsOf asks the cluster's tree for the Pods under c's resource: its
+// children, their children, and so on; at most maxLogPods of them.
+func (p *UIProxy) podsOf(ctx context.Context, c call, m *runsOn) ([]api.LiveTarget, error) {
+	a, err := p.hub.Tree(ctx, m.cluster, m.namespace, c.name, liveTimeout)
+	if err != nil {
+		return nil, err
+	}
+	var tree struct{ Nodes []treeNode }
+	if err := json.Unmarshal(a.Answer, &tree); err != nil {
+		return nil, fmt.Errorf("the cluster's tree does not decode: %w", err)
+	}
+	under := map[treeRef]bool{{c.target.Group, c.target.Kind, c.target.Namespace, c.target.Name}: true}
+	// A node is under the resource when one of its parents is: go over the
+	// nodes until no more join (the tree is at most its bound's nodes).
+	for grew := true; grew; {
+		grew = false
+		for _, n := range tree.Nodes {
+			ref := treeRef{n.Group, n.Kind, n.Namespace, n.Name}
+			if under[ref] {
+				continue
+			}
+			for _, pr := range n.ParentRefs {
+				if under[pr] {
+					under[ref], grew = true, true
+					break
+				}
+			}
+		}
+	}
+	var pods []api.LiveTarget
+	for _, n := range tree.Nodes {
+		if n.Group == "" && n.Kind == "Pod" && under[treeRef{n.Group, n.Kind, n.Namespace, n.Name}] && len(pods) < maxLogPods {
+			pods = append(pods, api.LiveTarget{Version: "v1", Kind: "Pod", Namespace: n.Namespace, Name: n.Name})
+		}
+	}
+	if len(pods) == 0 {
+		return nil, &api.ResponseError{Status: http.StatusNotFound, Body: api.Error{
+			Error: fmt.Sprintf("the cluster's tree shows no Pod of %s %s/%s", c.target.Kind, c.target.Namespace, c.target.Name)}}
+	}
+	return pods, nil
 }
 
 // streamTree answers the tree's stream as the API server does, with

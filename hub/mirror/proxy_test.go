@@ -25,6 +25,8 @@ type fakeInspector struct {
 	// errAfter, if not 0, is how many questions are answered before err
 	// is.
 	errAfter int
+	// tree, if set, is the tree's answer.
+	tree string
 }
 
 func (f *fakeInspector) note(s string) error {
@@ -38,8 +40,11 @@ func (f *fakeInspector) note(s string) error {
 }
 
 func (f *fakeInspector) Tree(_ context.Context, cluster, namespace, name string, _ time.Duration) (*api.LiveAnswer, error) {
-	return &api.LiveAnswer{Answer: json.RawMessage(`{"nodes":[{"kind":"ConfigMap","name":"demo"}]}`)},
-		f.note("tree " + cluster + " " + namespace + "/" + name)
+	tree := `{"nodes":[{"kind":"ConfigMap","name":"demo"}]}`
+	if f.tree != "" {
+		tree = f.tree
+	}
+	return &api.LiveAnswer{Answer: json.RawMessage(tree)}, f.note("tree " + cluster + " " + namespace + "/" + name)
 }
 
 func (f *fakeInspector) Diff(_ context.Context, cluster, namespace, name string, _ time.Duration) (*api.LiveAnswer, error) {
@@ -131,7 +136,13 @@ func fakeArgoCD(t *testing.T) *httptest.Server {
 // refused, and one to another Application's is passed on.
 func TestUIProxy(t *testing.T) {
 	argo := fakeArgoCD(t)
-	hub := &fakeInspector{}
+	// A Deployment's two Pods under its ReplicaSet, and a Pod of another.
+	const tree = `{"nodes":[{"kind":"ConfigMap","name":"demo"},{"group":"apps","kind":"Deployment","namespace":"web","name":"web"},` +
+		`{"group":"apps","kind":"ReplicaSet","namespace":"web","name":"web-5f","parentRefs":[{"group":"apps","kind":"Deployment","namespace":"web","name":"web"}]},` +
+		`{"kind":"Pod","namespace":"web","name":"web-1","parentRefs":[{"group":"apps","kind":"ReplicaSet","namespace":"web","name":"web-5f"}]},` +
+		`{"kind":"Pod","namespace":"web","name":"web-2","parentRefs":[{"group":"apps","kind":"ReplicaSet","namespace":"web","name":"web-5f"}]},` +
+		`{"kind":"Pod","namespace":"web","name":"other","parentRefs":[{"group":"apps","kind":"ReplicaSet","namespace":"web","name":"api-1"}]}]}`
+	hub := &fakeInspector{tree: tree}
 	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +166,7 @@ func TestUIProxy(t *testing.T) {
 		status      int
 		body        string
 	}{
-		{"/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "ok", 200, `{"nodes":[{"kind":"ConfigMap","name":"demo"}]}`},
+		{"/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "ok", 200, tree},
 		{"/api/v1/applications/web/managed-resources?appNamespace=fleet-prod", "ok", 200, `{"items":[{"kind":"ConfigMap","name":"demo"}]}`},
 		{"/api/v1/applications/web/resource?appNamespace=fleet-prod&namespace=web&resourceName=demo&version=v1&kind=ConfigMap", "ok", 200,
 			`{"manifest":"{\"kind\":\"ConfigMap\"}"}`},
@@ -171,8 +182,16 @@ func TestUIProxy(t *testing.T) {
 		{"/api/v1/applications/web/pods/web-1/logs?appNamespace=fleet-prod&namespace=web&sinceSeconds=60&filter=!GET", "ok", 200,
 			`data: {"result":{"content":"started","podName":"web-1","last":false}}` + "\n\n" +
 				`data: {"result":{"content":"","podName":"","last":true}}`},
-		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&kind=Deployment&group=apps&resourceName=web", "ok", 400,
-			`{"code":3,"error":"the logs of a mirrored Application are a Pod's: choose one of its Pods","message":"the logs of a mirrored Application are a Pod's: choose one of its Pods"}`},
+		// A Deployment's: its Pods' in the tree, Pod after Pod.
+		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&kind=Deployment&group=apps&resourceName=web&filter=health", "ok", 200,
+			`data: {"result":{"content":"GET /health","podName":"web-1","last":false}}` + "\n\n" +
+				`data: {"result":{"content":"GET /health","podName":"web-2","last":false}}` + "\n\n" +
+				`data: {"result":{"content":"","podName":"","last":true}}`},
+		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&kind=Deployment&group=apps&resourceName=api", "ok", 404,
+			`{"code":5,"error":"the cluster's tree shows no Pod of Deployment web/api","message":"the cluster's tree shows no Pod of Deployment web/api"}`},
+		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web", "ok", 400,
+			`{"code":3,"error":"name a Pod (podName), or a resource (kind, group, resourceName) whose Pods' logs to show",` +
+				`"message":"name a Pod (podName), or a resource (kind, group, resourceName) whose Pods' logs to show"}`},
 		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1", "stolen", 403,
 			`{"error":"permission denied","message":"permission denied","code":7}`},
 	} {
@@ -206,7 +225,9 @@ func TestUIProxy(t *testing.T) {
 	}
 	want := "tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo," +
 		"logs prod argocd/web web/web-1 {Container:app TailLines:10 SinceSeconds:0}," +
-		"logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60}"
+		"logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60}," +
+		"tree prod argocd/web,logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:0}," +
+		"logs prod argocd/web web/web-2 {Container: TailLines:0 SinceSeconds:0},tree prod argocd/web"
 	if got := strings.Join(hub.asked, ","); got != want {
 		t.Errorf("asked %s\nwant  %s", got, want)
 	}
