@@ -74,6 +74,7 @@ type Admission struct {
 	tracer   trace.Tracer
 	reviews  metric.Int64Counter
 	provider metric.MeterProvider
+	refusals *Refusals
 }
 
 // AdmissionOption configures an Admission.
@@ -87,6 +88,10 @@ func WithAdmissionLogger(l *slog.Logger) AdmissionOption { return func(a *Admiss
 func WithAdmissionMeterProvider(mp metric.MeterProvider) AdmissionOption {
 	return func(a *Admission) { a.provider = mp }
 }
+
+// WithAdmissionRefusals records each change the hub refuses in r, so
+// that the mirror writes why on the object (a Mirror made WithRefusals(r)).
+func WithAdmissionRefusals(r *Refusals) AdmissionOption { return func(a *Admission) { a.refusals = r } }
 
 // WithApplicationNamespace is the namespace on its cluster of an
 // Application created in the mirror (default "argocd").
@@ -189,6 +194,7 @@ func (a *Admission) review(ctx context.Context, req *admissionv1.AdmissionReques
 			// holds, so that a retry asks only what is left.
 			msg = "the spec edit was applied (the mirror shows it on its next round), and the operation was not: " + msg
 		}
+		a.refusals.Add(req.Namespace, req.Name, fmt.Sprintf("%s%s's %s was refused: %s", "k8s:", user, c.describe(), msg))
 		a.log.InfoContext(ctx, "mirror admission refused", "user", user, "cluster", c.cluster, "application", c.name, "err", err)
 		return deny(int32(status), msg), "refused"
 	}
@@ -339,6 +345,26 @@ func operation(op, oldObj map[string]any) (api.OperationRequest, error) {
 		}
 	}
 	return api.OperationRequest{Operation: "sync", Revision: rev, Prune: prune, DryRun: dry}, nil
+}
+
+// describe names what c asks, for a refusal's condition.
+func (c *change) describe() string {
+	var parts []string
+	switch {
+	case c.del:
+		return "delete"
+	case c.create:
+		return "create"
+	case c.manifest != nil:
+		parts = append(parts, "spec edit")
+	}
+	for _, op := range c.ops {
+		parts = append(parts, op.Operation)
+	}
+	if len(parts) == 0 {
+		return "change"
+	}
+	return strings.Join(parts, " and ")
 }
 
 // relay makes c's hub calls, as o says: the spec first, then the

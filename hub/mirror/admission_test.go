@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -180,7 +181,8 @@ func TestAdmissionRefuses(t *testing.T) {
 			OldObject: mirrored(`{"metadata":{"annotations":{"argosy.dev/owner":"` + owner + `"}}}`), Object: mirrored(`{"operation":{"sync":{}}}`)}
 	}
 	hub := &fakeHub{refuse: &api.ResponseError{Status: http.StatusForbidden, Body: api.Error{Error: "denied: k8s:bob may not applications.operate", Hint: "ask for a grant"}}}
-	a, err := NewAdmission(hub, "me", "mirror-")
+	refusals := NewRefusals(time.Minute)
+	a, err := NewAdmission(hub, "me", "mirror-", WithAdmissionRefusals(refusals))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +190,11 @@ func TestAdmissionRefuses(t *testing.T) {
 	if resp.Allowed || resp.Result.Code != http.StatusForbidden || !strings.Contains(resp.Result.Message, "k8s:bob may not applications.operate") ||
 		!strings.Contains(resp.Result.Message, "cluster prod") || !strings.Contains(resp.Result.Message, "ask for a grant") {
 		t.Errorf("a call the hub refused: %+v", resp.Result)
+	}
+	// The mirror writes why on the object.
+	if c, ok := refusals.condition("mirror-prod", "web"); !ok ||
+		!strings.HasPrefix(fmt.Sprint(c["message"]), "k8s:bob's sync was refused: the hub refused the change of argocd/web on cluster prod") {
+		t.Errorf("the refusal's condition: %v %v", c, ok)
 	}
 	hub.calls = nil
 	if resp := a.Review(t.Context(), req("spoke", "Application")); resp.Allowed || resp.Result.Code != http.StatusForbidden ||

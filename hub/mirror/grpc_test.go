@@ -318,7 +318,8 @@ func FuzzDecodeCall(f *testing.F) {
 func TestUIProxyRelaysChanges(t *testing.T) {
 	argo := fakeArgoCD(t)
 	hub := &fakeInspector{}
-	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	refusals := NewRefusals(time.Minute)
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil, WithProxyRefusals(refusals))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,6 +412,14 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 	hub.refuse = &api.ResponseError{Status: http.StatusForbidden, Body: api.Error{Error: "argocd:alice has role viewer"}}
 	if status, body := do("POST", "/api/v1/applications/web/sync"+q, "ok", `{}`); status != 403 || !strings.Contains(body, "argocd:alice has role viewer") {
 		t.Errorf("a sync the hub refuses: %d %s", status, body)
+	}
+	// The mirror writes why on the object; Argo CD's own refusals are the
+	// caller's alone.
+	if c, ok := refusals.condition("fleet-prod", "web"); !ok || c["message"] != "argocd:alice's sync was refused: argocd:alice has role viewer" {
+		t.Errorf("the hub's refusal's condition: %v %v", c, ok)
+	}
+	if _, ok := refusals.condition("fleet-prod", "edge"); ok {
+		t.Error("a refusal of the proxy's own is written on the object")
 	}
 	hub.refuse = nil
 	hub.calls = nil

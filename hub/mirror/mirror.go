@@ -67,7 +67,12 @@ type options struct {
 	log      *slog.Logger
 	tp       trace.TracerProvider
 	mp       metric.MeterProvider
+	refusals *Refusals
 }
+
+// WithRefusals writes the refusals r keeps on the objects they are about,
+// as a condition (ConditionRefused), until they expire.
+func WithRefusals(r *Refusals) Option { return func(o *options) { o.refusals = r } }
 
 // WithNamespacePrefix names each cluster's namespace prefix+cluster
 // (default no prefix: the namespace is named after the cluster). A prefix
@@ -246,6 +251,13 @@ func (m *Mirror) cluster(ctx context.Context, cluster, ns string, have *state, s
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
+	}
+	for name, obj := range want {
+		if c, ok := m.o.refusals.condition(ns, name); ok {
+			if err := withCondition(obj, c); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	ri := m.dyn.Resource(applicationGVR).Namespace(ns)
 	hashes := have.hashes[ns]

@@ -233,3 +233,24 @@ func hashOf(obj map[string]any) (string, error) {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16]), nil
 }
+
+// withCondition adds c to obj's status.conditions, and hashes obj again.
+func withCondition(obj *unstructured.Unstructured, c map[string]any) error {
+	st, _ := obj.Object["status"].(map[string]any)
+	if st == nil {
+		st = map[string]any{}
+		obj.Object["status"] = st
+	}
+	cs, _ := st["conditions"].([]any)
+	st["conditions"] = append(cs, c)
+	ann := obj.GetAnnotations()
+	delete(ann, AnnotationHash)
+	obj.SetAnnotations(ann)
+	h, err := hashOf(obj.Object)
+	if err != nil {
+		return err
+	}
+	ann[AnnotationHash] = h
+	obj.SetAnnotations(ann)
+	return nil
+}

@@ -59,14 +59,22 @@ type UIProxy struct {
 	grpcRP *httputil.ReverseProxy
 	log    *slog.Logger
 	// every is how often the tree's stream asks again.
-	every   time.Duration
-	tracer  trace.Tracer
-	changes metric.Int64Counter
+	every    time.Duration
+	tracer   trace.Tracer
+	changes  metric.Int64Counter
+	refusals *Refusals
 }
+
+// ProxyOption configures a UIProxy.
+type ProxyOption func(*UIProxy)
+
+// WithProxyRefusals records each change the hub refuses in r, so that the
+// mirror writes why on the object (a Mirror made WithRefusals(r)).
+func WithProxyRefusals(r *Refusals) ProxyOption { return func(p *UIProxy) { p.refusals = r } }
 
 // NewUIProxy returns a proxy of the Argo CD API server at argocd, reached
 // with client (nil: http.DefaultClient), that asks hub its live questions.
-func NewUIProxy(argocd string, client *http.Client, hub Hub, log *slog.Logger) (*UIProxy, error) {
+func NewUIProxy(argocd string, client *http.Client, hub Hub, log *slog.Logger, opts ...ProxyOption) (*UIProxy, error) {
 	u, err := url.Parse(argocd)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("mirror UI proxy: Argo CD's API server %q: want an http or https URL", argocd)
@@ -86,8 +94,12 @@ func NewUIProxy(argocd string, client *http.Client, hub Hub, log *slog.Logger) (
 	changes := instrument(otel.GetMeterProvider().Meter("github.com/argosyproj/argosy/hub/mirror").Int64Counter("argosy.mirror.ui_proxy.changes",
 		metric.WithDescription("Changes of mirrored Applications asked of Argo CD's API server through the UI proxy, by operation "+
 			"(sync, rollback, terminate, delete, refresh) and outcome: relayed to the hub for the Argo CD user, or refused")))
-	return &UIProxy{argocd: u, client: client, hub: hub, rp: rp, grpcRP: grpcPassOn(u, client), log: log, every: 10 * time.Second,
-		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), changes: changes}, nil
+	p := &UIProxy{argocd: u, client: client, hub: hub, rp: rp, grpcRP: grpcPassOn(u, client), log: log, every: 10 * time.Second,
+		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), changes: changes}
+	for _, o := range opts {
+		o(p)
+	}
+	return p, nil
 }
 
 // liveTimeout bounds one question of the proxy to its cluster.

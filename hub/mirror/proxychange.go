@@ -75,6 +75,15 @@ func (p *UIProxy) relay(ctx context.Context, c call, m *runsOn) (err error) {
 		return refusal(http.StatusForbidden, fmt.Sprintf("permission denied: Argo CD's RBAC does not let %s %s applications, %s", who.Username, action, obj))
 	}
 	o := api.WriteOptions{ActAs: &api.ActAs{Source: "argocd", User: who.Username, Groups: who.Groups}}
+	defer func() {
+		if err != nil { // the hub's refusal, or its failure: written on the object
+			msg := err.Error()
+			if re := (*api.ResponseError)(nil); errors.As(err, &re) {
+				msg = re.Body.Error
+			}
+			p.refusals.Add(m.appNamespace, c.name, fmt.Sprintf("argocd:%s's %s was refused: %s", who.Username, c.what, msg))
+		}
+	}()
 	switch c.what {
 	case "delete":
 		_, err = p.hub.Delete(ctx, api.KindApplications, m.cluster, m.namespace, c.name, c.cascade, o)

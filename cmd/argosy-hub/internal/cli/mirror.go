@@ -150,6 +150,10 @@ caller the Application.`,
 	return cmd
 }
 
+// refusalsKept is how long a refused change's condition stays on its
+// mirrored Application.
+const refusalsKept = 10 * time.Minute
+
 func runMirror(ctx context.Context, o *MirrorOptions) error {
 	log := slog.New(slog.NewJSONHandler(o.IO.Err, nil))
 	tel, err := telemetry.Setup(ctx, "argosy-mirror", version.Get().Version)
@@ -173,8 +177,11 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	if err != nil {
 		return err
 	}
+	// Why a change made there was refused, written on its object for a
+	// while by the rounds.
+	refusals := mirror.NewRefusals(refusalsKept)
 	m, err := mirror.New(hubc, cfg, mirror.WithNamespacePrefix(o.Prefix), mirror.WithInterval(o.Interval),
-		mirror.WithConcurrency(o.Concurrency), mirror.WithLogger(log))
+		mirror.WithConcurrency(o.Concurrency), mirror.WithLogger(log), mirror.WithRefusals(refusals))
 	if err != nil {
 		return &cmdkit.FlagError{Err: err}
 	}
@@ -184,7 +191,8 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	g.Go(func() error { return m.Run(gctx) })
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
 	if o.Admission != "" {
-		adm, err := mirror.NewAdmission(hubc, o.Self, o.Prefix, mirror.WithApplicationNamespace(o.AppNamespace), mirror.WithAdmissionLogger(log))
+		adm, err := mirror.NewAdmission(hubc, o.Self, o.Prefix, mirror.WithApplicationNamespace(o.AppNamespace), mirror.WithAdmissionLogger(log),
+			mirror.WithAdmissionRefusals(refusals))
 		if err != nil {
 			return &cmdkit.FlagError{Err: err}
 		}
@@ -199,7 +207,7 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 		if err != nil {
 			return &cmdkit.FlagError{Err: fmt.Errorf("--argocd-server-ca: %w", err)}
 		}
-		proxy, err := mirror.NewUIProxy(o.ArgoCD, ac, hubc, log)
+		proxy, err := mirror.NewUIProxy(o.ArgoCD, ac, hubc, log, mirror.WithProxyRefusals(refusals))
 		if err != nil {
 			return &cmdkit.FlagError{Err: err}
 		}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/hub/auth"
+	"github.com/argosyproj/argosy/hub/mirror"
 	"github.com/argosyproj/argosy/internal/testenv/kafkatest"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/internal/testenv/testproc"
@@ -37,7 +38,8 @@ import (
 // admission webhook registered on a real apiserver, beside a real hub,
 // broker, spoke and Argo CD. People change the mirrored Application as
 // Kubernetes users (impersonated, as kubectl --as would): a viewer's sync
-// is refused with the hub's words and appends nothing; a deployer's spec
+// is refused with the hub's words and appends nothing, and the mirror
+// writes why on the object as a condition; a deployer's spec
 // edit reaches the cluster's Application; the deployer's sync is carried
 // out by the cluster's Argo CD once, and the mirrored object keeps no
 // operation; each call is audited as the user, via the mirror's token; a
@@ -99,6 +101,9 @@ func TestChangesInTheMirrorReachTheCluster(t *testing.T) {
 	if now := configEnd(t, f); now != configAt {
 		t.Errorf("a refused change moved the config topic's end offsets from %d to %d", configAt, now)
 	}
+	// The change did not land; the object says why, where Argo CD's UI
+	// shows it.
+	waitRefusedCondition(t, as("admin"), a.name, "k8s:victor's sync was refused")
 
 	edit := []byte(`{"spec":{"info":[{"name":"owner","value":"alice"}]}}`)
 	if _, err := alice.Patch(t.Context(), a.name, types.MergePatchType, edit, metav1.PatchOptions{}); err != nil {
@@ -283,4 +288,25 @@ func syncReview(t *testing.T, apps dynamic.ResourceInterface, name, user string,
 		t.Fatal(err)
 	}
 	return b
+}
+
+// waitRefusedCondition waits for the mirror to write the condition of a
+// refused change on the mirrored Application name, its message beginning
+// with prefix.
+func waitRefusedCondition(t *testing.T, apps dynamic.ResourceInterface, name, prefix string) {
+	t.Helper()
+	waitFor(t, time.Minute, "the refusal's condition on the mirrored Application", func() bool {
+		got, err := apps.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		cs, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range cs {
+			m, _ := c.(map[string]any)
+			if msg, _ := m["message"].(string); m["type"] == mirror.ConditionRefused && strings.HasPrefix(msg, prefix) {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -29,7 +29,8 @@ import (
 //     Argo CD's RBAC, nothing relayed;
 //   - bob, whom Argo CD's RBAC lets sync but the mirror's token grants only
 //     viewer for, asks a sync: refused with the hub's words;
-//   - neither appends a config record;
+//   - neither appends a config record; the hub's refusal of bob's is
+//     written on the mirrored Application as a condition;
 //   - alice (deployer) syncs: the cluster's Argo CD runs it once; her
 //     spec edit (argocd app set) reaches the cluster's Application; she
 //     refreshes through the UI's REST API; the audit names argocd:alice
@@ -98,6 +99,7 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 	if now := configEnd(t, f); now != configAt {
 		t.Errorf("refused changes moved the config topic's end offsets from %d to %d", configAt, now)
 	}
+	waitRefusedCondition(t, a.dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS), a.name, "argocd:bob's sync was refused")
 
 	if out, stderr, err := argocdCLIAs(t, e, proxy, tokens["alice"], "app", "sync", app, "--async"); err != nil {
 		t.Fatalf("alice's sync: %v\n%s%s", err, out, stderr)
