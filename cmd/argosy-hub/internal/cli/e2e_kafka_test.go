@@ -218,7 +218,7 @@ func TestAdoptEndToEnd(t *testing.T) {
 // startSpoke runs the real argosy-spoke binary for the cluster on the
 // real Argo CD until the test ends: it makes its keys and joins with the
 // token on first start, trusting the hub's key as keygen wrote it.
-func startSpoke(t *testing.T, e *kubetest.Env, f *fixture, hubURL, cluster, token string, args ...string) {
+func startSpoke(t testing.TB, e *kubetest.Env, f *fixture, hubURL, cluster, token string, args ...string) {
 	t.Helper()
 	p := spawnSpoke(t, e, f, buildSpoke(t), hubURL, cluster, token, e.Namespace(t), args...)
 	t.Cleanup(func() {
@@ -229,7 +229,7 @@ func startSpoke(t *testing.T, e *kubetest.Env, f *fixture, hubURL, cluster, toke
 }
 
 // buildSpoke builds the argosy-spoke binary.
-func buildSpoke(t *testing.T) string {
+func buildSpoke(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "argosy-spoke")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/argosyproj/argosy/cmd/argosy-spoke").CombinedOutput(); err != nil {
@@ -241,7 +241,7 @@ func buildSpoke(t *testing.T) string {
 // spawnSpoke starts bin as the cluster's spoke, keeping its state and
 // lease in namespace ns and its keys in the fixture's directory, so that
 // a spoke started again is the same spoke. The caller stops it.
-func spawnSpoke(t *testing.T, e *kubetest.Env, f *fixture, bin, hubURL, cluster, token, ns string, args ...string) *testproc.Proc {
+func spawnSpoke(t testing.TB, e *kubetest.Env, f *fixture, bin, hubURL, cluster, token, ns string, args ...string) *testproc.Proc {
 	t.Helper()
 	ports, err := testproc.FreePorts(1)
 	if err != nil {
@@ -258,7 +258,7 @@ func spawnSpoke(t *testing.T, e *kubetest.Env, f *fixture, bin, hubURL, cluster,
 	return p
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+func waitFor(t testing.TB, within time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !ok() {

@@ -55,7 +55,7 @@ var hubBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-func buildHub(t *testing.T) string {
+func buildHub(t testing.TB) string {
 	t.Helper()
 	bin, err := hubBinary()
 	if err != nil {
@@ -66,7 +66,7 @@ func buildHub(t *testing.T) string {
 
 // fixture is a hub key, a tokens file and topics, for hub processes.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	prefix string
 	topics events.Topics
@@ -78,13 +78,13 @@ type fixture struct {
 	metrics map[string]string
 }
 
-func newFixture(t *testing.T, bin string) *fixture {
+func newFixture(t testing.TB, bin string) *fixture {
 	t.Helper()
 	return newFixtureOn(t, bin, kafkatest.Bootstrap(t), kafkatest.Client(t))
 }
 
 // newFixtureOn is newFixture on the broker at addr, which cl reaches.
-func newFixtureOn(t *testing.T, bin, addr string, cl *kgo.Client) *fixture {
+func newFixtureOn(t testing.TB, bin, addr string, cl *kgo.Client) *fixture {
 	t.Helper()
 	f := &fixture{t: t, dir: t.TempDir(), prefix: kafkatest.Prefix(t), bin: bin, broker: addr, metrics: map[string]string{}}
 	f.topics = events.DefaultTopics(f.prefix)

@@ -163,7 +163,7 @@ type liveApp struct {
 // new repository, applies an Application named prefix+NS of its app/
 // path with automated sync, and waits for the spoke's Argo CD to have it
 // Synced and Healthy.
-func syncedApp(t *testing.T, e *kubetest.Env, f *fixture, prefix string, files map[string]string) liveApp {
+func syncedApp(t testing.TB, e *kubetest.Env, f *fixture, prefix string, files map[string]string) liveApp {
 	t.Helper()
 	hubc, _, url := f.startWith("hub", []string{"--store", "sqlite://" + filepath.Join(f.dir, "views.db"), "--fold",
 		"--projector-group", f.prefix + "projector"})
@@ -194,4 +194,47 @@ func syncedApp(t *testing.T, e *kubetest.Env, f *fixture, prefix string, files m
 			unstructuredString(got.Object, "status", "health", "status") == "Healthy"
 	})
 	return a
+}
+
+// BenchmarkLiveQuestionsOnArgoCD measures a live question's round trip on
+// real servers, one question at a time: from the hub API call to its
+// answer, through the hub's question on the real broker, the real spoke's
+// reads of its cluster's real apiserver (the Application's tree, diff
+// and a live object of a ConfigMap and a Service that Argo CD synced),
+// and its answer read back. docs/hub.md has the numbers.
+//
+//	go test -tags integration -run '^$' -bench BenchmarkLiveQuestionsOnArgoCD -benchtime 100x ./cmd/argosy-hub/internal/cli/
+func BenchmarkLiveQuestionsOnArgoCD(b *testing.B) {
+	e := kubetest.Current(b)
+	if err := e.StartArgoCD(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	f := newFixture(b, buildHub(b))
+	a := syncedApp(b, e, f, "bench-", map[string]string{
+		"app/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n",
+		"app/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: demo\nspec:\n  ports:\n  - port: 80\n",
+	})
+	target := api.LiveTarget{Version: "v1", Kind: "ConfigMap", Namespace: a.ns, Name: "demo"}
+	for name, ask := range map[string]func() (*api.LiveAnswer, error){
+		"tree": func() (*api.LiveAnswer, error) {
+			return a.hub.Tree(b.Context(), a.cluster, kubetest.ArgoNamespace, a.name, 10*time.Second)
+		},
+		"diff": func() (*api.LiveAnswer, error) {
+			return a.hub.Diff(b.Context(), a.cluster, kubetest.ArgoNamespace, a.name, 10*time.Second)
+		},
+		"manifest": func() (*api.LiveAnswer, error) {
+			return a.hub.Manifest(b.Context(), a.cluster, kubetest.ArgoNamespace, a.name, target, 10*time.Second)
+		},
+	} {
+		b.Run(name, func(b *testing.B) {
+			if _, err := ask(); err != nil { // the spoke's first answer warms its reads
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := ask(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
