@@ -102,6 +102,13 @@ func (p *UIProxy) serveGRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := decodeCall(msg, gm)
+	if gm.what == "refresh" && (err != nil || c.op.RefreshType == "") {
+		// A Get that asks no refresh: the API server's alone.
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		r.ContentLength = int64(len(raw))
+		passOn.ServeHTTP(w, r)
+		return
+	}
 	if err != nil {
 		g.finish(grpcInvalidArgument, fmt.Sprintf("the call's message does not decode: %v", err))
 		return
@@ -123,6 +130,21 @@ func (p *UIProxy) serveGRPC(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(raw))
 		passOn.ServeHTTP(w, r)
 		return
+	case c.what == "refresh":
+		// Relayed, then the Get it is goes on without the refresh.
+		if err := p.relay(r.Context(), c, m); err != nil {
+			status, msg := grpcStatus(err)
+			g.finish(grpcCode(status), msg)
+			return
+		}
+		b := withoutField(msg, gm.fields.refresh)
+		framed := make([]byte, 5, 5+len(b))
+		binary.BigEndian.PutUint32(framed[1:], uint32(len(b)))
+		framed = append(framed, b...)
+		r.Body = io.NopCloser(bytes.NewReader(framed))
+		r.ContentLength = int64(len(framed))
+		passOn.ServeHTTP(w, r)
+		return
 	case c.what == "change":
 		g.finish(grpcPermissionDenied, changeRefused(c.name, m.cluster))
 		return
@@ -135,11 +157,8 @@ func (p *UIProxy) serveGRPC(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, errClientGone) {
 			return
 		}
-		status, msg := http.StatusBadGateway, err.Error()
-		if re := (*api.ResponseError)(nil); errors.As(err, &re) {
-			status, msg = re.Status, re.Body.Error
-		}
-		p.log.InfoContext(r.Context(), "mirror UI proxy: a live question failed", "method", method, "err", err)
+		status, msg := grpcStatus(err)
+		p.log.InfoContext(r.Context(), "mirror UI proxy: a call failed", "method", method, "err", err)
 		g.finish(grpcCode(status), msg)
 		return
 	}
@@ -161,6 +180,9 @@ type fieldNumbers struct {
 	// A change's: the revision, dry run, prune, history id, cascade, the
 	// resources a sync names, and a new spec (an ApplicationSpec).
 	revision, dryRun, prune, id, cascade, resources, spec protowire.Number
+	// A refresh's type (ApplicationQuery), a patch and its type
+	// (ApplicationPatchRequest).
+	refresh, patch, patchType protowire.Number
 }
 
 var (
@@ -195,6 +217,11 @@ var grpcMethods = map[string]grpcMethod{
 	"Delete":             {what: "delete", fields: fieldNumbers{name: 1, cascade: 2, appNamespace: 4}},
 	// ApplicationUpdateSpecRequest (argocd app set|unset|edit).
 	"UpdateSpec": {what: "spec", fields: fieldNumbers{name: 1, spec: 2, appNamespace: 4}},
+	// ApplicationPatchRequest (argocd app patch).
+	"Patch": {what: "spec", fields: fieldNumbers{name: 1, patch: 2, patchType: 3, appNamespace: 5}},
+	// ApplicationQuery: a Get that asks a refresh (argocd app get
+	// --refresh); one that does not goes on as it came.
+	"Get": {what: "refresh", fields: fieldNumbers{name: 1, refresh: 2, appNamespace: 7}},
 }
 
 // decodeCall reads the call out of its message: the fields f numbers,
@@ -209,7 +236,8 @@ func decodeCall(msg []byte, m grpcMethod) (call, error) {
 	var id int64
 	for n, p := range map[protowire.Number]*string{f.name: &c.name, f.appNamespace: &c.appNamespace, f.namespace: &c.target.Namespace,
 		f.resourceName: &c.target.Name, f.version: &c.target.Version, f.group: &c.target.Group, f.kind: &c.target.Kind,
-		f.podName: &pod, f.container: &c.logs.Container, f.filter: &c.filter, f.revision: &c.op.Revision} {
+		f.podName: &pod, f.container: &c.logs.Container, f.filter: &c.filter, f.revision: &c.op.Revision,
+		f.refresh: &c.op.RefreshType, f.patch: &c.patch, f.patchType: &c.patchType} {
 		if n != 0 {
 			str[n] = p
 		}
@@ -296,6 +324,33 @@ func decodeCall(msg []byte, m grpcMethod) (call, error) {
 	return c, nil
 }
 
+// grpcStatus is the HTTP status and message of a call's error: the hub's
+// refusal's, or 502 for a failure.
+func grpcStatus(err error) (int, string) {
+	if re := (*api.ResponseError)(nil); errors.As(err, &re) {
+		return re.Status, re.Body.Error
+	}
+	return http.StatusBadGateway, err.Error()
+}
+
+// withoutField is msg without its fields numbered num (msg decoded
+// before, so it parses).
+func withoutField(msg []byte, num protowire.Number) []byte {
+	out := make([]byte, 0, len(msg))
+	for len(msg) > 0 {
+		n, typ, tl := protowire.ConsumeTag(msg)
+		vl := protowire.ConsumeFieldValue(n, typ, msg[tl:])
+		if tl < 0 || vl < 0 {
+			return append(out, msg...)
+		}
+		if n != num {
+			out = append(out, msg[:tl+vl]...)
+		}
+		msg = msg[tl+vl:]
+	}
+	return out
+}
+
 // oneMessage is the call's one message, in gRPC's framing (a flag byte, a
 // 4-byte big-endian length, the message).
 func oneMessage(raw []byte) ([]byte, int, error) {
@@ -322,7 +377,22 @@ func (p *UIProxy) grpcAnswer(r *http.Request, g *grpcAnswer, c call, m *runsOn) 
 		if err := p.relay(ctx, c, m); err != nil {
 			return err
 		}
-		return g.send(c.body) // UpdateSpec answers with the spec it took
+		if c.patch == "" {
+			return g.send(c.body) // UpdateSpec answers with the spec it took
+		}
+		obj, err := c.edited(m) // Patch, with the Application
+		if err != nil {
+			return err
+		}
+		js, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		b, err := argoproto.Application(js)
+		if err != nil {
+			return err
+		}
+		return g.send(b)
 	case c.what == "sync" || c.what == "rollback" || c.what == "terminate" || c.what == "delete":
 		if err := p.relay(ctx, c, m); err != nil {
 			return err

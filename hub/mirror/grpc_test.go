@@ -295,7 +295,7 @@ func FuzzDecodeCall(f *testing.F) {
 	f.Add(fields(1, "web", 7, "fleet-prod"), 0)
 	f.Add(fields(1, "web", 2, "web", 3, "web-1", 5, 60, 7, 10, 10, "!GET", 15, "fleet-prod"), 1)
 	f.Add([]byte{0x0a, 0x80}, 2)
-	methods := []string{"ResourceTree", "PodLogs", "GetResource", "DeleteResource"}
+	methods := []string{"ResourceTree", "PodLogs", "GetResource", "DeleteResource", "UpdateSpec", "Patch", "Get", "Rollback"}
 	f.Fuzz(func(t *testing.T, msg []byte, i int) {
 		m := grpcMethods[methods[(i%len(methods)+len(methods))%len(methods)]]
 		c, err := decodeCall(msg, m)
@@ -367,6 +367,15 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 		{"PUT", "/api/v1/applications/web" + q, `{"metadata":{"name":"web","labels":{"tier":"front"}},"spec":{"project":"shop"}}`, 200, `"tier":"front"`,
 			`apply applications [prod] gen=7 {"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"labels":{"tier":"front"},` +
 				`"name":"web","namespace":"argocd"},"spec":{"project":"shop"}}`, false},
+		// A patch (argocd app patch): JSON patch, the default, and merge.
+		{"PATCH", "/api/v1/applications/web" + q, `{"name":"web","patch":"[{\"op\":\"add\",\"path\":\"/spec/source\",\"value\":{\"path\":\"p\"}}]"}`,
+			200, `"source":{"path":"p"}`,
+			`apply applications [prod] gen=7 {"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},` +
+				`"spec":{"project":"shop","source":{"path":"p"}}}`, false},
+		{"PATCH", "/api/v1/applications/web" + q, `{"patch":"{\"metadata\":{\"labels\":{\"tier\":\"back\"}}}","patchType":"merge"}`,
+			200, `"tier":"back"`,
+			`apply applications [prod] gen=7 {"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"labels":{"tier":"back"},` +
+				`"name":"web","namespace":"argocd"},"spec":{"project":"shop"}}`, false},
 		// A refresh, then the GET it is, without the refresh.
 		{"GET", "/api/v1/applications/web" + q + "&refresh=hard", "", 200, `"name":"web"`,
 			`operate prod argocd/web {"operation":"refresh","refreshType":"hard"}`, false},
@@ -395,6 +404,9 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 		{"PUT", "/api/v1/applications/web/spec" + q, "viewer", `{"project":"shop"}`, 403, "does not let carol update"},
 		{"PUT", "/api/v1/applications/web/spec" + q, "ok", `[1]`, 400, "the spec is not a JSON object"},
 		{"PUT", "/api/v1/applications/web" + q, "ok", `{"spec":`, 400, "does not decode"},
+		{"PATCH", "/api/v1/applications/web" + q, "ok", `{"patch":"[{\"op\":\"remove\",\"path\":\"/spec\"}]"}`, 400, "has no spec"},
+		{"PATCH", "/api/v1/applications/web" + q, "ok", `{"patch":"{}","patchType":"strategic"}`, 400, "want json or merge"},
+		{"PATCH", "/api/v1/applications/web" + q, "ok", `{"patchType":"merge"}`, 400, "holds no patch"},
 		{"POST", "/api/v1/applications/web/sync" + q, "anonymous", `{}`, 401, "names no user"},
 		{"POST", "/api/v1/applications/web/sync" + q, "stolen", `{}`, 403, "permission denied"},
 		{"POST", "/api/v1/applications/web/sync" + q, "ok", `{"resources":[{"kind":"ConfigMap","name":"demo"}]}`, 400, "select them all"},
@@ -440,6 +452,11 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 		{"TerminateOperation", fields(1, "web", 2, "fleet-prod"), `operate prod argocd/web {"operation":"terminate"}`, false},
 		{"Delete", fields(1, "web", 4, "fleet-prod"), `delete applications prod argocd/web cascade=true`, false},
 		{"Delete", fields(1, "web", 2, 0, 4, "fleet-prod"), `delete applications prod argocd/web cascade=false`, false},
+		// ApplicationPatchRequest: name 1, patch 2, type 3; the answer an
+		// Application.
+		{"Patch", fields(1, "web", 2, `{"spec":{"project":"shop2"}}`, 3, "merge", 5, "fleet-prod"),
+			`apply applications [prod] gen=7 {"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},` +
+				`"spec":{"project":"shop2"}}`, true},
 		// ApplicationSpec: source 1 (its path 2), project 3.
 		{"UpdateSpec", fields(1, "web", 2, string(fields(1, string(fields(2, "web2")), 3, "shop")), 4, "fleet-prod"),
 			`apply applications [prod] gen=7 {"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"web","namespace":"argocd"},` +
@@ -457,6 +474,21 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 		if o := hub.opts[0]; o.ActAs == nil || o.ActAs.Source != "argocd" || o.ActAs.User != "alice" {
 			t.Errorf("%s relayed with %+v, want for alice", tc.method, o.ActAs)
 		}
+	}
+	// A Get that asks a refresh (ApplicationQuery: name 1, refresh 2,
+	// appNamespace 7) is relayed, then goes on without the refresh; one
+	// that does not goes on as it came, with nothing asked.
+	hub.calls = nil
+	get := fields(1, "web", 2, "hard", 7, "fleet-prod")
+	r := callGRPC(t, srv.URL, "Get", false, "ok", get)
+	if want := "HTTP/2.0 /" + appService + "/Get " + strconv.Itoa(5+len(fields(1, "web", 7, "fleet-prod"))); r.status != "0" ||
+		r.header.Get("X-Controller") != want || len(hub.calls) != 1 || hub.calls[0] != `operate prod argocd/web {"operation":"refresh","refreshType":"hard"}` {
+		t.Errorf("a Get with a refresh: %+v, relayed %q; want relayed, then passed on as %s", r, hub.calls, want)
+	}
+	hub.calls = nil
+	plain := fields(1, "web", 7, "fleet-prod")
+	if r := callGRPC(t, srv.URL, "Get", false, "stolen", plain); r.status != "0" || r.header.Get("X-Controller") == "" || len(hub.calls) != 0 {
+		t.Errorf("a Get with no refresh: %+v, relayed %q; want passed on, nothing asked", r, hub.calls)
 	}
 	hub.calls = nil
 	if r := callGRPC(t, srv.URL, "Sync", false, "viewer", fields(1, "web", 12, "fleet-prod")); r.status != "7" || !strings.Contains(r.message, "carol") {

@@ -133,6 +133,9 @@ type call struct {
 	// sent the whole Application (nil: the mirrored Application's).
 	spec   json.RawMessage
 	labels map[string]string
+	// A patch of the Application (argocd app patch) and its type, "json"
+	// (the default) or "merge": its spec and labels are the edit.
+	patch, patchType string
 }
 
 // runsOn is where a mirrored Application runs (its cluster and namespace
@@ -565,7 +568,7 @@ func (p *UIProxy) hubError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &re) {
 		status, msg = re.Status, re.Body.Error
 	}
-	p.log.InfoContext(r.Context(), "mirror UI proxy: a live question failed", "path", r.URL.Path, "err", err)
+	p.log.InfoContext(r.Context(), "mirror UI proxy: a call failed", "path", r.URL.Path, "err", err)
 	writeArgoError(w, status, msg)
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	jsonpatch "github.com/evanphx/json-patch"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -110,6 +111,9 @@ func (p *UIProxy) relay(ctx context.Context, c call, m *runsOn) (err error) {
 // edited is the mirrored Application at m with c's spec, and c's labels
 // when it sent them.
 func (c call) edited(m *runsOn) (map[string]any, error) {
+	if c.patch != "" {
+		return c.patched(m)
+	}
 	var obj map[string]any
 	if err := json.Unmarshal(m.app, &obj); err != nil {
 		return nil, fmt.Errorf("the Application does not decode: %w", err)
@@ -133,6 +137,38 @@ func (c call) edited(m *runsOn) (map[string]any, error) {
 			labels[k] = v
 		}
 		meta["labels"] = labels
+	}
+	return obj, nil
+}
+
+// patched is the mirrored Application at m with c's patch applied, as
+// Argo CD's API server applies it: a JSON patch (RFC 6902), or a JSON
+// merge patch (RFC 7386).
+func (c call) patched(m *runsOn) (map[string]any, error) {
+	var out []byte
+	switch c.patchType {
+	case "", "json":
+		p, err := jsonpatch.DecodePatch([]byte(c.patch))
+		if err != nil {
+			return nil, fmt.Errorf("the JSON patch does not decode: %w", err)
+		}
+		if out, err = p.Apply(m.app); err != nil {
+			return nil, fmt.Errorf("the JSON patch does not apply: %w", err)
+		}
+	case "merge":
+		var err error
+		if out, err = jsonpatch.MergePatch(m.app, []byte(c.patch)); err != nil {
+			return nil, fmt.Errorf("the merge patch does not apply: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("patch type %q: want json or merge", c.patchType)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(out, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("the patched Application is not a JSON object: %v", err)
+	}
+	if _, ok := obj["spec"].(map[string]any); !ok {
+		return nil, errors.New("the patched Application has no spec")
 	}
 	return obj, nil
 }
@@ -259,6 +295,28 @@ func restChange(r *http.Request) (call, bool, error) {
 		if c.labels == nil {
 			c.labels = map[string]string{}
 		}
+	case r.Method == http.MethodPatch && sub == "":
+		// Patch: ApplicationPatchRequest, the patch as a string.
+		c.what = "spec"
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
+		if err != nil {
+			return c, true, fmt.Errorf("read the call: %w", err)
+		}
+		if len(b) > maxCallBody {
+			return c, true, fmt.Errorf("the call is over %d bytes", maxCallBody)
+		}
+		c.body = b
+		var req struct {
+			Patch     string `json:"patch"`
+			PatchType string `json:"patchType"`
+		}
+		if err := json.Unmarshal(b, &req); err != nil {
+			return c, true, fmt.Errorf("the call does not decode: %w", err)
+		}
+		if req.Patch == "" {
+			return c, true, errors.New("the call holds no patch")
+		}
+		c.patch, c.patchType = req.Patch, req.PatchType
 	case r.Method == http.MethodDelete && sub == "operation":
 		c.what = "terminate"
 	case r.Method == http.MethodDelete && sub == "" && !strings.HasSuffix(rest, "/"):
@@ -310,9 +368,10 @@ func (p *UIProxy) serveChange(w http.ResponseWriter, r *http.Request, c call) {
 		r.URL.RawQuery = q.Encode()
 		p.rp.ServeHTTP(w, r)
 	case "spec":
-		// UpdateSpec answers with the spec, Update with the Application.
+		// UpdateSpec answers with the spec, Update and Patch with the
+		// Application.
 		w.Header().Set("Content-Type", "application/json")
-		if c.labels == nil {
+		if c.labels == nil && c.patch == "" {
 			_, _ = w.Write(c.spec)
 			return
 		}

@@ -32,8 +32,9 @@ import (
 //   - neither appends a config record; the hub's refusal of bob's is
 //     written on the mirrored Application as a condition;
 //   - alice (deployer) syncs: the cluster's Argo CD runs it once; her
-//     spec edit (argocd app set) reaches the cluster's Application; she
-//     refreshes through the UI's REST API; the audit names argocd:alice
+//     spec edit (argocd app set) and patch (argocd app patch) reach the
+//     cluster's Application; she refreshes with argocd app get --refresh
+//     and through the UI's REST API; the audit names argocd:alice
 //     via the mirror's token; her delete takes the Application off the
 //     cluster.
 func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
@@ -52,7 +53,7 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 	}
 	const password = "correct horse battery"
 	server, err := e.StartArgoCDServerWithLogin(t.Context(), map[string]string{"alice": password, "bob": password, "mallory": password},
-		"p, role:ops, applications, *, *, allow\np, role:reader, applications, get, *, allow\n"+
+		"p, role:ops, applications, *, *, allow\np, role:ops, projects, get, *, allow\np, role:reader, applications, get, *, allow\n"+
 			"g, alice, role:ops\ng, bob, role:ops\ng, mallory, role:reader\n")
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +121,28 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 		return err == nil && n == 5
 	})
 
+	// A patch, as argocd app patch makes it, and a refresh, as argocd app
+	// get --refresh asks it. The patch is made at the generation mirrored:
+	// made before the mirror shows the spec edit, it would be a 409.
+	mirrored := a.dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS)
+	waitFor(t, time.Minute, "the mirror to show the spec edit's generation", func() bool {
+		got, err := mirrored.Get(t.Context(), a.name, metav1.GetOptions{})
+		n, _, _ := unstructured.NestedInt64(got.Object, "spec", "revisionHistoryLimit")
+		return err == nil && n == 5
+	})
+	if out, stderr, err := argocdCLIAs(t, e, proxy, tokens["alice"], "app", "patch", app, "--type", "merge",
+		"--patch", `{"spec":{"revisionHistoryLimit":6}}`); err != nil {
+		t.Fatalf("alice's patch: %v\n%s%s", err, out, stderr)
+	}
+	waitFor(t, 2*time.Minute, "alice's patch on the cluster's Application", func() bool {
+		got, err := a.spokeApps.Get(t.Context(), a.name, metav1.GetOptions{})
+		n, _, _ := unstructured.NestedInt64(got.Object, "spec", "revisionHistoryLimit")
+		return err == nil && n == 6
+	})
+	if out, stderr, err := argocdCLIAs(t, e, proxy, tokens["alice"], "app", "get", app, "--refresh", "-o", "json"); err != nil {
+		t.Fatalf("alice's refresh: %v\n%s%s", err, out, stderr)
+	}
+
 	// The UI's REST API, with its session cookie: a refresh.
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet,
 		"http://"+proxy+"/api/v1/applications/"+a.name+"?appNamespace="+mirrorNS+"&refresh=normal", nil)
@@ -151,7 +174,7 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 				n[it.Name]++
 			}
 		}
-		return n["applications.operate"] == 2 && n["applications.apply"] == 1 // the sync and the refresh; the spec edit
+		return n["applications.operate"] == 3 && n["applications.apply"] == 2 // the sync and two refreshes; the spec edit and the patch
 	})
 
 	if out, stderr, err := argocdCLIAs(t, e, proxy, tokens["alice"], "app", "delete", app, "--yes"); err != nil {
@@ -162,7 +185,7 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 	for labels, want := range map[string]float64{`operation="sync",outcome="refused"`: 2, `operation="sync",outcome="relayed"`: 1,
-		`operation="refresh",outcome="relayed"`: 1, `operation="delete",outcome="relayed"`: 1, `operation="spec",outcome="relayed"`: 1} {
+		`operation="refresh",outcome="relayed"`: 2, `operation="delete",outcome="relayed"`: 1, `operation="spec",outcome="relayed"`: 2} {
 		if n := metric(t, f, "mirror", "argosy_mirror_ui_proxy_changes_total", labels); n != want {
 			t.Errorf("argosy_mirror_ui_proxy_changes_total{%s} = %v, want %v", labels, n, want)
 		}
