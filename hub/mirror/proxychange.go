@@ -164,8 +164,8 @@ func (c call) patched(m *runsOn) (map[string]any, error) {
 		return nil, fmt.Errorf("patch type %q: want json or merge", c.patchType)
 	}
 	var obj map[string]any
-	if err := json.Unmarshal(out, &obj); err != nil || obj == nil {
-		return nil, fmt.Errorf("the patched Application is not a JSON object: %v", err)
+	if err := json.Unmarshal(out, &obj); err != nil {
+		return nil, fmt.Errorf("the patched Application is not a JSON object: %w", err)
 	}
 	if _, ok := obj["spec"].(map[string]any); !ok {
 		return nil, errors.New("the patched Application has no spec")
