@@ -84,6 +84,19 @@ func callGRPC(t *testing.T, base, method string, web bool, token string, msg []b
 	return out
 }
 
+// serveH2C serves h over HTTP/1.1 and HTTP/2 in clear text, as the
+// mirror serves its proxy, until the test ends.
+func serveH2C(t *testing.T, h http.Handler) *httptest.Server {
+	srv := httptest.NewUnstartedServer(h)
+	var ps http.Protocols
+	ps.SetHTTP1(true)
+	ps.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = &ps
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // fields encodes string fields of a message.
 func fields(kv ...any) []byte {
 	var b []byte
@@ -157,13 +170,7 @@ func TestUIProxyGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(p)
-	var ps http.Protocols
-	ps.SetHTTP1(true)
-	ps.SetUnencryptedHTTP2(true)
-	srv.Config.Protocols = &ps
-	srv.Start()
-	t.Cleanup(srv.Close)
+	srv := serveH2C(t, p)
 
 	web := fields(1, "web", 7, "fleet-prod")
 	for _, native := range []bool{true, false} {
@@ -323,13 +330,7 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(p)
-	var ps http.Protocols
-	ps.SetHTTP1(true)
-	ps.SetUnencryptedHTTP2(true)
-	srv.Config.Protocols = &ps
-	srv.Start()
-	t.Cleanup(srv.Close)
+	srv := serveH2C(t, p)
 	do := func(method, path, token, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))

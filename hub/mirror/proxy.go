@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -178,19 +179,9 @@ func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.rp.ServeHTTP(w, r)
 		return
 	}
-	m, status, body, err := p.resolve(r.Context(), c)
+	m, ok := p.mirroredOr(w, r, c)
 	switch {
-	case err != nil:
-		writeArgoError(w, http.StatusBadGateway, fmt.Sprintf("Argo CD's API server: %v", err))
-		return
-	case status != http.StatusOK:
-		// What Argo CD refuses the caller, or does not have: its answer.
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write(body)
-		return
-	case m == nil:
-		p.rp.ServeHTTP(w, r) // not a mirrored Application: the controller's
+	case !ok:
 		return
 	case c.what == "change":
 		writeArgoError(w, http.StatusForbidden, changeRefused(c.name, m.cluster))
@@ -221,6 +212,33 @@ func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out) // the client is gone, or has it all
+}
+
+// mirroredOr resolves c's Application for REST call r: where it runs, or
+// false once it answered r itself, with the API server's failure or
+// refusal, or by passing r on (with c's body) when the Application is not
+// mirrored.
+func (p *UIProxy) mirroredOr(w http.ResponseWriter, r *http.Request, c call) (*runsOn, bool) {
+	m, status, body, err := p.resolve(r.Context(), c)
+	switch {
+	case err != nil:
+		writeArgoError(w, http.StatusBadGateway, fmt.Sprintf("Argo CD's API server: %v", err))
+		return nil, false
+	case status != http.StatusOK:
+		// What Argo CD refuses the caller, or does not have: its answer.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+		return nil, false
+	case m == nil: // not a mirrored Application: the controller's
+		if c.body != nil {
+			r.Body = io.NopCloser(bytes.NewReader(c.body))
+			r.ContentLength = int64(len(c.body))
+		}
+		p.rp.ServeHTTP(w, r)
+		return nil, false
+	}
+	return m, true
 }
 
 // changeRefused is the refusal of a change to a resource of a mirrored

@@ -69,7 +69,7 @@ func (f *fakeInspector) Logs(_ context.Context, cluster, namespace, name, podNam
 // It speaks HTTP/2 in clear text too, and answers a gRPC call itself with
 // status OK and a header naming the call and its message's length.
 func fakeArgoCD(t *testing.T) *httptest.Server {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
 			b, _ := io.ReadAll(r.Body)
 			w.Header().Set("X-Controller", fmt.Sprintf("%s %s %d", r.Proto, r.URL.Path, len(b)))
@@ -118,13 +118,6 @@ func fakeArgoCD(t *testing.T) *httptest.Server {
 			_, _ = fmt.Fprintf(w, `"controller's %s %s%s"`, r.Method, r.URL.Path, b)
 		}
 	}))
-	var ps http.Protocols
-	ps.SetHTTP1(true)
-	ps.SetUnencryptedHTTP2(true)
-	srv.Config.Protocols = &ps
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // TestUIProxy: the proxy answers a mirrored Application's tree, managed

@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -242,12 +241,9 @@ func restChange(r *http.Request) (call, bool, error) {
 			AppNamespace string            `json:"appNamespace"`
 			Resources    []json.RawMessage `json:"resources"`
 		}
-		b, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
+		b, err := callBody(r)
 		if err != nil {
-			return c, true, fmt.Errorf("read the call: %w", err)
-		}
-		if len(b) > maxCallBody {
-			return c, true, fmt.Errorf("the call is over %d bytes", maxCallBody)
+			return c, true, err
 		}
 		c.body = b
 		if len(b) > 0 {
@@ -270,12 +266,9 @@ func restChange(r *http.Request) (call, bool, error) {
 	case r.Method == http.MethodPut && (sub == "spec" || sub == ""):
 		// UpdateSpec (the spec) or Update (the whole Application).
 		c.what = "spec"
-		b, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
+		b, err := callBody(r)
 		if err != nil {
-			return c, true, fmt.Errorf("read the call: %w", err)
-		}
-		if len(b) > maxCallBody {
-			return c, true, fmt.Errorf("the call is over %d bytes", maxCallBody)
+			return c, true, err
 		}
 		c.body = b
 		if sub == "spec" {
@@ -298,12 +291,9 @@ func restChange(r *http.Request) (call, bool, error) {
 	case r.Method == http.MethodPatch && sub == "":
 		// Patch: ApplicationPatchRequest, the patch as a string.
 		c.what = "spec"
-		b, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
+		b, err := callBody(r)
 		if err != nil {
-			return c, true, fmt.Errorf("read the call: %w", err)
-		}
-		if len(b) > maxCallBody {
-			return c, true, fmt.Errorf("the call is over %d bytes", maxCallBody)
+			return c, true, err
 		}
 		c.body = b
 		var req struct {
@@ -331,26 +321,27 @@ func restChange(r *http.Request) (call, bool, error) {
 	return c, true, nil
 }
 
+// callBody reads r's body, up to maxCallBody.
+func callBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the call: %w", err)
+	}
+	if len(b) > maxCallBody {
+		return nil, fmt.Errorf("the call is over %d bytes", maxCallBody)
+	}
+	return b, nil
+}
+
 // serveChange relays the change c of REST call r and answers as the API
 // server does: the Application after a sync or rollback, an empty object
 // after a terminate or delete; a refresh then goes on as the GET it is,
 // without the refresh. An Application that is not mirrored is left to
 // the API server.
 func (p *UIProxy) serveChange(w http.ResponseWriter, r *http.Request, c call) {
-	m, status, body, err := p.resolve(r.Context(), c)
+	m, ok := p.mirroredOr(w, r, c)
 	switch {
-	case err != nil:
-		writeArgoError(w, http.StatusBadGateway, fmt.Sprintf("Argo CD's API server: %v", err))
-		return
-	case status != http.StatusOK:
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write(body)
-		return
-	case m == nil:
-		r.Body = io.NopCloser(bytes.NewReader(c.body))
-		r.ContentLength = int64(len(c.body))
-		p.rp.ServeHTTP(w, r)
+	case !ok:
 		return
 	case c.selective:
 		writeArgoError(w, http.StatusBadRequest, fmt.Sprintf("%s mirrors an Application of cluster %s, which syncs all of its resources: "+

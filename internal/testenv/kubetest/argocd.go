@@ -180,6 +180,17 @@ func (e *Env) StartArgoCDServer(ctx context.Context) (string, error) {
 	if e.server != "" {
 		return e.server, nil
 	}
+	addr, err := e.startArgoServer(ctx, "argocd-server", "--disable-auth")
+	if err != nil {
+		return "", err
+	}
+	e.server = addr
+	return addr, nil
+}
+
+// startArgoServer starts an argocd-server process named name, with args
+// after the environment's own, and returns its address.
+func (e *Env) startArgoServer(ctx context.Context, name string, args ...string) (string, error) {
 	// The multi-call binary runs what its name says.
 	bin := filepath.Join(e.Dir, "argocd-server")
 	if err := os.Symlink(e.Bin.ArgoCD, bin); err != nil && !os.IsExist(err) {
@@ -196,15 +207,14 @@ func (e *Env) StartArgoCDServer(ctx context.Context) (string, error) {
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	err = e.startArgoProc(ctx, "argocd-server", bin, env, []string{
+	err = e.startArgoProc(ctx, name, bin, env, append([]string{
 		"--address", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[1]),
-		"--insecure", "--disable-auth", "--redis", e.redis, "--repo-server", e.repo, "--repo-server-plaintext",
+		"--insecure", "--redis", e.redis, "--repo-server", e.repo, "--repo-server-plaintext",
 		"--dex-server", "", "--application-namespaces", MirrorNamespaces, "--loglevel", "warn",
-	}, func(ctx context.Context) error { return httpOK(ctx, http.DefaultClient, "http://"+addr+"/healthz", "") })
+	}, args...), func(ctx context.Context) error { return httpOK(ctx, http.DefaultClient, "http://"+addr+"/healthz", "") })
 	if err != nil {
 		return "", err
 	}
-	e.server = addr
 	return addr, nil
 }
 

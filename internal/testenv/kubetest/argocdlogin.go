@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -17,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-
-	"github.com/argosyproj/argosy/internal/testenv/testproc"
 )
 
 // StartArgoCDServerWithLogin starts another Argo CD API server, as
@@ -62,30 +57,7 @@ func (e *Env) StartArgoCDServerWithLogin(ctx context.Context, users map[string]s
 			return "", fmt.Errorf("patch %s: %w", p.name, err)
 		}
 	}
-	bin := filepath.Join(e.Dir, "argocd-server")
-	if err := os.Symlink(e.Bin.ArgoCD, bin); err != nil && !os.IsExist(err) {
-		return "", err
-	}
-	env, err := e.argoEnv()
-	if err != nil {
-		return "", err
-	}
-	ports, err := testproc.FreePorts(2)
-	if err != nil {
-		return "", err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	err = e.startArgoProc(ctx, "argocd-server-login-"+strconv.Itoa(ports[0]), bin, env, []string{
-		"--address", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[1]),
-		"--insecure", "--redis", e.redis, "--repo-server", e.repo, "--repo-server-plaintext",
-		"--dex-server", "", "--application-namespaces", MirrorNamespaces, "--loglevel", "warn",
-	}, func(ctx context.Context) error { return httpOK(ctx, http.DefaultClient, "http://"+addr+"/healthz", "") })
-	if err != nil {
-		return "", err
-	}
-	return addr, nil
+	return e.startArgoServer(ctx, "argocd-server-login-"+randomSuffix(6))
 }
 
 // ArgoCDLogin logs user in to the Argo CD API server at addr with
