@@ -281,6 +281,20 @@ func (a *Admission) change(req *admissionv1.AdmissionRequest) (*change, error) {
 // rollback to a history entry, terminate), a refresh; a cascading
 // delete's finalizer is kept as an annotation.
 func (a *Admission) update(c *change, oldObj, newObj map[string]any) error {
+	// The mirror's marks say where the Application runs and keep the
+	// mirror cluster's controller away: changed by anyone else, the next
+	// change would go to another cluster, or the controller would apply
+	// the Application in the mirror cluster.
+	for _, m := range []struct{ field, key string }{{"labels", LabelManagedBy}, {"labels", LabelCluster},
+		{"annotations", AnnotationNamespace}, {"annotations", AnnotationOwner}, {"annotations", AnnotationGeneration},
+		{"annotations", AnnotationSkipReconcile}} {
+		o, oldOK := stringMap(oldObj, m.field)[m.key]
+		n, newOK := stringMap(newObj, m.field)[m.key]
+		if o != n || oldOK != newOK {
+			return fmt.Errorf("%s %s is the mirror's mark of where the Application runs and that no controller here reconciles it: "+
+				"only the mirror changes it", strings.TrimSuffix(m.field, "s"), m.key)
+		}
+	}
 	if !reflect.DeepEqual(oldObj["spec"], newObj["spec"]) {
 		var err error
 		if c.manifest, err = manifest(c.namespace, c.name, newObj); err != nil {

@@ -178,7 +178,8 @@ func TestAdmissionRefuses(t *testing.T) {
 	req := func(owner string, kind string) *admissionv1.AdmissionRequest {
 		return &admissionv1.AdmissionRequest{UID: "u2", Kind: metav1.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: kind},
 			Name: "web", Namespace: "mirror-prod", Operation: admissionv1.Update, UserInfo: authnv1.UserInfo{Username: "bob"},
-			OldObject: mirrored(`{"metadata":{"annotations":{"argosy.dev/owner":"` + owner + `"}}}`), Object: mirrored(`{"operation":{"sync":{}}}`)}
+			OldObject: mirrored(`{"metadata":{"annotations":{"argosy.dev/owner":"` + owner + `"}}}`),
+			Object:    mirrored(`{"metadata":{"annotations":{"argosy.dev/owner":"` + owner + `"}},"operation":{"sync":{}}}`)}
 	}
 	hub := &fakeHub{refuse: &api.ResponseError{Status: http.StatusForbidden, Body: api.Error{Error: "denied: k8s:bob may not applications.operate", Hint: "ask for a grant"}}}
 	refusals := NewRefusals(time.Minute)
@@ -207,6 +208,29 @@ func TestAdmissionRefuses(t *testing.T) {
 	hub.refuse = fmt.Errorf("connection refused")
 	if resp := a.Review(t.Context(), req("hub", "Application")); resp.Allowed || resp.Result.Code != http.StatusBadGateway {
 		t.Errorf("a hub that cannot be reached: %+v", resp.Result)
+	}
+
+	// The mirror's marks are the mirror's: moved to another cluster, or
+	// opened to the mirror cluster's controller, the change is refused
+	// and nothing is relayed.
+	hub.refuse, hub.calls = nil, nil
+	for name, extra := range map[string]string{
+		"another cluster":     `{"metadata":{"labels":{"argosy.dev/cluster":"dev"}},"operation":{"sync":{}}}`,
+		"another namespace":   `{"metadata":{"annotations":{"argosy.dev/namespace":"kube-system"}}}`,
+		"skip-reconcile gone": `{"metadata":{"annotations":{"argocd.argoproj.io/skip-reconcile":null}}}`,
+		"managed-by gone":     `{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}}}`,
+	} {
+		moved := req("hub", "Application")
+		moved.Object = mirrored(extra)
+		if resp := a.Review(t.Context(), moved); resp.Allowed || !strings.Contains(resp.Result.Message, "only the mirror changes it") || len(hub.calls) != 0 {
+			t.Errorf("%s: %+v, calls %v; want refused, nothing relayed", name, resp.Result, hub.calls)
+		}
+	}
+	// A label of one's own is admitted, and reaches no cluster.
+	own := req("hub", "Application")
+	own.Object = mirrored(`{"metadata":{"labels":{"team":"shop"}}}`)
+	if resp := a.Review(t.Context(), own); !resp.Allowed || len(hub.calls) != 0 {
+		t.Errorf("a label of one's own: %+v, calls %v", resp.Result, hub.calls)
 	}
 
 	// A spec edit and a sync in one change: the hub takes the spec and

@@ -64,10 +64,20 @@ type UIProxy struct {
 	tracer   trace.Tracer
 	changes  metric.Int64Counter
 	refusals *Refusals
+	// prefix, when set, begins the namespace of each cluster's
+	// Applications.
+	prefix *string
 }
 
 // ProxyOption configures a UIProxy.
 type ProxyOption func(*UIProxy)
+
+// WithProxyNamespacePrefix says the mirror writes each cluster's
+// Applications in namespace prefix+cluster: an Application whose marks
+// name a cluster of another namespace is refused (409), nothing asked.
+func WithProxyNamespacePrefix(prefix string) ProxyOption {
+	return func(p *UIProxy) { p.prefix = &prefix }
+}
 
 // WithProxyRefusals records each change the hub refuses in r, so that the
 // mirror writes why on the object (a Mirror made WithRefusals(r)).
@@ -376,6 +386,14 @@ func (p *UIProxy) resolve(ctx context.Context, c call) (*runsOn, int, []byte, er
 	cluster, ns := app.Metadata.Labels[LabelCluster], app.Metadata.Annotations[AnnotationNamespace]
 	if app.Metadata.Labels[LabelManagedBy] != FieldManager || cluster == "" || ns == "" {
 		return nil, http.StatusOK, nil, nil
+	}
+	if p.prefix != nil && app.Metadata.Namespace != *p.prefix+cluster {
+		// The mirror writes a cluster's Applications in its namespace
+		// alone: marks that say otherwise were not the mirror's.
+		b, _ := json.Marshal(map[string]any{"code": grpcCode(http.StatusConflict), "message": fmt.Sprintf(
+			"%s/%s says it runs on cluster %s, which the mirror writes in namespace %s%s: the mirror has not written it so; "+
+				"nothing is asked of a cluster for it", app.Metadata.Namespace, c.name, cluster, *p.prefix, cluster)})
+		return nil, http.StatusConflict, b, nil
 	}
 	m := &runsOn{cluster: cluster, namespace: ns, owner: app.Metadata.Annotations[AnnotationOwner], project: app.Spec.Project,
 		appNamespace: app.Metadata.Namespace, app: body}

@@ -281,3 +281,38 @@ func TestUIProxyStreamsTheTree(t *testing.T) {
 		t.Errorf("the stream's last event %q, want the error", last)
 	}
 }
+
+// TestUIProxyChecksTheNamespace: with the mirror's namespace prefix, an
+// Application whose marks name a cluster the mirror writes in another
+// namespace is refused, and nothing is asked or relayed.
+func TestUIProxyChecksTheNamespace(t *testing.T) {
+	argo := fakeArgoCD(t)
+	for prefix, want := range map[string]int{"fleet-": http.StatusOK, "mirror-": http.StatusConflict} {
+		hub := &fakeInspector{}
+		p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil, WithProxyNamespacePrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(p)
+		for _, c := range []struct{ method, path string }{
+			{http.MethodGet, "/api/v1/applications/web/resource-tree?appNamespace=fleet-prod"},
+			{http.MethodPost, "/api/v1/applications/web/sync?appNamespace=fleet-prod"},
+		} {
+			req, _ := http.NewRequestWithContext(t.Context(), c.method, srv.URL+c.path, strings.NewReader(`{}`))
+			req.Header.Set("Authorization", "Bearer ok")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want || (want == http.StatusConflict && !strings.Contains(string(b), "the mirror has not written it so")) {
+				t.Errorf("prefix %s, %s %s: %d %s, want %d", prefix, c.method, c.path, resp.StatusCode, b, want)
+			}
+		}
+		if asked := len(hub.asked) + len(hub.calls); (want == http.StatusConflict) != (asked == 0) {
+			t.Errorf("prefix %s: asked %v, relayed %v", prefix, hub.asked, hub.calls)
+		}
+		srv.Close()
+	}
+}

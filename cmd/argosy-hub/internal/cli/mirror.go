@@ -207,7 +207,8 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 		if err != nil {
 			return &cmdkit.FlagError{Err: fmt.Errorf("--argocd-server-ca: %w", err)}
 		}
-		proxy, err := mirror.NewUIProxy(o.ArgoCD, ac, hubc, log, mirror.WithProxyRefusals(refusals))
+		proxy, err := mirror.NewUIProxy(o.ArgoCD, ac, hubc, log, mirror.WithProxyRefusals(refusals),
+			mirror.WithProxyNamespacePrefix(o.Prefix))
 		if err != nil {
 			return &cmdkit.FlagError{Err: err}
 		}
