@@ -13,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -162,7 +163,7 @@ type liveApp struct {
 // a namespace of the test's), starts its real spoke, commits files to a
 // new repository, applies an Application named prefix+NS of its app/
 // path with automated sync, and waits for the spoke's Argo CD to have it
-// Synced and Healthy.
+// Synced and Healthy, its first sync ended and in its history.
 func syncedApp(t testing.TB, e *kubetest.Env, f *fixture, prefix string, files map[string]string) liveApp {
 	t.Helper()
 	hubc, _, url := f.startWith("hub", []string{"--store", "sqlite://" + filepath.Join(f.dir, "views.db"), "--fold",
@@ -188,10 +189,17 @@ func syncedApp(t testing.TB, e *kubetest.Env, f *fixture, prefix string, files m
 		t.Fatal(err)
 	}
 	a.spokeApps = a.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	// Synced can come before the sync's operation ends and its history
+	// entry is written: a test that counts the history waits for both.
 	waitFor(t, 3*time.Minute, "Argo CD on the spoke syncs the Application", func() bool {
 		got, err := a.spokeApps.Get(t.Context(), a.name, metav1.GetOptions{})
-		return err == nil && unstructuredString(got.Object, "status", "sync", "status") == "Synced" &&
-			unstructuredString(got.Object, "status", "health", "status") == "Healthy"
+		if err != nil {
+			return false
+		}
+		history, _, _ := unstructured.NestedSlice(got.Object, "status", "history")
+		return unstructuredString(got.Object, "status", "sync", "status") == "Synced" &&
+			unstructuredString(got.Object, "status", "health", "status") == "Healthy" &&
+			unstructuredString(got.Object, "status", "operationState", "phase") == "Succeeded" && len(history) > 0
 	})
 	return a
 }
