@@ -10,4 +10,12 @@
 // workload cluster. Every object it writes carries Argo CD's
 // skip-reconcile annotation, so the mirror cluster's application
 // controller never compares, syncs or prunes it.
+//
+// Two ways in relay changes made in the mirror cluster to the hub, for the
+// person who made them: Admission, a mutating admission webhook, for the
+// Kubernetes user; UIProxy, a proxy of Argo CD's API server, for the Argo
+// CD user of the session, which also answers the calls the API server
+// would leave to its controller (tree, diff, manifests, logs) from the
+// clusters. A change the hub refuses is refused, and Refusals has the
+// mirror write why on the object.
 package mirror
