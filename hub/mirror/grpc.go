@@ -183,6 +183,8 @@ type fieldNumbers struct {
 	// A refresh's type (ApplicationQuery), a patch and its type
 	// (ApplicationPatchRequest).
 	refresh, patch, patchType protowire.Number
+	// The whole Application (ApplicationUpdateRequest), which names it.
+	application protowire.Number
 }
 
 var (
@@ -217,6 +219,9 @@ var grpcMethods = map[string]grpcMethod{
 	"Delete":             {what: "delete", fields: fieldNumbers{name: 1, cascade: 2, appNamespace: 4}},
 	// ApplicationUpdateSpecRequest (argocd app set|unset|edit).
 	"UpdateSpec": {what: "spec", fields: fieldNumbers{name: 1, spec: 2, appNamespace: 4}},
+	// ApplicationUpdateRequest: the whole Application, its spec and labels
+	// the edit.
+	"Update": {what: "spec", fields: fieldNumbers{application: 1}},
 	// ApplicationPatchRequest (argocd app patch).
 	"Patch": {what: "spec", fields: fieldNumbers{name: 1, patch: 2, patchType: 3, appNamespace: 5}},
 	// ApplicationQuery: a Get that asks a refresh (argocd app get
@@ -301,6 +306,33 @@ func decodeCall(msg []byte, m grpcMethod) (call, error) {
 				return call{}, fmt.Errorf("field %d: %w", num, err)
 			}
 			c.spec, c.body, msg = js, v, msg[n:]
+		case num == f.application && f.application != 0:
+			if typ != protowire.BytesType {
+				return call{}, fmt.Errorf("field %d: want a message, have wire type %d", num, typ)
+			}
+			v, n := protowire.ConsumeBytes(msg)
+			if n < 0 {
+				return call{}, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
+			}
+			js, err := argoproto.ApplicationJSON(v)
+			if err != nil {
+				return call{}, fmt.Errorf("field %d: %w", num, err)
+			}
+			var app struct {
+				Metadata struct {
+					Name, Namespace string
+					Labels          map[string]string
+				}
+				Spec json.RawMessage
+			}
+			if err := json.Unmarshal(js, &app); err != nil {
+				return call{}, fmt.Errorf("field %d: %w", num, err)
+			}
+			c.name, c.appNamespace, c.spec, c.labels = app.Metadata.Name, app.Metadata.Namespace, app.Spec, app.Metadata.Labels
+			if c.labels == nil {
+				c.labels = map[string]string{}
+			}
+			msg = msg[n:]
 		default:
 			if num == f.resources && f.resources != 0 {
 				c.selective = true
@@ -377,10 +409,10 @@ func (p *UIProxy) grpcAnswer(r *http.Request, g *grpcAnswer, c call, m *runsOn) 
 		if err := p.relay(ctx, c, m); err != nil {
 			return err
 		}
-		if c.patch == "" {
+		if c.patch == "" && c.labels == nil {
 			return g.send(c.body) // UpdateSpec answers with the spec it took
 		}
-		obj, err := c.edited(m) // Patch, with the Application
+		obj, err := c.edited(m) // Update and Patch, with the Application
 		if err != nil {
 			return err
 		}

@@ -302,7 +302,7 @@ func FuzzDecodeCall(f *testing.F) {
 	f.Add(fields(1, "web", 7, "fleet-prod"), 0)
 	f.Add(fields(1, "web", 2, "web", 3, "web-1", 5, 60, 7, 10, 10, "!GET", 15, "fleet-prod"), 1)
 	f.Add([]byte{0x0a, 0x80}, 2)
-	methods := []string{"ResourceTree", "PodLogs", "GetResource", "DeleteResource", "UpdateSpec", "Patch", "Get", "Rollback"}
+	methods := []string{"ResourceTree", "PodLogs", "GetResource", "DeleteResource", "UpdateSpec", "Patch", "Get", "Rollback", "Update"}
 	f.Fuzz(func(t *testing.T, msg []byte, i int) {
 		m := grpcMethods[methods[(i%len(methods)+len(methods))%len(methods)]]
 		c, err := decodeCall(msg, m)
@@ -453,6 +453,12 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 		{"TerminateOperation", fields(1, "web", 2, "fleet-prod"), `operate prod argocd/web {"operation":"terminate"}`, false},
 		{"Delete", fields(1, "web", 4, "fleet-prod"), `delete applications prod argocd/web cascade=true`, false},
 		{"Delete", fields(1, "web", 2, 0, 4, "fleet-prod"), `delete applications prod argocd/web cascade=false`, false},
+		// ApplicationUpdateRequest: the Application 1 (metadata 1: name 1,
+		// namespace 3, labels 11 of key 1 and value 2; spec 2: project 3).
+		{"Update", fields(1, string(fields(1, string(fields(1, "web", 3, "fleet-prod", 11, string(fields(1, "tier", 2, "edge")))),
+			2, string(fields(3, "shop3"))))),
+			`apply applications [prod] gen=7 {"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"labels":{"tier":"edge"},` +
+				`"name":"web","namespace":"argocd"},"spec":{"destination":{},"project":"shop3"}}`, true},
 		// ApplicationPatchRequest: name 1, patch 2, type 3; the answer an
 		// Application.
 		{"Patch", fields(1, "web", 2, `{"spec":{"project":"shop2"}}`, 3, "merge", 5, "fleet-prod"),

@@ -2,7 +2,7 @@
 // argocd CLI's gRPC calls: Argo CD's protobuf messages, from the JSON in
 // Argo CD's shapes that clusters answer live questions with and that
 // Argo CD's API server answers its REST calls with; and reads the spec an
-// UpdateSpec call sends. It links Argo CD's
+// UpdateSpec call sends and the Application an Update call sends. It links Argo CD's
 // API types (their generated encoders), as hub/internal/validate does, so
 // that only argosy-hub links Argo CD's module.
 package argoproto
@@ -66,6 +66,20 @@ func SpecJSON(b []byte) ([]byte, error) {
 	js, err := json.Marshal(&spec)
 	if err != nil {
 		return nil, fmt.Errorf("encode the spec: %w", err)
+	}
+	return js, nil
+}
+
+// ApplicationJSON is an Application message as JSON: the Application an
+// Update call sends.
+func ApplicationJSON(b []byte) ([]byte, error) {
+	var app v1alpha1.Application
+	if err := app.Unmarshal(b); err != nil {
+		return nil, fmt.Errorf("the Application does not decode: %w", err)
+	}
+	js, err := json.Marshal(&app)
+	if err != nil {
+		return nil, fmt.Errorf("encode the Application: %w", err)
 	}
 	return js, nil
 }
