@@ -137,10 +137,7 @@ func (p *UIProxy) serveGRPC(w http.ResponseWriter, r *http.Request) {
 			g.finish(grpcCode(status), msg)
 			return
 		}
-		b := withoutField(msg, gm.fields.refresh)
-		framed := make([]byte, 5, 5+len(b))
-		binary.BigEndian.PutUint32(framed[1:], uint32(len(b)))
-		framed = append(framed, b...)
+		framed := grpcFrame(0, withoutField(msg, gm.fields.refresh))
 		r.Body = io.NopCloser(bytes.NewReader(framed))
 		r.ContentLength = int64(len(framed))
 		passOn.ServeHTTP(w, r)
@@ -527,11 +524,17 @@ func (g *grpcAnswer) send(b []byte) error {
 	return nil
 }
 
+// grpcFrame is b in gRPC's framing, with flag (0 a message, 0x80
+// gRPC-Web's trailers).
+func grpcFrame(flag byte, b []byte) []byte {
+	out := make([]byte, 5, 5+len(b))
+	out[0] = flag
+	binary.BigEndian.PutUint32(out[1:], uint32(len(b)))
+	return append(out, b...)
+}
+
 func (g *grpcAnswer) frame(flag byte, b []byte) error {
-	var head [5]byte
-	head[0] = flag
-	binary.BigEndian.PutUint32(head[1:], uint32(len(b)))
-	if _, err := g.w.Write(append(head[:], b...)); err != nil {
+	if _, err := g.w.Write(grpcFrame(flag, b)); err != nil {
 		return err
 	}
 	_ = http.NewResponseController(g.w).Flush() // the next write says

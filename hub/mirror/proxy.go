@@ -351,33 +351,43 @@ type mirroredApp struct {
 // maxApplication bounds the Application the API server answers with.
 const maxApplication = 8 << 20
 
+// argoRead GETs path?query of the API server with creds: its status and
+// up to limit bytes of its body.
+func (p *UIProxy) argoRead(ctx context.Context, path string, query url.Values, creds http.Header, limit int64) (int, []byte, error) {
+	u := *p.argocd
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	maps.Copy(req.Header, creds)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, body, nil
+}
+
 // resolve gets c's Application from the API server, with c's credentials:
 // where it runs if it is mirrored, nil if it is not, or the API server's
 // status and body when that is not 200.
 func (p *UIProxy) resolve(ctx context.Context, c call) (*runsOn, int, []byte, error) {
-	u := *p.argocd
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/applications/" + url.PathEscape(c.name)
 	q := url.Values{}
 	if c.appNamespace != "" {
 		q.Set("appNamespace", c.appNamespace)
 	}
-	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	status, body, err := p.argoRead(ctx, "/api/v1/applications/"+url.PathEscape(c.name), q, c.creds, maxApplication)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	maps.Copy(req.Header, c.creds)
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxApplication))
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, resp.StatusCode, body, nil
+	if status != http.StatusOK {
+		return nil, status, body, nil
 	}
 	var app mirroredApp
 	if err := json.Unmarshal(body, &app); err != nil {

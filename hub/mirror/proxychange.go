@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -193,24 +192,12 @@ const maxArgoAnswer = 1 << 20
 // argoGet GETs path of the API server with creds, into out; a status other
 // than 200 is the API server's refusal.
 func (p *UIProxy) argoGet(ctx context.Context, path string, creds http.Header, out any) error {
-	u := *p.argocd
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	status, body, err := p.argoRead(ctx, path, nil, creds, maxArgoAnswer)
 	if err != nil {
-		return err
+		return fmt.Errorf("ask Argo CD's API server: %w", err)
 	}
-	maps.Copy(req.Header, creds)
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("reach Argo CD's API server: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxArgoAnswer))
-	if err != nil {
-		return fmt.Errorf("read the answer of Argo CD's API server: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return refusal(resp.StatusCode, argoMessage(body))
+	if status != http.StatusOK {
+		return refusal(status, argoMessage(body))
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("the answer of Argo CD's API server to %s does not decode: %w", path, err)
