@@ -316,3 +316,62 @@ func TestUIProxyChecksTheNamespace(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestUIProxyLogsAtMostTenPods: the logs of an owner of many Pods ask for
+// maxLogPods of them, not all.
+func TestUIProxyLogsAtMostTenPods(t *testing.T) {
+	argo := fakeArgoCD(t)
+	var nodes []string
+	for i := range 25 {
+		nodes = append(nodes, fmt.Sprintf(`{"kind":"Pod","namespace":"web","name":"web-%d","parentRefs":[{"group":"apps","kind":"ReplicaSet","namespace":"web","name":"web-5f"}]}`, i))
+	}
+	hub := &fakeInspector{tree: `{"nodes":[{"group":"apps","kind":"ReplicaSet","namespace":"web","name":"web-5f"},` + strings.Join(nodes, ",") + `]}`}
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet,
+		srv.URL+"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&kind=ReplicaSet&group=apps&resourceName=web-5f", nil)
+	req.Header.Set("Authorization", "Bearer ok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	logs := 0
+	for _, a := range hub.asked {
+		if strings.HasPrefix(a, "logs ") {
+			logs++
+		}
+	}
+	if resp.StatusCode != http.StatusOK || logs != maxLogPods {
+		t.Errorf("%s, %d Pods' logs asked, want %d", resp.Status, logs, maxLogPods)
+	}
+}
+
+// TestUIProxyRefusesALargeChange: a change's body past maxCallBody is
+// refused, and nothing is asked or relayed.
+func TestUIProxyRefusesALargeChange(t *testing.T) {
+	argo := fakeArgoCD(t)
+	hub := &fakeInspector{}
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	big := `{"project":"` + strings.Repeat("x", maxCallBody) + `"}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, srv.URL+"/api/v1/applications/web/spec?appNamespace=fleet-prod", strings.NewReader(big))
+	req.Header.Set("Authorization", "Bearer ok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "over") || len(hub.calls)+len(hub.asked) != 0 {
+		t.Errorf("a 2 MiB spec: %s %.200s, relayed %v", resp.Status, b, hub.calls)
+	}
+}

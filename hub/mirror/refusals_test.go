@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,5 +66,29 @@ func TestWithCondition(t *testing.T) {
 	}
 	if h := obj.GetAnnotations()[AnnotationHash]; h == "old" || h == "" {
 		t.Errorf("hash %q, want a new one", h)
+	}
+}
+
+// TestRefusalsAtOnce: fifty webhook and proxy calls adding refusals while
+// rounds read them (run with -race, as make test does).
+func TestRefusalsAtOnce(t *testing.T) {
+	r := NewRefusals(time.Minute)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			r.Add("mirror-prod", fmt.Sprintf("app-%d", i%7), fmt.Sprintf("refused %d", i))
+		}()
+		go func() {
+			defer wg.Done()
+			r.condition("mirror-prod", fmt.Sprintf("app-%d", i%7))
+		}()
+	}
+	wg.Wait()
+	for i := range 7 {
+		if _, ok := r.condition("mirror-prod", fmt.Sprintf("app-%d", i)); !ok {
+			t.Errorf("app-%d has no refusal after fifty adds", i)
+		}
 	}
 }
