@@ -28,6 +28,8 @@ type fakeHub struct {
 	refuse error
 	// refuseOperate, when set, refuses the operations alone.
 	refuseOperate error
+	// hang makes the operations wait until their context ends.
+	hang bool
 }
 
 func (f *fakeHub) Apply(_ context.Context, kind string, req api.ApplyRequest, o api.WriteOptions) (*api.Result, error) {
@@ -44,7 +46,11 @@ func (f *fakeHub) Delete(_ context.Context, kind, cluster, namespace, name strin
 	return &api.Result{}, f.refuse
 }
 
-func (f *fakeHub) Operate(_ context.Context, cluster, namespace, name string, req api.OperationRequest, o api.WriteOptions) (*api.Result, error) {
+func (f *fakeHub) Operate(ctx context.Context, cluster, namespace, name string, req api.OperationRequest, o api.WriteOptions) (*api.Result, error) {
+	if f.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	b, _ := json.Marshal(req)
 	f.calls, f.opts = append(f.calls, fmt.Sprintf("operate %s %s/%s %s", cluster, namespace, name, b)), append(f.opts, o)
 	if f.refuseOperate != nil {

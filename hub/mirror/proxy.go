@@ -60,10 +60,12 @@ type UIProxy struct {
 	grpcRP *httputil.ReverseProxy
 	log    *slog.Logger
 	// every is how often the tree's stream asks again.
-	every    time.Duration
-	tracer   trace.Tracer
-	changes  metric.Int64Counter
-	refusals *Refusals
+	every time.Duration
+	// hubTimeout bounds a relayed change's calls.
+	hubTimeout time.Duration
+	tracer     trace.Tracer
+	changes    metric.Int64Counter
+	refusals   *Refusals
 	// prefix, when set, begins the namespace of each cluster's
 	// Applications.
 	prefix *string
@@ -106,7 +108,8 @@ func NewUIProxy(argocd string, client *http.Client, hub Hub, log *slog.Logger, o
 		metric.WithDescription("Changes of mirrored Applications asked of Argo CD's API server through the UI proxy, by operation "+
 			"(sync, rollback, terminate, delete, refresh) and outcome: relayed to the hub for the Argo CD user, or refused")))
 	p := &UIProxy{argocd: u, client: client, hub: hub, rp: rp, grpcRP: grpcPassOn(u, client), log: log, every: 10 * time.Second,
-		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), changes: changes}
+		hubTimeout: hubTimeout,
+		tracer:     otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), changes: changes}
 	for _, o := range opts {
 		o(p)
 	}

@@ -375,3 +375,30 @@ func TestUIProxyRefusesALargeChange(t *testing.T) {
 		t.Errorf("a 2 MiB spec: %s %.200s, relayed %v", resp.Status, b, hub.calls)
 	}
 }
+
+// TestUIProxyBoundsTheHubsCalls: a relayed change whose hub does not
+// answer ends with a failure when its bound passes, not when the caller
+// gives up.
+func TestUIProxyBoundsTheHubsCalls(t *testing.T) {
+	argo := fakeArgoCD(t)
+	hub := &fakeInspector{}
+	hub.hang = true
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.hubTimeout = 50 * time.Millisecond
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/api/v1/applications/web/sync?appNamespace=fleet-prod", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer ok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), "deadline exceeded") {
+		t.Errorf("a sync the hub does not answer: %s %s, want 502 naming the deadline", resp.Status, b)
+	}
+}

@@ -41,6 +41,10 @@ type userInfo struct {
 // CD user of c's credentials: after the API server named the user and
 // said its RBAC allows the change.
 func (p *UIProxy) relay(ctx context.Context, c call, m *runsOn) (err error) {
+	// Bounded as the webhook's calls are: a hub that does not answer is a
+	// failure the caller sees, not a call that hangs.
+	ctx, cancel := context.WithTimeout(ctx, p.hubTimeout)
+	defer cancel()
 	ctx, span := p.tracer.Start(ctx, "mirror.ui_proxy.change", trace.WithAttributes(attribute.String("argosy.operation", c.what),
 		attribute.String("argosy.cluster", m.cluster), attribute.String("argosy.application", c.name)))
 	defer func() {

@@ -114,8 +114,10 @@ that cluster's Argo CD (UI, argocd CLI) or with kubectl (an edit of the
 spec, a sync, refresh, rollback, terminate or delete, a new Application)
 becomes the matching hub call, made for the Kubernetes user who made it.
 The token must then have actFor grants, which give each user a role; a
-change the hub refuses is refused at admission, with the hub's words
-(docs/mirror.md).
+change the hub refuses is refused at admission, with the hub's words, and
+the mirror writes why on the object (a ChangeRefusedWarning condition, for
+10 minutes). Changes to the mirror's own labels and annotations are
+refused (docs/mirror.md).
 
 With --ui-proxy-address, it also serves a proxy of --argocd-server for its
 UI and the argocd CLI (REST, gRPC over HTTP/2 and gRPC-Web): every call
@@ -123,7 +125,11 @@ goes on to the API server, but the resource tree, the diff (managed
 resources), a live manifest and a Pod's logs of a mirrored Application,
 which the API server would wait for from its controller, are asked of the
 Application's cluster through the hub, once the API server showed the
-caller the Application.`,
+caller the Application. A sync, rollback, terminate, delete, refresh, spec
+edit or patch of a mirrored Application is made through the hub for the
+Argo CD user of the caller's session, once the API server says its RBAC
+allows it: the token needs actFor grants for Argo CD users
+(argocd-user:NAME=ROLE, argocd-group:NAME=ROLE).`,
 		Example: `  argosy-hub mirror --hub-url https://argosy.internal:8443 --token-file /etc/argosy/mirror-token \
     --namespace-prefix fleet-`,
 		Args: cobra.NoArgs,
