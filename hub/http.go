@@ -50,7 +50,7 @@ func routes() []route {
 		{http.MethodGet, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/manifest", auth.ActionInspect, (*Server).manifest,
 			[]string{"timeout", "group", "version", "kind", "resourceNamespace", "resourceName"}},
 		{http.MethodGet, "/api/v1/clusters/{cluster}/applications/{namespace}/{name}/logs", auth.ActionLogs, (*Server).logs,
-			[]string{"timeout", "resourceNamespace", "resourceName", "container", "tailLines", "sinceSeconds"}},
+			[]string{"timeout", "resourceNamespace", "resourceName", "container", "tailLines", "sinceSeconds", "timestamps"}},
 		{http.MethodPost, "/api/v1/appprojects", auth.ActionApplyProject, (*Server).applyProject, nil},
 		{http.MethodDelete, "/api/v1/clusters/{cluster}/appprojects/{namespace}/{name}", auth.ActionDeleteProject, (*Server).deleteProject, nil},
 		{http.MethodPut, "/api/v1/clusters/{cluster}/repositories/{namespace}/{name}", auth.ActionApplyRepository, (*Server).putRepository, nil},

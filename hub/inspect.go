@@ -151,6 +151,13 @@ func questionOf(r *http.Request, query string) (schemas.QueryRequested, error) {
 				*to = n
 			}
 		}
+		if v := q.Get("timestamps"); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return req, invalid("timestamps", fmt.Sprintf("%q: want true or false", clip(v, maxEchoedValue)))
+			}
+			req.Timestamps = b
+		}
 	}
 	return req, nil
 }

@@ -201,7 +201,7 @@ func samples() map[string]sample {
 		"io.argosy.query.requested.v1": {
 			full: schemas.QueryRequested{Resource: resource, RequestID: "0195a7c2-4b1e-7c3a-9d2f-1a2b3c4d5e70", Query: schemas.QueryManifest,
 				RequestedBy: "alice@example.com", Target: &schemas.ResourceRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "payments", Name: "guestbook"},
-				Container: "web", TailLines: 100, SinceSeconds: 600, ExpiresAt: t1},
+				Container: "web", TailLines: 100, SinceSeconds: 600, Timestamps: true, ExpiresAt: t1},
 			minimal: schemas.QueryRequested{Resource: minResource, RequestID: "q-1", Query: schemas.QueryTree, ExpiresAt: t1},
 		},
 		"io.argosy.query.answered.v1": {

@@ -302,10 +302,13 @@ type QueryRequested struct {
 	// logs, a Pod).
 	Target *ResourceRef `json:"target,omitempty"`
 	// Container, TailLines and SinceSeconds narrow a logs query.
-	Container    string    `json:"container,omitempty"`
-	TailLines    int64     `json:"tailLines,omitempty"`
-	SinceSeconds int64     `json:"sinceSeconds,omitempty"`
-	ExpiresAt    time.Time `json:"expiresAt"`
+	Container    string `json:"container,omitempty"`
+	TailLines    int64  `json:"tailLines,omitempty"`
+	SinceSeconds int64  `json:"sinceSeconds,omitempty"`
+	// Timestamps begins each line of a logs answer with the time its
+	// container wrote it (RFC 3339 with nanoseconds) and a space.
+	Timestamps bool      `json:"timestamps,omitempty"`
+	ExpiresAt  time.Time `json:"expiresAt"`
 }
 
 // QueryAnswered is the data of io.argosy.query.answered.v1: a cluster's

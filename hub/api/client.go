@@ -183,6 +183,9 @@ type LogOptions struct {
 	Container    string
 	TailLines    int64
 	SinceSeconds int64
+	// Timestamps begins each line with the time its container wrote it
+	// (RFC 3339 with nanoseconds) and a space.
+	Timestamps bool
 }
 
 // Tree asks a cluster for an Application's live resource tree; timeout
@@ -225,6 +228,9 @@ func (c *Client) Logs(ctx context.Context, cluster, namespace, name, podNamespac
 	}
 	if o.SinceSeconds > 0 {
 		q.Set("sinceSeconds", strconv.FormatInt(o.SinceSeconds, 10))
+	}
+	if o.Timestamps {
+		q.Set("timestamps", "true")
 	}
 	return c.live(ctx, cluster, namespace, name, "logs", q)
 }

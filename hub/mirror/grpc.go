@@ -173,7 +173,7 @@ type grpcMethod struct {
 // fieldNumbers are the numbers of a message's fields; 0 is none.
 type fieldNumbers struct {
 	name, appNamespace, namespace, resourceName, version, group, kind, podName, container,
-	sinceSeconds, tailLines, filter protowire.Number
+	sinceSeconds, tailLines, filter, follow protowire.Number
 	// A change's: the revision, dry run, prune, history id, cascade, the
 	// resources a sync names, and a new spec (an ApplicationSpec).
 	revision, dryRun, prune, id, cascade, resources, spec protowire.Number
@@ -190,7 +190,7 @@ var (
 	// resourceRequest is application.ApplicationResourceRequest's.
 	resourceRequest = fieldNumbers{name: 1, namespace: 2, resourceName: 3, version: 4, group: 5, kind: 6, appNamespace: 7}
 	// podLogsQuery is application.ApplicationPodLogsQuery's.
-	podLogsQuery = fieldNumbers{name: 1, namespace: 2, podName: 3, container: 4, sinceSeconds: 5, tailLines: 7, filter: 10,
+	podLogsQuery = fieldNumbers{name: 1, namespace: 2, podName: 3, container: 4, sinceSeconds: 5, tailLines: 7, follow: 8, filter: 10,
 		kind: 11, group: 12, resourceName: 13, appNamespace: 15}
 )
 
@@ -251,7 +251,7 @@ func decodeCall(msg []byte, m grpcMethod) (call, error) {
 		}
 	}
 	bools := map[protowire.Number]*bool{}
-	for n, p := range map[protowire.Number]*bool{f.dryRun: &c.op.DryRun, f.prune: &c.op.Prune, f.cascade: &c.cascade} {
+	for n, p := range map[protowire.Number]*bool{f.dryRun: &c.op.DryRun, f.prune: &c.op.Prune, f.cascade: &c.cascade, f.follow: &c.follow} {
 		if n != 0 {
 			bools[n] = p
 		}
@@ -443,16 +443,11 @@ func (p *UIProxy) grpcAnswer(r *http.Request, g *grpcAnswer, c call, m *runsOn) 
 			return g.send(b)
 		})
 	case c.what == "logs":
-		entries, err := p.logEntries(ctx, c, m)
+		l, err := p.newLogs(ctx, c, m)
 		if err != nil {
 			return err
 		}
-		for _, e := range entries {
-			if err := g.send(logEntryMessage(e)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return p.streamLogs(ctx, l, func(e logEntry) error { return g.send(logEntryMessage(e)) })
 	}
 	out, err := p.answer(ctx, c, m)
 	if err != nil {
@@ -475,17 +470,24 @@ func (p *UIProxy) grpcAnswer(r *http.Request, g *grpcAnswer, c call, m *runsOn) 
 }
 
 // logEntryMessage is e as a LogEntry message: content 1, timeStamp 2 (a
-// zero time: the cluster's lines carry none), last 3, timeStampStr 4,
-// podName 5; all are required.
+// Time: seconds 1, nanos 2; empty when e has none), last 3, timeStampStr
+// 4, podName 5; all are required.
 func logEntryMessage(e logEntry) []byte {
 	b := protowire.AppendTag(nil, 1, protowire.BytesType)
 	b = protowire.AppendString(b, e.Content)
+	var ts []byte
+	if !e.at.IsZero() {
+		ts = protowire.AppendTag(ts, 1, protowire.VarintType)
+		ts = protowire.AppendVarint(ts, uint64(e.at.Unix()))
+		ts = protowire.AppendTag(ts, 2, protowire.VarintType)
+		ts = protowire.AppendVarint(ts, uint64(e.at.Nanosecond()))
+	}
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendBytes(b, nil)
+	b = protowire.AppendBytes(b, ts)
 	b = protowire.AppendTag(b, 3, protowire.VarintType)
 	b = protowire.AppendVarint(b, protowire.EncodeBool(e.Last))
 	b = protowire.AppendTag(b, 4, protowire.BytesType)
-	b = protowire.AppendString(b, "")
+	b = protowire.AppendString(b, e.TimeStampStr)
 	b = protowire.AppendTag(b, 5, protowire.BytesType)
 	return protowire.AppendString(b, e.PodName)
 }

@@ -203,7 +203,7 @@ func TestUIProxyGRPC(t *testing.T) {
 		t.Errorf("PodLogs: entries %v, %v", first, last)
 	}
 	want := "tree prod argocd/web,tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo," +
-		"logs prod argocd/web web/web-1 {Container:app TailLines:5 SinceSeconds:0}"
+		"logs prod argocd/web web/web-1 {Container:app TailLines:5 SinceSeconds:0 Timestamps:true}"
 	if got := strings.Join(hub.asked, ","); got != want {
 		t.Errorf("asked %s\nwant  %s", got, want)
 	}
@@ -506,5 +506,26 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 	}
 	if len(hub.calls) != 0 {
 		t.Errorf("relayed %q, want nothing", hub.calls)
+	}
+}
+
+// TestPodLogsFollow: PodLogs's follow (field 8) is read, and a log entry
+// with a time carries it as a Time (seconds, nanos) and as timeStampStr.
+func TestPodLogsFollow(t *testing.T) {
+	c, err := decodeCall(fields(1, "web", 3, "web-1", 8, 1, 15, "fleet-prod"), grpcMethods["PodLogs"])
+	if err != nil || !c.follow || c.target.Name != "web-1" {
+		t.Errorf("PodLogs with follow: %+v, %v", c, err)
+	}
+	if c, err := decodeCall(fields(1, "web", 3, "web-1"), grpcMethods["PodLogs"]); err != nil || c.follow {
+		t.Errorf("PodLogs without follow: %+v, %v", c, err)
+	}
+	at := time.Date(2026, 11, 27, 10, 0, 1, 500, time.UTC)
+	f := readFields(t, logEntryMessage(logEntry{Content: "ready", PodName: "web-1", at: at, TimeStampStr: at.Format(time.RFC3339Nano)}))
+	ts := readFields(t, []byte(f[2][0].(string)))
+	if f[1][0] != "ready" || f[4][0] != "2026-11-27T10:00:01.0000005Z" || ts[1][0] != uint64(at.Unix()) || ts[2][0] != uint64(500) {
+		t.Errorf("entry %v, time %v", f, ts)
+	}
+	if f := readFields(t, logEntryMessage(logEntry{Last: true})); f[2][0] != "" || f[4][0] != "" || f[3][0] != uint64(1) {
+		t.Errorf("the last entry %v, want no time", f)
 	}
 }

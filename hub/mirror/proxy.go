@@ -129,8 +129,10 @@ type call struct {
 	target api.LiveTarget
 	logs   api.LogOptions
 	// filter keeps the log lines that hold it; a leading "!" keeps the
-	// others, as Argo CD's filter does.
+	// others, as Argo CD's filter does. follow asks for the lines written
+	// after the first answer as well, until the caller goes.
 	filter string
+	follow bool
 	// creds are the caller's credentials, for the API server's GET.
 	creds http.Header
 
@@ -203,18 +205,27 @@ func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.streamTree(w, r, c, m)
 		return
 	case c.what == "logs":
-		entries, err := p.logEntries(r.Context(), c, m)
+		l, err := p.newLogs(r.Context(), c, m)
 		if err != nil {
 			p.hubError(w, r, err)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
-		for _, e := range entries {
+		err = p.streamLogs(r.Context(), l, func(e logEntry) error {
 			b, _ := json.Marshal(map[string]any{"result": e})
 			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-				return
+				return errClientGone
 			}
+			_ = http.NewResponseController(w).Flush() // a writer that cannot flush sends at the end
+			return nil
+		})
+		if err != nil && !errors.Is(err, errClientGone) {
+			// The stream has begun and its status is sent: say why it
+			// ends as the tree's stream does.
+			p.log.InfoContext(r.Context(), "mirror UI proxy: a followed log ended", "path", r.URL.Path, "err", err)
+			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": err.Error()}})
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
 		}
 		return
 	}
@@ -324,6 +335,7 @@ func restCall(r *http.Request) (call, bool) {
 		c.logs.TailLines, _ = strconv.ParseInt(q.Get("tailLines"), 10, 64)
 		c.logs.SinceSeconds, _ = strconv.ParseInt(q.Get("sinceSeconds"), 10, 64)
 		c.filter = q.Get("filter")
+		c.follow = q.Get("follow") == "true"
 	}
 	return c, true
 }
@@ -441,12 +453,18 @@ func (p *UIProxy) answer(ctx context.Context, c call, m *runsOn) (any, error) {
 	return map[string]string{"manifest": string(a.Answer)}, nil
 }
 
-// logEntry is Argo CD's LogEntry, less the time stamps the cluster's
-// answer does not carry.
+// logEntry is Argo CD's LogEntry: one line of a Pod's log, or the last
+// entry of a log that ends. at is when the container wrote the line;
+// zero when the cluster's answer did not say.
 type logEntry struct {
 	Content string `json:"content"`
-	PodName string `json:"podName"`
-	Last    bool   `json:"last"`
+	// TimeStamp is at in whole seconds (RFC 3339), TimeStampStr with
+	// nanoseconds, as the API server writes them.
+	TimeStamp    string `json:"timeStamp,omitempty"`
+	TimeStampStr string `json:"timeStampStr,omitempty"`
+	PodName      string `json:"podName"`
+	Last         bool   `json:"last"`
+	at           time.Time
 }
 
 // podLogs is the cluster's answer to a log question.
@@ -459,47 +477,159 @@ type podLogs struct {
 // (a Deployment, say) asks for.
 const maxLogPods = 10
 
-// logEntries asks the cluster for the recent lines of c's Pod, or of the
-// Pods of c's resource when it is another kind (a Deployment's: those the
-// cluster's tree shows under it, at most maxLogPods), and returns them as
-// Argo CD streams them: one entry a line that c's filter keeps, Pod after
-// Pod, and an empty last one. The lines are the ones the Pods had written
-// when the cluster answered: a call that follows the log gets them and
-// ends.
-func (p *UIProxy) logEntries(ctx context.Context, c call, m *runsOn) ([]logEntry, error) {
+// followMargin is added to the time since a followed log's last question
+// when the next one says how far back to read: the seconds the question
+// took to reach the cluster and be answered. The lines read twice are
+// dropped by their time stamps.
+const followMargin = liveTimeout
+
+// podLog is where a log call stands with one Pod: whether it gave the
+// first answer, the time of the newest line it gave, and the lines of
+// that time it gave (a line of the same time read again is not given
+// twice).
+type podLog struct {
+	pod    api.LiveTarget
+	given  bool
+	newest time.Time
+	atNew  map[string]bool
+}
+
+// logCall is a log call under way: its call, where the Application runs,
+// the Pods it reads, its filter, and when it last asked.
+type logCall struct {
+	c       call
+	m       *runsOn
+	pods    []*podLog
+	filter  string
+	inverse bool
+	asked   time.Time
+	first   []logEntry
+}
+
+// newLogs begins a log call: it resolves c's Pods (c's Pod, or the Pods
+// the cluster's tree shows under c's resource when it is another kind, a
+// Deployment's say, at most maxLogPods) and asks the cluster for their
+// recent lines, which the call gives first. A failure here is the call's
+// answer, before anything of the log is written.
+func (p *UIProxy) newLogs(ctx context.Context, c call, m *runsOn) (*logCall, error) {
 	if c.target.Name == "" {
 		return nil, &api.ResponseError{Status: http.StatusBadRequest, Body: api.Error{
 			Error: "name a Pod (podName), or a resource (kind, group, resourceName) whose Pods' logs to show"}}
 	}
-	pods := []api.LiveTarget{c.target}
+	targets := []api.LiveTarget{c.target}
 	if c.target.Kind != "Pod" || c.target.Group != "" {
 		var err error
-		if pods, err = p.podsOf(ctx, c, m); err != nil {
+		if targets, err = p.podsOf(ctx, c, m); err != nil {
 			return nil, err
 		}
 	}
-	filter, inverse := c.filter, false
-	if f, ok := strings.CutPrefix(filter, "!"); ok {
-		filter, inverse = f, true
+	l := &logCall{c: c, m: m}
+	l.filter, l.inverse = c.filter, false
+	if f, ok := strings.CutPrefix(l.filter, "!"); ok {
+		l.filter, l.inverse = f, true
 	}
+	for _, t := range targets {
+		l.pods = append(l.pods, &podLog{pod: t})
+	}
+	var err error
+	l.first, err = p.readLogs(ctx, l, c.logs)
+	return l, err
+}
+
+// readLogs asks the cluster for the lines of each of l's Pods that o
+// says, with their time stamps, and returns those l has not given yet and
+// its filter keeps, Pod after Pod.
+func (p *UIProxy) readLogs(ctx context.Context, l *logCall, o api.LogOptions) ([]logEntry, error) {
+	o.Timestamps = true
+	l.asked = time.Now()
 	var out []logEntry
-	for _, pod := range pods {
-		a, err := p.hub.Logs(ctx, m.cluster, m.namespace, c.name, pod.Namespace, pod.Name, c.logs, liveTimeout)
+	for _, pl := range l.pods {
+		a, err := p.hub.Logs(ctx, l.m.cluster, l.m.namespace, l.c.name, pl.pod.Namespace, pl.pod.Name, o, liveTimeout)
 		if err != nil {
 			return nil, err
 		}
-		var l podLogs
-		if err := json.Unmarshal(a.Answer, &l); err != nil {
+		var answer podLogs
+		if err := json.Unmarshal(a.Answer, &answer); err != nil {
 			return nil, fmt.Errorf("the cluster's logs do not decode: %w", err)
 		}
-		for _, line := range l.Lines {
-			if filter != "" && strings.Contains(line, filter) == inverse {
+		for _, line := range answer.Lines {
+			e := logEntry{Content: line, PodName: answer.Pod.Name}
+			if ts, rest, ok := strings.Cut(line, " "); ok {
+				if at, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+					e.Content, e.at = rest, at.UTC()
+					e.TimeStamp, e.TimeStampStr = e.at.Format(time.RFC3339), e.at.Format(time.RFC3339Nano)
+				}
+			}
+			if !pl.keep(e) || (l.filter != "" && strings.Contains(e.Content, l.filter) == l.inverse) {
 				continue
 			}
-			out = append(out, logEntry{Content: line, PodName: l.Pod.Name})
+			out = append(out, e)
 		}
 	}
-	return append(out, logEntry{Last: true}), nil
+	return out, nil
+}
+
+// keep says whether e, a line of pl's Pod, is new to the call, and
+// remembers it. A line without a time stamp (an agent that does not write
+// them) is new only in the first answer.
+func (pl *podLog) keep(e logEntry) bool {
+	switch {
+	case e.at.IsZero():
+		return !pl.given
+	case e.at.Before(pl.newest):
+		return false
+	case e.at.Equal(pl.newest):
+		if pl.atNew[e.Content] {
+			return false
+		}
+	default:
+		pl.newest, pl.atNew = e.at, map[string]bool{}
+	}
+	pl.atNew[e.Content] = true
+	return true
+}
+
+// streamLogs gives l's first lines to send; when l's call follows the
+// log, it asks the cluster again every p.every for the lines written
+// since, until the caller goes or the server shuts down; a log that is
+// not followed, or whose server shuts down, ends with the last entry.
+// A question that fails ends the stream with its error, as send's
+// (errClientGone when the caller went) does.
+func (p *UIProxy) streamLogs(ctx context.Context, l *logCall, send func(logEntry) error) error {
+	for _, e := range l.first {
+		if err := send(e); err != nil {
+			return err
+		}
+	}
+	for _, pl := range l.pods {
+		pl.given = true
+	}
+	if l.c.follow {
+		t := time.NewTicker(p.every)
+		defer t.Stop()
+		for following := true; following; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-httpserve.Stopping(ctx):
+				following = false
+				continue
+			case <-t.C:
+			}
+			o := l.c.logs
+			o.SinceSeconds = int64((time.Since(l.asked) + followMargin + time.Second - 1) / time.Second)
+			entries, err := p.readLogs(ctx, l, o)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if err := send(e); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return send(logEntry{Last: true})
 }
 
 // treeNode is what podsOf reads of a node of the cluster's tree.

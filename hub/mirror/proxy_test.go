@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,9 @@ type fakeInspector struct {
 	errAfter int
 	// tree, if set, is the tree's answer.
 	tree string
+	// log, if set, is each logs answer's lines, given the number of
+	// questions asked before.
+	log func(asked int) []string
 }
 
 func (f *fakeInspector) note(s string) error {
@@ -58,8 +62,14 @@ func (f *fakeInspector) Manifest(_ context.Context, cluster, namespace, name str
 }
 
 func (f *fakeInspector) Logs(_ context.Context, cluster, namespace, name, podNamespace, pod string, o api.LogOptions, _ time.Duration) (*api.LiveAnswer, error) {
-	return &api.LiveAnswer{Answer: json.RawMessage(`{"pod":{"kind":"Pod","namespace":"web","name":"` + pod + `"},"lines":["started","GET /","GET /health"]}`)},
-		f.note(fmt.Sprintf("logs %s %s/%s %s/%s %+v", cluster, namespace, name, podNamespace, pod, o))
+	lines := []string{"started", "GET /", "GET /health"}
+	if f.log != nil {
+		f.mu.Lock()
+		lines = f.log(len(f.asked))
+		f.mu.Unlock()
+	}
+	b, _ := json.Marshal(map[string]any{"pod": map[string]string{"kind": "Pod", "namespace": "web", "name": pod}, "lines": lines})
+	return &api.LiveAnswer{Answer: b}, f.note(fmt.Sprintf("logs %s %s/%s %s/%s %+v", cluster, namespace, name, podNamespace, pod, o))
 }
 
 // fakeArgoCD is an Argo CD API server of two Applications in namespace
@@ -166,9 +176,9 @@ func TestUIProxy(t *testing.T) {
 		{"/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "stolen", 403, `{"error":"permission denied","message":"permission denied","code":7}`},
 		{"/api/v1/applications/own/resource-tree?appNamespace=fleet-prod", "ok", 200, `"controller's GET /api/v1/applications/own/resource-tree"`},
 		{"/api/v1/applications?appNamespace=fleet-prod", "ok", 200, `"controller's GET /api/v1/applications"`},
-		// A Pod's logs, as the UI follows them: the lines the filter keeps,
-		// then the last entry, and the stream ends.
-		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1&container=app&tailLines=10&follow=true&filter=GET",
+		// A Pod's logs: the lines the filter keeps, then the last entry, and
+		// the stream ends.
+		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1&container=app&tailLines=10&filter=GET",
 			"ok", 200, `data: {"result":{"content":"GET /","podName":"web-1","last":false}}` + "\n\n" +
 				`data: {"result":{"content":"GET /health","podName":"web-1","last":false}}` + "\n\n" +
 				`data: {"result":{"content":"","podName":"","last":true}}`},
@@ -217,10 +227,10 @@ func TestUIProxy(t *testing.T) {
 		t.Errorf("a resource of an Application that is not mirrored: %d %s, want passed on", status, body)
 	}
 	want := "tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo," +
-		"logs prod argocd/web web/web-1 {Container:app TailLines:10 SinceSeconds:0}," +
-		"logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60}," +
-		"tree prod argocd/web,logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:0}," +
-		"logs prod argocd/web web/web-2 {Container: TailLines:0 SinceSeconds:0},tree prod argocd/web"
+		"logs prod argocd/web web/web-1 {Container:app TailLines:10 SinceSeconds:0 Timestamps:true}," +
+		"logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60 Timestamps:true}," +
+		"tree prod argocd/web,logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:0 Timestamps:true}," +
+		"logs prod argocd/web web/web-2 {Container: TailLines:0 SinceSeconds:0 Timestamps:true},tree prod argocd/web"
 	if got := strings.Join(hub.asked, ","); got != want {
 		t.Errorf("asked %s\nwant  %s", got, want)
 	}
@@ -400,5 +410,101 @@ func TestUIProxyBoundsTheHubsCalls(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), "deadline exceeded") {
 		t.Errorf("a sync the hub does not answer: %s %s, want 502 naming the deadline", resp.Status, b)
+	}
+}
+
+// TestUIProxyFollowsLogs: a followed log gives the Pod's lines with their
+// time stamps, then asks again every interval for the lines written since
+// (as far back as the time since it last asked, and a margin) and gives
+// each new line once: lines read again, of an older or the same time, are
+// not given twice. It ends when the caller goes; a log that is not
+// followed ends with the last entry.
+func TestUIProxyFollowsLogs(t *testing.T) {
+	argo := fakeArgoCD(t)
+	// The Pod's log as the cluster answers it: the whole log so far, a
+	// line more after each question, and a line that shares the time of
+	// the one before it.
+	hub := &fakeInspector{log: func(asked int) []string {
+		lines := []string{"2026-11-27T10:00:00.000000001Z started", "2026-11-27T10:00:00.000000001Z ready", "no time stamp"}
+		for i := range asked {
+			lines = append(lines, fmt.Sprintf("2026-11-27T10:00:%02d.5Z tick %d", i+1, i+1))
+		}
+		return lines
+	}}
+	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.every = 10 * time.Millisecond
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
+		srv.URL+"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1&follow=true&sinceSeconds=60", nil)
+	req.Header.Set("Authorization", "Bearer ok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	type entry struct{ Content, TimeStamp, TimeStampStr string }
+	var got []entry
+	lines := bufio.NewScanner(resp.Body)
+	for len(got) < 6 && lines.Scan() {
+		l, ok := strings.CutPrefix(lines.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var e struct{ Result entry }
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("event %s: %v", l, err)
+		}
+		got = append(got, e.Result)
+	}
+	cancel()
+	want := []entry{
+		{"started", "2026-11-27T10:00:00Z", "2026-11-27T10:00:00.000000001Z"},
+		{"ready", "2026-11-27T10:00:00Z", "2026-11-27T10:00:00.000000001Z"},
+		{"no time stamp", "", ""},
+		{"tick 1", "2026-11-27T10:00:01Z", "2026-11-27T10:00:01.5Z"},
+		{"tick 2", "2026-11-27T10:00:02Z", "2026-11-27T10:00:02.5Z"},
+		{"tick 3", "2026-11-27T10:00:03Z", "2026-11-27T10:00:03.5Z"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the followed log gave\n%v\nwant\n%v", got, want)
+	}
+	hub.mu.Lock()
+	asked := slices.Clone(hub.asked)
+	hub.mu.Unlock()
+	if len(asked) < 4 || asked[0] != "logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60 Timestamps:true}" {
+		t.Fatalf("asked %q, want the first question as the caller's", asked)
+	}
+	for _, a := range asked[1:4] {
+		// The time since the last question (10 ms and the question's) and
+		// the margin, in whole seconds up.
+		var since int
+		if _, err := fmt.Sscanf(a, "logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:%d Timestamps:true}", &since); err != nil ||
+			since < 11 || since > 20 {
+			t.Errorf("asked again %q, want the lines of 11 s back (or a few more on a slow machine)", a)
+		}
+	}
+
+	// Not followed: the lines, and the last entry.
+	status, body := func() (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet,
+			srv.URL+"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1", nil)
+		req.Header.Set("Authorization", "Bearer ok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}()
+	if status != http.StatusOK || !strings.HasSuffix(body, `data: {"result":{"content":"","podName":"","last":true}}`+"\n\n") ||
+		!strings.Contains(body, `{"content":"started","timeStamp":"2026-11-27T10:00:00Z","timeStampStr":"2026-11-27T10:00:00.000000001Z","podName":"web-1","last":false}`) {
+		t.Errorf("a log not followed: %d %s", status, body)
 	}
 }

@@ -35,7 +35,7 @@ func (s *Source) Answer(ctx context.Context, q *schemas.QueryRequested) (answer 
 			return answer, false, codeOf(err)
 		}
 		var l *Logs
-		l, err = s.Logs(ctx, q.Name, ref, LogOptions{Container: q.Container, TailLines: q.TailLines, SinceSeconds: q.SinceSeconds})
+		l, err = s.Logs(ctx, q.Name, ref, LogOptions{Container: q.Container, TailLines: q.TailLines, SinceSeconds: q.SinceSeconds, Timestamps: q.Timestamps})
 		if err == nil {
 			v, truncated = l, l.Truncated
 		}

@@ -349,7 +349,7 @@ func checkLogs(t *testing.T, s *live.Source, logs *countingLogs, dyn dynamic.Int
 	}
 	// No kubelet runs: the API server answers for the Pod of the tree,
 	// which has no node, without reaching one.
-	got, err := s.Logs(t.Context(), name, live.Ref{Kind: "Pod", Namespace: ns, Name: "web-5d9-x1"}, live.LogOptions{Container: "web", TailLines: 10})
+	got, err := s.Logs(t.Context(), name, live.Ref{Kind: "Pod", Namespace: ns, Name: "web-5d9-x1"}, live.LogOptions{Container: "web", TailLines: 10, Timestamps: true})
 	t.Logf("logs of the tree's pod: %+v, %v", got, err)
 	if logs.calls != 1 {
 		t.Errorf("logs of the tree's pod called the log endpoint %d times; want once", logs.calls)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/argosyproj/argosy/schemas"
 	"github.com/argosyproj/argosy/spoke/live"
 )
 
@@ -88,14 +89,15 @@ func newFake(objs ...runtime.Object) *dynfake.FakeDynamicClient {
 	return dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, objs...)
 }
 
-// fakeLogs serves a fixed log and counts its calls.
+// fakeLogs serves a fixed log and counts its calls and their options.
 type fakeLogs struct {
 	log   string
 	calls []string
+	opts  []live.LogOptions
 }
 
 func (f *fakeLogs) PodLogs(_ context.Context, ns, pod string, opts live.LogOptions) (io.ReadCloser, error) {
-	f.calls = append(f.calls, ns+"/"+pod+"/"+opts.Container)
+	f.calls, f.opts = append(f.calls, ns+"/"+pod+"/"+opts.Container), append(f.opts, opts)
 	return io.NopCloser(strings.NewReader(f.log)), nil
 }
 
@@ -235,7 +237,17 @@ func TestLogsBound(t *testing.T) {
 			}
 		})
 	}
-	f := &fakeLogs{log: "secret\n"}
+	// A question's options reach the log reader, the agent's tail
+	// default where it names none.
+	f := &fakeLogs{log: "2026-11-27T10:00:00.000000001Z ready\n"}
+	a, _, err := newSource(t, f).Answer(t.Context(), &schemas.QueryRequested{Resource: schemas.Resource{Namespace: argoNS, Name: "web"},
+		Query: schemas.QueryLogs, Target: &schemas.ResourceRef{Version: "v1", Kind: "Pod", Namespace: "shop", Name: "web-5d9-x1"},
+		Container: "web", SinceSeconds: 60, Timestamps: true})
+	if want := (live.LogOptions{Container: "web", TailLines: live.DefaultTailLines, SinceSeconds: 60, Timestamps: true}); err != nil ||
+		len(f.opts) != 1 || f.opts[0] != want || !strings.Contains(string(a), `"lines":["2026-11-27T10:00:00.000000001Z ready"]`) {
+		t.Errorf("a logs question: %s, %v; read with %+v, want %+v", a, err, f.opts, want)
+	}
+	f = &fakeLogs{log: "secret\n"}
 	s := newSource(t, f)
 	for _, ref := range []live.Ref{{Kind: "Pod", Namespace: "shop", Name: "other"}, {Kind: "Secret", Namespace: "shop", Name: "web"},
 		{Kind: "Pod", Namespace: "elsewhere", Name: "web-5d9-x1"}} {

@@ -29,6 +29,9 @@ type LogOptions struct {
 	// SinceSeconds reads only lines newer than this many seconds; 0 is
 	// no such limit.
 	SinceSeconds int64 `json:"sinceSeconds,omitempty"`
+	// Timestamps begins each line with the time its container wrote it
+	// (RFC 3339 with nanoseconds) and a space.
+	Timestamps bool `json:"timestamps,omitempty"`
 }
 
 // Logs is the answer to a log question: a Pod's newest lines, oldest
@@ -144,6 +147,9 @@ func (p *PodLogs) PodLogs(ctx context.Context, namespace, pod string, opts LogOp
 	}
 	if opts.SinceSeconds > 0 {
 		req = req.Param("sinceSeconds", strconv.FormatInt(opts.SinceSeconds, 10))
+	}
+	if opts.Timestamps {
+		req = req.Param("timestamps", "true")
 	}
 	rc, err := req.Stream(ctx)
 	if err != nil {

@@ -144,7 +144,7 @@ func NewCmdAppLogs(io cmdkit.IOStreams, runF func(context.Context, *AppLiveOptio
 argosy app tree names it: --tail lines at most (the agent keeps at most
 256 KiB, the newest, and says when it cut older ones).` + liveHelp,
 		Example: `  argosy app logs guestbook --cluster prod-eu --pod guestbook-7d9f-x2v9q --pod-namespace web
-  argosy app logs guestbook --cluster prod-eu --pod guestbook-7d9f-x2v9q --pod-namespace web --container web --tail 50 --since 10m`,
+  argosy app logs guestbook --cluster prod-eu --pod guestbook-7d9f-x2v9q --pod-namespace web --container web --tail 50 --since 10m --timestamps`,
 		Args: cmdkit.UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := opts.check(args, "text", "json"); err != nil {
@@ -174,6 +174,7 @@ argosy app tree names it: --tail lines at most (the agent keeps at most
 	cmd.Flags().StringVarP(&opts.Logs.Container, "container", "c", "", "the container (default: the Pod's only one)")
 	cmd.Flags().Int64Var(&opts.Logs.TailLines, "tail", 0, "at most this many of the newest lines (default: the agent's 1000)")
 	cmd.Flags().Duration("since", 0, "only lines this far back, such as 10m")
+	cmd.Flags().BoolVar(&opts.Logs.Timestamps, "timestamps", false, "begin each line with the time its container wrote it (RFC 3339)")
 	return cmd
 }
 

@@ -59,7 +59,7 @@ func TestLiveCommands(t *testing.T) {
 		t.Errorf("manifests: %v\n%s", err, out)
 	}
 	out, errOut, err := cmdtest.Run(t, NewCmdApp, append([]string{"app", "logs", "guestbook", "--pod", "guestbook-5d8f7-x2v9q",
-		"--pod-namespace", "web", "--tail", "50", "--since", "10m"}, flags...)...)
+		"--pod-namespace", "web", "--tail", "50", "--since", "10m", "--timestamps"}, flags...)...)
 	if err != nil || out != "listening on :8080\nready\n" || !strings.Contains(errOut, "older lines were cut") {
 		t.Errorf("logs: %v\n%s\n%s", err, out, errOut)
 	}
@@ -81,7 +81,7 @@ func TestLiveCommands(t *testing.T) {
 	want := []string{
 		"/api/v1/clusters/prod-eu/applications/argocd/guestbook/tree?timeout=2",
 		"/api/v1/clusters/prod-eu/applications/argocd/guestbook/manifest?kind=Secret&resourceName=demo&resourceNamespace=web&timeout=10&version=v1",
-		"/api/v1/clusters/prod-eu/applications/argocd/guestbook/logs?resourceName=guestbook-5d8f7-x2v9q&resourceNamespace=web&sinceSeconds=600&tailLines=50&timeout=10",
+		"/api/v1/clusters/prod-eu/applications/argocd/guestbook/logs?resourceName=guestbook-5d8f7-x2v9q&resourceNamespace=web&sinceSeconds=600&tailLines=50&timeout=10&timestamps=true",
 		"/api/v1/clusters/prod-eu/applications/argocd/guestbook/diff?timeout=10",
 	}
 	if strings.Join(asked, "\n") != strings.Join(want, "\n") {
