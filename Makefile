@@ -32,7 +32,7 @@ FUZZTIME    ?= 60s
 OPENAPI_FUZZ_EXAMPLES ?= 400
 BENCHCOUNT  ?= 1
 
-.PHONY: all build run dev-soak test test-unit test-integration fuzz bench bench-fleet lint generate verify tools test-tools kube-tools clean
+.PHONY: all build run dev-soak test test-unit test-integration test-argocd-ui fuzz bench bench-fleet lint generate verify tools test-tools kube-tools clean
 
 all: build
 
@@ -62,6 +62,11 @@ test-unit: test-tools ## Run the tests that need no server.
 
 test-integration: test-tools kube-tools ## Run the packages whose tests use real servers.
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION) ./deploy/... ./events/... ./bench/... ./internal/testenv/kubetest/... ./internal/testenv/kafkatest/... ./internal/kafkaconn/... ./internal/testenv/pgtest/... ./spoke/... ./cmd/... ./projector/... ./hub/...
+
+test-argocd-ui: test-tools kube-tools ## Open the stock Argo CD UI, built into ARGOCD_UI (Argo CD's ui/dist/app), in Chromium over the mirror; with SCREENSHOTS=dir, save its pages there (docs/testing.md).
+	@test -n "$(ARGOCD_UI)" || { echo "ARGOCD_UI must name a build of Argo CD's web UI, the directory of its index.html (docs/testing.md)" >&2; exit 2; }
+	ARGOSY_ARGOCD_UI="$(abspath $(ARGOCD_UI))" ARGOSY_SCREENSHOTS="$(if $(SCREENSHOTS),$(abspath $(SCREENSHOTS)))" \
+	  $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags integration,argocdui -run 'TestStockArgoCDUIShowsTheFleet' -v ./cmd/argosy-hub/internal/cli/
 
 kube-tools: test-tools ## Build and cache etcd, kube-apiserver, kubectl, kube-controller-manager, Argo CD and helm.
 	$(GO) run ./internal/testenv/kubetest/build >/dev/null

@@ -125,7 +125,9 @@ func (p *UIProxy) serveGRPC(w http.ResponseWriter, r *http.Request) {
 	case status != http.StatusOK:
 		g.finish(grpcCode(status), argoMessage(body))
 		return
-	case m == nil: // not a mirrored Application: the controller's
+	case m == nil, c.what == "events" && c.target.Name == "":
+		// Not a mirrored Application: the controller's. Or its own
+		// events, in the mirror cluster: the API server's.
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 		r.ContentLength = int64(len(raw))
 		passOn.ServeHTTP(w, r)
@@ -202,6 +204,11 @@ var grpcMethods = map[string]grpcMethod{
 	"ManagedResources":  {what: "diff", fields: resourcesQuery},
 	"GetResource":       {what: "manifest", fields: resourceRequest},
 	"PodLogs":           {what: "logs", fields: podLogsQuery},
+	// ApplicationResourceEventsQuery, and ApplicationResourceRequest:
+	// answered with none (noneOf).
+	"ListResourceEvents":  {what: "events", fields: fieldNumbers{name: 1, namespace: 2, resourceName: 3, appNamespace: 5}},
+	"ListResourceActions": {what: "actions", fields: resourceRequest},
+	"ListResourceLinks":   {what: "links", fields: resourceRequest},
 	// ApplicationResourcePatchRequest, ApplicationResourceDeleteRequest,
 	// ResourceActionRunRequest.
 	"PatchResource":     {what: "change", fields: fieldNumbers{name: 1, appNamespace: 9}},
@@ -402,6 +409,8 @@ func oneMessage(raw []byte) ([]byte, int, error) {
 func (p *UIProxy) grpcAnswer(r *http.Request, g *grpcAnswer, c call, m *runsOn) error {
 	ctx := r.Context()
 	switch {
+	case c.what == "events" || c.what == "actions" || c.what == "links":
+		return g.send(nil) // an EventList, ResourceActionsListResponse, LinksResponse of none
 	case c.what == "spec":
 		if err := p.relay(ctx, c, m); err != nil {
 			return err

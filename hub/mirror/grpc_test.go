@@ -227,6 +227,22 @@ func TestUIProxyGRPC(t *testing.T) {
 		t.Errorf("asked %v", hub.asked)
 	}
 
+	// What the API server answers only from its controller's cache: none,
+	// for a mirrored Application; nothing asked.
+	for method, msg := range map[string][]byte{
+		"ListResourceEvents":  fields(1, "web", 2, "web", 3, "demo", 4, "u-1", 5, "fleet-prod"),
+		"ListResourceActions": fields(1, "web", 2, "web", 3, "demo", 4, "v1", 6, "ConfigMap", 7, "fleet-prod"),
+		"ListResourceLinks":   fields(1, "web", 2, "web", 3, "demo", 4, "v1", 6, "ConfigMap", 7, "fleet-prod"),
+	} {
+		if r := callGRPC(t, srv.URL, method, false, "ok", msg); r.status != "0" || len(r.messages) != 1 || len(r.messages[0]) != 0 ||
+			r.header.Get("X-Controller") != "" {
+			t.Errorf("%s: %+v, want one empty message", method, r)
+		}
+	}
+	if len(hub.asked) != 0 {
+		t.Errorf("asked %v", hub.asked)
+	}
+
 	// Passed on as it came.
 	own := fields(1, "own", 7, "fleet-prod")
 	for _, c := range []struct {
@@ -240,6 +256,8 @@ func TestUIProxyGRPC(t *testing.T) {
 		{"DeleteResource", false, fields(1, "own", 9, "fleet-prod"), "HTTP/2.0"},
 		{"Get", false, web, "HTTP/2.0"},
 		{"List", true, web, "HTTP/1.1"},
+		// The mirrored Application's own events, in the mirror cluster.
+		{"ListResourceEvents", false, fields(1, "web", 5, "fleet-prod"), "HTTP/2.0"},
 	} {
 		r := callGRPC(t, srv.URL, c.method, c.web, "ok", c.msg)
 		if want := c.proto + " /" + appService + "/" + c.method + " " + strconv.Itoa(5+len(c.msg)); r.status != "0" || r.header.Get("X-Controller") != want {

@@ -204,6 +204,10 @@ func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case c.what == "tree" && c.stream:
 		p.streamTree(w, r, c, m)
 		return
+	case c.what == "events" || c.what == "actions" || c.what == "links":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, noneOf[c.what])
+		return
 	case c.what == "logs":
 		l, err := p.newLogs(r.Context(), c, m)
 		if err != nil {
@@ -236,6 +240,19 @@ func (p *UIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out) // the client is gone, or has it all
+}
+
+// noneOf are the answers, in Argo CD's shapes, to the calls about a
+// mirrored Application's resources that the API server would answer only
+// from its controller's cache of the Application, which does not
+// reconcile it: there it waits for a refresh that never comes. A
+// resource's events are not relayed from its cluster (docs/mirror.md);
+// its actions are refused here (RunResourceAction), so none are listed;
+// its deep links need its live object on the API server.
+var noneOf = map[string]string{
+	"events":  `{"metadata":{},"items":[]}`,
+	"actions": `{"actions":[]}`,
+	"links":   `{"items":[]}`,
 }
 
 // mirroredOr resolves c's Application for REST call r: where it runs, or
@@ -314,6 +331,15 @@ func restCall(r *http.Request) (call, bool) {
 		c.what = "diff"
 	case "resource":
 		c.what = "manifest"
+	case "resource/actions", "resource/links":
+		c.what = strings.TrimPrefix(sub, "resource/")
+	case "events":
+		// A resource's events; the Application's own, in the mirror
+		// cluster, are the API server's.
+		if q.Get("resourceUID") == "" && q.Get("resourceName") == "" {
+			return c, false
+		}
+		c.what = "events"
 	case "logs":
 		// A Pod's logs: podName, or a resource of kind Pod.
 		c.what = "logs"

@@ -176,6 +176,20 @@ func TestUIProxy(t *testing.T) {
 		{"/api/v1/applications/web/resource-tree?appNamespace=fleet-prod", "stolen", 403, `{"error":"permission denied","message":"permission denied","code":7}`},
 		{"/api/v1/applications/own/resource-tree?appNamespace=fleet-prod", "ok", 200, `"controller's GET /api/v1/applications/own/resource-tree"`},
 		{"/api/v1/applications?appNamespace=fleet-prod", "ok", 200, `"controller's GET /api/v1/applications"`},
+		// What the API server answers only from its controller's cache:
+		// none, for a mirrored Application. Its own events are the API
+		// server's.
+		{"/api/v1/applications/web/events?appNamespace=fleet-prod&resourceUID=u-1&resourceNamespace=web&resourceName=demo", "ok", 200,
+			`{"metadata":{},"items":[]}`},
+		{"/api/v1/applications/web/events?appNamespace=fleet-prod", "ok", 200, `"controller's GET /api/v1/applications/web/events"`},
+		{"/api/v1/applications/own/events?appNamespace=fleet-prod&resourceUID=u-1&resourceName=demo", "ok", 200,
+			`"controller's GET /api/v1/applications/own/events"`},
+		{"/api/v1/applications/web/resource/actions?appNamespace=fleet-prod&namespace=web&resourceName=demo&version=v1&kind=ConfigMap", "ok", 200,
+			`{"actions":[]}`},
+		{"/api/v1/applications/web/resource/links?appNamespace=fleet-prod&namespace=web&resourceName=demo&version=v1&kind=ConfigMap", "ok", 200,
+			`{"items":[]}`},
+		{"/api/v1/applications/web/resource/links?appNamespace=fleet-prod&resourceName=demo", "stolen", 403,
+			`{"error":"permission denied","message":"permission denied","code":7}`},
 		// A Pod's logs: the lines the filter keeps, then the last entry, and
 		// the stream ends.
 		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1&container=app&tailLines=10&filter=GET",

@@ -247,6 +247,41 @@ func buildArgoCD(ctx context.Context, out string) error {
 	return copyDir(filepath.Join(dir, "manifests", "crds"), filepath.Join(out, "crds"), ".yaml")
 }
 
+// buildArgoCDWithUI builds Argo CD's multi-call binary, as buildArgoCD
+// does, from a copy of its module in out whose ui/dist/app is assets, and
+// returns it named argocd-server (so it runs the API server).
+func buildArgoCDWithUI(ctx context.Context, assets, out string) (string, error) {
+	if _, err := os.Stat(filepath.Join(assets, "index.html")); err != nil {
+		return "", fmt.Errorf("%s is not a build of Argo CD's UI: %w", assets, err)
+	}
+	gomod, dir, err := moduleFile(ctx, "github.com/argoproj/argo-cd/v2", ArgoCDVersion)
+	if err != nil {
+		return "", err
+	}
+	replaces, err := replaceBlock(gomod)
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(out, "argo-cd")
+	if err := os.CopyFS(src, os.DirFS(dir)); err != nil {
+		return "", err
+	}
+	app := filepath.Join(src, "ui", "dist", "app")
+	if err := os.RemoveAll(app); err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(app, os.DirFS(assets)); err != nil {
+		return "", err
+	}
+	ld := "-s -w -X github.com/argoproj/argo-cd/v2/common.version=" + strings.TrimPrefix(ArgoCDVersion, "v")
+	if err := goBuild(ctx, out, "github.com/argoproj/argo-cd/v2", ArgoCDVersion, append(replaces, "github.com/argoproj/argo-cd/v2 => "+src), ld,
+		"github.com/argoproj/argo-cd/v2/cmd"); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(out, "bin", "argocd-server")
+	return bin, os.Rename(filepath.Join(out, "bin", "cmd"), bin)
+}
+
 func buildHelm(ctx context.Context, out string) error {
 	return goBuild(ctx, out, "helm.sh/helm/v3", HelmVersion, nil, "-s -w -X helm.sh/helm/v3/internal/version.version="+HelmVersion,
 		"helm.sh/helm/v3/cmd/helm")
