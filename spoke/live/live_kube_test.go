@@ -9,9 +9,11 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,9 +123,24 @@ func syncedApp(t *testing.T, dyn dynamic.Interface) (string, string, *unstructur
 		"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
 		"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
 			"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}}}}}))
+	// Its Pod is bound to a Node whose kubelet answers its container's
+	// log (no container runs here).
+	node := kubetest.Current(t).StartKubelet(t, func(namespace, pod, container string) []kubetest.LogLine {
+		if namespace != ns || pod != "web-5d9-x1" || container != "web" {
+			return nil
+		}
+		return webLog
+	})
 	create(t, dyn, ns, obj("v1", "Pod", ns, "web-5d9-x1", "", rs, map[string]any{"spec": map[string]any{
-		"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}}}))
+		"nodeName": node, "containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}}}))
 	return name, ns, a
+}
+
+// webLog is the log of the container web of the Pod web-5d9-x1.
+var webLog = []kubetest.LogLine{
+	{Time: time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), Text: "started"},
+	{Time: time.Date(2026, 11, 27, 10, 0, 1, 2, time.UTC), Text: "GET /"},
+	{Time: time.Date(2026, 11, 27, 10, 0, 2, 500_000_000, time.UTC), Text: "GET /health"},
 }
 
 // create creates o in ns and returns it as the API server stored it.
@@ -347,12 +364,18 @@ func checkLogs(t *testing.T, s *live.Source, logs *countingLogs, dyn dynamic.Int
 	if logs.calls != 0 {
 		t.Errorf("a refused question called the log endpoint %d times", logs.calls)
 	}
-	// No kubelet runs: the API server answers for the Pod of the tree,
-	// which has no node, without reaching one.
-	got, err := s.Logs(t.Context(), name, live.Ref{Kind: "Pod", Namespace: ns, Name: "web-5d9-x1"}, live.LogOptions{Container: "web", TailLines: 10, Timestamps: true})
-	t.Logf("logs of the tree's pod: %+v, %v", got, err)
-	if logs.calls != 1 {
-		t.Errorf("logs of the tree's pod called the log endpoint %d times; want once", logs.calls)
+	// The API server reads the log from the Pod's Node's kubelet.
+	got, err := s.Logs(t.Context(), name, live.Ref{Kind: "Pod", Namespace: ns, Name: "web-5d9-x1"}, live.LogOptions{Container: "web", TailLines: 2, Timestamps: true})
+	if want := []string{"2026-11-27T10:00:01.000000002Z GET /", "2026-11-27T10:00:02.5Z GET /health"}; err != nil || !slices.Equal(got.Lines, want) ||
+		got.Pod.Name != "web-5d9-x1" {
+		t.Errorf("logs of the tree's pod: %+v, %v; want its last 2 lines with their times, %q", got, err, want)
+	}
+	if got, err := s.Logs(t.Context(), name, live.Ref{Kind: "Pod", Namespace: ns, Name: "web-5d9-x1"}, live.LogOptions{}); err != nil ||
+		!slices.Equal(got.Lines, []string{"started", "GET /", "GET /health"}) {
+		t.Errorf("logs of the tree's pod, without times: %+v, %v", got, err)
+	}
+	if logs.calls != 2 {
+		t.Errorf("logs of the tree's pod called the log endpoint %d times; want twice", logs.calls)
 	}
 	// The endpoint checks the container against the Pod it reached.
 	_, err = s.Logs(t.Context(), name, live.Ref{Kind: "Pod", Namespace: ns, Name: "web-5d9-x1"}, live.LogOptions{Container: "nope"})

@@ -28,8 +28,8 @@ import (
 
 // Env is a running Kubernetes API: etcd, kube-apiserver and
 // kube-controller-manager (garbage collector and namespace controllers only;
-// there is no kubelet, so pods never run). Argo CD runs on it once StartArgoCD
-// is called.
+// there is no kubelet, so pods never run, though StartKubelet answers a
+// Pod's log). Argo CD runs on it once StartArgoCD is called.
 type Env struct {
 	Bin Binaries
 	// Dir holds configuration, data and every process's log.

@@ -41,8 +41,21 @@ func TestLiveQuestionsEndToEnd(t *testing.T) {
 	a := syncedApp(t, e, f, "live-", map[string]string{
 		"app/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n",
 		"app/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: demo\nstringData:\n  password: hunter2\n",
+		"web/deploy.yaml": deploymentYAML,
 	})
 	hubc, url, cluster, name, ns := a.hub, a.url, a.cluster, a.name, a.ns
+
+	// A Deployment's Pod's log, read by the spoke from the API server,
+	// which reads it from the Pod's Node's kubelet.
+	webApp, pod := deploymentApp(t, e, a)
+	var logs live.Logs
+	waitFor(t, time.Minute, "the spoke's tree of the Deployment shows its Pod", func() bool {
+		answer, err := hubc.Logs(t.Context(), cluster, kubetest.ArgoNamespace, webApp, ns, pod, api.LogOptions{Container: "web", TailLines: 2, Timestamps: true}, 0)
+		return err == nil && json.Unmarshal(answer.Answer, &logs) == nil
+	})
+	if want := []string{"2026-11-27T10:00:01.000000002Z GET /", "2026-11-27T10:00:02.5Z GET /health"}; !slices.Equal(logs.Lines, want) {
+		t.Errorf("the Pod's log through the hub: %+v, want %q", logs, want)
+	}
 
 	var tree live.Tree
 	answer, err := hubc.Tree(t.Context(), cluster, kubetest.ArgoNamespace, name, 0)
@@ -219,10 +232,12 @@ func BenchmarkLiveQuestionsOnArgoCD(b *testing.B) {
 	}
 	f := newFixture(b, buildHub(b))
 	a := syncedApp(b, e, f, "bench-", map[string]string{
-		"app/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n",
-		"app/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: demo\nspec:\n  ports:\n  - port: 80\n",
+		"app/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n",
+		"app/svc.yaml":    "apiVersion: v1\nkind: Service\nmetadata:\n  name: demo\nspec:\n  ports:\n  - port: 80\n",
+		"web/deploy.yaml": deploymentYAML,
 	})
 	target := api.LiveTarget{Version: "v1", Kind: "ConfigMap", Namespace: a.ns, Name: "demo"}
+	webApp, pod := deploymentApp(b, e, a)
 	for name, ask := range map[string]func() (*api.LiveAnswer, error){
 		"tree": func() (*api.LiveAnswer, error) {
 			return a.hub.Tree(b.Context(), a.cluster, kubetest.ArgoNamespace, a.name, 10*time.Second)
@@ -233,11 +248,15 @@ func BenchmarkLiveQuestionsOnArgoCD(b *testing.B) {
 		"manifest": func() (*api.LiveAnswer, error) {
 			return a.hub.Manifest(b.Context(), a.cluster, kubetest.ArgoNamespace, a.name, target, 10*time.Second)
 		},
+		"logs": func() (*api.LiveAnswer, error) {
+			return a.hub.Logs(b.Context(), a.cluster, kubetest.ArgoNamespace, webApp, a.ns, pod, api.LogOptions{Container: "web", Timestamps: true},
+				10*time.Second)
+		},
 	} {
 		b.Run(name, func(b *testing.B) {
-			if _, err := ask(); err != nil { // the spoke's first answer warms its reads
-				b.Fatal(err)
-			}
+			// The spoke's first answer warms its reads (and the Pod joins
+			// its Deployment's tree once the spoke's Argo CD lists it).
+			waitFor(b, time.Minute, "a first answer", func() bool { _, err := ask(); return err == nil })
 			for b.Loop() {
 				if _, err := ask(); err != nil {
 					b.Fatal(err)
@@ -245,4 +264,79 @@ func BenchmarkLiveQuestionsOnArgoCD(b *testing.B) {
 			}
 		})
 	}
+}
+
+// deploymentYAML is a Deployment of one Pod of one container, web.
+const deploymentYAML = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - {name: web, image: nginx:1.27}
+`
+
+// webLines is what the container web of deploymentApp's Pod wrote.
+var webLines = []kubetest.LogLine{
+	{Time: time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), Text: "started"},
+	{Time: time.Date(2026, 11, 27, 10, 0, 1, 2, time.UTC), Text: "GET /"},
+	{Time: time.Date(2026, 11, 27, 10, 0, 2, 500_000_000, time.UTC), Text: "GET /health"},
+}
+
+// deploymentApp applies to a's cluster, through the hub, a second
+// Application, a.name+"-web", of the path web/ of a's repository, which
+// must hold deploymentYAML. Once the spoke's Argo CD synced it, it runs
+// the Deployment as its controllers and scheduler would (the environment
+// runs neither, nor a container): a ReplicaSet, and a Pod bound to a Node
+// whose kubelet answers the container's log with webLines. It returns the
+// Application's and the Pod's names.
+func deploymentApp(t testing.TB, e *kubetest.Env, a liveApp) (app, pod string) {
+	t.Helper()
+	app, pod = a.name+"-web", "web-5d9-x1"
+	manifest := strings.Replace(strings.Replace(string(a.manifest), `"path":"app"`, `"path":"web"`, 1), fmt.Sprintf(`"name":%q`, a.name),
+		fmt.Sprintf(`"name":%q`, app), 1)
+	if _, err := a.hub.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{a.cluster}, Manifest: json.RawMessage(manifest)},
+		api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deployments := a.dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(a.ns)
+	var dep *unstructured.Unstructured
+	waitFor(t, 3*time.Minute, "Argo CD on the spoke applies the Deployment", func() bool {
+		var err error
+		dep, err = deployments.Get(t.Context(), "web", metav1.GetOptions{})
+		return err == nil
+	})
+	node := e.StartKubelet(t, func(namespace, p, container string) []kubetest.LogLine {
+		if namespace != a.ns || p != pod || container != "web" {
+			return nil
+		}
+		return webLines
+	})
+	owned := func(apiVersion, kind, name string, owner *unstructured.Unstructured, spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": a.ns, "labels": map[string]any{"app": "web"},
+				"ownerReferences": []any{map[string]any{"apiVersion": owner.GetAPIVersion(), "kind": owner.GetKind(), "name": owner.GetName(),
+					"uid": string(owner.GetUID()), "controller": true}}},
+			"spec": spec}}
+	}
+	containers := []any{map[string]any{"name": "web", "image": "nginx:1.27"}}
+	rs, err := a.dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}).Namespace(a.ns).Create(t.Context(),
+		owned("apps/v1", "ReplicaSet", "web-5d9", dep, map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}, "spec": map[string]any{"containers": containers}}}),
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(a.ns).Create(t.Context(),
+		owned("v1", "Pod", pod, rs, map[string]any{"nodeName": node, "containers": containers}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return app, pod
 }
