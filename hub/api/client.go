@@ -186,18 +186,21 @@ type LogOptions struct {
 	// Timestamps begins each line with the time its container wrote it
 	// (RFC 3339 with nanoseconds) and a space.
 	Timestamps bool
+	// ActAs asks for a user, as a token with actFor grants relays it: the
+	// user's grants decide, and the audit names the user.
+	ActAs *ActAs
 }
 
 // Tree asks a cluster for an Application's live resource tree; timeout
 // (0: the hub's default) bounds the wait.
 func (c *Client) Tree(ctx context.Context, cluster, namespace, name string, timeout time.Duration) (*LiveAnswer, error) {
-	return c.live(ctx, cluster, namespace, name, "tree", timeoutQuery(timeout))
+	return c.live(ctx, cluster, namespace, name, "tree", timeoutQuery(timeout), nil)
 }
 
 // Diff asks a cluster for an Application's managed resources against
 // what its Argo CD last applied (schemas.ApplicationDiff).
 func (c *Client) Diff(ctx context.Context, cluster, namespace, name string, timeout time.Duration) (*LiveAnswer, error) {
-	return c.live(ctx, cluster, namespace, name, "diff", timeoutQuery(timeout))
+	return c.live(ctx, cluster, namespace, name, "diff", timeoutQuery(timeout), nil)
 }
 
 // Manifest asks a cluster for the live object of one resource of an
@@ -209,7 +212,7 @@ func (c *Client) Manifest(ctx context.Context, cluster, namespace, name string, 
 			q.Set(k, v)
 		}
 	}
-	return c.live(ctx, cluster, namespace, name, "manifest", q)
+	return c.live(ctx, cluster, namespace, name, "manifest", q, nil)
 }
 
 // Logs asks a cluster for a Pod's recent log lines; the Pod must be
@@ -232,12 +235,12 @@ func (c *Client) Logs(ctx context.Context, cluster, namespace, name, podNamespac
 	if o.Timestamps {
 		q.Set("timestamps", "true")
 	}
-	return c.live(ctx, cluster, namespace, name, "logs", q)
+	return c.live(ctx, cluster, namespace, name, "logs", q, o.ActAs)
 }
 
-func (c *Client) live(ctx context.Context, cluster, namespace, name, what string, q url.Values) (*LiveAnswer, error) {
+func (c *Client) live(ctx context.Context, cluster, namespace, name, what string, q url.Values, actAs *ActAs) (*LiveAnswer, error) {
 	var out LiveAnswer
-	return &out, c.do(ctx, http.MethodGet, objectPath(KindApplications, cluster, namespace, name)+"/"+what, q, nil, WriteOptions{}, &out)
+	return &out, c.do(ctx, http.MethodGet, objectPath(KindApplications, cluster, namespace, name)+"/"+what, q, nil, WriteOptions{ActAs: actAs}, &out)
 }
 
 func timeoutQuery(d time.Duration) url.Values {

@@ -203,7 +203,7 @@ func TestUIProxyGRPC(t *testing.T) {
 		t.Errorf("PodLogs: entries %v, %v", first, last)
 	}
 	want := "tree prod argocd/web,tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo," +
-		"logs prod argocd/web web/web-1 {Container:app TailLines:5 SinceSeconds:0 Timestamps:true}"
+		"logs prod argocd/web web/web-1 {Container:app TailLines:5 SinceSeconds:0 Timestamps:true} for argocd:alice[team-a]"
 	if got := strings.Join(hub.asked, ","); got != want {
 		t.Errorf("asked %s\nwant  %s", got, want)
 	}

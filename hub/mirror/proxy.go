@@ -521,10 +521,12 @@ type podLog struct {
 }
 
 // logCall is a log call under way: its call, where the Application runs,
-// the Pods it reads, its filter, and when it last asked.
+// the Argo CD user it asks for, the Pods it reads, its filter, and when it
+// last asked.
 type logCall struct {
 	c       call
 	m       *runsOn
+	who     *api.ActAs
 	pods    []*podLog
 	filter  string
 	inverse bool
@@ -532,24 +534,30 @@ type logCall struct {
 	first   []logEntry
 }
 
-// newLogs begins a log call: it resolves c's Pods (c's Pod, or the Pods
-// the cluster's tree shows under c's resource when it is another kind, a
-// Deployment's say, at most maxLogPods) and asks the cluster for their
-// recent lines, which the call gives first. A failure here is the call's
-// answer, before anything of the log is written.
+// newLogs begins a log call, for the Argo CD user of c's credentials once
+// Argo CD's RBAC lets the user get the Application's logs (the hub's
+// grants for that user then decide, and its audit names the user): it
+// resolves c's Pods (c's Pod, or the Pods the cluster's tree shows under
+// c's resource when it is another kind, a Deployment's say, at most
+// maxLogPods) and asks the cluster for their recent lines, which the call
+// gives first. A failure here is the call's answer, before anything of
+// the log is written.
 func (p *UIProxy) newLogs(ctx context.Context, c call, m *runsOn) (*logCall, error) {
 	if c.target.Name == "" {
 		return nil, &api.ResponseError{Status: http.StatusBadRequest, Body: api.Error{
 			Error: "name a Pod (podName), or a resource (kind, group, resourceName) whose Pods' logs to show"}}
 	}
+	who, err := p.argoUser(ctx, c, m, "logs", "get", "a log question")
+	if err != nil {
+		return nil, err
+	}
 	targets := []api.LiveTarget{c.target}
 	if c.target.Kind != "Pod" || c.target.Group != "" {
-		var err error
 		if targets, err = p.podsOf(ctx, c, m); err != nil {
 			return nil, err
 		}
 	}
-	l := &logCall{c: c, m: m}
+	l := &logCall{c: c, m: m, who: who}
 	l.filter, l.inverse = c.filter, false
 	if f, ok := strings.CutPrefix(l.filter, "!"); ok {
 		l.filter, l.inverse = f, true
@@ -557,7 +565,6 @@ func (p *UIProxy) newLogs(ctx context.Context, c call, m *runsOn) (*logCall, err
 	for _, t := range targets {
 		l.pods = append(l.pods, &podLog{pod: t})
 	}
-	var err error
 	l.first, err = p.readLogs(ctx, l, c.logs)
 	return l, err
 }
@@ -566,7 +573,7 @@ func (p *UIProxy) newLogs(ctx context.Context, c call, m *runsOn) (*logCall, err
 // says, with their time stamps, and returns those l has not given yet and
 // its filter keeps, Pod after Pod.
 func (p *UIProxy) readLogs(ctx context.Context, l *logCall, o api.LogOptions) ([]logEntry, error) {
-	o.Timestamps = true
+	o.Timestamps, o.ActAs = true, l.who
 	l.asked = time.Now()
 	var out []logEntry
 	for _, pl := range l.pods {

@@ -69,7 +69,12 @@ func (f *fakeInspector) Logs(_ context.Context, cluster, namespace, name, podNam
 		f.mu.Unlock()
 	}
 	b, _ := json.Marshal(map[string]any{"pod": map[string]string{"kind": "Pod", "namespace": "web", "name": pod}, "lines": lines})
-	return &api.LiveAnswer{Answer: b}, f.note(fmt.Sprintf("logs %s %s/%s %s/%s %+v", cluster, namespace, name, podNamespace, pod, o))
+	asked := fmt.Sprintf("logs %s %s/%s %s/%s", cluster, namespace, name, podNamespace, pod)
+	asked += fmt.Sprintf(" {Container:%s TailLines:%d SinceSeconds:%d Timestamps:%v}", o.Container, o.TailLines, o.SinceSeconds, o.Timestamps)
+	if who := o.ActAs; who != nil {
+		asked += fmt.Sprintf(" for %s:%s%v", who.Source, who.User, who.Groups)
+	}
+	return &api.LiveAnswer{Answer: b}, f.note(asked)
 }
 
 // fakeArgoCD is an Argo CD API server of two Applications in namespace
@@ -114,11 +119,12 @@ func fakeArgoCD(t *testing.T) *httptest.Server {
 				_, _ = io.WriteString(w, `{"loggedIn":false}`)
 			}
 		default:
-			if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/account/can-i/applications/"); ok {
+			if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/account/can-i/"); ok {
 				// alice may anything of project shop's Applications in
-				// fleet-prod; carol nothing.
+				// fleet-prod (their logs too); carol nothing.
 				v := "no"
-				if _, obj, _ := strings.Cut(rest, "/"); tok == "ok" && strings.HasPrefix(obj, "shop/fleet-prod/") {
+				resource, rest, _ := strings.Cut(rest, "/")
+				if _, obj, _ := strings.Cut(rest, "/"); tok == "ok" && (resource == "applications" || resource == "logs") && strings.HasPrefix(obj, "shop/fleet-prod/") {
 					v = "yes"
 				}
 				_, _ = io.WriteString(w, `{"value":"`+v+`"}`)
@@ -209,6 +215,15 @@ func TestUIProxy(t *testing.T) {
 		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web", "ok", 400,
 			`{"code":3,"error":"name a Pod (podName), or a resource (kind, group, resourceName) whose Pods' logs to show",` +
 				`"message":"name a Pod (podName), or a resource (kind, group, resourceName) whose Pods' logs to show"}`},
+		// Logs are asked for the Argo CD user, whom Argo CD's RBAC must
+		// let get them: carol may not, and a session with no user is no
+		// one. Nothing is asked.
+		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1", "viewer", 403,
+			`{"code":7,"error":"permission denied: Argo CD's RBAC does not let carol get logs, shop/fleet-prod/web",` +
+				`"message":"permission denied: Argo CD's RBAC does not let carol get logs, shop/fleet-prod/web"}`},
+		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&kind=Deployment&group=apps&resourceName=web", "anonymous", 401,
+			`{"code":16,"error":"Argo CD's session names no user: a log question of a mirrored Application is made for the Argo CD user who asks it; log in to Argo CD",` +
+				`"message":"Argo CD's session names no user: a log question of a mirrored Application is made for the Argo CD user who asks it; log in to Argo CD"}`},
 		{"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1", "stolen", 403,
 			`{"error":"permission denied","message":"permission denied","code":7}`},
 	} {
@@ -241,10 +256,10 @@ func TestUIProxy(t *testing.T) {
 		t.Errorf("a resource of an Application that is not mirrored: %d %s, want passed on", status, body)
 	}
 	want := "tree prod argocd/web,diff prod argocd/web,manifest prod argocd/web /v1/ConfigMap web/demo," +
-		"logs prod argocd/web web/web-1 {Container:app TailLines:10 SinceSeconds:0 Timestamps:true}," +
-		"logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60 Timestamps:true}," +
-		"tree prod argocd/web,logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:0 Timestamps:true}," +
-		"logs prod argocd/web web/web-2 {Container: TailLines:0 SinceSeconds:0 Timestamps:true},tree prod argocd/web"
+		"logs prod argocd/web web/web-1 {Container:app TailLines:10 SinceSeconds:0 Timestamps:true} for argocd:alice[team-a]," +
+		"logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60 Timestamps:true} for argocd:alice[team-a]," +
+		"tree prod argocd/web,logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:0 Timestamps:true} for argocd:alice[team-a]," +
+		"logs prod argocd/web web/web-2 {Container: TailLines:0 SinceSeconds:0 Timestamps:true} for argocd:alice[team-a],tree prod argocd/web"
 	if got := strings.Join(hub.asked, ","); got != want {
 		t.Errorf("asked %s\nwant  %s", got, want)
 	}
@@ -491,14 +506,14 @@ func TestUIProxyFollowsLogs(t *testing.T) {
 	hub.mu.Lock()
 	asked := slices.Clone(hub.asked)
 	hub.mu.Unlock()
-	if len(asked) < 4 || asked[0] != "logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60 Timestamps:true}" {
+	if len(asked) < 4 || asked[0] != "logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60 Timestamps:true} for argocd:alice[team-a]" {
 		t.Fatalf("asked %q, want the first question as the caller's", asked)
 	}
 	for _, a := range asked[1:4] {
 		// The time since the last question (10 ms and the question's) and
 		// the margin, in whole seconds up.
 		var since int
-		if _, err := fmt.Sscanf(a, "logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:%d Timestamps:true}", &since); err != nil ||
+		if _, err := fmt.Sscanf(a, "logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:%d Timestamps:true} for argocd:alice[team-a]", &since); err != nil ||
 			since < 11 || since > 20 {
 			t.Errorf("asked again %q, want the lines of 11 s back (or a few more on a slow machine)", a)
 		}

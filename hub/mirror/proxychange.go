@@ -60,31 +60,18 @@ func (p *UIProxy) relay(ctx context.Context, c call, m *runsOn) (err error) {
 		return refusal(http.StatusForbidden, fmt.Sprintf("%s is owned by cluster %s (autonomous mode): it changes only there; "+
 			"argosy app adopt %s --cluster %s hands it to the hub", c.name, m.cluster, c.name, m.cluster))
 	}
-	var who userInfo
-	if err := p.argoGet(ctx, "/api/v1/session/userinfo", c.creds, &who); err != nil {
+	who, err := p.argoUser(ctx, c, m, "applications", argoAction[c.what], "a change")
+	if err != nil {
 		return err
 	}
-	if !who.LoggedIn || who.Username == "" {
-		return refusal(http.StatusUnauthorized, "Argo CD's session names no user: a change of a mirrored Application is made for "+
-			"the Argo CD user who asks it; log in to Argo CD")
-	}
-	action := argoAction[c.what]
-	var can struct{ Value string }
-	obj := m.project + "/" + m.appNamespace + "/" + c.name
-	if err := p.argoGet(ctx, "/api/v1/account/can-i/applications/"+action+"/"+obj, c.creds, &can); err != nil {
-		return err
-	}
-	if can.Value != "yes" {
-		return refusal(http.StatusForbidden, fmt.Sprintf("permission denied: Argo CD's RBAC does not let %s %s applications, %s", who.Username, action, obj))
-	}
-	o := api.WriteOptions{ActAs: &api.ActAs{Source: "argocd", User: who.Username, Groups: who.Groups}}
+	o := api.WriteOptions{ActAs: who}
 	defer func() {
 		if err != nil { // the hub's refusal, or its failure: written on the object
 			msg := err.Error()
 			if re := (*api.ResponseError)(nil); errors.As(err, &re) {
 				msg = re.Body.Error
 			}
-			p.refusals.Add(m.appNamespace, c.name, fmt.Sprintf("argocd:%s's %s was refused: %s", who.Username, c.what, msg))
+			p.refusals.Add(m.appNamespace, c.name, fmt.Sprintf("argocd:%s's %s was refused: %s", who.User, c.what, msg))
 		}
 	}()
 	switch c.what {
@@ -185,6 +172,32 @@ func (c call) manifest(m *runsOn) (json.RawMessage, error) {
 }
 
 // refusal is the proxy's own refusal of a change, as the hub's are.
+// argoUser asks the API server, with c's credentials, who the session's
+// user is, and whether Argo CD's RBAC lets it do action on resource
+// ("applications", "logs") of the mirrored Application at m: the user, as
+// the hub is asked for it, or the refusal (401 when the session names no
+// user, so an Argo CD with authentication off lets nobody; 403 when the
+// RBAC says no). what names the call in the 401's words.
+func (p *UIProxy) argoUser(ctx context.Context, c call, m *runsOn, resource, action, what string) (*api.ActAs, error) {
+	var who userInfo
+	if err := p.argoGet(ctx, "/api/v1/session/userinfo", c.creds, &who); err != nil {
+		return nil, err
+	}
+	if !who.LoggedIn || who.Username == "" {
+		return nil, refusal(http.StatusUnauthorized, "Argo CD's session names no user: "+what+" of a mirrored Application is made for "+
+			"the Argo CD user who asks it; log in to Argo CD")
+	}
+	var can struct{ Value string }
+	obj := m.project + "/" + m.appNamespace + "/" + c.name
+	if err := p.argoGet(ctx, "/api/v1/account/can-i/"+resource+"/"+action+"/"+obj, c.creds, &can); err != nil {
+		return nil, err
+	}
+	if can.Value != "yes" {
+		return nil, refusal(http.StatusForbidden, fmt.Sprintf("permission denied: Argo CD's RBAC does not let %s %s %s, %s", who.Username, action, resource, obj))
+	}
+	return &api.ActAs{Source: "argocd", User: who.Username, Groups: who.Groups}, nil
+}
+
 func refusal(status int, msg string) error {
 	return &api.ResponseError{Status: status, Body: api.Error{Error: msg}}
 }

@@ -19,7 +19,9 @@ import (
 // StartArgoCDServerWithLogin starts another Argo CD API server, as
 // StartArgoCDServer does but with authentication on: users (name to
 // password) are local accounts that may log in, and policy is its RBAC
-// (argocd-rbac-cm's policy.csv; no default role). It returns its address.
+// (argocd-rbac-cm's policy.csv; no default role), logs included (Argo CD
+// 2's server.rbac.log.enforce.enable: without it, whoever may get an
+// Application may read its logs). It returns its address.
 // The accounts and the policy are the namespace's, which the server
 // without authentication ignores.
 func (e *Env) StartArgoCDServerWithLogin(ctx context.Context, users map[string]string, policy string) (string, error) {
@@ -30,7 +32,7 @@ func (e *Env) StartArgoCDServerWithLogin(ctx context.Context, users map[string]s
 	if err != nil {
 		return "", err
 	}
-	accounts, secrets := map[string]any{}, map[string]any{}
+	accounts, secrets := map[string]any{"server.rbac.log.enforce.enable": "true"}, map[string]any{}
 	for u, pw := range users {
 		h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
 		if err != nil {

@@ -46,14 +46,16 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 	token := f.newToken("mirror", "viewer")
 	f.grant("mirror", []auth.KubernetesGrant{{ArgoCDUser: "alice", Role: auth.RoleDeployer}, {ArgoCDUser: "bob", Role: auth.RoleViewer},
 		{User: "alice", Role: auth.RoleAdmin}}) // a Kubernetes user of the same name counts for nothing here
-	a := syncedApp(t, e, f, "u-", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
+	a := syncedApp(t, e, f, "u-", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n",
+		"web/deploy.yaml": deploymentYAML})
 	tokenFile := filepath.Join(f.dir, "mirror-token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const password = "correct horse battery"
 	server, err := e.StartArgoCDServerWithLogin(t.Context(), map[string]string{"alice": password, "bob": password, "mallory": password},
-		"p, role:ops, applications, *, *, allow\np, role:ops, projects, get, *, allow\np, role:reader, applications, get, *, allow\n"+
+		"p, role:ops, applications, *, *, allow\np, role:ops, projects, get, *, allow\np, role:ops, logs, get, *, allow\n"+
+			"p, role:reader, applications, get, *, allow\n"+
 			"g, alice, role:ops\ng, bob, role:ops\ng, mallory, role:reader\n")
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +161,40 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 		t.Errorf("alice's refresh through the UI's API: %s", resp.Status)
 	}
 
-	waitFor(t, time.Minute, "the audit to name argocd:alice via the mirror for each change", func() bool {
+	// A Deployment's Pods' log, as the UI's logs tab of the Deployment
+	// asks it, for the Argo CD user: mallory may not get logs in Argo CD,
+	// bob may there and not in the hub (a viewer); alice reads the lines
+	// the filter keeps, from the cluster's kubelet, through the hub and
+	// the spoke.
+	webApp, _ := deploymentApp(t, e, a)
+	waitFor(t, 2*time.Minute, "the Deployment's Application mirrored", func() bool {
+		_, err := mirrored.Get(t.Context(), webApp, metav1.GetOptions{})
+		return err == nil
+	})
+	logs := func(user string) ([]byte, []byte, error) {
+		return argocdCLIAs(t, e, proxy, tokens[user], "app", "logs", mirrorNS+"/"+webApp, "--group", "apps", "--kind", "Deployment", "--name", "web",
+			"--namespace", a.ns, "--filter", "GET")
+	}
+	var out, stderr []byte
+	// The Pod joins the Deployment's tree once the spoke's Argo CD lists
+	// the Deployment among the Application's resources.
+	waitFor(t, time.Minute, "alice's argocd app logs of the Deployment", func() bool {
+		out, stderr, err = logs("alice")
+		return err == nil && len(out) > 0
+	})
+	if string(out) != "GET /\nGET /health\n" {
+		t.Errorf("alice's argocd app logs of the Deployment: %v\n%s%s", err, out, stderr)
+	}
+	for user, want := range map[string]string{
+		"mallory": "Argo CD's RBAC does not let mallory get logs",
+		"bob":     "role viewer",
+	} {
+		if out, stderr, err := logs(user); err == nil || len(out) != 0 || !strings.Contains(string(stderr), want) {
+			t.Errorf("%s's argocd app logs: %v\n%s%s\nwant refused: %s", user, err, out, stderr, want)
+		}
+	}
+
+	waitFor(t, time.Minute, "the audit to name argocd:alice via the mirror for each change and the log question", func() bool {
 		var audit struct {
 			Items []struct {
 				Kind, Name, Via, Outcome string
@@ -174,7 +209,8 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 				n[it.Name]++
 			}
 		}
-		return n["applications.operate"] == 3 && n["applications.apply"] == 2 // the sync and two refreshes; the spec edit and the patch
+		// The sync and two refreshes; the spec edit and the patch.
+		return n["applications.operate"] == 3 && n["applications.apply"] == 2 && n["applications.logs"] >= 1
 	})
 
 	if out, stderr, err := argocdCLIAs(t, e, proxy, tokens["alice"], "app", "delete", app, "--yes"); err != nil {
