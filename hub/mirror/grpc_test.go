@@ -299,13 +299,7 @@ func TestUIProxyGRPCCompressed(t *testing.T) {
 func TestUIProxyWatchesTheTree(t *testing.T) {
 	argo := fakeArgoCD(t)
 	hub := &fakeInspector{}
-	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.every = 10 * time.Millisecond
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
+	srv := streamingProxy(t, argo, hub)
 	hub.errAfter = 3 // the fourth question fails, which ends the stream
 	hub.err = &api.ResponseError{Status: http.StatusGatewayTimeout, Body: api.Error{Error: "no answer"}}
 	r := callGRPC(t, srv.URL, "WatchResourceTree", true, "ok", fields(1, "web", 7, "fleet-prod"))

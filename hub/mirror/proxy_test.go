@@ -271,12 +271,10 @@ func TestUIProxy(t *testing.T) {
 	}
 }
 
-// TestUIProxyStreamsTheTree: the tree's stream sends the cluster's tree as
-// Argo CD's server-sent events, again after each interval, and ends with
-// an error event when a question fails.
-func TestUIProxyStreamsTheTree(t *testing.T) {
-	argo := fakeArgoCD(t)
-	hub := &fakeInspector{}
+// streamingProxy serves a UIProxy of argo that asks hub, and asks a
+// stream's question again every 10 ms.
+func streamingProxy(t *testing.T, argo *httptest.Server, hub *fakeInspector) *httptest.Server {
+	t.Helper()
 	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -284,6 +282,16 @@ func TestUIProxyStreamsTheTree(t *testing.T) {
 	p.every = 10 * time.Millisecond
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestUIProxyStreamsTheTree: the tree's stream sends the cluster's tree as
+// Argo CD's server-sent events, again after each interval, and ends with
+// an error event when a question fails.
+func TestUIProxyStreamsTheTree(t *testing.T) {
+	argo := fakeArgoCD(t)
+	hub := &fakeInspector{}
+	srv := streamingProxy(t, argo, hub)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/v1/stream/applications/web/resource-tree?appNamespace=fleet-prod", nil)
@@ -460,13 +468,7 @@ func TestUIProxyFollowsLogs(t *testing.T) {
 		}
 		return lines
 	}}
-	p, err := NewUIProxy(argo.URL, argo.Client(), hub, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.every = 10 * time.Millisecond
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
+	srv := streamingProxy(t, argo, hub)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet,

@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/argosyproj/argosy/internal/testenv/browsertest"
 )
 
 // axeSource reads the vendored axe-core and checks it against the
@@ -172,12 +174,12 @@ func checkAccessibility(t *testing.T, admin, anon context.Context, url string) {
 	if err := chromedp.Run(admin, chromedp.Navigate(url+"/"), chromedp.WaitVisible("#fleet", chromedp.ByID)); err != nil {
 		t.Fatal(err)
 	}
-	screenshot(t, admin, "fleet-dark")
+	browsertest.Screenshot(t, admin, "fleet-dark")
 	look(t, admin, views[2])
 	if err := chromedp.Run(admin, chromedp.Navigate(url+"/"), chromedp.WaitVisible("#fleet", chromedp.ByID)); err != nil {
 		t.Fatal(err)
 	}
-	screenshot(t, admin, "fleet-narrow")
+	browsertest.Screenshot(t, admin, "fleet-narrow")
 }
 
 // keyOf is a JavaScript function naming a control by what a keyboard user

@@ -226,23 +226,6 @@ func waitPage(t *testing.T, ctx context.Context, url, what, check string) {
 
 const fleetNames = `[...document.querySelectorAll('#fleet tbody tr[data-cluster]')].map(r => r.dataset.cluster)`
 
-// screenshot saves the page as docs/screenshots/NAME.png when
-// ARGOSY_SCREENSHOTS names that directory.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	dir := os.Getenv("ARGOSY_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
-	var png []byte
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestDashboardInBrowser drives the dashboard in Chromium against a real
 // hub and projector over the real broker, with four simulated clusters of
 // which one goes away.
@@ -300,7 +283,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !slices.Equal(others, []string{"Connected", "Connected", "Connected"}) {
 			t.Errorf("the running clusters show %v", others)
 		}
-		screenshot(t, admin, "fleet")
+		browsertest.Screenshot(t, admin, "fleet")
 	})
 
 	t.Run("filter", func(t *testing.T) {
@@ -368,7 +351,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		// does not.
 		waitPage(t, admin, app, "N of 4 converged and 1 Stale",
 			`/^[0-3] of 4 clusters converged/.test(document.querySelector('#progress').textContent) && document.querySelector('#progress').textContent.includes('1 Stale')`)
-		screenshot(t, admin, "application")
+		browsertest.Screenshot(t, admin, "application")
 		var toast string
 		if err := chromedp.Run(admin, chromedp.Click(`tr[data-cluster="sim-001"] button.op-sync`, chromedp.ByQuery),
 			chromedp.WaitVisible("#toast.show", chromedp.ByQuery), chromedp.Text("#toast", &toast, chromedp.ByID)); err != nil {
@@ -386,7 +369,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if actor != "admin" {
 			t.Errorf("the operation's actor is %q, want admin", actor)
 		}
-		screenshot(t, admin, "audit")
+		browsertest.Screenshot(t, admin, "audit")
 	})
 
 	t.Run("live resources from the app page", func(t *testing.T) {
@@ -401,7 +384,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if len(kinds) < 4 || kinds[0] != "Deployment" || kinds[1] != "ReplicaSet" || kinds[2] != "Pod" {
 			t.Errorf("tree rows %v, want the Deployment, its ReplicaSet and Pod first", kinds)
 		}
-		screenshot(t, admin, "tree")
+		browsertest.Screenshot(t, admin, "tree")
 		// From the tree, the diff: the simulated resources as applied.
 		var summary string
 		if err := chromedp.Run(admin, chromedp.Click("#diff-link", chromedp.ByID), chromedp.WaitVisible(`#diff tr[data-kind="Deployment"]`, chromedp.ByQuery),
@@ -474,7 +457,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if toast != "placement argocd/podinfo saved: generation 2" {
 			t.Fatalf("toast %q", toast)
 		}
-		screenshot(t, admin, "placements")
+		browsertest.Screenshot(t, admin, "placements")
 		// Saving from a stale generation is a conflict, and writes nothing.
 		if err := chromedp.Run(admin, chromedp.Evaluate(`document.querySelector('#p-generation').value = '1'`, nil),
 			chromedp.Click("#p-save", chromedp.ByID)); err != nil {
@@ -518,7 +501,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if js["by"] != "cluster" {
 			t.Errorf("the JSON download: %v", js)
 		}
-		screenshot(t, admin, "reports")
+		browsertest.Screenshot(t, admin, "reports")
 	})
 
 	t.Run("cluster page", func(t *testing.T) {

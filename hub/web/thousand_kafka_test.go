@@ -87,11 +87,11 @@ func TestDashboardAtThousandClusters(t *testing.T) {
 			checkLoaded(t, bctx, what, v, axe)
 			switch {
 			case v == views[0] && p.shot != "":
-				screenshot(t, bctx, p.shot)
+				browsertest.Screenshot(t, bctx, p.shot)
 			case p.path == "/" && v == views[1]:
-				screenshot(t, bctx, "fleet-dark-1000")
+				browsertest.Screenshot(t, bctx, "fleet-dark-1000")
 			case p.path == "/" && v == views[2]:
-				screenshot(t, bctx, "fleet-narrow-1000")
+				browsertest.Screenshot(t, bctx, "fleet-narrow-1000")
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -124,4 +125,24 @@ func removeProfile(t testing.TB, dir string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Errorf("removing the browser profile: %v", err)
+}
+
+// EnvScreenshots names the directory Screenshot saves pages in.
+const EnvScreenshots = "ARGOSY_SCREENSHOTS"
+
+// Screenshot saves ctx's page, whole, as NAME.png in the directory
+// $ARGOSY_SCREENSHOTS names, and does nothing when it is not set.
+func Screenshot(t testing.TB, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv(EnvScreenshots)
+	if dir == "" {
+		return
+	}
+	var png []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/internal/testenv/browsertest"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
-	"github.com/argosyproj/argosy/internal/testenv/testproc"
 )
 
 // EnvArgoCDUI names a build of Argo CD's web UI (the ui/dist/app of its
@@ -70,12 +69,7 @@ func TestStockArgoCDUIShowsTheFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := testproc.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	f.startMirror(e, a.url, tokenFile, "--ui-proxy-address", proxy, "--argocd-server", "http://"+server)
+	proxy, _ := f.startMirrorProxy(e, a.url, tokenFile, server)
 	mirrored := a.dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS)
 	waitMirrored(t, mirrored, a.name, a.commit)
 	waitMirrored(t, mirrored, "web", a.commit)
@@ -153,7 +147,7 @@ func TestStockArgoCDUIShowsTheFleet(t *testing.T) {
 	}
 	waitText("the applications page", ".applications-list", a.name, "web", "Synced", "Healthy")
 	time.Sleep(time.Second) // the tiles' icons settle
-	screenshot(t, ctx, "argocd-ui-applications")
+	browsertest.Screenshot(t, ctx, "argocd-ui-applications")
 
 	if err := chromedp.Run(ctx, chromedp.Navigate(fmt.Sprintf("%s/applications/%s/%s?view=tree&resource=", ui, mirrorNS, a.name))); err != nil {
 		t.Fatal(err)
@@ -170,7 +164,7 @@ func TestStockArgoCDUIShowsTheFleet(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	dismissNotices(t, ctx)
-	screenshot(t, ctx, "argocd-ui-tree")
+	browsertest.Screenshot(t, ctx, "argocd-ui-tree")
 	if after := inspected(); after <= before {
 		t.Errorf("the hub answered %v live questions while the UI drew the tree, want some: the UI's calls did not reach the clusters through the proxy", after-before)
 	}
@@ -183,7 +177,7 @@ func TestStockArgoCDUIShowsTheFleet(t *testing.T) {
 	waitText("the live manifest", ".sliding-panel", "hello from the cluster")
 	time.Sleep(time.Second)
 	dismissNotices(t, ctx)
-	screenshot(t, ctx, "argocd-ui-manifest")
+	browsertest.Screenshot(t, ctx, "argocd-ui-manifest")
 }
 
 // dismissNotices closes the page's notices, after logging them. Here the
@@ -200,21 +194,5 @@ func dismissNotices(t *testing.T, ctx context.Context) {
 	if notices != "" {
 		t.Logf("the page's notices, closed: %s", notices)
 		time.Sleep(time.Second) // they fade
-	}
-}
-
-// screenshot saves the page as NAME.png in ARGOSY_SCREENSHOTS, when set.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	dir := os.Getenv("ARGOSY_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
-	var png []byte
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@
 package cli_test
 
 import (
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/argosyproj/argosy/hub/auth"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
-	"github.com/argosyproj/argosy/internal/testenv/testproc"
 )
 
 // TestArgoCDUsersChangeThroughTheProxy runs the real mirror's UI proxy in
@@ -60,17 +58,7 @@ func TestArgoCDUsersChangeThroughTheProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := testproc.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	m := f.startMirror(e, a.url, tokenFile, "--ui-proxy-address", proxy, "--argocd-server", "http://"+server)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the mirror's log:\n%s", m.LogTail())
-		}
-	})
+	proxy, _ := f.startMirrorProxy(e, a.url, tokenFile, server)
 	mirrorNS := "mirror-" + a.cluster
 	waitMirrored(t, a.dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS), a.name, a.commit)
 	tokens := map[string]string{}

@@ -67,17 +67,7 @@ func TestMirrorIntoArgoCD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := testproc.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	m := f.startMirror(e, url, tokenFile, "--ui-proxy-address", proxy, "--argocd-server", "http://"+server)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the mirror's log:\n%s", m.LogTail())
-		}
-	})
+	proxy, m := f.startMirrorProxy(e, url, tokenFile, server)
 	got := waitMirrored(t, mirrored, name, commit)
 	for k, want := range map[string]string{mirror.AnnotationSkipReconcile: "true", mirror.AnnotationOwner: mirror.OwnerHub,
 		mirror.AnnotationNamespace: kubetest.ArgoNamespace} {
@@ -374,6 +364,25 @@ func (f *fixture) startMirror(e *kubetest.Env, hubURL, tokenFile string, extra .
 		}
 	})
 	return p
+}
+
+// startMirrorProxy starts the mirror as startMirror does, with its UI
+// proxy of the Argo CD API server at argocd, and returns the proxy's
+// address. The mirror's log is shown if the test fails.
+func (f *fixture) startMirrorProxy(e *kubetest.Env, hubURL, tokenFile, argocd string) (string, *testproc.Proc) {
+	f.t.Helper()
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	proxy := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	m := f.startMirror(e, hubURL, tokenFile, "--ui-proxy-address", proxy, "--argocd-server", "http://"+argocd)
+	f.t.Cleanup(func() {
+		if f.t.Failed() {
+			f.t.Logf("the mirror's log:\n%s", m.LogTail())
+		}
+	})
+	return proxy, m
 }
 
 // configEnd is the sum of the end offsets of the fixture's config topic.
