@@ -323,7 +323,8 @@ type QueryAnswered struct {
 	// lines went).
 	Truncated bool `json:"truncated,omitempty"`
 	// Answer is, for a tree, Argo CD's ApplicationTree; for a manifest,
-	// the object (a Secret's values masked); for logs, {"lines": [...]}.
+	// the object (a Secret's values masked); for logs, {"lines": [...]},
+	// and "timestamps": true when each line begins with its time.
 	Answer json.RawMessage `json:"answer,omitempty"`
 }
 

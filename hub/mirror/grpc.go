@@ -125,7 +125,7 @@ func (p *UIProxy) serveGRPC(w http.ResponseWriter, r *http.Request) {
 	case status != http.StatusOK:
 		g.finish(grpcCode(status), argoMessage(body))
 		return
-	case m == nil, c.what == "events" && c.target.Name == "":
+	case m == nil, c.what == "events" && c.target.Name == "" && c.uid == "":
 		// Not a mirrored Application: the controller's. Or its own
 		// events, in the mirror cluster: the API server's.
 		r.Body = io.NopCloser(bytes.NewReader(raw))
@@ -175,7 +175,7 @@ type grpcMethod struct {
 // fieldNumbers are the numbers of a message's fields; 0 is none.
 type fieldNumbers struct {
 	name, appNamespace, namespace, resourceName, version, group, kind, podName, container,
-	sinceSeconds, tailLines, filter, follow protowire.Number
+	sinceSeconds, tailLines, filter, follow, uid protowire.Number
 	// A change's: the revision, dry run, prune, history id, cascade, the
 	// resources a sync names, and a new spec (an ApplicationSpec).
 	revision, dryRun, prune, id, cascade, resources, spec protowire.Number
@@ -206,7 +206,7 @@ var grpcMethods = map[string]grpcMethod{
 	"PodLogs":           {what: "logs", fields: podLogsQuery},
 	// ApplicationResourceEventsQuery, and ApplicationResourceRequest:
 	// answered with none (noneOf).
-	"ListResourceEvents":  {what: "events", fields: fieldNumbers{name: 1, namespace: 2, resourceName: 3, appNamespace: 5}},
+	"ListResourceEvents":  {what: "events", fields: fieldNumbers{name: 1, namespace: 2, resourceName: 3, uid: 4, appNamespace: 5}},
 	"ListResourceActions": {what: "actions", fields: resourceRequest},
 	"ListResourceLinks":   {what: "links", fields: resourceRequest},
 	// ApplicationResourcePatchRequest, ApplicationResourceDeleteRequest,
@@ -246,7 +246,7 @@ func decodeCall(msg []byte, m grpcMethod) (call, error) {
 	for n, p := range map[protowire.Number]*string{f.name: &c.name, f.appNamespace: &c.appNamespace, f.namespace: &c.target.Namespace,
 		f.resourceName: &c.target.Name, f.version: &c.target.Version, f.group: &c.target.Group, f.kind: &c.target.Kind,
 		f.podName: &pod, f.container: &c.logs.Container, f.filter: &c.filter, f.revision: &c.op.Revision,
-		f.refresh: &c.op.RefreshType, f.patch: &c.patch, f.patchType: &c.patchType} {
+		f.refresh: &c.op.RefreshType, f.patch: &c.patch, f.patchType: &c.patchType, f.uid: &c.uid} {
 		if n != 0 {
 			str[n] = p
 		}

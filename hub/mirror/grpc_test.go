@@ -229,12 +229,17 @@ func TestUIProxyGRPC(t *testing.T) {
 
 	// What the API server answers only from its controller's cache: none,
 	// for a mirrored Application; nothing asked.
-	for method, msg := range map[string][]byte{
-		"ListResourceEvents":  fields(1, "web", 2, "web", 3, "demo", 4, "u-1", 5, "fleet-prod"),
-		"ListResourceActions": fields(1, "web", 2, "web", 3, "demo", 4, "v1", 6, "ConfigMap", 7, "fleet-prod"),
-		"ListResourceLinks":   fields(1, "web", 2, "web", 3, "demo", 4, "v1", 6, "ConfigMap", 7, "fleet-prod"),
+	for _, c := range []struct {
+		method string
+		msg    []byte
+	}{
+		{"ListResourceEvents", fields(1, "web", 2, "web", 3, "demo", 4, "u-1", 5, "fleet-prod")},
+		{"ListResourceEvents", fields(1, "web", 4, "u-1", 5, "fleet-prod")}, // the resource named by its uid alone
+		{"ListResourceActions", fields(1, "web", 2, "web", 3, "demo", 4, "v1", 6, "ConfigMap", 7, "fleet-prod")},
+		{"ListResourceLinks", fields(1, "web", 2, "web", 3, "demo", 4, "v1", 6, "ConfigMap", 7, "fleet-prod")},
 	} {
-		if r := callGRPC(t, srv.URL, method, false, "ok", msg); r.status != "0" || len(r.messages) != 1 || len(r.messages[0]) != 0 ||
+		method := c.method
+		if r := callGRPC(t, srv.URL, method, false, "ok", c.msg); r.status != "0" || len(r.messages) != 1 || len(r.messages[0]) != 0 ||
 			r.header.Get("X-Controller") != "" {
 			t.Errorf("%s: %+v, want one empty message", method, r)
 		}

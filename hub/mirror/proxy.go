@@ -133,6 +133,8 @@ type call struct {
 	// after the first answer as well, until the caller goes.
 	filter string
 	follow bool
+	// uid is the resource's, for a call about its events.
+	uid string
 	// creds are the caller's credentials, for the API server's GET.
 	creds http.Header
 
@@ -493,10 +495,13 @@ type logEntry struct {
 	at           time.Time
 }
 
-// podLogs is the cluster's answer to a log question.
+// podLogs is the cluster's answer to a log question: whether its lines
+// begin with their time stamps, and whether the agent cut older ones.
 type podLogs struct {
-	Pod   struct{ Name string } `json:"pod"`
-	Lines []string              `json:"lines"`
+	Pod        struct{ Name string } `json:"pod"`
+	Lines      []string              `json:"lines"`
+	Timestamps bool                  `json:"timestamps"`
+	Truncated  bool                  `json:"truncated"`
 }
 
 // maxLogPods bounds how many Pods' logs one call about an owner of Pods
@@ -510,19 +515,21 @@ const maxLogPods = 10
 const followMargin = liveTimeout
 
 // podLog is where a log call stands with one Pod: whether it gave the
-// first answer, the time of the newest line it gave, and the lines of
-// that time it gave (a line of the same time read again is not given
-// twice).
+// first answer, when it last asked the cluster, the time of the newest
+// line it gave, and how many lines of that time it gave of each content
+// (a line of that time read again is not given twice, and a line written
+// twice at that time is given twice).
 type podLog struct {
 	pod    api.LiveTarget
 	given  bool
+	asked  time.Time
 	newest time.Time
-	atNew  map[string]bool
+	atNew  map[string]int
 }
 
 // logCall is a log call under way: its call, where the Application runs,
-// the Argo CD user it asks for, the Pods it reads, its filter, and when it
-// last asked.
+// the Argo CD user it asks for, the Pods it reads, its filter, and the
+// lines it gives first.
 type logCall struct {
 	c       call
 	m       *runsOn
@@ -530,7 +537,6 @@ type logCall struct {
 	pods    []*podLog
 	filter  string
 	inverse bool
-	asked   time.Time
 	first   []logEntry
 }
 
@@ -565,18 +571,32 @@ func (p *UIProxy) newLogs(ctx context.Context, c call, m *runsOn) (*logCall, err
 	for _, t := range targets {
 		l.pods = append(l.pods, &podLog{pod: t})
 	}
-	l.first, err = p.readLogs(ctx, l, c.logs)
+	l.first, err = p.readLogs(ctx, l, false)
 	return l, err
 }
 
-// readLogs asks the cluster for the lines of each of l's Pods that o
-// says, with their time stamps, and returns those l has not given yet and
-// its filter keeps, Pod after Pod.
-func (p *UIProxy) readLogs(ctx context.Context, l *logCall, o api.LogOptions) ([]logEntry, error) {
-	o.Timestamps, o.ActAs = true, l.who
-	l.asked = time.Now()
+// followTail is how many of the newest lines a followed log's later
+// questions ask for: the hub's most. Their window is the time since the
+// Pod's last question and followMargin, so the caller's tail, which
+// Argo CD too applies only to the first lines, would drop what was
+// written within it.
+const followTail = 100_000
+
+// readLogs asks the cluster for the lines of each of l's Pods, with their
+// time stamps: those c's options say, or, when following, those written
+// since the Pod's last question (and followMargin before), and returns
+// those l has not given yet and its filter keeps, Pod after Pod. A Pod
+// whose answer the agent cut to its bound gets an entry that says so.
+func (p *UIProxy) readLogs(ctx context.Context, l *logCall, following bool) ([]logEntry, error) {
 	var out []logEntry
 	for _, pl := range l.pods {
+		o := l.c.logs
+		o.Timestamps, o.ActAs = true, l.who
+		if following {
+			o.TailLines = followTail
+			o.SinceSeconds = int64((time.Since(pl.asked) + followMargin + time.Second - 1) / time.Second)
+		}
+		asked := time.Now()
 		a, err := p.hub.Logs(ctx, l.m.cluster, l.m.namespace, l.c.name, pl.pod.Namespace, pl.pod.Name, o, liveTimeout)
 		if err != nil {
 			return nil, err
@@ -585,15 +605,24 @@ func (p *UIProxy) readLogs(ctx context.Context, l *logCall, o api.LogOptions) ([
 		if err := json.Unmarshal(a.Answer, &answer); err != nil {
 			return nil, fmt.Errorf("the cluster's logs do not decode: %w", err)
 		}
+		pl.asked = asked
+		if following && answer.Truncated {
+			out = append(out, logEntry{PodName: answer.Pod.Name, Content: fmt.Sprintf(
+				"[argosy: lines of %s were dropped here: more were written within %s than the agent answers at once]", answer.Pod.Name, p.every)})
+		}
+		seen := map[string]int{}
 		for _, line := range answer.Lines {
 			e := logEntry{Content: line, PodName: answer.Pod.Name}
-			if ts, rest, ok := strings.Cut(line, " "); ok {
+			// Only an agent that says it wrote them is read for time
+			// stamps: a line of an older one may begin with a time of its
+			// own.
+			if ts, rest, ok := strings.Cut(line, " "); ok && answer.Timestamps {
 				if at, err := time.Parse(time.RFC3339Nano, ts); err == nil {
 					e.Content, e.at = rest, at.UTC()
 					e.TimeStamp, e.TimeStampStr = e.at.Format(time.RFC3339), e.at.Format(time.RFC3339Nano)
 				}
 			}
-			if !pl.keep(e) || (l.filter != "" && strings.Contains(e.Content, l.filter) == l.inverse) {
+			if !pl.keep(e, seen) || (l.filter != "" && strings.Contains(e.Content, l.filter) == l.inverse) {
 				continue
 			}
 			out = append(out, e)
@@ -603,30 +632,40 @@ func (p *UIProxy) readLogs(ctx context.Context, l *logCall, o api.LogOptions) ([
 }
 
 // keep says whether e, a line of pl's Pod, is new to the call, and
-// remembers it. A line without a time stamp (an agent that does not write
-// them) is new only in the first answer.
-func (pl *podLog) keep(e logEntry) bool {
+// remembers it; seen counts the lines of each content at pl's newest
+// time in the answer being read, so that a line written twice at one
+// time is given twice. A line without a time stamp (an agent that does
+// not write them) is new only in the first answer.
+func (pl *podLog) keep(e logEntry, seen map[string]int) bool {
 	switch {
 	case e.at.IsZero():
 		return !pl.given
 	case e.at.Before(pl.newest):
 		return false
-	case e.at.Equal(pl.newest):
-		if pl.atNew[e.Content] {
-			return false
-		}
-	default:
-		pl.newest, pl.atNew = e.at, map[string]bool{}
+	case e.at.After(pl.newest):
+		pl.newest, pl.atNew = e.at, map[string]int{}
+		clear(seen)
 	}
-	pl.atNew[e.Content] = true
+	seen[e.Content]++
+	if seen[e.Content] <= pl.atNew[e.Content] {
+		return false
+	}
+	pl.atNew[e.Content] = seen[e.Content]
 	return true
 }
+
+// maxFollowFailures is how many questions in a row a followed log may
+// fail (a cluster that does not answer for a while, a hub restarting)
+// before it ends with the last one's error. A refusal (401, 403, 404)
+// ends it at once.
+const maxFollowFailures = 6
 
 // streamLogs gives l's first lines to send; when l's call follows the
 // log, it asks the cluster again every p.every for the lines written
 // since, until the caller goes or the server shuts down; a log that is
 // not followed, or whose server shuts down, ends with the last entry.
-// A question that fails ends the stream with its error, as send's
+// Questions that fail end the stream with their error (at once for a
+// refusal, else after maxFollowFailures in a row), as send's
 // (errClientGone when the caller went) does.
 func (p *UIProxy) streamLogs(ctx context.Context, l *logCall, send func(logEntry) error) error {
 	for _, e := range l.first {
@@ -638,22 +677,42 @@ func (p *UIProxy) streamLogs(ctx context.Context, l *logCall, send func(logEntry
 		pl.given = true
 	}
 	if l.c.follow {
+		// A question under way when the server shuts down is cancelled.
+		stopping := httpserve.Stopping(ctx)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-stopping:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		t := time.NewTicker(p.every)
 		defer t.Stop()
-		for following := true; following; {
+		for failures := 0; ; {
 			select {
 			case <-ctx.Done():
-				return nil
-			case <-httpserve.Stopping(ctx):
-				following = false
-				continue
 			case <-t.C:
 			}
-			o := l.c.logs
-			o.SinceSeconds = int64((time.Since(l.asked) + followMargin + time.Second - 1) / time.Second)
-			entries, err := p.readLogs(ctx, l, o)
-			if err != nil {
+			if isClosed(stopping) {
+				break // the last entry ends the caller's stream
+			}
+			if ctx.Err() != nil {
+				return nil // the caller went
+			}
+			entries, err := p.readLogs(ctx, l, true)
+			switch {
+			case err == nil:
+				failures = 0
+			case isClosed(stopping):
+				continue
+			case refused(err) || failures+1 >= maxFollowFailures:
 				return err
+			default:
+				failures++
+				p.log.InfoContext(ctx, "mirror UI proxy: a followed log's question failed; asking again", "failures", failures, "err", err)
+				continue
 			}
 			for _, e := range entries {
 				if err := send(e); err != nil {
@@ -663,6 +722,23 @@ func (p *UIProxy) streamLogs(ctx context.Context, l *logCall, send func(logEntry
 		}
 	}
 	return send(logEntry{Last: true})
+}
+
+// isClosed says whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// refused says whether err is the hub's refusal of a question (401, 403,
+// 404), which asking again would not change.
+func refused(err error) bool {
+	var re *api.ResponseError
+	return errors.As(err, &re) && (re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden || re.Status == http.StatusNotFound)
 }
 
 // treeNode is what podsOf reads of a node of the cluster's tree.

@@ -28,9 +28,19 @@ type fakeInspector struct {
 	errAfter int
 	// tree, if set, is the tree's answer.
 	tree string
-	// log, if set, is each logs answer's lines, given the number of
-	// questions asked before.
-	log func(asked int) []string
+	// log, if set, is each logs answer, given the number of questions
+	// asked before.
+	log func(asked int) fakeLog
+}
+
+// fakeLog is a logs answer: its lines, whether they begin with their
+// time stamps (an agent that does not write them says not), whether the
+// agent cut older ones; or the question's failure.
+type fakeLog struct {
+	lines        []string
+	noTimestamps bool
+	truncated    bool
+	err          error
 }
 
 func (f *fakeInspector) note(s string) error {
@@ -62,19 +72,23 @@ func (f *fakeInspector) Manifest(_ context.Context, cluster, namespace, name str
 }
 
 func (f *fakeInspector) Logs(_ context.Context, cluster, namespace, name, podNamespace, pod string, o api.LogOptions, _ time.Duration) (*api.LiveAnswer, error) {
-	lines := []string{"started", "GET /", "GET /health"}
+	l := fakeLog{lines: []string{"started", "GET /", "GET /health"}, noTimestamps: true}
 	if f.log != nil {
 		f.mu.Lock()
-		lines = f.log(len(f.asked))
+		l = f.log(len(f.asked))
 		f.mu.Unlock()
 	}
-	b, _ := json.Marshal(map[string]any{"pod": map[string]string{"kind": "Pod", "namespace": "web", "name": pod}, "lines": lines})
+	b, _ := json.Marshal(map[string]any{"pod": map[string]string{"kind": "Pod", "namespace": "web", "name": pod}, "lines": l.lines,
+		"timestamps": o.Timestamps && !l.noTimestamps, "truncated": l.truncated})
 	asked := fmt.Sprintf("logs %s %s/%s %s/%s", cluster, namespace, name, podNamespace, pod)
 	asked += fmt.Sprintf(" {Container:%s TailLines:%d SinceSeconds:%d Timestamps:%v}", o.Container, o.TailLines, o.SinceSeconds, o.Timestamps)
 	if who := o.ActAs; who != nil {
 		asked += fmt.Sprintf(" for %s:%s%v", who.Source, who.User, who.Groups)
 	}
-	return &api.LiveAnswer{Answer: b}, f.note(asked)
+	if err := f.note(asked); err != nil {
+		return nil, err
+	}
+	return &api.LiveAnswer{Answer: b}, l.err
 }
 
 // fakeArgoCD is an Argo CD API server of two Applications in namespace
@@ -452,27 +466,38 @@ func TestUIProxyBoundsTheHubsCalls(t *testing.T) {
 
 // TestUIProxyFollowsLogs: a followed log gives the Pod's lines with their
 // time stamps, then asks again every interval for the lines written since
-// (as far back as the time since it last asked, and a margin) and gives
-// each new line once: lines read again, of an older or the same time, are
-// not given twice. It ends when the caller goes; a log that is not
-// followed ends with the last entry.
+// the Pod's last question and a margin (all of them, whatever the
+// caller's tail), and gives each new line once: lines read again, of an
+// older or the same time, are not given twice, and a line written twice
+// at one time is given twice. A question that fails is asked again; an
+// answer the agent cut says so. It ends when the caller goes; a log that
+// is not followed ends with the last entry. The lines of an agent that
+// does not say they begin with their time stamps are given as they are.
 func TestUIProxyFollowsLogs(t *testing.T) {
 	argo := fakeArgoCD(t)
-	// The Pod's log as the cluster answers it: the whole log so far, a
-	// line more after each question, and a line that shares the time of
-	// the one before it.
-	hub := &fakeInspector{log: func(asked int) []string {
-		lines := []string{"2026-11-27T10:00:00.000000001Z started", "2026-11-27T10:00:00.000000001Z ready", "no time stamp"}
-		for i := range asked {
-			lines = append(lines, fmt.Sprintf("2026-11-27T10:00:%02d.5Z tick %d", i+1, i+1))
+	// The Pod's log as the cluster answers it: the whole log so far, more
+	// lines after each question; the second question fails, the fourth's
+	// answer is cut.
+	hub := &fakeInspector{log: func(asked int) fakeLog {
+		lines := []string{"2026-11-27T10:00:00.000000001Z started", "2026-11-27T10:00:00.000000001Z }", "no time stamp",
+			"2026-11-27T10:00:00.000000001Z }"}
+		for i := 1; i < asked; i++ {
+			lines = append(lines, fmt.Sprintf("2026-11-27T10:00:%02d.5Z tick %d", i, i))
+			if i == 2 {
+				lines = append(lines, "2026-11-27T10:00:02.5Z }", "2026-11-27T10:00:02.5Z }")
+			}
 		}
-		return lines
+		l := fakeLog{lines: lines, truncated: asked == 3}
+		if asked == 1 {
+			l.err = &api.ResponseError{Status: http.StatusGatewayTimeout, Body: api.Error{Error: "no answer"}}
+		}
+		return l
 	}}
 	srv := streamingProxy(t, argo, hub)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
-		srv.URL+"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1&follow=true&sinceSeconds=60", nil)
+		srv.URL+"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1&follow=true&sinceSeconds=60&tailLines=5", nil)
 	req.Header.Set("Authorization", "Bearer ok")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -482,7 +507,7 @@ func TestUIProxyFollowsLogs(t *testing.T) {
 	type entry struct{ Content, TimeStamp, TimeStampStr string }
 	var got []entry
 	lines := bufio.NewScanner(resp.Body)
-	for len(got) < 6 && lines.Scan() {
+	for len(got) < 9 && lines.Scan() {
 		l, ok := strings.CutPrefix(lines.Text(), "data: ")
 		if !ok {
 			continue
@@ -494,13 +519,17 @@ func TestUIProxyFollowsLogs(t *testing.T) {
 		got = append(got, e.Result)
 	}
 	cancel()
+	t0 := []string{"2026-11-27T10:00:00Z", "2026-11-27T10:00:00.000000001Z"}
 	want := []entry{
-		{"started", "2026-11-27T10:00:00Z", "2026-11-27T10:00:00.000000001Z"},
-		{"ready", "2026-11-27T10:00:00Z", "2026-11-27T10:00:00.000000001Z"},
+		{"started", t0[0], t0[1]},
+		{"}", t0[0], t0[1]},
 		{"no time stamp", "", ""},
+		{"}", t0[0], t0[1]},
 		{"tick 1", "2026-11-27T10:00:01Z", "2026-11-27T10:00:01.5Z"},
+		{"[argosy: lines of web-1 were dropped here: more were written within 10ms than the agent answers at once]", "", ""},
 		{"tick 2", "2026-11-27T10:00:02Z", "2026-11-27T10:00:02.5Z"},
-		{"tick 3", "2026-11-27T10:00:03Z", "2026-11-27T10:00:03.5Z"},
+		{"}", "2026-11-27T10:00:02Z", "2026-11-27T10:00:02.5Z"},
+		{"}", "2026-11-27T10:00:02Z", "2026-11-27T10:00:02.5Z"},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("the followed log gave\n%v\nwant\n%v", got, want)
@@ -508,20 +537,25 @@ func TestUIProxyFollowsLogs(t *testing.T) {
 	hub.mu.Lock()
 	asked := slices.Clone(hub.asked)
 	hub.mu.Unlock()
-	if len(asked) < 4 || asked[0] != "logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:60 Timestamps:true} for argocd:alice[team-a]" {
+	if len(asked) < 4 || asked[0] != "logs prod argocd/web web/web-1 {Container: TailLines:5 SinceSeconds:60 Timestamps:true} for argocd:alice[team-a]" {
 		t.Fatalf("asked %q, want the first question as the caller's", asked)
 	}
 	for _, a := range asked[1:4] {
-		// The time since the last question (10 ms and the question's) and
-		// the margin, in whole seconds up.
+		// The time since the Pod's last answered question (10 or 20 ms
+		// and the questions') and the margin, in whole seconds up; all
+		// the lines of that time.
 		var since int
-		if _, err := fmt.Sscanf(a, "logs prod argocd/web web/web-1 {Container: TailLines:0 SinceSeconds:%d Timestamps:true} for argocd:alice[team-a]", &since); err != nil ||
+		if _, err := fmt.Sscanf(a, "logs prod argocd/web web/web-1 {Container: TailLines:100000 SinceSeconds:%d Timestamps:true} for argocd:alice[team-a]", &since); err != nil ||
 			since < 11 || since > 20 {
-			t.Errorf("asked again %q, want the lines of 11 s back (or a few more on a slow machine)", a)
+			t.Errorf("asked again %q, want all the lines of 11 s back (or a few more on a slow machine)", a)
 		}
 	}
 
-	// Not followed: the lines, and the last entry.
+	// Not followed, of an agent that does not write time stamps: the
+	// lines as they are, and the last entry.
+	hub.log = func(int) fakeLog {
+		return fakeLog{lines: []string{"2026-11-27T10:00:00+02:00 INFO ready"}, noTimestamps: true}
+	}
 	status, body := func() (int, string) {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet,
 			srv.URL+"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1", nil)
@@ -534,8 +568,8 @@ func TestUIProxyFollowsLogs(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}()
-	if status != http.StatusOK || !strings.HasSuffix(body, `data: {"result":{"content":"","podName":"","last":true}}`+"\n\n") ||
-		!strings.Contains(body, `{"content":"started","timeStamp":"2026-11-27T10:00:00Z","timeStampStr":"2026-11-27T10:00:00.000000001Z","podName":"web-1","last":false}`) {
-		t.Errorf("a log not followed: %d %s", status, body)
+	if want := `data: {"result":{"content":"2026-11-27T10:00:00+02:00 INFO ready","podName":"web-1","last":false}}` + "\n\n" +
+		`data: {"result":{"content":"","podName":"","last":true}}` + "\n\n"; status != http.StatusOK || body != want {
+		t.Errorf("a log not followed: %d %s\nwant %s", status, body, want)
 	}
 }

@@ -188,7 +188,11 @@ func (p *UIProxy) argoUser(ctx context.Context, c call, m *runsOn, resource, act
 			"the Argo CD user who asks it; log in to Argo CD")
 	}
 	var can struct{ Value string }
-	obj := m.project + "/" + m.appNamespace + "/" + c.name
+	project := m.project
+	if project == "" {
+		project = "default" // as Argo CD reads an Application of none
+	}
+	obj := project + "/" + m.appNamespace + "/" + c.name
 	if err := p.argoGet(ctx, "/api/v1/account/can-i/"+resource+"/"+action+"/"+obj, c.creds, &can); err != nil {
 		return nil, err
 	}

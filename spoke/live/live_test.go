@@ -244,7 +244,7 @@ func TestLogsBound(t *testing.T) {
 		Query: schemas.QueryLogs, Target: &schemas.ResourceRef{Version: "v1", Kind: "Pod", Namespace: "shop", Name: "web-5d9-x1"},
 		Container: "web", SinceSeconds: 60, Timestamps: true})
 	if want := (live.LogOptions{Container: "web", TailLines: live.DefaultTailLines, SinceSeconds: 60, Timestamps: true}); err != nil ||
-		len(f.opts) != 1 || f.opts[0] != want || !strings.Contains(string(a), `"lines":["2026-11-27T10:00:00.000000001Z ready"]`) {
+		len(f.opts) != 1 || f.opts[0] != want || !strings.Contains(string(a), `"lines":["2026-11-27T10:00:00.000000001Z ready"],"timestamps":true`) {
 		t.Errorf("a logs question: %s, %v; read with %+v, want %+v", a, err, f.opts, want)
 	}
 	f = &fakeLogs{log: "secret\n"}

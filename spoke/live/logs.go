@@ -40,6 +40,9 @@ type Logs struct {
 	Pod       Ref      `json:"pod"`
 	Container string   `json:"container,omitempty"`
 	Lines     []string `json:"lines"`
+	// Timestamps says each line begins with the time its container wrote
+	// it and a space, as the question asked (LogOptions.Timestamps).
+	Timestamps bool `json:"timestamps,omitempty"`
 	// Truncated says older lines were dropped to keep the answer within
 	// the Source's bound (WithMaxLogBytes).
 	Truncated bool `json:"truncated,omitempty"`
@@ -68,7 +71,7 @@ func (s *Source) Logs(ctx context.Context, app string, pod Ref, opts LogOptions)
 	if err := errors.Join(readErr, rc.Close()); err != nil {
 		return nil, fmt.Errorf("logs of %s: %w", pod, err)
 	}
-	return &Logs{Pod: n.TreeRef, Container: opts.Container, Lines: lines, Truncated: truncated}, nil
+	return &Logs{Pod: n.TreeRef, Container: opts.Container, Lines: lines, Timestamps: opts.Timestamps, Truncated: truncated}, nil
 }
 
 // newest reads r to its end and keeps its newest lines that fit in limit
