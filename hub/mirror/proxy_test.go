@@ -174,15 +174,8 @@ func TestUIProxy(t *testing.T) {
 	t.Cleanup(srv.Close)
 	get := func(path, token string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, strings.TrimSpace(string(b))
+		status, body := callProxy(t, http.MethodGet, srv.URL+path, token)
+		return status, strings.TrimSpace(body)
 	}
 	for _, tc := range []struct {
 		path, token string
@@ -247,15 +240,7 @@ func TestUIProxy(t *testing.T) {
 	}
 	send := func(method, path string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer ok")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return callProxy(t, method, srv.URL+path, "ok")
 	}
 	for _, c := range []struct{ method, path string }{
 		{http.MethodDelete, "/api/v1/applications/web/resource?appNamespace=fleet-prod&namespace=web&resourceName=demo&version=v1&kind=ConfigMap"},
@@ -283,6 +268,21 @@ func TestUIProxy(t *testing.T) {
 		!strings.Contains(body, `"message":"cluster prod did not answer within 10s: its state is Stale"`) || !strings.Contains(body, `"code":4`) {
 		t.Errorf("a cluster that does not answer: %d %s", status, body)
 	}
+}
+
+// callProxy makes a call of method to url with the bearer token, and returns
+// its status and whole body.
+func callProxy(t *testing.T, method, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // streamingProxy serves a UIProxy of argo that asks hub, and asks a
@@ -556,18 +556,7 @@ func TestUIProxyFollowsLogs(t *testing.T) {
 	hub.log = func(int) fakeLog {
 		return fakeLog{lines: []string{"2026-11-27T10:00:00+02:00 INFO ready"}, noTimestamps: true}
 	}
-	status, body := func() (int, string) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet,
-			srv.URL+"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1", nil)
-		req.Header.Set("Authorization", "Bearer ok")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}()
+	status, body := callProxy(t, http.MethodGet, srv.URL+"/api/v1/applications/web/logs?appNamespace=fleet-prod&namespace=web&podName=web-1", "ok")
 	if want := `data: {"result":{"content":"2026-11-27T10:00:00+02:00 INFO ready","podName":"web-1","last":false}}` + "\n\n" +
 		`data: {"result":{"content":"","podName":"","last":true}}` + "\n\n"; status != http.StatusOK || body != want {
 		t.Errorf("a log not followed: %d %s\nwant %s", status, body, want)
