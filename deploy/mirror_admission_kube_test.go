@@ -12,7 +12,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
+	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/hub/mirror"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/projector"
@@ -58,6 +62,80 @@ func (f oneApp) Apps(context.Context, projector.AppFilter) ([]read.App, error) {
 
 func (oneApp) Deployments(context.Context, projector.DeploymentFilter) (*read.DeploymentList, error) {
 	return &read.DeploymentList{}, nil
+}
+
+// operations records the operations a Relay asks for.
+type operations struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (o *operations) Operate(_ context.Context, cluster, namespace, name string, req api.OperationRequest, _ api.WriteOptions) (*api.Result, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.asked = append(o.asked, cluster+" "+namespace+"/"+name+" "+req.Operation)
+	return &api.Result{}, nil
+}
+
+// relayAsTheMirror runs the mirror's relay as the ServiceAccount kube
+// configures, on the Application web of cluster, in namespace ns, marked
+// with a sync:
+// the ClusterRole lets it watch the marked Applications and take the mark
+// off.
+func relayAsTheMirror(t *testing.T, kube *rest.Config, cluster, ns string) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The relay's informer lists, then watches, the marked Applications
+	// of every namespace.
+	w, err := dyn.Resource(kubetest.ApplicationGVR).Watch(t.Context(), metav1.ListOptions{LabelSelector: mirror.LabelRelay + "=pending"})
+	if err != nil {
+		t.Fatalf("watch the marked Applications as the mirror: %v", err)
+	}
+	w.Stop()
+	apps := dyn.Resource(kubetest.ApplicationGVR).Namespace(ns)
+	mark, _ := json.Marshal(map[string]any{"id": "u1", "user": "alice", "at": time.Now().UTC(), "request": map[string]any{"operation": "sync"}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{mirror.LabelRelay: "pending"},
+		"annotations": map[string]any{mirror.AnnotationRelay: string(mark)}}})
+	if _, err := apps.Patch(t.Context(), "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("mark a sync as the mirror: %v", err)
+	}
+	ops := &operations{}
+	relay, err := mirror.NewRelay(ops, kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the relay: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := apps.Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops.mu.Lock()
+		asked := slices.Clone(ops.asked)
+		ops.mu.Unlock()
+		if _, marked := got.GetLabels()[mirror.LabelRelay]; !marked {
+			if want := cluster + " argocd/web sync"; len(asked) != 1 || asked[0] != want {
+				t.Errorf("the relay asked %q, want %q", asked, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after a sync was marked, the relay running as the mirror's ServiceAccount has not taken the mark off (asked %q)", asked)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TestMirrorRoleAndReadOnlyPolicy installs the chart's mirror part for
@@ -128,6 +206,7 @@ func TestMirrorRoleAndReadOnlyPolicy(t *testing.T) {
 	if st, err := m.Round(ctx); err != nil || st.Unchanged != 1 {
 		t.Errorf("a second round: %+v, %v; want the Application unchanged", st, err)
 	}
+	relayAsTheMirror(t, e.TokenConfig(t, ns, "argosy-mirror"), cluster, mirrorNS)
 
 	if err := admin.Resource(namespacesGVR).Delete(ctx, mirrorNS, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

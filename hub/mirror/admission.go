@@ -2,6 +2,8 @@ package mirror
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +67,9 @@ const (
 // operation asked, the refresh annotation, a terminating phase, the
 // resources finalizer) is taken off the object as it is admitted: the
 // cluster carries it out, and the mirror shows it from the cluster's
-// reports. docs/mirror.md has the table.
+// reports. A sync or a rollback is the exception: the hub is asked
+// whether it would take it, and the Relay asks for it once the change is
+// stored (relay.go says why). docs/mirror.md has the table.
 type Admission struct {
 	hub      Writer
 	self     string
@@ -75,6 +80,7 @@ type Admission struct {
 	reviews  metric.Int64Counter
 	provider metric.MeterProvider
 	refusals *Refusals
+	now      func() time.Time
 }
 
 // AdmissionOption configures an Admission.
@@ -105,7 +111,7 @@ func NewAdmission(hub Writer, self, prefix string, opts ...AdmissionOption) (*Ad
 		return nil, errors.New("mirror admission: a hub and the mirror's own user are required")
 	}
 	a := &Admission{hub: hub, self: self, prefix: prefix, appNS: "argocd", log: slog.New(slog.DiscardHandler),
-		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), provider: otel.GetMeterProvider()}
+		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), provider: otel.GetMeterProvider(), now: time.Now}
 	for _, o := range opts {
 		o(a)
 	}
@@ -174,6 +180,10 @@ func (a *Admission) review(ctx context.Context, req *admissionv1.AdmissionReques
 	if err != nil {
 		return deny(http.StatusBadRequest, err.Error()), "refused"
 	}
+	if c.deferred != nil && c.pending {
+		return deny(http.StatusConflict, fmt.Sprintf("%s/%s: an earlier sync or rollback asked here is still being relayed to the hub; "+
+			"ask again in a moment", req.Namespace, req.Name)), "refused"
+	}
 	if c.owner == OwnerSpoke {
 		return deny(http.StatusForbidden, fmt.Sprintf("%s/%s is owned by cluster %s (autonomous mode): it changes only there; "+
 			"argosy app adopt %s --cluster %s hands it to the hub", c.namespace, c.name, c.cluster, c.name, c.cluster)), "refused"
@@ -197,6 +207,15 @@ func (a *Admission) review(ctx context.Context, req *admissionv1.AdmissionReques
 		a.refusals.Add(req.Namespace, req.Name, fmt.Sprintf("%s%s's %s was refused: %s", "k8s:", user, c.describe(), msg))
 		a.log.InfoContext(ctx, "mirror admission refused", "user", user, "cluster", c.cluster, "application", c.name, "err", err)
 		return deny(int32(status), msg), "refused"
+	}
+	if c.deferred != nil && !o.DryRun {
+		mark, err := json.Marshal(relayed{ID: string(req.UID), User: user, Groups: req.UserInfo.Groups, At: a.now().UTC(),
+			Request: *c.deferred, TraceParent: traceParent(ctx)})
+		if err != nil {
+			return deny(http.StatusInternalServerError, err.Error()), "refused"
+		}
+		c.patch = append(c.patch, addMap(c.obj, []string{"metadata", "labels"}, map[string]string{LabelRelay: relayPending})...)
+		c.patch = append(c.patch, addMap(c.obj, []string{"metadata", "annotations"}, map[string]string{AnnotationRelay: string(mark)})...)
 	}
 	resp := &admissionv1.AdmissionResponse{Allowed: true}
 	if len(c.patch) > 0 {
@@ -222,7 +241,13 @@ type change struct {
 	create, del, cascade            bool
 	manifest                        json.RawMessage // an apply: the new spec
 	ops                             []api.OperationRequest
-	patch                           []patchOp
+	// deferred is a sync or rollback, asked of the hub by the Relay once
+	// the change is stored; pending says one asked before still waits.
+	deferred *api.OperationRequest
+	pending  bool
+	obj      map[string]any // the Application after the change
+	uid      string         // the Application's, before the change
+	patch    []patchOp
 }
 
 type patchOp struct {
@@ -244,7 +269,7 @@ func (a *Admission) change(req *admissionv1.AdmissionRequest) (*change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the Application after: %w", err)
 	}
-	c := &change{name: req.Name}
+	c := &change{name: req.Name, obj: newObj}
 	switch req.Operation {
 	case admissionv1.Create:
 		cluster, ok := strings.CutPrefix(req.Namespace, a.prefix)
@@ -270,6 +295,7 @@ func (a *Admission) change(req *admissionv1.AdmissionRequest) (*change, error) {
 	if g, err := strconv.ParseInt(ann[AnnotationGeneration], 10, 64); err == nil {
 		c.gen = &g
 	}
+	c.uid, _, _ = unstructured.NestedString(oldObj, "metadata", "uid")
 	if c.del {
 		c.cascade = ann[AnnotationCascade] == "true" || slices.ContainsFunc(finalizers(oldObj), isArgoFinalizer)
 		return c, nil
@@ -301,12 +327,17 @@ func (a *Admission) update(c *change, oldObj, newObj map[string]any) error {
 			return err
 		}
 	}
+	// The relay's marks are the webhook's: whatever a change says of
+	// them, they stay as they were (or become this review's).
+	c.patch = append(c.patch, keep(oldObj, newObj, "labels", LabelRelay)...)
+	c.patch = append(c.patch, keep(oldObj, newObj, "annotations", AnnotationRelay)...)
+	_, c.pending = stringMap(oldObj, "annotations")[AnnotationRelay]
 	if op, ok := newObj["operation"].(map[string]any); ok && !reflect.DeepEqual(op, oldObj["operation"]) {
 		req, err := operation(op, oldObj)
 		if err != nil {
 			return err
 		}
-		c.ops = append(c.ops, req)
+		c.deferred = &req
 	}
 	if _, ok := newObj["operation"]; ok {
 		c.patch = append(c.patch, patchOp{Op: "remove", Path: "/operation"})
@@ -372,6 +403,9 @@ func (c *change) describe() string {
 	case c.manifest != nil:
 		parts = append(parts, "spec edit")
 	}
+	if c.deferred != nil {
+		parts = append(parts, c.deferred.Operation)
+	}
 	for _, op := range c.ops {
 		parts = append(parts, op.Operation)
 	}
@@ -382,11 +416,14 @@ func (c *change) describe() string {
 }
 
 // relay makes c's hub calls, as o says: the spec first, then the
-// operations, or the delete. applied says the spec was applied, whatever
-// became of the operations after it.
+// operations, or the delete; a deferred operation is only asked as a dry
+// run. applied says the spec was applied, whatever became of the
+// operations after it.
 func (a *Admission) relay(ctx context.Context, c *change, o api.WriteOptions) (applied bool, err error) {
 	if c.del {
-		_, err := a.hub.Delete(ctx, api.KindApplications, c.cluster, c.namespace, c.name, c.cascade, o)
+		do := o
+		do.IdempotencyKey = c.key(o.IdempotencyKey, "delete", strconv.FormatBool(c.cascade))
+		_, err := a.hub.Delete(ctx, api.KindApplications, c.cluster, c.namespace, c.name, c.cascade, do)
 		return false, err
 	}
 	if c.manifest != nil {
@@ -396,7 +433,7 @@ func (a *Admission) relay(ctx context.Context, c *change, o api.WriteOptions) (a
 			exp = &zero
 		}
 		ao := o
-		ao.IdempotencyKey += "-spec"
+		ao.IdempotencyKey = c.key(o.IdempotencyKey+"-spec", "spec", string(c.manifest))
 		if _, err := a.hub.Apply(ctx, api.KindApplications, api.ApplyRequest{Clusters: []string{c.cluster}, Manifest: c.manifest,
 			ExpectedGeneration: exp}, ao); err != nil {
 			return false, err
@@ -410,7 +447,34 @@ func (a *Admission) relay(ctx context.Context, c *change, o api.WriteOptions) (a
 			return applied, err
 		}
 	}
+	if c.deferred != nil {
+		dry := o
+		dry.DryRun, dry.IdempotencyKey = true, ""
+		if _, err := a.hub.Operate(ctx, c.cluster, c.namespace, c.name, *c.deferred, dry); err != nil {
+			return applied, err
+		}
+	}
 	return applied, nil
+}
+
+// key is the idempotency key of a spec edit or a delete (what, and its
+// parts): not the review's (byReview), which the API server makes anew
+// each time it reviews one change again after its write conflicted, but
+// the change's own. The same edit (or delete) of the same object at the
+// same generation is one change, whoever reviews it how often: the first
+// review's hub write is the one, and a later review is answered with it,
+// rather than refused as stale by the write of the first. A new object
+// (no uid yet) is keyed by its review.
+func (c *change) key(byReview, what string, parts ...string) string {
+	if c.uid == "" || c.gen == nil {
+		return byReview
+	}
+	h := sha256.New()
+	for _, p := range append([]string{what, c.uid, strconv.FormatInt(*c.gen, 10)}, parts...) {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return "mirror-" + what + "-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // manifest is the Application the hub applies: obj's spec and labels,
@@ -477,6 +541,28 @@ func addMap(obj map[string]any, path []string, kv map[string]string) []patchOp {
 		out = append(out, patchOp{Op: "add", Path: at + "/" + escape(k), Value: kv[k]})
 	}
 	return out
+}
+
+// keep is the patch that keeps key of obj's labels or annotations (field)
+// as it was in oldObj, whatever newObj says of it.
+func keep(oldObj, newObj map[string]any, field, key string) []patchOp {
+	o, had := stringMap(oldObj, field)[key]
+	n, has := stringMap(newObj, field)[key]
+	switch {
+	case had == has && o == n:
+		return nil
+	case had:
+		return addMap(newObj, []string{"metadata", field}, map[string]string{key: o})
+	}
+	return []patchOp{{Op: "remove", Path: "/metadata/" + field + "/" + escape(key)}}
+}
+
+// traceParent is the W3C traceparent of ctx's span, to continue its trace
+// later.
+func traceParent(ctx context.Context) string {
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c.Get("traceparent")
 }
 
 // escape escapes a JSON pointer's token (RFC 6901).

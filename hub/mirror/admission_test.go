@@ -16,6 +16,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/argosyproj/argosy/hub/api"
 )
@@ -98,6 +99,17 @@ func merge(dst, src map[string]any) {
 	}
 }
 
+// markedAt is when the webhook's clock says it marks an operation to
+// relay.
+var markedAt = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// mark is the patch, after a comma, of the relay's marks of alice's
+// operation req, admitted in review u1 at markedAt.
+func mark(req string) string {
+	a, _ := json.Marshal(`{"id":"u1","user":"alice","groups":["team-a","system:authenticated"],"at":"2026-01-02T03:04:05Z","request":` + req + `}`)
+	return `,{"op":"add","path":"/metadata/labels/argosy.dev~1relay","value":"pending"},{"op":"add","path":"/metadata/annotations/argosy.dev~1relay","value":` + string(a) + `}`
+}
+
 // TestAdmissionRelays holds each change the webhook relays to the hub
 // call it makes, as the user who made it, and the patch that takes off
 // the object what the cluster carries out.
@@ -131,10 +143,15 @@ func TestAdmissionRelays(t *testing.T) {
 	}{
 		{"the mirror's own write", mine, nil, ""},
 		{"the namespace controller's delete", del("", authnv1.UserInfo{Username: namespaceController}), nil, ""},
-		{"sync", update("", `{"operation":{"sync":{"revision":"ccc","prune":true},"initiatedBy":{"username":"alice"}}}`),
-			[]string{`operate prod argocd/web {"operation":"sync","revision":"ccc","prune":true}`}, `[{"op":"remove","path":"/operation","value":null}]`},
+		{"sync: asked as a dry run, marked to relay", update("", `{"operation":{"sync":{"revision":"ccc","prune":true},"initiatedBy":{"username":"alice"}}}`),
+			[]string{`operate prod argocd/web {"operation":"sync","revision":"ccc","prune":true}`},
+			`[{"op":"remove","path":"/operation","value":null}` + mark(`{"operation":"sync","revision":"ccc","prune":true}`) + `]`},
 		{"rollback: a sync to a history entry's revision and source", update("", `{"operation":{"sync":{"revision":"aaa","source":{"repoURL":"x"}}}}`),
-			[]string{`operate prod argocd/web {"operation":"rollback","historyId":2}`}, `[{"op":"remove","path":"/operation","value":null}]`},
+			[]string{`operate prod argocd/web {"operation":"rollback","historyId":2}`},
+			`[{"op":"remove","path":"/operation","value":null}` + mark(`{"operation":"rollback","historyId":2}`) + `]`},
+		{"the relay's marks stay the webhook's", update(`{"metadata":{"labels":{"argosy.dev/relay":"pending"},"annotations":{"argosy.dev/relay":"{}"}}}`,
+			`{"metadata":{"labels":{"argosy.dev/relay":null},"annotations":{"argosy.dev/relay":"{\"id\":\"forged\"}"}}}`), nil,
+			`[{"op":"add","path":"/metadata/labels/argosy.dev~1relay","value":"pending"},{"op":"add","path":"/metadata/annotations/argosy.dev~1relay","value":"{}"}]`},
 		{"hard refresh", update("", `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`),
 			[]string{`operate prod argocd/web {"operation":"refresh","refreshType":"hard"}`},
 			`[{"op":"remove","path":"/metadata/annotations/argocd.argoproj.io~1refresh","value":null}]`},
@@ -157,6 +174,7 @@ func TestAdmissionRelays(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			a.now = func() time.Time { return markedAt }
 			resp := a.Review(t.Context(), tc.req)
 			if !resp.Allowed {
 				t.Fatalf("refused: %+v", resp.Result)
@@ -164,9 +182,13 @@ func TestAdmissionRelays(t *testing.T) {
 			if diff := cmp.Diff(tc.calls, hub.calls); diff != "" {
 				t.Errorf("hub calls (-want +got):\n%s", diff)
 			}
-			for _, o := range hub.opts {
+			for i, o := range hub.opts {
+				// A sync or rollback is only asked whether the hub would
+				// take it; the Relay asks for it.
+				deferred := strings.Contains(hub.calls[i], `"operation":"sync"`) || strings.Contains(hub.calls[i], `"operation":"rollback"`)
 				if o.ActAs == nil || o.ActAs.User != tc.req.UserInfo.Username || !cmp.Equal(o.ActAs.Groups, tc.req.UserInfo.Groups) ||
-					!strings.HasPrefix(o.IdempotencyKey, "mirror-u1") || o.DryRun != (tc.req.DryRun != nil) {
+					(!deferred && (!strings.HasPrefix(o.IdempotencyKey, "mirror-u1") || o.DryRun != (tc.req.DryRun != nil))) ||
+					(deferred && (o.IdempotencyKey != "" || !o.DryRun)) {
 					t.Errorf("call options %+v %+v, want as %s, keyed by the request, dry run %v", o, o.ActAs, tc.req.UserInfo.Username, tc.req.DryRun != nil)
 				}
 			}
@@ -210,6 +232,15 @@ func TestAdmissionRefuses(t *testing.T) {
 	}
 	if resp := a.Review(t.Context(), req("hub", "AppProject")); resp.Allowed || resp.Result.Code != http.StatusBadRequest || len(hub.calls) != 0 {
 		t.Errorf("an AppProject: %+v, calls %v", resp.Result, hub.calls)
+	}
+	// A sync while the one asked before still waits to be relayed: its
+	// mark would be written over, and it never relayed.
+	waiting := req("hub", "Application")
+	waiting.OldObject = mirrored(`{"metadata":{"labels":{"argosy.dev/relay":"pending"},"annotations":{"argosy.dev/relay":"{}"}}}`)
+	waiting.Object = mirrored(`{"metadata":{"labels":{"argosy.dev/relay":"pending"},"annotations":{"argosy.dev/relay":"{}"}},"operation":{"sync":{}}}`)
+	if resp := a.Review(t.Context(), waiting); resp.Allowed || resp.Result.Code != http.StatusConflict ||
+		!strings.Contains(resp.Result.Message, "still being relayed") || len(hub.calls) != 0 {
+		t.Errorf("a sync while another waits to be relayed: %+v, calls %v", resp.Result, hub.calls)
 	}
 	hub.refuse = fmt.Errorf("connection refused")
 	if resp := a.Review(t.Context(), req("hub", "Application")); resp.Allowed || resp.Result.Code != http.StatusBadGateway {
@@ -291,5 +322,44 @@ func TestAdmissionServesReviews(t *testing.T) {
 	bad.Body.Close()
 	if bad.StatusCode != http.StatusBadRequest {
 		t.Errorf("a review with no request: %d, want 400", bad.StatusCode)
+	}
+}
+
+// TestAdmissionKeysTheChange: the API server reviews one change again,
+// with a new uid, when its write conflicts; a spec edit or a delete is
+// keyed by what it changes, so that the hub answers the second review
+// with what the first wrote, rather than refusing it as stale.
+func TestAdmissionKeysTheChange(t *testing.T) {
+	review := func(uid, gen, edit string, op admissionv1.Operation) string {
+		hub := &fakeHub{}
+		a, err := NewAdmission(hub, "me", "mirror-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := `{"metadata":{"uid":"obj-1","annotations":{"argosy.dev/generation":"` + gen + `"}}`
+		req := &admissionv1.AdmissionRequest{UID: types.UID(uid), Kind: metav1.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
+			Name: "web", Namespace: "mirror-prod", Operation: op, UserInfo: authnv1.UserInfo{Username: "alice"},
+			OldObject: mirrored(at + "}"), Object: mirrored(at + `,"spec":{"source":{"targetRevision":"` + edit + `"}}}`)}
+		if op == admissionv1.Delete {
+			req.Object = runtime.RawExtension{}
+		}
+		if resp := a.Review(t.Context(), req); !resp.Allowed || len(hub.opts) != 1 {
+			t.Fatalf("review %s: %+v, %d calls", uid, resp.Result, len(hub.opts))
+		}
+		return hub.opts[0].IdempotencyKey
+	}
+	first := review("u1", "4", "v2", admissionv1.Update)
+	if again := review("u2", "4", "v2", admissionv1.Update); again != first || !strings.HasPrefix(first, "mirror-spec-") {
+		t.Errorf("one edit reviewed twice: keys %q and %q, want one, of the change", first, again)
+	}
+	if other := review("u3", "4", "v3", admissionv1.Update); other == first {
+		t.Error("another edit has the first one's key")
+	}
+	if later := review("u4", "5", "v2", admissionv1.Update); later == first {
+		t.Error("the same edit at a later generation has the first one's key")
+	}
+	del := review("u5", "4", "", admissionv1.Delete)
+	if again := review("u6", "4", "", admissionv1.Delete); again != del || del == first || !strings.HasPrefix(del, "mirror-delete-") {
+		t.Errorf("one delete reviewed twice: keys %q and %q, want one, not the edit's", del, again)
 	}
 }

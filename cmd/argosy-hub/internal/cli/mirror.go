@@ -179,14 +179,14 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	if err != nil {
 		return &cmdkit.FlagError{Err: fmt.Errorf("--hub-url: %w", err)}
 	}
-	cfg, err := kubeconf.Config(o.Kubeconfig, 50, 100)
+	kube, err := kubeconf.Config(o.Kubeconfig, 50, 100)
 	if err != nil {
 		return err
 	}
 	// Why a change made there was refused, written on its object for a
 	// while by the rounds.
 	refusals := mirror.NewRefusals(refusalsKept)
-	m, err := mirror.New(hubc, cfg, mirror.WithNamespacePrefix(o.Prefix), mirror.WithInterval(o.Interval),
+	m, err := mirror.New(hubc, kube, mirror.WithNamespacePrefix(o.Prefix), mirror.WithInterval(o.Interval),
 		mirror.WithConcurrency(o.Concurrency), mirror.WithLogger(log), mirror.WithRefusals(refusals))
 	if err != nil {
 		return &cmdkit.FlagError{Err: err}
@@ -207,6 +207,13 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 			return err
 		}
 		g.Go(func() error { return httpserve.Run(gctx, o.Admission, adm, httpserve.WithTLS(cfg)) })
+		// The syncs and rollbacks the webhook admitted, asked of the hub
+		// once their change is stored.
+		relay, err := mirror.NewRelay(hubc, kube, mirror.WithRelayLogger(log), mirror.WithRelayRefusals(refusals))
+		if err != nil {
+			return &cmdkit.FlagError{Err: err}
+		}
+		g.Go(func() error { return relay.Run(gctx) })
 	}
 	if o.UIProxy != "" {
 		ac, err := cmdkit.CAClient(o.ArgoCDCA)
