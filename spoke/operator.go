@@ -52,12 +52,23 @@ type OperationStore interface {
 // still says queued, and only on the version of the Application that was
 // read before (Operations.Start), so two agents of one cluster — one
 // frozen and thawed after the other took over — never both start it.
+// It records an operation started once it wrote it; while that record
+// cannot be stored, it keeps in memory that it wrote it, so that an
+// operation Argo CD ran and another hid meanwhile is not written again.
+// What it cannot know is the one case left: the agent stopped between the
+// write and the record, and before it is back, Argo CD ran the operation
+// and another operation hid it; it is then written again.
 type Operator struct {
 	a    *Applier
 	ops  Operations
 	st   OperationStore
 	poll time.Duration
 	log  *slog.Logger
+	// written holds, by state key, the event id of each operation this
+	// agent wrote to Argo CD whose record as started could not be
+	// stored yet (the state was away): it is not written again. Only
+	// Run's loop reads and writes it.
+	written map[string]string
 }
 
 // operatorPoll is how often the Operator looks at Argo CD while
@@ -71,7 +82,7 @@ func (a *Applier) operator() (*Operator, error) {
 	if a.ops == nil || !ok {
 		return nil, errors.New("operator: the Argo CD must run Operations and the state must be an OperationStore")
 	}
-	return &Operator{a: a, ops: a.ops, st: st, poll: operatorPoll, log: a.log}, nil
+	return &Operator{a: a, ops: a.ops, st: st, poll: operatorPoll, log: a.log, written: map[string]string{}}, nil
 }
 
 // Run runs the open operations until ctx ends, then returns nil. It
@@ -189,7 +200,7 @@ func (o *Operator) advance(ctx context.Context, ref Ref, r opRecord) (bool, erro
 		return false, o.took(ctx, r)
 	case st.Waiting:
 		return o.waiting(ctx, ref, r, st)
-	case r.Phase == OperationStarted:
+	case r.Phase == OperationStarted || o.written[r.key] == r.EventID:
 		// Written to Argo CD, and gone: an operation that was not the
 		// agent's followed it before its end was read, or the
 		// Application went.
@@ -285,6 +296,10 @@ func (o *Operator) start(ctx context.Context, ref Ref, r opRecord, version strin
 		return o.reject(ctx, r, schemas.RejectApplyFailed, err)
 	}
 	o.log.DebugContext(ctx, "operation started", "request", p.RequestID, "application", ref.Namespace+"/"+ref.Name)
+	// Until the record is stored, the agent keeps in memory that it
+	// wrote it: Argo CD may run it and another operation hide it
+	// meanwhile, and the record would still say queued.
+	o.written[r.key] = r.EventID
 	return o.put(ctx, r, OperationStarted)
 }
 
@@ -366,6 +381,9 @@ func (o *Operator) swap(ctx context.Context, r opRecord, next Applied) error {
 	})
 	if err == nil && !swapped {
 		o.log.DebugContext(ctx, "operation moved on by another agent", "key", r.key)
+	}
+	if err == nil {
+		delete(o.written, r.key) // recorded past queued, or moved on by another
 	}
 	return err
 }

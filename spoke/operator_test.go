@@ -180,6 +180,12 @@ type operatorRig struct {
 
 func newOperatorRig(t *testing.T, ctx context.Context) *operatorRig {
 	t.Helper()
+	return newOperatorRigOn(t, ctx, sim.NewStore())
+}
+
+// newOperatorRigOn is newOperatorRig keeping the agent's state in st.
+func newOperatorRigOn(t *testing.T, ctx context.Context, st spoke.OperationStore) *operatorRig {
+	t.Helper()
 	c := &counting{Cluster: sim.NewCluster(sim.WithBehaviour(sim.Behaviour{SyncTime: [2]time.Duration{time.Hour, time.Hour},
 		HealthTime: [2]time.Duration{time.Second, time.Second}, RecoverTime: [2]time.Duration{time.Minute, time.Minute}}), sim.WithSeed(1)),
 		starts: map[string]int{}}
@@ -191,7 +197,7 @@ func newOperatorRig(t *testing.T, ctx context.Context) *operatorRig {
 	c.Step(time.Now().Add(2*time.Hour), time.Second)
 	r := &operatorRig{c: c, out: &outbox{}, done: make(chan error, 1)}
 	var err error
-	if r.a, err = spoke.NewApplier("c1", c, sim.NewStore(), r.out, events.SealingKey{}); err != nil {
+	if r.a, err = spoke.NewApplier("c1", c, st, r.out, events.SealingKey{}); err != nil {
 		t.Fatal(err)
 	}
 	op, err := r.a.Operator()
@@ -231,6 +237,66 @@ func TestOperatorNeverStartsTwice(t *testing.T) {
 		}
 		if got, want := r.out.all(), []string{"completed:Unknown " + d.Event.ID()}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("acknowledgements %v, want %v", got, want)
+		}
+		cancel()
+		if err := <-r.done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// forgetful is an agent's state that cannot record an operation as
+// started while failing is set, as a state store that is away would.
+type forgetful struct {
+	*sim.Store
+	mu      sync.Mutex
+	failing bool
+}
+
+func (f *forgetful) fail(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failing = on
+}
+
+func (f *forgetful) Swap(ctx context.Context, key string, a spoke.Applied, was func(spoke.Applied, bool) bool) (bool, error) {
+	f.mu.Lock()
+	fail := f.failing && a.Phase == spoke.OperationStarted
+	f.mu.Unlock()
+	if fail {
+		return false, errors.New("the state store is away")
+	}
+	return f.Store.Swap(ctx, key, a, was)
+}
+
+// TestOperatorNeverStartsTwiceOnALostRecord: while the agent's state
+// cannot record a sync as started, the sync is not written to Argo CD
+// once for each try: when Argo CD ran it meanwhile and a sync someone
+// made in the cluster hid it, a sync recorded as started only after it
+// was written would be written again. It is written once.
+func TestOperatorNeverStartsTwiceOnALostRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		st := &forgetful{Store: sim.NewStore(), failing: true}
+		r := newOperatorRigOn(t, ctx, st)
+		d := syncEvent(t, 1)
+		if err := r.a.Handle(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
+		settle(3 * time.Second)
+		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
+		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // what was written ends
+		if err := r.c.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync, RequestID: "local"}); err != nil {
+			t.Fatal(err)
+		}
+		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // the local one ends and hides it
+		st.fail(false)
+		settle(3 * time.Second)
+		r.c.Step(time.Now().Add(2*time.Hour), time.Second)
+		settle(3 * time.Second)
+		if n := r.c.starts["req-1"]; n != 1 {
+			t.Errorf("the sync was written to Argo CD %d times, want once", n)
 		}
 		cancel()
 		if err := <-r.done; err != nil {
