@@ -3,6 +3,8 @@
 package spoke_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/argosyproj/argosy/events"
 	"github.com/argosyproj/argosy/internal/testenv/kubetest"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -117,3 +120,48 @@ func setData(e *event.Event, edit func(*schemas.OperationRequested)) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSyncAfterAnAutomatedOne: an Application whose last operation was
+// Argo CD's own automated sync (initiated by the policy, retried up to 5
+// times) is synced for a person. The operation Argo CD runs and records
+// is that person's alone, as after a sync asked of Argo CD's API server,
+// which clears the last operation's state as it writes the new one: not
+// the automated one's initiator and retry merged into it.
+func TestSyncAfterAnAutomatedOne(t *testing.T) {
+	w := newWorld(t)
+	w.repo.Commit(t, "v1", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
+	name := "guestbook-" + w.ns
+	apps := w.dyn.Resource(kubetest.ApplicationGVR).Namespace(kubetest.ArgoNamespace)
+	spec, _ := json.Marshal(map[string]any{"project": "default",
+		"source":      map[string]any{"repoURL": w.repo.URL, "path": "app", "targetRevision": "main"},
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": w.ns},
+		"syncPolicy":  map[string]any{"automated": map[string]any{}}})
+	res := schemas.Resource{Cluster: w.cluster, Namespace: kubetest.ArgoNamespace, Name: name, Generation: 1}
+	w.applyAllWithin(time.Minute, w.event(events.TypeApplicationUpserted, res, schemas.ApplicationUpserted{Resource: res, Project: "default", Spec: spec}))
+	kubetest.WaitApplication(t, apps, name, func(u *unstructured.Unstructured) bool {
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		automated, _, _ := unstructured.NestedBool(u.Object, "status", "operationState", "operation", "initiatedBy", "automated")
+		return phase == "Succeeded" && automated
+	})
+
+	sync := w.operation(name, schemas.OperationSync, 0)
+	var id string
+	if err := setData(sync, func(p *schemas.OperationRequested) { p.RequestedBy, id = "k8s:alice", p.RequestID }); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.applyAllWithin(time.Minute, sync); got[sync.ID()] != "applied" {
+		t.Fatalf("the sync: %q (%s), want applied", got[sync.ID()], w.reason(sync.ID()))
+	}
+	var op map[string]any
+	kubetest.WaitApplication(t, apps, name, func(u *unstructured.Unstructured) bool {
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		op, _, _ = unstructured.NestedMap(u.Object, "status", "operationState", "operation")
+		return phase == "Succeeded" && strings.Contains(fmt.Sprint(op["info"]), id)
+	})
+	if by := fmt.Sprint(op["initiatedBy"]); by != "map[username:k8s:alice]" {
+		t.Errorf("the sync Argo CD ran was initiated by %s, want k8s:alice alone", by)
+	}
+	if retry, _ := op["retry"].(map[string]any); len(retry) > 0 { // Argo CD writes none as {}
+		t.Errorf("the sync Argo CD ran retries %v, the automated sync's: want what was asked", retry)
+	}
+}

@@ -248,9 +248,9 @@ func timeOf(m map[string]any, field string) *time.Time {
 }
 
 // Start puts the sync or rollback op on the Application of ref for Argo
-// CD's controller to run, only if the Application is still at version (as
-// Inspect read it, and found it not Busy): otherwise it returns ErrChanged
-// and puts nothing. The version is the fence that makes an operation start
+// CD's controller to run, in place of the last operation's state, only if
+// the Application is still at version (as Inspect read it, and found it
+// not Busy): otherwise it returns ErrChanged and puts nothing. The version is the fence that makes an operation start
 // at most once, however many agents decided to start it.
 func (a *Client) Start(ctx context.Context, ref Ref, op Operation, version string) error {
 	ri, err := a.resource(KindApplication, ref.Namespace)
@@ -262,6 +262,11 @@ func (a *Client) Start(ctx context.Context, ref Ref, op Operation, version strin
 		return err
 	}
 	patch["metadata"] = map[string]any{"resourceVersion": version}
+	// The last operation's state goes, as Argo CD's API server clears it
+	// when it writes an operation: the controller merges the new one's
+	// state into it, and would run this one with the last one's
+	// initiator and retry (an automated sync's: retried 5 times).
+	patch["status"] = map[string]any{"operationState": nil}
 	b, err := json.Marshal(patch)
 	if err != nil {
 		return err
