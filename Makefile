@@ -53,9 +53,13 @@ dev-soak: build ## Run argosy-dev with SOAK_CLUSTERS (1000) clusters for SOAK_FO
 # A package's tests may take this long: the dashboard's browser tests at
 # fleet scale take 8 minutes on two busy cores, near go test's default 10.
 TEST_TIMEOUT ?= 20m
+# How many packages' tests run at once. Most of a real-server test's time
+# is spent waiting on its servers (Argo CD's controller, the broker, the
+# browser), so two cores run four packages at once (docs/testing.md).
+TEST_PACKAGES ?= 4
 
 test: test-tools kube-tools ## Run every test: unit, integration (real Kafka, Kubernetes, Argo CD, PostgreSQL), schema and golden checks.
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION) ./...
+	$(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout $(TEST_TIMEOUT) $(INTEGRATION) ./...
 
 test-unit: test-tools ## Run the tests that need no server.
 	$(GO) test -race -count=1 ./...

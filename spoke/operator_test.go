@@ -183,6 +183,18 @@ func newOperatorRig(t *testing.T, ctx context.Context) *operatorRig {
 	return newOperatorRigOn(t, ctx, sim.NewStore())
 }
 
+// hide ends what Argo CD runs, then runs a sync someone made in the
+// cluster to its end: the operation before it shows no more.
+func (r *operatorRig) hide(t *testing.T, ctx context.Context) {
+	t.Helper()
+	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
+	r.c.Step(time.Now().Add(2*time.Hour), time.Second)
+	if err := r.c.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync, RequestID: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	r.c.Step(time.Now().Add(2*time.Hour), time.Second)
+}
+
 // newOperatorRigOn is newOperatorRig keeping the agent's state in st.
 func newOperatorRigOn(t *testing.T, ctx context.Context, st spoke.OperationStore) *operatorRig {
 	t.Helper()
@@ -224,12 +236,7 @@ func TestOperatorNeverStartsTwice(t *testing.T) {
 		}
 		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
 		settle(3 * time.Second)
-		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
-		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // it ends
-		if err := r.c.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync, RequestID: "local"}); err != nil {
-			t.Fatal(err)
-		}
-		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // the local one ends too
+		r.hide(t, ctx)
 		r.out.failing("")
 		settle(3 * time.Second)
 		if n := r.c.starts["req-1"]; n != 1 {
@@ -285,12 +292,7 @@ func TestOperatorNeverStartsTwiceOnALostRecord(t *testing.T) {
 		}
 		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
 		settle(3 * time.Second)
-		ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
-		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // what was written ends
-		if err := r.c.Operate(ctx, ref, spoke.Operation{Kind: schemas.OperationSync, RequestID: "local"}); err != nil {
-			t.Fatal(err)
-		}
-		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // the local one ends and hides it
+		r.hide(t, ctx)
 		st.fail(false)
 		settle(3 * time.Second)
 		r.c.Step(time.Now().Add(2*time.Hour), time.Second)
