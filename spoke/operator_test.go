@@ -117,7 +117,6 @@ func TestOperatorWaitsForArgoCD(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
 		settle(5 * time.Second)
 		if got := out.all(); len(got) != 0 {
 			t.Fatalf("while Argo CD runs another sync: %v, want nothing started", got)
@@ -183,6 +182,26 @@ func newOperatorRig(t *testing.T, ctx context.Context) *operatorRig {
 	return newOperatorRigOn(t, ctx, sim.NewStore())
 }
 
+// settle lets the bubble's clock run d, then waits for every goroutine
+// in it to block.
+func settle(d time.Duration) { time.Sleep(d); synctest.Wait() }
+
+// handle hands the agent a sync request at each of offsets, then lets
+// the Operator run 3 s.
+func (r *operatorRig) handle(t *testing.T, ctx context.Context, offsets ...int64) []*events.Decoded {
+	t.Helper()
+	var ds []*events.Decoded
+	for _, o := range offsets {
+		d := syncEvent(t, o)
+		if err := r.a.Handle(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	settle(3 * time.Second)
+	return ds
+}
+
 // hide ends what Argo CD runs, then runs a sync someone made in the
 // cluster to its end: the operation before it shows no more.
 func (r *operatorRig) hide(t *testing.T, ctx context.Context) {
@@ -230,12 +249,7 @@ func TestOperatorNeverStartsTwice(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		r := newOperatorRig(t, ctx)
 		r.out.failing(events.TypeConfigApplied)
-		d := syncEvent(t, 1)
-		if err := r.a.Handle(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
-		settle(3 * time.Second)
+		d := r.handle(t, ctx, 1)[0]
 		r.hide(t, ctx)
 		r.out.failing("")
 		settle(3 * time.Second)
@@ -286,12 +300,7 @@ func TestOperatorNeverStartsTwiceOnALostRecord(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		st := &forgetful{Store: sim.NewStore(), failing: true}
 		r := newOperatorRigOn(t, ctx, st)
-		d := syncEvent(t, 1)
-		if err := r.a.Handle(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
-		settle(3 * time.Second)
+		r.handle(t, ctx, 1)
 		r.hide(t, ctx)
 		st.fail(false)
 		settle(3 * time.Second)
@@ -315,14 +324,7 @@ func TestOperatorRecordsAnEndBeforeTheNext(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		r := newOperatorRig(t, ctx)
 		r.out.failing(events.TypeOperationCompleted)
-		ds := []*events.Decoded{syncEvent(t, 1), syncEvent(t, 2)}
-		for _, d := range ds {
-			if err := r.a.Handle(ctx, d); err != nil {
-				t.Fatal(err)
-			}
-		}
-		settle := func(d time.Duration) { time.Sleep(d); synctest.Wait() }
-		settle(3 * time.Second)
+		ds := r.handle(t, ctx, 1, 2)
 		r.c.Step(time.Now().Add(2*time.Hour), time.Second) // the first ends
 		settle(5 * time.Second)
 		if n := r.c.starts["req-2"]; n != 0 {

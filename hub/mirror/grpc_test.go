@@ -350,15 +350,8 @@ func TestUIProxyRelaysChanges(t *testing.T) {
 	srv := serveH2C(t, p)
 	do := func(method, path, token, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, strings.TrimSpace(string(b))
+		status, b := callProxyWith(t, method, srv.URL+path, token, body)
+		return status, strings.TrimSpace(b)
 	}
 	const q = "?appNamespace=fleet-prod"
 	for _, tc := range []struct {

@@ -274,7 +274,13 @@ func TestUIProxy(t *testing.T) {
 // its status and whole body.
 func callProxy(t *testing.T, method, url, token string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), method, url, nil)
+	return callProxyWith(t, method, url, token, "")
+}
+
+// callProxyWith is callProxy with a body.
+func callProxyWith(t *testing.T, method, url, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
