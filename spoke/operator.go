@@ -66,7 +66,8 @@ type Operator struct {
 	log  *slog.Logger
 	// written holds, by state key, the event id of each operation this
 	// agent wrote to Argo CD whose record as started could not be
-	// stored yet (the state was away): it is not written again. Only
+	// stored yet (the state was away): it is not written again. An
+	// entry goes once the record is stored, or is no longer open. Only
 	// Run's loop reads and writes it.
 	written map[string]string
 }
@@ -134,6 +135,11 @@ func (o *Operator) step(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	o.a.inst.operations(ctx, len(open))
+	for k := range o.written {
+		if r, ok := open[k]; !ok || r.EventID != o.written[k] {
+			delete(o.written, k) // moved on by another agent
+		}
+	}
 	byApp := map[Ref][]opRecord{}
 	var errs []error
 	for k, r := range open {

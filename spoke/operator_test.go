@@ -316,6 +316,53 @@ func TestOperatorNeverStartsTwiceOnALostRecord(t *testing.T) {
 	})
 }
 
+// TestOperatorForgetsWhatAnotherMovedOn: what the Operator remembers it
+// wrote, while the state cannot record it started, goes once the record
+// is no longer open (another agent ended it): it does not grow with time.
+func TestOperatorForgetsWhatAnotherMovedOn(t *testing.T) {
+	ctx := t.Context()
+	c := &counting{Cluster: sim.NewCluster(sim.WithBehaviour(sim.Behaviour{SyncTime: [2]time.Duration{time.Hour, time.Hour},
+		HealthTime: [2]time.Duration{time.Second, time.Second}, RecoverTime: [2]time.Duration{time.Minute, time.Minute}}), sim.WithSeed(1)),
+		starts: map[string]int{}}
+	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
+	if err := c.Apply(ctx, &spoke.Object{Ref: ref, Generation: 1,
+		Spec: json.RawMessage(`{"project":"default","destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	c.Step(time.Now().Add(2*time.Hour), time.Second)
+	st := &forgetful{Store: sim.NewStore(), failing: true}
+	a, err := spoke.NewApplier("c1", c, st, &outbox{}, events.SealingKey{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := a.Operator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Handle(ctx, syncEvent(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Step(ctx); err == nil || op.Written() != 1 || c.starts["req-1"] != 1 {
+		t.Fatalf("a sync written while its record cannot be stored: %v, %d remembered, %d starts", err, op.Written(), c.starts["req-1"])
+	}
+	open, err := st.OpenOperations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, r := range open { // another agent ends it
+		r.Phase = spoke.OperationEnded
+		if err := st.Put(ctx, k, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := op.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := op.Written(); n != 0 {
+		t.Errorf("%d operations remembered after another agent ended them, want none", n)
+	}
+}
+
 // TestOperatorRecordsAnEndBeforeTheNext: while the end of a sync cannot be
 // published, the next sync of the Application waits, so that it cannot
 // hide the first one's result.
