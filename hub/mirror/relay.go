@@ -77,6 +77,7 @@ type Relay struct {
 	log      *slog.Logger
 	tracer   trace.Tracer
 	refusals *Refusals
+	provider metric.MeterProvider
 	relays   metric.Int64Counter
 }
 
@@ -92,18 +93,17 @@ func WithRelayRefusals(refusals *Refusals) RelayOption {
 	return func(r *Relay) { r.refusals = refusals }
 }
 
-// WithRelayMaxAge drops, with a refusal, an operation still not relayed
-// d after it was admitted (default 10 minutes): a sync asked long ago is
-// not run late.
-func WithRelayMaxAge(d time.Duration) RelayOption { return func(r *Relay) { r.maxAge = d } }
-
 // WithRelayMeterProvider counts relays with mp (default: the global one).
 func WithRelayMeterProvider(mp metric.MeterProvider) RelayOption {
-	return func(r *Relay) {
-		r.relays = instrument(mp.Meter("github.com/argosyproj/argosy/hub/mirror").Int64Counter("argosy.mirror.relays",
-			metric.WithDescription("Operations asked in the mirror cluster, by outcome once asked of the hub: relayed, refused, expired, unreadable")))
-	}
+	return func(r *Relay) { r.provider = mp }
 }
+
+// relayMaxAge is how long after it was admitted an operation not yet
+// relayed is dropped, with a refusal: a sync asked long ago is not run
+// late. It is well within the hub's idempotency window (24 hours by
+// default), so that a relay asked again under its key is answered with
+// what the first wrote.
+const relayMaxAge = 10 * time.Minute
 
 // NewRelay returns the Relay of the operations marked on the mirrored
 // Applications of the cluster kube configures a client of. Its writes are
@@ -116,13 +116,19 @@ func NewRelay(hub Operator, kube *rest.Config, opts ...RelayOption) (*Relay, err
 	if err != nil {
 		return nil, fmt.Errorf("mirror relay: %w", err)
 	}
-	r := &Relay{hub: hub, dyn: dyn, maxAge: 10 * time.Minute, log: slog.New(slog.DiscardHandler),
-		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror")}
-	WithRelayMeterProvider(otel.GetMeterProvider())(r)
+	return newRelay(hub, dyn, opts...), nil
+}
+
+// newRelay is NewRelay on a client of the mirror cluster.
+func newRelay(hub Operator, dyn dynamic.Interface, opts ...RelayOption) *Relay {
+	r := &Relay{hub: hub, dyn: dyn, maxAge: relayMaxAge, log: slog.New(slog.DiscardHandler),
+		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), provider: otel.GetMeterProvider()}
 	for _, o := range opts {
 		o(r)
 	}
-	return r, nil
+	r.relays = instrument(r.provider.Meter("github.com/argosyproj/argosy/hub/mirror").Int64Counter("argosy.mirror.relays",
+		metric.WithDescription("Operations asked in the mirror cluster, by outcome once asked of the hub: relayed, refused, expired, unreadable")))
+	return r
 }
 
 // relayResync is how often the Relay looks again at every marked object:

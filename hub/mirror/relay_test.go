@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,9 +38,7 @@ func marked(t *testing.T, at time.Time) (*dynfake.FakeDynamicClient, string) {
 }
 
 func newTestRelay(hub Operator, dyn *dynfake.FakeDynamicClient, refusals *Refusals) *Relay {
-	r := &Relay{hub: hub, dyn: dyn, maxAge: 10 * time.Minute, log: slog.New(slog.DiscardHandler), tracer: otel.Tracer("test"), refusals: refusals}
-	WithRelayMeterProvider(otel.GetMeterProvider())(r)
-	return r
+	return newRelay(hub, dyn, WithRelayRefusals(refusals))
 }
 
 // stillMarked reports whether mirror-prod/web holds a mark and its label.

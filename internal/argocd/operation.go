@@ -250,8 +250,9 @@ func timeOf(m map[string]any, field string) *time.Time {
 // Start puts the sync or rollback op on the Application of ref for Argo
 // CD's controller to run, in place of the last operation's state, only if
 // the Application is still at version (as Inspect read it, and found it
-// not Busy): otherwise it returns ErrChanged and puts nothing. The version is the fence that makes an operation start
-// at most once, however many agents decided to start it.
+// not Busy): otherwise it returns ErrChanged and puts nothing. The version
+// is the fence that makes an operation start at most once, however many
+// agents decided to start it.
 func (a *Client) Start(ctx context.Context, ref Ref, op Operation, version string) error {
 	ri, err := a.resource(KindApplication, ref.Namespace)
 	if err != nil {
