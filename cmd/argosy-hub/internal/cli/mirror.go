@@ -116,8 +116,11 @@ becomes the matching hub call, made for the Kubernetes user who made it.
 The token must then have actFor grants, which give each user a role; a
 change the hub refuses is refused at admission, with the hub's words, and
 the mirror writes why on the object (a ChangeRefusedWarning condition, for
-10 minutes). Changes to the mirror's own labels and annotations are
-refused (docs/mirror.md).
+10 minutes). A sync or rollback is asked of the hub once the change is
+stored, not at admission (where the hub is asked only whether it would
+take it), so that it runs once however often the API server reviews the
+change; the mirror then needs watch on Applications. Changes to the
+mirror's own labels and annotations are refused (docs/mirror.md).
 
 With --ui-proxy-address, it also serves a proxy of --argocd-server for its
 UI and the argocd CLI (REST, gRPC over HTTP/2 and gRPC-Web): every call
