@@ -180,6 +180,13 @@ func (o *Operator) step(ctx context.Context) (int, error) {
 func (o *Operator) expiry(r opRecord) time.Time { return r.Until.Add(-o.a.skew) }
 func (o *Operator) expired(r opRecord) bool     { return time.Now().After(o.expiry(r)) }
 
+// wrote reports whether the agent wrote r to Argo CD, or saw it there,
+// while its record could not say so yet.
+func (o *Operator) wrote(r opRecord) bool {
+	id, ok := o.written[r.key]
+	return ok && id == r.EventID
+}
+
 // advance moves r on and reports whether it ended (and that is recorded),
 // so that the next operation of the Application may go.
 func (o *Operator) advance(ctx context.Context, ref Ref, r opRecord) (bool, error) {
@@ -206,7 +213,7 @@ func (o *Operator) advance(ctx context.Context, ref Ref, r opRecord) (bool, erro
 		return false, o.took(ctx, r)
 	case st.Waiting:
 		return o.waiting(ctx, ref, r, st)
-	case r.Phase == OperationStarted || o.written[r.key] == r.EventID:
+	case r.Phase == OperationStarted || o.wrote(r):
 		// Written to Argo CD, and gone: an operation that was not the
 		// agent's followed it before its end was read, or the
 		// Application went.
@@ -232,7 +239,8 @@ func (o *Operator) advance(ctx context.Context, ref Ref, r opRecord) (bool, erro
 // took records that Argo CD's controller took r, if the state does not say
 // so yet, and acknowledges it applied, once.
 func (o *Operator) took(ctx context.Context, r opRecord) error {
-	if r.Phase != OperationStarted { // written before a crash
+	if r.Phase != OperationStarted { // written before a crash, or its answer lost
+		o.written[r.key] = r.EventID
 		if err := o.put(ctx, r, OperationStarted); err != nil {
 			return err
 		}
@@ -253,7 +261,10 @@ func (o *Operator) took(ctx context.Context, r opRecord) error {
 // not yet taken by Argo CD's controller: past its expiry it is withdrawn
 // and rejected, so that it never runs late.
 func (o *Operator) waiting(ctx context.Context, ref Ref, r opRecord, st OperationState) (bool, error) {
-	if r.Phase != OperationStarted { // written before a crash
+	if r.Phase != OperationStarted { // written before a crash, or its answer lost
+		// Seen in Argo CD, it is written: kept in memory until the
+		// record is stored, as start does.
+		o.written[r.key] = r.EventID
 		if err := o.put(ctx, r, OperationStarted); err != nil {
 			return false, err
 		}

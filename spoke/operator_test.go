@@ -156,14 +156,21 @@ type counting struct {
 	*sim.Cluster
 	mu     sync.Mutex
 	starts map[string]int
+	// lost is how many of the next writes Argo CD stores while their
+	// answer is lost on the way back (a timeout).
+	lost int
 }
 
 func (c *counting) Start(ctx context.Context, ref spoke.Ref, op spoke.Operation, version string) error {
 	err := c.Cluster.Start(ctx, ref, op, version)
 	if err == nil {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.starts[op.RequestID]++
-		c.mu.Unlock()
+		if c.lost > 0 {
+			c.lost--
+			return errors.New("the answer was lost: the connection was cut")
+		}
 	}
 	return err
 }
@@ -179,7 +186,7 @@ type operatorRig struct {
 
 func newOperatorRig(t *testing.T, ctx context.Context) *operatorRig {
 	t.Helper()
-	return newOperatorRigOn(t, ctx, sim.NewStore())
+	return newOperatorRigOn(t, ctx, sim.NewStore(), 0)
 }
 
 // settle lets the bubble's clock run d, then waits for every goroutine
@@ -214,12 +221,13 @@ func (r *operatorRig) hide(t *testing.T, ctx context.Context) {
 	r.c.Step(time.Now().Add(2*time.Hour), time.Second)
 }
 
-// newOperatorRigOn is newOperatorRig keeping the agent's state in st.
-func newOperatorRigOn(t *testing.T, ctx context.Context, st spoke.OperationStore) *operatorRig {
+// newOperatorRigOn is newOperatorRig keeping the agent's state in st,
+// the answers to its first lost writes lost.
+func newOperatorRigOn(t *testing.T, ctx context.Context, st spoke.OperationStore, lost int) *operatorRig {
 	t.Helper()
 	c := &counting{Cluster: sim.NewCluster(sim.WithBehaviour(sim.Behaviour{SyncTime: [2]time.Duration{time.Hour, time.Hour},
 		HealthTime: [2]time.Duration{time.Second, time.Second}, RecoverTime: [2]time.Duration{time.Minute, time.Minute}}), sim.WithSeed(1)),
-		starts: map[string]int{}}
+		starts: map[string]int{}, lost: lost}
 	ref := spoke.Ref{Kind: spoke.KindApplication, Namespace: "argocd", Name: "guestbook"}
 	if err := c.Apply(ctx, &spoke.Object{Ref: ref, Generation: 1,
 		Spec: json.RawMessage(`{"project":"default","destination":{"server":"https://kubernetes.default.svc","namespace":"web"}}`)}); err != nil {
@@ -299,7 +307,32 @@ func TestOperatorNeverStartsTwiceOnALostRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		st := &forgetful{Store: sim.NewStore(), failing: true}
-		r := newOperatorRigOn(t, ctx, st)
+		r := newOperatorRigOn(t, ctx, st, 0)
+		r.handle(t, ctx, 1)
+		r.hide(t, ctx)
+		st.fail(false)
+		settle(3 * time.Second)
+		r.c.Step(time.Now().Add(2*time.Hour), time.Second)
+		settle(3 * time.Second)
+		if n := r.c.starts["req-1"]; n != 1 {
+			t.Errorf("the sync was written to Argo CD %d times, want once", n)
+		}
+		cancel()
+		if err := <-r.done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestOperatorNeverStartsTwiceOnALostAnswer: a sync Argo CD stored whose
+// answer the agent lost is one the agent wrote, once it sees it there,
+// even while its state cannot record it started: hidden by another
+// operation before the record is stored, it is not written again.
+func TestOperatorNeverStartsTwiceOnALostAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		st := &forgetful{Store: sim.NewStore(), failing: true}
+		r := newOperatorRigOn(t, ctx, st, 1)
 		r.handle(t, ctx, 1)
 		r.hide(t, ctx)
 		st.fail(false)
