@@ -602,6 +602,10 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 	default:
 		return nil, invalid("operation", fmt.Sprintf("%q: want sync, refresh, rollback or terminate", clip(req.Operation, maxEchoedValue)))
 	}
+	if req.NotAfter != nil && req.NotAfter.After(s.o.now().Add(s.o.window)) {
+		return nil, invalid("notAfter", fmt.Sprintf("%s is later than the hub's idempotency window (%s) from now: asked again after the window, "+
+			"the operation would run twice", req.NotAfter.UTC().Format(time.RFC3339), s.o.window))
+	}
 	expires := s.o.now().Add(time.Hour).UTC().Truncate(time.Second)
 	return s.commit(r.Context(), c, []change{{cluster: subj.Cluster, key: events.DesiredKey(subj) + "#" + req.Operation, kind: api.KindApplications,
 		build: func(ctx context.Context, cur entry, exists bool) (*pending, error) {
@@ -611,6 +615,14 @@ func (s *Server) operate(r *http.Request, c *call) (any, error) {
 			}
 			if err := s.allowChange(c.p, auth.ActionOperate, subj.Cluster, app, ok); err != nil {
 				return nil, err
+			}
+			// Decided only for a request not taken before: one taken in
+			// time is answered again under its key, never refused late.
+			if now := s.o.now(); req.NotAfter != nil && now.After(*req.NotAfter) {
+				reason := fmt.Sprintf("%s passed %s ago: the operation was not run", req.NotAfter.UTC().Format(time.RFC3339),
+					now.Sub(*req.NotAfter).Round(time.Second))
+				return nil, &apiError{status: http.StatusConflict, body: api.Error{Error: "notAfter: " + reason,
+					Fields: []api.FieldError{{Field: "notAfter", Reason: reason}}}}
 			}
 			data := schemas.OperationRequested{Resource: schemas.Resource{Cluster: subj.Cluster, Namespace: subj.Namespace, Name: subj.Name, Generation: app.generation},
 				RequestID: uuid.NewString(), Operation: req.Operation, RequestedBy: c.p.Actor, Revision: req.Revision, Prune: req.Prune,

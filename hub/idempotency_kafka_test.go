@@ -4,11 +4,14 @@ package hub_test
 
 import (
 	"net/http"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/argosyproj/argosy/events"
+	"github.com/argosyproj/argosy/hub"
 	"github.com/argosyproj/argosy/hub/api"
 	"github.com/argosyproj/argosy/schemas"
 )
@@ -129,5 +132,62 @@ func TestIdempotencyKeyBindsRequest(t *testing.T) {
 	if _, err := r.client(url, "dev-deployer").Apply(t.Context(), api.KindApplications,
 		api.ApplyRequest{Clusters: []string{"c3"}, Manifest: appIn("web", "default")}, k1); err != nil {
 		t.Errorf("another actor's k1: %v", err)
+	}
+}
+
+// TestOperationNotAfter: an operation asked with notAfter is refused once
+// that time has passed, with nothing written. Asked again under the same
+// key after it passed, one the hub took in time is answered as it was,
+// neither refused nor run again: a caller cut short after the hub took
+// its operation learns what became of it. A notAfter beyond the
+// idempotency window is refused: asked again once the window has passed,
+// the operation would run twice.
+func TestOperationNotAfter(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		now = time.Now()
+	)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	r := newRig(t, 2)
+	root := r.client(r.start(hub.WithClock(clock)), "root")
+	r.twoTeams(root)
+	if _, err := root.Apply(t.Context(), api.KindApplications, api.ApplyRequest{Clusters: []string{"prod"}, Manifest: appIn("pay", "team-a")}, api.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	config := len(r.records(events.TopicConfig))
+	at := clock().Add(10 * time.Minute)
+	ask := func(key string, notAfter time.Time) (*api.Result, error) {
+		return root.Operate(t.Context(), "prod", "argocd", "pay", api.OperationRequest{Operation: "sync", NotAfter: &notAfter},
+			api.WriteOptions{IdempotencyKey: key})
+	}
+	first, err := ask("asked-in-time", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.records(events.TopicConfig)); n != config+1 {
+		t.Fatalf("a sync asked in time appended %d config records, want 1", n-config)
+	}
+	mu.Lock()
+	now = now.Add(11 * time.Minute)
+	mu.Unlock()
+	again, err := ask("asked-in-time", at)
+	if err != nil || !again.Replayed || !cmp.Equal(again.Events, first.Events) {
+		t.Errorf("the sync taken in time, asked again after its notAfter = %+v, %v; want the first answer, replayed", again, err)
+	}
+	var re *api.ResponseError
+	if _, err := ask("asked-late", at); api.StatusOf(err) != http.StatusConflict || !asResponse(err, &re) ||
+		len(re.Body.Fields) == 0 || re.Body.Fields[0].Field != "notAfter" {
+		t.Errorf("a sync first asked after its notAfter = %v, want 409 naming notAfter", err)
+	}
+	if _, err := ask("asked-for-too-long", clock().Add(hub.DefaultIdempotencyWindow+time.Minute)); api.StatusOf(err) != http.StatusBadRequest ||
+		!asResponse(err, &re) || len(re.Body.Fields) == 0 || re.Body.Fields[0].Field != "notAfter" {
+		t.Errorf("a notAfter beyond the idempotency window = %v, want 400 naming notAfter", err)
+	}
+	if n := len(r.records(events.TopicConfig)); n != config+1 {
+		t.Errorf("%d config records after the sync taken in time, want none", n-config-1)
 	}
 }

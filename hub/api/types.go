@@ -142,6 +142,11 @@ type OperationRequest struct {
 	// for the first; a rollback needs it.
 	HistoryID   *int64 `json:"historyId,omitempty"`
 	RefreshType string `json:"refreshType,omitempty"`
+	// NotAfter, when set, is when the hub stops taking the operation: one
+	// first asked later is refused (409), with nothing written, while one
+	// it took in time is answered again under its idempotency key. It may
+	// lie at most the hub's idempotency window ahead.
+	NotAfter *time.Time `json:"notAfter,omitempty"`
 }
 
 // LiveAnswer is a cluster's answer to a live question about one of its
