@@ -18,9 +18,12 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -70,7 +73,18 @@ type operations struct {
 	asked []string
 }
 
-func (o *operations) Operate(_ context.Context, cluster, namespace, name string, req api.OperationRequest, _ api.WriteOptions) (*api.Result, error) {
+func (o *operations) Apply(context.Context, string, api.ApplyRequest, api.WriteOptions) (*api.Result, error) {
+	return nil, errors.New("the relay applies nothing")
+}
+
+func (o *operations) Delete(context.Context, string, string, string, string, bool, api.WriteOptions) (*api.Result, error) {
+	return nil, errors.New("the relay deletes nothing")
+}
+
+func (o *operations) Operate(_ context.Context, cluster, namespace, name string, req api.OperationRequest, wo api.WriteOptions) (*api.Result, error) {
+	if wo.DryRun { // the webhook's: would the hub take it
+		return &api.Result{DryRun: true}, nil
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.asked = append(o.asked, cluster+" "+namespace+"/"+name+" "+req.Operation)
@@ -96,14 +110,46 @@ func relayAsTheMirror(t *testing.T, kube *rest.Config, cluster, ns string) {
 	}
 	w.Stop()
 	apps := dyn.Resource(kubetest.ApplicationGVR).Namespace(ns)
-	mark, _ := json.Marshal(map[string]any{"id": "u1", "user": "alice", "at": time.Now().UTC(), "request": map[string]any{"operation": "sync"}})
+	// The mark the webhook signs for alice's sync, written as the mirror.
+	key, err := mirror.NewMarkKey([]byte("the mirror's token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := &operations{}
+	prefix := strings.TrimSuffix(ns, cluster)
+	adm, err := mirror.NewAdmission(ops, "me", prefix, mirror.WithAdmissionMarkKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := apps.Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal(cur.Object)
+	cur.Object["operation"] = map[string]any{"sync": map[string]any{}}
+	after, _ := json.Marshal(cur.Object)
+	resp := adm.Review(t.Context(), &admissionv1.AdmissionRequest{UID: "u1", Name: "web", Namespace: ns, Operation: admissionv1.Update,
+		Kind:     metav1.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
+		UserInfo: authnv1.UserInfo{Username: "alice"}, OldObject: runtime.RawExtension{Raw: before}, Object: runtime.RawExtension{Raw: after}})
+	var review []struct {
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	if err := json.Unmarshal(resp.Patch, &review); !resp.Allowed || err != nil {
+		t.Fatalf("the webhook's review of alice's sync: %+v %v", resp.Result, err)
+	}
+	var mark any
+	for _, op := range review {
+		if op.Path == "/metadata/annotations/argosy.dev~1relay" {
+			mark = op.Value
+		}
+	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{mirror.LabelRelay: "pending"},
-		"annotations": map[string]any{mirror.AnnotationRelay: string(mark)}}})
+		"annotations": map[string]any{mirror.AnnotationRelay: mark}}})
 	if _, err := apps.Patch(t.Context(), "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("mark a sync as the mirror: %v", err)
 	}
-	ops := &operations{}
-	relay, err := mirror.NewRelay(ops, kube)
+	relay, err := mirror.NewRelay(ops, kube, prefix, key)
 	if err != nil {
 		t.Fatal(err)
 	}

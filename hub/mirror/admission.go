@@ -80,6 +80,7 @@ type Admission struct {
 	reviews  metric.Int64Counter
 	provider metric.MeterProvider
 	refusals *Refusals
+	marks    *MarkKey
 	now      func() time.Time
 }
 
@@ -98,6 +99,11 @@ func WithAdmissionMeterProvider(mp metric.MeterProvider) AdmissionOption {
 // WithAdmissionRefusals records each change the hub refuses in r, so
 // that the mirror writes why on the object (a Mirror made WithRefusals(r)).
 func WithAdmissionRefusals(r *Refusals) AdmissionOption { return func(a *Admission) { a.refusals = r } }
+
+// WithAdmissionMarkKey signs the marks of the syncs and rollbacks the
+// webhook admits with k, the Relay's key. Without it, the webhook admits
+// no sync or rollback: no Relay would ask for it.
+func WithAdmissionMarkKey(k *MarkKey) AdmissionOption { return func(a *Admission) { a.marks = k } }
 
 // WithApplicationNamespace is the namespace on its cluster of an
 // Application created in the mirror (default "argocd").
@@ -180,7 +186,11 @@ func (a *Admission) review(ctx context.Context, req *admissionv1.AdmissionReques
 	if err != nil {
 		return deny(http.StatusBadRequest, err.Error()), "refused"
 	}
-	if c.deferred != nil && c.pending {
+	if c.deferred != nil && a.marks == nil {
+		return deny(http.StatusInternalServerError, fmt.Sprintf("%s/%s: this mirror's webhook runs without its Relay, "+
+			"so it cannot ask for a sync or rollback: use argosy app sync or argosy app rollback", req.Namespace, req.Name)), "refused"
+	}
+	if c.deferred != nil && a.pending(req.Namespace, req.Name, c) {
 		return deny(http.StatusConflict, fmt.Sprintf("%s/%s: an earlier sync or rollback asked here is still being relayed to the hub; "+
 			"ask again in a moment", req.Namespace, req.Name)), "refused"
 	}
@@ -209,13 +219,13 @@ func (a *Admission) review(ctx context.Context, req *admissionv1.AdmissionReques
 		return deny(int32(status), msg), "refused"
 	}
 	if c.deferred != nil && !o.DryRun {
-		mark, err := json.Marshal(relayed{ID: string(req.UID), User: user, Groups: req.UserInfo.Groups, At: a.now().UTC(),
-			Request: *c.deferred, TraceParent: traceParent(ctx)})
+		mark, err := a.marks.sign(relayed{ID: string(req.UID), User: user, Groups: req.UserInfo.Groups, At: a.now().UTC(),
+			Request: *c.deferred, TraceParent: traceParent(ctx)}, req.Namespace, req.Name, c.uid)
 		if err != nil {
 			return deny(http.StatusInternalServerError, err.Error()), "refused"
 		}
 		c.patch = append(c.patch, addMap(c.obj, []string{"metadata", "labels"}, map[string]string{LabelRelay: relayPending})...)
-		c.patch = append(c.patch, addMap(c.obj, []string{"metadata", "annotations"}, map[string]string{AnnotationRelay: string(mark)})...)
+		c.patch = append(c.patch, addMap(c.obj, []string{"metadata", "annotations"}, map[string]string{AnnotationRelay: mark})...)
 	}
 	resp := &admissionv1.AdmissionResponse{Allowed: true}
 	if len(c.patch) > 0 {
@@ -227,6 +237,18 @@ func (a *Admission) review(ctx context.Context, req *admissionv1.AdmissionReques
 		resp.Patch, resp.PatchType = p, &pt
 	}
 	return resp, "relayed"
+}
+
+// pending reports whether the object namespace/name holds, before c, a
+// mark the Relay will still ask for: one this webhook signed for it, not
+// older than the hub would take. Another (forged, or from before the
+// mirror's token changed) or an older one is written over.
+func (a *Admission) pending(namespace, name string, c *change) bool {
+	if c.oldMark == nil {
+		return false
+	}
+	p, err := a.marks.open(*c.oldMark, namespace, name, c.uid)
+	return err == nil && a.now().Sub(p.At) <= relayMaxAge
 }
 
 func deny(status int32, msg string) *admissionv1.AdmissionResponse {
@@ -242,9 +264,10 @@ type change struct {
 	manifest                        json.RawMessage // an apply: the new spec
 	ops                             []api.OperationRequest
 	// deferred is a sync or rollback, asked of the hub by the Relay once
-	// the change is stored; pending says one asked before still waits.
+	// the change is stored; oldMark is the mark of one asked before, if
+	// the object held one.
 	deferred *api.OperationRequest
-	pending  bool
+	oldMark  *string
 	obj      map[string]any // the Application after the change
 	uid      string         // the Application's, before the change
 	patch    []patchOp
@@ -278,8 +301,15 @@ func (a *Admission) change(req *admissionv1.AdmissionRequest) (*change, error) {
 		}
 		c.cluster, c.namespace, c.owner, c.create = cluster, a.appNS, OwnerHub, true
 		c.manifest, err = manifest(c.namespace, c.name, newObj)
-		// Marked as the mirror's, so that it mirrors the hub's copy into it.
+		// Marked as the mirror's, so that it mirrors the hub's copy into it;
+		// the marks are the mirror's alone, whatever the new object says.
 		c.patch = addMap(newObj, []string{"metadata", "labels"}, map[string]string{LabelManagedBy: FieldManager, LabelCluster: cluster})
+		c.patch = append(c.patch, addMap(newObj, []string{"metadata", "annotations"},
+			map[string]string{AnnotationNamespace: c.namespace, AnnotationSkipReconcile: "true"})...)
+		for _, m := range []struct{ field, key string }{{"labels", LabelRelay}, {"annotations", AnnotationRelay},
+			{"annotations", AnnotationOwner}, {"annotations", AnnotationGeneration}} {
+			c.patch = append(c.patch, keep(nil, newObj, m.field, m.key)...)
+		}
 		return c, err
 	case admissionv1.Delete:
 		c.del = true
@@ -331,7 +361,9 @@ func (a *Admission) update(c *change, oldObj, newObj map[string]any) error {
 	// them, they stay as they were (or become this review's).
 	c.patch = append(c.patch, keep(oldObj, newObj, "labels", LabelRelay)...)
 	c.patch = append(c.patch, keep(oldObj, newObj, "annotations", AnnotationRelay)...)
-	_, c.pending = stringMap(oldObj, "annotations")[AnnotationRelay]
+	if m, ok := stringMap(oldObj, "annotations")[AnnotationRelay]; ok {
+		c.oldMark = &m
+	}
 	if op, ok := newObj["operation"].(map[string]any); ok && !reflect.DeepEqual(op, oldObj["operation"]) {
 		req, err := operation(op, oldObj)
 		if err != nil {
@@ -488,7 +520,7 @@ func manifest(namespace, name string, obj map[string]any) (json.RawMessage, erro
 	if l := stringMap(obj, "labels"); len(l) > 0 {
 		own := map[string]any{}
 		for k, v := range l {
-			if k != LabelManagedBy && k != LabelCluster {
+			if !mirrorsLabel(k) {
 				own[k] = v
 			}
 		}
@@ -497,6 +529,12 @@ func manifest(namespace, name string, obj map[string]any) (json.RawMessage, erro
 		}
 	}
 	return json.Marshal(map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta, "spec": spec})
+}
+
+// mirrorsLabel reports whether the label key is the mirror's own: it is
+// neither sent to the hub nor written from the hub's copy.
+func mirrorsLabel(key string) bool {
+	return key == LabelManagedBy || key == LabelCluster || key == LabelRelay
 }
 
 func object(raw runtime.RawExtension) (map[string]any, error) {

@@ -57,6 +57,10 @@ func (f *fakeHub) Operate(ctx context.Context, cluster, namespace, name string, 
 	if f.refuseOperate != nil {
 		return nil, f.refuseOperate
 	}
+	if req.NotAfter != nil && time.Now().After(*req.NotAfter) { // as the hub answers a request first asked late
+		return nil, &api.ResponseError{Status: http.StatusConflict, Body: api.Error{Error: "notAfter: passed",
+			Fields: []api.FieldError{{Field: "notAfter", Reason: "passed"}}}}
+	}
 	return &api.Result{}, f.refuse
 }
 
@@ -103,10 +107,29 @@ func merge(dst, src map[string]any) {
 // relay.
 var markedAt = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// testMarks is the marks' key of the tests' webhooks and Relays.
+var testMarks = func() *MarkKey {
+	k, err := NewMarkKey([]byte("the mirror's token"))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
 // mark is the patch, after a comma, of the relay's marks of alice's
-// operation req, admitted in review u1 at markedAt.
-func mark(req string) string {
-	a, _ := json.Marshal(`{"id":"u1","user":"alice","groups":["team-a","system:authenticated"],"at":"2026-01-02T03:04:05Z","request":` + req + `}`)
+// operation req, admitted in review u1 at markedAt on mirror-prod/web.
+func mark(t *testing.T, req string) string {
+	t.Helper()
+	var r api.OperationRequest
+	if err := json.Unmarshal([]byte(req), &r); err != nil {
+		t.Fatal(err)
+	}
+	signed, err := testMarks.sign(relayed{ID: "u1", User: "alice", Groups: []string{"team-a", "system:authenticated"}, At: markedAt, Request: r},
+		"mirror-prod", "web", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(signed)
 	return `,{"op":"add","path":"/metadata/labels/argosy.dev~1relay","value":"pending"},{"op":"add","path":"/metadata/annotations/argosy.dev~1relay","value":` + string(a) + `}`
 }
 
@@ -128,6 +151,12 @@ func TestAdmissionRelays(t *testing.T) {
 	}
 	create := update("", `{"metadata":{"labels":null,"annotations":null,"namespace":"mirror-prod"},"status":null}`)
 	create.Operation, create.OldObject = admissionv1.Create, runtime.RawExtension{}
+	// A new Application that carries the mirror's marks, a relay's among
+	// them, as if the webhook had admitted a sync on it as admin.
+	forged := update("", `{"metadata":{"labels":{"argosy.dev/relay":"pending","argosy.dev/cluster":"dev"},`+
+		`"annotations":{"argosy.dev/relay":"{\"id\":\"u0\",\"user\":\"admin\"}","argosy.dev/namespace":"kube-system","argosy.dev/owner":"spoke",`+
+		`"argosy.dev/generation":null,"argocd.argoproj.io/skip-reconcile":null}},"status":null}`)
+	forged.Operation, forged.OldObject = admissionv1.Create, runtime.RawExtension{}
 	dry := update("", `{"operation":{"sync":{}}}`)
 	dry.DryRun = new(bool)
 	*dry.DryRun = true
@@ -145,10 +174,10 @@ func TestAdmissionRelays(t *testing.T) {
 		{"the namespace controller's delete", del("", authnv1.UserInfo{Username: namespaceController}), nil, ""},
 		{"sync: asked as a dry run, marked to relay", update("", `{"operation":{"sync":{"revision":"ccc","prune":true},"initiatedBy":{"username":"alice"}}}`),
 			[]string{`operate prod argocd/web {"operation":"sync","revision":"ccc","prune":true}`},
-			`[{"op":"remove","path":"/operation","value":null}` + mark(`{"operation":"sync","revision":"ccc","prune":true}`) + `]`},
+			`[{"op":"remove","path":"/operation","value":null}` + mark(t, `{"operation":"sync","revision":"ccc","prune":true}`) + `]`},
 		{"rollback: a sync to a history entry's revision and source", update("", `{"operation":{"sync":{"revision":"aaa","source":{"repoURL":"x"}}}}`),
 			[]string{`operate prod argocd/web {"operation":"rollback","historyId":2}`},
-			`[{"op":"remove","path":"/operation","value":null}` + mark(`{"operation":"rollback","historyId":2}`) + `]`},
+			`[{"op":"remove","path":"/operation","value":null}` + mark(t, `{"operation":"rollback","historyId":2}`) + `]`},
 		{"the relay's marks stay the webhook's", update(`{"metadata":{"labels":{"argosy.dev/relay":"pending"},"annotations":{"argosy.dev/relay":"{}"}}}`,
 			`{"metadata":{"labels":{"argosy.dev/relay":null},"annotations":{"argosy.dev/relay":"{\"id\":\"forged\"}"}}}`), nil,
 			`[{"op":"add","path":"/metadata/labels/argosy.dev~1relay","value":"pending"},{"op":"add","path":"/metadata/annotations/argosy.dev~1relay","value":"{}"}]`},
@@ -159,18 +188,30 @@ func TestAdmissionRelays(t *testing.T) {
 			[]string{`operate prod argocd/web {"operation":"terminate"}`}, `[{"op":"replace","path":"/status/operationState/phase","value":"Running"}]`},
 		{"spec edit", update("", `{"spec":{"source":{"targetRevision":"v2"}}}`),
 			[]string{"apply applications [prod] gen=4 " + web}, ""},
+		{"spec edit while a sync waits: the relay's label is not the hub's", update(`{"metadata":{"labels":{"argosy.dev/relay":"pending"}}}`,
+			`{"metadata":{"labels":{"argosy.dev/relay":"pending"}},"spec":{"source":{"targetRevision":"v2"}}}`),
+			[]string{"apply applications [prod] gen=4 " + web}, ""},
 		{"a cascading delete's finalizer, then the delete", update("", `{"metadata":{"finalizers":["resources-finalizer.argocd.argoproj.io/foreground"]}}`),
 			nil, `[{"op":"replace","path":"/metadata/finalizers","value":[]},{"op":"add","path":"/metadata/annotations/argosy.dev~1delete-cascade","value":"true"}]`},
 		{"cascading delete", del(`{"metadata":{"annotations":{"argosy.dev/delete-cascade":"true"}}}`, alice),
 			[]string{"delete applications prod argocd/web cascade=true"}, ""},
 		{"delete", del("", alice), []string{"delete applications prod argocd/web cascade=false"}, ""},
 		{"create", create, []string{"apply applications [prod] gen=0 " + strings.Replace(strings.Replace(web, `"labels":{"tier":"front"},`, "", 1), "v2", "main", 1)},
-			`[{"op":"add","path":"/metadata/labels","value":{"app.kubernetes.io/managed-by":"argosy-mirror","argosy.dev/cluster":"prod"}}]`},
+			`[{"op":"add","path":"/metadata/labels","value":{"app.kubernetes.io/managed-by":"argosy-mirror","argosy.dev/cluster":"prod"}},` +
+				`{"op":"add","path":"/metadata/annotations","value":{"argocd.argoproj.io/skip-reconcile":"true","argosy.dev/namespace":"argocd"}}]`},
+		{"create with the mirror's marks: they are the mirror's", forged, []string{"apply applications [prod] gen=0 " + strings.Replace(web, "v2", "main", 1)},
+			`[{"op":"add","path":"/metadata/labels/app.kubernetes.io~1managed-by","value":"argosy-mirror"},` +
+				`{"op":"add","path":"/metadata/labels/argosy.dev~1cluster","value":"prod"},` +
+				`{"op":"add","path":"/metadata/annotations/argocd.argoproj.io~1skip-reconcile","value":"true"},` +
+				`{"op":"add","path":"/metadata/annotations/argosy.dev~1namespace","value":"argocd"},` +
+				`{"op":"remove","path":"/metadata/labels/argosy.dev~1relay","value":null},` +
+				`{"op":"remove","path":"/metadata/annotations/argosy.dev~1relay","value":null},` +
+				`{"op":"remove","path":"/metadata/annotations/argosy.dev~1owner","value":null}]`},
 		{"dry run", dry, []string{`operate prod argocd/web {"operation":"sync"}`}, `[{"op":"remove","path":"/operation","value":null}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hub := &fakeHub{}
-			a, err := NewAdmission(hub, self, "mirror-")
+			a, err := NewAdmission(hub, self, "mirror-", WithAdmissionMarkKey(testMarks))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +252,7 @@ func TestAdmissionRefuses(t *testing.T) {
 	}
 	hub := &fakeHub{refuse: &api.ResponseError{Status: http.StatusForbidden, Body: api.Error{Error: "denied: k8s:bob may not applications.operate", Hint: "ask for a grant"}}}
 	refusals := NewRefusals(time.Minute)
-	a, err := NewAdmission(hub, "me", "mirror-", WithAdmissionRefusals(refusals))
+	a, err := NewAdmission(hub, "me", "mirror-", WithAdmissionRefusals(refusals), WithAdmissionMarkKey(testMarks))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,13 +275,46 @@ func TestAdmissionRefuses(t *testing.T) {
 		t.Errorf("an AppProject: %+v, calls %v", resp.Result, hub.calls)
 	}
 	// A sync while the one asked before still waits to be relayed: its
-	// mark would be written over, and it never relayed.
-	waiting := req("hub", "Application")
-	waiting.OldObject = mirrored(`{"metadata":{"labels":{"argosy.dev/relay":"pending"},"annotations":{"argosy.dev/relay":"{}"}}}`)
-	waiting.Object = mirrored(`{"metadata":{"labels":{"argosy.dev/relay":"pending"},"annotations":{"argosy.dev/relay":"{}"}},"operation":{"sync":{}}}`)
-	if resp := a.Review(t.Context(), waiting); resp.Allowed || resp.Result.Code != http.StatusConflict ||
+	// mark would be written over, and it never relayed. A mark this
+	// webhook did not sign, or one older than the hub would take, waits
+	// for nothing: the sync is admitted, and marked in its place.
+	hub.refuse = nil
+	waitingOn := func(at time.Time, key *MarkKey) *admissionv1.AdmissionRequest {
+		m, err := key.sign(relayed{ID: "u0", User: "carol", At: at, Request: api.OperationRequest{Operation: "sync"}}, "mirror-prod", "web", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		marks, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{LabelRelay: relayPending},
+			"annotations": map[string]any{AnnotationRelay: m}}})
+		r := req("hub", "Application")
+		r.OldObject = mirrored(string(marks))
+		r.Object = mirrored(strings.TrimSuffix(string(marks), "}") + `,"operation":{"sync":{}}}`)
+		return r
+	}
+	if resp := a.Review(t.Context(), waitingOn(time.Now(), testMarks)); resp.Allowed || resp.Result.Code != http.StatusConflict ||
 		!strings.Contains(resp.Result.Message, "still being relayed") || len(hub.calls) != 0 {
 		t.Errorf("a sync while another waits to be relayed: %+v, calls %v", resp.Result, hub.calls)
+	}
+	otherKey, _ := NewMarkKey([]byte("another token"))
+	for name, r := range map[string]*admissionv1.AdmissionRequest{
+		"a mark signed with another key":  waitingOn(time.Now(), otherKey),
+		"a mark older than the hub takes": waitingOn(time.Now().Add(-relayMaxAge-time.Minute), testMarks),
+	} {
+		hub.calls = nil
+		if resp := a.Review(t.Context(), r); !resp.Allowed || len(hub.calls) != 1 || !strings.Contains(string(resp.Patch), `\"id\":\"u2\"`) {
+			t.Errorf("a sync on %s: %+v, calls %v, patch %s; want admitted and marked", name, resp.Result, hub.calls, resp.Patch)
+		}
+	}
+	hub.refuse = &api.ResponseError{Status: http.StatusForbidden, Body: api.Error{Error: "denied"}}
+	hub.calls = nil
+	// A webhook with no Relay's key admits no sync: none would be asked.
+	keyless, err := NewAdmission(&fakeHub{}, "me", "mirror-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := keyless.Review(t.Context(), req("hub", "Application")); resp.Allowed || resp.Result.Code != http.StatusInternalServerError ||
+		!strings.Contains(resp.Result.Message, "without its Relay") {
+		t.Errorf("a sync through a webhook with no Relay's key: %+v", resp.Result)
 	}
 	hub.refuse = fmt.Errorf("connection refused")
 	if resp := a.Review(t.Context(), req("hub", "Application")); resp.Allowed || resp.Result.Code != http.StatusBadGateway {

@@ -70,7 +70,7 @@ func application(ns string, app read.App, history []projector.Deployment) (*unst
 	}
 	labels := map[string]any{LabelManagedBy: FieldManager, LabelCluster: app.Cluster}
 	for k, v := range src.labels {
-		if _, ours := labels[k]; !ours {
+		if !mirrorsLabel(k) {
 			labels[k] = v
 		}
 	}

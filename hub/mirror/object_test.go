@@ -63,7 +63,15 @@ func TestApplicationCarriesSpecStatusAndMarks(t *testing.T) {
 	if a[AnnotationSkipReconcile] != "true" || a[AnnotationOwner] != OwnerHub || a[AnnotationNamespace] != "argocd" || a[AnnotationGeneration] != "3" || a[AnnotationHash] == "" {
 		t.Errorf("annotations %v", a)
 	}
-	if l := obj.GetLabels(); l[LabelCluster] != "east" || l[LabelManagedBy] != FieldManager {
+	// The relay's label is the webhook's, never written from the hub's
+	// copy: a label someone applied through the hub would otherwise mark
+	// a sync for the Relay, in the mirror's own name.
+	app.Desired.Labels = map[string]string{"tier": "web", LabelRelay: relayPending, LabelCluster: "west"}
+	obj, _, err = application("fleet-east", app, history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := obj.GetLabels(); l[LabelCluster] != "east" || l[LabelManagedBy] != FieldManager || l[LabelRelay] != "" || l["tier"] != "web" {
 		t.Errorf("labels %v", l)
 	}
 	h, _, _ := unstructured.NestedSlice(obj.Object, "status", "history")

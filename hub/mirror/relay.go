@@ -2,11 +2,15 @@ package mirror
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -61,6 +65,76 @@ type relayed struct {
 	At          time.Time            `json:"at"`
 	Request     api.OperationRequest `json:"request"`
 	TraceParent string               `json:"traceparent,omitempty"`
+	// Sig is the MarkKey's signature of the rest, for one object.
+	Sig string `json:"sig,omitempty"`
+}
+
+// A MarkKey signs the marks the webhook writes, and the Relay acts on no
+// mark it cannot verify. A mark is an order to call the hub as someone
+// else, and the mirror cluster holds Applications the webhook never
+// reviews (in namespaces it does not watch, or written before it was
+// registered); a mark is signed for its object (namespace, name and uid),
+// so that one copied onto another object is void too.
+type MarkKey struct{ key []byte }
+
+// NewMarkKey derives the marks' key from secret, which the webhook and
+// the Relay share (the mirror's hub token): a mark signed before the
+// secret changed is dropped, with a condition that says so.
+func NewMarkKey(secret []byte) (*MarkKey, error) {
+	if len(secret) == 0 {
+		return nil, errors.New("mirror marks: a secret is required")
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("argosy.dev/relay marks"))
+	return &MarkKey{key: m.Sum(nil)}, nil
+}
+
+func (k *MarkKey) mac(namespace, name, uid string, body []byte) string {
+	m := hmac.New(sha256.New, k.key)
+	for _, p := range [][]byte{[]byte(namespace), []byte(name), []byte(uid), body} {
+		m.Write(p)
+		m.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// sign is p as the annotation holds it, signed for the object
+// namespace/name of uid.
+func (k *MarkKey) sign(p relayed, namespace, name, uid string) (string, error) {
+	p.Sig = ""
+	body, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("mirror marks: %w", err)
+	}
+	p.Sig = k.mac(namespace, name, uid, body)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("mirror marks: %w", err)
+	}
+	return string(out), nil
+}
+
+// open reads the mark raw on the object namespace/name of uid: an error
+// unless k signed it for that object.
+func (k *MarkKey) open(raw, namespace, name, uid string) (relayed, error) {
+	var p relayed
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		return relayed{}, fmt.Errorf("is unreadable: %w", err)
+	}
+	sig := p.Sig
+	p.Sig = ""
+	body, err := json.Marshal(p)
+	if err != nil {
+		return relayed{}, fmt.Errorf("is unreadable: %w", err)
+	}
+	if sig == "" || !hmac.Equal([]byte(sig), []byte(k.mac(namespace, name, uid, body))) {
+		return relayed{}, errors.New("is not signed by this mirror's webhook for this object (written by another, copied from another object, " +
+			"or signed before the mirror's token changed)")
+	}
+	if p.ID == "" || p.User == "" {
+		return relayed{}, errors.New("names no review or no user")
+	}
+	return p, nil
 }
 
 // Operator is what the Relay calls the hub with.
@@ -73,6 +147,9 @@ type Operator interface {
 type Relay struct {
 	hub      Operator
 	dyn      dynamic.Interface
+	prefix   string
+	marks    *MarkKey
+	now      func() time.Time
 	maxAge   time.Duration
 	log      *slog.Logger
 	tracer   trace.Tracer
@@ -98,36 +175,39 @@ func WithRelayMeterProvider(mp metric.MeterProvider) RelayOption {
 	return func(r *Relay) { r.provider = mp }
 }
 
-// relayMaxAge is how long after it was admitted an operation not yet
-// relayed is dropped, with a refusal: a sync asked long ago is not run
-// late. It is well within the hub's idempotency window (24 hours by
-// default), so that a relay asked again under its key is answered with
-// what the first wrote.
+// relayMaxAge is how long after it was admitted an operation is asked of
+// the hub (its notAfter): a sync asked long ago is not run late. The hub
+// refuses a notAfter beyond its idempotency window (24 hours by default),
+// so that a relay asked again under its key, until then, is answered with
+// what the first wrote; the webhook takes a mark older than this for
+// relayed or dropped.
 const relayMaxAge = 10 * time.Minute
 
-// NewRelay returns the Relay of the operations marked on the mirrored
-// Applications of the cluster kube configures a client of. Its writes are
-// the mirror's own: kube's user must be the one the webhook admits as is.
-func NewRelay(hub Operator, kube *rest.Config, opts ...RelayOption) (*Relay, error) {
-	if hub == nil || kube == nil {
-		return nil, errors.New("mirror relay: a hub and a Kubernetes configuration are required")
+// NewRelay returns the Relay of the operations marked, and signed with
+// marks, on the mirrored Applications of the cluster kube configures a
+// client of, in the namespaces named prefix+cluster. Its writes are the
+// mirror's own: kube's user must be the one the webhook admits as is.
+func NewRelay(hub Operator, kube *rest.Config, prefix string, marks *MarkKey, opts ...RelayOption) (*Relay, error) {
+	if hub == nil || kube == nil || marks == nil {
+		return nil, errors.New("mirror relay: a hub, a Kubernetes configuration and the marks' key are required")
 	}
 	dyn, err := dynamic.NewForConfig(kube)
 	if err != nil {
 		return nil, fmt.Errorf("mirror relay: %w", err)
 	}
-	return newRelay(hub, dyn, opts...), nil
+	return newRelay(hub, dyn, prefix, marks, opts...), nil
 }
 
 // newRelay is NewRelay on a client of the mirror cluster.
-func newRelay(hub Operator, dyn dynamic.Interface, opts ...RelayOption) *Relay {
-	r := &Relay{hub: hub, dyn: dyn, maxAge: relayMaxAge, log: slog.New(slog.DiscardHandler),
+func newRelay(hub Operator, dyn dynamic.Interface, prefix string, marks *MarkKey, opts ...RelayOption) *Relay {
+	r := &Relay{hub: hub, dyn: dyn, prefix: prefix, marks: marks, now: time.Now, maxAge: relayMaxAge, log: slog.New(slog.DiscardHandler),
 		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), provider: otel.GetMeterProvider()}
 	for _, o := range opts {
 		o(r)
 	}
 	r.relays = instrument(r.provider.Meter("github.com/argosyproj/argosy/hub/mirror").Int64Counter("argosy.mirror.relays",
-		metric.WithDescription("Operations asked in the mirror cluster, by outcome once asked of the hub: relayed, refused, expired, unreadable")))
+		metric.WithDescription("Operations asked in the mirror cluster, by outcome once asked of the hub: relayed, refused, expired, "+
+			"unverified (a mark the webhook did not sign for its object)")))
 	return r
 }
 
@@ -152,7 +232,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](
 		100*time.Millisecond, 30*time.Second))
 	add := func(obj any) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
+		if u, ok := obj.(*unstructured.Unstructured); ok && r.cluster(u.GetNamespace()) != "" {
 			queue.Add(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 	}
@@ -164,7 +244,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		defer close(done)
 		inf.Run(ctx.Done())
 	}()
+	shut := make(chan struct{})
 	go func() {
+		defer close(shut)
 		<-ctx.Done()
 		queue.ShutDown()
 	}()
@@ -181,29 +263,48 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		queue.Done(key)
 	}
+	<-shut
 	<-done
 	return nil
+}
+
+// cluster is the cluster whose mirror namespace ns is, "" when it is not
+// one.
+func (r *Relay) cluster(ns string) string {
+	c, ok := strings.CutPrefix(ns, r.prefix)
+	if !ok {
+		return ""
+	}
+	return c
 }
 
 // relay asks the hub for the operation marked on the object at key, if it
 // still holds one, and takes the mark off. An error is worth retrying.
 func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
+	cluster := r.cluster(key.Namespace)
+	if cluster == "" {
+		return nil // not a mirror namespace: no mark there is the webhook's
+	}
 	ri := r.dyn.Resource(applicationGVR).Namespace(key.Namespace)
 	obj, err := ri.Get(ctx, key.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil // deleted meanwhile: so is what it would have synced
 	case err != nil:
-		return err
+		return fmt.Errorf("read %s: %w", key, err)
 	}
 	raw, ok := obj.GetAnnotations()[AnnotationRelay]
 	if !ok || obj.GetLabels()[LabelRelay] != relayPending {
 		return nil // relayed meanwhile
 	}
-	var p relayed
-	if err := json.Unmarshal([]byte(raw), &p); err != nil || p.ID == "" || p.User == "" {
-		r.count(ctx, "unreadable")
-		r.log.WarnContext(ctx, "mirror relay: an unreadable mark; dropped", "application", key.String(), "err", err)
+	p, err := r.marks.open(raw, key.Namespace, key.Name, string(obj.GetUID()))
+	if err == nil && obj.GetLabels()[LabelCluster] != cluster {
+		err = fmt.Errorf("names cluster %q in the namespace of cluster %q", obj.GetLabels()[LabelCluster], cluster)
+	}
+	if err != nil {
+		r.count(ctx, "unverified")
+		r.refusals.Add(key.Namespace, key.Name, "a sync or rollback marked on the Application was not asked: the mark "+err.Error())
+		r.log.WarnContext(ctx, "mirror relay: a mark it cannot verify; dropped", "application", key.String(), "err", err)
 		return r.unmark(ctx, ri, key.Name, raw)
 	}
 	ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": p.TraceParent})
@@ -211,34 +312,49 @@ func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
 		attribute.String("k8s.namespace.name", key.Namespace), attribute.String("argosy.application", key.Name)))
 	defer span.End()
 	who := fmt.Sprintf("k8s:%s's %s", p.User, p.Request.Operation)
-	if age := time.Since(p.At); age > r.maxAge {
-		r.count(ctx, "expired")
-		r.refusals.Add(key.Namespace, key.Name, fmt.Sprintf("%s was not run: it waited %s to be relayed to the hub, more than %s",
-			who, age.Round(time.Second), r.maxAge))
-		span.SetStatus(codes.Error, "expired")
-		return r.unmark(ctx, ri, key.Name, raw)
-	}
-	cluster, namespace := obj.GetLabels()[LabelCluster], obj.GetAnnotations()[AnnotationNamespace]
+	// Asked until its notAfter, decided by the hub: a relay cut short
+	// after the hub took it, asked again later, is answered with what the
+	// first wrote, not refused as late.
+	req := p.Request
+	notAfter := p.At.Add(r.maxAge)
+	req.NotAfter = &notAfter
+	namespace := obj.GetAnnotations()[AnnotationNamespace]
 	cctx, cancel := context.WithTimeout(ctx, hubTimeout)
 	defer cancel()
-	_, err = r.hub.Operate(cctx, cluster, namespace, key.Name, p.Request, api.WriteOptions{IdempotencyKey: "mirror-" + p.ID,
+	_, err = r.hub.Operate(cctx, cluster, namespace, key.Name, req, api.WriteOptions{IdempotencyKey: "mirror-" + p.ID,
 		ActAs: &api.ActAs{User: p.User, Groups: p.Groups}})
 	var re *api.ResponseError
 	switch {
 	case err == nil:
 		r.count(ctx, "relayed")
-	case errors.As(err, &re) && re.Status < http.StatusInternalServerError && re.Status != http.StatusTooManyRequests:
-		// The hub's answer, for good: its grants changed since the review.
-		r.count(ctx, "refused")
-		msg := fmt.Sprintf("the hub refused the change of %s/%s on cluster %s: %s", namespace, key.Name, cluster, re.Body.Error)
-		r.refusals.Add(key.Namespace, key.Name, who+" was refused: "+msg)
-		r.log.InfoContext(ctx, "mirror relay refused", "user", p.User, "cluster", cluster, "application", key.Name, "err", err)
+	case errors.As(err, &re) && final(re.Status):
+		outcome, msg := "refused", fmt.Sprintf("%s was refused: the hub refused the change of %s/%s on cluster %s: %s",
+			who, namespace, key.Name, cluster, re.Body.Error)
+		if len(re.Body.Fields) > 0 && re.Body.Fields[0].Field == "notAfter" {
+			outcome, msg = "expired", fmt.Sprintf("%s was not run: it waited %s to be relayed to the hub, more than %s",
+				who, r.now().Sub(p.At).Round(time.Second), r.maxAge)
+		}
+		r.count(ctx, outcome)
+		r.refusals.Add(key.Namespace, key.Name, msg)
+		r.log.InfoContext(ctx, "mirror relay "+outcome, "user", p.User, "cluster", cluster, "application", key.Name, "err", err)
 		span.SetStatus(codes.Error, msg)
 	default:
 		span.SetStatus(codes.Error, err.Error())
 		return fmt.Errorf("ask the hub for %s: %w", who, err)
 	}
 	return r.unmark(ctx, ri, key.Name, raw)
+}
+
+// final reports whether the hub's answer status is its word for good: not
+// a failure of the hub (5xx), a bound on the rate (429), a token the hub
+// does not know now (401: rotated, or the hub still reading it) or a
+// timeout (408), which are asked again until the mark's notAfter.
+func final(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return false
+	}
+	return status < http.StatusInternalServerError
 }
 
 // unmark takes the mark raw off the object name, if it still holds that
@@ -250,13 +366,13 @@ func (r *Relay) unmark(ctx context.Context, ri dynamic.ResourceInterface, name, 
 		{Op: "remove", Path: "/metadata/labels/" + escape(LabelRelay)},
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("take the mark off %s: %w", name, err)
 	}
 	_, err = ri.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	if apierrors.IsNotFound(err) {
-		return nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("take the mark off %s: %w", name, err)
 	}
-	return err
+	return nil
 }
 
 func (r *Relay) count(ctx context.Context, outcome string) {

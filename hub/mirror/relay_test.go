@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,27 +26,47 @@ import (
 // marked with alice's sync, admitted in review u1 at at.
 func marked(t *testing.T, at time.Time) (*dynfake.FakeDynamicClient, string) {
 	t.Helper()
-	mark, err := json.Marshal(relayed{ID: "u1", User: "alice", Groups: []string{"team-a"}, At: at,
-		Request: api.OperationRequest{Operation: "sync", Revision: "main"}})
+	return markedAs(t, at, "mirror-prod", "prod", testMarks)
+}
+
+// markedAs is marked in namespace ns, labelled as cluster's, the mark
+// signed with key.
+func markedAs(t *testing.T, at time.Time, ns, cluster string, key *MarkKey) (*dynfake.FakeDynamicClient, string) {
+	t.Helper()
+	mark, err := key.sign(relayed{ID: "u1", User: "alice", Groups: []string{"team-a"}, At: at,
+		Request: api.OperationRequest{Operation: "sync", Revision: "main"}}, ns, "web", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": "web", "namespace": "mirror-prod",
-			"labels":      map[string]any{LabelManagedBy: FieldManager, LabelCluster: "prod", LabelRelay: relayPending},
-			"annotations": map[string]any{AnnotationNamespace: "argocd", AnnotationRelay: string(mark)}}}}
+		"metadata": map[string]any{"name": "web", "namespace": ns,
+			"labels":      map[string]any{LabelManagedBy: FieldManager, LabelCluster: cluster, LabelRelay: relayPending},
+			"annotations": map[string]any{AnnotationNamespace: "argocd", AnnotationRelay: mark}}}}
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{applicationGVR: "ApplicationList"}, obj)
-	return dyn, string(mark)
+	return dyn, mark
 }
 
 func newTestRelay(hub Operator, dyn *dynfake.FakeDynamicClient, refusals *Refusals) *Relay {
-	return newRelay(hub, dyn, WithRelayRefusals(refusals))
+	return newRelay(hub, dyn, "mirror-", testMarks, WithRelayRefusals(refusals))
+}
+
+// asked is the hub call the Relay makes for the sync marked at at.
+func asked(at time.Time) string {
+	notAfter := at.Add(relayMaxAge)
+	b, _ := json.Marshal(api.OperationRequest{Operation: "sync", Revision: "main", NotAfter: &notAfter})
+	return "operate prod argocd/web " + string(b)
 }
 
 // stillMarked reports whether mirror-prod/web holds a mark and its label.
 func stillMarked(t *testing.T, dyn *dynfake.FakeDynamicClient) bool {
 	t.Helper()
-	obj, err := dyn.Resource(applicationGVR).Namespace("mirror-prod").Get(t.Context(), "web", metav1.GetOptions{})
+	return stillMarkedIn(t, dyn, "mirror-prod")
+}
+
+// stillMarkedIn is stillMarked of ns/web.
+func stillMarkedIn(t *testing.T, dyn *dynfake.FakeDynamicClient, ns string) bool {
+	t.Helper()
+	obj, err := dyn.Resource(applicationGVR).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +85,8 @@ var web = types.NamespacedName{Namespace: "mirror-prod", Name: "web"}
 // hub took it (the mark could not be taken off) asks again under the same
 // key, which the hub answers with what the first wrote.
 func TestRelayAsksOnce(t *testing.T) {
-	dyn, _ := marked(t, time.Now())
+	at := time.Now()
+	dyn, _ := marked(t, at)
 	hub := &fakeHub{}
 	r := newTestRelay(hub, dyn, nil)
 	failPatch := true
@@ -86,7 +109,7 @@ func TestRelayAsksOnce(t *testing.T) {
 	if stillMarked(t, dyn) {
 		t.Error("the mark stayed after the hub took the operation")
 	}
-	want := `operate prod argocd/web {"operation":"sync","revision":"main"}`
+	want := asked(at)
 	if len(hub.calls) != 2 || hub.calls[0] != want || hub.calls[1] != want {
 		t.Fatalf("hub calls %q, want %q twice", hub.calls, want)
 	}
@@ -120,25 +143,35 @@ func TestRelayRefusals(t *testing.T) {
 			t.Errorf("the refusal's condition: %v %v", c, ok)
 		}
 	})
-	t.Run("the hub cannot be reached", func(t *testing.T) {
-		dyn, _ := marked(t, time.Now())
-		hub := &fakeHub{refuseOperate: errors.New("connection refused")}
-		if err := newTestRelay(hub, dyn, nil).relay(t.Context(), web); err == nil {
-			t.Error("no error, so no retry")
-		}
-		if !stillMarked(t, dyn) {
-			t.Error("the mark went")
-		}
-	})
+	for name, err := range map[string]error{
+		"the hub cannot be reached":                    errors.New("connection refused"),
+		"the hub does not know the mirror's token yet": &api.ResponseError{Status: http.StatusUnauthorized, Body: api.Error{Error: "unknown token"}},
+		"the hub is busy":                              &api.ResponseError{Status: http.StatusTooManyRequests, Body: api.Error{Error: "slow down"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dyn, _ := marked(t, time.Now())
+			hub := &fakeHub{refuseOperate: err}
+			if err := newTestRelay(hub, dyn, nil).relay(t.Context(), web); err == nil {
+				t.Error("no error, so no retry")
+			}
+			if !stillMarked(t, dyn) {
+				t.Error("the mark went")
+			}
+		})
+	}
+	// An operation that waited too long is refused by the hub, which
+	// decides it: asked again after the hub took it, the hub answers
+	// with what it wrote (TestOperationNotAfter, hub).
 	t.Run("expired", func(t *testing.T) {
-		dyn, _ := marked(t, time.Now().Add(-time.Hour))
+		at := time.Now().Add(-time.Hour)
+		dyn, _ := marked(t, at)
 		hub := &fakeHub{}
 		refusals := NewRefusals(time.Minute)
 		if err := newTestRelay(hub, dyn, refusals).relay(t.Context(), web); err != nil {
 			t.Fatal(err)
 		}
-		if stillMarked(t, dyn) || len(hub.calls) != 0 {
-			t.Errorf("an expired operation: marked %v, calls %v", stillMarked(t, dyn), hub.calls)
+		if stillMarked(t, dyn) || len(hub.calls) != 1 || hub.calls[0] != asked(at) {
+			t.Errorf("an expired operation: marked %v, calls %v, want one with its notAfter", stillMarked(t, dyn), hub.calls)
 		}
 		if c, ok := refusals.condition("mirror-prod", "web"); !ok || !strings.Contains(fmt.Sprint(c["message"]), "k8s:alice's sync was not run") {
 			t.Errorf("the condition: %v %v", c, ok)
@@ -161,4 +194,133 @@ func TestRelayRefusals(t *testing.T) {
 			t.Errorf("an unreadable mark: marked %v, calls %v", stillMarked(t, dyn), hub.calls)
 		}
 	})
+}
+
+// TestRelayTrustsOnlyItsWebhooksMarks: a mark is an order to ask the hub
+// as someone else, so the Relay asks for none its webhook did not sign
+// for that object. One the webhook admitted is asked as its user; one
+// altered (another user), copied onto another object, signed with
+// another key (before the mirror's token changed), or naming another
+// cluster than its namespace's is dropped with a condition, nothing
+// asked; one outside the mirror's namespaces is not the mirror's, and
+// left as it is.
+func TestRelayTrustsOnlyItsWebhooksMarks(t *testing.T) {
+	t.Run("the webhook's", func(t *testing.T) {
+		a, err := NewAdmission(&fakeHub{}, "me", "mirror-", WithAdmissionMarkKey(testMarks))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dyn, _ := marked(t, time.Now())
+		obj, err := dyn.Resource(applicationGVR).Namespace("mirror-prod").Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unstructured.RemoveNestedField(obj.Object, "metadata", "labels", LabelRelay)
+		unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", AnnotationRelay)
+		old, _ := json.Marshal(obj.Object)
+		obj.Object["operation"] = map[string]any{"sync": map[string]any{"revision": "main"}}
+		changed, _ := json.Marshal(obj.Object)
+		resp := a.Review(t.Context(), &admissionv1.AdmissionRequest{UID: "r1", Name: "web", Namespace: "mirror-prod", Operation: admissionv1.Update,
+			Kind:     metav1.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
+			UserInfo: authnv1.UserInfo{Username: "bob", Groups: []string{"team-b"}}, OldObject: runtime.RawExtension{Raw: old},
+			Object: runtime.RawExtension{Raw: changed}})
+		var patch []patchOp
+		if err := json.Unmarshal(resp.Patch, &patch); !resp.Allowed || err != nil {
+			t.Fatalf("the webhook's review: %+v %v", resp.Result, err)
+		}
+		for _, op := range patch {
+			if op.Path == "/metadata/annotations/argosy.dev~1relay" {
+				if err := unstructured.SetNestedField(obj.Object, op.Value, "metadata", "annotations", AnnotationRelay); err != nil {
+					t.Fatal(err)
+				}
+				if err := unstructured.SetNestedField(obj.Object, relayPending, "metadata", "labels", LabelRelay); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		delete(obj.Object, "operation")
+		if _, err := dyn.Resource(applicationGVR).Namespace("mirror-prod").Update(t.Context(), obj, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		hub := &fakeHub{}
+		if err := newTestRelay(hub, dyn, nil).relay(t.Context(), web); err != nil {
+			t.Fatal(err)
+		}
+		if len(hub.opts) != 1 || hub.opts[0].ActAs == nil || hub.opts[0].ActAs.User != "bob" || hub.opts[0].IdempotencyKey != "mirror-r1" {
+			t.Errorf("the webhook's mark: calls %v %+v, want one as bob", hub.calls, hub.opts)
+		}
+	})
+	otherKey, err := NewMarkKey([]byte("the token before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		dyn  func(t *testing.T) *dynfake.FakeDynamicClient
+	}{
+		{"altered: another user", func(t *testing.T) *dynfake.FakeDynamicClient {
+			dyn, mark := marked(t, time.Now())
+			setMark(t, dyn, "mirror-prod", strings.Replace(mark, `"user":"alice"`, `"user":"admin"`, 1))
+			return dyn
+		}},
+		{"copied from another object", func(t *testing.T) *dynfake.FakeDynamicClient {
+			_, mark := markedAs(t, time.Now(), "mirror-dev", "prod", testMarks)
+			dyn, _ := marked(t, time.Now())
+			setMark(t, dyn, "mirror-prod", mark)
+			return dyn
+		}},
+		{"signed with another key", func(t *testing.T) *dynfake.FakeDynamicClient {
+			dyn, _ := markedAs(t, time.Now(), "mirror-prod", "prod", otherKey)
+			return dyn
+		}},
+		{"unsigned", func(t *testing.T) *dynfake.FakeDynamicClient {
+			dyn, _ := marked(t, time.Now())
+			setMark(t, dyn, "mirror-prod", `{"id":"u1","user":"admin","at":"`+time.Now().UTC().Format(time.RFC3339)+`","request":{"operation":"sync"}}`)
+			return dyn
+		}},
+		{"another cluster than its namespace's", func(t *testing.T) *dynfake.FakeDynamicClient {
+			dyn, _ := markedAs(t, time.Now(), "mirror-prod", "dev", testMarks)
+			return dyn
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dyn := tc.dyn(t)
+			hub := &fakeHub{}
+			refusals := NewRefusals(time.Minute)
+			if err := newTestRelay(hub, dyn, refusals).relay(t.Context(), web); err != nil {
+				t.Fatal(err)
+			}
+			if len(hub.calls) != 0 || stillMarked(t, dyn) {
+				t.Errorf("asked %v, marked %v; want nothing asked, the mark dropped", hub.calls, stillMarked(t, dyn))
+			}
+			if c, ok := refusals.condition("mirror-prod", "web"); !ok || !strings.Contains(fmt.Sprint(c["message"]), "was not asked") {
+				t.Errorf("the condition: %v %v", c, ok)
+			}
+		})
+	}
+	t.Run("outside the mirror's namespaces", func(t *testing.T) {
+		dyn, _ := markedAs(t, time.Now(), "argocd", "prod", testMarks)
+		hub := &fakeHub{}
+		if err := newTestRelay(hub, dyn, nil).relay(t.Context(), types.NamespacedName{Namespace: "argocd", Name: "web"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(hub.calls) != 0 || !stillMarkedIn(t, dyn, "argocd") {
+			t.Errorf("asked %v, marked %v; want nothing asked, nothing touched", hub.calls, stillMarkedIn(t, dyn, "argocd"))
+		}
+	})
+}
+
+// setMark writes mark as ns/web's relay mark.
+func setMark(t *testing.T, dyn *dynfake.FakeDynamicClient, ns, mark string) {
+	t.Helper()
+	obj, err := dyn.Resource(applicationGVR).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := obj.GetAnnotations()
+	ann[AnnotationRelay] = mark
+	obj.SetAnnotations(ann)
+	if _, err := dyn.Resource(applicationGVR).Namespace(ns).Update(t.Context(), obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

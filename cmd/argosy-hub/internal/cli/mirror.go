@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -119,8 +120,11 @@ the mirror writes why on the object (a ChangeRefusedWarning condition, for
 10 minutes). A sync or rollback is asked of the hub once the change is
 stored, not at admission (where the hub is asked only whether it would
 take it), so that it runs once however often the API server reviews the
-change; the mirror then needs watch on Applications. Changes to the
-mirror's own labels and annotations are refused (docs/mirror.md).
+change; the mirror then needs watch on Applications. The webhook marks it
+on the object, signed with a key drawn from the token, and the mirror asks
+for no mark it did not sign for that object: one pending when the token
+changes is dropped, with a condition. Changes to the mirror's own labels
+and annotations are refused (docs/mirror.md).
 
 With --ui-proxy-address, it also serves a proxy of --argocd-server for its
 UI and the argocd CLI (REST, gRPC over HTTP/2 and gRPC-Web): every call
@@ -200,8 +204,14 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 	g.Go(func() error { return m.Run(gctx) })
 	g.Go(func() error { return httpserve.Run(gctx, o.MetricsAddr, tel.Handler()) })
 	if o.Admission != "" {
+		// The webhook signs the operations it marks for the Relay with a
+		// key drawn from the mirror's token, which no one else holds.
+		marks, err := mirror.NewMarkKey(bytes.TrimSpace(token))
+		if err != nil {
+			return &cmdkit.FlagError{Err: fmt.Errorf("--token-file: %w", err)}
+		}
 		adm, err := mirror.NewAdmission(hubc, o.Self, o.Prefix, mirror.WithApplicationNamespace(o.AppNamespace), mirror.WithAdmissionLogger(log),
-			mirror.WithAdmissionRefusals(refusals))
+			mirror.WithAdmissionRefusals(refusals), mirror.WithAdmissionMarkKey(marks))
 		if err != nil {
 			return &cmdkit.FlagError{Err: err}
 		}
@@ -212,7 +222,7 @@ func runMirror(ctx context.Context, o *MirrorOptions) error {
 		g.Go(func() error { return httpserve.Run(gctx, o.Admission, adm, httpserve.WithTLS(cfg)) })
 		// The syncs and rollbacks the webhook admitted, asked of the hub
 		// once their change is stored.
-		relay, err := mirror.NewRelay(hubc, kube, mirror.WithRelayLogger(log), mirror.WithRelayRefusals(refusals))
+		relay, err := mirror.NewRelay(hubc, kube, o.Prefix, marks, mirror.WithRelayLogger(log), mirror.WithRelayRefusals(refusals))
 		if err != nil {
 			return &cmdkit.FlagError{Err: err}
 		}

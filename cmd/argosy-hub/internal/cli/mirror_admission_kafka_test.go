@@ -45,7 +45,8 @@ import (
 // edit reaches the cluster's Application; the deployer's sync is carried
 // out by the cluster's Argo CD once, and the mirrored object keeps no
 // operation; each call is audited as the user, via the mirror's token; a
-// review the API server sends twice is one config record and one sync;
+// change the API server reviews twice is one config record and one sync;
+// a relay mark written past the webhook asks nothing and is taken off;
 // the deployer's delete takes the Application off the cluster and the
 // mirror.
 func TestChangesInTheMirrorReachTheCluster(t *testing.T) {
@@ -177,6 +178,30 @@ func TestChangesInTheMirrorReachTheCluster(t *testing.T) {
 		}
 		return fmt.Sprint(seen) == fmt.Sprint(want)
 	})
+
+	// A mark the webhook did not sign, written past it (as the mirror's
+	// own user can), would be an order to sync as alice: the relay asks
+	// nothing for it, takes it off and says why on the object.
+	recordsAt = records()
+	forged, _ := json.Marshal(map[string]any{"id": "forged", "user": "alice", "groups": []string{"team-a"}, "at": time.Now().UTC(),
+		"request": map[string]any{"operation": "sync"}})
+	markIt, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{mirror.LabelRelay: "pending"},
+		"annotations": map[string]any{mirror.AnnotationRelay: string(forged)}}})
+	if _, err := as("admin").Patch(t.Context(), a.name, types.MergePatchType, markIt, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("write a mark past the webhook: %v", err)
+	}
+	waitRefusedCondition(t, as("admin"), a.name, "a sync or rollback marked on the Application was not asked: the mark is not signed")
+	waitFor(t, time.Minute, "the relay to take the forged mark off", func() bool {
+		got, err := as("admin").Get(t.Context(), a.name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		_, marked := got.GetAnnotations()[mirror.AnnotationRelay]
+		return !marked
+	})
+	if n := records() - recordsAt; n != 0 {
+		t.Errorf("a forged mark appended %d config records, want none", n)
+	}
 
 	if err := alice.Delete(t.Context(), a.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("alice's delete, admitted twice: %v", err)
