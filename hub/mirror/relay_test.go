@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -323,4 +324,36 @@ func setMark(t *testing.T, dyn *dynfake.FakeDynamicClient, ns, mark string) {
 	if _, err := dyn.Resource(applicationGVR).Namespace(ns).Update(t.Context(), obj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzMarkOpen: a mark is read from an object anyone may have written.
+// Reading one never panics, and accepts only what the key signed for the
+// object: whatever it accepts, signed again, is what it read.
+func FuzzMarkOpen(f *testing.F) {
+	signed, err := testMarks.sign(relayed{ID: "u1", User: "alice", Groups: []string{"team-a"}, At: markedAt,
+		Request: api.OperationRequest{Operation: "sync", Revision: "main"}, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, "mirror-prod", "web", "uid-1")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(signed, "uid-1")
+	f.Add(`{"id":"u1","user":"admin","sig":""}`, "uid-1")
+	f.Add(`{}`, "")
+	f.Add(`[`, "uid-1")
+	f.Fuzz(func(t *testing.T, raw, uid string) {
+		p, err := testMarks.open(raw, "mirror-prod", "web", uid)
+		if err != nil {
+			return
+		}
+		again, err := testMarks.sign(p, "mirror-prod", "web", uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := testMarks.open(again, "mirror-prod", "web", uid)
+		if err != nil || !reflect.DeepEqual(p, q) {
+			t.Fatalf("a mark accepted, signed again, reads %+v, %v; want %+v", q, err, p)
+		}
+		if _, err := testMarks.open(raw, "mirror-prod", "web", uid+"x"); err == nil {
+			t.Fatal("a mark accepted for another object")
+		}
+	})
 }
