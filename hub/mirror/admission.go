@@ -220,7 +220,7 @@ func (a *Admission) review(ctx context.Context, req *admissionv1.AdmissionReques
 	}
 	if c.deferred != nil && !o.DryRun {
 		mark, err := a.marks.sign(relayed{ID: string(req.UID), User: user, Groups: req.UserInfo.Groups, At: a.now().UTC(),
-			Request: *c.deferred, TraceParent: traceParent(ctx)}, req.Namespace, req.Name, c.uid)
+			Cluster: c.cluster, Namespace: c.namespace, Request: *c.deferred, TraceParent: traceParent(ctx)}, req.Namespace, req.Name, c.uid)
 		if err != nil {
 			return deny(http.StatusInternalServerError, err.Error()), "refused"
 		}

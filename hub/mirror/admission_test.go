@@ -124,7 +124,8 @@ func mark(t *testing.T, req string) string {
 	if err := json.Unmarshal([]byte(req), &r); err != nil {
 		t.Fatal(err)
 	}
-	signed, err := testMarks.sign(relayed{ID: "u1", User: "alice", Groups: []string{"team-a", "system:authenticated"}, At: markedAt, Request: r},
+	signed, err := testMarks.sign(relayed{ID: "u1", User: "alice", Groups: []string{"team-a", "system:authenticated"}, At: markedAt,
+		Cluster: "prod", Namespace: "argocd", Request: r},
 		"mirror-prod", "web", "")
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +182,9 @@ func TestAdmissionRelays(t *testing.T) {
 		{"the relay's marks stay the webhook's", update(`{"metadata":{"labels":{"argosy.dev/relay":"pending"},"annotations":{"argosy.dev/relay":"{}"}}}`,
 			`{"metadata":{"labels":{"argosy.dev/relay":null},"annotations":{"argosy.dev/relay":"{\"id\":\"forged\"}"}}}`), nil,
 			`[{"op":"add","path":"/metadata/labels/argosy.dev~1relay","value":"pending"},{"op":"add","path":"/metadata/annotations/argosy.dev~1relay","value":"{}"}]`},
+		{"a mark added to an object that had none is taken off", update("",
+			`{"metadata":{"labels":{"argosy.dev/relay":"pending"},"annotations":{"argosy.dev/relay":"{\"mark\":{},\"sig\":\"x\"}"}}}`), nil,
+			`[{"op":"remove","path":"/metadata/labels/argosy.dev~1relay","value":null},{"op":"remove","path":"/metadata/annotations/argosy.dev~1relay","value":null}]`},
 		{"hard refresh", update("", `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`),
 			[]string{`operate prod argocd/web {"operation":"refresh","refreshType":"hard"}`},
 			`[{"op":"remove","path":"/metadata/annotations/argocd.argoproj.io~1refresh","value":null}]`},
@@ -280,7 +284,8 @@ func TestAdmissionRefuses(t *testing.T) {
 	// for nothing: the sync is admitted, and marked in its place.
 	hub.refuse = nil
 	waitingOn := func(at time.Time, key *MarkKey) *admissionv1.AdmissionRequest {
-		m, err := key.sign(relayed{ID: "u0", User: "carol", At: at, Request: api.OperationRequest{Operation: "sync"}}, "mirror-prod", "web", "")
+		m, err := key.sign(relayed{ID: "u0", User: "carol", At: at, Cluster: "prod", Namespace: "argocd", Request: api.OperationRequest{Operation: "sync"}},
+			"mirror-prod", "web", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,14 +59,23 @@ const (
 // once its change is stored.
 type relayed struct {
 	// ID is the uid of the review that admitted it.
-	ID          string               `json:"id"`
-	User        string               `json:"user"`
-	Groups      []string             `json:"groups,omitempty"`
-	At          time.Time            `json:"at"`
+	ID     string    `json:"id"`
+	User   string    `json:"user"`
+	Groups []string  `json:"groups,omitempty"`
+	At     time.Time `json:"at"`
+	// Cluster and Namespace are where the Application runs, as the
+	// webhook read them off the object.
+	Cluster     string               `json:"cluster"`
+	Namespace   string               `json:"namespace"`
 	Request     api.OperationRequest `json:"request"`
 	TraceParent string               `json:"traceparent,omitempty"`
-	// Sig is the MarkKey's signature of the rest, for one object.
-	Sig string `json:"sig,omitempty"`
+}
+
+// signedMark is a mark as the annotation holds it: the relayed, as it was
+// written, and the MarkKey's signature of those bytes for one object.
+type signedMark struct {
+	Mark json.RawMessage `json:"mark"`
+	Sig  string          `json:"sig"`
 }
 
 // A MarkKey signs the marks the webhook writes, and the Relay acts on no
@@ -101,13 +110,11 @@ func (k *MarkKey) mac(namespace, name, uid string, body []byte) string {
 // sign is p as the annotation holds it, signed for the object
 // namespace/name of uid.
 func (k *MarkKey) sign(p relayed, namespace, name, uid string) (string, error) {
-	p.Sig = ""
 	body, err := json.Marshal(p)
 	if err != nil {
 		return "", fmt.Errorf("mirror marks: %w", err)
 	}
-	p.Sig = k.mac(namespace, name, uid, body)
-	out, err := json.Marshal(p)
+	out, err := json.Marshal(signedMark{Mark: body, Sig: k.mac(namespace, name, uid, body)})
 	if err != nil {
 		return "", fmt.Errorf("mirror marks: %w", err)
 	}
@@ -115,24 +122,22 @@ func (k *MarkKey) sign(p relayed, namespace, name, uid string) (string, error) {
 }
 
 // open reads the mark raw on the object namespace/name of uid: an error
-// unless k signed it for that object.
+// unless k signed its bytes for that object.
 func (k *MarkKey) open(raw, namespace, name, uid string) (relayed, error) {
-	var p relayed
-	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+	var m signedMark
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
 		return relayed{}, fmt.Errorf("is unreadable: %w", err)
 	}
-	sig := p.Sig
-	p.Sig = ""
-	body, err := json.Marshal(p)
-	if err != nil {
-		return relayed{}, fmt.Errorf("is unreadable: %w", err)
-	}
-	if sig == "" || !hmac.Equal([]byte(sig), []byte(k.mac(namespace, name, uid, body))) {
+	if m.Sig == "" || !hmac.Equal([]byte(m.Sig), []byte(k.mac(namespace, name, uid, m.Mark))) {
 		return relayed{}, errors.New("is not signed by this mirror's webhook for this object (written by another, copied from another object, " +
 			"or signed before the mirror's token changed)")
 	}
-	if p.ID == "" || p.User == "" {
-		return relayed{}, errors.New("names no review or no user")
+	var p relayed
+	if err := json.Unmarshal(m.Mark, &p); err != nil {
+		return relayed{}, fmt.Errorf("is unreadable: %w", err)
+	}
+	if p.ID == "" || p.User == "" || p.Cluster == "" || p.Namespace == "" {
+		return relayed{}, errors.New("names no review, user, cluster or namespace")
 	}
 	return p, nil
 }
@@ -285,6 +290,19 @@ func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
 	if cluster == "" {
 		return nil // not a mirror namespace: no mark there is the webhook's
 	}
+	// The webhook reviews the namespaces labelled as the mirror's; a mark
+	// elsewhere (with no prefix, any namespace's name is a cluster's) is
+	// not the mirror's to read, nor to take off.
+	ns, err := r.dyn.Resource(namespaceGVR).Get(ctx, key.Namespace, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read namespace %s: %w", key.Namespace, err)
+	}
+	if l := ns.GetLabels(); l[LabelManagedBy] != FieldManager || l[LabelCluster] != cluster {
+		return nil
+	}
 	ri := r.dyn.Resource(applicationGVR).Namespace(key.Namespace)
 	obj, err := ri.Get(ctx, key.Name, metav1.GetOptions{})
 	switch {
@@ -298,8 +316,8 @@ func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
 		return nil // relayed meanwhile
 	}
 	p, err := r.marks.open(raw, key.Namespace, key.Name, string(obj.GetUID()))
-	if err == nil && obj.GetLabels()[LabelCluster] != cluster {
-		err = fmt.Errorf("names cluster %q in the namespace of cluster %q", obj.GetLabels()[LabelCluster], cluster)
+	if err == nil && p.Cluster != cluster {
+		err = fmt.Errorf("names cluster %q in the namespace of cluster %q", p.Cluster, cluster)
 	}
 	if err != nil {
 		r.count(ctx, "unverified")
@@ -318,7 +336,7 @@ func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
 	req := p.Request
 	notAfter := p.At.Add(r.maxAge)
 	req.NotAfter = &notAfter
-	namespace := obj.GetAnnotations()[AnnotationNamespace]
+	namespace := p.Namespace
 	cctx, cancel := context.WithTimeout(ctx, hubTimeout)
 	defer cancel()
 	_, err = r.hub.Operate(cctx, cluster, namespace, key.Name, req, api.WriteOptions{IdempotencyKey: "mirror-" + p.ID,
@@ -330,7 +348,7 @@ func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
 	case errors.As(err, &re) && final(re.Status):
 		outcome, msg := "refused", fmt.Sprintf("%s was refused: the hub refused the change of %s/%s on cluster %s: %s",
 			who, namespace, key.Name, cluster, re.Body.Error)
-		if len(re.Body.Fields) > 0 && re.Body.Fields[0].Field == "notAfter" {
+		if re.Status == http.StatusConflict && len(re.Body.Fields) > 0 && re.Body.Fields[0].Field == "notAfter" {
 			outcome, msg = "expired", fmt.Sprintf("%s was not run: it waited %s to be relayed to the hub, more than %s",
 				who, r.now().Sub(p.At).Round(time.Second), r.maxAge)
 		}
@@ -338,12 +356,25 @@ func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
 		r.refusals.Add(key.Namespace, key.Name, msg)
 		r.log.InfoContext(ctx, "mirror relay "+outcome, "user", p.User, "cluster", cluster, "application", key.Name, "err", err)
 		span.SetStatus(codes.Error, msg)
+	case r.now().After(notAfter.Add(relayGiveUp)):
+		// The hub could not be asked for an hour past the time it would
+		// have taken it: whatever it answers now, it would not run it.
+		r.count(ctx, "expired")
+		msg := fmt.Sprintf("%s was not relayed: the hub could not be asked until %s (%v); if an earlier try reached it, "+
+			"argosy app history shows it", who, notAfter.Add(relayGiveUp).UTC().Format(time.RFC3339), err)
+		r.refusals.Add(key.Namespace, key.Name, msg)
+		r.log.WarnContext(ctx, "mirror relay gave up", "user", p.User, "cluster", cluster, "application", key.Name, "err", err)
+		span.SetStatus(codes.Error, msg)
 	default:
 		span.SetStatus(codes.Error, err.Error())
 		return fmt.Errorf("ask the hub for %s: %w", who, err)
 	}
 	return r.unmark(ctx, ri, key.Name, raw)
 }
+
+// relayGiveUp is how long past its notAfter a mark the hub cannot be
+// asked about (away, or a token it does not take) is kept.
+const relayGiveUp = time.Hour
 
 // final reports whether the hub's answer status is its word for good: not
 // a failure of the hub (5xx), a bound on the rate (429), a token the hub

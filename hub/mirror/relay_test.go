@@ -34,7 +34,7 @@ func marked(t *testing.T, at time.Time) (*dynfake.FakeDynamicClient, string) {
 // signed with key.
 func markedAs(t *testing.T, at time.Time, ns, cluster string, key *MarkKey) (*dynfake.FakeDynamicClient, string) {
 	t.Helper()
-	mark, err := key.sign(relayed{ID: "u1", User: "alice", Groups: []string{"team-a"}, At: at,
+	mark, err := key.sign(relayed{ID: "u1", User: "alice", Groups: []string{"team-a"}, At: at, Cluster: cluster, Namespace: "argocd",
 		Request: api.OperationRequest{Operation: "sync", Revision: "main"}}, ns, "web", "")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,11 @@ func markedAs(t *testing.T, at time.Time, ns, cluster string, key *MarkKey) (*dy
 		"metadata": map[string]any{"name": "web", "namespace": ns,
 			"labels":      map[string]any{LabelManagedBy: FieldManager, LabelCluster: cluster, LabelRelay: relayPending},
 			"annotations": map[string]any{AnnotationNamespace: "argocd", AnnotationRelay: mark}}}}
-	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{applicationGVR: "ApplicationList"}, obj)
+	// Its namespace, as the mirror makes it.
+	nsObj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]any{LabelManagedBy: FieldManager, LabelCluster: strings.TrimPrefix(ns, "mirror-")}}}}
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{applicationGVR: "ApplicationList", namespaceGVR: "NamespaceList"}, obj, nsObj)
 	return dyn, mark
 }
 
@@ -178,6 +182,37 @@ func TestRelayRefusals(t *testing.T) {
 			t.Errorf("the condition: %v %v", c, ok)
 		}
 	})
+	// A notAfter the hub refuses as too far ahead (its idempotency window
+	// is shorter than the relay's 10 minutes) is a refusal, not a late
+	// operation.
+	t.Run("notAfter refused as too far", func(t *testing.T) {
+		dyn, _ := marked(t, time.Now())
+		hub := &fakeHub{refuseOperate: &api.ResponseError{Status: http.StatusBadRequest, Body: api.Error{Error: "notAfter: later than the window",
+			Fields: []api.FieldError{{Field: "notAfter", Reason: "later than the window"}}}}}
+		refusals := NewRefusals(time.Minute)
+		if err := newTestRelay(hub, dyn, refusals).relay(t.Context(), web); err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := refusals.condition("mirror-prod", "web"); !ok || !strings.Contains(fmt.Sprint(c["message"]), "was refused: the hub refused") {
+			t.Errorf("the condition: %v %v", c, ok)
+		}
+	})
+	// A hub that cannot be asked an hour past the mark's notAfter: the
+	// mark goes, and the object says the operation was not relayed.
+	t.Run("given up", func(t *testing.T) {
+		dyn, _ := marked(t, time.Now().Add(-2*time.Hour))
+		hub := &fakeHub{refuseOperate: errors.New("connection refused")}
+		refusals := NewRefusals(time.Minute)
+		if err := newTestRelay(hub, dyn, refusals).relay(t.Context(), web); err != nil {
+			t.Fatal(err)
+		}
+		if stillMarked(t, dyn) {
+			t.Error("the mark stayed")
+		}
+		if c, ok := refusals.condition("mirror-prod", "web"); !ok || !strings.Contains(fmt.Sprint(c["message"]), "k8s:alice's sync was not relayed") {
+			t.Errorf("the condition: %v %v", c, ok)
+		}
+	})
 	t.Run("unreadable", func(t *testing.T) {
 		dyn, mark := marked(t, time.Now())
 		obj, _ := dyn.Resource(applicationGVR).Namespace("mirror-prod").Get(t.Context(), "web", metav1.GetOptions{})
@@ -299,16 +334,34 @@ func TestRelayTrustsOnlyItsWebhooksMarks(t *testing.T) {
 			}
 		})
 	}
-	t.Run("outside the mirror's namespaces", func(t *testing.T) {
-		dyn, _ := markedAs(t, time.Now(), "argocd", "prod", testMarks)
-		hub := &fakeHub{}
-		if err := newTestRelay(hub, dyn, nil).relay(t.Context(), types.NamespacedName{Namespace: "argocd", Name: "web"}); err != nil {
-			t.Fatal(err)
-		}
-		if len(hub.calls) != 0 || !stillMarkedIn(t, dyn, "argocd") {
-			t.Errorf("asked %v, marked %v; want nothing asked, nothing touched", hub.calls, stillMarkedIn(t, dyn, "argocd"))
-		}
-	})
+	// Outside the mirror's namespaces: named otherwise, or, with no
+	// prefix (any name is a cluster's), not labelled as the mirror's.
+	for _, tc := range []struct {
+		name, ns, prefix string
+		unlabel          bool
+	}{
+		{"named otherwise", "argocd", "mirror-", false},
+		{"with no prefix, a namespace not the mirror's", "prod", "", true},
+		{"named as the mirror's, not labelled so", "mirror-prod", "mirror-", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dyn, _ := markedAs(t, time.Now(), tc.ns, "prod", testMarks)
+			if tc.unlabel {
+				if _, err := dyn.Resource(namespaceGVR).Patch(t.Context(), tc.ns, types.MergePatchType,
+					[]byte(`{"metadata":{"labels":null}}`), metav1.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hub := &fakeHub{}
+			r := newRelay(hub, dyn, tc.prefix, testMarks)
+			if err := r.relay(t.Context(), types.NamespacedName{Namespace: tc.ns, Name: "web"}); err != nil {
+				t.Fatal(err)
+			}
+			if len(hub.calls) != 0 || !stillMarkedIn(t, dyn, tc.ns) {
+				t.Errorf("asked %v, marked %v; want nothing asked, nothing touched", hub.calls, stillMarkedIn(t, dyn, tc.ns))
+			}
+		})
+	}
 }
 
 // setMark writes mark as ns/web's relay mark.
@@ -330,13 +383,13 @@ func setMark(t *testing.T, dyn *dynfake.FakeDynamicClient, ns, mark string) {
 // Reading one never panics, and accepts only what the key signed for the
 // object: whatever it accepts, signed again, is what it read.
 func FuzzMarkOpen(f *testing.F) {
-	signed, err := testMarks.sign(relayed{ID: "u1", User: "alice", Groups: []string{"team-a"}, At: markedAt,
+	signed, err := testMarks.sign(relayed{ID: "u1", User: "alice", Groups: []string{"team-a"}, At: markedAt, Cluster: "prod", Namespace: "argocd",
 		Request: api.OperationRequest{Operation: "sync", Revision: "main"}, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, "mirror-prod", "web", "uid-1")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(signed, "uid-1")
-	f.Add(`{"id":"u1","user":"admin","sig":""}`, "uid-1")
+	f.Add(`{"mark":{"id":"u1","user":"admin"},"sig":""}`, "uid-1")
 	f.Add(`{}`, "")
 	f.Add(`[`, "uid-1")
 	f.Fuzz(func(t *testing.T, raw, uid string) {
