@@ -304,24 +304,7 @@ func (f *forgetful) Swap(ctx context.Context, key string, a spoke.Applied, was f
 // made in the cluster hid it, a sync recorded as started only after it
 // was written would be written again. It is written once.
 func TestOperatorNeverStartsTwiceOnALostRecord(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		st := &forgetful{Store: sim.NewStore(), failing: true}
-		r := newOperatorRigOn(t, ctx, st, 0)
-		r.handle(t, ctx, 1)
-		r.hide(t, ctx)
-		st.fail(false)
-		settle(3 * time.Second)
-		r.c.Step(time.Now().Add(2*time.Hour), time.Second)
-		settle(3 * time.Second)
-		if n := r.c.starts["req-1"]; n != 1 {
-			t.Errorf("the sync was written to Argo CD %d times, want once", n)
-		}
-		cancel()
-		if err := <-r.done; err != nil {
-			t.Fatal(err)
-		}
-	})
+	writtenOnceWhileTheStateIsAway(t, 0)
 }
 
 // TestOperatorNeverStartsTwiceOnALostAnswer: a sync Argo CD stored whose
@@ -329,10 +312,19 @@ func TestOperatorNeverStartsTwiceOnALostRecord(t *testing.T) {
 // even while its state cannot record it started: hidden by another
 // operation before the record is stored, it is not written again.
 func TestOperatorNeverStartsTwiceOnALostAnswer(t *testing.T) {
+	writtenOnceWhileTheStateIsAway(t, 1)
+}
+
+// writtenOnceWhileTheStateIsAway hands the agent a sync while its state
+// cannot record one started, the answers to its first lost writes lost;
+// Argo CD runs it and a sync made in the cluster hides it, then the state
+// comes back: the sync was written to Argo CD once.
+func writtenOnceWhileTheStateIsAway(t *testing.T, lost int) {
+	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		st := &forgetful{Store: sim.NewStore(), failing: true}
-		r := newOperatorRigOn(t, ctx, st, 1)
+		r := newOperatorRigOn(t, ctx, st, lost)
 		r.handle(t, ctx, 1)
 		r.hide(t, ctx)
 		st.fail(false)

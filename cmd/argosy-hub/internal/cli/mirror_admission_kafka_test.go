@@ -191,17 +191,25 @@ func TestChangesInTheMirrorReachTheCluster(t *testing.T) {
 		t.Fatalf("write a mark past the webhook: %v", err)
 	}
 	waitRefusedCondition(t, as("admin"), a.name, "a sync or rollback marked on the Application was not asked: the mark is not signed")
-	waitFor(t, time.Minute, "the relay to take the forged mark off", func() bool {
-		got, err := as("admin").Get(t.Context(), a.name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		_, marked := got.GetAnnotations()[mirror.AnnotationRelay]
-		return !marked
-	})
+	waitUnmarked(t, as("admin"), a.name, "the relay to take the forged mark off")
 	if n := records() - recordsAt; n != 0 {
 		t.Errorf("a forged mark appended %d config records, want none", n)
 	}
+
+	// Fifty syncs at once: each one the API server stores is one
+	// operation asked of the hub; each refused (one still waits to be
+	// relayed) appends nothing.
+	recordsAt = records()
+	admitted := burst(t, 50, func() error {
+		_, err := alice.Patch(t.Context(), a.name, types.MergePatchType, sync, metav1.PatchOptions{})
+		return err
+	}, func(err error) bool { return strings.Contains(err.Error(), "still being relayed") })
+	twice()
+	waitUnmarked(t, as("admin"), a.name, "the burst's syncs to be relayed")
+	if n := records() - recordsAt; admitted == 0 || n != admitted {
+		t.Errorf("fifty syncs at once: %d admitted, %d config records; want one record for each admitted", admitted, n)
+	}
+	t.Logf("fifty syncs at once: %d admitted, %d config records", admitted, records()-recordsAt)
 
 	if err := alice.Delete(t.Context(), a.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("alice's delete, admitted twice: %v", err)
@@ -213,6 +221,46 @@ func TestChangesInTheMirrorReachTheCluster(t *testing.T) {
 		_, err := a.spokeApps.Get(t.Context(), a.name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+}
+
+// waitUnmarked waits, as what, until the Application name holds no relay
+// mark.
+func waitUnmarked(t *testing.T, apps dynamic.ResourceInterface, name, what string) {
+	t.Helper()
+	waitFor(t, time.Minute, what, func() bool {
+		got, err := apps.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		_, marked := got.GetAnnotations()[mirror.AnnotationRelay]
+		return !marked
+	})
+}
+
+// burst calls do n times at once and returns how many calls succeeded;
+// a call that fails other than as refused says is the test's failure.
+func burst(t *testing.T, n int, do func() error, refused func(error) bool) int {
+	t.Helper()
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+		ok int
+	)
+	for range n {
+		wg.Go(func() {
+			err := do()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case !refused(err):
+				t.Errorf("a call of the burst: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	return ok
 }
 
 // allowEditing lets every authenticated user read, change and delete the
