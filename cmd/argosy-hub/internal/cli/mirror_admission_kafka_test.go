@@ -50,40 +50,9 @@ import (
 // the deployer's delete takes the Application off the cluster and the
 // mirror.
 func TestChangesInTheMirrorReachTheCluster(t *testing.T) {
-	e := kubetest.Current(t)
-	if err := e.StartArgoCD(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t, buildHub(t))
-	token := f.newToken("mirror", "viewer")
-	f.grant("mirror", []auth.KubernetesGrant{{Group: "team-a", Role: auth.RoleDeployer}, {User: "victor", Role: auth.RoleViewer}})
-	a := syncedApp(t, e, f, "w-", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
-	tokenFile := filepath.Join(f.dir, "mirror-token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ca := tlstest.NewCA(t, "mirror-webhook")
-	cert, key := ca.WriteFiles(t, t.TempDir(), "mirror")
-	ports, err := testproc.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.startMirror(e, a.url, tokenFile, "--admission-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		"--admission-tls-cert", cert, "--admission-tls-key", key, "--mirror-user", "admin")
-	mirrorNS := "mirror-" + a.cluster
-	waitMirrored(t, a.dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS), a.name, a.commit)
-	registerWebhook(t, a.dyn, "argosy-mirror-"+mirrorNS, mirrorNS, fmt.Sprintf("https://127.0.0.1:%d/", ports[0]), ca.PEM)
-
-	as := func(user string, groups ...string) dynamic.ResourceInterface {
-		cfg := rest.CopyConfig(e.Admin)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
-		dyn, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS)
-	}
-	allowEditing(t, a.dyn, mirrorNS)
+	w := startWebhookMirror(t)
+	f, a, mirrorNS, ca := w.f, w.a, w.mirrorNS, w.ca
+	as := func(user string, groups ...string) dynamic.ResourceInterface { return w.as(t, user, groups...) }
 	victor, alice := as("victor"), as("alice", "team-a")
 	configAt := configEnd(t, f)
 	history := func() int {
@@ -97,7 +66,7 @@ func TestChangesInTheMirrorReachTheCluster(t *testing.T) {
 	before := history()
 
 	sync := []byte(`{"operation":{"sync":{"revision":"main"},"initiatedBy":{"username":"someone"}}}`)
-	_, err = victor.Patch(t.Context(), a.name, types.MergePatchType, sync, metav1.PatchOptions{})
+	_, err := victor.Patch(t.Context(), a.name, types.MergePatchType, sync, metav1.PatchOptions{})
 	if err == nil || !strings.Contains(err.Error(), "the hub refused") || !strings.Contains(err.Error(), "role viewer") {
 		t.Errorf("victor's sync: %v, want refused with the hub's words", err)
 	}
@@ -237,6 +206,87 @@ func waitUnmarked(t *testing.T, apps dynamic.ResourceInterface, name, what strin
 	})
 }
 
+// webhookMirror is the real mirror with its admission webhook registered
+// on a real apiserver, beside a real hub, broker, spoke and Argo CD, with
+// one Application the spoke's Argo CD synced, mirrored into mirrorNS,
+// whose Applications every authenticated user may change: the hub
+// decides. The mirror's token grants team-a deployer and victor viewer.
+type webhookMirror struct {
+	e        *kubetest.Env
+	f        *fixture
+	a        liveApp
+	mirrorNS string
+	ca       *tlstest.CA
+}
+
+func startWebhookMirror(t testing.TB) *webhookMirror {
+	t.Helper()
+	e := kubetest.Current(t)
+	if err := e.StartArgoCD(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, buildHub(t))
+	token := f.newToken("mirror", "viewer")
+	f.grant("mirror", []auth.KubernetesGrant{{Group: "team-a", Role: auth.RoleDeployer}, {User: "victor", Role: auth.RoleViewer}})
+	a := syncedApp(t, e, f, "w-", map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  v: one\n"})
+	tokenFile := filepath.Join(f.dir, "mirror-token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca := tlstest.NewCA(t, "mirror-webhook")
+	cert, key := ca.WriteFiles(t, t.TempDir(), "mirror")
+	ports, err := testproc.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.startMirror(e, a.url, tokenFile, "--admission-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		"--admission-tls-cert", cert, "--admission-tls-key", key, "--mirror-user", "admin")
+	mirrorNS := "mirror-" + a.cluster
+	waitMirrored(t, a.dyn.Resource(kubetest.ApplicationGVR).Namespace(mirrorNS), a.name, a.commit)
+	registerWebhook(t, a.dyn, "argosy-mirror-"+mirrorNS, mirrorNS, fmt.Sprintf("https://127.0.0.1:%d/", ports[0]), ca.PEM)
+	allowEditing(t, a.dyn, mirrorNS)
+	return &webhookMirror{e: e, f: f, a: a, mirrorNS: mirrorNS, ca: ca}
+}
+
+// as is the mirror namespace's Applications as user of groups
+// (impersonated, as kubectl --as would).
+func (w *webhookMirror) as(t testing.TB, user string, groups ...string) dynamic.ResourceInterface {
+	t.Helper()
+	cfg := rest.CopyConfig(w.e.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn.Resource(kubetest.ApplicationGVR).Namespace(w.mirrorNS)
+}
+
+// BenchmarkRelayedSync times a sync asked in the mirror cluster as kubectl
+// would (a patch of the mirrored Application's operation, as alice), until
+// the hub has taken it: the webhook's review and dry run, the API server's
+// write, the relay's informer, its hub call (durable on the broker) and
+// its unmark.
+func BenchmarkRelayedSync(b *testing.B) {
+	w := startWebhookMirror(b)
+	alice, admin := w.as(b, "alice", "team-a"), w.as(b, "admin")
+	sync := []byte(`{"operation":{"sync":{"revision":"main"},"initiatedBy":{"username":"alice"}}}`)
+	for b.Loop() {
+		if _, err := alice.Patch(b.Context(), w.a.name, types.MergePatchType, sync, metav1.PatchOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			got, err := admin.Get(b.Context(), w.a.name, metav1.GetOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, marked := got.GetAnnotations()[mirror.AnnotationRelay]; !marked {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
 // burst calls do n times at once and returns how many calls succeeded;
 // a call that fails other than as refused says is the test's failure.
 func burst(t *testing.T, n int, do func() error, refused func(error) bool) int {
@@ -265,7 +315,7 @@ func burst(t *testing.T, n int, do func() error, refused func(error) bool) int {
 
 // allowEditing lets every authenticated user read, change and delete the
 // Applications of namespace ns: what Kubernetes allows; the hub decides.
-func allowEditing(t *testing.T, dyn dynamic.Interface, ns string) {
+func allowEditing(t testing.TB, dyn dynamic.Interface, ns string) {
 	t.Helper()
 	role := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
 		"metadata": map[string]any{"name": "edit-applications"},
@@ -309,7 +359,7 @@ func (f *fixture) grant(name string, grants []auth.KubernetesGrant) {
 // configuration name, for the Applications of namespace ns alone, as the
 // chart does the mirror's for every mirror namespace, and removes it when
 // the test ends.
-func registerWebhook(t *testing.T, dyn dynamic.Interface, name, ns, url string, caPEM []byte) {
+func registerWebhook(t testing.TB, dyn dynamic.Interface, name, ns, url string, caPEM []byte) {
 	t.Helper()
 	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
 	cfg := &unstructured.Unstructured{Object: map[string]any{

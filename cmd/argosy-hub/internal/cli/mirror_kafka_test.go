@@ -312,7 +312,7 @@ func proxyAnswers(t *testing.T, proxy, ns, name string) {
 
 // waitMirrored waits for the mirrored Application to carry the spoke's
 // status at revision, with its history, and returns it.
-func waitMirrored(t *testing.T, mirrored dynamic.ResourceInterface, name, revision string) *unstructured.Unstructured {
+func waitMirrored(t testing.TB, mirrored dynamic.ResourceInterface, name, revision string) *unstructured.Unstructured {
 	t.Helper()
 	var got *unstructured.Unstructured
 	waitFor(t, 2*time.Minute, "the Application mirrored with its status", func() bool {
