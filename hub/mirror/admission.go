@@ -295,8 +295,8 @@ func (a *Admission) change(req *admissionv1.AdmissionRequest) (*change, error) {
 	c := &change{name: req.Name, obj: newObj}
 	switch req.Operation {
 	case admissionv1.Create:
-		cluster, ok := strings.CutPrefix(req.Namespace, a.prefix)
-		if !ok || cluster == "" {
+		cluster := clusterOf(a.prefix, req.Namespace)
+		if cluster == "" {
 			return nil, fmt.Errorf("namespace %s is not one the mirror writes (%sCLUSTER)", req.Namespace, a.prefix)
 		}
 		c.cluster, c.namespace, c.owner, c.create = cluster, a.appNS, OwnerHub, true

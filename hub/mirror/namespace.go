@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,7 +106,7 @@ func (m *Mirror) namespace(ctx context.Context, cluster, ns string, have *state)
 	if err != nil {
 		return fmt.Errorf("namespace %s: %w", ns, err)
 	}
-	if l := cur.GetLabels(); l[LabelManagedBy] != FieldManager || l[LabelCluster] != cluster {
+	if !mirrorsNamespace(cur.GetLabels(), cluster) {
 		return fmt.Errorf("namespace %s: %w (it lacks %s=%s and %s=%s)", ns, ErrForeignNamespace, LabelManagedBy, FieldManager, LabelCluster, cluster)
 	}
 	return nil
@@ -132,4 +133,20 @@ func (m *Mirror) prune(ctx context.Context, have *state, namespaces []string) er
 		m.o.log.InfoContext(ctx, "mirror namespace deleted: its cluster was deregistered", "namespace", name)
 	}
 	return errors.Join(errs...)
+}
+
+// mirrorsNamespace reports whether a namespace's labels mark it as the
+// mirror's namespace of cluster.
+func mirrorsNamespace(labels map[string]string, cluster string) bool {
+	return labels[LabelManagedBy] == FieldManager && labels[LabelCluster] == cluster
+}
+
+// clusterOf is the cluster whose mirror namespace ns would be, named
+// prefix+cluster; "" when ns is not so named.
+func clusterOf(prefix, ns string) string {
+	c, ok := strings.CutPrefix(ns, prefix)
+	if !ok {
+		return ""
+	}
+	return c
 }

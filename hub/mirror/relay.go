@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -237,7 +236,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](
 		100*time.Millisecond, 30*time.Second))
 	add := func(obj any) {
-		if u, ok := obj.(*unstructured.Unstructured); ok && r.cluster(u.GetNamespace()) != "" {
+		if u, ok := obj.(*unstructured.Unstructured); ok && clusterOf(r.prefix, u.GetNamespace()) != "" {
 			queue.Add(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 	}
@@ -273,20 +272,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	return nil
 }
 
-// cluster is the cluster whose mirror namespace ns is, "" when it is not
-// one.
-func (r *Relay) cluster(ns string) string {
-	c, ok := strings.CutPrefix(ns, r.prefix)
-	if !ok {
-		return ""
-	}
-	return c
-}
-
 // relay asks the hub for the operation marked on the object at key, if it
 // still holds one, and takes the mark off. An error is worth retrying.
 func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
-	cluster := r.cluster(key.Namespace)
+	cluster := clusterOf(r.prefix, key.Namespace)
 	if cluster == "" {
 		return nil // not a mirror namespace: no mark there is the webhook's
 	}
@@ -300,7 +289,7 @@ func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
 	case err != nil:
 		return fmt.Errorf("read namespace %s: %w", key.Namespace, err)
 	}
-	if l := ns.GetLabels(); l[LabelManagedBy] != FieldManager || l[LabelCluster] != cluster {
+	if !mirrorsNamespace(ns.GetLabels(), cluster) {
 		return nil
 	}
 	ri := r.dyn.Resource(applicationGVR).Namespace(key.Namespace)
