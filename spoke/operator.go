@@ -55,9 +55,10 @@ type OperationStore interface {
 // It records an operation started once it wrote it; while that record
 // cannot be stored, it keeps in memory that it wrote it, so that an
 // operation Argo CD ran and another hid meanwhile is not written again.
-// What it cannot know is the one case left: the agent stopped between the
-// write and the record, and before it is back, Argo CD ran the operation
-// and another operation hid it; it is then written again.
+// What it cannot know are the cases left: the agent stopped between the
+// write and the record, or lost the write's answer, and before it looks
+// again, Argo CD ran the operation and another operation hid it; it is
+// then written again.
 type Operator struct {
 	a    *Applier
 	ops  Operations

@@ -154,7 +154,6 @@ type Relay struct {
 	prefix   string
 	marks    *MarkKey
 	now      func() time.Time
-	maxAge   time.Duration
 	log      *slog.Logger
 	tracer   trace.Tracer
 	refusals *Refusals
@@ -204,7 +203,7 @@ func NewRelay(hub Operator, kube *rest.Config, prefix string, marks *MarkKey, op
 
 // newRelay is NewRelay on a client of the mirror cluster.
 func newRelay(hub Operator, dyn dynamic.Interface, prefix string, marks *MarkKey, opts ...RelayOption) *Relay {
-	r := &Relay{hub: hub, dyn: dyn, prefix: prefix, marks: marks, now: time.Now, maxAge: relayMaxAge, log: slog.New(slog.DiscardHandler),
+	r := &Relay{hub: hub, dyn: dyn, prefix: prefix, marks: marks, now: time.Now, log: slog.New(slog.DiscardHandler),
 		tracer: otel.Tracer("github.com/argosyproj/argosy/hub/mirror"), provider: otel.GetMeterProvider()}
 	for _, o := range opts {
 		o(r)
@@ -323,7 +322,7 @@ func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
 	// after the hub took it, asked again later, is answered with what the
 	// first wrote, not refused as late.
 	req := p.Request
-	notAfter := p.At.Add(r.maxAge)
+	notAfter := p.At.Add(relayMaxAge)
 	req.NotAfter = &notAfter
 	namespace := p.Namespace
 	cctx, cancel := context.WithTimeout(ctx, hubTimeout)
@@ -339,7 +338,7 @@ func (r *Relay) relay(ctx context.Context, key types.NamespacedName) error {
 			who, namespace, key.Name, cluster, re.Body.Error)
 		if re.Status == http.StatusConflict && len(re.Body.Fields) > 0 && re.Body.Fields[0].Field == "notAfter" {
 			outcome, msg = "expired", fmt.Sprintf("%s was not run: it waited %s to be relayed to the hub, more than %s",
-				who, r.now().Sub(p.At).Round(time.Second), r.maxAge)
+				who, r.now().Sub(p.At).Round(time.Second), relayMaxAge)
 		}
 		r.count(ctx, outcome)
 		r.refusals.Add(key.Namespace, key.Name, msg)
