@@ -395,15 +395,34 @@ func waitNoMirrorPolicy(t *testing.T, admin dynamic.Interface, ns string) {
 	}
 	label(mirror.FieldManager)
 	defer label(nil)
+	// The policies themselves first: a probe alone can pass while the
+	// API server's admission has not yet seen the namespace's new label.
+	policies := []schema.GroupVersionResource{
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}}
 	deadline := time.Now().Add(30 * time.Second)
-	for {
+	for passed := 0; passed < 5; {
+		left := 0
+		for _, gvr := range policies {
+			l, err := admin.Resource(gvr).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range l.Items {
+				if strings.HasPrefix(p.GetName(), "argosy-mirror.") {
+					left++
+				}
+			}
+		}
 		_, err := admin.Resource(kubetest.ApplicationGVR).Namespace(ns).Create(ctx, mirrorApp(ns, "probe"),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a mirror's admission policy still applies 30 s on: %v", err)
+		switch {
+		case left == 0 && err == nil:
+			passed++ // and again, for the admission's caches to agree
+		case time.Now().After(deadline):
+			t.Fatalf("a mirror's admission policy still applies 30 s on: %d left, %v", left, err)
+		default:
+			passed = 0
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
